@@ -1,0 +1,42 @@
+# lkjagent: `make run` runs the agent, `make test` runs the tests (see README.md).
+
+CARGO   ?= cargo
+CORPUS  ?= ../shared/corpus
+DATA    ?= data
+HOST    := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+BIN     := target/release/lkjagent
+STATIC  := target/static/$(HOST)/release/lkjagent
+
+.PHONY: build run demo test conformance bench static lint clean
+
+build:
+	$(CARGO) build --release --locked
+
+run: build
+	$(BIN) --data $(DATA) run
+
+demo: build
+	$(BIN) --data $(DATA) demo
+
+test:
+	$(CARGO) test --locked
+
+# The public JSON corpora; CORPUS may point elsewhere.
+conformance:
+	LKJAGENT_CORPUS=$(CORPUS) $(CARGO) test --release --locked --test conformance
+
+bench:
+	LKJAGENT_CORPUS=$(CORPUS) $(CARGO) bench --locked --bench bench
+
+# A statically linked binary (static glibc; no extra toolchain needed).
+static:
+	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --locked \
+		--target $(HOST) --target-dir target/static
+	@ls -l $(STATIC)
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

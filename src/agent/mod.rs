@@ -1,0 +1,1 @@
+//! The agent: configuration, prompts, the state machine, paging and the loop.

@@ -1,0 +1,129 @@
+//! The `lkjagent` command line: one subcommand per file, dispatched from here.
+//!
+//! Exit codes (documented in the README and in `lkjagent --help`):
+//! 0 success; 1 runtime failure (server unreachable, invalid input file, I/O); 2 usage or
+//! configuration error.
+
+pub mod args;
+pub mod json;
+pub mod parse_reply;
+
+use crate::error::{Error, Result};
+use args::Args;
+use std::ffi::OsString;
+
+/// Exit code for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code for a runtime failure.
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit code for a usage or configuration error.
+pub const EXIT_USAGE: i32 = 2;
+
+const HELP: &str = "\
+lkjagent: an autonomous agent with a tagged, paged memory, for local LLM servers
+
+usage: lkjagent [--data DIR] <command> [options]
+
+commands:
+  run           run the agent loop against the configured LLM server
+  demo          run the agent loop on the shipped replay script (no server needed)
+  status        show state, iteration, memory use, last cycle and last error
+  memory        list, show, query, search, stats, export, import, compact the store
+  send TEXT     queue a message for the agent's next cycle
+  check         validate config, prompts, memory, store and the endpoint's health
+  replay        run a recorded exchange log again, deterministically
+  json FILE     validate and print a JSON file ('-' for stdin)
+  parse-reply FILE
+                show what the agent would take from a model reply ('-' for stdin)
+
+options:
+  --data DIR    data directory (default: $LKJAGENT_DATA, else 'data')
+  --help, -h    help for lkjagent or for a command
+
+exit codes: 0 success, 1 runtime failure, 2 usage or configuration error
+";
+
+/// Runs the command line and returns the process exit code.
+pub fn main(argv: impl Iterator<Item = OsString>) -> i32 {
+    match dispatch(argv) {
+        Ok(code) => code,
+        Err(e) => {
+            e.print();
+            e.code().exit_code()
+        }
+    }
+}
+
+fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
+    let mut items = Vec::new();
+    for a in argv.skip(1) {
+        match a.into_string() {
+            Ok(s) => items.push(s),
+            Err(raw) => bail!(Usage, "argument {:?} is not valid UTF-8", raw),
+        }
+    }
+    // The command is the first argument that is neither an option nor an option's value.
+    let mut command_at = None;
+    let mut i = 0;
+    while i < items.len() {
+        let item = items.get(i).map(String::as_str).unwrap_or("");
+        if item == "--data" {
+            i += 2;
+            continue;
+        }
+        if !item.starts_with('-') {
+            command_at = Some(i);
+            break;
+        }
+        i += 1;
+    }
+    let Some(at) = command_at else {
+        let mut args = Args::new(items);
+        if args.help() {
+            print!("{}", HELP);
+            return Ok(EXIT_OK);
+        }
+        args.finish("")?;
+        eprint!("{}", HELP);
+        return Ok(EXIT_USAGE);
+    };
+    let command = items.remove(at);
+    let args = Args::new(items);
+    match command.as_str() {
+        "json" => json::run(args),
+        "parse-reply" => parse_reply::run(args),
+        "help" => {
+            print!("{}", HELP);
+            Ok(EXIT_OK)
+        }
+        "run" | "demo" | "status" | "memory" | "send" | "check" | "replay" => Err(not_yet(&command)),
+        other => bail!(Usage, "unknown command '{}'; see 'lkjagent --help'", other),
+    }
+}
+
+fn not_yet(command: &str) -> Error {
+    err!(Usage, "'lkjagent {}' arrives with the agent (issue 6); available now: json, parse-reply", command)
+}
+
+/// Reads a whole input named on the command line: a file path, or `-` for stdin, up to
+/// `max` bytes (a larger input is `CAPACITY_EXCEEDED`, not a partial read).
+pub fn read_input(path: &str, max: usize) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    let limit = max as u64 + 1;
+    let res = if path == "-" {
+        std::io::stdin().lock().take(limit).read_to_end(&mut data)
+    } else {
+        match std::fs::File::open(path) {
+            Ok(f) => f.take(limit).read_to_end(&mut data),
+            Err(e) => bail!(Io, "cannot open '{}': {}", path, e),
+        }
+    };
+    if let Err(e) = res {
+        bail!(Io, "cannot read '{}': {}", path, e);
+    }
+    if data.len() > max {
+        bail!(CapacityExceeded, "'{}' is larger than {} bytes", path, max);
+    }
+    Ok(data)
+}

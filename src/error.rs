@@ -1,0 +1,306 @@
+//! The one error type: a stable code, the source location, and a message a user can act on.
+//!
+//! Errors are plain values (no heap): the message lives in a fixed inline buffer of
+//! [`ERROR_MESSAGE_BYTES`]. They are created with the [`err!`](crate::err) macro, which captures
+//! `file!()` and `line!()`, and printed as one valid JSON line on stderr:
+//!
+//! ```text
+//! {"level":"error","code":"CONFIG_JSON_INVALID","file":"src/agent/config.rs","line":88,"message":"..."}
+//! ```
+//!
+//! This is the C original's `RETURN_ERR` done right: its lines were not valid JSON (unbalanced
+//! quotes) and carried the NUL bytes of its string literals.
+
+use crate::fixed::ArrayString;
+use crate::json::escape::write_json_str;
+use crate::limits::ERROR_MESSAGE_BYTES;
+use core::fmt;
+use std::io::Write as _;
+
+/// Stable error codes. The text form (`Code::as_str`) is part of the interface: scripts, the
+/// audit log and tests match on it, so a code is never renamed once released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// A command line that cannot be understood. Exit code 2.
+    Usage,
+    /// `config.json` is not valid JSON. Exit code 2.
+    ConfigJsonInvalid,
+    /// `config.json` is valid JSON but a value is missing, of the wrong type or out of range.
+    ConfigInvalid,
+    /// `agent-prompt.json` does not follow the prompt-segment schema.
+    PromptSchemaInvalid,
+    /// A JSON document (other than the config) is not valid JSON.
+    JsonInvalid,
+    /// A model reply could not be read as tags at all.
+    TagParseError,
+    /// A model reply was read but holds no valid instruction.
+    ReplyInvalid,
+    /// The LLM server did not answer within the configured time.
+    LlmTimeout,
+    /// The LLM server could not be reached, or said it is not ready.
+    LlmUnavailable,
+    /// The LLM server answered with an error of its own (its message is carried).
+    LlmError,
+    /// The prompt did not fit the model's context; the agent pages instead of retrying.
+    ContextOverflow,
+    /// The server broke HTTP/1.1 framing (bad status line, bad chunk size, cut body, ...).
+    HttpProtocol,
+    /// A response head or body passed its hard cap.
+    ResponseTooLarge,
+    /// A fixed capacity (see `limits.rs`) is full.
+    CapacityExceeded,
+    /// A memory key (tag set) is empty or not allowed.
+    KeyInvalid,
+    /// A looked-up entry, file or path does not exist.
+    NotFound,
+    /// An update named a version that is no longer current.
+    VersionConflict,
+    /// A persistent write did not complete; the previous state is kept.
+    PersistFailed,
+    /// Any other input/output failure (reading a file, a socket, stdin).
+    Io,
+    /// The run was stopped by a signal.
+    Interrupted,
+}
+
+impl Code {
+    /// The stable text form of the code, e.g. `"CAPACITY_EXCEEDED"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Code::Usage => "USAGE",
+            Code::ConfigJsonInvalid => "CONFIG_JSON_INVALID",
+            Code::ConfigInvalid => "CONFIG_INVALID",
+            Code::PromptSchemaInvalid => "PROMPT_SCHEMA_INVALID",
+            Code::JsonInvalid => "JSON_INVALID",
+            Code::TagParseError => "TAG_PARSE_ERROR",
+            Code::ReplyInvalid => "REPLY_INVALID",
+            Code::LlmTimeout => "LLM_TIMEOUT",
+            Code::LlmUnavailable => "LLM_UNAVAILABLE",
+            Code::LlmError => "LLM_ERROR",
+            Code::ContextOverflow => "CONTEXT_OVERFLOW",
+            Code::HttpProtocol => "HTTP_PROTOCOL",
+            Code::ResponseTooLarge => "RESPONSE_TOO_LARGE",
+            Code::CapacityExceeded => "CAPACITY_EXCEEDED",
+            Code::KeyInvalid => "KEY_INVALID",
+            Code::NotFound => "NOT_FOUND",
+            Code::VersionConflict => "VERSION_CONFLICT",
+            Code::PersistFailed => "PERSIST_FAILED",
+            Code::Io => "IO",
+            Code::Interrupted => "INTERRUPTED",
+        }
+    }
+
+    /// The process exit code for a run that ends in this error: 2 for usage and configuration
+    /// problems (the user must change something before trying again), 1 for everything else.
+    pub const fn exit_code(self) -> i32 {
+        match self {
+            Code::Usage | Code::ConfigJsonInvalid | Code::ConfigInvalid | Code::PromptSchemaInvalid => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error: code, where it was raised, and what happened. See the module documentation.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error {
+    code: Code,
+    file: &'static str,
+    line: u32,
+    message: ArrayString<ERROR_MESSAGE_BYTES>,
+}
+
+impl Error {
+    /// Builds an error; use the [`err!`](crate::err) macro, which fills in the location.
+    /// A message longer than [`ERROR_MESSAGE_BYTES`] is cut at a character boundary and ends in
+    /// `...`, so the cut is visible.
+    pub fn new(code: Code, file: &'static str, line: u32, args: fmt::Arguments<'_>) -> Error {
+        let mut message = ArrayString::new();
+        let mut sink = Clipping { out: &mut message, clipped: false };
+        let _ = fmt::write(&mut sink, args);
+        if sink.clipped {
+            message.clip_with_marker("...");
+        }
+        Error { code, file, line, message }
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> Code {
+        self.code
+    }
+
+    /// The message, without code or location.
+    pub fn message(&self) -> &str {
+        self.message.as_str()
+    }
+
+    /// The source file that raised the error.
+    pub fn file(&self) -> &'static str {
+        self.file
+    }
+
+    /// The source line that raised the error.
+    pub fn line(&self) -> u32 {
+        self.line
+    }
+
+    /// Returns the same error with `context: ` put in front of its message, keeping code and
+    /// location (the place that knew what failed, not the place that added context).
+    pub fn context(self, context: fmt::Arguments<'_>) -> Error {
+        Error::new(self.code, self.file, self.line, format_args!("{}: {}", context, self.message.as_str()))
+    }
+
+    /// Returns the same error under another code (e.g. a JSON error in the config becomes
+    /// `CONFIG_JSON_INVALID`), keeping location and message.
+    pub fn with_code(mut self, code: Code) -> Error {
+        self.code = code;
+        self
+    }
+
+    /// Writes the error as one JSON object (no newline) with the given level.
+    pub fn write_json(&self, level: &str, out: &mut dyn fmt::Write) -> fmt::Result {
+        out.write_str("{\"level\":")?;
+        write_json_str(out, level)?;
+        out.write_str(",\"code\":")?;
+        write_json_str(out, self.code.as_str())?;
+        out.write_str(",\"file\":")?;
+        write_json_str(out, self.file)?;
+        write!(out, ",\"line\":{},\"message\":", self.line)?;
+        write_json_str(out, self.message.as_str())?;
+        out.write_str("}")
+    }
+
+    /// Prints the error as one JSON line on stderr (level `error`).
+    pub fn print(&self) {
+        print_line(self, "error");
+    }
+
+    /// Prints the error as one JSON line on stderr with level `warning`: something went wrong
+    /// that the program handled (a dropped torn log tail, an ignored config key).
+    pub fn print_warning(&self) {
+        print_line(self, "warning");
+    }
+}
+
+/// Formats one JSON line into a stack buffer and writes it with a single `write_all`, so lines
+/// from several threads never interleave and printing never allocates.
+fn print_line(e: &Error, level: &str) {
+    // Worst case: every message byte escaped as \u00XX (6x) plus the fixed fields.
+    let mut line: ArrayString<{ ERROR_MESSAGE_BYTES * 6 + 512 }> = ArrayString::new();
+    if e.write_json(level, &mut line).is_err() || line.push_str("\n").is_err() {
+        line.clear();
+        let _ =
+            line.push_str("{\"level\":\"error\",\"code\":\"CAPACITY_EXCEEDED\",\"message\":\"error line too long\"}\n");
+    }
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} ({}:{})", self.code.as_str(), self.message.as_str(), self.file, self.line)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A `fmt::Write` that fills an `ArrayString` and records, instead of failing, when text did
+/// not fit; the part that fits (cut at a character boundary) is kept.
+struct Clipping<'a, const N: usize> {
+    out: &'a mut ArrayString<N>,
+    clipped: bool,
+}
+
+impl<const N: usize> fmt::Write for Clipping<'_, N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.clipped {
+            return Ok(());
+        }
+        if self.out.push_str(s).is_err() {
+            let room = self.out.capacity() - self.out.len();
+            let mut cut = room.min(s.len());
+            while cut > 0 && !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let _ = self.out.push_str(s.get(..cut).unwrap_or(""));
+            self.clipped = true;
+        }
+        Ok(())
+    }
+}
+
+/// Builds an [`Error`](crate::error::Error) with the caller's file and line:
+/// `err!(CapacityExceeded, "prompt buffer full ({} bytes)", n)`.
+#[macro_export]
+macro_rules! err {
+    ($code:ident, $($arg:tt)+) => {
+        $crate::error::Error::new($crate::error::Code::$code, file!(), line!(), format_args!($($arg)+))
+    };
+}
+
+/// `return Err(err!(...))`.
+#[macro_export]
+macro_rules! bail {
+    ($code:ident, $($arg:tt)+) => {
+        return Err($crate::err!($code, $($arg)+))
+    };
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T> = core::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carries_code_location_and_message() {
+        let e = crate::err!(KeyInvalid, "tag {} is {} bytes", "x", 3);
+        assert_eq!(e.code(), Code::KeyInvalid);
+        assert_eq!(e.message(), "tag x is 3 bytes");
+        assert!(e.file().ends_with("error.rs"));
+        assert!(e.line() > 0);
+        assert_eq!(e.code().exit_code(), 1);
+        assert_eq!(Code::ConfigInvalid.exit_code(), 2);
+    }
+
+    #[test]
+    fn json_line_is_valid_and_escaped() {
+        let e = crate::err!(Io, "bad \"name\"\n\u{0}\u{1f} é");
+        let mut s: ArrayString<1024> = ArrayString::new();
+        e.write_json("error", &mut s).unwrap();
+        let text = s.as_str();
+        assert!(text.starts_with("{\"level\":\"error\",\"code\":\"IO\",\"file\":\"src/error.rs\",\"line\":"));
+        assert!(text.ends_with(",\"message\":\"bad \\\"name\\\"\\n\\u0000\\u001f é\"}"));
+        assert!(!text.as_bytes().contains(&0));
+    }
+
+    #[test]
+    fn long_message_is_cut_visibly_at_a_char_boundary() {
+        let long = "é".repeat(ERROR_MESSAGE_BYTES);
+        let e = crate::err!(Io, "{}", long);
+        assert!(e.message().len() <= ERROR_MESSAGE_BYTES);
+        assert!(e.message().ends_with("..."));
+        assert!(e.message().starts_with("éé"));
+    }
+
+    #[test]
+    fn context_keeps_code_and_location() {
+        let e = crate::err!(NotFound, "no such key");
+        let line = e.line();
+        let e = e.context(format_args!("reading {}", "memory.json"));
+        assert_eq!(e.message(), "reading memory.json: no such key");
+        assert_eq!(e.line(), line);
+        assert_eq!(e.code(), Code::NotFound);
+    }
+}

@@ -1,0 +1,73 @@
+//! JSON string escaping (RFC 8259 §7), shared by the serializer, the error printer and every
+//! writer of JSON text.
+//!
+//! `"` and `\` are escaped; control characters U+0000..U+001F use the short forms `\b \f \n \r
+//! \t` where they exist and `\u00XX` otherwise; everything else, UTF-8 included, passes through
+//! unchanged (a `&str` is already valid UTF-8). The C original escaped every byte >= 0x80 as
+//! `\u00XX`, corrupting all non-ASCII text; this does not.
+
+use core::fmt;
+
+/// The escape for `b`, if it needs one; `None` for bytes written as they are.
+#[inline]
+fn escape_for(b: u8) -> Option<&'static str> {
+    const HEX: [&str; 32] = [
+        "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007", "\\b", "\\t", "\\n",
+        "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014",
+        "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e",
+        "\\u001f",
+    ];
+    match b {
+        b'"' => Some("\\\""),
+        b'\\' => Some("\\\\"),
+        0..=0x1f => HEX.get(b as usize).copied(),
+        _ => None,
+    }
+}
+
+/// Writes the escaped body of `s` (without the surrounding quotes). Runs of bytes that need no
+/// escape are written in one piece.
+pub fn write_json_str_body(out: &mut dyn fmt::Write, s: &str) -> fmt::Result {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if let Some(esc) = escape_for(b) {
+            // `i` is at an ASCII byte, so both cuts are char boundaries.
+            out.write_str(s.get(start..i).unwrap_or(""))?;
+            out.write_str(esc)?;
+            start = i + 1;
+        }
+    }
+    out.write_str(s.get(start..).unwrap_or(""))
+}
+
+/// Writes `s` as a JSON string, quotes included.
+pub fn write_json_str(out: &mut dyn fmt::Write, s: &str) -> fmt::Result {
+    out.write_str("\"")?;
+    write_json_str_body(out, s)?;
+    out.write_str("\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn esc(s: &str) -> String {
+        let mut o = String::new();
+        write_json_str(&mut o, s).unwrap();
+        o
+    }
+
+    #[test]
+    fn escapes_quotes_backslash_and_controls() {
+        assert_eq!(esc("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(esc("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
+        assert_eq!(esc("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
+    }
+
+    #[test]
+    fn passes_utf8_and_slash_through() {
+        assert_eq!(esc("→ é 日本 😀 /"), "\"→ é 日本 😀 /\"");
+        assert_eq!(esc(""), "\"\"");
+    }
+}

@@ -1,0 +1,30 @@
+//! lkjagent: an autonomous agent that runs a perpetual loop against a local LLM server, keeps a
+//! tagged memory that it pages between the prompt and a persistent store, and ships as one small
+//! static binary with no third-party crates.
+//!
+//! Modules, from the bottom up (each file starts with a note on its role):
+//!
+//! - [`limits`]: every capacity, with its memory cost.
+//! - [`error`]: the error type (stable code, source location, message).
+//! - [`fixed`]: fixed-capacity string, list and buffers.
+//! - [`json`]: RFC 8259 parser, document arena, serializer.
+//! - [`tag`]: the tolerant tag parser for model replies and the tag renderer for prompts.
+//! - [`reply`]: the reply protocol (instructions, problems, feedback for the model).
+//! - [`http`]: the HTTP/1.1 client.
+//! - [`llm`]: the LLM providers and the health probe.
+//! - [`memory`]: the working set and the crash-safe tagged store.
+//! - [`agent`]: configuration, prompt, state machine, paging, the loop.
+//! - [`cli`]: the `lkjagent` command line.
+
+#[macro_use]
+pub mod error;
+pub mod agent;
+pub mod cli;
+pub mod fixed;
+pub mod http;
+pub mod json;
+pub mod limits;
+pub mod llm;
+pub mod memory;
+pub mod reply;
+pub mod tag;

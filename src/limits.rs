@@ -1,0 +1,60 @@
+//! Every capacity of the program, in one place.
+//!
+//! lkjagent runs with bounded memory (DESIGN.md §2): each buffer, count and depth below is
+//! reserved once (inline in a type, or on the heap at start-up) and never grows. Running out of
+//! any of them is a `CAPACITY_EXCEEDED` error that names the constant, never a panic and never
+//! a silent cut. Each constant says what it bounds and what it costs in memory, so the total
+//! footprint can be read off this file.
+//!
+//! Sections are grouped by the layer that owns them, bottom (errors, JSON) to top (the agent).
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// Bytes of message text an [`crate::error::Error`] carries inline. Longer messages are cut at a
+/// character boundary and end in `...` so the cut is visible. Cost: this many bytes per live
+/// error value (errors are returned by value, never allocated).
+pub const ERROR_MESSAGE_BYTES: usize = 240;
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+// ---------------------------------------------------------------------------------------------
+
+/// Deepest nesting of arrays and objects the JSON parser accepts. Nesting is tracked in a
+/// fixed bit stack, not by recursion, so no input can overflow the call stack. Cost: one bit per
+/// level in the streaming parser (a 64-byte array for 512 levels).
+pub const JSON_MAX_DEPTH: usize = 512;
+
+// ---------------------------------------------------------------------------------------------
+// Tagged reply format (the model's replies and the prompt's tag rendering)
+// ---------------------------------------------------------------------------------------------
+
+/// Largest model reply the tag parser reads, in bytes. A longer reply is rejected as a whole
+/// with `CAPACITY_EXCEEDED`. Cost: none by itself; bounds the tag arena below.
+pub const REPLY_MAX_BYTES: usize = 1 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// HTTP and the LLM providers
+// ---------------------------------------------------------------------------------------------
+
+/// Largest HTTP response head (status line plus headers) accepted, in bytes. Cost: this many
+/// bytes in the client's receive buffer, reserved once.
+pub const HTTP_MAX_HEAD_BYTES: usize = 16 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Memory: the working set and the tagged store
+// ---------------------------------------------------------------------------------------------
+
+/// Most tags in one store key (the tagged-memory design's `MAX_TAGS_PER_ENTRY`).
+pub const KEY_MAX_TAGS: usize = 8;
+
+/// Longest single tag, in bytes (the design's `MAX_TAG_LENGTH`).
+pub const TAG_MAX_BYTES: usize = 64;
+
+// ---------------------------------------------------------------------------------------------
+// The agent
+// ---------------------------------------------------------------------------------------------
+
+/// Largest prompt the agent builds, in bytes. Cost: reserved once at start-up.
+pub const PROMPT_MAX_BYTES: usize = 256 * 1024;

@@ -1,0 +1,1 @@
+//! The LLM providers: OpenAI-compatible, Ollama native, replay, and the health probe.

@@ -1,0 +1,45 @@
+//! A counting global allocator for benchmarks and allocation tests: forwards every call to the
+//! system allocator and counts allocations, so a figure or a test can say "N allocations per
+//! cycle". Include it with `#[path = ".../alloc_counter.rs"] mod alloc_counter;` and install it
+//! with `#[global_allocator] static A: alloc_counter::CountingAlloc = alloc_counter::CountingAlloc;`.
+//!
+//! This is test-side code; the product's only `unsafe` lives in its signal-handling module.
+#![allow(unsafe_code)]
+#![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counts every heap allocation (and reallocation) made by the process.
+pub struct CountingAlloc;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
+// `GlobalAlloc` contract; the only addition is a relaxed atomic counter increment.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's guarantees for `alloc` are passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's guarantees for `alloc_zeroed` are passed on unchanged.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's guarantees for `dealloc` are passed on unchanged.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's guarantees for `realloc` are passed on unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Heap allocations (including reallocations) so far in this process, all threads.
+pub fn allocations() -> u64 {
+    ALLOCS.load(Ordering::Relaxed)
+}
