@@ -34,6 +34,51 @@ pub const JSON_MAX_DEPTH: usize = 512;
 /// with `CAPACITY_EXCEEDED`. Cost: none by itself; bounds the tag arena below.
 pub const REPLY_MAX_BYTES: usize = 1 << 20;
 
+/// Extra room of the reply reader's working copy for bytes that are not UTF-8: each invalid
+/// byte becomes U+FFFD (3 bytes), so a reply with more than about this many / 2 invalid bytes
+/// no longer fits and is rejected as too large. Cost: this many bytes, reserved once.
+pub const REPLY_LOSSY_SLACK_BYTES: usize = 64 * 1024;
+
+/// Bytes of the reply reader's working copy (the reply with `<think>` blocks removed and
+/// invalid UTF-8 replaced). Cost: this many bytes, reserved once.
+pub const REPLY_WORK_BYTES: usize = REPLY_MAX_BYTES + REPLY_LOSSY_SLACK_BYTES;
+
+/// Most nodes (elements and text runs) of a parsed reply. A realistic reply has under 100;
+/// past this, parsing stops and the reply gets a `TOO_MANY_TAGS` problem. Cost: 44 bytes each
+/// (352 KiB), reserved once.
+pub const TAG_MAX_NODES: usize = 8 * 1024;
+
+/// Bytes of names and decoded text of a parsed reply, plus text the interpreter derives from
+/// it (era-A blocks joined into one log entry). Decoding never lengthens text, so a reply that
+/// fits [`REPLY_WORK_BYTES`] fits here. Cost: this many bytes, reserved once.
+pub const TAG_TEXT_BYTES: usize = REPLY_WORK_BYTES + 16 * 1024;
+
+/// Deepest element nesting the tag parser builds (and the renderer writes). Deeper start tags
+/// are dropped (their text kept) with a `TOO_DEEP` problem. Walks are loops over parent links,
+/// never recursion, so this bounds work per end tag, not stack use. Cost: none by itself.
+pub const TAG_MAX_DEPTH: usize = 64;
+
+/// Most instructions one reply yields (actions, next state, logs). Past this, the rest are
+/// dropped with a `TOO_MANY_INSTRUCTIONS` problem. Cost: 64 bytes each (4 KiB), reserved once.
+pub const REPLY_MAX_INSTRUCTIONS: usize = 64;
+
+/// Most problems recorded for one reply; further ones are counted, not kept. Cost: about 200
+/// bytes each, inline in the reader.
+pub const REPLY_MAX_PROBLEMS: usize = 16;
+
+/// Bytes of the detail text of one problem (what was found, what was expected); longer text
+/// is cut visibly. Cost: this many bytes per problem slot.
+pub const REPLY_PROBLEM_DETAIL_BYTES: usize = 160;
+
+/// Actions taken from one reply when the caller does not say otherwise (DESIGN.md §5: "up to
+/// a configured number per cycle, default 1").
+pub const REPLY_DEFAULT_MAX_ACTIONS: usize = 1;
+
+/// Regions of a reply the reader removes or rewrites (`<think>` blocks, invalid UTF-8 runs)
+/// that it remembers to map offsets back to the original reply. Past this, offsets after the
+/// last remembered region are approximate (marked so). Cost: 8 bytes each, inline.
+pub const REPLY_MAX_OFFSET_SEGMENTS: usize = 256;
+
 // ---------------------------------------------------------------------------------------------
 // HTTP and the LLM providers
 // ---------------------------------------------------------------------------------------------
