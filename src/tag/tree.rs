@@ -205,6 +205,50 @@ impl TagTree {
         self.text.push_str(s);
         Some(Span { start, len: s.len() as u32 })
     }
+
+    /// Bytes used in the text arena.
+    pub(crate) fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// The node with index `id`.
+    pub fn node(&self, id: u32) -> Option<Node<'_>> {
+        self.rec(id).map(|_| Node { tree: self, id })
+    }
+
+    /// Text of an arena range ("" if out of range).
+    pub(crate) fn str_at(&self, span: Span) -> &str {
+        self.str_of(span)
+    }
+
+    /// Appends a copy of the arena range `span` to the arena (through a small stack buffer, so
+    /// no allocation); false if it does not fit.
+    pub(crate) fn push_copy(&mut self, span: Span) -> bool {
+        if (span.len as usize) > self.text_room() || self.text.get(span.start as usize..span.end()).is_none() {
+            return false;
+        }
+        let mut buf = [0u8; 256];
+        let mut at = span.start as usize;
+        let end = span.end();
+        while at < end {
+            let mut cut = (at + buf.len()).min(end);
+            while cut > at && !self.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let piece = self.text.get(at..cut).unwrap_or("");
+            let n = piece.len();
+            if n == 0 {
+                return false;
+            }
+            if let Some(dst) = buf.get_mut(..n) {
+                dst.copy_from_slice(piece.as_bytes());
+            }
+            let copied = buf.get(..n).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("");
+            self.text.push_str(copied);
+            at = cut;
+        }
+        true
+    }
 }
 
 /// A node of a [`TagTree`]: a cheap, copyable handle.
@@ -338,6 +382,43 @@ impl<'t> Node<'t> {
             text = c.text();
         }
         Some(text.trim())
+    }
+
+    /// The range of the element's name in the text arena.
+    pub(crate) fn name_span(&self) -> Span {
+        let r = self.rec();
+        if r.flags & F_ELEMENT != 0 {
+            r.span
+        } else {
+            Span::default()
+        }
+    }
+
+    /// The range of the element's `type` attribute value, trimmed, if it has a non-empty one.
+    pub(crate) fn attr_type_span(&self) -> Option<Span> {
+        let r = self.rec();
+        if r.flags & F_TYPE_ATTR == 0 {
+            return None;
+        }
+        let s = self.tree.str_of(r.type_attr);
+        let lead = s.len() - s.trim_start().len();
+        let len = s.trim().len() as u32;
+        (len > 0).then_some(Span { start: r.type_attr.start + lead as u32, len })
+    }
+
+    /// Like [`Node::text_content`], as a range of the tree's text arena.
+    pub(crate) fn text_content_span(&self) -> Option<Span> {
+        let mut span = Span::default();
+        for c in self.children() {
+            if c.is_element() {
+                return None;
+            }
+            span = c.rec().span;
+        }
+        let s = self.tree.str_of(span);
+        let lead = s.len() - s.trim_start().len();
+        let len = s.trim().len();
+        Some(Span { start: span.start + lead as u32, len: len as u32 })
     }
 
     /// The node and all its descendants, in document order (pre-order, iterative).
