@@ -26,6 +26,28 @@ pub const ERROR_MESSAGE_BYTES: usize = 240;
 /// level in the streaming parser (a 64-byte array for 512 levels).
 pub const JSON_MAX_DEPTH: usize = 512;
 
+/// Slice size in which `lkjagent json` reads its input and feeds the streaming parser. Any
+/// size works (tokens cut by a slice boundary continue in the next); this one balances read
+/// calls against memory. Cost: this many bytes, once, for the `json` subcommand.
+pub const JSON_CLI_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Output buffer of `lkjagent json` in front of stdout. Cost: this many bytes, once.
+pub const JSON_CLI_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// Arena size of one parsed JSON node ([`crate::json::Document`]): kind, key span, text span or
+/// child count, subtree end. A document's footprint is `JSON_NODE_BYTES * max_nodes +
+/// max_text_bytes`, reserved once by `Document::with_capacity`.
+pub const JSON_NODE_BYTES: usize = 24;
+
+/// Default node capacity for the agent's small documents (`config.json`, `agent-prompt.json`,
+/// one LLM response): values of any kind, containers included. Cost: 24 bytes each, 96 KiB.
+pub const JSON_SMALL_DOC_NODES: usize = 4 * 1024;
+
+/// Default text capacity for the agent's small documents: decoded keys, strings and number
+/// text together. Cost: this many bytes, 256 KiB (an LLM reply is bounded by
+/// `REPLY_MAX_BYTES` separately).
+pub const JSON_SMALL_DOC_TEXT_BYTES: usize = 256 * 1024;
+
 // ---------------------------------------------------------------------------------------------
 // Tagged reply format (the model's replies and the prompt's tag rendering)
 // ---------------------------------------------------------------------------------------------
