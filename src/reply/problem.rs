@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn codes_are_distinct_upper_snake() {
         for (i, a) in ProblemCode::ALL.iter().enumerate() {
-            assert!(a.as_str().bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+            assert!(a.as_str().bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
             for b in ProblemCode::ALL.iter().skip(i + 1) {
                 assert_ne!(a.as_str(), b.as_str());
             }
