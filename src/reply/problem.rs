@@ -71,6 +71,8 @@ codes! {
     MissingField = "MISSING_FIELD", Error;
     /// A field that should be text holds elements.
     FieldNotText = "FIELD_NOT_TEXT", Error;
+    /// The reply ends inside a field (cut by the token limit?); its instruction was not taken.
+    TruncatedField = "TRUNCATED_FIELD", Error;
     /// More actions than allowed per reply; the first ones were taken.
     TooManyActions = "TOO_MANY_ACTIONS", Error;
     /// More instructions than `REPLY_MAX_INSTRUCTIONS`; the rest were dropped.

@@ -270,7 +270,13 @@ mod tests {
     #[test]
     fn pairs_render_and_read_back() {
         let mut out = String::new();
-        let pairs = [("user_request", "sort <b> & c"), ("dictionary,terms", "x"), ("2024,plans", "y"), ("a \"q\"", ""), ("", "e")];
+        let pairs = [
+            ("user_request", "sort <b> & c"),
+            ("dictionary,terms", "x"),
+            ("2024,plans", "y"),
+            ("a \"q\"", ""),
+            ("", "e"),
+        ];
         render_pairs(&mut out, pairs.iter().copied(), Style::Lines).unwrap();
         assert_eq!(
             out,
