@@ -18,6 +18,7 @@ pub mod feedback;
 pub mod instruction;
 pub mod problem;
 pub mod read;
+pub mod report;
 
 pub use clean::CleanReport;
 pub use feedback::{write_example, write_feedback};
