@@ -33,8 +33,10 @@ use crate::limits::{REPLY_MAX_BYTES, REPLY_MAX_OFFSET_SEGMENTS, REPLY_WORK_BYTES
 pub(crate) struct OffsetMap {
     segs: ArrayVec<(u32, u32), REPLY_MAX_OFFSET_SEGMENTS>,
     /// Some runs were not recorded (too many): offsets after the last recorded run are
-    /// approximate.
+    /// approximate (never past the end of the reply).
     pub approximate: bool,
+    /// Bytes of the original reply.
+    raw_len: u32,
 }
 
 impl OffsetMap {
@@ -58,7 +60,7 @@ impl OffsetMap {
             }
             best = (ws, rs);
         }
-        best.1.saturating_add(w - best.0)
+        best.1.saturating_add(w - best.0).min(self.raw_len)
     }
 }
 
@@ -99,6 +101,7 @@ fn marker_at(b: &[u8], i: usize) -> Option<bool> {
 pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> CleanReport {
     work.clear();
     map.clear();
+    map.raw_len = raw.len().min(u32::MAX as usize) as u32;
     let mut rep = CleanReport { raw_bytes: raw.len().min(u32::MAX as usize) as u32, ..CleanReport::default() };
     if raw.len() > REPLY_MAX_BYTES {
         rep.too_large = true;
@@ -127,7 +130,8 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
             (Some(true), None) => {
                 // Orphan: the reply so far was reasoning.
                 work.clear();
-                map.clear();
+                map.segs.clear();
+                map.approximate = false;
                 rep.invalid_utf8 = 0;
                 rep.first_invalid_utf8 = None;
                 rep.think_blocks = 0;
