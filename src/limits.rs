@@ -66,8 +66,8 @@ pub const REPLY_LOSSY_SLACK_BYTES: usize = 64 * 1024;
 pub const REPLY_WORK_BYTES: usize = REPLY_MAX_BYTES + REPLY_LOSSY_SLACK_BYTES;
 
 /// Most nodes (elements and text runs) of a parsed reply. A realistic reply has under 100;
-/// past this, parsing stops and the reply gets a `TOO_MANY_TAGS` problem. Cost: 44 bytes each
-/// (352 KiB), reserved once.
+/// past this, parsing stops and the reply gets a `TOO_MANY_TAGS` problem. Cost: 48 bytes each
+/// (384 KiB), reserved once.
 pub const TAG_MAX_NODES: usize = 8 * 1024;
 
 /// Bytes of names and decoded text of a parsed reply, plus text the interpreter derives from

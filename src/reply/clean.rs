@@ -52,7 +52,7 @@ impl OffsetMap {
     }
 
     /// The offset in the original reply of offset `w` of the cleaned text.
-    pub fn to_raw(&self, w: u32) -> u32 {
+    pub fn raw_offset(&self, w: u32) -> u32 {
         let mut best = (0u32, 0u32);
         for &(ws, rs) in self.segs.iter() {
             if ws > w {
@@ -208,8 +208,8 @@ mod tests {
         let (w, r, m) = run(b"<think>use <action> here</think>\n<agent>x</agent><THINK>more</Think>!");
         assert_eq!(w, "\n<agent>x</agent>!");
         assert_eq!(r.think_blocks, 2);
-        assert_eq!(m.to_raw(1), 33);
-        assert_eq!(m.to_raw(17), 68);
+        assert_eq!(m.raw_offset(1), 33);
+        assert_eq!(m.raw_offset(17), 68);
     }
 
     #[test]
@@ -234,7 +234,7 @@ mod tests {
         let (w, r, m) = run(b"ab\xffcd\xe2\x82");
         assert_eq!(w, "ab\u{FFFD}cd\u{FFFD}");
         assert_eq!((r.invalid_utf8, r.first_invalid_utf8), (2, Some(2)));
-        assert_eq!(m.to_raw(5), 3); // 'c'
+        assert_eq!(m.raw_offset(5), 3); // 'c'
     }
 
     #[test]

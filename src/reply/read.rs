@@ -152,8 +152,9 @@ pub struct Reader {
     dialect: Dialect,
     /// The element last read as an action because it held a bare `<type>`.
     unwrapped: u32,
-    /// A field read since this was last cleared was cut by the end of the reply.
-    cut: bool,
+    /// A field read since this was last cleared could not be taken (cut by the end of the
+    /// reply, or not text), already reported: its instruction is not taken.
+    field_failed: bool,
 }
 
 impl Default for Reader {
@@ -178,7 +179,7 @@ impl Reader {
             max_actions: REPLY_DEFAULT_MAX_ACTIONS,
             dialect: Dialect::default(),
             unwrapped: u32::MAX,
-            cut: false,
+            field_failed: false,
         }
     }
 
@@ -207,7 +208,7 @@ impl Reader {
     }
 
     fn raw(&self, work_offset: u32) -> u32 {
-        self.map.to_raw(work_offset)
+        self.map.raw_offset(work_offset)
     }
 
     /// Builds a problem at a work offset (mapped to the original reply).
@@ -502,12 +503,27 @@ impl Reader {
         let mut kids: ArrayVec<(Span, Span), 32> = ArrayVec::new();
         let whole = n.text_content_span();
         if whole.is_none() {
+            let mut overflow = false;
             for c in n.elements() {
                 if let Some(t) = c.text_content_span().filter(|t| t.len > 0) {
                     if kids.push((c.name_span(), t)).is_err() {
+                        overflow = true;
                         break;
                     }
                 }
+            }
+            if overflow {
+                let p = self.mk(
+                    ProblemCode::FieldNotText,
+                    Some(at),
+                    format_args!(
+                        "<{}> has more than {} parts; expected a few text elements",
+                        block_name(what),
+                        kids.len()
+                    ),
+                );
+                self.push_problem(p);
+                return;
             }
         }
         let span = match whole {
@@ -578,21 +594,33 @@ impl Reader {
                 format_args!("the reply ends inside <{}>; its instruction was not taken", c.name()),
             );
             self.push_problem(p);
-            self.cut = true;
+            self.field_failed = true;
             return None;
         }
         if let Some(s) = c.text_content_span() {
             return Some(s).filter(|s| s.len > 0);
         }
         let mut parts: ArrayVec<Span, 32> = ArrayVec::new();
+        let mut overflow = false;
         if join_list {
             for e in c.elements() {
                 if let Some(t) = e.text_content_span().filter(|t| t.len > 0) {
                     if parts.push(t).is_err() {
+                        overflow = true;
                         break;
                     }
                 }
             }
+        }
+        if overflow {
+            let p = self.mk(
+                ProblemCode::FieldNotText,
+                Some(c.offset()),
+                format_args!("<{}> lists more than {} items", c.name(), parts.len()),
+            );
+            self.push_problem(p);
+            self.field_failed = true;
+            return None;
         }
         if parts.is_empty() {
             let p = self.mk(
@@ -601,6 +629,7 @@ impl Reader {
                 format_args!("<{}> holds elements; expected text", c.name()),
             );
             self.push_problem(p);
+            self.field_failed = true;
             return None;
         }
         let start = self.tree.text_len();
@@ -616,7 +645,7 @@ impl Reader {
 
     /// `<action>` (canonical, or era A with `<operation>`), or the parent of a bare `<type>`.
     fn action(&mut self, id: u32, unwrapped: bool) {
-        self.cut = false;
+        self.field_failed = false;
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
         let type_span = match n.attr_type_span() {
@@ -624,6 +653,9 @@ impl Reader {
             None => self.field(id, &["type"], false),
         };
         let op_span = self.field(id, &["operation"], false);
+        if self.field_failed {
+            return;
+        }
         let type_text = type_span.map(|s| self.tree.str_at(s)).unwrap_or("");
         let op_text = op_span.map(|s| self.tree.str_at(s)).unwrap_or("");
         let (kind, form) = match ActionKind::from_name(type_text) {
@@ -665,7 +697,7 @@ impl Reader {
         if kind == ActionKind::StorageSearch && f.query.is_none() {
             f.query = f.value.take();
         }
-        if !self.cut && self.check(kind, &f, at) {
+        if !self.field_failed && self.check(kind, &f, at) {
             self.push_action(kind, form, f, element, at);
         }
     }
@@ -747,14 +779,14 @@ impl Reader {
 
     /// A kjxlkj instruction (index `k` in [`KJXLKJ`]).
     fn kjxlkj(&mut self, id: u32, k: usize) {
-        self.cut = false;
+        self.field_failed = false;
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
         let name = KJXLKJ.get(k).copied().unwrap_or("");
         match name {
             "state_add" | "state_delete" => {
                 let state = self.field(id, &["state"], false);
-                if self.cut {
+                if self.field_failed {
                     return;
                 }
                 let Some(s) = state else {
@@ -783,7 +815,7 @@ impl Reader {
             "ram_add" => {
                 let key = self.field(id, &["key"], false);
                 let value = self.field(id, VALUE_FIELDS, false);
-                if self.cut {
+                if self.field_failed {
                     return;
                 }
                 let (Some(key), Some(value)) = (key, value) else {
@@ -832,7 +864,7 @@ impl Reader {
                         f.tags = Some(ids);
                     }
                 }
-                if !self.cut && self.check(kind, &f, at) {
+                if !self.field_failed && self.check(kind, &f, at) {
                     self.push_action(kind, Form::Kjxlkj, f, element, at);
                 }
             }
@@ -842,16 +874,16 @@ impl Reader {
     fn no_instruction(&mut self) {
         let mut names: crate::fixed::ArrayString<96> = crate::fixed::ArrayString::new();
         let mut elements = 0;
-        let mut shown = 0;
         if let Some(scope) = self.tree.node(self.scope) {
+            let mut shown: ArrayVec<Span, 4> = ArrayVec::new();
             for n in scope.descendants().skip(1).filter(|n| n.is_element()) {
                 elements += 1;
                 let name = n.name();
-                let dup = scope.descendants().skip(1).take_while(|m| m.id() != n.id()).any(|m| m.is(name));
-                if shown < 4 && !dup {
-                    shown += 1;
-                    let _ = names.format(format_args!("{}<{}>", if shown > 1 { ", " } else { "" }, name));
+                if shown.is_full() || shown.iter().any(|s| self.tree.str_at(*s).eq_ignore_ascii_case(name)) {
+                    continue;
                 }
+                let _ = shown.push(n.name_span());
+                let _ = names.format(format_args!("{}<{}>", if shown.len() > 1 { ", " } else { "" }, name));
             }
         }
         if elements == 0 && self.scope == 0 {
