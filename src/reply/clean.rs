@@ -21,7 +21,7 @@
 //! fence line inside an element is part of that element's text (a value may hold code).
 //!
 //! Offsets: everything after cleaning (tag offsets, problems) is mapped back to offsets in the
-//! original reply through [`OffsetMap`], so a user reading `parse-reply` output can find the
+//! original reply through an offset map, so a user reading `parse-reply` output can find the
 //! spot in the file the model wrote.
 
 use crate::fixed::ArrayVec;

@@ -51,11 +51,12 @@ use crate::tag::tree::Span;
 use crate::tag::{Limit, Node, ParseOptions, TagTree};
 use core::fmt;
 
-/// Elements whose content is text for the parser (see [`ParseOptions::text_elements`]).
+/// Elements whose content is text for the parser (see [`ParseOptions::text_elements`]): the
+/// free-text fields. `content` is a value alias but not here: models also use it as a wrapper
+/// around their whole answer, which must stay markup.
 pub const TEXT_ELEMENTS: &[&str] = &[
     "value",
     "data",
-    "content",
     "think_log",
     "thinking_log",
     "evaluation_log",
@@ -185,8 +186,8 @@ impl Reader {
 
     /// Reads `reply` (the model's message content, as bytes: invalid UTF-8 is tolerated) and
     /// returns what the agent should take from it, taking at most `max_actions` actions
-    /// (`REPLY_DEFAULT_MAX_ACTIONS` is 1). Never fails and never allocates; the result borrows
-    /// the reader until the next `read`.
+    /// (`REPLY_DEFAULT_MAX_ACTIONS` is 1; 0 takes none and reports each as `TOO_MANY_ACTIONS`).
+    /// Never fails and never allocates; the result borrows the reader until the next `read`.
     pub fn read(&mut self, reply: &[u8], max_actions: usize) -> Interpretation<'_> {
         self.stored.clear();
         self.problems.clear();
@@ -237,11 +238,21 @@ impl Reader {
         let c = self.clean;
         if c.too_large {
             let max = crate::limits::REPLY_MAX_BYTES;
-            self.problem_raw(
-                ProblemCode::ReplyTooLarge,
-                None,
-                format_args!("the reply is {} bytes; at most {} are read (REPLY_MAX_BYTES)", c.raw_bytes, max),
-            );
+            if c.raw_bytes as usize > max {
+                self.problem_raw(
+                    ProblemCode::ReplyTooLarge,
+                    None,
+                    format_args!("the reply is {} bytes; at most {} are read (REPLY_MAX_BYTES)", c.raw_bytes, max),
+                );
+            } else {
+                self.problem_raw(
+                    ProblemCode::ReplyTooLarge,
+                    None,
+                    format_args!(
+                        "the reply holds so many bytes that are not UTF-8 that it no longer fits once they are replaced (REPLY_WORK_BYTES)"
+                    ),
+                );
+            }
             return;
         }
         if let Some(at) = c.first_invalid_utf8 {
