@@ -111,7 +111,7 @@ impl ParseReport {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ParseOptions<'a> {
     /// Elements whose content is text up to their own end tag (like HTML's `<textarea>`):
-    /// tags inside are kept as text, entities and CDATA still decode. Used for the reply's
+    /// tags and comments inside are kept as text, entities and CDATA sections still decode. Used for the reply's
     /// free-text fields (`<value>`, `<think_log>`...) so that a model writing about `<action>`
     /// in a note does not create an action. Matched ASCII-case-insensitively. If the end tag
     /// never comes, the content is parsed as ordinary markup instead.
