@@ -14,6 +14,10 @@
 //! - **Bytes that are not UTF-8** (a server or proxy mangling text, a binary blob) are replaced,
 //!   one U+FFFD per invalid sequence as `String::from_utf8_lossy` does, and reported with the
 //!   offset of the first one. A reply is never refused for it: the tags around are still good.
+//! - **gpt-oss "harmony" channels** passed through as text (`<|channel|>analysis<|message|>...
+//!   <|end|><|start|>assistant<|channel|>final<|message|>...`): only what follows the last
+//!   `final` channel's `<|message|>` is the answer. Channels with no `final` one (the reply was
+//!   cut while reasoning) are dropped like an unclosed `<think>`.
 //! - Markers are matched ASCII-case-insensitively (`<Think>`). `<thinking>` is not a think
 //!   block: it is the era-A reasoning block, which the interpreter reads as a log entry.
 //!
@@ -73,8 +77,11 @@ pub struct CleanReport {
     pub think_blocks: u32,
     /// The last orphan `</think>`: everything before it was removed.
     pub orphan_think_end: Option<u32>,
-    /// A `<think>` never closed: everything from it on was removed.
+    /// A `<think>` never closed (or harmony channels with no `final` one): everything from it
+    /// on was removed.
     pub unclosed_think: Option<u32>,
+    /// Harmony channels: the answer starts here, after the `final` channel's `<|message|>`.
+    pub harmony_final: Option<u32>,
     /// Invalid UTF-8 sequences replaced by U+FFFD.
     pub invalid_utf8: u32,
     /// The first of them.
@@ -97,6 +104,49 @@ fn marker_at(b: &[u8], i: usize) -> Option<bool> {
     None
 }
 
+/// Finds `needle` in `hay` at or after `from`.
+fn find_bytes(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    let first = *needle.first()?;
+    let mut i = from;
+    while let Some(rel) = hay.get(i..).and_then(|r| r.iter().position(|&c| c == first)) {
+        let at = i + rel;
+        if hay.get(at..at + needle.len()) == Some(needle) {
+            return Some(at);
+        }
+        i = at + 1;
+    }
+    None
+}
+
+/// Where harmony channels put the answer.
+enum Harmony {
+    /// No channels.
+    None,
+    /// The final channel's message starts here.
+    Final(usize),
+    /// Channels, but no final message: reasoning from here on.
+    Unfinished(usize),
+}
+
+fn harmony(raw: &[u8]) -> Harmony {
+    const CHANNEL: &[u8] = b"<|channel|>";
+    let Some(first) = find_bytes(raw, CHANNEL, 0) else { return Harmony::None };
+    let mut last_final = None;
+    let mut at = first;
+    while let Some(c) = find_bytes(raw, CHANNEL, at) {
+        let name = raw.get(c + CHANNEL.len()..).unwrap_or(&[]);
+        if name.starts_with(b"final") {
+            last_final = Some(c);
+        }
+        at = c + CHANNEL.len();
+    }
+    let message = last_final.and_then(|f| find_bytes(raw, b"<|message|>", f));
+    match message {
+        Some(m) => Harmony::Final(m + b"<|message|>".len()),
+        None => Harmony::Unfinished(first),
+    }
+}
+
 /// Cleans `raw` into `work` (emptied first; its reservation is kept and never exceeded).
 pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> CleanReport {
     work.clear();
@@ -107,10 +157,20 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
         rep.too_large = true;
         return rep;
     }
-    let mut keep_from = 0;
+    let (mut keep_from, end) = match harmony(raw) {
+        Harmony::None => (0, raw.len()),
+        Harmony::Final(start) => {
+            rep.harmony_final = Some(start as u32);
+            (start, raw.len())
+        }
+        Harmony::Unfinished(at) => {
+            rep.unclosed_think = Some(at as u32);
+            (0, at)
+        }
+    };
     let mut open_at: Option<usize> = None;
-    let mut i = 0;
-    while let Some(rel) = raw.get(i..).and_then(|r| r.iter().position(|&c| c == b'<')) {
+    let mut i = keep_from;
+    while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
         let lt = i + rel;
         i = lt + 1;
         match (marker_at(raw, lt), open_at) {
@@ -145,7 +205,7 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
     match open_at {
         Some(at) => rep.unclosed_think = Some(at as u32),
         None => {
-            let _ = copy(raw, keep_from, raw.len(), work, map, &mut rep);
+            let _ = copy(raw, keep_from, end, work, map, &mut rep);
         }
     }
     rep
@@ -227,6 +287,17 @@ mod tests {
         assert_eq!(r.unclosed_think, Some(9));
         let (w, _, _) = run(b"<thinking>era A</thinking>");
         assert_eq!(w, "<thinking>era A</thinking>");
+    }
+
+    #[test]
+    fn harmony_channels_keep_only_the_final_message() {
+        let (w, r, m) = run(b"<|channel|>analysis<|message|>Use <action>?<|end|><|start|>assistant<|channel|>final<|message|><agent/><|return|>");
+        assert_eq!(w, "<agent/><|return|>");
+        assert_eq!(r.harmony_final, Some(95));
+        assert_eq!(m.raw_offset(0), 95);
+        let (w, r, _) = run(b"<|channel|>analysis<|message|>still thinking about <next_state>");
+        assert_eq!(w, "");
+        assert_eq!(r.unclosed_think, Some(0));
     }
 
     #[test]

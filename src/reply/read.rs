@@ -267,7 +267,7 @@ impl Reader {
                 ProblemCode::UnclosedThink,
                 Some(at),
                 format_args!(
-                    "<think> is never closed; everything after it was dropped (expected </think> before the answer)"
+                    "the reasoning never ends (<think> without </think>); everything after it was dropped. Close it before the answer"
                 ),
             );
         }

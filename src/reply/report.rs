@@ -10,7 +10,7 @@
 //!  "problems": [{"code": "UNKNOWN_ACTION", "severity": "error", "offset": 5, "detail": ".."}],
 //!  "problems_dropped": 0,
 //!  "cleaning": {"bytes": 321, "think_blocks": 1, "orphan_think_end": null, "unclosed_think": null,
-//!               "invalid_utf8": 0}}
+//!               "harmony_final": null, "invalid_utf8": 0}}
 //! ```
 //!
 //! Offsets are byte offsets in the original reply; `null` where a problem has no place.
@@ -120,6 +120,7 @@ pub fn write_members<W: fmt::Write + ?Sized>(
     w.u64(c.think_blocks as u64)?;
     opt_u32(w, "orphan_think_end", c.orphan_think_end)?;
     opt_u32(w, "unclosed_think", c.unclosed_think)?;
+    opt_u32(w, "harmony_final", c.harmony_final)?;
     w.key("invalid_utf8")?;
     w.u64(c.invalid_utf8 as u64)?;
     w.end_object()
