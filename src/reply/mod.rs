@@ -1,11 +1,13 @@
 //! The reply protocol: from a model's reply to the list of instructions the agent carries out,
 //! the problems found, and the feedback for the model (DESIGN.md §5).
 //!
-//! - [`clean`]: what is removed before parsing (`<think>` blocks, invalid UTF-8).
+//! - [`clean`]: what is removed before parsing (`<think>` blocks, harmony analysis channels,
+//!   invalid UTF-8).
 //! - [`read`]: the [`Reader`] and its [`Interpretation`] (every accepted dialect, one list).
 //! - [`instruction`]: [`Instruction`], [`Action`], [`ActionKind`].
 //! - [`problem`]: [`Problem`] and the stable [`ProblemCode`]s.
 //! - [`feedback`]: the message for the model after a reply it must correct.
+//! - [`report`]: an interpretation as JSON (`parse-reply`, the audit log).
 //!
 //! ```no_run
 //! let mut reader = lkjagent::reply::Reader::new(); // reserved once

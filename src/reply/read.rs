@@ -1116,3 +1116,61 @@ impl<'r> Interpretation<'r> {
         &self.r.tree
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_point_into_the_original_reply() {
+        let reply = "<think>a <b> c</think>\n<agent><action><type>bad</type></action></agent>";
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        let p = it.problems()[0];
+        assert_eq!(p.code, ProblemCode::UnknownAction);
+        assert_eq!(p.offset, Some(reply.find("<action>").unwrap() as u32));
+        let ok = "<think>x</think><agent><next_state>thinking</next_state></agent>";
+        let it = r.read(ok.as_bytes(), 1);
+        assert_eq!(it.offsets().next(), Some(ok.find("<next_state>").unwrap() as u32));
+    }
+
+    #[test]
+    fn accessors_and_caps() {
+        let mut r = Reader::new();
+        let reply = b"<agent><state>evaluating</state><think_log>t</think_log><evaluation_log>e</evaluation_log>\
+            <action><type>storage_load</type><tags>a</tags></action><action><type>storage_load</type><tags>b</tags></action></agent>";
+        let it = r.read(reply, 0);
+        assert_eq!((it.next_state(), it.think_log(), it.evaluation_log()), (Some("evaluating"), Some("t"), Some("e")));
+        assert_eq!((it.actions().count(), it.actions_found()), (0, 2));
+        assert_eq!(it.problems()[0].code, ProblemCode::TooManyActions);
+        let it = r.read(reply, 5);
+        let tags: Vec<_> = it.actions().map(|a| a.tags).collect();
+        assert_eq!(tags, ["a", "b"]);
+        assert!(!it.has_errors());
+        assert_eq!(r.last().len(), 5);
+    }
+
+    #[test]
+    fn era_a_kinds() {
+        assert_eq!(era_a_kind("working_memory", "store"), Some(ActionKind::WorkingMemoryAdd));
+        assert_eq!(era_a_kind("disk_storage", "store"), Some(ActionKind::StorageSave));
+        assert_eq!(era_a_kind("disk_storage", "Retrieve"), Some(ActionKind::StorageLoad));
+        assert_eq!(era_a_kind("", "search"), Some(ActionKind::StorageSearch));
+        assert_eq!(era_a_kind("context", "delete"), Some(ActionKind::WorkingMemoryRemove));
+        assert_eq!(era_a_kind("", "move_to_disk"), Some(ActionKind::PageOut));
+        assert_eq!(era_a_kind("x", "compress"), None);
+    }
+
+    #[test]
+    fn problems_past_the_cap_are_counted() {
+        let mut reply = String::from("<agent>");
+        for _ in 0..40 {
+            reply.push_str("<action><type>nope</type></action>");
+        }
+        reply.push_str("</agent>");
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        assert_eq!(it.problems().len(), crate::limits::REPLY_MAX_PROBLEMS);
+        assert_eq!(it.problems_dropped() as usize, 40 - crate::limits::REPLY_MAX_PROBLEMS);
+    }
+}
