@@ -9,7 +9,7 @@
 //! - [`feedback`]: the message for the model after a reply it must correct.
 //! - [`report`]: an interpretation as JSON (`parse-reply`, the audit log).
 //!
-//! ```no_run
+//! ```
 //! let mut reader = lkjagent::reply::Reader::new(); // reserved once
 //! let it = reader.read(b"<agent><next_state>commanding</next_state></agent>", 1);
 //! assert_eq!(it.next_state(), Some("commanding"));

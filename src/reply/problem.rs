@@ -93,6 +93,8 @@ codes! {
     MultipleAgents = "MULTIPLE_AGENTS", Warning;
     /// A field given twice (e.g. two `<next_state>`); the last one was taken.
     DuplicateField = "DUPLICATE_FIELD", Warning;
+    /// The whole answer was written with escaped tags (`&lt;agent&gt;`); read after decoding.
+    EscapedTags = "ESCAPED_TAGS", Warning;
     /// Action fields (`<type>`, `<tags>`...) without an `<action>` around them; read as one.
     ActionWithoutWrapper = "ACTION_WITHOUT_WRAPPER", Warning;
 }

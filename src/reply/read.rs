@@ -35,6 +35,11 @@
 //! value from `value`, `data`, `content`. Free-text fields are *text elements* for the parser,
 //! so tags written inside a value or a log stay text.
 //!
+//! **Escaped answers.** When a reply yields nothing and holds `&lt;`, it is read once more with
+//! entities decoded (the C original's prompts showed the templates escaped, and models answer
+//! in kind); if that finds instructions they are taken with an `ESCAPED_TAGS` warning, else the
+//! reply is reported as it was.
+//!
 //! **Bounds.** At most `max_actions` actions are taken (the first ones); more is
 //! `TOO_MANY_ACTIONS`. `next_state`, `think_log` and `evaluation_log` are taken once each (the
 //! last one wins, `DUPLICATE_FIELD`). Everything is stored in the reader's fixed arenas.
@@ -189,18 +194,49 @@ impl Reader {
     /// (`REPLY_DEFAULT_MAX_ACTIONS` is 1; 0 takes none and reports each as `TOO_MANY_ACTIONS`).
     /// Never fails and never allocates; the result borrows the reader until the next `read`.
     pub fn read(&mut self, reply: &[u8], max_actions: usize) -> Interpretation<'_> {
+        self.max_actions = max_actions;
+        self.clean = clean(reply, &mut self.work, &mut self.map);
+        self.pass();
+        if self.stored.is_empty() && self.work.contains("&lt;") {
+            // Models shown escaped templates (`&lt;action&gt;`, as the C original's prompts
+            // were) sometimes answer in kind. Read the reply once more with entities decoded;
+            // if that finds nothing either, report the reply as it was.
+            let mut bytes = core::mem::take(&mut self.work).into_bytes();
+            decode_in_place(&mut bytes);
+            self.work = String::from_utf8(bytes).unwrap_or_else(|e| {
+                let mut b = e.into_bytes();
+                b.clear();
+                String::from_utf8(b).unwrap_or_default()
+            });
+            self.map.approximate = true;
+            self.pass();
+            if self.stored.is_empty() {
+                self.clean = clean(reply, &mut self.work, &mut self.map);
+                self.pass();
+            } else {
+                self.problem(
+                    ProblemCode::EscapedTags,
+                    None,
+                    format_args!(
+                        "the tags were written escaped (&lt;agent&gt;); read after decoding (offsets approximate)"
+                    ),
+                );
+            }
+        }
+        Interpretation { r: self }
+    }
+
+    /// Parses the working text and interprets it, from a clean slate.
+    fn pass(&mut self) {
         self.stored.clear();
         self.problems.clear();
         self.problems_dropped = 0;
         self.actions_found = 0;
-        self.max_actions = max_actions;
         self.dialect = Dialect::default();
         self.unwrapped = u32::MAX;
         self.scope = 0;
-        self.clean = clean(reply, &mut self.work, &mut self.map);
         self.tree.parse(&self.work, &ParseOptions { text_elements: TEXT_ELEMENTS });
         self.interpret();
-        Interpretation { r: self }
     }
 
     /// The result of the last [`Reader::read`].
@@ -977,6 +1013,37 @@ pub fn era_a_kind(type_text: &str, op: &str) -> Option<ActionKind> {
     } else {
         ActionKind::from_name(op)
     }
+}
+
+/// Decodes entities in place (decoding never lengthens text, so writes stay behind reads).
+/// The result is UTF-8 if the input was: whole characters are copied or produced.
+fn decode_in_place(b: &mut Vec<u8>) {
+    let (mut r, mut w) = (0, 0);
+    let n = b.len();
+    while r < n {
+        let entity =
+            if b.get(r) == Some(&b'&') { b.get(r..).and_then(crate::tag::syntax::decode_entity) } else { None };
+        match entity {
+            Some((c, used)) => {
+                let mut tmp = [0u8; 4];
+                let enc = c.encode_utf8(&mut tmp).as_bytes();
+                if let Some(dst) = b.get_mut(w..w + enc.len()) {
+                    dst.copy_from_slice(enc);
+                }
+                w += enc.len();
+                r += used;
+            }
+            None => {
+                let byte = b.get(r).copied().unwrap_or(b' ');
+                if let Some(dst) = b.get_mut(w) {
+                    *dst = byte;
+                }
+                w += 1;
+                r += 1;
+            }
+        }
+    }
+    b.truncate(w);
 }
 
 /// The node after `n`'s subtree in a walk limited to `scope`'s subtree.
