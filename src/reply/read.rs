@@ -1241,3 +1241,13 @@ mod tests {
         assert_eq!(it.problems_dropped() as usize, 40 - crate::limits::REPLY_MAX_PROBLEMS);
     }
 }
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn record_sizes_match_limits_docs() {
+        // limits.rs: REPLY_MAX_INSTRUCTIONS at 72 bytes each, REPLY_MAX_PROBLEMS at about 180.
+        assert_eq!(core::mem::size_of::<super::Stored>(), 72);
+        assert!(core::mem::size_of::<super::Problem>() <= 184);
+    }
+}
