@@ -192,3 +192,50 @@ proptest! {
         prop_assert_eq!(got, want, "rendered: {:?}", out);
     }
 }
+
+const PROSE: &[&str] = &[
+    "",
+    "Sure! Here is my answer:\n",
+    "I'll save the definition now.\n\n",
+    "**Next step:** save it.\n",
+    "Following the required format:\n```xml\n",
+];
+
+fn escaped(s: &str) -> String {
+    let mut out = String::new();
+    lkjagent::tag::syntax::write_text(&mut out, s).unwrap();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Reasoning, prose and fences around a canonical reply never change what is taken from it.
+    #[test]
+    fn noise_around_a_canonical_reply_changes_nothing(
+        state in "[a-z_]{1,12}",
+        tags in "[a-z]{1,8}(,[a-z ]{1,8}){0,3}",
+        value in any::<String>().prop_filter("non-empty", |v| !v.trim().is_empty()),
+        reasoning in tagish().prop_filter("no end of reasoning", |r| !r.to_ascii_lowercase().contains("</think>")),
+        prefix in prop::sample::select(PROSE),
+        orphan in any::<bool>(),
+        suffix in prop::sample::select(&["", "\n```", "\nLet me know if you need more.", "\n\nDone."][..]),
+    ) {
+        let answer = format!(
+            "<agent>\n  <next_state>{}</next_state>\n  <action>\n    <type>storage_save</type>\n    <tags>{}</tags>\n    <value>{}</value>\n  </action>\n</agent>",
+            state, tags, escaped(&value)
+        );
+        let reply = if orphan {
+            format!("{}</think>\n{}{}{}", reasoning, prefix, answer, suffix)
+        } else {
+            format!("<think>{}</think>\n{}{}{}", reasoning, prefix, answer, suffix)
+        };
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        prop_assert!(!it.has_errors(), "{:?}\n{}", it.problems(), reply);
+        prop_assert_eq!(it.next_state(), Some(state.as_str()));
+        let a = it.actions().next().unwrap();
+        prop_assert_eq!(a.tags, tags.trim());
+        prop_assert_eq!(a.value, Some(value.trim()));
+    }
+}

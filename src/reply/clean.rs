@@ -5,9 +5,11 @@
 //! - **`<think>...</think>` blocks are dropped** (Qwen3, DeepSeek-R1 and friends reason there;
 //!   a tag mentioned in the reasoning must never count as an instruction). Blocks do not nest:
 //!   inside one, a second `<think>` is part of the reasoning.
-//! - **An orphan `</think>`** (one with no `<think>` before it: LM Studio and llama.cpp often
-//!   put the opening tag in the prompt template, so the reply starts inside the reasoning) drops
-//!   everything before it, as the era-C original did. With several, the last one wins.
+//! - **An orphan `</think>`** (LM Studio and llama.cpp often put the opening tag in the prompt
+//!   template, so the reply starts inside the reasoning) drops everything before it, as the
+//!   era-C original did. A reply that does not start with `<think>` but holds a `</think>` is
+//!   read that way: up to its first `</think>` is reasoning, even if the reasoning mentions
+//!   `<think>`. A later `</think>` with no block open again drops everything before it.
 //! - **An unclosed `<think>`** drops everything after it, to the end of the reply. A reply cut
 //!   by `max_tokens` while reasoning then yields nothing rather than half-thoughts taken for
 //!   instructions; the reader reports it (`UNCLOSED_THINK`) so the feedback can say why.
@@ -147,6 +149,18 @@ fn harmony(raw: &[u8]) -> Harmony {
     }
 }
 
+/// Whether `raw[from..end]` holds a `</think>`.
+fn has_close(raw: &[u8], from: usize, end: usize) -> bool {
+    let mut i = from;
+    while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
+        if marker_at(raw, i + rel) == Some(true) {
+            return true;
+        }
+        i += rel + 1;
+    }
+    false
+}
+
 /// Cleans `raw` into `work` (emptied first; its reservation is kept and never exceeded).
 pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> CleanReport {
     work.clear();
@@ -168,7 +182,14 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
             (0, at)
         }
     };
-    let mut open_at: Option<usize> = None;
+    // A reply that does not start with `<think>` but holds a `</think>` starts inside the
+    // reasoning (the template opened it): up to the first `</think>` is reasoning, whatever it
+    // mentions (even a literal `<think>`).
+    let first =
+        keep_from + raw.get(keep_from..end).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_whitespace()).count());
+    let starts_with_think = marker_at(raw, first) == Some(false);
+    let mut leading = !starts_with_think && has_close(raw, keep_from, end);
+    let mut open_at: Option<usize> = if leading { Some(keep_from) } else { None };
     let mut i = keep_from;
     while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
         let lt = i + rel;
@@ -182,7 +203,12 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
                 i = lt + 7;
             }
             (Some(true), Some(_)) => {
-                rep.think_blocks += 1;
+                if leading {
+                    leading = false;
+                    rep.orphan_think_end = Some(lt as u32);
+                } else {
+                    rep.think_blocks += 1;
+                }
                 open_at = None;
                 keep_from = lt + 8;
                 i = keep_from;
