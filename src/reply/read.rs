@@ -77,8 +77,9 @@ pub const TEXT_ELEMENTS: &[&str] = &[
 const TAGS_FIELDS: &[&str] = &["tags", "tag", "key", "keys", "keywords", "context_key"];
 const VALUE_FIELDS: &[&str] = &["value", "data", "content"];
 /// Fields read by the action that holds them; met elsewhere they are skipped, not walked into.
+/// (`content` is not one: as a wrapper around an answer it is walked into.)
 const FIELD_NAMES: &[&str] =
-    &["tags", "tag", "key", "keys", "keywords", "context_key", "value", "data", "content", "query", "operation"];
+    &["tags", "tag", "key", "keys", "keywords", "context_key", "value", "data", "query", "operation"];
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum What {
