@@ -324,6 +324,7 @@ impl Reader {
         }
         self.choose_scope();
         self.walk();
+        self.outside_scope();
         let dropped = (self.actions_found as usize).saturating_sub(self.max_actions);
         if dropped > 0 {
             let (found, max) = (self.actions_found, self.max_actions);
@@ -418,6 +419,47 @@ impl Reader {
                     format_args!("{} <agent> blocks; {} was read", count, which),
                 );
             }
+        }
+    }
+
+    /// Reports instruction elements outside every `<agent>` when an `<agent>` was read: they
+    /// were ignored, and the model (or the user tuning a prompt) should know.
+    fn outside_scope(&mut self) {
+        if self.scope == 0 {
+            return;
+        }
+        let mut found: Option<(u32, u32)> = None;
+        let mut count = 0u32;
+        let root = self.tree.root();
+        let mut walk = root.descendants();
+        while let Some(n) = walk.next() {
+            if !n.is_element() || n.id() == 0 {
+                continue;
+            }
+            if n.is("agent") {
+                walk.skip_subtree(n);
+                continue;
+            }
+            let name = n.name();
+            let instruction =
+                ["next_state", "think_log", "evaluation_log", "action", "thinking", "evaluation", "paging"]
+                    .iter()
+                    .chain(KJXLKJ.iter())
+                    .any(|k| same_name(k, name));
+            if instruction {
+                count += 1;
+                found.get_or_insert((n.id(), n.offset()));
+                walk.skip_subtree(n);
+            }
+        }
+        if let Some((id, at)) = found {
+            let name = self.tree.node(id).map(|n| n.name()).unwrap_or("?");
+            let p = self.mk(
+                ProblemCode::OutsideAgent,
+                Some(at),
+                format_args!("{} instruction element(s) outside <agent> were ignored, the first <{}>", count, name),
+            );
+            self.push_problem(p);
         }
     }
 
