@@ -4,15 +4,13 @@
 //!
 //! Kept short on purpose: it is paid for in prompt tokens on every retry, and small models
 //! follow one concrete example better than a page of rules. At most
-//! [`FEEDBACK_MAX_PROBLEMS`] problems are listed, errors first. The text names elements with
+//! `REPLY_FEEDBACK_MAX_PROBLEMS` problems are listed, errors first. The text names elements with
 //! `<...>`; the prompt builder escapes it like any other text.
 
 use super::problem::Severity;
 use super::read::Interpretation;
+use crate::limits::REPLY_FEEDBACK_MAX_PROBLEMS;
 use core::fmt;
-
-/// Most problems listed in one feedback note.
-pub const FEEDBACK_MAX_PROBLEMS: usize = 3;
 
 /// Writes the feedback for `it` (the model's last reply, read in state `state`). Writes
 /// nothing when the reply has no error (see [`Interpretation::has_errors`]) and at least one
@@ -29,7 +27,7 @@ pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: 
     let mut listed = 0;
     for severity in [Severity::Error, Severity::Warning] {
         for p in it.problems().iter().filter(|p| p.severity() == severity) {
-            if listed == FEEDBACK_MAX_PROBLEMS {
+            if listed == REPLY_FEEDBACK_MAX_PROBLEMS {
                 break;
             }
             writeln!(out, "- {}: {}", p.code.as_str(), p.detail.as_str())?;
