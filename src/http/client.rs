@@ -468,11 +468,12 @@ impl Client {
         // Heads until a final one: interim 1xx answers (100 Continue, 103 Early Hints) are skipped.
         let head = loop {
             let end = loop {
-                if let Some(end) = head_end(reader.rx.data()) {
-                    break end;
-                }
-                if reader.rx.data().len() >= HTTP_MAX_HEAD_BYTES {
+                let found = head_end(reader.rx.data());
+                if found.unwrap_or(reader.rx.data().len()) > HTTP_MAX_HEAD_BYTES {
                     bail!(ResponseTooLarge, "the response head is larger than {} bytes (HTTP_MAX_HEAD_BYTES)", HTTP_MAX_HEAD_BYTES);
+                }
+                if let Some(end) = found {
+                    break end;
                 }
                 if reader.read_more()? == 0 {
                     if reader.rx.data().is_empty() {
