@@ -16,7 +16,11 @@ fn settings() -> Settings {
     Settings {
         connect_timeout: Duration::from_millis(500),
         read_timeout: Duration::from_millis(300),
-        retry: RetryPolicy { max_retries: 2, base_delay: Duration::from_millis(2), max_delay: Duration::from_millis(10) },
+        retry: RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(2),
+            max_delay: Duration::from_millis(10),
+        },
         ..Settings::default()
     }
 }
@@ -69,8 +73,7 @@ fn content_length_keep_alive_and_request_headers() {
 #[test]
 fn chunked_with_extensions_trailers_and_split_writes() {
     let body = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n";
-    let pieces: Vec<(Duration, Vec<u8>)> =
-        body.chunks(3).map(|c| (Duration::from_millis(1), c.to_vec())).collect();
+    let pieces: Vec<(Duration, Vec<u8>)> = body.chunks(3).map(|c| (Duration::from_millis(1), c.to_vec())).collect();
     let server = Server::start(move |n, _| {
         if n == 0 {
             Action::Reply(chunked("200 OK", "text/plain", &["abc", "", "def"][..1]))
@@ -87,12 +90,14 @@ fn chunked_with_extensions_trailers_and_split_writes() {
 
 #[test]
 fn close_delimited_and_interim_responses() {
-    let server = Server::start(|n, _| match n {
+    let server = Server::start(|n, _| {
+        match n {
         0 => Action::ReplyClose(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close".to_vec()),
         _ => Action::Reply(
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
                 .to_vec(),
         ),
+    }
     });
     let url = Url::parse(&server.url("/")).unwrap();
     let mut client = Client::new(settings()).unwrap();
@@ -131,8 +136,7 @@ fn silence_times_out_per_read() {
 #[test]
 fn slow_drip_within_the_read_timeout_succeeds() {
     let bytes = response("200 OK", &[], "drip, drip, drip");
-    let pieces: Vec<(Duration, Vec<u8>)> =
-        bytes.chunks(4).map(|c| (Duration::from_millis(30), c.to_vec())).collect();
+    let pieces: Vec<(Duration, Vec<u8>)> = bytes.chunks(4).map(|c| (Duration::from_millis(30), c.to_vec())).collect();
     let server = Server::start(move |_, _| Action::Pieces(pieces.clone()));
     let url = Url::parse(&server.url("/")).unwrap();
     let mut client = Client::new(settings()).unwrap();
@@ -151,8 +155,16 @@ fn framing_faults_are_protocol_errors() {
             Code::HttpProtocol,
             "3 of 10 bytes of a chunk",
         ),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n".to_vec(), Code::HttpProtocol, "chunk size"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY\r\n0\r\n\r\n".to_vec(), Code::HttpProtocol, "CRLF"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n".to_vec(),
+            Code::HttpProtocol,
+            "chunk size",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY\r\n0\r\n\r\n".to_vec(),
+            Code::HttpProtocol,
+            "CRLF",
+        ),
         (b"garbage\r\n\r\n".to_vec(), Code::HttpProtocol, "status line"),
         (b"ICY 200 OK\r\n\r\n".to_vec(), Code::HttpProtocol, "status line"),
         (b"HTTP/1.1 200 OK\r\nContent-Le".to_vec(), Code::HttpProtocol, "inside the response head"),
@@ -171,7 +183,8 @@ fn framing_faults_are_protocol_errors() {
 
 #[test]
 fn oversize_head_and_body_are_refused_before_buffering() {
-    let big_head = format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "a".repeat(20_000)).into_bytes();
+    let big_head =
+        format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "a".repeat(20_000)).into_bytes();
     let big_length = b"HTTP/1.1 200 OK\r\nContent-Length: 5000000000\r\n\r\nxx".to_vec();
     let big_chunk = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\nxx".to_vec();
     let big_close = format!("HTTP/1.0 200 OK\r\n\r\n{}", "b".repeat(5000)).into_bytes();
@@ -189,7 +202,9 @@ fn oversize_head_and_body_are_refused_before_buffering() {
 fn server_errors_are_retried_and_client_errors_are_not() {
     // 500 then 503 (loading) then 200: success on the third attempt.
     let server = Server::start(|n, _| match n {
-        0 => Action::Reply(response("500 Internal Server Error", &["Content-Type: text/plain"], "Internal Server Error")),
+        0 => {
+            Action::Reply(response("500 Internal Server Error", &["Content-Type: text/plain"], "Internal Server Error"))
+        }
         1 => Action::Reply(response(
             "503 Service Unavailable",
             &[],

@@ -20,7 +20,11 @@ fn settings(endpoint: &str) -> Settings {
         model: "qwen3".to_string(),
         connect_timeout: Duration::from_millis(500),
         read_timeout: Duration::from_millis(500),
-        retry: RetryPolicy { max_retries: 2, base_delay: Duration::from_millis(2), max_delay: Duration::from_millis(10) },
+        retry: RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(2),
+            max_delay: Duration::from_millis(10),
+        },
         ..Settings::default()
     }
 }
@@ -98,7 +102,10 @@ fn lm_studio_replies() {
 fn ollama_openai_compatible_replies_and_errors() {
     let reasoning = r#"{"id":"chatcmpl-311","object":"chat.completion","created":1731000000,"model":"qwen3","system_fingerprint":"fp_ollama","choices":[{"index":0,"message":{"role":"assistant","content":"<agent>ok</agent>","reasoning":"The user wants the next step."},"finish_reason":"stop"}],"usage":{"prompt_tokens":30,"completion_tokens":12,"total_tokens":42}}"#;
     let got = one(ProviderKind::OpenAi, json_ok(reasoning)).0.unwrap();
-    assert_eq!((got.content.as_str(), got.reasoning.as_deref()), ("<agent>ok</agent>", Some("The user wants the next step.")));
+    assert_eq!(
+        (got.content.as_str(), got.reasoning.as_deref()),
+        ("<agent>ok</agent>", Some("The user wants the next step."))
+    );
     assert_eq!(got.outcome, Outcome::Text);
 
     let not_found = response(
@@ -131,7 +138,8 @@ fn ollama_native_replies_and_errors() {
     assert!(body.contains(r#""options":{"temperature":0.7,"num_predict":4096,"num_ctx":8192}"#), "{}", body);
     assert!(body.contains(r#""stream":false"#), "{}", body);
 
-    let length = r#"{"model":"qwen3","message":{"role":"assistant","content":"<agent>cut"},"done_reason":"length","done":true}"#;
+    let length =
+        r#"{"model":"qwen3","message":{"role":"assistant","content":"<agent>cut"},"done_reason":"length","done":true}"#;
     assert_eq!(one(ProviderKind::Ollama, json_ok(length)).0.unwrap().finish, FinishReason::Length);
 
     let err = response("404 Not Found", &["Content-Type: application/json"], r#"{"error":"model 'qwen9' not found"}"#);
@@ -144,7 +152,20 @@ fn ollama_native_replies_and_errors() {
 fn llama_cpp_replies_and_errors() {
     // --reasoning-format none: the thought stays in content, and is moved out.
     let think = r#"{"choices":[{"finish_reason":"stop","index":0,"message":{"role":"assistant","content":"<think>\nThe memory is empty.\n</think>\n\n<agent>go</agent>"}}],"created":1731000000,"model":"qwen3","system_fingerprint":"b5000","object":"chat.completion","usage":{"completion_tokens":30,"prompt_tokens":100,"total_tokens":130},"id":"chatcmpl-abc","timings":{"prompt_n":100,"predicted_n":30}}"#;
-    let got = one(ProviderKind::OpenAi, response("200 OK", &["Content-Type: application/json; charset=utf-8", "Keep-Alive: timeout=5, max=100", "Access-Control-Allow-Origin: "], think)).0.unwrap();
+    let got = one(
+        ProviderKind::OpenAi,
+        response(
+            "200 OK",
+            &[
+                "Content-Type: application/json; charset=utf-8",
+                "Keep-Alive: timeout=5, max=100",
+                "Access-Control-Allow-Origin: ",
+            ],
+            think,
+        ),
+    )
+    .0
+    .unwrap();
     assert_eq!((got.content.as_str(), got.reasoning.as_deref()), ("<agent>go</agent>", Some("The memory is empty.")));
 
     let overflow = response(
@@ -207,7 +228,8 @@ fn llama_cpp_python_errors() {
         r#"{"error":{"message":"Requested tokens (9000) exceed context window of 8192","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
     );
     assert_eq!(one(ProviderKind::OpenAi, overflow).0.unwrap_err().0, Code::ContextOverflow);
-    let plain = response("500 Internal Server Error", &["content-type: text/plain; charset=utf-8"], "Internal Server Error");
+    let plain =
+        response("500 Internal Server Error", &["content-type: text/plain; charset=utf-8"], "Internal Server Error");
     let (code, msg) = one(ProviderKind::OpenAi, plain).0.unwrap_err();
     assert_eq!(code, Code::LlmError);
     assert!(msg.ends_with("answered 500: Internal Server Error"), "{}", msg);
@@ -240,7 +262,8 @@ fn openai_request_body_with_system_stop_extra_and_bearer() {
     std::env::set_var(&var, "sk-secret-value");
     let s = Settings {
         stop: vec!["</agent>".into()],
-        extra: r#"{"max_tokens":64,"reasoning_effort":"none","grammar":"root ::= \"<agent>\" [^<]* \"</agent>\""}"#.into(),
+        extra: r#"{"max_tokens":64,"reasoning_effort":"none","grammar":"root ::= \"<agent>\" [^<]* \"</agent>\""}"#
+            .into(),
         api_key_env: Some(var.clone()),
         ..settings(&server.url("/v1/chat/completions"))
     };

@@ -20,7 +20,11 @@ fn settings(endpoint: &str, provider: ProviderKind) -> Settings {
         stream: true,
         connect_timeout: Duration::from_millis(500),
         read_timeout: Duration::from_millis(500),
-        retry: RetryPolicy { max_retries: 1, base_delay: Duration::from_millis(2), max_delay: Duration::from_millis(10) },
+        retry: RetryPolicy {
+            max_retries: 1,
+            base_delay: Duration::from_millis(2),
+            max_delay: Duration::from_millis(10),
+        },
         ..Settings::default()
     }
 }
@@ -76,7 +80,8 @@ fn sse_byte_by_byte_with_crlf_and_no_done() {
     let stream = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"length\"}]}\r\n\r\n";
     let mut pieces = vec![(
         Duration::ZERO,
-        format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n", stream.len()).into_bytes(),
+        format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n", stream.len())
+            .into_bytes(),
     )];
     pieces.extend(stream.bytes().map(|b| (Duration::ZERO, vec![b])));
     let server = Server::start(move |_, _| Action::Pieces(pieces.clone()));
@@ -208,7 +213,10 @@ fn replay_script_in_order_then_exhausted() {
 
 #[test]
 fn replay_script_errors_name_the_line() {
-    let path = temp_file("bad.jsonl", "{\"content\":\"ok\"}\n[1]\n{\"error\":\"NO_SUCH_CODE\"}\n{\"reasoning\":\"x\"}\n{oops\n");
+    let path = temp_file(
+        "bad.jsonl",
+        "{\"content\":\"ok\"}\n[1]\n{\"error\":\"NO_SUCH_CODE\"}\n{\"reasoning\":\"x\"}\n{oops\n",
+    );
     let s = Settings { provider: ProviderKind::Replay, replay_path: Some(path.clone()), ..Settings::default() };
     let mut client = Client::new(&s).unwrap();
     assert_eq!(client.complete(&PROMPT, &mut |_| {}, &|| false).unwrap().content, "ok");

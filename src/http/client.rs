@@ -251,7 +251,10 @@ impl Client {
             settings,
             bearer: None,
             conn: None,
-            head: FixedBuf::with_capacity("HTTP request head (HTTP_MAX_REQUEST_HEAD_BYTES)", HTTP_MAX_REQUEST_HEAD_BYTES),
+            head: FixedBuf::with_capacity(
+                "HTTP request head (HTTP_MAX_REQUEST_HEAD_BYTES)",
+                HTTP_MAX_REQUEST_HEAD_BYTES,
+            ),
             rx: Rx { buf: FixedBuf::with_capacity("HTTP receive buffer", HTTP_RECV_BUFFER_BYTES), start: 0 },
             body: FixedBuf::with_capacity("HTTP body buffer", settings.max_body_bytes),
             got_bytes: false,
@@ -398,9 +401,9 @@ impl Client {
     /// Opens a connection to `url`'s server: every resolved address in turn, each with the
     /// connect timeout.
     fn connect(&mut self, url: &Url) -> Result<()> {
-        let addrs = (url.host(), url.port()).to_socket_addrs().map_err(|e| {
-            err!(LlmUnavailable, "cannot resolve the LLM server's host {:?}: {}", url.host(), e)
-        })?;
+        let addrs = (url.host(), url.port())
+            .to_socket_addrs()
+            .map_err(|e| err!(LlmUnavailable, "cannot resolve the LLM server's host {:?}: {}", url.host(), e))?;
         let mut last: Option<Error> = None;
         for addr in addrs {
             match TcpStream::connect_timeout(&addr, self.settings.connect_timeout) {
@@ -470,7 +473,11 @@ impl Client {
             let end = loop {
                 let found = head_end(reader.rx.data());
                 if found.unwrap_or(reader.rx.data().len()) > HTTP_MAX_HEAD_BYTES {
-                    bail!(ResponseTooLarge, "the response head is larger than {} bytes (HTTP_MAX_HEAD_BYTES)", HTTP_MAX_HEAD_BYTES);
+                    bail!(
+                        ResponseTooLarge,
+                        "the response head is larger than {} bytes (HTTP_MAX_HEAD_BYTES)",
+                        HTTP_MAX_HEAD_BYTES
+                    );
                 }
                 if let Some(end) = found {
                     break end;
@@ -479,7 +486,11 @@ impl Client {
                     if reader.rx.data().is_empty() {
                         bail!(LlmUnavailable, "the server closed the connection without answering");
                     }
-                    bail!(HttpProtocol, "the connection closed inside the response head: {:?}", Shown(reader.rx.data()));
+                    bail!(
+                        HttpProtocol,
+                        "the connection closed inside the response head: {:?}",
+                        Shown(reader.rx.data())
+                    );
                 }
             };
             let head = parse_head(reader.rx.data().get(..end).unwrap_or(&[]), req.method == Method::Head)?;
@@ -504,7 +515,12 @@ impl Client {
         if head.close || leftover || head.framing == Framing::UntilClose {
             self.conn = None;
         }
-        Ok(Meta { status: head.status, retry_after: head.retry_after, content_type: head.content_type, streamed: to_sink })
+        Ok(Meta {
+            status: head.status,
+            retry_after: head.retry_after,
+            content_type: head.content_type,
+            streamed: to_sink,
+        })
     }
 
     /// Formats the request head into its reserved buffer.
@@ -534,7 +550,11 @@ impl Client {
             h.push_str("\r\n")
         })();
         r.map_err(|_| {
-            err!(CapacityExceeded, "the request head does not fit in {} bytes (HTTP_MAX_REQUEST_HEAD_BYTES)", HTTP_MAX_REQUEST_HEAD_BYTES)
+            err!(
+                CapacityExceeded,
+                "the request head does not fit in {} bytes (HTTP_MAX_REQUEST_HEAD_BYTES)",
+                HTTP_MAX_REQUEST_HEAD_BYTES
+            )
         })
     }
 }
@@ -613,19 +633,19 @@ impl Reader<'_> {
 /// Decodes the body by its framing into `sink`, refusing more than `max` bytes before keeping
 /// them.
 fn read_body(r: &mut Reader<'_>, framing: Framing, max: usize, sink: &mut dyn BodySink) -> Result<()> {
-    let too_large = |n: u64| {
-        err!(ResponseTooLarge, "the response body is larger than {} bytes (at least {} bytes)", max, n)
-    };
+    let too_large =
+        |n: u64| err!(ResponseTooLarge, "the response body is larger than {} bytes (at least {} bytes)", max, n);
     match framing {
         Framing::Empty => Ok(()),
         Framing::Length(n) => {
             if n > max as u64 {
                 return Err(too_large(n));
             }
-            copy_exact(r, n, sink).map_err(|e| match e {
-                Cut(got) => err!(HttpProtocol, "the connection closed after {} of {} body bytes (Content-Length)", got, n),
-                Fail(e) => e,
-            })
+            let got = copy_exact(r, n, sink)?;
+            if got < n {
+                bail!(HttpProtocol, "the connection closed after {} of {} body bytes (Content-Length)", got, n);
+            }
+            Ok(())
         }
         Framing::UntilClose => {
             let mut total: u64 = 0;
@@ -665,13 +685,17 @@ fn read_body(r: &mut Reader<'_>, framing: Framing, max: usize, sink: &mut dyn Bo
                 if total > max as u64 {
                     return Err(too_large(total));
                 }
-                copy_exact(r, size, sink).map_err(|e| match e {
-                    Cut(got) => err!(HttpProtocol, "the connection closed after {} of {} bytes of a chunk", got, size),
-                    Fail(e) => e,
-                })?;
+                let got = copy_exact(r, size, sink)?;
+                if got < size {
+                    bail!(HttpProtocol, "the connection closed after {} of {} bytes of a chunk", got, size);
+                }
                 let len = r.line("the line end after chunk data")?;
                 if !matches!(r.rx.data().get(..len), Some(b"\n") | Some(b"\r\n")) {
-                    bail!(HttpProtocol, "chunk data is not followed by CRLF: {:?}", Shown(r.rx.data().get(..len).unwrap_or(&[])));
+                    bail!(
+                        HttpProtocol,
+                        "chunk data is not followed by CRLF: {:?}",
+                        Shown(r.rx.data().get(..len).unwrap_or(&[]))
+                    );
                 }
                 r.rx.consume(len);
             }
@@ -679,27 +703,13 @@ fn read_body(r: &mut Reader<'_>, framing: Framing, max: usize, sink: &mut dyn Bo
     }
 }
 
-/// Why `copy_exact` stopped early.
-enum CopyError {
-    /// The connection closed after this many bytes.
-    Cut(u64),
-    /// Any other failure.
-    Fail(Error),
-}
-use CopyError::{Cut, Fail};
-
-impl From<Error> for CopyError {
-    fn from(e: Error) -> Self {
-        Fail(e)
-    }
-}
-
-/// Passes exactly `n` body bytes to the sink.
-fn copy_exact(r: &mut Reader<'_>, n: u64, sink: &mut dyn BodySink) -> core::result::Result<(), CopyError> {
+/// Passes up to `n` body bytes to the sink; returns how many arrived before the connection
+/// closed (`n` when all did).
+fn copy_exact(r: &mut Reader<'_>, n: u64, sink: &mut dyn BodySink) -> Result<u64> {
     let mut left = n;
     while left > 0 {
         if r.rx.data().is_empty() && r.read_more()? == 0 {
-            return Err(Cut(n - left));
+            break;
         }
         let data = r.rx.data();
         let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
@@ -707,7 +717,7 @@ fn copy_exact(r: &mut Reader<'_>, n: u64, sink: &mut dyn BodySink) -> core::resu
         r.rx.consume(take);
         left -= take as u64;
     }
-    Ok(())
+    Ok(n - left)
 }
 
 /// A socket error as a typed error: timeouts are `LLM_TIMEOUT`, the rest `LLM_UNAVAILABLE`.

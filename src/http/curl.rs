@@ -28,7 +28,12 @@ use std::process::{Command, Stdio};
 
 /// Checks at start-up that `curl` can be run; `CONFIG_INVALID` if not.
 pub fn check_available() -> Result<()> {
-    match Command::new("curl").arg("--version").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status()
+    match Command::new("curl")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
     {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => bail!(ConfigInvalid, "transport \"curl\" is configured but `curl --version` failed ({})", s),

@@ -63,8 +63,13 @@ pub fn parse_head(bytes: &[u8], head_request: bool) -> Result<Head> {
     let mut lines = bytes.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
     let status_line = lines.next().unwrap_or(&[]);
     let (status, minor) = parse_status_line(status_line)?;
-    let mut head =
-        Head { status, framing: Framing::UntilClose, close: minor == 0, retry_after: None, content_type: ArrayString::new() };
+    let mut head = Head {
+        status,
+        framing: Framing::UntilClose,
+        close: minor == 0,
+        retry_after: None,
+        content_type: ArrayString::new(),
+    };
     let mut content_length: Option<u64> = None;
     let mut transfer_encoding = false;
     let mut chunked_last = false;
@@ -91,9 +96,8 @@ pub fn parse_head(bytes: &[u8], head_request: bool) -> Result<Head> {
         }
         let value = trim(line.get(colon + 1..).unwrap_or(&[]));
         if name.eq_ignore_ascii_case(b"content-length") {
-            let n = parse_decimal(value).ok_or_else(|| {
-                err!(HttpProtocol, "Content-Length {:?} is not a decimal number", Shown(value))
-            })?;
+            let n = parse_decimal(value)
+                .ok_or_else(|| err!(HttpProtocol, "Content-Length {:?} is not a decimal number", Shown(value)))?;
             if content_length.is_some_and(|c| c != n) {
                 bail!(HttpProtocol, "two different Content-Length values ({} and {})", content_length.unwrap_or(0), n);
             }
@@ -270,8 +274,10 @@ mod tests {
         assert!(h.close);
         let h = head("HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n").unwrap();
         assert_eq!(h.framing, Framing::Empty);
-        let h = head("HTTP/1.1 429 Too Many\r\nRetry-After: 7\r\nAccess-Control-Allow-Origin: \r\nContent-Length: 0\r\n\r\n")
-            .unwrap();
+        let h = head(
+            "HTTP/1.1 429 Too Many\r\nRetry-After: 7\r\nAccess-Control-Allow-Origin: \r\nContent-Length: 0\r\n\r\n",
+        )
+        .unwrap();
         assert_eq!((h.status, h.retry_after), (429, Some(7)));
     }
 

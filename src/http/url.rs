@@ -67,7 +67,11 @@ impl Url {
     /// `/v1/chat/completions`. `path` must start with `/`.
     pub fn with_path(&self, path: &str) -> Result<Url> {
         if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f || b == b'#') {
-            bail!(ConfigInvalid, "URL path {:?} must start with '/' and hold no spaces, controls or '#'", Clipped(path));
+            bail!(
+                ConfigInvalid,
+                "URL path {:?} must start with '/' and hold no spaces, controls or '#'",
+                Clipped(path)
+            );
         }
         let mut u = self.clone();
         u.path = ArrayString::try_from_str(path)
@@ -153,13 +157,8 @@ fn parse(text: &str) -> Result<Url> {
         None => default_port,
         Some(p) => parse_port(p)?,
     };
-    let mut u = Url {
-        scheme,
-        host: ArrayString::new(),
-        port,
-        path: ArrayString::new(),
-        host_header: ArrayString::new(),
-    };
+    let mut u =
+        Url { scheme, host: ArrayString::new(), port, path: ArrayString::new(), host_header: ArrayString::new() };
     u.host.push_str(host)?;
     if path.starts_with('?') || path.is_empty() {
         u.path.push_str("/")?;

@@ -137,8 +137,9 @@ impl Client {
             None
         } else {
             let mut d = Document::with_capacity(LLM_MAX_JSON_NODES, settings.extra.len());
-            d.parse(settings.extra.as_bytes())
-                .map_err(|e| e.with_code(crate::error::Code::ConfigInvalid).context(format_args!("llm extra fields")))?;
+            d.parse(settings.extra.as_bytes()).map_err(|e| {
+                e.with_code(crate::error::Code::ConfigInvalid).context(format_args!("llm extra fields"))
+            })?;
             if d.root().kind() != Kind::Object {
                 bail!(ConfigInvalid, "llm extra fields must be a JSON object, found {}", d.root().kind().name());
             }
@@ -498,7 +499,10 @@ mod tests {
     fn endpoint_paths() {
         let u = Url::parse("http://127.0.0.1:1234/v1/").unwrap();
         let e = endpoints(&u, ProviderKind::OpenAi).unwrap();
-        assert_eq!((e.chat.path(), e.models.path(), e.health.path()), ("/v1/chat/completions", "/v1/models", "/health"));
+        assert_eq!(
+            (e.chat.path(), e.models.path(), e.health.path()),
+            ("/v1/chat/completions", "/v1/models", "/health")
+        );
         let u = Url::parse("http://h:8080/v1/chat/completions").unwrap();
         let e = endpoints(&u, ProviderKind::OpenAi).unwrap();
         assert_eq!((e.chat.path(), e.models.path()), ("/v1/chat/completions", "/v1/models"));

@@ -129,7 +129,11 @@ impl Accumulator {
     /// part).
     pub(crate) fn push_content(&mut self, s: &str) -> Result<()> {
         self.content.push_str(s).map_err(|_| {
-            err!(CapacityExceeded, "the model's reply is longer than {} bytes (LLM_MAX_CONTENT_BYTES)", self.content.capacity())
+            err!(
+                CapacityExceeded,
+                "the model's reply is longer than {} bytes (LLM_MAX_CONTENT_BYTES)",
+                self.content.capacity()
+            )
         })
     }
 
@@ -266,7 +270,11 @@ fn read_usage(v: Option<Value<'_>>) -> Option<Usage> {
     let v = v.filter(|v| v.kind() == Kind::Object)?;
     let n = |k: &str| v.get(k).and_then(|x| x.as_u64());
     let (p, c) = (n("prompt_tokens").unwrap_or(0), n("completion_tokens").unwrap_or(0));
-    Some(Usage { prompt_tokens: p, completion_tokens: c, total_tokens: n("total_tokens").unwrap_or(p.saturating_add(c)) })
+    Some(Usage {
+        prompt_tokens: p,
+        completion_tokens: c,
+        total_tokens: n("total_tokens").unwrap_or(p.saturating_add(c)),
+    })
 }
 
 /// Moves a `<think>...</think>` block at the start of the content (or everything before a lone

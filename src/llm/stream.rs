@@ -75,7 +75,11 @@ impl BodySink for StreamSink<'_> {
 impl StreamSink<'_> {
     fn push_line_bytes(&mut self, b: &[u8]) -> Result<()> {
         self.line.extend_from_slice(b).map_err(|_| {
-            err!(ResponseTooLarge, "a streamed line is longer than {} bytes (LLM_MAX_EVENT_BYTES)", self.line.capacity())
+            err!(
+                ResponseTooLarge,
+                "a streamed line is longer than {} bytes (LLM_MAX_EVENT_BYTES)",
+                self.line.capacity()
+            )
         })
     }
 
@@ -105,9 +109,9 @@ impl StreamSink<'_> {
             let value = value.strip_prefix(b" ").unwrap_or(value);
             let sep = if self.data.is_empty() { &b""[..] } else { b"\n" };
             let (data, cap) = (&mut *self.data, self.line.capacity());
-            data.extend_from_slice(sep)
-                .and_then(|_| data.extend_from_slice(value))
-                .map_err(|_| err!(ResponseTooLarge, "a streamed event is longer than {} bytes (LLM_MAX_EVENT_BYTES)", cap))
+            data.extend_from_slice(sep).and_then(|_| data.extend_from_slice(value)).map_err(|_| {
+                err!(ResponseTooLarge, "a streamed event is longer than {} bytes (LLM_MAX_EVENT_BYTES)", cap)
+            })
         } else {
             Ok(())
         };
