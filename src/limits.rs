@@ -109,6 +109,68 @@ pub const REPLY_MAX_OFFSET_SEGMENTS: usize = 256;
 /// bytes in the client's receive buffer, reserved once.
 pub const HTTP_MAX_HEAD_BYTES: usize = 16 * 1024;
 
+/// Most header fields in one response head (interim `1xx` heads count separately). Headers are
+/// read in place, never stored, so this costs nothing; it bounds the work a hostile head causes.
+pub const HTTP_MAX_HEADERS: usize = 100;
+
+/// Largest response body accepted, in bytes, after chunked decoding. Checked before buffering:
+/// a `Content-Length` or chunk size that would pass it is refused at once with
+/// `RESPONSE_TOO_LARGE`. A reply is at most [`REPLY_MAX_BYTES`] of text, which JSON escaping and
+/// a side reasoning field can both inflate, hence the margin. Cost: this many bytes for the
+/// client's body buffer, reserved once (the same bound applies to a streamed body).
+pub const HTTP_MAX_BODY_BYTES: usize = 4 << 20;
+
+/// Size of the client's receive buffer: raw bytes from the socket before decoding. It must
+/// hold a whole response head, so it is at least [`HTTP_MAX_HEAD_BYTES`]. Cost: this many
+/// bytes, reserved once.
+pub const HTTP_RECV_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Largest request head the client writes (request line and headers, bearer token included).
+/// Cost: this many bytes, reserved once.
+pub const HTTP_MAX_REQUEST_HEAD_BYTES: usize = 4 * 1024;
+
+/// Longest endpoint URL accepted in the settings, in bytes. Cost: about three times this,
+/// inline in the parsed URL (host, path and Host header).
+pub const HTTP_MAX_URL_BYTES: usize = 512;
+
+/// Longest bearer token read from the environment variable the settings name. Cost: this
+/// many bytes, inline in the client.
+pub const HTTP_MAX_TOKEN_BYTES: usize = 1024;
+
+/// Longest `Retry-After` the client honours, in seconds; a longer one is cut to this so a
+/// confused server cannot park the agent for hours. Cost: none.
+pub const HTTP_RETRY_AFTER_MAX_SECS: u64 = 60;
+
+/// How often a blocked socket read or a backoff sleep wakes to ask whether the run should
+/// stop (SIGTERM), in milliseconds. The per-read timeout is counted across these wake-ups.
+/// Cost: none (a few idle wake-ups per second while waiting for a model).
+pub const HTTP_STOP_POLL_MS: u64 = 200;
+
+/// Largest request body the LLM client builds (the JSON of model, messages and options). The
+/// prompt ([`PROMPT_MAX_BYTES`]) is JSON-escaped into it, which at worst grows it six times
+/// for control characters; ordinary text grows a few percent. Cost: this many bytes, reserved
+/// once.
+pub const LLM_MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// Bytes of decoded reply text (content) a completion holds. Cost: reserved once.
+pub const LLM_MAX_CONTENT_BYTES: usize = REPLY_MAX_BYTES;
+
+/// Bytes of reasoning text ("thinking") a completion keeps for the log; longer reasoning is
+/// cut at a character boundary (it is only logged, never parsed). Cost: reserved once.
+pub const LLM_MAX_REASONING_BYTES: usize = 1 << 20;
+
+/// Nodes of the JSON arena that parses a reply body (one whole non-streamed reply, or one
+/// streamed event). Cost: one arena node each, reserved once.
+pub const LLM_MAX_JSON_NODES: usize = 4096;
+
+/// Longest single streamed event (one SSE event or one NDJSON line), in bytes. Cost: this
+/// many bytes, reserved once.
+pub const LLM_MAX_EVENT_BYTES: usize = 256 * 1024;
+
+/// Longest line of a replay script, in bytes. Cost: this many bytes, reserved once when the
+/// `replay` provider is used.
+pub const LLM_MAX_REPLAY_LINE_BYTES: usize = 2 << 20;
+
 // ---------------------------------------------------------------------------------------------
 // Memory: the working set and the tagged store
 // ---------------------------------------------------------------------------------------------
