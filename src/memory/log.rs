@@ -64,6 +64,8 @@ pub struct PutHead {
 
 /// One decoded record. `value` of a `Put` is still JSON-escaped (the body between the quotes);
 /// decode it with [`decode_str`].
+// `Put` carries its tags inline (no heap); records live briefly on the stack, one at a time.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Record<'a> {
     /// The first record of every log.

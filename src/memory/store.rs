@@ -264,6 +264,8 @@ impl Store {
             log::encode_header(&mut header)?;
             crate::memory::atomic::write_file(dir, LOG_NAME, header.as_slice())?;
         }
+        // A compaction cut short by a crash leaves its temp file; the log itself is intact.
+        let _ = fs::remove_file(dir.join(format!(".{}.compact", LOG_NAME)));
         let file = open_log(&path)?;
         let mut s = Store {
             dir: dir.to_path_buf(),
