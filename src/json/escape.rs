@@ -27,7 +27,7 @@ fn escape_for(b: u8) -> Option<&'static str> {
 
 /// Writes the escaped body of `s` (without the surrounding quotes). Runs of bytes that need no
 /// escape are written in one piece.
-pub fn write_json_str_body(out: &mut dyn fmt::Write, s: &str) -> fmt::Result {
+pub fn write_json_str_body<W: fmt::Write + ?Sized>(out: &mut W, s: &str) -> fmt::Result {
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
@@ -42,7 +42,7 @@ pub fn write_json_str_body(out: &mut dyn fmt::Write, s: &str) -> fmt::Result {
 }
 
 /// Writes `s` as a JSON string, quotes included.
-pub fn write_json_str(out: &mut dyn fmt::Write, s: &str) -> fmt::Result {
+pub fn write_json_str<W: fmt::Write + ?Sized>(out: &mut W, s: &str) -> fmt::Result {
     out.write_str("\"")?;
     write_json_str_body(out, s)?;
     out.write_str("\"")
