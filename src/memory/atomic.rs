@@ -29,25 +29,68 @@ pub const PREV_SUFFIX: &str = ".prev";
 
 /// Writes `bytes` to `dir/name` atomically and durably, keeping the previous version as
 /// `dir/name.prev`. See the module documentation. Errors are `PERSIST_FAILED` naming the file
-/// and the step that failed.
+/// and the step that failed. (Builds the paths on each call; a caller that writes the same file
+/// every cycle keeps an [`AtomicFile`] instead, which builds them once.)
 pub fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let target = dir.join(name);
-    let tmp = dir.join(format!(".{}.tmp", name));
-    if let Err(e) = write_synced(&tmp, bytes) {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    if target.exists() {
-        if let Err(e) = keep_previous(dir, name, &target) {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
+    AtomicFile::new(dir, name).write(bytes)
+}
+
+/// One file written atomically again and again: its four paths are built once, so a write
+/// allocates nothing.
+#[derive(Clone, Debug)]
+pub struct AtomicFile {
+    dir: PathBuf,
+    target: PathBuf,
+    tmp: PathBuf,
+    prev: PathBuf,
+    prev_tmp: PathBuf,
+}
+
+impl AtomicFile {
+    /// The file `dir/name`.
+    pub fn new(dir: &Path, name: &str) -> AtomicFile {
+        AtomicFile {
+            dir: dir.to_path_buf(),
+            target: dir.join(name),
+            tmp: dir.join(format!(".{}.tmp", name)),
+            prev: prev_path(dir, name),
+            prev_tmp: dir.join(format!(".{}{}.tmp", name, PREV_SUFFIX)),
         }
     }
-    if let Err(e) = fs::rename(&tmp, &target) {
-        let _ = fs::remove_file(&tmp);
-        bail!(PersistFailed, "renaming the new {} into place failed ({}); the old file is intact", target.display(), e);
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.target
     }
-    sync_dir(dir)
+
+    /// The previous version's path.
+    pub fn prev_path(&self) -> &Path {
+        &self.prev
+    }
+
+    /// Replaces the file's content with `bytes` (see the module documentation).
+    pub fn write(&self, bytes: &[u8]) -> Result<()> {
+        if let Err(e) = write_synced(&self.tmp, bytes) {
+            let _ = fs::remove_file(&self.tmp);
+            return Err(e);
+        }
+        if self.target.exists() {
+            if let Err(e) = keep_previous(&self.target, &self.prev_tmp, &self.prev) {
+                let _ = fs::remove_file(&self.tmp);
+                return Err(e);
+            }
+        }
+        if let Err(e) = fs::rename(&self.tmp, &self.target) {
+            let _ = fs::remove_file(&self.tmp);
+            bail!(
+                PersistFailed,
+                "renaming the new {} into place failed ({}); the old file is intact",
+                self.target.display(),
+                e
+            );
+        }
+        sync_dir(&self.dir)
+    }
 }
 
 /// The path of the previous version of `dir/name`.
@@ -73,21 +116,20 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     f.sync_all().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", path.display(), e))
 }
 
-fn keep_previous(dir: &Path, name: &str, target: &Path) -> Result<()> {
-    let prev = prev_path(dir, name);
-    let link = dir.join(format!(".{}{}.tmp", name, PREV_SUFFIX));
-    let _ = fs::remove_file(&link);
-    if fs::hard_link(target, &link).is_err() {
+fn keep_previous(target: &Path, link: &Path, prev: &Path) -> Result<()> {
+    let _ = fs::remove_file(link);
+    if fs::hard_link(target, link).is_err() {
         // File systems without hard links: fall back to a synced copy.
-        let bytes = fs::read(target)
-            .map_err(|e| err!(PersistFailed, "reading {} to keep it as {} failed: {}", target.display(), prev.display(), e))?;
-        if let Err(e) = write_synced(&link, &bytes) {
-            let _ = fs::remove_file(&link);
+        let bytes = fs::read(target).map_err(|e| {
+            err!(PersistFailed, "reading {} to keep it as {} failed: {}", target.display(), prev.display(), e)
+        })?;
+        if let Err(e) = write_synced(link, &bytes) {
+            let _ = fs::remove_file(link);
             return Err(e);
         }
     }
-    fs::rename(&link, &prev).map_err(|e| {
-        let _ = fs::remove_file(&link);
+    fs::rename(link, prev).map_err(|e| {
+        let _ = fs::remove_file(link);
         err!(PersistFailed, "keeping {} as {} failed: {}", target.display(), prev.display(), e)
     })
 }

@@ -8,8 +8,10 @@
 //! - [`index`]: the store's fixed in-RAM tables (id hash table, interned tags).
 //! - [`query`]: query filters, orders and the reusable result list.
 //! - [`store`]: the persistent tagged store (append-only log, fixed index, compaction).
+//! - [`file`]: `memory.json` (state, iteration, working set, agent map), era-B migration.
 
 pub mod atomic;
+pub mod file;
 pub mod hash;
 pub mod key;
 pub mod working;
