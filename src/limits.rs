@@ -181,6 +181,83 @@ pub const KEY_MAX_TAGS: usize = 8;
 /// Longest single tag, in bytes (the design's `MAX_TAG_LENGTH`).
 pub const TAG_MAX_BYTES: usize = 64;
 
+/// Longest normalised key text: all tags at full length joined by commas. Cost: a
+/// [`crate::memory::key::Key`] holds this many bytes inline (plus a length).
+pub const KEY_MAX_BYTES: usize = KEY_MAX_TAGS * TAG_MAX_BYTES + (KEY_MAX_TAGS - 1);
+
+/// Most entries in the working set (what the prompt shows). Cost: one entry header of about
+/// 560 bytes (inline key plus times and counters) each, reserved on the heap at start-up.
+pub const WORKING_MAX_ENTRIES: usize = 256;
+
+/// Total bytes of text in the working set, all entries together. It is shown in the prompt,
+/// so it stays well under `PROMPT_MAX_BYTES`. Cost: one arena of this size, reserved once.
+pub const WORKING_TEXT_MAX_BYTES: usize = 128 * 1024;
+
+/// Most entries in `memory.json`'s `agent` map (the agent layer's own small state). Cost:
+/// `AGENT_META_KEY_MAX_BYTES + AGENT_META_VALUE_MAX_BYTES` bytes each, reserved once.
+pub const AGENT_META_MAX_ENTRIES: usize = 16;
+
+/// Longest key in the `agent` map, in bytes.
+pub const AGENT_META_KEY_MAX_BYTES: usize = 64;
+
+/// Longest value in the `agent` map, in bytes (room for a rejected-reply feedback text).
+pub const AGENT_META_VALUE_MAX_BYTES: usize = 4096;
+
+/// Longest `state` name kept in `memory.json`, in bytes. Cost: inline in the memory file.
+pub const MEMORY_STATE_MAX_BYTES: usize = 64;
+
+/// Largest `memory.json` read, in bytes. Cost: the file buffer and the parsed document's string
+/// arena, each this size, only while loading.
+pub const MEMORY_FILE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most JSON nodes in a `memory.json` being read (an era-B file with a large `storage` map
+/// needs one node per key and per value). Cost: one document node each, only while loading.
+pub const MEMORY_FILE_MAX_NODES: usize = 256 * 1024;
+
+/// Largest era-B export file `memory import` reads, in bytes. Cost: the file buffer and the
+/// document's string arena, each this size, only during an import.
+pub const EXCHANGE_FILE_MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most JSON nodes in an import file. Cost: one document node each, only during an import.
+pub const EXCHANGE_FILE_MAX_NODES: usize = 2 * 1024 * 1024;
+
+/// Most entries in the tagged store. Cost: one 48-byte index slot each plus 8 bytes of key
+/// hash table each (reserved once at open); see `memory::store` for the measured total.
+pub const STORE_MAX_ENTRIES: usize = 65_536;
+
+/// Most distinct tags in use across the store at once. Tags are interned: entries refer to
+/// them by 16-bit id. Cost: 12 bytes of table each plus 4 bytes of hash table.
+pub const STORE_MAX_TAGS: usize = 8_192;
+
+/// Bytes of tag text interned in the tag table (all distinct tags together). Cost: this many
+/// bytes, reserved once.
+pub const STORE_TAG_ARENA_BYTES: usize = 128 * 1024;
+
+/// Most links between related entries. Cost: 8 bytes each, reserved once.
+pub const STORE_MAX_LINKS: usize = 16_384;
+
+/// Largest value of one store entry, in bytes.
+pub const STORE_VALUE_MAX_BYTES: usize = 64 * 1024;
+
+/// Largest log record (one line): a value where every byte needs a 6-byte escape, all tags at
+/// full length escaped likewise, and the fixed fields. Cost: the store's read buffer, its
+/// write buffer and its decoded-value buffer are each about this size, reserved once at open.
+pub const STORE_RECORD_MAX_BYTES: usize = 6 * STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * (6 * TAG_MAX_BYTES + 3) + 256;
+
+/// Most results one query, text search or related-entries listing returns. Cost: 8 bytes per
+/// result in the caller's result buffer.
+pub const STORE_QUERY_MAX_RESULTS: usize = 1024;
+
+/// Most value bytes one text search reads from the log before it stops (and says so). Cost:
+/// none in memory; bounds the time of a search over a large store.
+pub const STORE_SEARCH_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Compaction runs when garbage (superseded records) passes this percentage of the log ...
+pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;
+
+/// ... and the log holds at least this many bytes of garbage (small logs are left alone).
+pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
+
 // ---------------------------------------------------------------------------------------------
 // The agent
 // ---------------------------------------------------------------------------------------------
