@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(w, "\n<agent>x</agent>!");
         assert_eq!(r.think_blocks, 2);
         assert_eq!(m.to_raw(1), 33);
-        assert_eq!(m.to_raw(17), 66);
+        assert_eq!(m.to_raw(17), 68);
     }
 
     #[test]

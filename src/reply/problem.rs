@@ -71,6 +71,8 @@ codes! {
     MissingField = "MISSING_FIELD", Error;
     /// A field that should be text holds elements.
     FieldNotText = "FIELD_NOT_TEXT", Error;
+    /// The reply ends inside a field (cut by the token limit?); its instruction was not taken.
+    TruncatedField = "TRUNCATED_FIELD", Error;
     /// More actions than allowed per reply; the first ones were taken.
     TooManyActions = "TOO_MANY_ACTIONS", Error;
     /// More instructions than `REPLY_MAX_INSTRUCTIONS`; the rest were dropped.
@@ -156,7 +158,7 @@ mod tests {
     #[test]
     fn codes_are_distinct_upper_snake() {
         for (i, a) in ProblemCode::ALL.iter().enumerate() {
-            assert!(a.as_str().bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+            assert!(a.as_str().bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
             for b in ProblemCode::ALL.iter().skip(i + 1) {
                 assert_ne!(a.as_str(), b.as_str());
             }

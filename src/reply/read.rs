@@ -152,6 +152,8 @@ pub struct Reader {
     dialect: Dialect,
     /// The element last read as an action because it held a bare `<type>`.
     unwrapped: u32,
+    /// A field read since this was last cleared was cut by the end of the reply.
+    cut: bool,
 }
 
 impl Default for Reader {
@@ -176,6 +178,7 @@ impl Reader {
             max_actions: REPLY_DEFAULT_MAX_ACTIONS,
             dialect: Dialect::default(),
             unwrapped: u32::MAX,
+            cut: false,
         }
     }
 
@@ -568,6 +571,16 @@ impl Reader {
     fn field(&mut self, parent: u32, names: &[&str], join_list: bool) -> Option<Span> {
         let p = self.tree.node(parent)?;
         let c = p.elements().find(|c| names.iter().any(|n| same_name(n, c.name())))?;
+        if c.is_cut() {
+            let p = self.mk(
+                ProblemCode::TruncatedField,
+                Some(c.offset()),
+                format_args!("the reply ends inside <{}>; its instruction was not taken", c.name()),
+            );
+            self.push_problem(p);
+            self.cut = true;
+            return None;
+        }
         if let Some(s) = c.text_content_span() {
             return Some(s).filter(|s| s.len > 0);
         }
@@ -603,6 +616,7 @@ impl Reader {
 
     /// `<action>` (canonical, or era A with `<operation>`), or the parent of a bare `<type>`.
     fn action(&mut self, id: u32, unwrapped: bool) {
+        self.cut = false;
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
         let type_span = match n.attr_type_span() {
@@ -651,7 +665,7 @@ impl Reader {
         if kind == ActionKind::StorageSearch && f.query.is_none() {
             f.query = f.value.take();
         }
-        if self.check(kind, &f, at) {
+        if !self.cut && self.check(kind, &f, at) {
             self.push_action(kind, form, f, element, at);
         }
     }
@@ -705,6 +719,14 @@ impl Reader {
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
         let Some(kind) = ActionKind::from_name(n.name()) else { return };
+        if n.is_cut() {
+            self.problem(
+                ProblemCode::TruncatedField,
+                Some(at),
+                format_args!("the reply ends inside <{}>; it was not taken", kind.as_str()),
+            );
+            return;
+        }
         match n.text_content_span() {
             Some(s) if s.len > 0 => {
                 let f = Fields { tags: Some(s), ..Fields::default() };
@@ -725,12 +747,17 @@ impl Reader {
 
     /// A kjxlkj instruction (index `k` in [`KJXLKJ`]).
     fn kjxlkj(&mut self, id: u32, k: usize) {
+        self.cut = false;
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
         let name = KJXLKJ.get(k).copied().unwrap_or("");
         match name {
             "state_add" | "state_delete" => {
-                let Some(s) = self.field(id, &["state"], false) else {
+                let state = self.field(id, &["state"], false);
+                if self.cut {
+                    return;
+                }
+                let Some(s) = state else {
                     self.problem(
                         ProblemCode::MissingField,
                         Some(at),
@@ -756,6 +783,9 @@ impl Reader {
             "ram_add" => {
                 let key = self.field(id, &["key"], false);
                 let value = self.field(id, VALUE_FIELDS, false);
+                if self.cut {
+                    return;
+                }
                 let (Some(key), Some(value)) = (key, value) else {
                     self.problem(
                         ProblemCode::MissingField,
@@ -802,7 +832,7 @@ impl Reader {
                         f.tags = Some(ids);
                     }
                 }
-                if self.check(kind, &f, at) {
+                if !self.cut && self.check(kind, &f, at) {
                     self.push_action(kind, Form::Kjxlkj, f, element, at);
                 }
             }

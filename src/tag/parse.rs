@@ -23,7 +23,7 @@
 
 use super::syntax::{decode_into, is_name_start, is_space, name_len};
 use super::tree::{
-    Limit, ParseOptions, ParseReport, Rec, Span, TagTree, F_CLOSED, F_ELEMENT, F_KEY_ATTR, F_TYPE_ATTR, NONE,
+    Limit, ParseOptions, ParseReport, Rec, Span, TagTree, F_CLOSED, F_CUT, F_ELEMENT, F_KEY_ATTR, F_TYPE_ATTR, NONE,
 };
 use crate::limits::TAG_MAX_DEPTH;
 
@@ -90,9 +90,8 @@ impl TagTree {
             no_close_from: [usize::MAX; MAX_TEXT_ELEMENTS],
             tree: self,
         };
-        if p.run().is_ok() {
-            p.finish();
-        }
+        let _ = p.run();
+        p.finish();
         &self.report
     }
 }
@@ -535,10 +534,12 @@ impl Parser<'_, '_> {
     fn finish(&mut self) {
         let mut id = self.cur;
         while id != 0 {
-            let Some(r) = self.tree.rec(id).copied() else { break };
+            let Some(r) = self.tree.nodes.get_mut(id as usize) else { break };
+            r.flags |= F_CUT;
+            let (offset, parent) = (r.offset, r.parent);
             self.tree.report.unclosed_at_end += 1;
-            self.tree.report.first_unclosed_at_end = Some(r.offset);
-            id = r.parent;
+            self.tree.report.first_unclosed_at_end = Some(offset);
+            id = parent;
         }
     }
 }

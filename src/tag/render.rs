@@ -179,20 +179,21 @@ enum Frame {
     List,
 }
 
-/// Renders `root`: a map's members at the top level (the root itself gets no element, as in
-/// the C original); anything else as one element named `root_key`.
+/// Renders `root` as one element named `wrap` (`<wrap>...</wrap>`), or, with `wrap` `None`
+/// and a map root, its members at the top level with no element around them (as the C
+/// original did). A non-map root with no `wrap` is written under the key `value`.
 pub fn render_tree<'a, S: Source<'a>>(
     out: &mut dyn fmt::Write,
     root: S,
-    root_key: &'a str,
+    wrap: Option<&'a str>,
     style: Style,
 ) -> Result<()> {
     let mut w = TagWriter::new(out, style);
     // Each frame: the container, its key, how it writes children, the next child index.
     let mut stack: ArrayVec<(Option<S>, &'a str, Frame, usize), { TAG_MAX_DEPTH + 1 }> = ArrayVec::new();
-    match root.shape() {
-        Shape::Map => stack.push((Some(root), "", Frame::Root, 0))?,
-        _ => render_one(&mut w, &mut stack, root_key, root)?,
+    match (root.shape(), wrap) {
+        (Shape::Map, None) => stack.push((Some(root), "", Frame::Root, 0))?,
+        (_, key) => render_one(&mut w, &mut stack, key.unwrap_or("value"), root)?,
     }
     while let Some((Some(node), key, frame, i)) = stack.pop() {
         match node.child(i) {
@@ -234,4 +235,87 @@ fn render_one<'a, S: Source<'a>, const N: usize>(
     }
     w.open(key).map_err(|_| full())?;
     stack.push((Some(node), key, frame, 0))
+}
+
+/// Config prompt objects: strings as text, numbers as their JSON text, booleans as
+/// `true`/`false`, null as `<key/>`, objects as maps, arrays as lists. Child `i` is found by
+/// walking the siblings (`O(i)`), fine for prompt objects of a few dozen members.
+impl<'a> Source<'a> for crate::json::Value<'a> {
+    fn shape(&self) -> Shape<'a> {
+        use crate::json::Kind;
+        match self.kind() {
+            Kind::Null => Shape::Null,
+            Kind::Bool => Shape::Text(if self.as_bool() == Some(true) { "true" } else { "false" }),
+            Kind::Number => Shape::Text(self.number_text().unwrap_or("")),
+            Kind::String => Shape::Text(self.as_str().unwrap_or("")),
+            Kind::Array => Shape::List,
+            Kind::Object => Shape::Map,
+        }
+    }
+
+    fn child(&self, i: usize) -> Option<(&'a str, Self)> {
+        match self.kind() {
+            crate::json::Kind::Object => self.members().nth(i),
+            crate::json::Kind::Array => self.at(i).map(|v| ("item", v)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tag::{ParseOptions, TagTree};
+
+    #[test]
+    fn pairs_render_and_read_back() {
+        let mut out = String::new();
+        let pairs = [
+            ("user_request", "sort <b> & c"),
+            ("dictionary,terms", "x"),
+            ("2024,plans", "y"),
+            ("a \"q\"", ""),
+            ("", "e"),
+        ];
+        render_pairs(&mut out, pairs.iter().copied(), Style::Lines).unwrap();
+        assert_eq!(
+            out,
+            "<user_request>sort &lt;b&gt; &amp; c</user_request>\n<dictionary,terms>x</dictionary,terms>\n\
+             <entry key=\"2024,plans\">y</entry>\n<entry key=\"a &quot;q&quot;\"></entry>\n<entry key=\"\">e</entry>\n"
+        );
+        let mut t = TagTree::with_capacity(100, 1000);
+        assert!(t.parse(&out, &ParseOptions::default()).is_clean());
+        let got: Vec<_> = t.root().elements().map(|e| (e.key(), e.text_content().unwrap())).collect();
+        assert_eq!(got, pairs);
+    }
+
+    #[test]
+    fn json_prompt_objects_render() {
+        let mut doc = crate::json::Document::with_capacity(100, 1000);
+        doc.parse(br#"{"role":"agent <x>","rules":["a","b"],"n":1.5,"on":true,"none":null,"empty":{},"deep":{"k":{"j":"v"}}}"#)
+            .unwrap();
+        let mut out = String::new();
+        render_tree(&mut out, doc.root(), None, Style::Compact).unwrap();
+        assert_eq!(
+            out,
+            "<role>agent &lt;x&gt;</role><rules><item>a</item><item>b</item></rules><n>1.5</n><on>true</on><none/><empty/>\
+             <deep><k><j>v</j></k></deep>"
+        );
+        let mut lines = String::new();
+        render_tree(&mut lines, doc.root().get("deep").unwrap(), Some("deep"), Style::Lines).unwrap();
+        assert_eq!(lines, "<deep>\n  <k>\n    <j>v</j>\n  </k>\n</deep>\n");
+    }
+
+    #[test]
+    fn full_output_and_depth_are_errors() {
+        let mut small: crate::fixed::ArrayString<8> = crate::fixed::ArrayString::new();
+        let e = render_pairs(&mut small, [("key", "long value")], Style::Compact).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+        let deep = "[".repeat(TAG_MAX_DEPTH + 2) + &"]".repeat(TAG_MAX_DEPTH + 2);
+        let deep = deep.replacen("[]", "[1]", 1);
+        let mut doc = crate::json::Document::with_capacity(1000, 1000);
+        doc.parse(deep.as_bytes()).unwrap();
+        let e = render_tree(&mut String::new(), doc.root(), Some("x"), Style::Compact).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+    }
 }

@@ -32,6 +32,8 @@ pub(crate) const F_ELEMENT: u8 = 1;
 pub(crate) const F_CLOSED: u8 = 2;
 pub(crate) const F_TYPE_ATTR: u8 = 4;
 pub(crate) const F_KEY_ATTR: u8 = 8;
+/// Still open when the input ended (or parsing stopped at a capacity).
+pub(crate) const F_CUT: u8 = 16;
 
 /// One node: 44 bytes.
 #[derive(Clone, Copy, Default, Debug)]
@@ -285,6 +287,12 @@ impl<'t> Node<'t> {
     /// closed. False for an element closed implicitly or cut by the end of the input.
     pub fn is_closed(&self) -> bool {
         self.rec().flags & F_CLOSED != 0
+    }
+
+    /// Whether the element was still open when the input ended: its content may be cut
+    /// short (a reply stopped by the token limit).
+    pub fn is_cut(&self) -> bool {
+        self.rec().flags & F_CUT != 0
     }
 
     /// The element's name as written ("" for the root and for text).
