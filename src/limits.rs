@@ -296,3 +296,22 @@ pub const AUDIT_LOG_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// Longest audit line, in bytes. Cost: a buffer of this size reserved once.
 pub const AUDIT_LINE_MAX_BYTES: usize = 16 * 1024;
+
+/// Largest `config.json` read, in bytes (start-up only).
+pub const CONFIG_FILE_MAX_BYTES: usize = 1024 * 1024;
+
+/// Longest line of the exchange log (the prompt and the reply of one cycle, escaped), in bytes.
+/// Cost: a buffer of this size reserved once when the exchange log is on.
+pub const EXCHANGE_LINE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// JSON nodes of one exchange-log line when it is read back (`lkjagent replay`).
+pub const EXCHANGE_LINE_MAX_NODES: usize = 256;
+
+/// Longest result message of one action (`command_log` text), in bytes.
+pub const ACTION_RESULT_MAX_BYTES: usize = 384;
+
+/// Most keys `storage_search` lists in `search_results`.
+pub const SEARCH_RESULTS_SHOWN: usize = 20;
+
+/// Longest feedback to the model after an invalid reply, in bytes.
+pub const FEEDBACK_MAX_BYTES: usize = 3 * 1024;

@@ -13,9 +13,9 @@
 pub mod atomic;
 pub mod file;
 pub mod hash;
-pub mod key;
-pub mod working;
 pub mod index;
+pub mod key;
 pub mod log;
 pub mod query;
 pub mod store;
+pub mod working;
