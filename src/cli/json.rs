@@ -48,14 +48,17 @@ pub fn run(mut args: Args) -> Result<i32> {
     let res = if path == "-" {
         format(&mut io::stdin().lock(), &mut chunk, pretty)
     } else {
-        // Pass 1: validate, so that nothing is printed for an invalid file.
-        let mut parser = Parser::new();
-        feed_all(&mut open(&path)?, &mut chunk, &mut parser, &mut Validate)?;
-        // Pass 2: print.
-        format(&mut open(&path)?, &mut chunk, pretty)
+        two_pass(&path, &mut chunk, pretty)
     };
     res.map_err(|e| e.context(format_args!("{}", if path == "-" { "<stdin>" } else { &path })))?;
     Ok(super::EXIT_OK)
+}
+
+/// Validates the file, then prints it: nothing reaches stdout for an invalid file.
+fn two_pass(path: &str, chunk: &mut [u8], pretty: bool) -> Result<()> {
+    let mut parser = Parser::new();
+    feed_all(&mut open(path)?, chunk, &mut parser, &mut Validate)?;
+    format(&mut open(path)?, chunk, pretty)
 }
 
 fn open(path: &str) -> Result<std::fs::File> {
