@@ -53,8 +53,10 @@ pub struct Document {
     text: String,
     max_nodes: usize,
     max_text: usize,
-    /// Indices of the open containers while parsing (never deeper than `JSON_MAX_DEPTH`).
-    open: Vec<u32>,
+    /// The open containers while parsing (never deeper than `JSON_MAX_DEPTH`): node index and
+    /// children so far (written into the node when it closes, keeping the hot path on this
+    /// small stack instead of the node list).
+    open: Vec<(u32, u32)>,
     /// Key of the next value, if it is an object member.
     key: Span,
     /// Start of the text being collected, and what it is for.
@@ -145,10 +147,8 @@ impl Document {
                 self.max_nodes
             );
         }
-        if let Some(&parent) = self.open.last() {
-            if let Some(p) = self.nodes.get_mut(parent as usize) {
-                p.a.len += 1;
-            }
+        if let Some(parent) = self.open.last_mut() {
+            parent.1 += 1;
         }
         let key = core::mem::take(&mut self.key);
         // `idx < max_nodes < u32::MAX`, so these conversions are exact.
@@ -202,13 +202,14 @@ impl Handler for Document {
                 if self.open.len() >= JSON_MAX_DEPTH {
                     bail!(CapacityExceeded, "JSON nested deeper than JSON_MAX_DEPTH ({} levels)", JSON_MAX_DEPTH);
                 }
-                self.open.push(idx);
+                self.open.push((idx, 0));
             }
             Event::EndObject | Event::EndArray => {
                 let end = self.nodes.len() as u32;
-                if let Some(idx) = self.open.pop() {
+                if let Some((idx, children)) = self.open.pop() {
                     if let Some(n) = self.nodes.get_mut(idx as usize) {
                         n.end = end;
+                        n.a.len = children;
                     }
                 }
             }

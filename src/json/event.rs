@@ -217,8 +217,32 @@ impl Parser {
 
     /// Reads `input`, the next slice of the document, reporting events to `h`. All of `input`
     /// is consumed; a token cut at its end continues with the next call.
+    ///
+    /// The slice is first checked as UTF-8 in one pass (a JSON text is UTF-8 as a whole); its
+    /// valid part is then read as text, so strings are cut from it without a check each. Only
+    /// what follows the first non-UTF-8 byte (an error, or a sequence cut by the slice's end)
+    /// is read byte by byte.
     pub fn feed<H: Handler + ?Sized>(&mut self, input: &[u8], h: &mut H) -> Result<()> {
-        let res = self.run(input, h);
+        match core::str::from_utf8(input) {
+            Ok(text) => self.feed_checked(input, Some(text), h),
+            Err(e) => {
+                let (valid, rest) = input.split_at(e.valid_up_to());
+                let text = core::str::from_utf8(valid).ok();
+                self.feed_checked(valid, text, h)?;
+                self.feed_checked(rest, None, h)
+            }
+        }
+    }
+
+    /// [`Parser::feed`] for input already known to be UTF-8: pieces of strings and numbers are
+    /// cut from `input` directly instead of being checked again (a JSON text is UTF-8 as a
+    /// whole, so one check of the whole input replaces one per string).
+    pub fn feed_str<H: Handler + ?Sized>(&mut self, input: &str, h: &mut H) -> Result<()> {
+        self.feed_checked(input.as_bytes(), Some(input), h)
+    }
+
+    fn feed_checked<H: Handler + ?Sized>(&mut self, input: &[u8], txt: Option<&str>, h: &mut H) -> Result<()> {
+        let res = self.run(input, txt, h);
         match res {
             Ok(()) => {
                 self.base += input.len();
@@ -335,12 +359,12 @@ impl Parser {
         self.state = if self.depth == 0 { State::Done } else { State::Comma };
     }
 
-    fn run<H: Handler + ?Sized>(&mut self, input: &[u8], h: &mut H) -> Result<()> {
+    fn run<H: Handler + ?Sized>(&mut self, input: &[u8], txt: Option<&str>, h: &mut H) -> Result<()> {
         let mut i = 0;
         while i < input.len() {
             i = match self.state {
-                State::Str => self.string(input, i, h)?,
-                State::Number => self.number(input, i, h)?,
+                State::Str => self.string(input, txt, i, h)?,
+                State::Number => self.number(input, txt, i, h)?,
                 State::Escape => self.escape(input, i, h)?,
                 State::Unicode => self.unicode(input, i, h)?,
                 State::Utf8 => self.utf8_rest(input, i, h)?,
@@ -348,7 +372,7 @@ impl Parser {
                 State::Failed => {
                     return Err(err!(JsonInvalid, "the JSON parse already failed; reset the parser"));
                 }
-                _ => self.structural(input, i, h)?,
+                _ => self.structural(input, txt, i, h)?,
             };
         }
         Ok(())
@@ -356,7 +380,13 @@ impl Parser {
 
     /// Skips whitespace, then reads one structural byte or the first byte of a value.
     #[inline]
-    fn structural<H: Handler + ?Sized>(&mut self, input: &[u8], mut i: usize, h: &mut H) -> Result<usize> {
+    fn structural<H: Handler + ?Sized>(
+        &mut self,
+        input: &[u8],
+        txt: Option<&str>,
+        mut i: usize,
+        h: &mut H,
+    ) -> Result<usize> {
         // ws = *( %x20 / %x09 / %x0A / %x0D ); newlines can occur only here, so lines are
         // counted here and nowhere else.
         let b = loop {
@@ -387,12 +417,13 @@ impl Parser {
                     self.key = false;
                     h.event(Event::BeginString)?;
                     self.state = State::Str;
+                    return self.string(input, txt, i + 1, h);
                 }
                 b'-' | b'0'..=b'9' => {
                     h.event(Event::BeginNumber)?;
                     self.num = NumState::Start;
                     self.state = State::Number;
-                    return Ok(i);
+                    return self.number(input, txt, i, h);
                 }
                 b't' | b'f' | b'n' => {
                     self.lit = match b {
@@ -415,6 +446,7 @@ impl Parser {
                 self.key = true;
                 h.event(Event::BeginKey)?;
                 self.state = State::Str;
+                return self.string(input, txt, i + 1, h);
             }
             (State::KeyOrEnd, b'}') => {
                 self.depth -= 1;
@@ -441,7 +473,13 @@ impl Parser {
     /// Inside a string: copies runs of plain bytes out in one piece, stops at `"`, `\`, a
     /// control character, or the end of the slice.
     #[inline]
-    fn string<H: Handler + ?Sized>(&mut self, input: &[u8], mut i: usize, h: &mut H) -> Result<usize> {
+    fn string<H: Handler + ?Sized>(
+        &mut self,
+        input: &[u8],
+        txt: Option<&str>,
+        mut i: usize,
+        h: &mut H,
+    ) -> Result<usize> {
         loop {
             let start = i;
             // The hot loop: plain bytes (everything but `"`, `\` and controls).
@@ -457,7 +495,13 @@ impl Parser {
                     return Err(self.error(input, start, "\\u and a low surrogate after a high surrogate"));
                 }
                 let run = input.get(start..i).unwrap_or(&[]);
-                match core::str::from_utf8(run) {
+                // Input known to be UTF-8 is cut directly (the run ends at an ASCII byte or at
+                // the end of the input, both character boundaries); otherwise it is checked.
+                let checked = match txt.and_then(|t| t.get(start..i)) {
+                    Some(s) => Ok(s),
+                    None => core::str::from_utf8(run),
+                };
+                match checked {
                     Ok(s) => h.event(Event::Text(s))?,
                     Err(e) => {
                         let valid = e.valid_up_to();
@@ -620,8 +664,26 @@ impl Parser {
     /// Inside a number: runs the automaton over the digits in this slice and reports them as
     /// one piece.
     #[inline]
-    fn number<H: Handler + ?Sized>(&mut self, input: &[u8], mut i: usize, h: &mut H) -> Result<usize> {
+    fn number<H: Handler + ?Sized>(
+        &mut self,
+        input: &[u8],
+        txt: Option<&str>,
+        mut i: usize,
+        h: &mut H,
+    ) -> Result<usize> {
         let start = i;
+        if self.num == NumState::Start {
+            if let Some(end) = scan_number(input, i) {
+                let text = match txt.and_then(|t| t.get(start..end)) {
+                    Some(t) => t,
+                    None => input.get(start..end).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or(""),
+                };
+                h.event(Event::Text(text))?;
+                h.event(Event::EndText)?;
+                self.value_done();
+                return Ok(end);
+            }
+        }
         let mut num = self.num;
         while let Some(&b) = input.get(i) {
             match num.step(b) {
@@ -635,7 +697,10 @@ impl Parser {
         self.num = num;
         if i > start {
             // Only ASCII digits, signs, '.', 'e' and 'E' were accepted above.
-            let text = input.get(start..i).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or("");
+            let text = match txt.and_then(|t| t.get(start..i)) {
+                Some(t) => t,
+                None => input.get(start..i).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or(""),
+            };
             h.event(Event::Text(text))?;
         }
         let Some(&b) = input.get(i) else { return Ok(i) };
@@ -668,6 +733,54 @@ impl Parser {
         self.value_done();
         Ok(i)
     }
+}
+
+/// The fast path for a number that lies wholly in `b` from `i`: returns where it ends if it is
+/// complete, valid, and followed by a byte that cannot continue it. `None` means "not sure"
+/// (the slice ends inside it, or it is invalid): the automaton then reads it byte by byte and
+/// reports any error. This is the grammar of `number.rs`, unrolled into digit loops.
+#[inline]
+fn scan_number(b: &[u8], mut i: usize) -> Option<usize> {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match *b.get(i)? {
+        b'0' => {
+            i += 1;
+            if b.get(i)?.is_ascii_digit() {
+                return None;
+            }
+        }
+        b'1'..=b'9' => {
+            i += 1;
+            while b.get(i)?.is_ascii_digit() {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    if *b.get(i)? == b'.' {
+        i += 1;
+        if !b.get(i)?.is_ascii_digit() {
+            return None;
+        }
+        while b.get(i)?.is_ascii_digit() {
+            i += 1;
+        }
+    }
+    if matches!(*b.get(i)?, b'e' | b'E') {
+        i += 1;
+        if matches!(*b.get(i)?, b'+' | b'-') {
+            i += 1;
+        }
+        if !b.get(i)?.is_ascii_digit() {
+            return None;
+        }
+        while b.get(i)?.is_ascii_digit() {
+            i += 1;
+        }
+    }
+    Some(i)
 }
 
 /// Bytes in the UTF-8 sequence that starts with `b` (1 for anything that cannot start one,
@@ -737,12 +850,19 @@ mod tests {
         }
     }
 
+    /// Parses `input` whole, through `feed` and (if it is UTF-8) through `feed_str`, which
+    /// must agree to the letter.
     fn events(input: &[u8]) -> Result<Vec<String>> {
         let mut p = Parser::new();
         let mut c = Collect::default();
-        p.feed(input, &mut c)?;
-        p.finish(&mut c)?;
-        Ok(c.0)
+        let res = p.feed(input, &mut c).and_then(|()| p.finish(&mut c)).map(|()| c.0);
+        if let Ok(text) = core::str::from_utf8(input) {
+            let mut p = Parser::new();
+            let mut c = Collect::default();
+            let res_str = p.feed_str(text, &mut c).and_then(|()| p.finish(&mut c)).map(|()| c.0);
+            assert_eq!(res_str, res, "feed_str vs feed on {:?}", text);
+        }
+        res
     }
 
     /// Feeds `input` one byte at a time: every token crosses a slice boundary.
