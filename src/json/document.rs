@@ -244,6 +244,11 @@ mod tests {
     }
 
     #[test]
+    fn node_layout_is_as_documented() {
+        assert_eq!(core::mem::size_of::<Node>(), crate::limits::JSON_NODE_BYTES);
+    }
+
+    #[test]
     fn reuses_the_arena_without_growing() {
         let mut d = Document::with_capacity(8, 16);
         for _ in 0..3 {

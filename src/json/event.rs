@@ -226,7 +226,8 @@ impl Parser {
         match core::str::from_utf8(input) {
             Ok(text) => self.feed_checked(input, Some(text), h),
             Err(e) => {
-                let (valid, rest) = input.split_at(e.valid_up_to());
+                // (`valid_up_to() <= len`; the fallback reads everything the checking way.)
+                let (valid, rest) = input.split_at_checked(e.valid_up_to()).unwrap_or((&[], input));
                 let text = core::str::from_utf8(valid).ok();
                 self.feed_checked(valid, text, h)?;
                 self.feed_checked(rest, None, h)
@@ -353,6 +354,13 @@ impl Parser {
         }
     }
 
+    /// Leaves a container. Only called in states that exist inside one (depth >= 1); the
+    /// saturating form keeps even a logic slip from wrapping.
+    #[inline]
+    fn pop(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
     /// After a complete value: `,`/close inside a container, end of input at the top.
     #[inline]
     fn value_done(&mut self) {
@@ -436,9 +444,18 @@ impl Parser {
                     return Ok(i);
                 }
                 b']' if self.state == State::ValueOrEnd => {
-                    self.depth -= 1;
+                    self.pop();
                     h.event(Event::EndArray)?;
                     self.value_done();
+                }
+                // (The next bytes may be in the next slice, so this is worded as a likely cause.)
+                0xEF if self.base + i == 0 => {
+                    return Err(err!(
+                        JsonInvalid,
+                        "invalid JSON at {}: expected a JSON value, found byte 0xEF (if it starts a byte \
+                         order mark, RFC 8259 does not allow one: save the file as UTF-8 without BOM)",
+                        self.pos(i)
+                    ));
                 }
                 _ => return Err(self.error(input, i, self.expected())),
             },
@@ -449,19 +466,19 @@ impl Parser {
                 return self.string(input, txt, i + 1, h);
             }
             (State::KeyOrEnd, b'}') => {
-                self.depth -= 1;
+                self.pop();
                 h.event(Event::EndObject)?;
                 self.value_done();
             }
             (State::Colon, b':') => self.state = State::Value,
             (State::Comma, b',') => self.state = if self.in_object() { State::Key } else { State::Value },
             (State::Comma, b']') if !self.in_object() => {
-                self.depth -= 1;
+                self.pop();
                 h.event(Event::EndArray)?;
                 self.value_done();
             }
             (State::Comma, b'}') if self.in_object() => {
-                self.depth -= 1;
+                self.pop();
                 h.event(Event::EndObject)?;
                 self.value_done();
             }
@@ -966,7 +983,7 @@ mod tests {
         (b"[\"\xff\"]", 2, "valid UTF-8"),
         (b"[\"\xc3\"]", 2, "valid UTF-8"),
         (b"[\"\xed\xa0\x80\"]", 2, "valid UTF-8"),
-        (b"\xef\xbb\xbf{}", 0, "expected a JSON value, found byte 0xEF"),
+        (b"\xef\xbb\xbf{}", 0, "expected a JSON value, found byte 0xEF (if it starts a byte order mark"),
         (b"[\"abc", 5, "closing '\"'"),
         (b"{\"a\":", 5, "a value after ':'"),
         (b"[1", 2, "',' or ']'"),
