@@ -27,8 +27,12 @@ pub enum Code {
     ConfigJsonInvalid,
     /// `config.json` is valid JSON but a value is missing, of the wrong type or out of range.
     ConfigInvalid,
-    /// `agent-prompt.json` does not follow the prompt-segment schema.
+    /// `agent-prompt.json` is not valid JSON (kjxlkj contract).
+    PromptJsonInvalid,
+    /// `agent-prompt.json` does not follow the prompt-segment schema (kjxlkj contract).
     PromptSchemaInvalid,
+    /// A segment of `agent-prompt.json` has an empty prompt (kjxlkj contract).
+    PromptSegmentEmpty,
     /// A JSON document (other than the config) is not valid JSON.
     JsonInvalid,
     /// A model reply could not be read as tags at all.
@@ -70,7 +74,9 @@ impl Code {
             Code::Usage => "USAGE",
             Code::ConfigJsonInvalid => "CONFIG_JSON_INVALID",
             Code::ConfigInvalid => "CONFIG_INVALID",
+            Code::PromptJsonInvalid => "PROMPT_JSON_INVALID",
             Code::PromptSchemaInvalid => "PROMPT_SCHEMA_INVALID",
+            Code::PromptSegmentEmpty => "PROMPT_SEGMENT_EMPTY",
             Code::JsonInvalid => "JSON_INVALID",
             Code::TagParseError => "TAG_PARSE_ERROR",
             Code::ReplyInvalid => "REPLY_INVALID",
@@ -94,7 +100,12 @@ impl Code {
     /// problems (the user must change something before trying again), 1 for everything else.
     pub const fn exit_code(self) -> i32 {
         match self {
-            Code::Usage | Code::ConfigJsonInvalid | Code::ConfigInvalid | Code::PromptSchemaInvalid => 2,
+            Code::Usage
+            | Code::ConfigJsonInvalid
+            | Code::ConfigInvalid
+            | Code::PromptJsonInvalid
+            | Code::PromptSchemaInvalid
+            | Code::PromptSegmentEmpty => 2,
             _ => 1,
         }
     }

@@ -7,6 +7,8 @@
 //! - [`limits`]: every capacity, with its memory cost.
 //! - [`error`]: the error type (stable code, source location, message).
 //! - [`fixed`]: fixed-capacity string, list and buffers.
+//! - [`sha256`], [`clock`]: SHA-256 (FIPS 180-4) and UTC time, for the audit log.
+//! - [`signal`]: SIGINT/SIGTERM (the one module allowed `unsafe`).
 //! - [`json`]: RFC 8259 parser, document arena, serializer.
 //! - [`tag`]: the tolerant tag parser for model replies and the tag renderer for prompts.
 //! - [`reply`]: the reply protocol (instructions, problems, feedback for the model).
@@ -20,6 +22,7 @@
 pub mod error;
 pub mod agent;
 pub mod cli;
+pub mod clock;
 pub mod fixed;
 pub mod http;
 pub mod json;
@@ -27,4 +30,6 @@ pub mod limits;
 pub mod llm;
 pub mod memory;
 pub mod reply;
+pub mod sha256;
+pub mod signal;
 pub mod tag;

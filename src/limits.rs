@@ -80,3 +80,35 @@ pub const TAG_MAX_BYTES: usize = 64;
 
 /// Largest prompt the agent builds, in bytes. Cost: reserved once at start-up.
 pub const PROMPT_MAX_BYTES: usize = 256 * 1024;
+
+/// Most actions carried out from one reply (`agent.max_actions_per_cycle` may lower it).
+pub const ACTIONS_PER_CYCLE_MAX: usize = 8;
+
+/// Most slots of one rotating log (3-digit keys: `think_log_001` .. `think_log_999`).
+pub const LOG_MAX_ENTRIES: usize = 999;
+
+/// Most states under `agent.state` (besides `base`).
+pub const STATES_MAX: usize = 16;
+
+/// Longest state name, in bytes.
+pub const STATE_NAME_MAX_BYTES: usize = 32;
+
+/// Largest `agent-prompt.json` read, in bytes (start-up only).
+pub const SEGMENTS_FILE_MAX_BYTES: usize = 256 * 1024;
+
+/// Most segments in `agent-prompt.json`.
+pub const SEGMENTS_MAX: usize = 256;
+
+/// Largest user request (`lkjagent send`), in bytes.
+pub const REQUEST_MAX_BYTES: usize = 8 * 1024;
+
+/// Largest inbox file; `send` refuses to grow it further until the agent takes the messages.
+/// Cost: a buffer of this size reserved once.
+pub const INBOX_MAX_BYTES: usize = 64 * 1024;
+
+/// Size at which `logs/audit.jsonl` is rotated to `audit.jsonl.1`; the audit log never takes
+/// more than twice this on disk.
+pub const AUDIT_LOG_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// Longest audit line, in bytes. Cost: a buffer of this size reserved once.
+pub const AUDIT_LINE_MAX_BYTES: usize = 16 * 1024;

@@ -1,0 +1,231 @@
+//! The inbox: messages queued by `lkjagent send`, picked up at the start of the next cycle as
+//! the working memory's `user_request`.
+//!
+//! Files in the data directory:
+//! - `inbox`: JSON lines `{"time": <unix seconds>, "text": "..."}`, appended by `send` (append,
+//!   then fsync, so a message that `send` acknowledged survives a crash);
+//! - `inbox.lock`: taken (exclusive, `File::lock`) by `send` while it appends and by the agent
+//!   while it moves the inbox aside, so a message is never written to a file being taken;
+//! - `inbox.taken`: the inbox the agent is working on. It is renamed (atomic) from `inbox`,
+//!   read, put into working memory, and removed only after `memory.json` has been persisted; a
+//!   crash in between finds it again at the next start, so no message is lost (at worst one is
+//!   delivered twice).
+//!
+//! A torn last line (a crash in the middle of `send`'s append, before it acknowledged) is
+//! skipped with a warning.
+
+use crate::error::Result;
+use crate::fixed::FixedBuf;
+use crate::json::{Document, Writer};
+use crate::limits::{INBOX_MAX_BYTES, REQUEST_MAX_BYTES};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The inbox's paths (computed once) and its reading buffers (reserved once).
+pub struct Inbox {
+    inbox: PathBuf,
+    lock: PathBuf,
+    taken: PathBuf,
+    raw: FixedBuf,
+    doc: Document,
+}
+
+impl Inbox {
+    /// The inbox of the data directory `dir`.
+    pub fn new(dir: &Path) -> Inbox {
+        Inbox {
+            inbox: dir.join("inbox"),
+            lock: dir.join("inbox.lock"),
+            taken: dir.join("inbox.taken"),
+            raw: FixedBuf::with_capacity("inbox buffer (limits::INBOX_MAX_BYTES)", INBOX_MAX_BYTES),
+            doc: Document::with_capacity(16, REQUEST_MAX_BYTES + 64),
+        }
+    }
+
+    /// Moves waiting messages aside (or finds the ones a crash left aside) and writes their
+    /// texts, separated by blank lines, into `out`. Returns whether there were any. Call
+    /// [`Inbox::done`] once the request has been persisted.
+    pub fn take(&mut self, out: &mut FixedBuf) -> Result<bool> {
+        out.clear();
+        if !exists(&self.taken)? {
+            if !exists(&self.inbox)? {
+                return Ok(false);
+            }
+            let lock = lock_file(&self.lock)?;
+            let renamed = std::fs::rename(&self.inbox, &self.taken);
+            drop(lock);
+            if let Err(e) = renamed {
+                bail!(Io, "cannot take the inbox {}: {}", self.inbox.display(), e);
+            }
+        }
+        self.raw.clear();
+        let file = File::open(&self.taken).map_err(|e| err!(Io, "cannot open {}: {}", self.taken.display(), e))?;
+        let mut reader = file.take(INBOX_MAX_BYTES as u64);
+        loop {
+            let got = self.raw.fill_with(64 * 1024, |spare| reader.read(spare));
+            match got {
+                Ok(Ok(0)) => break,
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => bail!(Io, "cannot read {}: {}", self.taken.display(), e),
+                Err(_) => break, // full: INBOX_MAX_BYTES read; `send` refuses to grow past it
+            }
+        }
+        let raw = self.raw.as_slice();
+        for line in raw.split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if let Err(e) = self.doc.parse(line) {
+                e.context(format_args!("{}: a torn or invalid message line was skipped", self.taken.display()))
+                    .print_warning();
+                continue;
+            }
+            let Some(text) = self.doc.root().get("text").and_then(|v| v.as_str()) else { continue };
+            if !out.is_empty() {
+                out.push_str("\n\n")?;
+            }
+            out.push_str(text.trim()).map_err(|e| {
+                e.context(format_args!("the inbox's messages are longer than limits::REQUEST_MAX_BYTES"))
+            })?;
+        }
+        Ok(!out.is_empty())
+    }
+
+    /// Removes the taken inbox, once its request has been persisted in `memory.json`.
+    pub fn done(&mut self) -> Result<()> {
+        match std::fs::remove_file(&self.taken) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(err!(Io, "cannot remove {}: {}", self.taken.display(), e)),
+        }
+    }
+}
+
+/// Queues `text` for the agent in data directory `dir` (`lkjagent send`). Returns once the
+/// message is on disk (appended and fsynced).
+pub fn send(dir: &Path, text: &str, now_unix: u64) -> Result<()> {
+    let text = text.trim();
+    if text.is_empty() {
+        bail!(Usage, "the message is empty");
+    }
+    if text.len() > REQUEST_MAX_BYTES {
+        bail!(
+            CapacityExceeded,
+            "the message is {} bytes; at most {} fit (limits::REQUEST_MAX_BYTES)",
+            text.len(),
+            REQUEST_MAX_BYTES
+        );
+    }
+    if !dir.is_dir() {
+        bail!(NotFound, "data directory {} does not exist", dir.display());
+    }
+    let mut line = String::with_capacity(text.len() + 64);
+    {
+        let mut w = Writer::compact(&mut line);
+        w.begin_object()?;
+        w.key("time")?;
+        w.u64(now_unix)?;
+        w.key("text")?;
+        w.string(text)?;
+        w.end_object()?;
+    }
+    line.push('\n');
+    let lock = lock_file(&dir.join("inbox.lock"))?;
+    let path = dir.join("inbox");
+    let size = match std::fs::metadata(&path) {
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    };
+    if size + line.len() as u64 > INBOX_MAX_BYTES as u64 {
+        bail!(
+            CapacityExceeded,
+            "the inbox holds {} bytes already; run the agent to take the waiting messages (limits::INBOX_MAX_BYTES)",
+            size
+        );
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| err!(PersistFailed, "cannot open {}: {}", path.display(), e))?;
+    f.write_all(line.as_bytes()).map_err(|e| err!(PersistFailed, "cannot append to {}: {}", path.display(), e))?;
+    f.sync_all().map_err(|e| err!(PersistFailed, "cannot fsync {}: {}", path.display(), e))?;
+    if size == 0 {
+        // A new file: make its directory entry durable too.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    drop(lock);
+    Ok(())
+}
+
+fn exists(path: &Path) -> Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(err!(Io, "cannot look at {}: {}", path.display(), e)),
+    }
+}
+
+/// An exclusive lock on `path` (created if needed), released when the file is dropped.
+fn lock_file(path: &Path) -> Result<File> {
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| err!(Io, "cannot open lock file {}: {}", path.display(), e))?;
+    f.lock().map_err(|e| err!(Io, "cannot lock {}: {}", path.display(), e))?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lkj-inbox-{}-{}", tag, std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn messages_survive_until_done() {
+        let dir = temp_dir("a");
+        let mut inbox = Inbox::new(&dir);
+        let mut out = FixedBuf::with_capacity("t", REQUEST_MAX_BYTES);
+        assert!(!inbox.take(&mut out).unwrap());
+        send(&dir, "  first \"quoted\"\nline ", 1).unwrap();
+        send(&dir, "second é", 2).unwrap();
+        assert!(inbox.take(&mut out).unwrap());
+        assert_eq!(out.as_str().unwrap(), "first \"quoted\"\nline\n\nsecond é");
+        // Not done yet (as after a crash): the same messages come back, and new ones wait.
+        send(&dir, "third", 3).unwrap();
+        let mut again = Inbox::new(&dir);
+        assert!(again.take(&mut out).unwrap());
+        assert_eq!(out.as_str().unwrap(), "first \"quoted\"\nline\n\nsecond é");
+        again.done().unwrap();
+        assert!(again.take(&mut out).unwrap());
+        assert_eq!(out.as_str().unwrap(), "third");
+        again.done().unwrap();
+        assert!(!again.take(&mut out).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn torn_line_is_skipped_and_empty_message_refused() {
+        let dir = temp_dir("b");
+        send(&dir, "whole", 1).unwrap();
+        let mut f = OpenOptions::new().append(true).open(dir.join("inbox")).unwrap();
+        f.write_all(b"{\"time\":2,\"text\":\"tor").unwrap();
+        let mut inbox = Inbox::new(&dir);
+        let mut out = FixedBuf::with_capacity("t", REQUEST_MAX_BYTES);
+        assert!(inbox.take(&mut out).unwrap());
+        assert_eq!(out.as_str().unwrap(), "whole");
+        assert_eq!(send(&dir, "   ", 3).unwrap_err().code(), crate::error::Code::Usage);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,90 @@
+//! Wall-clock time as the agent records it: Unix seconds, and RFC 3339 UTC text for logs.
+//!
+//! The calendar conversion is the proleptic-Gregorian "days from civil" algorithm (as in
+//! H. Hinnant's date algorithms), done in integer arithmetic: no time-zone database, no
+//! allocation, valid for every `u64` second count a file could hold up to year 9999.
+
+use core::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds since the Unix epoch, now (0 if the system clock is before 1970).
+pub fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// A calendar date and time of day in UTC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Utc {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+}
+
+impl Utc {
+    /// The UTC calendar time of `unix` seconds.
+    pub fn from_unix(unix: u64) -> Utc {
+        let days = (unix / 86_400) as i64;
+        let secs = (unix % 86_400) as u32;
+        // Shift the epoch to 0000-03-01 so leap days fall at the end of a 400-year era.
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097); // day of era, 0..=146096
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365; // 0..=399
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // 0..=365
+        let mp = (5 * doy + 2) / 153; // month from March, 0..=11
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        Utc { year, month, day, hour: secs / 3_600, minute: secs % 3_600 / 60, second: secs % 60 }
+    }
+}
+
+/// RFC 3339 text, e.g. `2026-11-22T10:28:30Z`.
+impl fmt::Display for Utc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(unix: u64) -> String {
+        Utc::from_unix(unix).to_string()
+    }
+
+    #[test]
+    fn known_instants() {
+        assert_eq!(text(0), "1970-01-01T00:00:00Z");
+        assert_eq!(text(951_782_400), "2000-02-29T00:00:00Z"); // leap day of a /400 year
+        assert_eq!(text(1_709_164_800), "2024-02-29T00:00:00Z");
+        assert_eq!(text(1_798_761_599), "2026-12-31T23:59:59Z");
+        assert_eq!(text(4_107_542_400), "2100-03-01T00:00:00Z"); // 2100 is not a leap year
+        assert_eq!(text(253_402_300_799), "9999-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn days_advance_one_at_a_time() {
+        let mut prev = Utc::from_unix(0);
+        for d in 1..(366 * 30) {
+            let cur = Utc::from_unix(d * 86_400);
+            let next_day = cur.day == prev.day + 1 && cur.month == prev.month && cur.year == prev.year;
+            let next_month = cur.day == 1 && (cur.month == prev.month + 1 || (cur.month == 1 && prev.month == 12));
+            assert!(next_day || next_month, "{prev:?} -> {cur:?}");
+            prev = cur;
+        }
+    }
+}
