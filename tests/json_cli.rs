@@ -93,6 +93,14 @@ fn reads_stdin() {
     assert_eq!(text(&out.stdout), "[1,2]\n");
 }
 
+/// A path that names a stream (here the child's own stdin, a pipe) is read once, not twice.
+#[test]
+fn reads_a_stream_path_once() {
+    let out = run(&["json", "/dev/stdin"], Some(b"{\"a\": [true]}"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "{\"a\":[true]}\n");
+}
+
 #[test]
 fn invalid_file_prints_nothing_and_the_error_with_offset() {
     let dir = TempDir::new();

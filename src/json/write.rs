@@ -16,6 +16,8 @@
 //! unbalanced end, a non-finite float, text that is not a number) is `JSON_INVALID` and writes
 //! nothing; a sink that refuses a write (a full buffer) is `CAPACITY_EXCEEDED`. Nesting deeper
 //! than [`JSON_MAX_DEPTH`] is `CAPACITY_EXCEEDED`, so whatever this writes the parser can read.
+//! After a `CAPACITY_EXCEEDED` from the sink the output is cut short: discard it (and start
+//! again with a larger buffer); the writer is not meant to continue.
 
 use super::escape::write_json_str_body;
 use super::event::{Event, Handler};
