@@ -27,6 +27,15 @@ pub(crate) struct Span {
     pub(crate) len: u32,
 }
 
+impl Span {
+    /// The text this span covers in `text` ("" if it does not lie within it).
+    #[inline]
+    pub(crate) fn in_text(self, text: &str) -> &str {
+        let off = self.off as usize;
+        off.checked_add(self.len as usize).and_then(|end| text.get(off..end)).unwrap_or("")
+    }
+}
+
 /// One value of the document. `a` is: the text span for keys, strings and numbers; `len` = the
 /// number of children for containers; `len` = 0/1 for booleans.
 #[derive(Clone, Copy, Debug)]

@@ -349,10 +349,6 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
         if nodes.is_empty() {
             return self.null();
         }
-        let span = |s: super::document::Span| -> &str {
-            let off = s.off as usize;
-            text.get(off..off + s.len as usize).unwrap_or("")
-        };
         // End indices of the containers opened by this walk.
         let mut ends: ArrayVec<u32, JSON_MAX_DEPTH> = ArrayVec::new();
         for (off, n) in nodes.iter().enumerate() {
@@ -362,16 +358,16 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
                 self.end(self.in_object())?;
             }
             if off > 0 && self.in_object() {
-                self.key(span(n.key))?;
+                self.key(n.key.in_text(text))?;
             }
             match n.kind {
                 Kind::Object | Kind::Array => {
                     self.begin(n.kind == Kind::Object)?;
                     ends.push(n.end)?;
                 }
-                Kind::String => self.string(span(n.a))?,
+                Kind::String => self.string(n.a.in_text(text))?,
                 // Number text in a document was checked by the parser.
-                Kind::Number => self.number_unchecked(span(n.a))?,
+                Kind::Number => self.number_unchecked(n.a.in_text(text))?,
                 Kind::Bool => self.bool(n.a.len != 0)?,
                 Kind::Null => self.null()?,
             }
