@@ -523,43 +523,29 @@ mod tests {
     #[test]
     fn misuse_is_json_invalid_and_writes_nothing() {
         type Step = fn(&mut Writer<'_, String>) -> Result<()>;
-        let cases: [(&str, Step); 10] = [
-            ("key at top", |w| w.key("k")),
-            ("value without key", |w| {
-                w.begin_object()?;
-                w.null()
-            }),
-            ("key in array", |w| {
-                w.begin_array()?;
-                w.key("k")
-            }),
-            ("two keys", |w| {
-                w.begin_object()?;
-                w.key("a")?;
-                w.key("b")
-            }),
-            ("end after key", |w| {
-                w.begin_object()?;
-                w.key("a")?;
-                w.end_object()
-            }),
-            ("unbalanced end", |w| w.end_array()),
-            ("wrong end", |w| {
-                w.begin_array()?;
-                w.end_object()
-            }),
-            ("second value", |w| {
-                w.null()?;
-                w.null()
-            }),
-            ("bad number", |w| w.number_text("01")),
-            ("stray text event", |w| w.event(Event::Text("x"))),
+        let ok: Step = |_| Ok(());
+        // (name, setup, the misuse)
+        let cases: [(&str, Step, Step); 11] = [
+            ("key at top", ok, |w| w.key("k")),
+            ("value without key", |w| w.begin_object(), |w| w.null()),
+            ("string without key", |w| w.begin_object(), |w| w.string("s")),
+            ("key in array", |w| w.begin_array(), |w| w.key("k")),
+            ("two keys", |w| w.begin_object().and_then(|()| w.key("a")), |w| w.key("b")),
+            ("end after key", |w| w.begin_object().and_then(|()| w.key("a")), |w| w.end_object()),
+            ("unbalanced end", ok, |w| w.end_array()),
+            ("wrong end", |w| w.begin_array(), |w| w.end_object()),
+            ("second value", |w| w.null(), |w| w.begin_array()),
+            ("bad number", |w| w.begin_array(), |w| w.number_text("01")),
+            ("stray text event", |w| w.begin_array(), |w| w.event(Event::Text("x"))),
         ];
-        for (name, step) in cases {
+        for (name, setup, misuse) in cases {
             let mut s = String::new();
-            let mut w = Writer::compact(&mut s);
-            let e = step(&mut w).unwrap_err();
+            let mut w = Writer::pretty(&mut s);
+            setup(&mut w).unwrap();
+            let before = w.out.len();
+            let e = misuse(&mut w).unwrap_err();
             assert_eq!(e.code(), Code::JsonInvalid, "{}: {}", name, e);
+            assert_eq!(w.out.len(), before, "{}: wrote {:?}", name, w.out);
         }
         let mut s = String::new();
         let mut w = Writer::compact(&mut s);
