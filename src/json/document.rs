@@ -277,6 +277,7 @@ mod tests {
         let e = d.parse(b"[1,2,3]").unwrap_err();
         assert_eq!(e.code(), Code::CapacityExceeded);
         assert!(e.message().contains("more than 3 values"), "{}", e);
+        assert!(e.message().starts_with("at byte 5 (line 1, column 6): "), "{}", e);
         assert!(d.root().is_null());
 
         let mut d = Document::with_capacity(10, 4);

@@ -270,7 +270,7 @@ impl Parser {
         match self.state {
             State::Done => Ok(()),
             State::Number if self.num.is_final() => {
-                h.event(Event::EndText)?;
+                self.emit(h, 0, Event::EndText)?;
                 self.value_done();
                 // A number completes the document only at depth 0; inside a container the
                 // closing bracket is still missing.
@@ -361,6 +361,18 @@ impl Parser {
         self.depth = self.depth.saturating_sub(1);
     }
 
+    /// Reports an event. An error from the handler (a full arena, a failed write) gets the
+    /// position added, so it says where in the input it happened like a syntax error does.
+    #[inline(always)]
+    fn emit<H: Handler + ?Sized>(&self, h: &mut H, i: usize, event: Event<'_>) -> Result<()> {
+        h.event(event).map_err(|e| self.handler_error(e, i))
+    }
+
+    #[cold]
+    fn handler_error(&self, e: crate::error::Error, i: usize) -> crate::error::Error {
+        e.context(format_args!("at {}", self.pos(i)))
+    }
+
     /// After a complete value: `,`/close inside a container, end of input at the top.
     #[inline]
     fn value_done(&mut self) {
@@ -413,22 +425,22 @@ impl Parser {
             (State::Value | State::ValueOrEnd, _) => match b {
                 b'{' => {
                     self.push(true, i)?;
-                    h.event(Event::BeginObject)?;
+                    self.emit(h, i, Event::BeginObject)?;
                     self.state = State::KeyOrEnd;
                 }
                 b'[' => {
                     self.push(false, i)?;
-                    h.event(Event::BeginArray)?;
+                    self.emit(h, i, Event::BeginArray)?;
                     self.state = State::ValueOrEnd;
                 }
                 b'"' => {
                     self.key = false;
-                    h.event(Event::BeginString)?;
+                    self.emit(h, i, Event::BeginString)?;
                     self.state = State::Str;
                     return self.string(input, txt, i + 1, h);
                 }
                 b'-' | b'0'..=b'9' => {
-                    h.event(Event::BeginNumber)?;
+                    self.emit(h, i, Event::BeginNumber)?;
                     self.num = NumState::Start;
                     self.state = State::Number;
                     return self.number(input, txt, i, h);
@@ -445,7 +457,7 @@ impl Parser {
                 }
                 b']' if self.state == State::ValueOrEnd => {
                     self.pop();
-                    h.event(Event::EndArray)?;
+                    self.emit(h, i, Event::EndArray)?;
                     self.value_done();
                 }
                 // (The next bytes may be in the next slice, so this is worded as a likely cause.)
@@ -461,25 +473,25 @@ impl Parser {
             },
             (State::KeyOrEnd | State::Key, b'"') => {
                 self.key = true;
-                h.event(Event::BeginKey)?;
+                self.emit(h, i, Event::BeginKey)?;
                 self.state = State::Str;
                 return self.string(input, txt, i + 1, h);
             }
             (State::KeyOrEnd, b'}') => {
                 self.pop();
-                h.event(Event::EndObject)?;
+                self.emit(h, i, Event::EndObject)?;
                 self.value_done();
             }
             (State::Colon, b':') => self.state = State::Value,
             (State::Comma, b',') => self.state = if self.in_object() { State::Key } else { State::Value },
             (State::Comma, b']') if !self.in_object() => {
                 self.pop();
-                h.event(Event::EndArray)?;
+                self.emit(h, i, Event::EndArray)?;
                 self.value_done();
             }
             (State::Comma, b'}') if self.in_object() => {
                 self.pop();
-                h.event(Event::EndObject)?;
+                self.emit(h, i, Event::EndObject)?;
                 self.value_done();
             }
             _ => return Err(self.error(input, i, self.expected())),
@@ -519,12 +531,12 @@ impl Parser {
                     None => core::str::from_utf8(run),
                 };
                 match checked {
-                    Ok(s) => h.event(Event::Text(s))?,
+                    Ok(s) => self.emit(h, i, Event::Text(s))?,
                     Err(e) => {
                         let valid = e.valid_up_to();
                         if let Some(s) = run.get(..valid).and_then(|p| core::str::from_utf8(p).ok()) {
                             if !s.is_empty() {
-                                h.event(Event::Text(s))?;
+                                self.emit(h, i, Event::Text(s))?;
                             }
                         }
                         let cut = input.get(start + valid..i).unwrap_or(&[]);
@@ -550,7 +562,7 @@ impl Parser {
                     if self.high != 0 {
                         return Err(self.error(input, i, "\\u and a low surrogate after a high surrogate"));
                     }
-                    h.event(Event::EndText)?;
+                    self.emit(h, i, Event::EndText)?;
                     if self.key {
                         self.state = State::Colon;
                     } else {
@@ -603,7 +615,7 @@ impl Parser {
             }
             _ => return Err(self.error(input, i, "an escape character (one of \" \\ / b f n r t u)")),
         };
-        h.event(Event::Text(text))?;
+        self.emit(h, i, Event::Text(text))?;
         self.state = State::Str;
         Ok(i + 1)
     }
@@ -645,7 +657,7 @@ impl Parser {
             return Err(self.error_at(at, "a valid code point"));
         };
         let mut buf = [0u8; 4];
-        h.event(Event::Text(c.encode_utf8(&mut buf)))?;
+        self.emit(h, i, Event::Text(c.encode_utf8(&mut buf)))?;
         self.state = State::Str;
         Ok(i)
     }
@@ -671,7 +683,7 @@ impl Parser {
         }
         let seq = self.utf8.get(..self.utf8_len).unwrap_or(&[]);
         match core::str::from_utf8(seq) {
-            Ok(s) => h.event(Event::Text(s))?,
+            Ok(s) => self.emit(h, i, Event::Text(s))?,
             Err(_) => return Err(self.error_at(self.utf8_at.wrapping_sub(self.base), "valid UTF-8 in a string")),
         }
         self.state = State::Str;
@@ -695,8 +707,8 @@ impl Parser {
                     Some(t) => t,
                     None => input.get(start..end).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or(""),
                 };
-                h.event(Event::Text(text))?;
-                h.event(Event::EndText)?;
+                self.emit(h, i, Event::Text(text))?;
+                self.emit(h, i, Event::EndText)?;
                 self.value_done();
                 return Ok(end);
             }
@@ -718,7 +730,7 @@ impl Parser {
                 Some(t) => t,
                 None => input.get(start..i).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or(""),
             };
-            h.event(Event::Text(text))?;
+            self.emit(h, i, Event::Text(text))?;
         }
         let Some(&b) = input.get(i) else { return Ok(i) };
         if !num.is_final() {
@@ -727,7 +739,7 @@ impl Parser {
         if num == NumState::Zero && b.is_ascii_digit() {
             return Err(self.error(input, i, "no digit after a leading 0 (leading zeros are not allowed)"));
         }
-        h.event(Event::EndText)?;
+        self.emit(h, i, Event::EndText)?;
         self.value_done();
         Ok(i)
     }
@@ -742,11 +754,15 @@ impl Parser {
             self.lit_pos += 1;
             i += 1;
         }
-        h.event(match self.lit.first() {
-            Some(b't') => Event::Bool(true),
-            Some(b'f') => Event::Bool(false),
-            _ => Event::Null,
-        })?;
+        self.emit(
+            h,
+            i,
+            match self.lit.first() {
+                Some(b't') => Event::Bool(true),
+                Some(b'f') => Event::Bool(false),
+                _ => Event::Null,
+            },
+        )?;
         self.value_done();
         Ok(i)
     }
