@@ -44,8 +44,8 @@ fn tree() -> impl Strategy<Value = J> {
     })
 }
 
-/// Writes the model with the Writer's building calls (iteratively, to exercise the same
-/// calls the agent makes).
+/// Writes the model with the Writer's building calls, the same calls the agent makes
+/// (recursion here is bounded by the generator's depth of 8).
 fn write(j: &J, w: &mut Writer<'_, String>) {
     match j {
         J::Null => w.null().unwrap(),
