@@ -28,7 +28,7 @@ const SEARCH_RESULTS_CAP: usize = 4 * SEARCH_RESULTS_SHOWN;
 pub const SEARCH_RESULTS_KEY: &str = "search_results";
 
 /// What an action did.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct ActionResult {
     /// The action kind.
     pub kind: ActionKind,
@@ -43,6 +43,20 @@ pub struct ActionResult {
 impl ActionResult {
     fn new(kind: ActionKind) -> ActionResult {
         ActionResult { kind, key: ArrayString::new(), ok: false, message: ArrayString::new() }
+    }
+
+    /// The result the agent's own paging starts from.
+    pub fn paging() -> ActionResult {
+        ActionResult::new(ActionKind::PageOut)
+    }
+
+    /// An action refused because it repeats the previous cycle's exactly.
+    pub fn refused(kind: ActionKind, tags: &str) -> ActionResult {
+        let mut r = ActionResult::new(kind);
+        if let Ok(k) = normalize(tags) {
+            let _ = r.key.push_str(k.as_str());
+        }
+        r.done(false, format_args!("refused: identical to the previous action; do something else"))
     }
 
     fn done(mut self, ok: bool, args: core::fmt::Arguments<'_>) -> ActionResult {
