@@ -109,6 +109,8 @@ pub struct CycleReport {
     pub wm_entries: usize,
     pub store_entries: usize,
     pub paged_out: usize,
+    /// The server said the prompt overflowed its context; the agent paged out and asked again.
+    pub overflow_retried: bool,
     pub error: Option<Error>,
     /// A pause the loop should take before the next cycle (invalid-reply back-off).
     pub pause: Duration,
@@ -270,6 +272,7 @@ impl Agent {
     pub fn cycle(&mut self, progress: &mut dyn FnMut(u64), should_stop: &dyn Fn() -> bool) -> Result<CycleReport> {
         let started = Instant::now();
         let cycle = self.memory.iteration + 1;
+        let state_at_start = self.memory.state;
         let mut report = CycleReport {
             cycle,
             state: short(self.memory.state.as_str()),
@@ -287,6 +290,7 @@ impl Agent {
             wm_entries: 0,
             store_entries: 0,
             paged_out: 0,
+            overflow_retried: false,
             error: None,
             pause: Duration::ZERO,
             finished: false,
@@ -357,6 +361,7 @@ impl Agent {
             self.bytes_per_token = (self.bytes_per_token * 0.8).max(1.0);
             let est = self.estimate(self.prompt.len());
             report.paged_out += self.fit(0, est * 3 / 4, now)?;
+            report.overflow_retried = true;
             outcome = self.ask(progress, should_stop);
         }
         report.latency = asked.elapsed();
@@ -375,6 +380,7 @@ impl Agent {
             Ok(()) => self.apply_reply(now, &mut problems, &mut report)?,
             Err(e) if e.code() == Code::NotFound && matches!(self.model, Model::Client(_)) => {
                 // The replay script is exhausted: the run is over, nothing happened this cycle.
+                self.memory.state = state_at_start;
                 report.finished = true;
                 return Ok(report);
             }
@@ -385,13 +391,15 @@ impl Agent {
         }
 
         // 5. Persist, then let go of the inbox, then tell the audit log.
-        if report.error.as_ref().is_none_or(|e| e.code() != Code::Interrupted) || took_inbox {
+        // A failed cycle is persisted too (its error, a request taken from the inbox), but only
+        // a cycle with a reply counts as an iteration.
+        if report.error.is_none() {
             self.memory.iteration = cycle;
-            self.memory.agent.set(meta::LAST_CYCLE, itoa(now).as_str())?;
-            self.saver.save(&self.memory)?;
-            if took_inbox && matches!(self.model, Model::Client(_)) {
-                self.inbox.done()?;
-            }
+        }
+        self.memory.agent.set(meta::LAST_CYCLE, itoa(now).as_str())?;
+        self.saver.save(&self.memory)?;
+        if took_inbox && matches!(self.model, Model::Client(_)) {
+            self.inbox.done()?;
         }
         if self.store.needs_compaction() {
             if let Err(e) = self.store.compact() {

@@ -1,7 +1,8 @@
 //! The optional exchange log, and the recorded replies `lkjagent replay` runs again.
 //!
 //! With `agent.exchange_log` on, each run writes `logs/exchange-<run>/`:
-//! - `start/`: a copy of `memory.json` and of the store log as they were when the run started;
+//! - `start/`: copies of `config.json`, `agent-prompt.json`, `memory.json` and the store log as
+//!   they were when the run started;
 //! - `exchange.jsonl`: one JSON line per cycle: `time` (the cycle's clock), `cycle`, `state`,
 //!   `inbox` (a request taken that cycle, if any), `prompt` (the exact text sent), and what came
 //!   back: `content`, `reasoning`, `finish_reason`, `usage`, or `error` and `message`.
@@ -48,7 +49,12 @@ impl ExchangeLog {
         let dir = data.join("logs").join(format!("exchange-{}", run));
         let start = dir.join("start");
         std::fs::create_dir_all(&start).map_err(|e| err!(Io, "cannot create {}: {}", start.display(), e))?;
-        for name in [crate::memory::file::MEMORY_FILE, crate::memory::store::LOG_NAME] {
+        for name in [
+            crate::memory::file::MEMORY_FILE,
+            crate::memory::store::LOG_NAME,
+            super::config::FILE_NAME,
+            super::segments::FILE_NAME,
+        ] {
             let from = data.join(name);
             if from.exists() {
                 std::fs::copy(&from, start.join(name))
