@@ -314,6 +314,7 @@ impl Agent {
                     }
                     self.reply.clear();
                     self.pending_error = None;
+                    let overflow_first = r.overflow_retried;
                     match r.reply {
                         Ok(x) => {
                             self.reply.content.push_str(x.content)?;
@@ -325,6 +326,10 @@ impl Agent {
                             self.reply.outcome = outcome_of(x.content, x.reasoning);
                         }
                         Err(e) => self.pending_error = Some(e),
+                    }
+                    if overflow_first && self.pending_error.is_none() {
+                        self.pending_error =
+                            Some(err!(ContextOverflow, "recorded: the server said the prompt overflowed its context"));
                     }
                 }
             }
@@ -437,7 +442,14 @@ impl Agent {
             error: report.error.as_ref().map(Error::code),
         };
         self.audit.append(&audit)?;
-        self.log_exchange(now, cycle, state_before.as_str(), took_inbox, report.error.as_ref())?;
+        self.log_exchange(
+            now,
+            cycle,
+            state_before.as_str(),
+            took_inbox,
+            report.overflow_retried,
+            report.error.as_ref(),
+        )?;
         self.cycles_this_run += 1;
         report.overhead = started.elapsed().saturating_sub(report.latency);
         Ok(report)
@@ -732,6 +744,7 @@ impl Agent {
         cycle: u64,
         state: &str,
         took_inbox: bool,
+        overflow_retried: bool,
         error: Option<&Error>,
     ) -> Result<()> {
         let Some(x) = self.exchange.as_mut() else { return Ok(()) };
@@ -751,6 +764,7 @@ impl Agent {
             finish_reason: finish,
             usage,
             error: error.map(|e| (e.code(), e.message())),
+            overflow_retried,
         })
     }
 

@@ -154,7 +154,11 @@ pub fn replay(mut args: Args, _data: &Path) -> Result<i32> {
         let to = target.join(entry.file_name());
         std::fs::copy(entry.path(), &to).map_err(|e| err!(Io, "cannot copy to {}: {}", to.display(), e))?;
     }
-    let config = config::load(&target)?;
+    let mut config = config::load(&target)?;
+    // The recorded log decides how many cycles there are.
+    config.agent.max_iterations = -1;
+    config.agent.invalid_reply_backoff_ms = 0;
+    config.agent.delay_ms = 0;
     let recorded = Recorded::open(&log)?;
     signal::install();
     let agent = Agent::open(&target, config, Model::Recorded(Box::new(recorded)), false)?;
