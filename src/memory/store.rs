@@ -230,6 +230,8 @@ pub struct Store {
     slots: Vec<Slot>,
     cap: usize,
     live: usize,
+    /// No slot below this index is free (so creating does not rescan the full prefix).
+    free_hint: usize,
     keys: IdTable,
     tags: TagTable,
     links: Vec<(u32, u32)>,
@@ -275,6 +277,7 @@ impl Store {
             slots: vec![Slot::default(); cap],
             cap,
             live: 0,
+            free_hint: 0,
             keys: IdTable::new(cap),
             tags: TagTable::new(),
             links: Vec::with_capacity(STORE_MAX_LINKS),
@@ -613,7 +616,9 @@ impl Store {
 
     fn create(&mut self, key: &Key, value: &str, now: u64) -> Result<Put> {
         check_value(value)?;
-        let Some(id) = self.slots.iter().position(|s| !s.live()) else {
+        let start = self.free_hint.min(self.slots.len());
+        let found = self.slots.get(start..).and_then(|rest| rest.iter().position(|s| !s.live()));
+        let Some(id) = found.map(|i| i + start) else {
             bail!(CapacityExceeded, "the store is full: {} entries (STORE_MAX_ENTRIES); delete or clean up first", self.cap);
         };
         let mut ids = [NO_TAG; KEY_MAX_TAGS];
@@ -821,6 +826,9 @@ impl Store {
             bail!(CapacityExceeded, "entry id {} is beyond the store's capacity of {} (STORE_MAX_ENTRIES)", id, self.cap);
         };
         *dst = slot;
+        if self.free_hint == id as usize {
+            self.free_hint += 1;
+        }
         self.live += 1;
         self.live_bytes += u64::from(slot.rec_len);
         self.keys.insert(hash, id)
@@ -853,6 +861,7 @@ impl Store {
         if let Some(slot) = self.slots.get_mut(id as usize) {
             *slot = Slot::default();
         }
+        self.free_hint = self.free_hint.min(id as usize);
         self.live -= 1;
     }
 
@@ -1163,6 +1172,7 @@ impl Store {
         self.tags.clear();
         self.links.clear();
         self.live = 0;
+        self.free_hint = 0;
         self.live_bytes = 0;
         self.header_bytes = 0;
         self.corrupt = 0;
