@@ -53,7 +53,14 @@ fn build_log(dir: &Path, n: usize, seed: u64) {
         if !seen.insert(key) {
             continue;
         }
-        let head = PutHead { id, ver: 1, created: 1_700_000_000 + u64::from(id), accessed: 1_700_000_000, hits: rng.below(10) as u64, archived: false };
+        let head = PutHead {
+            id,
+            ver: 1,
+            created: 1_700_000_000 + u64::from(id),
+            accessed: 1_700_000_000,
+            hits: rng.below(10) as u64,
+            archived: false,
+        };
         let value = format!("entry {} {}", id, "lorem ipsum dolor sit amet ".repeat(7));
         log::encode_put(&mut buf, &head, key.tags(), &value).unwrap();
         if buf.len() > STORE_RECORD_MAX_BYTES / 2 {

@@ -9,11 +9,7 @@ use lkjagent::memory::store::Store;
 use proptest::prelude::*;
 
 fn text() -> impl Strategy<Value = String> {
-    prop_oneof![
-        Just(String::new()),
-        "\\PC{0,40}",
-        "[\"\\\\\n\r\t\u{0}\u{1}\u{1f}\u{7f}é→😀 ,.]{0,24}",
-    ]
+    prop_oneof![Just(String::new()), "\\PC{0,40}", "[\"\\\\\n\r\t\u{0}\u{1}\u{1f}\u{7f}é→😀 ,.]{0,24}",]
 }
 
 proptest! {

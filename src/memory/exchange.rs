@@ -157,7 +157,8 @@ pub fn import(bytes: &[u8], store: &mut Store, memory: Option<&mut MemoryFile>, 
             let key = match normalize(k) {
                 Ok(key) => key,
                 Err(e) => {
-                    e.context(format_args!("working_memory entry \"{}\" not imported", key::prefix(k, 64))).print_warning();
+                    e.context(format_args!("working_memory entry \"{}\" not imported", key::prefix(k, 64)))
+                        .print_warning();
                     report.skipped += 1;
                     continue;
                 }

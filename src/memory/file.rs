@@ -182,7 +182,12 @@ impl MemoryFile {
     /// Sets the state name (`CAPACITY_EXCEEDED` past [`MEMORY_STATE_MAX_BYTES`]).
     pub fn set_state(&mut self, state: &str) -> Result<()> {
         self.state = ArrayString::try_from_str(state).map_err(|_| {
-            err!(CapacityExceeded, "state name of {} bytes is longer than {} (MEMORY_STATE_MAX_BYTES)", state.len(), MEMORY_STATE_MAX_BYTES)
+            err!(
+                CapacityExceeded,
+                "state name of {} bytes is longer than {} (MEMORY_STATE_MAX_BYTES)",
+                state.len(),
+                MEMORY_STATE_MAX_BYTES
+            )
         })?;
         Ok(())
     }
@@ -318,9 +323,16 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
             Err(e) => {
                 let aside = corrupt_name(dir, path.file_name().and_then(|n| n.to_str()).unwrap_or(MEMORY_FILE));
                 fs::rename(path, &aside).map_err(|re| {
-                    err!(PersistFailed, "{} is unusable ({}) and moving it aside failed: {}", path.display(), e.message(), re)
+                    err!(
+                        PersistFailed,
+                        "{} is unusable ({}) and moving it aside failed: {}",
+                        path.display(),
+                        e.message(),
+                        re
+                    )
                 })?;
-                e.context(format_args!("{} is unusable; kept it as {}", path.display(), aside.display())).print_warning();
+                e.context(format_args!("{} is unusable; kept it as {}", path.display(), aside.display()))
+                    .print_warning();
                 report.moved_aside += 1;
                 report.skipped = 0;
             }
@@ -372,7 +384,8 @@ fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut LoadReport
                 let key = match normalize(k) {
                     Ok(key) => key,
                     Err(e) => {
-                        e.context(format_args!("working_memory entry \"{}\" left out", key::prefix(k, 64))).print_warning();
+                        e.context(format_args!("working_memory entry \"{}\" left out", key::prefix(k, 64)))
+                            .print_warning();
                         report.skipped += 1;
                         continue;
                     }
@@ -397,7 +410,9 @@ fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut LoadReport
         Some(v) if v.is_null() => {}
         Some(v) if v.kind() == Kind::Object => {
             for (k, val) in v.members() {
-                let Some(s) = val.as_str() else { bail!(JsonInvalid, "\"agent\".\"{}\" is not a string", key::prefix(k, 64)) };
+                let Some(s) = val.as_str() else {
+                    bail!(JsonInvalid, "\"agent\".\"{}\" is not a string", key::prefix(k, 64))
+                };
                 m.agent.set(k, s)?;
             }
         }

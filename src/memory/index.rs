@@ -152,7 +152,11 @@ impl TagTable {
 
     /// Bytes of RAM held.
     pub fn ram_bytes(&self) -> usize {
-        self.arena.capacity() + self.off.capacity() * 4 + self.len.capacity() + self.refs.capacity() * 4 + self.table.ram_bytes()
+        self.arena.capacity()
+            + self.off.capacity() * 4
+            + self.len.capacity()
+            + self.refs.capacity() * 4
+            + self.table.ram_bytes()
     }
 
     /// Forgets every tag.
@@ -200,12 +204,22 @@ impl TagTable {
             return Ok(id);
         }
         let Some(id) = self.refs.iter().position(|&r| r == 0) else {
-            bail!(CapacityExceeded, "the store uses {} distinct tags already (STORE_MAX_TAGS); cannot add \"{}\"", STORE_MAX_TAGS, tag);
+            bail!(
+                CapacityExceeded,
+                "the store uses {} distinct tags already (STORE_MAX_TAGS); cannot add \"{}\"",
+                STORE_MAX_TAGS,
+                tag
+            );
         };
         if self.arena.len() + tag.len() > STORE_TAG_ARENA_BYTES {
             self.compact_arena();
             if self.arena.len() + tag.len() > STORE_TAG_ARENA_BYTES {
-                bail!(CapacityExceeded, "tag text is full ({} bytes, STORE_TAG_ARENA_BYTES); cannot add \"{}\"", STORE_TAG_ARENA_BYTES, tag);
+                bail!(
+                    CapacityExceeded,
+                    "tag text is full ({} bytes, STORE_TAG_ARENA_BYTES); cannot add \"{}\"",
+                    STORE_TAG_ARENA_BYTES,
+                    tag
+                );
             }
         }
         let off = self.arena.len() as u32;

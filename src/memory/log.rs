@@ -140,9 +140,7 @@ pub fn encode(out: &mut FixedBuf, body: impl FnOnce(&mut FixedBuf) -> core::fmt:
 
 /// Appends the header record.
 pub fn encode_header(out: &mut FixedBuf) -> Result<()> {
-    encode(out, |o| {
-        write!(o, "{{\"op\":\"header\",\"format\":\"{}\",\"version\":{}}}", FORMAT_NAME, FORMAT_VERSION)
-    })
+    encode(out, |o| write!(o, "{{\"op\":\"header\",\"format\":\"{}\",\"version\":{}}}", FORMAT_NAME, FORMAT_VERSION))
 }
 
 /// Appends a `put` record.

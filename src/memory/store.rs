@@ -352,7 +352,8 @@ impl Store {
             n += 1;
         }
         let want = ids.get(..n).unwrap_or(&[]);
-        self.keys.find(key_hash(want), |id| self.slots.get(id as usize).is_some_and(|s| s.live() && s.tag_ids() == want))
+        self.keys
+            .find(key_hash(want), |id| self.slots.get(id as usize).is_some_and(|s| s.live() && s.tag_ids() == want))
     }
 
     /// Whether `id` is a live entry.
@@ -417,11 +418,13 @@ impl Store {
         let n = s.rec_len as usize;
         self.rbuf.clear();
         self.rbuf.resize(n, 0);
-        self.file
-            .read_exact_at(&mut self.rbuf, off)
-            .map_err(|e| err!(Io, "reading the record of entry {} at byte {} of {} failed: {}", id, off, self.path.display(), e))?;
+        self.file.read_exact_at(&mut self.rbuf, off).map_err(|e| {
+            err!(Io, "reading the record of entry {} at byte {} of {} failed: {}", id, off, self.path.display(), e)
+        })?;
         let line = self.rbuf.strip_suffix(b"\n").unwrap_or(&self.rbuf);
-        let rec = log::decode(line).map_err(|e| e.with_code(crate::error::Code::Io).context(format_args!("{} at byte {}", self.path.display(), off)))?;
+        let rec = log::decode(line).map_err(|e| {
+            e.with_code(crate::error::Code::Io).context(format_args!("{} at byte {}", self.path.display(), off))
+        })?;
         let Record::Put { head, value_escaped, .. } = rec else {
             bail!(Io, "{} at byte {}: expected the put record of entry {}", self.path.display(), off, id);
         };
@@ -532,7 +535,10 @@ impl Store {
                 continue;
             };
             if let Some(s) = self.slot(other) {
-                out.push(Hit { id: other, relevance_ppm: 0, created: u64::from(s.created), hits: u64::from(s.hits) }, limit);
+                out.push(
+                    Hit { id: other, relevance_ppm: 0, created: u64::from(s.created), hits: u64::from(s.hits) },
+                    limit,
+                );
             }
         }
     }
@@ -619,7 +625,11 @@ impl Store {
         let start = self.free_hint.min(self.slots.len());
         let found = self.slots.get(start..).and_then(|rest| rest.iter().position(|s| !s.live()));
         let Some(id) = found.map(|i| i + start) else {
-            bail!(CapacityExceeded, "the store is full: {} entries (STORE_MAX_ENTRIES); delete or clean up first", self.cap);
+            bail!(
+                CapacityExceeded,
+                "the store is full: {} entries (STORE_MAX_ENTRIES); delete or clean up first",
+                self.cap
+            );
         };
         let mut ids = [NO_TAG; KEY_MAX_TAGS];
         let mut n = 0;
@@ -823,7 +833,12 @@ impl Store {
     fn install(&mut self, id: EntryId, slot: Slot) -> Result<()> {
         let hash = key_hash(slot.tag_ids());
         let Some(dst) = self.slots.get_mut(id as usize) else {
-            bail!(CapacityExceeded, "entry id {} is beyond the store's capacity of {} (STORE_MAX_ENTRIES)", id, self.cap);
+            bail!(
+                CapacityExceeded,
+                "entry id {} is beyond the store's capacity of {} (STORE_MAX_ENTRIES)",
+                id,
+                self.cap
+            );
         };
         *dst = slot;
         if self.free_hint == id as usize {
@@ -996,7 +1011,13 @@ impl Store {
     /// in id order, at most `max_results`. Reads values from the log, at most
     /// [`STORE_SEARCH_MAX_BYTES`] of them per call (`out.truncated()` says it stopped there).
     /// An empty needle matches nothing.
-    pub fn search_text(&mut self, needle: &str, archived: Archived, max_results: usize, out: &mut Results) -> Result<()> {
+    pub fn search_text(
+        &mut self,
+        needle: &str,
+        archived: Archived,
+        max_results: usize,
+        out: &mut Results,
+    ) -> Result<()> {
         out.clear();
         if needle.is_empty() {
             return Ok(());
@@ -1015,7 +1036,8 @@ impl Store {
             read += u64::from(s.rec_len);
             self.read_value(i as u32)?;
             if contains_ignore_ascii_case(&self.vbuf, needle) {
-                let hit = Hit { id: i as u32, relevance_ppm: 0, created: u64::from(s.created), hits: u64::from(s.hits) };
+                let hit =
+                    Hit { id: i as u32, relevance_ppm: 0, created: u64::from(s.created), hits: u64::from(s.hits) };
                 if !out.push(hit, limit) {
                     break;
                 }
@@ -1088,7 +1110,11 @@ impl Store {
     /// bytes before and after.
     pub fn compact(&mut self) -> Result<(u64, u64)> {
         if self.poisoned {
-            bail!(PersistFailed, "{}: an earlier write failed; reopen the store before compacting", self.path.display());
+            bail!(
+                PersistFailed,
+                "{}: an earlier write failed; reopen the store before compacting",
+                self.path.display()
+            );
         }
         let before = self.len;
         let tmp = self.dir.join(format!(".{}.compact", LOG_NAME));
@@ -1099,7 +1125,12 @@ impl Store {
         }
         if let Err(e) = fs::rename(&tmp, &self.path) {
             let _ = fs::remove_file(&tmp);
-            bail!(PersistFailed, "renaming the compacted log over {} failed ({}); the old log is intact", self.path.display(), e);
+            bail!(
+                PersistFailed,
+                "renaming the compacted log over {} failed ({}); the old log is intact",
+                self.path.display(),
+                e
+            );
         }
         // From here the new log is in place: re-read it (verifying it) or refuse writes.
         let res = sync_dir(&self.dir).and_then(|_| self.reload());
@@ -1227,7 +1258,13 @@ impl Store {
                     }
                     Ok(Record::Header { version }) => {
                         self.rbuf = scratch;
-                        bail!(Io, "{} has format version {}; this program reads version {}", self.path.display(), version, log::FORMAT_VERSION);
+                        bail!(
+                            Io,
+                            "{} has format version {}; this program reads version {}",
+                            self.path.display(),
+                            version,
+                            log::FORMAT_VERSION
+                        );
                     }
                     _ => {
                         self.rbuf = scratch;
@@ -1239,7 +1276,8 @@ impl Store {
                 Ok(rec) => {
                     if let Some((at, e)) = bad_after_good.take() {
                         self.corrupt += 1;
-                        e.context(format_args!("{}: skipped a damaged record at byte {}", self.path.display(), at)).print_warning();
+                        e.context(format_args!("{}: skipped a damaged record at byte {}", self.path.display(), at))
+                            .print_warning();
                     }
                     // Values are decoded into vbuf; the record borrows scratch, not self.
                     let applied = self.apply(rec, offset, len as u32 + 1);
@@ -1274,10 +1312,9 @@ impl Store {
                 why.as_ref().map_or("", |e| e.message())
             )
             .print_warning();
-            self.file
-                .set_len(good_end)
-                .and_then(|_| self.file.sync_all())
-                .map_err(|e| err!(PersistFailed, "truncating the torn tail of {} failed: {}", self.path.display(), e))?;
+            self.file.set_len(good_end).and_then(|_| self.file.sync_all()).map_err(|e| {
+                err!(PersistFailed, "truncating the torn tail of {} failed: {}", self.path.display(), e)
+            })?;
         }
         self.len = good_end;
         Ok(())
@@ -1289,7 +1326,12 @@ impl Store {
             Record::Header { .. } => bail!(Io, "a second header record"),
             Record::Put { head, tags, value_escaped } => {
                 if head.id as usize >= self.cap {
-                    bail!(CapacityExceeded, "entry id {} is beyond the store's capacity of {} (STORE_MAX_ENTRIES)", head.id, self.cap);
+                    bail!(
+                        CapacityExceeded,
+                        "entry id {} is beyond the store's capacity of {} (STORE_MAX_ENTRIES)",
+                        head.id,
+                        self.cap
+                    );
                 }
                 self.vbuf.clear();
                 log::decode_str(value_escaped, &mut self.vbuf)?;
@@ -1327,7 +1369,12 @@ impl Store {
                 Ok(())
             }
             Record::Link { a, b } => {
-                if self.contains(a) && self.contains(b) && a != b && !self.linked(a, b) && self.links.len() < STORE_MAX_LINKS {
+                if self.contains(a)
+                    && self.contains(b)
+                    && a != b
+                    && !self.linked(a, b)
+                    && self.links.len() < STORE_MAX_LINKS
+                {
                     self.links.push((a.min(b), a.max(b)));
                     self.live_bytes += LINK_RECORD_BYTES;
                 }
@@ -1472,7 +1519,11 @@ impl<'f> LineReader<'f> {
             self.line_start = 0;
             let want = READ_CHUNK.min((self.file_len - self.base - self.filled as u64) as usize);
             scratch.resize(self.filled + want, 0);
-            let got = read_full(self.file, scratch.get_mut(self.filled..).unwrap_or(&mut []), self.base + self.filled as u64)?;
+            let got = read_full(
+                self.file,
+                scratch.get_mut(self.filled..).unwrap_or(&mut []),
+                self.base + self.filled as u64,
+            )?;
             self.filled += got;
             scratch.truncate(self.filled);
             if got == 0 {
