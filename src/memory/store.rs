@@ -298,10 +298,16 @@ impl Store {
     /// Re-reads the log from disk, rebuilding the index (and clearing the refusal to write
     /// after a failed write).
     pub fn reload(&mut self) -> Result<()> {
-        self.file = open_log(&self.path)?;
-        self.replay()?;
         self.poisoned = false;
-        Ok(())
+        let res = open_log(&self.path).and_then(|f| {
+            self.file = f;
+            self.replay()
+        });
+        if res.is_err() {
+            // A half-rebuilt index must not be written through.
+            self.poisoned = true;
+        }
+        res
     }
 
     /// The data directory.
