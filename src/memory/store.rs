@@ -19,8 +19,9 @@
 //!
 //! # RAM
 //!
-//! Per entry, a 48-byte slot (log offset and length, times as `u32` Unix seconds, access count,
-//! version, content hash, flags and up to 8 tag ids) and 8 bytes of key hash table; plus, shared,
+//! Per entry, a 32-byte slot (log offset and length, times as `u32` Unix seconds, access count,
+//! version, content hash, flags), a 16-byte tag set (up to 8 tag ids) and 8 bytes of key hash
+//! table; plus, shared,
 //! the tag table and the link table (see `limits.rs`). [`Store::ram_bytes`] measures the total;
 //! at [`STORE_MAX_ENTRIES`] it is about 62 bytes per entry. Values never stay in RAM.
 //!
@@ -28,8 +29,9 @@
 //!
 //! # Queries
 //!
-//! A query scans the slots' tag-id arrays (16 bytes each, contiguous, compared with a fixed
-//! 8-wide loop the compiler vectorises); no posting lists to maintain on writes. See
+//! A query scans the tag sets (16 bytes per entry in one dense array, each compared with a
+//! fixed 8-wide loop the compiler vectorises) and reads a slot only for entries whose tags
+//! match; there are no posting lists to maintain on writes. See
 //! `benches/bench_store.rs` for the measured latency.
 //!
 //! # Compaction
@@ -66,7 +68,13 @@ const LIVE: u8 = 1;
 const ARCHIVED: u8 = 2;
 const DIRTY_ACCESS: u8 = 4;
 
-/// One index slot: 48 bytes.
+/// An entry's tag ids, padded with [`NO_TAG`]: 16 bytes, kept apart from the slot so a query
+/// scans one dense array (see the module documentation).
+type TagSet = [u16; KEY_MAX_TAGS];
+
+const EMPTY_TAGS: TagSet = [NO_TAG; KEY_MAX_TAGS];
+
+/// One index slot: 32 bytes (its tags are in the parallel `tagsets` array).
 #[derive(Clone, Copy)]
 struct Slot {
     off_lo: u32,
@@ -79,24 +87,11 @@ struct Slot {
     hits: u32,
     ver: u32,
     hash: u32,
-    tags: [u16; KEY_MAX_TAGS],
 }
 
 impl Default for Slot {
     fn default() -> Self {
-        Slot {
-            off_lo: 0,
-            off_hi: 0,
-            flags: 0,
-            ntags: 0,
-            rec_len: 0,
-            created: 0,
-            accessed: 0,
-            hits: 0,
-            ver: 0,
-            hash: 0,
-            tags: [NO_TAG; KEY_MAX_TAGS],
-        }
+        Slot { off_lo: 0, off_hi: 0, flags: 0, ntags: 0, rec_len: 0, created: 0, accessed: 0, hits: 0, ver: 0, hash: 0 }
     }
 }
 
@@ -110,13 +105,20 @@ impl Slot {
     fn offset(&self) -> u64 {
         u64::from(self.off_lo) | (u64::from(self.off_hi) << 32)
     }
-    fn tag_ids(&self) -> &[u16] {
-        self.tags.get(..usize::from(self.ntags)).unwrap_or(&[])
-    }
-    fn has(&self, tag: u16) -> bool {
-        // The full fixed-width compare (padding is NO_TAG) vectorises.
-        self.tags.contains(&tag)
-    }
+}
+
+/// The tag ids of entry `id` (empty for a dead or unknown id). A free function over the two
+/// arrays, so callers can hold it while writing other fields of the store.
+fn tag_ids_in<'a>(tagsets: &'a [TagSet], slots: &[Slot], id: EntryId) -> &'a [u16] {
+    let n = slots.get(id as usize).filter(|s| s.live()).map_or(0, |s| usize::from(s.ntags));
+    tagsets.get(id as usize).and_then(|t| t.get(..n)).unwrap_or(&[])
+}
+
+/// Whether a tag set holds `tag`. The full fixed-width compare (padding is `NO_TAG`, which no
+/// query tag equals) compiles to a couple of vector instructions.
+#[inline]
+fn set_has(set: &TagSet, tag: u16) -> bool {
+    set.contains(&tag)
 }
 
 fn clamp32(t: u64) -> u32 {
@@ -228,10 +230,13 @@ pub struct Store {
     file: File,
     len: u64,
     slots: Vec<Slot>,
+    tagsets: Vec<TagSet>,
     cap: usize,
     live: usize,
     /// No slot below this index is free (so creating does not rescan the full prefix).
     free_hint: usize,
+    /// One past the highest live slot: scans stop here.
+    high: usize,
     keys: IdTable,
     tags: TagTable,
     links: Vec<(u32, u32)>,
@@ -275,9 +280,11 @@ impl Store {
             file,
             len: 0,
             slots: vec![Slot::default(); cap],
+            tagsets: vec![EMPTY_TAGS; cap],
             cap,
             live: 0,
             free_hint: 0,
+            high: 0,
             keys: IdTable::new(cap),
             tags: TagTable::new(),
             links: Vec::with_capacity(STORE_MAX_LINKS),
@@ -335,6 +342,7 @@ impl Store {
     /// are not included.
     pub fn ram_bytes(&self) -> usize {
         self.slots.capacity() * core::mem::size_of::<Slot>()
+            + self.tagsets.capacity() * core::mem::size_of::<TagSet>()
             + self.keys.ram_bytes()
             + self.tags.ram_bytes()
             + self.links.capacity() * core::mem::size_of::<(u32, u32)>()
@@ -358,8 +366,7 @@ impl Store {
             n += 1;
         }
         let want = ids.get(..n).unwrap_or(&[]);
-        self.keys
-            .find(key_hash(want), |id| self.slots.get(id as usize).is_some_and(|s| s.live() && s.tag_ids() == want))
+        self.keys.find(key_hash(want), |id| tag_ids_in(&self.tagsets, &self.slots, id) == want)
     }
 
     /// Whether `id` is a live entry.
@@ -373,8 +380,8 @@ impl Store {
 
     /// The key of entry `id`.
     pub fn key(&self, id: EntryId) -> Option<Key> {
-        let s = self.slot(id)?;
-        Key::from_tags(s.tag_ids().iter().map(|&t| self.tags.name(t))).ok()
+        self.slot(id)?;
+        Key::from_tags(tag_ids_in(&self.tagsets, &self.slots, id).iter().map(|&t| self.tags.name(t))).ok()
     }
 
     /// The metadata of entry `id`.
@@ -555,7 +562,7 @@ impl Store {
         let mut written = 0;
         let mut pending = 0;
         self.wbuf.clear();
-        for i in 0..self.slots.len() {
+        for i in 0..self.high {
             let Some(s) = self.slots.get(i).copied() else { break };
             if !s.live() || s.flags & DIRTY_ACCESS == 0 {
                 continue;
@@ -590,7 +597,7 @@ impl Store {
     /// how many. Entries already archived are left alone by [`Cleanup::Archive`].
     pub fn cleanup(&mut self, cutoff: u64, action: Cleanup, now: u64) -> Result<usize> {
         let mut n = 0;
-        for i in 0..self.slots.len() {
+        for i in 0..self.high {
             let Some(s) = self.slots.get(i).copied() else { break };
             if !s.live() || u64::from(s.accessed) >= cutoff {
                 continue;
@@ -671,9 +678,8 @@ impl Store {
             hits: 0,
             ver: 1,
             hash: hash32(value),
-            tags: ids,
         };
-        self.install(id as u32, slot)?;
+        self.install(id as u32, slot, ids)?;
         self.compact_if_needed();
         Ok(Put { id: id as u32, version: 1, outcome: Outcome::Created })
     }
@@ -715,9 +721,11 @@ impl Store {
     /// Writes a `put` for live entry `id` with `head` and `value` (its tags unchanged) and
     /// points the slot at it.
     fn write_put(&mut self, id: EntryId, head: &PutHead, value: &str) -> Result<()> {
-        let Some(s) = self.slot(id).copied() else { bail!(NotFound, "no store entry with id {}", id) };
+        if self.slot(id).is_none() {
+            bail!(NotFound, "no store entry with id {}", id);
+        }
         self.wbuf.clear();
-        let names = s.tag_ids().iter().map(|&t| self.tags.name(t));
+        let names = tag_ids_in(&self.tagsets, &self.slots, id).iter().map(|&t| self.tags.name(t));
         log::encode_put(&mut self.wbuf, head, names, value)?;
         let at = self.commit()?;
         let rec_len = self.wbuf.len() as u32;
@@ -817,9 +825,8 @@ impl Store {
             hits: old.hits,
             ver: head.ver,
             hash: old.hash,
-            tags: ids,
         };
-        self.install(id, slot)?;
+        self.install(id, slot, ids)?;
         self.compact_if_needed();
         Ok(*new_key)
     }
@@ -836,9 +843,9 @@ impl Store {
     }
 
     /// Puts a slot (whose tag references are already acquired) into the index.
-    fn install(&mut self, id: EntryId, slot: Slot) -> Result<()> {
-        let hash = key_hash(slot.tag_ids());
-        let Some(dst) = self.slots.get_mut(id as usize) else {
+    fn install(&mut self, id: EntryId, slot: Slot, tags: TagSet) -> Result<()> {
+        let hash = key_hash(tags.get(..usize::from(slot.ntags)).unwrap_or(&[]));
+        let (Some(dst), Some(dst_tags)) = (self.slots.get_mut(id as usize), self.tagsets.get_mut(id as usize)) else {
             bail!(
                 CapacityExceeded,
                 "entry id {} is beyond the store's capacity of {} (STORE_MAX_ENTRIES)",
@@ -847,6 +854,8 @@ impl Store {
             );
         };
         *dst = slot;
+        *dst_tags = tags;
+        self.high = self.high.max(id as usize + 1);
         if self.free_hint == id as usize {
             self.free_hint += 1;
         }
@@ -872,17 +881,23 @@ impl Store {
     /// entry is about to be installed again under the same id (new tags or a replayed put).
     fn unindex(&mut self, id: EntryId) {
         let Some(s) = self.slot(id).copied() else { return };
-        let hash = key_hash(s.tag_ids());
-        let slots = &self.slots;
-        self.keys.remove(hash, id, |other| slots.get(other as usize).map_or(0, |o| key_hash(o.tag_ids())));
-        for &t in s.tag_ids() {
+        let (slots, sets) = (&self.slots, &self.tagsets);
+        let mine = tag_ids_in(sets, slots, id);
+        self.keys.remove(key_hash(mine), id, |other| key_hash(tag_ids_in(sets, slots, other)));
+        for &t in mine {
             self.tags.release(t);
+        }
+        if let Some(set) = self.tagsets.get_mut(id as usize) {
+            *set = EMPTY_TAGS;
         }
         self.live_bytes = self.live_bytes.saturating_sub(u64::from(s.rec_len));
         if let Some(slot) = self.slots.get_mut(id as usize) {
             *slot = Slot::default();
         }
         self.free_hint = self.free_hint.min(id as usize);
+        while self.high > 0 && !self.slots.get(self.high - 1).is_some_and(|s| s.live()) {
+            self.high -= 1;
+        }
         self.live -= 1;
     }
 
@@ -991,15 +1006,18 @@ impl Store {
         let rel = rel.get(..nrel).unwrap_or(&[]);
         let (cmin, cmax) = q.created;
         let (hmin, hmax) = q.hits;
-        for (i, s) in self.slots.iter().enumerate() {
-            if s.flags & LIVE == 0
-                || !req.iter().all(|&t| s.has(t))
-                || exc.iter().any(|&t| s.has(t))
-                || !q.archived.admits(s.archived())
+        let high = self.high;
+        let sets = self.tagsets.get(..high).unwrap_or(&[]);
+        let slots = self.slots.get(..high).unwrap_or(&[]);
+        for (i, (set, s)) in sets.iter().zip(slots.iter()).enumerate() {
+            // Tags first: they are the dense array; the slot is read only for candidates.
+            if !req.iter().all(|&t| set_has(set, t))
+                || exc.iter().any(|&t| set_has(set, t))
+                || (!opt.is_empty() && !opt.iter().any(|&t| set_has(set, t)))
             {
                 continue;
             }
-            if !opt.is_empty() && !opt.iter().any(|&t| s.has(t)) {
+            if s.flags & LIVE == 0 || !q.archived.admits(s.archived()) {
                 continue;
             }
             let created = u64::from(s.created);
@@ -1007,7 +1025,7 @@ impl Store {
             if created < cmin || created > cmax || hits < hmin || hits > hmax {
                 continue;
             }
-            let shared = rel.iter().filter(|&&t| s.has(t)).count();
+            let shared = rel.iter().filter(|&&t| set_has(set, t)).count();
             let relevance = relevance_ppm(shared, usize::from(s.ntags), n_query);
             out.offer(Hit { id: i as u32, relevance_ppm: relevance, created, hits }, q.sort, limit);
         }
@@ -1030,7 +1048,7 @@ impl Store {
         }
         let limit = out.limit(max_results);
         let mut read = 0u64;
-        for i in 0..self.slots.len() {
+        for i in 0..self.high {
             let Some(s) = self.slots.get(i).copied() else { break };
             if !s.live() || !archived.admits(s.archived()) {
                 continue;
@@ -1054,7 +1072,7 @@ impl Store {
 
     /// Live entry ids in id order (for export and listing).
     pub fn ids(&self) -> impl Iterator<Item = EntryId> + '_ {
-        self.slots.iter().enumerate().filter(|(_, s)| s.live()).map(|(i, _)| i as u32)
+        self.slots.iter().take(self.high).enumerate().filter(|(_, s)| s.live()).map(|(i, _)| i as u32)
     }
 
     /// Statistics.
@@ -1071,7 +1089,7 @@ impl Store {
             ..Stats::default()
         };
         let mut best_hits = 0u32;
-        for (i, s) in self.slots.iter().enumerate().filter(|(_, s)| s.live()) {
+        for (i, s) in self.slots.iter().take(self.high).enumerate().filter(|(_, s)| s.live()) {
             let created = u64::from(s.created);
             if st.entries == 0 || created < st.oldest_created {
                 st.oldest_created = created;
@@ -1164,7 +1182,7 @@ impl Store {
         };
         self.wbuf.clear();
         log::encode_header(&mut self.wbuf)?;
-        for i in 0..self.slots.len() {
+        for i in 0..self.high {
             let Some(s) = self.slots.get(i).copied() else { break };
             if !s.live() {
                 continue;
@@ -1181,10 +1199,10 @@ impl Store {
             if self.wbuf.remaining() < s.rec_len as usize + 256 {
                 flush(&mut self.wbuf, &mut at)?;
             }
-            let names = s.tag_ids().iter().map(|&t| self.tags.name(t));
+            let names = tag_ids_in(&self.tagsets, &self.slots, i as u32).iter().map(|&t| self.tags.name(t));
             if log::encode_put(&mut self.wbuf, &head, names, &self.vbuf).is_err() {
                 flush(&mut self.wbuf, &mut at)?;
-                let names = s.tag_ids().iter().map(|&t| self.tags.name(t));
+                let names = tag_ids_in(&self.tagsets, &self.slots, i as u32).iter().map(|&t| self.tags.name(t));
                 log::encode_put(&mut self.wbuf, &head, names, &self.vbuf)?;
             }
         }
@@ -1205,11 +1223,13 @@ impl Store {
 
     fn reset(&mut self) {
         self.slots.iter_mut().for_each(|s| *s = Slot::default());
+        self.tagsets.iter_mut().for_each(|t| *t = EMPTY_TAGS);
         self.keys.clear();
         self.tags.clear();
         self.links.clear();
         self.live = 0;
         self.free_hint = 0;
+        self.high = 0;
         self.live_bytes = 0;
         self.header_bytes = 0;
         self.corrupt = 0;
@@ -1363,9 +1383,8 @@ impl Store {
                     hits: clamp32(head.hits),
                     ver: head.ver,
                     hash: hash32(&self.vbuf),
-                    tags: ids,
                 };
-                self.install(head.id, slot)
+                self.install(head.id, slot, ids)
             }
             Record::Touch { id, accessed, hits } => {
                 if let Some(s) = self.slots.get_mut(id as usize).filter(|s| s.live()) {
@@ -1793,7 +1812,7 @@ mod tests {
 
     #[test]
     fn ram_per_entry_is_within_budget() {
-        assert_eq!(core::mem::size_of::<Slot>(), 48);
+        assert_eq!(core::mem::size_of::<Slot>() + core::mem::size_of::<TagSet>(), 48);
         let d = temp_dir("ram");
         let s = Store::open(&d).unwrap();
         let per_entry = s.ram_bytes() as f64 / s.capacity() as f64;
