@@ -75,7 +75,7 @@ type TagSet = [u16; KEY_MAX_TAGS];
 const EMPTY_TAGS: TagSet = [NO_TAG; KEY_MAX_TAGS];
 
 /// One index slot: 32 bytes (its tags are in the parallel `tagsets` array).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Slot {
     off_lo: u32,
     off_hi: u8,
@@ -87,12 +87,6 @@ struct Slot {
     hits: u32,
     ver: u32,
     hash: u32,
-}
-
-impl Default for Slot {
-    fn default() -> Self {
-        Slot { off_lo: 0, off_hi: 0, flags: 0, ntags: 0, rec_len: 0, created: 0, accessed: 0, hits: 0, ver: 0, hash: 0 }
-    }
 }
 
 impl Slot {
