@@ -56,6 +56,51 @@ pub const JSON_SMALL_DOC_TEXT_BYTES: usize = 256 * 1024;
 /// with `CAPACITY_EXCEEDED`. Cost: none by itself; bounds the tag arena below.
 pub const REPLY_MAX_BYTES: usize = 1 << 20;
 
+/// Extra room of the reply reader's working copy for bytes that are not UTF-8: each invalid
+/// byte becomes U+FFFD (3 bytes), so a reply with more than about this many / 2 invalid bytes
+/// no longer fits and is rejected as too large. Cost: this many bytes, reserved once.
+pub const REPLY_LOSSY_SLACK_BYTES: usize = 64 * 1024;
+
+/// Bytes of the reply reader's working copy (the reply with `<think>` blocks removed and
+/// invalid UTF-8 replaced). Cost: this many bytes, reserved once.
+pub const REPLY_WORK_BYTES: usize = REPLY_MAX_BYTES + REPLY_LOSSY_SLACK_BYTES;
+
+/// Most nodes (elements and text runs) of a parsed reply. A realistic reply has under 100;
+/// past this, parsing stops and the reply gets a `TOO_MANY_TAGS` problem. Cost: 44 bytes each
+/// (352 KiB), reserved once.
+pub const TAG_MAX_NODES: usize = 8 * 1024;
+
+/// Bytes of names and decoded text of a parsed reply, plus text the interpreter derives from
+/// it (era-A blocks joined into one log entry). Decoding never lengthens text, so a reply that
+/// fits [`REPLY_WORK_BYTES`] fits here. Cost: this many bytes, reserved once.
+pub const TAG_TEXT_BYTES: usize = REPLY_WORK_BYTES + 16 * 1024;
+
+/// Deepest element nesting the tag parser builds (and the renderer writes). Deeper start tags
+/// are dropped (their text kept) with a `TOO_DEEP` problem. Walks are loops over parent links,
+/// never recursion, so this bounds work per end tag, not stack use. Cost: none by itself.
+pub const TAG_MAX_DEPTH: usize = 64;
+
+/// Most instructions one reply yields (actions, next state, logs). Past this, the rest are
+/// dropped with a `TOO_MANY_INSTRUCTIONS` problem. Cost: 64 bytes each (4 KiB), reserved once.
+pub const REPLY_MAX_INSTRUCTIONS: usize = 64;
+
+/// Most problems recorded for one reply; further ones are counted, not kept. Cost: about 200
+/// bytes each, inline in the reader.
+pub const REPLY_MAX_PROBLEMS: usize = 16;
+
+/// Bytes of the detail text of one problem (what was found, what was expected); longer text
+/// is cut visibly. Cost: this many bytes per problem slot.
+pub const REPLY_PROBLEM_DETAIL_BYTES: usize = 160;
+
+/// Actions taken from one reply when the caller does not say otherwise (DESIGN.md §5: "up to
+/// a configured number per cycle, default 1").
+pub const REPLY_DEFAULT_MAX_ACTIONS: usize = 1;
+
+/// Regions of a reply the reader removes or rewrites (`<think>` blocks, invalid UTF-8 runs)
+/// that it remembers to map offsets back to the original reply. Past this, offsets after the
+/// last remembered region are approximate (marked so). Cost: 8 bytes each, inline.
+pub const REPLY_MAX_OFFSET_SEGMENTS: usize = 256;
+
 // ---------------------------------------------------------------------------------------------
 // HTTP and the LLM providers
 // ---------------------------------------------------------------------------------------------
@@ -63,6 +108,68 @@ pub const REPLY_MAX_BYTES: usize = 1 << 20;
 /// Largest HTTP response head (status line plus headers) accepted, in bytes. Cost: this many
 /// bytes in the client's receive buffer, reserved once.
 pub const HTTP_MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// Most header fields in one response head (interim `1xx` heads count separately). Headers are
+/// read in place, never stored, so this costs nothing; it bounds the work a hostile head causes.
+pub const HTTP_MAX_HEADERS: usize = 100;
+
+/// Largest response body accepted, in bytes, after chunked decoding. Checked before buffering:
+/// a `Content-Length` or chunk size that would pass it is refused at once with
+/// `RESPONSE_TOO_LARGE`. A reply is at most [`REPLY_MAX_BYTES`] of text, which JSON escaping and
+/// a side reasoning field can both inflate, hence the margin. Cost: this many bytes for the
+/// client's body buffer, reserved once (the same bound applies to a streamed body).
+pub const HTTP_MAX_BODY_BYTES: usize = 4 << 20;
+
+/// Size of the client's receive buffer: raw bytes from the socket before decoding. It must
+/// hold a whole response head, so it is at least [`HTTP_MAX_HEAD_BYTES`]. Cost: this many
+/// bytes, reserved once.
+pub const HTTP_RECV_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Largest request head the client writes (request line and headers, bearer token included).
+/// Cost: this many bytes, reserved once.
+pub const HTTP_MAX_REQUEST_HEAD_BYTES: usize = 4 * 1024;
+
+/// Longest endpoint URL accepted in the settings, in bytes. Cost: about three times this,
+/// inline in the parsed URL (host, path and Host header).
+pub const HTTP_MAX_URL_BYTES: usize = 512;
+
+/// Longest bearer token read from the environment variable the settings name. Cost: this
+/// many bytes, inline in the client.
+pub const HTTP_MAX_TOKEN_BYTES: usize = 1024;
+
+/// Longest `Retry-After` the client honours, in seconds; a longer one is cut to this so a
+/// confused server cannot park the agent for hours. Cost: none.
+pub const HTTP_RETRY_AFTER_MAX_SECS: u64 = 60;
+
+/// How often a blocked socket read or a backoff sleep wakes to ask whether the run should
+/// stop (SIGTERM), in milliseconds. The per-read timeout is counted across these wake-ups.
+/// Cost: none (a few idle wake-ups per second while waiting for a model).
+pub const HTTP_STOP_POLL_MS: u64 = 200;
+
+/// Largest request body the LLM client builds (the JSON of model, messages and options). The
+/// prompt ([`PROMPT_MAX_BYTES`]) is JSON-escaped into it, which at worst grows it six times
+/// for control characters; ordinary text grows a few percent. Cost: this many bytes, reserved
+/// once.
+pub const LLM_MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// Bytes of decoded reply text (content) a completion holds. Cost: reserved once.
+pub const LLM_MAX_CONTENT_BYTES: usize = REPLY_MAX_BYTES;
+
+/// Bytes of reasoning text ("thinking") a completion keeps for the log; longer reasoning is
+/// cut at a character boundary (it is only logged, never parsed). Cost: reserved once.
+pub const LLM_MAX_REASONING_BYTES: usize = 1 << 20;
+
+/// Nodes of the JSON arena that parses a reply body (one whole non-streamed reply, or one
+/// streamed event). Cost: one arena node each, reserved once.
+pub const LLM_MAX_JSON_NODES: usize = 4096;
+
+/// Longest single streamed event (one SSE event or one NDJSON line), in bytes. Cost: this
+/// many bytes, reserved once.
+pub const LLM_MAX_EVENT_BYTES: usize = 256 * 1024;
+
+/// Longest line of a replay script, in bytes. Cost: this many bytes, reserved once when the
+/// `replay` provider is used.
+pub const LLM_MAX_REPLAY_LINE_BYTES: usize = 2 << 20;
 
 // ---------------------------------------------------------------------------------------------
 // Memory: the working set and the tagged store
@@ -190,3 +297,22 @@ pub const AUDIT_LOG_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// Longest audit line, in bytes. Cost: a buffer of this size reserved once.
 pub const AUDIT_LINE_MAX_BYTES: usize = 16 * 1024;
+
+/// Largest `config.json` read, in bytes (start-up only).
+pub const CONFIG_FILE_MAX_BYTES: usize = 1024 * 1024;
+
+/// Longest line of the exchange log (the prompt and the reply of one cycle, escaped), in bytes.
+/// Cost: a buffer of this size reserved once when the exchange log is on.
+pub const EXCHANGE_LINE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// JSON nodes of one exchange-log line when it is read back (`lkjagent replay`).
+pub const EXCHANGE_LINE_MAX_NODES: usize = 256;
+
+/// Longest result message of one action (`command_log` text), in bytes.
+pub const ACTION_RESULT_MAX_BYTES: usize = 384;
+
+/// Most keys `storage_search` lists in `search_results`.
+pub const SEARCH_RESULTS_SHOWN: usize = 20;
+
+/// Longest feedback to the model after an invalid reply, in bytes.
+pub const FEEDBACK_MAX_BYTES: usize = 3 * 1024;
