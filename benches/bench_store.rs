@@ -1,7 +1,7 @@
 //! Figures for the store area (see bench.rs for the shared helpers): query latency on 1,000
 //! and 65,536 entries, append-plus-fsync latency, load time of a full store, compaction
-//! throughput, RAM per entry, bytes written per cycle when one entry changes, and
-//! allocations per query.
+//! throughput, RAM per entry, bytes written per cycle when one entry changes, allocations per
+//! query, and the `memory.json` save.
 //!
 //! The full stores are built by writing their log directly with the store's own record
 //! encoder (65,536 fsynced puts would measure the disk, not the store), in a temp dir that is
@@ -9,6 +9,7 @@
 
 use lkjagent::fixed::FixedBuf;
 use lkjagent::limits::{STORE_MAX_ENTRIES, STORE_RECORD_MAX_BYTES};
+use lkjagent::memory::file::{MemoryFile, Saver};
 use lkjagent::memory::key::{normalize, Key};
 use lkjagent::memory::log::{self, PutHead};
 use lkjagent::memory::query::{Query, Results, Sort};
@@ -119,8 +120,40 @@ fn query_latency(store: &Store, n: usize, samples: usize) {
     }
 }
 
+/// `memory.json` save latency (serialize + atomic write with fsyncs) for a working set of
+/// 64 entries of 1 KB, and its size.
+fn memory_file_save() {
+    let dir = temp_dir("memfile");
+    let mut m = MemoryFile::new();
+    for i in 0..64 {
+        let key = normalize(&format!("note,n{}", i)).unwrap();
+        m.working.add(&key, &"memory text é→ ".repeat(64), 1_700_000_000).unwrap();
+    }
+    m.agent.set("last_action", "storage_save dictionary,terms").unwrap();
+    let mut saver = Saver::new(&dir);
+    let mut times = Vec::with_capacity(100);
+    // Warm up: the first saves create the file and its .prev.
+    saver.save(&m).unwrap();
+    saver.save(&m).unwrap();
+    let allocs_before = super::allocations();
+    for i in 0..100 {
+        m.iteration = i;
+        let t = Instant::now();
+        saver.save(&m).unwrap();
+        times.push(t.elapsed());
+    }
+    let allocs = super::allocations() - allocs_before;
+    super::report("memory_file_save_64x1k_p50", us(super::percentile(&mut times, 50.0)), "us");
+    super::report("memory_file_save_64x1k_p99", us(super::percentile(&mut times, 99.0)), "us");
+    super::report("memory_file_save_bytes", saver.last_bytes() as f64, "bytes");
+    super::report("memory_file_save_allocations_per_save", allocs as f64 / 100.0, "allocs");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Prints this area's figures.
 pub fn run() {
+    memory_file_save();
+
     // Small store.
     let dir = temp_dir("small");
     build_log(&dir, 1000, 1);

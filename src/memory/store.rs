@@ -1838,3 +1838,26 @@ mod tests {
         fs::remove_dir_all(&d).unwrap();
     }
 }
+
+#[cfg(test)]
+mod enospc_tests {
+    use super::*;
+    use crate::error::Code;
+
+    #[test]
+    fn a_full_disk_is_persist_failed() {
+        // /dev/full answers every write with ENOSPC: a log that is a link to it stands for a
+        // full disk at the first write (the header of a new log).
+        if !Path::new("/dev/full").exists() {
+            return;
+        }
+        let d = std::env::temp_dir().join(format!("lkj-store-enospc-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        std::os::unix::fs::symlink("/dev/full", d.join(LOG_NAME)).unwrap();
+        let e = Store::open_with_capacity(&d, 4).err().unwrap();
+        assert_eq!(e.code(), Code::PersistFailed);
+        assert!(e.message().contains("No space left"), "{}", e.message());
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
