@@ -731,7 +731,9 @@ impl Store {
             slot.ver = head.ver;
             slot.accessed = clamp32(head.accessed);
             slot.hash = hash32(value);
-            slot.flags = if head.archived { slot.flags | ARCHIVED } else { slot.flags & !ARCHIVED };
+            slot.hits = clamp32(head.hits);
+            // The put carries the access statistics: nothing left to flush for this entry.
+            slot.flags = (if head.archived { slot.flags | ARCHIVED } else { slot.flags & !ARCHIVED }) & !DIRTY_ACCESS;
         }
         Ok(())
     }
@@ -1835,6 +1837,46 @@ mod tests {
         drop(s);
         let e = Store::open_with_capacity(&d, 2).err().unwrap();
         assert_eq!(e.code(), Code::CapacityExceeded);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod damage_tests {
+    use super::*;
+    use crate::memory::key::normalize;
+
+    #[test]
+    fn an_over_long_damaged_line_is_skipped() {
+        let d = std::env::temp_dir().join(format!("lkj-store-longline-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        let mut s = Store::open_with_capacity(&d, 8).unwrap();
+        s.put(&normalize("before").unwrap(), "1", 1).unwrap();
+        drop(s);
+        // Garbage longer than any record, then a newline, then a good record.
+        let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
+        bytes.extend(std::iter::repeat(b'x').take(STORE_RECORD_MAX_BYTES + READ_CHUNK * 3 + 17));
+        bytes.push(b'\n');
+        let mut rec = FixedBuf::with_capacity("test", 1024);
+        let head = PutHead { id: 3, ver: 1, created: 2, accessed: 2, hits: 0, archived: false };
+        log::encode_put(&mut rec, &head, ["after"].into_iter(), "2").unwrap();
+        bytes.extend_from_slice(rec.as_slice());
+        fs::write(d.join(LOG_NAME), &bytes).unwrap();
+        let mut s = Store::open_with_capacity(&d, 8).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.stats().corrupt_records, 1);
+        assert_eq!(s.load(&normalize("after").unwrap(), 3).unwrap(), Some("2"));
+        assert_eq!(s.load(&normalize("before").unwrap(), 3).unwrap(), Some("1"));
+        // And the same garbage as a torn tail (no newline) is cut off.
+        drop(s);
+        let good = fs::metadata(d.join(LOG_NAME)).unwrap().len();
+        let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
+        bytes.extend(std::iter::repeat(b'y').take(STORE_RECORD_MAX_BYTES + 5));
+        fs::write(d.join(LOG_NAME), &bytes).unwrap();
+        let s = Store::open_with_capacity(&d, 8).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(fs::metadata(d.join(LOG_NAME)).unwrap().len(), good);
         fs::remove_dir_all(&d).unwrap();
     }
 }
