@@ -1856,7 +1856,7 @@ mod damage_tests {
         drop(s);
         // Garbage longer than any record, then a newline, then a good record.
         let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
-        bytes.extend(std::iter::repeat(b'x').take(STORE_RECORD_MAX_BYTES + READ_CHUNK * 3 + 17));
+        bytes.resize(bytes.len() + STORE_RECORD_MAX_BYTES + READ_CHUNK * 3 + 17, b'x');
         bytes.push(b'\n');
         let mut rec = FixedBuf::with_capacity("test", 1024);
         let head = PutHead { id: 3, ver: 1, created: 2, accessed: 2, hits: 0, archived: false };
@@ -1872,7 +1872,7 @@ mod damage_tests {
         drop(s);
         let good = fs::metadata(d.join(LOG_NAME)).unwrap().len();
         let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
-        bytes.extend(std::iter::repeat(b'y').take(STORE_RECORD_MAX_BYTES + 5));
+        bytes.resize(bytes.len() + STORE_RECORD_MAX_BYTES + 5, b'y');
         fs::write(d.join(LOG_NAME), &bytes).unwrap();
         let s = Store::open_with_capacity(&d, 8).unwrap();
         assert_eq!(s.len(), 2);
