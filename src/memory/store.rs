@@ -286,7 +286,7 @@ impl Store {
             header_bytes: 0,
             corrupt: 0,
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
-            rbuf: Vec::with_capacity(STORE_RECORD_MAX_BYTES + READ_CHUNK),
+            rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             poisoned: false,
             #[cfg(test)]
@@ -1253,7 +1253,7 @@ impl Store {
             .file
             .try_clone()
             .map_err(|e| err!(Io, "duplicating the handle of {} failed: {}", self.path.display(), e))?;
-        let mut reader = LineReader::new(&read_handle, file_len);
+        let mut reader = log::LineReader::new(&read_handle, file_len);
         let mut good_end = 0u64;
         let mut first = true;
         let mut bad_after_good: Option<(u64, Error)> = None;
@@ -1267,8 +1267,8 @@ impl Store {
                     return Err(e.context(format_args!("reading {}", self.path.display())));
                 }
             };
-            let Line { offset, len, complete } = line;
-            let text = scratch.get(reader.line_start..reader.line_start + len).unwrap_or(&[]);
+            let log::Line { offset, len, complete } = line;
+            let text = reader.text(&scratch, len);
             let decoded = if complete { log::decode(text) } else { Err(err!(JsonInvalid, "record has no newline")) };
             if first {
                 first = false;
@@ -1478,115 +1478,6 @@ fn open_log(path: &Path) -> Result<File> {
         .truncate(false)
         .open(path)
         .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))
-}
-
-/// Bytes read from the log per read call while loading.
-const READ_CHUNK: usize = 64 * 1024;
-
-struct Line {
-    offset: u64,
-    len: usize,
-    complete: bool,
-}
-
-/// Reads a log line by line through a caller's scratch buffer (at most
-/// `STORE_RECORD_MAX_BYTES + READ_CHUNK` bytes); a line longer than a record can be is
-/// returned cut (and fails its checksum).
-struct LineReader<'f> {
-    file: &'f File,
-    file_len: u64,
-    /// File offset of scratch[0].
-    base: u64,
-    /// Bytes valid in scratch.
-    filled: usize,
-    /// Start of the current line in scratch.
-    line_start: usize,
-    /// Start of the next line in scratch.
-    next_start: usize,
-}
-
-impl<'f> LineReader<'f> {
-    fn new(file: &'f File, file_len: u64) -> LineReader<'f> {
-        LineReader { file, file_len, base: 0, filled: 0, line_start: 0, next_start: 0 }
-    }
-
-    fn next(&mut self, scratch: &mut Vec<u8>) -> Result<Option<Line>> {
-        loop {
-            let pending = scratch.get(self.next_start..self.filled).unwrap_or(&[]);
-            if let Some(nl) = pending.iter().position(|&b| b == b'\n') {
-                let line = Line { offset: self.base + self.next_start as u64, len: nl, complete: true };
-                self.line_start = self.next_start;
-                self.next_start += nl + 1;
-                return Ok(Some(line));
-            }
-            let at_eof = self.base + self.filled as u64 >= self.file_len;
-            if at_eof || pending.len() > STORE_RECORD_MAX_BYTES {
-                if pending.is_empty() {
-                    return Ok(None);
-                }
-                let line = Line { offset: self.base + self.next_start as u64, len: pending.len(), complete: false };
-                self.line_start = self.next_start;
-                self.next_start = self.filled;
-                if !at_eof {
-                    self.skip_line()?;
-                }
-                return Ok(Some(line));
-            }
-            // Move the partial line to the front and read more.
-            scratch.copy_within(self.next_start..self.filled, 0);
-            self.base += self.next_start as u64;
-            self.filled -= self.next_start;
-            self.next_start = 0;
-            self.line_start = 0;
-            let want = READ_CHUNK.min((self.file_len - self.base - self.filled as u64) as usize);
-            scratch.resize(self.filled + want, 0);
-            let got = read_full(
-                self.file,
-                scratch.get_mut(self.filled..).unwrap_or(&mut []),
-                self.base + self.filled as u64,
-            )?;
-            self.filled += got;
-            scratch.truncate(self.filled);
-            if got == 0 {
-                self.file_len = self.base + self.filled as u64;
-            }
-        }
-    }
-
-    /// After an over-long line was returned (still in scratch, which is not touched here),
-    /// finds its end in the file and sets up the next call to continue after it.
-    fn skip_line(&mut self) -> Result<()> {
-        let mut pos = self.base + self.filled as u64;
-        let mut buf = [0u8; 4096];
-        while pos < self.file_len {
-            let got = read_full(self.file, &mut buf, pos)?;
-            if got == 0 {
-                break;
-            }
-            if let Some(nl) = buf.get(..got).and_then(|b| b.iter().position(|&x| x == b'\n')) {
-                pos += nl as u64 + 1;
-                break;
-            }
-            pos += got as u64;
-        }
-        // The next call drops scratch[..filled] (next_start == filled) and adds it to `base`,
-        // landing exactly on `pos`.
-        self.base = pos - self.filled as u64;
-        Ok(())
-    }
-}
-
-fn read_full(file: &File, buf: &mut [u8], at: u64) -> Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(buf.get_mut(n..).unwrap_or(&mut []), at + n as u64) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => bail!(Io, "read failed: {}", e),
-        }
-    }
-    Ok(n)
 }
 
 #[cfg(test)]
@@ -1856,7 +1747,7 @@ mod damage_tests {
         drop(s);
         // Garbage longer than any record, then a newline, then a good record.
         let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
-        bytes.resize(bytes.len() + STORE_RECORD_MAX_BYTES + READ_CHUNK * 3 + 17, b'x');
+        bytes.resize(bytes.len() + log::READ_SCRATCH_BYTES * 3 + 17, b'x');
         bytes.push(b'\n');
         let mut rec = FixedBuf::with_capacity("test", 1024);
         let head = PutHead { id: 3, ver: 1, created: 2, accessed: 2, hits: 0, archived: false };
