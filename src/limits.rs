@@ -225,12 +225,13 @@ pub const EXCHANGE_FILE_MAX_BYTES: usize = 64 * 1024 * 1024;
 /// Most JSON nodes in an import file. Cost: one document node each, only during an import.
 pub const EXCHANGE_FILE_MAX_NODES: usize = 2 * 1024 * 1024;
 
-/// Most entries in the tagged store. Cost: one 48-byte index slot each plus 8 bytes of key
-/// hash table each (reserved once at open); see `memory::store` for the measured total.
+/// Most entries in the tagged store. Cost: a 32-byte index slot, a 16-byte tag set and 8 bytes
+/// of key hash table each, reserved once at open; with the tag and link tables below, 62 bytes
+/// per entry in all (`Store::ram_bytes`, about 3.9 MiB at this capacity).
 pub const STORE_MAX_ENTRIES: usize = 65_536;
 
 /// Most distinct tags in use across the store at once. Tags are interned: entries refer to
-/// them by 16-bit id. Cost: 12 bytes of table each plus 4 bytes of hash table.
+/// them by 16-bit id. Cost: 9 bytes of table each plus 8 bytes of hash table.
 pub const STORE_MAX_TAGS: usize = 8_192;
 
 /// Bytes of tag text interned in the tag table (all distinct tags together). Cost: this many
