@@ -126,6 +126,68 @@ pub const TAG_MAX_TEXT_ELEMENTS: usize = 16;
 /// bytes in the client's receive buffer, reserved once.
 pub const HTTP_MAX_HEAD_BYTES: usize = 16 * 1024;
 
+/// Most header fields in one response head (interim `1xx` heads count separately). Headers are
+/// read in place, never stored, so this costs nothing; it bounds the work a hostile head causes.
+pub const HTTP_MAX_HEADERS: usize = 100;
+
+/// Largest response body accepted, in bytes, after chunked decoding. Checked before buffering:
+/// a `Content-Length` or chunk size that would pass it is refused at once with
+/// `RESPONSE_TOO_LARGE`. A reply is at most [`REPLY_MAX_BYTES`] of text, which JSON escaping and
+/// a side reasoning field can both inflate, hence the margin. Cost: this many bytes for the
+/// client's body buffer, reserved once (the same bound applies to a streamed body).
+pub const HTTP_MAX_BODY_BYTES: usize = 4 << 20;
+
+/// Size of the client's receive buffer: raw bytes from the socket before decoding. It must
+/// hold a whole response head, so it is at least [`HTTP_MAX_HEAD_BYTES`]. Cost: this many
+/// bytes, reserved once.
+pub const HTTP_RECV_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Largest request head the client writes (request line and headers, bearer token included).
+/// Cost: this many bytes, reserved once.
+pub const HTTP_MAX_REQUEST_HEAD_BYTES: usize = 4 * 1024;
+
+/// Longest endpoint URL accepted in the settings, in bytes. Cost: about three times this,
+/// inline in the parsed URL (host, path and Host header).
+pub const HTTP_MAX_URL_BYTES: usize = 512;
+
+/// Longest bearer token read from the environment variable the settings name. Cost: this
+/// many bytes, inline in the client.
+pub const HTTP_MAX_TOKEN_BYTES: usize = 1024;
+
+/// Longest `Retry-After` the client honours, in seconds; a longer one is cut to this so a
+/// confused server cannot park the agent for hours. Cost: none.
+pub const HTTP_RETRY_AFTER_MAX_SECS: u64 = 60;
+
+/// How often a blocked socket read or a backoff sleep wakes to ask whether the run should
+/// stop (SIGTERM), in milliseconds. The per-read timeout is counted across these wake-ups.
+/// Cost: none (a few idle wake-ups per second while waiting for a model).
+pub const HTTP_STOP_POLL_MS: u64 = 200;
+
+/// Largest request body the LLM client builds (the JSON of model, messages and options). The
+/// prompt ([`PROMPT_MAX_BYTES`]) is JSON-escaped into it, which at worst grows it six times
+/// for control characters; ordinary text grows a few percent. Cost: this many bytes, reserved
+/// once.
+pub const LLM_MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// Bytes of decoded reply text (content) a completion holds. Cost: reserved once.
+pub const LLM_MAX_CONTENT_BYTES: usize = REPLY_MAX_BYTES;
+
+/// Bytes of reasoning text ("thinking") a completion keeps for the log; longer reasoning is
+/// cut at a character boundary (it is only logged, never parsed). Cost: reserved once.
+pub const LLM_MAX_REASONING_BYTES: usize = 1 << 20;
+
+/// Nodes of the JSON arena that parses a reply body (one whole non-streamed reply, or one
+/// streamed event). Cost: one arena node each, reserved once.
+pub const LLM_MAX_JSON_NODES: usize = 4096;
+
+/// Longest single streamed event (one SSE event or one NDJSON line), in bytes. Cost: this
+/// many bytes, reserved once.
+pub const LLM_MAX_EVENT_BYTES: usize = 256 * 1024;
+
+/// Longest line of a replay script, in bytes. Cost: this many bytes, reserved once when the
+/// `replay` provider is used.
+pub const LLM_MAX_REPLAY_LINE_BYTES: usize = 2 << 20;
+
 // ---------------------------------------------------------------------------------------------
 // Memory: the working set and the tagged store
 // ---------------------------------------------------------------------------------------------
@@ -135,6 +197,84 @@ pub const KEY_MAX_TAGS: usize = 8;
 
 /// Longest single tag, in bytes (the design's `MAX_TAG_LENGTH`).
 pub const TAG_MAX_BYTES: usize = 64;
+
+/// Longest normalised key text: all tags at full length joined by commas. Cost: a
+/// [`crate::memory::key::Key`] holds this many bytes inline (plus a length).
+pub const KEY_MAX_BYTES: usize = KEY_MAX_TAGS * TAG_MAX_BYTES + (KEY_MAX_TAGS - 1);
+
+/// Most entries in the working set (what the prompt shows). Cost: one entry header of about
+/// 560 bytes (inline key plus times and counters) each, reserved on the heap at start-up.
+pub const WORKING_MAX_ENTRIES: usize = 256;
+
+/// Total bytes of text in the working set, all entries together. It is shown in the prompt,
+/// so it stays well under `PROMPT_MAX_BYTES`. Cost: one arena of this size, reserved once.
+pub const WORKING_TEXT_MAX_BYTES: usize = 128 * 1024;
+
+/// Most entries in `memory.json`'s `agent` map (the agent layer's own small state). Cost:
+/// `AGENT_META_KEY_MAX_BYTES + AGENT_META_VALUE_MAX_BYTES` bytes each, reserved once.
+pub const AGENT_META_MAX_ENTRIES: usize = 16;
+
+/// Longest key in the `agent` map, in bytes.
+pub const AGENT_META_KEY_MAX_BYTES: usize = 64;
+
+/// Longest value in the `agent` map, in bytes (room for a rejected-reply feedback text).
+pub const AGENT_META_VALUE_MAX_BYTES: usize = 4096;
+
+/// Longest `state` name kept in `memory.json`, in bytes. Cost: inline in the memory file.
+pub const MEMORY_STATE_MAX_BYTES: usize = 64;
+
+/// Largest `memory.json` read, in bytes. Cost: the file buffer and the parsed document's string
+/// arena, each this size, only while loading.
+pub const MEMORY_FILE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most JSON nodes in a `memory.json` being read (an era-B file with a large `storage` map
+/// needs one node per key and per value). Cost: one document node each, only while loading.
+pub const MEMORY_FILE_MAX_NODES: usize = 256 * 1024;
+
+/// Largest era-B export file `memory import` reads, in bytes. Cost: the file buffer and the
+/// document's string arena, each this size, only during an import.
+pub const EXCHANGE_FILE_MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most JSON nodes in an import file. Cost: one document node each, only during an import.
+pub const EXCHANGE_FILE_MAX_NODES: usize = 2 * 1024 * 1024;
+
+/// Most entries in the tagged store. Cost: a 32-byte index slot, a 16-byte tag set and 8 bytes
+/// of key hash table each, reserved once at open; with the tag and link tables below, 62 bytes
+/// per entry in all (`Store::ram_bytes`, about 3.9 MiB at this capacity).
+pub const STORE_MAX_ENTRIES: usize = 65_536;
+
+/// Most distinct tags in use across the store at once. Tags are interned: entries refer to
+/// them by 16-bit id. Cost: 9 bytes of table each plus 8 bytes of hash table.
+pub const STORE_MAX_TAGS: usize = 8_192;
+
+/// Bytes of tag text interned in the tag table (all distinct tags together). Cost: this many
+/// bytes, reserved once.
+pub const STORE_TAG_ARENA_BYTES: usize = 128 * 1024;
+
+/// Most links between related entries. Cost: 8 bytes each, reserved once.
+pub const STORE_MAX_LINKS: usize = 16_384;
+
+/// Largest value of one store entry, in bytes.
+pub const STORE_VALUE_MAX_BYTES: usize = 64 * 1024;
+
+/// Largest log record (one line): a value where every byte needs a 6-byte escape, all tags at
+/// full length escaped likewise, and the fixed fields. Cost: the store's read buffer, its
+/// write buffer and its decoded-value buffer are each about this size, reserved once at open.
+pub const STORE_RECORD_MAX_BYTES: usize = 6 * STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * (6 * TAG_MAX_BYTES + 3) + 256;
+
+/// Most results one query, text search or related-entries listing returns. Cost: 8 bytes per
+/// result in the caller's result buffer.
+pub const STORE_QUERY_MAX_RESULTS: usize = 1024;
+
+/// Most value bytes one text search reads from the log before it stops (and says so). Cost:
+/// none in memory; bounds the time of a search over a large store.
+pub const STORE_SEARCH_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Compaction runs when garbage (superseded records) passes this percentage of the log ...
+pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;
+
+/// ... and the log holds at least this many bytes of garbage (small logs are left alone).
+pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // The agent
@@ -174,3 +314,22 @@ pub const AUDIT_LOG_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// Longest audit line, in bytes. Cost: a buffer of this size reserved once.
 pub const AUDIT_LINE_MAX_BYTES: usize = 16 * 1024;
+
+/// Largest `config.json` read, in bytes (start-up only).
+pub const CONFIG_FILE_MAX_BYTES: usize = 1024 * 1024;
+
+/// Longest line of the exchange log (the prompt and the reply of one cycle, escaped), in bytes.
+/// Cost: a buffer of this size reserved once when the exchange log is on.
+pub const EXCHANGE_LINE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// JSON nodes of one exchange-log line when it is read back (`lkjagent replay`).
+pub const EXCHANGE_LINE_MAX_NODES: usize = 256;
+
+/// Longest result message of one action (`command_log` text), in bytes.
+pub const ACTION_RESULT_MAX_BYTES: usize = 384;
+
+/// Most keys `storage_search` lists in `search_results`.
+pub const SEARCH_RESULTS_SHOWN: usize = 20;
+
+/// Longest feedback to the model after an invalid reply, in bytes.
+pub const FEEDBACK_MAX_BYTES: usize = 3 * 1024;

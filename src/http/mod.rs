@@ -1,1 +1,18 @@
-//! A hand-written HTTP/1.1 client on `std::net::TcpStream`.
+//! A hand-written HTTP/1.1 client on `std::net::TcpStream` (DESIGN.md §7), and an opt-in
+//! transport through the system `curl` for `https://` endpoints.
+//!
+//! - [`url`]: endpoint URLs (`http://host[:port]/path?query`, IPv6 literals).
+//! - [`response`]: response heads and body framing.
+//! - [`retry`]: what is retried, capped exponential backoff, a sleep SIGTERM can cut short.
+//! - [`client`]: the client (keep-alive, timeouts, caps, retries).
+//! - [`curl`]: the `curl` transport.
+
+pub mod client;
+pub mod curl;
+pub mod response;
+pub mod retry;
+pub mod url;
+
+pub use client::{BodySink, Client, Method, Request, Response, Settings, Transport, USER_AGENT};
+pub use retry::RetryPolicy;
+pub use url::{Scheme, Url};

@@ -1,1 +1,26 @@
-//! The LLM providers: OpenAI-compatible, Ollama native, replay, and the health probe.
+//! The LLM providers (DESIGN.md §7): OpenAI-compatible chat completions (the default: LM
+//! Studio, llama.cpp, vLLM, Ollama's `/v1`, OpenAI, OpenRouter), Ollama's native `/api/chat`,
+//! and `replay` (scripted replies from a file); streamed or whole replies; and the health probe.
+//! See `spec/llm-servers.md` for what real servers send.
+//!
+//! - [`settings`]: the plain settings struct and its defaults.
+//! - [`client`]: the client the agent calls (`complete`, `health`).
+//! - [`reply`]: reading replies and servers' error bodies.
+//! - [`stream`]: SSE and NDJSON decoding.
+//! - [`replay`]: the replay script.
+//!
+//! ```text
+//! let mut llm = llm::Client::new(&settings)?;                       // start-up: checks, reserves
+//! let c = llm.complete(&Prompt { system: None, user: &prompt }, &mut |n| status(n), &|| stopping())?;
+//! match c.outcome { Outcome::Text => act(c.content), Outcome::ReasoningOnly | Outcome::Empty => ... }
+//! ```
+
+pub mod client;
+pub mod replay;
+pub mod reply;
+pub mod settings;
+pub mod stream;
+
+pub use client::{Client, Completion, Health, ModelState, Prompt};
+pub use reply::{FinishReason, Outcome, Usage};
+pub use settings::{ProviderKind, Settings};

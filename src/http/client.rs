@@ -1,0 +1,731 @@
+//! The HTTP/1.1 client: one kept-alive `TcpStream`, buffers reserved once, bodies decoded as
+//! they arrive, and bounded retries around each request.
+//!
+//! One request is: write the head (and the body), read heads until a final (non-`1xx`) one,
+//! then decode the body by its framing into a sink: the caller's [`BodySink`] for a `2xx`
+//! answer to a streaming request (so an SSE stream is handled while it arrives), the client's
+//! own body buffer otherwise (a whole reply, or a server's error message). Every byte count is
+//! checked against its cap before the bytes are kept.
+//!
+//! Time: a connect timeout, and a per-read timeout counted from the last byte received, so a
+//! model that streams slowly is never cut off while one that falls silent is. A blocked read
+//! wakes every [`HTTP_STOP_POLL_MS`] to ask the caller's `should_stop`, so SIGTERM is honoured
+//! within a fraction of a second even while a model thinks for minutes.
+//!
+//! Connections are reused. A server may close an idle kept-alive connection at any time
+//! (llama.cpp after about 5 s), which the client only learns when its next request reads EOF
+//! or a reset before any byte of a response; then, and only then, the request is sent once
+//! more on a fresh connection without counting as a retry (RFC 9112 §9.3.1: nothing was
+//! processed).
+//!
+//! Steady state: after the connection is set up, a request allocates nothing (the head is
+//! formatted into a reserved buffer, the socket is read into a reserved buffer, errors are
+//! inline values). `make bench` measures it.
+
+use super::curl;
+use super::response::{head_end, parse_chunk_size, parse_head, Framing, Shown};
+use super::retry::{error_is_retryable, sleep_unless_stopped, status_is_retryable, RetryPolicy};
+use super::url::{Scheme, Url};
+use crate::error::{Code, Error, Result};
+use crate::fixed::{ArrayString, FixedBuf};
+use crate::limits::{
+    HTTP_MAX_BODY_BYTES, HTTP_MAX_HEADERS, HTTP_MAX_HEAD_BYTES, HTTP_MAX_REQUEST_HEAD_BYTES, HTTP_MAX_TOKEN_BYTES,
+    HTTP_RECV_BUFFER_BYTES, HTTP_STOP_POLL_MS,
+};
+use core::fmt;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+/// The `User-Agent` sent with every request.
+pub const USER_AGENT: &str = concat!("lkjagent/", env!("CARGO_PKG_VERSION"));
+
+/// How requests reach the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// The built-in HTTP/1.1 client on `std::net::TcpStream` (`http://` only).
+    #[default]
+    Tcp,
+    /// The system `curl` program, run once per attempt (needed for `https://`). See
+    /// [`super::curl`].
+    Curl,
+}
+
+/// The client's settings. `Default` gives the documented defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Longest wait for a connection to open. Default 10 s.
+    pub connect_timeout: Duration,
+    /// Longest silence while waiting for the next byte of a response (not for the whole
+    /// response). Default 600 s: a local model can think for minutes before its first byte.
+    pub read_timeout: Duration,
+    /// Retries and backoff. Default: 3 retries, 100 ms base, 5 s cap.
+    pub retry: RetryPolicy,
+    /// Largest body accepted; at most [`HTTP_MAX_BODY_BYTES`], which is also the default.
+    pub max_body_bytes: usize,
+    /// How requests are sent. Default [`Transport::Tcp`].
+    pub transport: Transport,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(600),
+            retry: RetryPolicy::default(),
+            max_body_bytes: HTTP_MAX_BODY_BYTES,
+            transport: Transport::Tcp,
+        }
+    }
+}
+
+/// Request methods the client uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// `GET` (health probes).
+    Get,
+    /// `POST` (completions).
+    Post,
+    /// `HEAD` (no body in the response).
+    Head,
+}
+
+impl Method {
+    /// The method's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Head => "HEAD",
+        }
+    }
+}
+
+/// One request.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The method.
+    pub method: Method,
+    /// Where to send it.
+    pub url: &'a Url,
+    /// `Content-Type` of the body, if there is one.
+    pub content_type: Option<&'a str>,
+    /// The `Accept` header.
+    pub accept: &'a str,
+    /// The body (empty for none; `Content-Length` is always sent for `POST`).
+    pub body: &'a [u8],
+}
+
+/// Where a streamed `2xx` body goes, piece by piece, as it is decoded.
+pub trait BodySink {
+    /// Called before the first piece of each attempt (a retried request starts over).
+    fn reset(&mut self);
+    /// One decoded piece of body. An error ends the request with that error.
+    fn write(&mut self, data: &[u8]) -> Result<()>;
+}
+
+/// A response: the status and, unless it was streamed into a sink, the body.
+#[derive(Clone, Copy, Debug)]
+pub struct Response<'a> {
+    /// The final status code.
+    pub status: u16,
+    /// The media type, lower-cased, without parameters (may be empty).
+    pub content_type: &'a str,
+    /// The body, when it was not given to a sink (always for non-`2xx` answers).
+    pub body: &'a [u8],
+    /// Whether the body went to the caller's sink.
+    pub streamed: bool,
+    /// Attempts made (1 when the first one answered).
+    pub attempts: u32,
+}
+
+/// What one attempt learned (a `Copy` summary; the body stays in the client).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Meta {
+    pub(crate) status: u16,
+    pub(crate) retry_after: Option<u64>,
+    pub(crate) content_type: ArrayString<64>,
+    pub(crate) streamed: bool,
+}
+
+/// A bearer token: shown as `<redacted>` by `Debug`, never written anywhere but the request.
+#[derive(Clone)]
+pub(crate) struct Secret(pub(crate) ArrayString<HTTP_MAX_TOKEN_BYTES>);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// The receive buffer: raw bytes from the socket, `start..` not yet consumed.
+struct Rx {
+    buf: FixedBuf,
+    start: usize,
+}
+
+impl Rx {
+    fn data(&self) -> &[u8] {
+        self.buf.as_slice().get(self.start..).unwrap_or(&[])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.buf.len());
+        if self.start == self.buf.len() {
+            self.clear();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.start = 0;
+    }
+
+    /// Moves unconsumed bytes to the front so the whole buffer is free for reading.
+    fn compact(&mut self) {
+        if self.start > 0 {
+            let len = self.buf.len();
+            self.buf.as_mut_slice().copy_within(self.start..len, 0);
+            self.buf.truncate(len - self.start);
+            self.start = 0;
+        }
+    }
+}
+
+/// An open connection and the server it goes to.
+struct Conn {
+    stream: TcpStream,
+    server: ArrayString<{ crate::limits::HTTP_MAX_URL_BYTES }>,
+}
+
+/// The HTTP client. See the module documentation.
+pub struct Client {
+    settings: Settings,
+    bearer: Option<Secret>,
+    conn: Option<Conn>,
+    head: FixedBuf,
+    rx: Rx,
+    body: FixedBuf,
+    /// Whether the current exchange has received any byte of a response.
+    got_bytes: bool,
+    /// New connections opened so far (for tests and figures).
+    connections: u64,
+    /// The media type of the last response (so a `Response` can borrow it).
+    last_content_type: ArrayString<64>,
+}
+
+/// Reborrows an optional sink for a shorter time (an `Option` does not coerce by itself).
+fn reborrow<'s>(sink: &'s mut Option<&mut dyn BodySink>) -> Option<&'s mut dyn BodySink> {
+    match sink {
+        Some(s) => Some(&mut **s),
+        None => None,
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("settings", &self.settings)
+            .field("bearer", &self.bearer)
+            .field("connected", &self.conn.is_some())
+            .field("connections", &self.connections)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client with its buffers reserved. Fails with `CONFIG_INVALID` on settings it cannot
+    /// honour (a zero timeout, a body cap above [`HTTP_MAX_BODY_BYTES`], `curl` missing for the
+    /// curl transport).
+    pub fn new(settings: Settings) -> Result<Client> {
+        if settings.connect_timeout.is_zero() || settings.read_timeout.is_zero() {
+            bail!(ConfigInvalid, "HTTP connect and read timeouts must be greater than zero");
+        }
+        if settings.max_body_bytes == 0 || settings.max_body_bytes > HTTP_MAX_BODY_BYTES {
+            bail!(ConfigInvalid, "the HTTP body cap must be 1..={} bytes (HTTP_MAX_BODY_BYTES)", HTTP_MAX_BODY_BYTES);
+        }
+        if settings.transport == Transport::Curl {
+            curl::check_available()?;
+        }
+        Ok(Client {
+            settings,
+            bearer: None,
+            conn: None,
+            head: FixedBuf::with_capacity(
+                "HTTP request head (HTTP_MAX_REQUEST_HEAD_BYTES)",
+                HTTP_MAX_REQUEST_HEAD_BYTES,
+            ),
+            rx: Rx { buf: FixedBuf::with_capacity("HTTP receive buffer", HTTP_RECV_BUFFER_BYTES), start: 0 },
+            body: FixedBuf::with_capacity("HTTP body buffer", settings.max_body_bytes),
+            got_bytes: false,
+            connections: 0,
+            last_content_type: ArrayString::new(),
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request, the token read now from the
+    /// environment variable `var`. `CONFIG_INVALID` (naming the variable, never the value) if it
+    /// is unset, empty, too long or holds characters a header cannot carry.
+    pub fn set_bearer_from_env(&mut self, var: &str) -> Result<()> {
+        let Some(value) = std::env::var_os(var) else {
+            bail!(ConfigInvalid, "environment variable {:?} (named by api_key_env) is not set", var);
+        };
+        let Some(value) = value.to_str() else {
+            bail!(ConfigInvalid, "environment variable {:?} (named by api_key_env) is not UTF-8", var);
+        };
+        self.set_bearer(value).map_err(|e| e.context(format_args!("environment variable {:?}", var)))
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request. See [`Self::set_bearer_from_env`].
+    pub fn set_bearer(&mut self, token: &str) -> Result<()> {
+        let token = token.trim();
+        if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+            bail!(ConfigInvalid, "the API key is empty or holds spaces or control characters");
+        }
+        let token = ArrayString::try_from_str(token)
+            .map_err(|_| err!(ConfigInvalid, "the API key is longer than {} bytes", HTTP_MAX_TOKEN_BYTES))?;
+        self.bearer = Some(Secret(token));
+        Ok(())
+    }
+
+    /// New TCP connections opened so far.
+    pub fn connections_opened(&self) -> u64 {
+        self.connections
+    }
+
+    /// Closes the kept-alive connection, if any.
+    pub fn disconnect(&mut self) {
+        self.conn = None;
+    }
+
+    /// Sends `req`, retrying as the policy says (see [`super::retry`]). A `2xx` body goes to
+    /// `sink` when one is given; any other body is kept and returned. Every status is returned
+    /// as `Ok` once retries are spent: what a `4xx`/`5xx` means is the caller's business.
+    /// Errors: `LLM_UNAVAILABLE`, `LLM_TIMEOUT` (after retries), `HTTP_PROTOCOL`,
+    /// `RESPONSE_TOO_LARGE`, `INTERRUPTED` (when `should_stop` said so), `CONFIG_INVALID`
+    /// (`https://` without the curl transport), or the sink's own error.
+    pub fn send(
+        &mut self,
+        req: &Request<'_>,
+        mut sink: Option<&mut dyn BodySink>,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Response<'_>> {
+        if req.url.scheme() == Scheme::Https && self.settings.transport != Transport::Curl {
+            bail!(
+                ConfigInvalid,
+                "{} needs TLS, which this std-only build does not have: use an http:// endpoint \
+                 (a local server or a TLS-terminating proxy), or set \"transport\": \"curl\"",
+                req.url
+            );
+        }
+        let policy = self.settings.retry;
+        let mut attempt: u32 = 0;
+        let meta = loop {
+            if should_stop() {
+                bail!(Interrupted, "stopped before sending the request to {}", req.url);
+            }
+            attempt += 1;
+            let result = match self.settings.transport {
+                Transport::Tcp => self.attempt_tcp(req, reborrow(&mut sink), should_stop),
+                Transport::Curl => curl::attempt(
+                    &self.settings,
+                    self.bearer.as_ref(),
+                    req,
+                    &mut self.body,
+                    reborrow(&mut sink),
+                    should_stop,
+                ),
+            };
+            let retries_used = attempt - 1;
+            match result {
+                Ok(meta) if status_is_retryable(meta.status) && retries_used < policy.max_retries => {
+                    sleep_unless_stopped(policy.delay_after(retries_used, meta.retry_after), should_stop)?;
+                }
+                Ok(meta) => break meta,
+                Err(e) if error_is_retryable(&e) && retries_used < policy.max_retries => {
+                    sleep_unless_stopped(policy.delay(retries_used), should_stop)?;
+                }
+                Err(e) if error_is_retryable(&e) && attempt > 1 => {
+                    return Err(e.context(format_args!("{} attempts", attempt)));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        // The content type is kept in the client so the response can borrow it.
+        self.last_content_type = meta.content_type;
+        let body = if meta.streamed { &[][..] } else { self.body.as_slice() };
+        Ok(Response {
+            status: meta.status,
+            content_type: self.last_content_type.as_str(),
+            body,
+            streamed: meta.streamed,
+            attempts: attempt,
+        })
+    }
+
+    /// One attempt over TCP, with the one transparent resend when a reused connection turns
+    /// out to be closed before any byte of the response.
+    fn attempt_tcp(
+        &mut self,
+        req: &Request<'_>,
+        mut sink: Option<&mut dyn BodySink>,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Meta> {
+        if self.conn.as_ref().is_some_and(|c| c.server.as_str() != req.url.host_header()) {
+            self.conn = None;
+        }
+        let reused = self.conn.is_some();
+        if !reused {
+            self.connect(req.url)?;
+        }
+        let first = self.exchange(req, reborrow(&mut sink), should_stop);
+        let result = match first {
+            Err(e) if reused && !self.got_bytes && e.code() == Code::LlmUnavailable => {
+                self.conn = None;
+                self.connect(req.url)?;
+                self.exchange(req, sink, should_stop)
+            }
+            other => other,
+        };
+        if result.is_err() {
+            self.conn = None;
+        }
+        result
+    }
+
+    /// Opens a connection to `url`'s server: every resolved address in turn, each with the
+    /// connect timeout.
+    fn connect(&mut self, url: &Url) -> Result<()> {
+        let addrs = (url.host(), url.port())
+            .to_socket_addrs()
+            .map_err(|e| err!(LlmUnavailable, "cannot resolve the LLM server's host {:?}: {}", url.host(), e))?;
+        let mut last: Option<Error> = None;
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, self.settings.connect_timeout) {
+                Ok(stream) => {
+                    let poll = self.settings.read_timeout.min(Duration::from_millis(HTTP_STOP_POLL_MS));
+                    let setup = stream
+                        .set_nodelay(true)
+                        .and_then(|_| stream.set_read_timeout(Some(poll)))
+                        .and_then(|_| stream.set_write_timeout(Some(self.settings.read_timeout)));
+                    if let Err(e) = setup {
+                        bail!(Io, "cannot set up the connection to {}: {}", url.host_header(), e);
+                    }
+                    let mut server = ArrayString::new();
+                    server.push_str(url.host_header())?;
+                    self.conn = Some(Conn { stream, server });
+                    self.connections += 1;
+                    return Ok(());
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
+                    last = Some(err!(
+                        LlmTimeout,
+                        "connecting to the LLM server at {} timed out after {} ms",
+                        addr,
+                        self.settings.connect_timeout.as_millis()
+                    ));
+                }
+                Err(e) => {
+                    last = Some(err!(
+                        LlmUnavailable,
+                        "cannot connect to the LLM server at {} ({}): is it running?",
+                        addr,
+                        e
+                    ));
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| err!(LlmUnavailable, "the host {:?} resolved to no address", url.host())))
+    }
+
+    /// Writes the request and reads the response on the open connection.
+    fn exchange(
+        &mut self,
+        req: &Request<'_>,
+        mut sink: Option<&mut dyn BodySink>,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Meta> {
+        self.got_bytes = false;
+        self.write_head(req)?;
+        let Some(conn) = self.conn.as_mut() else {
+            bail!(LlmUnavailable, "no connection to {}", req.url.host_header());
+        };
+        let stream = &mut conn.stream;
+        let sent = stream.write_all(self.head.as_slice()).and_then(|_| stream.write_all(req.body));
+        if let Err(e) = sent {
+            return Err(io_error(&e, "sending the request", self.settings.read_timeout));
+        }
+        self.rx.clear();
+        let mut reader = Reader {
+            stream,
+            rx: &mut self.rx,
+            read_timeout: self.settings.read_timeout,
+            should_stop,
+            got_bytes: &mut self.got_bytes,
+        };
+        // Heads until a final one: interim 1xx answers (100 Continue, 103 Early Hints) are skipped.
+        let head = loop {
+            let end = loop {
+                let found = head_end(reader.rx.data());
+                if found.unwrap_or(reader.rx.data().len()) > HTTP_MAX_HEAD_BYTES {
+                    bail!(
+                        ResponseTooLarge,
+                        "the response head is larger than {} bytes (HTTP_MAX_HEAD_BYTES)",
+                        HTTP_MAX_HEAD_BYTES
+                    );
+                }
+                if let Some(end) = found {
+                    break end;
+                }
+                if reader.read_more()? == 0 {
+                    if reader.rx.data().is_empty() {
+                        bail!(LlmUnavailable, "the server closed the connection without answering");
+                    }
+                    bail!(
+                        HttpProtocol,
+                        "the connection closed inside the response head: {:?}",
+                        Shown(reader.rx.data())
+                    );
+                }
+            };
+            let head = parse_head(reader.rx.data().get(..end).unwrap_or(&[]), req.method == Method::Head)?;
+            reader.rx.consume(end);
+            match head.status {
+                101 => bail!(HttpProtocol, "the server switched protocols (101), which this client never asks for"),
+                100..=199 => continue,
+                _ => break head,
+            }
+        };
+        let to_sink = (200..300).contains(&head.status) && sink.is_some();
+        let max = self.settings.max_body_bytes;
+        self.body.clear();
+        let mut buffered = BufferSink { buf: &mut self.body };
+        let target: &mut dyn BodySink = match reborrow(&mut sink) {
+            Some(s) if to_sink => s,
+            _ => &mut buffered,
+        };
+        target.reset();
+        read_body(&mut reader, head.framing, max, target)?;
+        let leftover = !reader.rx.data().is_empty();
+        if head.close || leftover || head.framing == Framing::UntilClose {
+            self.conn = None;
+        }
+        Ok(Meta {
+            status: head.status,
+            retry_after: head.retry_after,
+            content_type: head.content_type,
+            streamed: to_sink,
+        })
+    }
+
+    /// Formats the request head into its reserved buffer.
+    fn write_head(&mut self, req: &Request<'_>) -> Result<()> {
+        let h = &mut self.head;
+        h.clear();
+        let r = (|| -> Result<()> {
+            h.format(format_args!(
+                "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: {}\r\nAccept: {}\r\n",
+                req.method.as_str(),
+                req.url.path(),
+                req.url.host_header(),
+                USER_AGENT,
+                req.accept
+            ))?;
+            if let Some(ct) = req.content_type {
+                h.format(format_args!("Content-Type: {}\r\n", ct))?;
+            }
+            if req.method == Method::Post || !req.body.is_empty() {
+                h.format(format_args!("Content-Length: {}\r\n", req.body.len()))?;
+            }
+            if let Some(Secret(token)) = &self.bearer {
+                h.push_str("Authorization: Bearer ")?;
+                h.push_str(token.as_str())?;
+                h.push_str("\r\n")?;
+            }
+            h.push_str("\r\n")
+        })();
+        r.map_err(|_| {
+            err!(
+                CapacityExceeded,
+                "the request head does not fit in {} bytes (HTTP_MAX_REQUEST_HEAD_BYTES)",
+                HTTP_MAX_REQUEST_HEAD_BYTES
+            )
+        })
+    }
+}
+
+/// A sink into the client's body buffer (its capacity is the body cap, checked before).
+struct BufferSink<'a> {
+    buf: &'a mut FixedBuf,
+}
+
+impl BodySink for BufferSink<'_> {
+    fn reset(&mut self) {
+        self.buf.clear();
+    }
+    fn write(&mut self, data: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(data).map_err(|e| e.with_code(Code::ResponseTooLarge))
+    }
+}
+
+/// Reads from the socket into the receive buffer, with the per-read timeout and stop checks.
+struct Reader<'a> {
+    stream: &'a mut TcpStream,
+    rx: &'a mut Rx,
+    read_timeout: Duration,
+    should_stop: &'a dyn Fn() -> bool,
+    got_bytes: &'a mut bool,
+}
+
+impl Reader<'_> {
+    /// Reads more bytes; `Ok(0)` at end of stream. Waits at most the read timeout.
+    fn read_more(&mut self) -> Result<usize> {
+        self.rx.compact();
+        let started = Instant::now();
+        loop {
+            let stream = &mut *self.stream;
+            match self.rx.buf.fill_with(usize::MAX, |spare| stream.read(spare))? {
+                Ok(n) => {
+                    if n > 0 {
+                        *self.got_bytes = true;
+                    }
+                    return Ok(n);
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                    if (self.should_stop)() {
+                        bail!(Interrupted, "stopped while waiting for the LLM server's answer");
+                    }
+                    if started.elapsed() >= self.read_timeout {
+                        bail!(
+                            LlmTimeout,
+                            "the LLM server sent nothing for {} ms (read timeout)",
+                            self.read_timeout.as_millis()
+                        );
+                    }
+                }
+                Err(e) => return Err(io_error(&e, "reading the response", self.read_timeout)),
+            }
+        }
+    }
+
+    /// Makes sure a whole line is buffered and returns its length including the LF. Lines are
+    /// at most [`HTTP_MAX_HEAD_BYTES`]; `what` names the line in errors.
+    fn line(&mut self, what: &str) -> Result<usize> {
+        loop {
+            if let Some(i) = self.rx.data().iter().position(|&b| b == b'\n') {
+                return Ok(i + 1);
+            }
+            if self.rx.data().len() >= HTTP_MAX_HEAD_BYTES {
+                bail!(HttpProtocol, "{} is longer than {} bytes", what, HTTP_MAX_HEAD_BYTES);
+            }
+            if self.read_more()? == 0 {
+                bail!(HttpProtocol, "the connection closed in the middle of the chunked body ({})", what);
+            }
+        }
+    }
+}
+
+/// Decodes the body by its framing into `sink`, refusing more than `max` bytes before keeping
+/// them.
+fn read_body(r: &mut Reader<'_>, framing: Framing, max: usize, sink: &mut dyn BodySink) -> Result<()> {
+    let too_large =
+        |n: u64| err!(ResponseTooLarge, "the response body is larger than {} bytes (at least {} bytes)", max, n);
+    match framing {
+        Framing::Empty => Ok(()),
+        Framing::Length(n) => {
+            if n > max as u64 {
+                return Err(too_large(n));
+            }
+            let got = copy_exact(r, n, sink)?;
+            if got < n {
+                bail!(HttpProtocol, "the connection closed after {} of {} body bytes (Content-Length)", got, n);
+            }
+            Ok(())
+        }
+        Framing::UntilClose => {
+            let mut total: u64 = 0;
+            loop {
+                if r.rx.data().is_empty() && r.read_more()? == 0 {
+                    return Ok(());
+                }
+                let data = r.rx.data();
+                total += data.len() as u64;
+                if total > max as u64 {
+                    return Err(too_large(total));
+                }
+                sink.write(data)?;
+                let n = data.len();
+                r.rx.consume(n);
+            }
+        }
+        Framing::Chunked => {
+            let mut total: u64 = 0;
+            loop {
+                let len = r.line("a chunk size line")?;
+                let size = parse_chunk_size(r.rx.data().get(..len - 1).unwrap_or(&[]))?;
+                r.rx.consume(len);
+                if size == 0 {
+                    // Trailer fields, then the empty line that ends the message; they are ignored.
+                    for _ in 0..=HTTP_MAX_HEADERS {
+                        let len = r.line("a trailer line")?;
+                        let empty = matches!(r.rx.data().get(..len), Some(b"\n") | Some(b"\r\n"));
+                        r.rx.consume(len);
+                        if empty {
+                            return Ok(());
+                        }
+                    }
+                    bail!(HttpProtocol, "more than {} trailer fields", HTTP_MAX_HEADERS);
+                }
+                total = total.saturating_add(size);
+                if total > max as u64 {
+                    return Err(too_large(total));
+                }
+                let got = copy_exact(r, size, sink)?;
+                if got < size {
+                    bail!(HttpProtocol, "the connection closed after {} of {} bytes of a chunk", got, size);
+                }
+                let len = r.line("the line end after chunk data")?;
+                if !matches!(r.rx.data().get(..len), Some(b"\n") | Some(b"\r\n")) {
+                    bail!(
+                        HttpProtocol,
+                        "chunk data is not followed by CRLF: {:?}",
+                        Shown(r.rx.data().get(..len).unwrap_or(&[]))
+                    );
+                }
+                r.rx.consume(len);
+            }
+        }
+    }
+}
+
+/// Passes up to `n` body bytes to the sink; returns how many arrived before the connection
+/// closed (`n` when all did).
+fn copy_exact(r: &mut Reader<'_>, n: u64, sink: &mut dyn BodySink) -> Result<u64> {
+    let mut left = n;
+    while left > 0 {
+        if r.rx.data().is_empty() && r.read_more()? == 0 {
+            break;
+        }
+        let data = r.rx.data();
+        let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        sink.write(data.get(..take).unwrap_or(&[]))?;
+        r.rx.consume(take);
+        left -= take as u64;
+    }
+    Ok(n - left)
+}
+
+/// A socket error as a typed error: timeouts are `LLM_TIMEOUT`, the rest `LLM_UNAVAILABLE`.
+fn io_error(e: &std::io::Error, doing: &str, timeout: Duration) -> Error {
+    match e.kind() {
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => {
+            err!(LlmTimeout, "{} timed out after {} ms", doing, timeout.as_millis())
+        }
+        _ => err!(LlmUnavailable, "{} failed: {}", doing, e),
+    }
+}

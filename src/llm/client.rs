@@ -1,0 +1,524 @@
+//! The LLM client: builds the request for the configured provider, sends it through the HTTP
+//! client (or reads the replay script), and turns the answer into a [`Completion`] or a typed
+//! error.
+//!
+//! Everything is reserved in [`Client::new`]: the request body, the JSON arena the reply is
+//! parsed into, the content and reasoning buffers, and the streaming line and event buffers.
+//! A [`Completion`] borrows its text from those buffers, so a cycle copies the reply once
+//! (decoded from JSON) and allocates nothing.
+//!
+//! Errors the agent acts on: `CONTEXT_OVERFLOW` (page memory out and try again, never a plain
+//! retry), `LLM_UNAVAILABLE` / `LLM_TIMEOUT` (the server is down, loading or silent, after the
+//! HTTP layer's own retries), `LLM_ERROR` (the server refused, with its message),
+//! `INTERRUPTED` (the stop check said so), `NOT_FOUND` (the replay script is exhausted),
+//! and `HTTP_PROTOCOL` / `RESPONSE_TOO_LARGE` / `JSON_INVALID` / `CAPACITY_EXCEEDED` for
+//! answers that cannot be read.
+
+use super::replay::Replay;
+use super::reply::{apply, server_error, split_think, Accumulator, FinishReason, Outcome, Usage, Wire};
+use super::settings::{ProviderKind, Settings};
+use super::stream::StreamSink;
+use crate::error::Result;
+use crate::fixed::{ArrayString, FixedBuf};
+use crate::http::{self, Method, Request, Scheme, Transport, Url};
+use crate::json::{Document, Kind, Writer};
+use crate::limits::{
+    HTTP_MAX_BODY_BYTES, HTTP_MAX_URL_BYTES, LLM_MAX_CONTENT_BYTES, LLM_MAX_EVENT_BYTES, LLM_MAX_JSON_NODES,
+    LLM_MAX_REASONING_BYTES, LLM_MAX_REQUEST_BYTES,
+};
+use core::fmt;
+use std::time::{Duration, Instant};
+
+/// What to send: an optional system message and the user message (the agent's prompt).
+#[derive(Clone, Copy, Debug)]
+pub struct Prompt<'a> {
+    /// The system message, if any.
+    pub system: Option<&'a str>,
+    /// The user message.
+    pub user: &'a str,
+}
+
+/// A model's answer. The text borrows from the client's buffers until the next call.
+#[derive(Clone, Copy, Debug)]
+pub struct Completion<'a> {
+    /// The reply text to act on, with any `<think>` block moved to `reasoning`.
+    pub content: &'a str,
+    /// The model's reasoning, for the log only (never parsed for actions).
+    pub reasoning: Option<&'a str>,
+    /// Whether `reasoning` had to be cut to fit [`LLM_MAX_REASONING_BYTES`].
+    pub reasoning_cut: bool,
+    /// Text, reasoning only, or nothing.
+    pub outcome: Outcome,
+    /// Why the model stopped (`Length` means the content is cut).
+    pub finish_reason: FinishReason,
+    /// Token counts, when the server gave them.
+    pub usage: Option<Usage>,
+    /// The final HTTP status (200; 0 for `replay`).
+    pub http_status: u16,
+    /// HTTP attempts made (1 unless retries were needed).
+    pub attempts: u32,
+    /// Time from the call to the complete answer.
+    pub latency: Duration,
+}
+
+/// Whether the server is there and has the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelState {
+    /// The server lists the configured model.
+    Listed,
+    /// The server answers but does not list the model (a typo, or not pulled/downloaded).
+    NotListed,
+    /// The server is loading a model (llama.cpp `503 Loading model`).
+    Loading,
+    /// The server is ready but has no model list to check against (llama.cpp `/health`).
+    Ready,
+}
+
+/// The result of [`Client::health`]. An unreachable server is an error instead
+/// (`LLM_UNAVAILABLE` or `LLM_TIMEOUT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Health {
+    /// What the server said about the model.
+    pub model: ModelState,
+    /// How many models the server listed.
+    pub models_listed: u32,
+    /// The path that was probed (`/v1/models`, `/health`, `/api/tags`; empty for replay).
+    pub probe: ArrayString<HTTP_MAX_URL_BYTES>,
+    /// The probe's HTTP status (0 for replay).
+    pub http_status: u16,
+}
+
+/// Where requests go.
+struct Endpoints {
+    chat: Url,
+    models: Url,
+    health: Url,
+}
+
+/// The LLM client. See the module documentation.
+pub struct Client {
+    provider: ProviderKind,
+    model: String,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    stop: Vec<String>,
+    stream: bool,
+    context_window: Option<u32>,
+    extra: Option<Document>,
+    http: Option<http::Client>,
+    endpoints: Option<Endpoints>,
+    replay: Option<Replay>,
+    request: FixedBuf,
+    doc: Document,
+    acc: Accumulator,
+    line: FixedBuf,
+    data: FixedBuf,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("llm::Client")
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("chat", &self.endpoints.as_ref().map(|e| &e.chat))
+            .field("http", &self.http)
+            .field("replay", &self.replay)
+            .finish()
+    }
+}
+
+impl Client {
+    /// Checks the settings and reserves every buffer. `CONFIG_INVALID` on a malformed endpoint,
+    /// an `https://` endpoint without the curl transport, an empty model name, an `extra` that
+    /// is not a JSON object, an unset API key variable, or a replay script that cannot be
+    /// opened.
+    pub fn new(settings: &Settings) -> Result<Client> {
+        let extra = if settings.extra.trim().is_empty() {
+            None
+        } else {
+            let mut d = Document::with_capacity(LLM_MAX_JSON_NODES, settings.extra.len());
+            d.parse(settings.extra.as_bytes()).map_err(|e| {
+                e.with_code(crate::error::Code::ConfigInvalid).context(format_args!("llm extra fields"))
+            })?;
+            if d.root().kind() != Kind::Object {
+                bail!(ConfigInvalid, "llm extra fields must be a JSON object, found {}", d.root().kind().name());
+            }
+            Some(d)
+        };
+        if let Some(t) = settings.temperature {
+            if !t.is_finite() || t < 0.0 {
+                bail!(ConfigInvalid, "temperature must be a number >= 0, found {}", t);
+            }
+        }
+        let mut client = Client {
+            provider: settings.provider,
+            model: settings.model.clone(),
+            temperature: settings.temperature,
+            max_tokens: settings.max_tokens,
+            stop: settings.stop.clone(),
+            stream: settings.stream,
+            context_window: settings.context_window,
+            extra,
+            http: None,
+            endpoints: None,
+            replay: None,
+            request: FixedBuf::with_capacity("LLM request body (LLM_MAX_REQUEST_BYTES)", LLM_MAX_REQUEST_BYTES),
+            doc: Document::with_capacity(LLM_MAX_JSON_NODES, HTTP_MAX_BODY_BYTES),
+            acc: Accumulator::new(LLM_MAX_CONTENT_BYTES, LLM_MAX_REASONING_BYTES),
+            line: FixedBuf::with_capacity("streamed line (LLM_MAX_EVENT_BYTES)", LLM_MAX_EVENT_BYTES),
+            data: FixedBuf::with_capacity("streamed event (LLM_MAX_EVENT_BYTES)", LLM_MAX_EVENT_BYTES),
+        };
+        if settings.provider == ProviderKind::Replay {
+            let Some(path) = &settings.replay_path else {
+                bail!(ConfigInvalid, "provider \"replay\" needs replay_path (a JSON Lines file of replies)");
+            };
+            client.replay = Some(Replay::open(path)?);
+            return Ok(client);
+        }
+        if settings.model.trim().is_empty() {
+            bail!(ConfigInvalid, "the model name is empty");
+        }
+        let base = Url::parse(&settings.endpoint)?;
+        if base.scheme() == Scheme::Https && settings.transport != Transport::Curl {
+            bail!(
+                ConfigInvalid,
+                "endpoint {} is https://, but this std-only build has no TLS: use an http:// endpoint \
+                 (a local server or a TLS-terminating proxy), or set \"transport\": \"curl\" to use the system curl",
+                base
+            );
+        }
+        client.endpoints = Some(endpoints(&base, settings.provider)?);
+        let mut h = http::Client::new(http::Settings {
+            connect_timeout: settings.connect_timeout,
+            read_timeout: settings.read_timeout,
+            retry: settings.retry,
+            max_body_bytes: HTTP_MAX_BODY_BYTES,
+            transport: settings.transport,
+        })?;
+        if let Some(var) = &settings.api_key_env {
+            h.set_bearer_from_env(var)?;
+        }
+        client.http = Some(h);
+        Ok(client)
+    }
+
+    /// The chat URL requests go to (none for replay).
+    pub fn chat_url(&self) -> Option<&Url> {
+        self.endpoints.as_ref().map(|e| &e.chat)
+    }
+
+    /// The body of the last request sent (for the audit log; it holds the prompt, never the
+    /// API key, which travels only in a header).
+    pub fn last_request_body(&self) -> &[u8] {
+        self.request.as_slice()
+    }
+
+    /// Asks the model. `progress` gets the number of text pieces received so far while a
+    /// streamed reply arrives; `should_stop` is asked while waiting (backoff sleeps, silent
+    /// reads, between streamed pieces) and ends the call with `INTERRUPTED` when it says yes.
+    /// See the module documentation for the errors.
+    pub fn complete(
+        &mut self,
+        prompt: &Prompt<'_>,
+        progress: &mut dyn FnMut(u64),
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Completion<'_>> {
+        let start = Instant::now();
+        self.acc.reset();
+        let (status, attempts) = if let Some(replay) = self.replay.as_mut() {
+            if should_stop() {
+                bail!(Interrupted, "stopped before asking the model");
+            }
+            replay.next(&mut self.doc, &mut self.acc)?;
+            progress(self.acc.pieces);
+            (0, 1)
+        } else {
+            self.exchange(prompt, progress, should_stop)?
+        };
+        split_think(&mut self.acc);
+        Ok(Completion {
+            content: self.acc.content_str(),
+            reasoning: self.acc.reasoning_str(),
+            reasoning_cut: self.acc.reasoning_cut,
+            outcome: self.acc.outcome(),
+            finish_reason: self.acc.finish,
+            usage: self.acc.usage,
+            http_status: status,
+            attempts,
+            latency: start.elapsed(),
+        })
+    }
+
+    /// Sends the request and reads the answer into the accumulator; (status, attempts).
+    fn exchange(
+        &mut self,
+        prompt: &Prompt<'_>,
+        progress: &mut dyn FnMut(u64),
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<(u16, u32)> {
+        self.build_request(prompt)?;
+        let wire = match self.provider {
+            ProviderKind::Ollama => Wire::Ollama,
+            _ => Wire::OpenAi,
+        };
+        let (Some(http), Some(ep)) = (self.http.as_mut(), self.endpoints.as_ref()) else {
+            bail!(LlmUnavailable, "no HTTP client is set up");
+        };
+        let accept = match (self.stream, wire) {
+            (false, _) => "application/json",
+            (true, Wire::OpenAi) => "text/event-stream",
+            (true, Wire::Ollama) => "application/x-ndjson",
+        };
+        let req = Request {
+            method: Method::Post,
+            url: &ep.chat,
+            content_type: Some("application/json"),
+            accept,
+            body: self.request.as_slice(),
+        };
+        if self.stream {
+            let mut sink = StreamSink {
+                wire,
+                line: &mut self.line,
+                data: &mut self.data,
+                doc: &mut self.doc,
+                acc: &mut self.acc,
+                progress,
+                should_stop,
+                done: false,
+                after_cr: false,
+            };
+            let resp = http.send(&req, Some(&mut sink), should_stop)?;
+            let (status, attempts, streamed) = (resp.status, resp.attempts, resp.streamed);
+            if !streamed {
+                return Err(server_error(status, resp.body, sink.doc));
+            }
+            sink.finish()?;
+            Ok((status, attempts))
+        } else {
+            let resp = http.send(&req, None, should_stop)?;
+            let (status, attempts) = (resp.status, resp.attempts);
+            if !(200..300).contains(&status) {
+                return Err(server_error(status, resp.body, &mut self.doc));
+            }
+            self.doc.parse(resp.body).map_err(|e| e.context(format_args!("the reply of {}", ep.chat)))?;
+            apply(self.doc.root(), wire, status, &mut self.acc)?;
+            Ok((status, attempts))
+        }
+    }
+
+    /// Writes the request body for the provider into `self.request`.
+    fn build_request(&mut self, prompt: &Prompt<'_>) -> Result<()> {
+        self.request.clear();
+        let extra = self.extra.as_ref().map(|d| d.root());
+        let has = |k: &str| extra.is_some_and(|e| e.get(k).is_some());
+        let mut w = Writer::compact(&mut self.request);
+        w.begin_object()?;
+        if !has("model") {
+            w.key("model")?;
+            w.string(&self.model)?;
+        }
+        if !has("messages") {
+            w.key("messages")?;
+            w.begin_array()?;
+            if let Some(system) = prompt.system {
+                w.begin_object()?;
+                w.key("role")?;
+                w.string("system")?;
+                w.key("content")?;
+                w.string(system)?;
+                w.end_object()?;
+            }
+            w.begin_object()?;
+            w.key("role")?;
+            w.string("user")?;
+            w.key("content")?;
+            w.string(prompt.user)?;
+            w.end_object()?;
+            w.end_array()?;
+        }
+        if !has("stream") {
+            w.key("stream")?;
+            w.bool(self.stream)?;
+        }
+        match self.provider {
+            ProviderKind::Ollama => {
+                if !has("options") {
+                    w.key("options")?;
+                    w.begin_object()?;
+                    if let Some(t) = self.temperature {
+                        w.key("temperature")?;
+                        w.f64(t)?;
+                    }
+                    if let Some(n) = self.max_tokens {
+                        w.key("num_predict")?;
+                        w.u64(u64::from(n))?;
+                    }
+                    if let Some(n) = self.context_window {
+                        w.key("num_ctx")?;
+                        w.u64(u64::from(n))?;
+                    }
+                    if !self.stop.is_empty() {
+                        w.key("stop")?;
+                        w.begin_array()?;
+                        for s in &self.stop {
+                            w.string(s)?;
+                        }
+                        w.end_array()?;
+                    }
+                    w.end_object()?;
+                }
+            }
+            _ => {
+                if let Some(t) = self.temperature.filter(|_| !has("temperature")) {
+                    w.key("temperature")?;
+                    w.f64(t)?;
+                }
+                if let Some(n) = self.max_tokens.filter(|_| !has("max_tokens")) {
+                    w.key("max_tokens")?;
+                    w.u64(u64::from(n))?;
+                }
+                if !self.stop.is_empty() && !has("stop") {
+                    w.key("stop")?;
+                    w.begin_array()?;
+                    for s in &self.stop {
+                        w.string(s)?;
+                    }
+                    w.end_array()?;
+                }
+            }
+        }
+        if let Some(e) = extra {
+            for (k, v) in e.members() {
+                w.key(k)?;
+                w.value(v)?;
+            }
+        }
+        w.end_object()?;
+        w.finish().map_err(|e| e.context(format_args!("building the LLM request")))
+    }
+
+    /// Probes the server: `GET /v1/models` (OpenAI-compatible; `/health` at the server root
+    /// when there is no model list) or `GET /api/tags` (Ollama), and says whether the model is
+    /// there, missing or loading. An unreachable server is `LLM_UNAVAILABLE` / `LLM_TIMEOUT`.
+    pub fn health(&mut self, should_stop: &dyn Fn() -> bool) -> Result<Health> {
+        let mut health =
+            Health { model: ModelState::Listed, models_listed: 0, probe: ArrayString::new(), http_status: 0 };
+        if self.replay.is_some() {
+            health.models_listed = 1;
+            return Ok(health);
+        }
+        let (Some(http), Some(ep)) = (self.http.as_mut(), self.endpoints.as_ref()) else {
+            bail!(LlmUnavailable, "no HTTP client is set up");
+        };
+        for url in [&ep.models, &ep.health] {
+            health.probe.clear();
+            let _ = health.probe.push_str(url.path());
+            let req = Request { method: Method::Get, url, content_type: None, accept: "application/json", body: b"" };
+            let resp = http.send(&req, None, should_stop)?;
+            health.http_status = resp.status;
+            match resp.status {
+                200..=299 => {}
+                503 => {
+                    health.model = ModelState::Loading;
+                    return Ok(health);
+                }
+                404 | 405 if !core::ptr::eq(url, &ep.health) => continue,
+                s => return Err(server_error(s, resp.body, &mut self.doc)),
+            }
+            if core::ptr::eq(url, &ep.health) {
+                health.model = ModelState::Ready;
+                return Ok(health);
+            }
+            self.doc.parse(resp.body).map_err(|e| e.context(format_args!("the model list of {}", url)))?;
+            let root = self.doc.root();
+            let list = root.get("data").or_else(|| root.get("models"));
+            let mut found = false;
+            for m in list.into_iter().flat_map(|l| l.items()) {
+                health.models_listed += 1;
+                for key in ["id", "name", "model"] {
+                    if let Some(name) = m.get(key).and_then(|v| v.as_str()) {
+                        found |= model_matches(name, &self.model);
+                    }
+                }
+            }
+            health.model = if found { ModelState::Listed } else { ModelState::NotListed };
+            return Ok(health);
+        }
+        Ok(health)
+    }
+}
+
+/// Whether a listed model name is the configured one (Ollama adds `:latest` to bare names).
+fn model_matches(listed: &str, wanted: &str) -> bool {
+    listed == wanted || listed.strip_suffix(":latest") == Some(wanted) || wanted.strip_suffix(":latest") == Some(listed)
+}
+
+/// The chat, model-list and health URLs for a provider (see [`Settings::endpoint`]).
+fn endpoints(base: &Url, provider: ProviderKind) -> Result<Endpoints> {
+    let path = base.path();
+    let (path, query) = match path.find('?') {
+        Some(i) => (path.get(..i).unwrap_or(""), path.get(i..).unwrap_or("")),
+        None => (path, ""),
+    };
+    let path = path.trim_end_matches('/');
+    let mut p: ArrayString<HTTP_MAX_URL_BYTES> = ArrayString::new();
+    let too_long = |_| err!(ConfigInvalid, "endpoint path is longer than {} bytes", HTTP_MAX_URL_BYTES);
+    match provider {
+        ProviderKind::Ollama => {
+            let root = path.strip_suffix("/api/chat").or_else(|| path.strip_suffix("/api")).unwrap_or(path);
+            p.format(format_args!("{}/api/chat{}", root, query)).map_err(too_long)?;
+            let chat = base.with_path(&p)?;
+            p.clear();
+            p.format(format_args!("{}/api/tags", root)).map_err(too_long)?;
+            let models = base.with_path(&p)?;
+            Ok(Endpoints { chat, health: models.clone(), models })
+        }
+        _ => {
+            let api = path.strip_suffix("/chat/completions").unwrap_or(path);
+            p.format(format_args!("{}/chat/completions{}", api, query)).map_err(too_long)?;
+            let chat = base.with_path(&p)?;
+            p.clear();
+            p.format(format_args!("{}/models", api)).map_err(too_long)?;
+            let models = base.with_path(&p)?;
+            // llama.cpp serves `/health` at the server root, beside `/v1`.
+            let root = api.strip_suffix("/v1").unwrap_or(api);
+            p.clear();
+            p.format(format_args!("{}/health", root)).map_err(too_long)?;
+            let health = base.with_path(&p)?;
+            Ok(Endpoints { chat, models, health })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_paths() {
+        let u = Url::parse("http://127.0.0.1:1234/v1/").unwrap();
+        let e = endpoints(&u, ProviderKind::OpenAi).unwrap();
+        assert_eq!(
+            (e.chat.path(), e.models.path(), e.health.path()),
+            ("/v1/chat/completions", "/v1/models", "/health")
+        );
+        let u = Url::parse("http://h:8080/v1/chat/completions").unwrap();
+        let e = endpoints(&u, ProviderKind::OpenAi).unwrap();
+        assert_eq!((e.chat.path(), e.models.path()), ("/v1/chat/completions", "/v1/models"));
+        let u = Url::parse("http://h:8080").unwrap();
+        let e = endpoints(&u, ProviderKind::OpenAi).unwrap();
+        assert_eq!((e.chat.path(), e.models.path(), e.health.path()), ("/chat/completions", "/models", "/health"));
+        for ep in ["http://h:11434", "http://h:11434/api", "http://h:11434/api/chat"] {
+            let e = endpoints(&Url::parse(ep).unwrap(), ProviderKind::Ollama).unwrap();
+            assert_eq!((e.chat.path(), e.models.path()), ("/api/chat", "/api/tags"));
+        }
+    }
+
+    #[test]
+    fn model_names_match_with_latest_tag() {
+        assert!(model_matches("llama3:latest", "llama3"));
+        assert!(model_matches("qwen3", "qwen3:latest"));
+        assert!(!model_matches("qwen3:8b", "qwen3"));
+    }
+}

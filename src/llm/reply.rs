@@ -1,0 +1,500 @@
+//! Reading what a server answered: a completion (whole or one streamed piece), and a server's
+//! error body turned into a typed error that carries the server's own words.
+//!
+//! One function reads both a whole reply and a streamed delta, because they differ only in the
+//! key (`message` or `delta`; Ollama native uses `message` for both). The text lands in an
+//! [`Accumulator`] with two fixed buffers: the content, which the agent will parse for actions,
+//! and the reasoning, which is only ever logged. Reasoning arrives in a side field
+//! (`reasoning_content`: LM Studio, llama.cpp `deepseek`, older vLLM; `reasoning`: vLLM,
+//! Ollama `/v1`; `thinking`: Ollama native) or inside the content as `<think>...</think>`
+//! (llama.cpp `--reasoning-format none`), sometimes with only the closing tag; [`split_think`]
+//! moves such a block from the content to the reasoning, so a model's musings are never
+//! mistaken for actions.
+
+use crate::error::{Code, Error, Result};
+use crate::fixed::FixedBuf;
+use crate::json::{Document, Kind, Value};
+use core::fmt;
+
+/// Why the model stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    /// It finished (or hit a stop sequence; servers strip the stop sequence from the content).
+    Stop,
+    /// It ran into `max_tokens`: the reply is cut.
+    Length,
+    /// It asked for tool calls.
+    ToolCalls,
+    /// A content filter stopped it.
+    ContentFilter,
+    /// Some other reason the server named.
+    Other,
+    /// The server did not say.
+    Missing,
+}
+
+impl FinishReason {
+    /// Reads the server's word for it (`done_reason` for Ollama native).
+    pub fn from_name(name: &str) -> FinishReason {
+        match name {
+            "stop" | "eos" | "end_turn" | "stop_sequence" => FinishReason::Stop,
+            "length" | "max_tokens" => FinishReason::Length,
+            "tool_calls" | "function_call" => FinishReason::ToolCalls,
+            "content_filter" => FinishReason::ContentFilter,
+            _ => FinishReason::Other,
+        }
+    }
+
+    /// The OpenAI spelling (`"missing"` when the server gave none).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other => "other",
+            FinishReason::Missing => "missing",
+        }
+    }
+}
+
+/// Token counts, as the server reported them (some report zeros; some nothing, which is `None`
+/// in [`super::Completion::usage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Tokens in the prompt (Ollama native `prompt_eval_count`).
+    pub prompt_tokens: u64,
+    /// Tokens generated (Ollama native `eval_count`).
+    pub completion_tokens: u64,
+    /// Their sum (as reported, or computed when not reported).
+    pub total_tokens: u64,
+}
+
+/// What kind of answer came back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Content to act on.
+    Text,
+    /// The content is empty (or blank) but there is reasoning: a reasoning model spent its
+    /// tokens thinking (LM Studio #1602, Gemma through Ollama). The agent should not parse it
+    /// as a reply; the reasoning is there for the log.
+    ReasoningOnly,
+    /// Neither content nor reasoning.
+    Empty,
+}
+
+/// The dialect of a reply body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// OpenAI chat completions (whole, or SSE deltas).
+    OpenAi,
+    /// Ollama native `/api/chat` (whole, or NDJSON lines).
+    Ollama,
+}
+
+/// The reply being put together.
+pub(crate) struct Accumulator {
+    pub(crate) content: FixedBuf,
+    pub(crate) reasoning: FixedBuf,
+    pub(crate) finish: FinishReason,
+    pub(crate) usage: Option<Usage>,
+    /// Pieces of text received (a token count's stand-in while streaming).
+    pub(crate) pieces: u64,
+    /// Whether reasoning had to be cut to fit its buffer.
+    pub(crate) reasoning_cut: bool,
+}
+
+impl Accumulator {
+    pub(crate) fn new(content_cap: usize, reasoning_cap: usize) -> Accumulator {
+        Accumulator {
+            content: FixedBuf::with_capacity("LLM reply content (LLM_MAX_CONTENT_BYTES)", content_cap),
+            reasoning: FixedBuf::with_capacity("LLM reasoning (LLM_MAX_REASONING_BYTES)", reasoning_cap),
+            finish: FinishReason::Missing,
+            usage: None,
+            pieces: 0,
+            reasoning_cut: false,
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.content.clear();
+        self.reasoning.clear();
+        self.finish = FinishReason::Missing;
+        self.usage = None;
+        self.pieces = 0;
+        self.reasoning_cut = false;
+    }
+
+    /// Appends content; a reply longer than the buffer is an error (it cannot be acted on in
+    /// part).
+    pub(crate) fn push_content(&mut self, s: &str) -> Result<()> {
+        self.content.push_str(s).map_err(|_| {
+            err!(
+                CapacityExceeded,
+                "the model's reply is longer than {} bytes (LLM_MAX_CONTENT_BYTES)",
+                self.content.capacity()
+            )
+        })
+    }
+
+    /// Appends reasoning; what does not fit is dropped at a character boundary (it is only
+    /// logged) and the cut is remembered.
+    pub(crate) fn push_reasoning(&mut self, s: &str) {
+        if self.reasoning.push_str(s).is_err() {
+            let mut cut = self.reasoning.remaining().min(s.len());
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let _ = self.reasoning.push_str(s.get(..cut).unwrap_or(""));
+            self.reasoning_cut = true;
+        }
+    }
+
+    /// The content as text (always UTF-8: only `&str`s go in).
+    pub(crate) fn content_str(&self) -> &str {
+        self.content.as_str().unwrap_or("")
+    }
+
+    /// The reasoning, if any.
+    pub(crate) fn reasoning_str(&self) -> Option<&str> {
+        self.reasoning.as_str().filter(|s| !s.trim().is_empty())
+    }
+
+    pub(crate) fn outcome(&self) -> Outcome {
+        if !self.content_str().trim().is_empty() {
+            Outcome::Text
+        } else if self.reasoning_str().is_some() {
+            Outcome::ReasoningOnly
+        } else {
+            Outcome::Empty
+        }
+    }
+}
+
+/// Reads one reply object (whole or a streamed piece) into `acc`. Returns whether it said it is
+/// the last one (Ollama `done: true`). A body with an `error` member is the server's error.
+pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumulator) -> Result<bool> {
+    if root.kind() != Kind::Object {
+        bail!(LlmError, "the server's reply is a JSON {}, not an object", root.kind().name());
+    }
+    if root.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(error_from_json(status, root));
+    }
+    match wire {
+        Wire::OpenAi => {
+            let Some(choice) = root.path("choices.[0]") else {
+                // The last streamed piece may carry only `usage`, with an empty `choices`.
+                if let Some(u) = read_usage(root.get("usage")) {
+                    acc.usage = Some(u);
+                    return Ok(false);
+                }
+                if root.get("choices").is_some() {
+                    return Ok(false);
+                }
+                bail!(LlmError, "the server's reply has no choices[0] (is this an OpenAI-compatible endpoint?)");
+            };
+            let msg = choice.get("message").or_else(|| choice.get("delta"));
+            if let Some(msg) = msg {
+                read_text(msg.get("content"), acc)?;
+                read_reasoning(msg, acc);
+            } else if let Some(text) = choice.get("text").and_then(|t| t.as_str()) {
+                acc.push_content(text)?;
+                acc.pieces += 1;
+            }
+            if let Some(f) = choice.get("finish_reason").and_then(|f| f.as_str()) {
+                acc.finish = FinishReason::from_name(f);
+            }
+            if let Some(u) = read_usage(root.get("usage")) {
+                acc.usage = Some(u);
+            }
+            Ok(false)
+        }
+        Wire::Ollama => {
+            if let Some(msg) = root.get("message") {
+                read_text(msg.get("content"), acc)?;
+                read_reasoning(msg, acc);
+            }
+            let done = root.get("done").and_then(|d| d.as_bool()).unwrap_or(false);
+            if let Some(r) = root.get("done_reason").and_then(|r| r.as_str()) {
+                acc.finish = FinishReason::from_name(r);
+            } else if done {
+                acc.finish = FinishReason::Stop;
+            }
+            let prompt = root.get("prompt_eval_count").and_then(|v| v.as_u64());
+            let eval = root.get("eval_count").and_then(|v| v.as_u64());
+            if prompt.is_some() || eval.is_some() {
+                let (p, c) = (prompt.unwrap_or(0), eval.unwrap_or(0));
+                acc.usage = Some(Usage { prompt_tokens: p, completion_tokens: c, total_tokens: p.saturating_add(c) });
+            }
+            Ok(done)
+        }
+    }
+}
+
+/// Content: a string, `null` (a streamed role-only delta), or an array of parts with `text`.
+fn read_text(v: Option<Value<'_>>, acc: &mut Accumulator) -> Result<()> {
+    let Some(v) = v else { return Ok(()) };
+    match v.kind() {
+        Kind::String => {
+            let s = v.as_str().unwrap_or("");
+            if !s.is_empty() {
+                acc.push_content(s)?;
+                acc.pieces += 1;
+            }
+        }
+        Kind::Array => {
+            for part in v.items() {
+                if let Some(s) = part.get("text").and_then(|t| t.as_str()) {
+                    acc.push_content(s)?;
+                    acc.pieces += 1;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The first non-empty reasoning side field.
+fn read_reasoning(msg: Value<'_>, acc: &mut Accumulator) {
+    for key in ["reasoning_content", "reasoning", "thinking"] {
+        if let Some(s) = msg.get(key).and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+            acc.push_reasoning(s);
+            acc.pieces += 1;
+            return;
+        }
+    }
+}
+
+fn read_usage(v: Option<Value<'_>>) -> Option<Usage> {
+    let v = v.filter(|v| v.kind() == Kind::Object)?;
+    let n = |k: &str| v.get(k).and_then(|x| x.as_u64());
+    let (p, c) = (n("prompt_tokens").unwrap_or(0), n("completion_tokens").unwrap_or(0));
+    Some(Usage {
+        prompt_tokens: p,
+        completion_tokens: c,
+        total_tokens: n("total_tokens").unwrap_or(p.saturating_add(c)),
+    })
+}
+
+/// Moves a `<think>...</think>` block at the start of the content (or everything before a lone
+/// `</think>`, or an unclosed `<think>` to the end) into the reasoning.
+pub(crate) fn split_think(acc: &mut Accumulator) {
+    const OPEN: &str = "<think>";
+    const CLOSE: &str = "</think>";
+    let (think_start, think_end, rest_start) = {
+        let text = acc.content_str();
+        let lead = text.len() - text.trim_start().len();
+        let opened = text.get(lead..).is_some_and(|t| t.starts_with(OPEN));
+        match (opened, text.find(CLOSE)) {
+            (true, Some(c)) if c >= lead + OPEN.len() => (lead + OPEN.len(), c, c + CLOSE.len()),
+            (true, None) => (lead + OPEN.len(), text.len(), text.len()),
+            (false, Some(c)) => (0, c, c + CLOSE.len()),
+            _ => return,
+        }
+    };
+    // The thought is copied out first (the two buffers are separate fields), then the gap in
+    // the content is closed.
+    let think = acc.content.as_str().and_then(|t| t.get(think_start..think_end)).unwrap_or("").trim();
+    if !think.is_empty() {
+        if !acc.reasoning.is_empty() {
+            let _ = acc.reasoning.push_str("\n");
+        }
+        if acc.reasoning.push_str(think).is_err() {
+            acc.reasoning_cut = true;
+        }
+    }
+    acc.content.consume_front(rest_start);
+    // Drop the blank line(s) a model writes after `</think>`.
+    let blank = acc.content_str().len() - acc.content_str().trim_start().len();
+    acc.content.consume_front(blank);
+}
+
+/// Words in a server's message that mean "the prompt does not fit the context": vLLM and
+/// OpenAI ("maximum context length", "context length is only"), llama.cpp ("exceeds the
+/// available context size"), llama-cpp-python ("exceed context window", code
+/// `context_length_exceeded`), LM Studio ("greater than the context length").
+const OVERFLOW_WORDS: [&str; 6] = [
+    "maximum context length",
+    "context length is only",
+    "exceeds the available context size",
+    "exceed context window",
+    "greater than the context length",
+    "context_length_exceeded",
+];
+
+/// The typed error for a non-`2xx` answer (or a `2xx` whose body is an error): see
+/// [`classify`]. Works on any body; non-JSON bodies are quoted as text.
+pub(crate) fn server_error(status: u16, body: &[u8], doc: &mut Document) -> Error {
+    if doc.parse(body).is_ok() && doc.root().kind() == Kind::Object {
+        return error_from_json(status, doc.root());
+    }
+    let text = String8(body);
+    classify(status, None, None, &text)
+}
+
+/// The error object of a JSON body, in each server's shape: `{"error":"..."}` (Ollama native),
+/// `{"error":{"message","type","code"}}` (OpenAI, llama.cpp, vLLM, Ollama `/v1`),
+/// `{"object":"error","message",...}` (older vLLM), `{"detail":"..."}` (FastAPI servers).
+fn error_from_json(status: u16, root: Value<'_>) -> Error {
+    let err = root.get("error");
+    let (obj, message) = match err {
+        Some(e) if e.kind() == Kind::String => (root, e.as_str()),
+        Some(e) if e.kind() == Kind::Object => (e, e.get("message").and_then(|m| m.as_str())),
+        _ => (root, root.get("message").or_else(|| root.get("detail")).and_then(|m| m.as_str())),
+    };
+    let kind = obj.get("type").and_then(|t| t.as_str());
+    let code = obj.get("code").and_then(|c| c.as_str().or_else(|| c.number_text()));
+    let message = message.unwrap_or("(no message)");
+    classify(status, kind, code, &message)
+}
+
+/// Picks the code: context overflow by the servers' words, `LLM_UNAVAILABLE` for 429 and the
+/// "not ready" statuses (502, 503, 504), `LLM_TIMEOUT` for 408, `LLM_ERROR` for the rest.
+fn classify(status: u16, kind: Option<&str>, code: Option<&str>, message: &dyn Msg) -> Error {
+    let overflow = kind == Some("exceed_context_size_error")
+        || code == Some("context_length_exceeded")
+        || OVERFLOW_WORDS.iter().any(|w| message.contains_ignore_case(w));
+    let (c, hint) = if overflow {
+        (Code::ContextOverflow, " (the prompt does not fit the model's context)")
+    } else {
+        match status {
+            429 => (Code::LlmUnavailable, " (rate limited)"),
+            502..=504 => (Code::LlmUnavailable, " (the server is not ready)"),
+            408 => (Code::LlmTimeout, ""),
+            401 | 403 => (Code::LlmError, " (check the API key named by api_key_env)"),
+            404 => (Code::LlmError, " (check the endpoint URL and the model name)"),
+            _ => (Code::LlmError, ""),
+        }
+    };
+    Error::new(
+        c,
+        file!(),
+        line!(),
+        format_args!("the LLM server answered {}{}{}{}: {}", status, Typed(kind), Typed(code), hint, message.show()),
+    )
+}
+
+/// ` [type]` when known.
+struct Typed<'a>(Option<&'a str>);
+impl fmt::Display for Typed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(t) if !t.is_empty() => write!(f, " [{}]", t),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A message that may be a `&str` or raw bytes.
+trait Msg {
+    fn contains_ignore_case(&self, needle: &str) -> bool;
+    fn show(&self) -> &dyn fmt::Display;
+}
+
+impl Msg for &str {
+    fn contains_ignore_case(&self, needle: &str) -> bool {
+        contains_ignore_case(self.as_bytes(), needle)
+    }
+    fn show(&self) -> &dyn fmt::Display {
+        self
+    }
+}
+
+/// Raw body bytes shown lossily, whitespace collapsed.
+struct String8<'a>(&'a [u8]);
+
+impl Msg for String8<'_> {
+    fn contains_ignore_case(&self, needle: &str) -> bool {
+        contains_ignore_case(self.0, needle)
+    }
+    fn show(&self) -> &dyn fmt::Display {
+        self
+    }
+}
+
+impl fmt::Display for String8<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let body = self.0.trim_ascii();
+        if body.is_empty() {
+            return f.write_str("(empty body)");
+        }
+        let mut space = false;
+        for chunk in body.get(..400).unwrap_or(body).utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if c.is_whitespace() || c.is_control() {
+                    space = true;
+                    continue;
+                }
+                if space {
+                    f.write_str(" ")?;
+                    space = false;
+                }
+                write!(f, "{}", c)?;
+            }
+            if !chunk.invalid().is_empty() {
+                f.write_str("\u{fffd}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn contains_ignore_case(hay: &[u8], needle: &str) -> bool {
+    let n = needle.as_bytes();
+    !n.is_empty() && hay.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acc() -> Accumulator {
+        Accumulator::new(1024, 1024)
+    }
+
+    #[test]
+    fn think_blocks_move_to_reasoning() {
+        let mut a = acc();
+        a.push_content("  <think>\nplan it\n</think>\n\n<act>x</act>").unwrap();
+        split_think(&mut a);
+        assert_eq!((a.content_str(), a.reasoning_str()), ("<act>x</act>", Some("plan it")));
+        let mut a = acc();
+        a.push_content("only closing</think><act>y</act>").unwrap();
+        split_think(&mut a);
+        assert_eq!((a.content_str(), a.reasoning_str()), ("<act>y</act>", Some("only closing")));
+        let mut a = acc();
+        a.push_content("<think>cut by length").unwrap();
+        split_think(&mut a);
+        assert_eq!((a.content_str(), a.outcome()), ("", Outcome::ReasoningOnly));
+        let mut a = acc();
+        a.push_content("<think></think><act>z</act>").unwrap();
+        split_think(&mut a);
+        assert_eq!((a.content_str(), a.reasoning_str()), ("<act>z</act>", None));
+        let mut a = acc();
+        a.push_content("no think <think> here").unwrap();
+        split_think(&mut a);
+        assert_eq!(a.content_str(), "no think <think> here");
+    }
+
+    #[test]
+    fn reasoning_is_cut_not_failed() {
+        let mut a = Accumulator::new(8, 5);
+        a.push_reasoning("abcé");
+        a.push_reasoning("é");
+        assert_eq!(a.reasoning.as_str(), Some("abcé"));
+        assert!(a.reasoning_cut);
+        assert_eq!(a.push_content("123456789").unwrap_err().code(), Code::CapacityExceeded);
+    }
+
+    #[test]
+    fn non_json_error_bodies_are_quoted() {
+        let mut doc = Document::with_capacity(64, 1024);
+        let e = server_error(500, b"Internal Server Error\n\n  trace", &mut doc);
+        assert_eq!(e.code(), Code::LlmError);
+        assert!(e.message().ends_with("answered 500: Internal Server Error trace"), "{}", e);
+        let e = server_error(503, b"", &mut doc);
+        assert_eq!(e.code(), Code::LlmUnavailable);
+        assert!(e.message().contains("(empty body)"));
+    }
+}

@@ -1,0 +1,112 @@
+//! What the LLM client needs to know, as a plain struct with documented defaults. The agent's
+//! configuration layer fills it from `config.json`; the client checks it once, at start-up
+//! ([`super::Client::new`]), so a mistake is reported before the first cycle.
+
+use crate::http::{RetryPolicy, Transport};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which wire protocol the server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ProviderKind {
+    /// `POST <endpoint>/chat/completions` (LM Studio, llama.cpp, vLLM, Ollama's `/v1`,
+    /// OpenAI, OpenRouter). The default.
+    #[default]
+    OpenAi,
+    /// Ollama's native `POST /api/chat`, which takes `options.num_ctx` (Ollama's `/v1` does not,
+    /// and otherwise truncates long prompts silently).
+    Ollama,
+    /// Scripted replies from a JSON Lines file ([`Settings::replay_path`]), for demos and tests.
+    Replay,
+}
+
+impl ProviderKind {
+    /// Parses the config spelling: `"openai"`, `"ollama"` or `"replay"`.
+    pub fn from_name(name: &str) -> Option<ProviderKind> {
+        match name {
+            "openai" => Some(ProviderKind::OpenAi),
+            "ollama" => Some(ProviderKind::Ollama),
+            "replay" => Some(ProviderKind::Replay),
+            _ => None,
+        }
+    }
+
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Ollama => "ollama",
+            ProviderKind::Replay => "replay",
+        }
+    }
+}
+
+/// The LLM client's settings. See each field for its default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// Wire protocol. Default [`ProviderKind::OpenAi`].
+    pub provider: ProviderKind,
+    /// Server URL. For `openai`: the API base (`http://127.0.0.1:1234/v1`, the default, LM
+    /// Studio's port), to which `/chat/completions` and `/models` are added; a URL that already
+    /// ends in `/chat/completions` is used as it is. For `ollama`: the server root
+    /// (`http://127.0.0.1:11434`), to which `/api/chat` and `/api/tags` are added (a trailing
+    /// `/api` or `/api/chat` is accepted). Unused by `replay`.
+    pub endpoint: String,
+    /// Model name sent with each request. Default `"local-model"` (LM Studio and llama.cpp
+    /// answer with whatever model is loaded; Ollama and vLLM need the real name).
+    pub model: String,
+    /// Sampling temperature; `None` leaves it to the server. Default `Some(0.7)`.
+    pub temperature: Option<f64>,
+    /// Most tokens to generate (`max_tokens`; Ollama `num_predict`); `None` leaves it to the
+    /// server. Default `Some(4096)`.
+    pub max_tokens: Option<u32>,
+    /// Stop sequences. Servers strip them from the content. Default none.
+    pub stop: Vec<String>,
+    /// A JSON object whose members are added to the request body as they are, e.g.
+    /// `{"reasoning_effort":"none"}`, a GBNF `grammar`, `chat_template_kwargs`. A member named
+    /// like one the client writes (`model`, `temperature`, `options`, ...) replaces the
+    /// client's. Empty (the default) for none.
+    pub extra: String,
+    /// Name of the environment variable holding the API key, sent as `Authorization: Bearer`.
+    /// The key itself never appears in the config, the logs or `Debug` output. Default none.
+    pub api_key_env: Option<String>,
+    /// Ask for a streamed reply (SSE, or NDJSON for Ollama native), so progress can be shown.
+    /// Default `false`.
+    pub stream: bool,
+    /// The model's context window in tokens; sent as Ollama's `options.num_ctx`. Default
+    /// `Some(8192)`.
+    pub context_window: Option<u32>,
+    /// How requests travel: the built-in client (`http://` only, the default) or the system
+    /// `curl` (needed for `https://`).
+    pub transport: Transport,
+    /// Connect timeout. Default 10 s.
+    pub connect_timeout: Duration,
+    /// Per-read timeout (silence between bytes). Default 600 s.
+    pub read_timeout: Duration,
+    /// Retries and backoff. Default 3 retries, 100 ms base, 5 s cap.
+    pub retry: RetryPolicy,
+    /// The replay script, for [`ProviderKind::Replay`]. Default none.
+    pub replay_path: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            provider: ProviderKind::OpenAi,
+            endpoint: "http://127.0.0.1:1234/v1".to_string(),
+            model: "local-model".to_string(),
+            temperature: Some(0.7),
+            max_tokens: Some(4096),
+            stop: Vec::new(),
+            extra: String::new(),
+            api_key_env: None,
+            stream: false,
+            context_window: Some(8192),
+            transport: Transport::Tcp,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(600),
+            retry: RetryPolicy::default(),
+            replay_path: None,
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Streamed replies, decoded as they arrive: Server-Sent Events (OpenAI-compatible servers) and
+//! newline-delimited JSON (Ollama native).
+//!
+//! SSE (WHATWG HTML §9.2): lines end in LF, CR LF or CR; `data:` lines (one optional space
+//! after the colon) accumulate an event, an empty line dispatches it, lines starting with `:`
+//! are comments (llama.cpp and sse-starlette send them as keep-alive pings while a long prompt
+//! is processed) and other fields (`event:`, `id:`, `retry:`) are ignored. `data: [DONE]` ends
+//! the stream. Events and transport chunks are independent: an event may straddle chunks, and
+//! one chunk may hold several events, so bytes are gathered into a fixed line buffer first.
+//! The first delta may carry `"content": null`; the last may carry only `usage`.
+//!
+//! NDJSON: one JSON object per line; `done: true` ends it; a mid-stream failure is a final
+//! `{"error": "..."}` line while the HTTP status is already 200, and becomes the same typed
+//! error as a non-streamed one.
+//!
+//! After each piece of text the progress callback gets the count of pieces so far (one per
+//! delta, which is one token on every server observed), and the stop check is asked, so a
+//! status line can show a slow model is alive and SIGTERM ends a long stream promptly.
+
+use super::reply::{apply, Accumulator, Wire};
+use crate::error::Result;
+use crate::fixed::FixedBuf;
+use crate::http::BodySink;
+use crate::json::Document;
+
+/// A [`BodySink`] that decodes a streamed reply into an [`Accumulator`].
+pub(crate) struct StreamSink<'a> {
+    pub(crate) wire: Wire,
+    pub(crate) line: &'a mut FixedBuf,
+    pub(crate) data: &'a mut FixedBuf,
+    pub(crate) doc: &'a mut Document,
+    pub(crate) acc: &'a mut Accumulator,
+    pub(crate) progress: &'a mut dyn FnMut(u64),
+    pub(crate) should_stop: &'a dyn Fn() -> bool,
+    /// The end marker (`[DONE]`, `done: true`) was seen; later bytes are ignored.
+    pub(crate) done: bool,
+    /// The last byte seen was a CR (so a following LF belongs to the same line end).
+    pub(crate) after_cr: bool,
+}
+
+impl BodySink for StreamSink<'_> {
+    fn reset(&mut self) {
+        self.line.clear();
+        self.data.clear();
+        self.acc.reset();
+        self.done = false;
+        self.after_cr = false;
+    }
+
+    fn write(&mut self, mut bytes: &[u8]) -> Result<()> {
+        while !bytes.is_empty() {
+            if self.after_cr && bytes.first() == Some(&b'\n') {
+                bytes = bytes.get(1..).unwrap_or(&[]);
+                self.after_cr = false;
+                continue;
+            }
+            self.after_cr = false;
+            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(i) => {
+                    self.push_line_bytes(bytes.get(..i).unwrap_or(&[]))?;
+                    self.after_cr = bytes.get(i) == Some(&b'\r');
+                    bytes = bytes.get(i + 1..).unwrap_or(&[]);
+                    self.end_line()?;
+                }
+                None => {
+                    self.push_line_bytes(bytes)?;
+                    bytes = &[];
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StreamSink<'_> {
+    fn push_line_bytes(&mut self, b: &[u8]) -> Result<()> {
+        self.line.extend_from_slice(b).map_err(|_| {
+            err!(
+                ResponseTooLarge,
+                "a streamed line is longer than {} bytes (LLM_MAX_EVENT_BYTES)",
+                self.line.capacity()
+            )
+        })
+    }
+
+    /// Handles the complete line in `self.line`.
+    fn end_line(&mut self) -> Result<()> {
+        if self.done {
+            self.line.clear();
+            return Ok(());
+        }
+        match self.wire {
+            Wire::OpenAi => self.sse_line(),
+            Wire::Ollama => {
+                let r = if self.line.as_slice().trim_ascii().is_empty() { Ok(()) } else { self.dispatch_line() };
+                self.line.clear();
+                r
+            }
+        }
+    }
+
+    fn sse_line(&mut self) -> Result<()> {
+        let line = self.line.as_slice();
+        let r = if line.is_empty() {
+            self.dispatch_data()
+        } else if line.first() == Some(&b':') {
+            Ok(())
+        } else if let Some(value) = line.strip_prefix(b"data:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            let sep = if self.data.is_empty() { &b""[..] } else { b"\n" };
+            let (data, cap) = (&mut *self.data, self.line.capacity());
+            data.extend_from_slice(sep).and_then(|_| data.extend_from_slice(value)).map_err(|_| {
+                err!(ResponseTooLarge, "a streamed event is longer than {} bytes (LLM_MAX_EVENT_BYTES)", cap)
+            })
+        } else {
+            Ok(())
+        };
+        self.line.clear();
+        r
+    }
+
+    /// Dispatches the gathered SSE event.
+    fn dispatch_data(&mut self) -> Result<()> {
+        if self.data.is_empty() {
+            return Ok(());
+        }
+        let r = if self.data.as_slice().trim_ascii() == b"[DONE]" {
+            self.done = true;
+            Ok(())
+        } else {
+            let before = self.acc.pieces;
+            self.doc.parse(self.data.as_slice()).map_err(|e| e.context(format_args!("a streamed event")))?;
+            apply(self.doc.root(), self.wire, 200, self.acc).map(|_| ()).and_then(|_| self.after_piece(before))
+        };
+        self.data.clear();
+        r
+    }
+
+    /// Dispatches one NDJSON line.
+    fn dispatch_line(&mut self) -> Result<()> {
+        let before = self.acc.pieces;
+        self.doc.parse(self.line.as_slice()).map_err(|e| e.context(format_args!("a streamed line")))?;
+        if apply(self.doc.root(), self.wire, 200, self.acc)? {
+            self.done = true;
+        }
+        self.after_piece(before)
+    }
+
+    fn after_piece(&mut self, before: u64) -> Result<()> {
+        if self.acc.pieces != before {
+            (self.progress)(self.acc.pieces);
+        }
+        if (self.should_stop)() {
+            bail!(Interrupted, "stopped while the model was streaming its reply");
+        }
+        Ok(())
+    }
+
+    /// Handles what is left when the body ends: a last line or event without its terminator.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        if !self.line.is_empty() {
+            self.end_line()?;
+        }
+        if self.wire == Wire::OpenAi && !self.done {
+            self.dispatch_data()?;
+        }
+        Ok(())
+    }
+}
