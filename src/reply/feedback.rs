@@ -14,7 +14,8 @@ use core::fmt;
 
 /// Writes the feedback for `it` (the model's last reply, read in state `state`). Writes
 /// nothing when the reply has no error (see [`Interpretation::has_errors`]) and at least one
-/// instruction: there is nothing to correct.
+/// instruction: there is nothing to correct. A reply that was partly used gets its errors
+/// only; one that was not used at all also gets the canonical example for `state`.
 pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: &str) -> fmt::Result {
     if !it.is_empty() && !it.has_errors() {
         return Ok(());
@@ -22,7 +23,7 @@ pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: 
     if it.is_empty() {
         out.write_str("Your last reply could not be used: it held no valid instruction.\n")?;
     } else {
-        out.write_str("Part of your last reply was not used.\n")?;
+        out.write_str("Part of your last reply was not used (the rest was carried out):\n")?;
     }
     let mut listed = 0;
     for severity in [Severity::Error, Severity::Warning] {
@@ -33,6 +34,9 @@ pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: 
             writeln!(out, "- {}: {}", p.code.as_str(), p.detail.as_str())?;
             listed += 1;
         }
+    }
+    if !it.is_empty() {
+        return Ok(());
     }
     out.write_str("After any reasoning, answer with exactly one <agent> block, like this:\n")?;
     write_example(out, state)
@@ -114,8 +118,9 @@ mod tests {
     fn partial_use_is_said() {
         let r = "<action><type>storage_load</type><tags>a</tags></action><action><type>storage_load</type><tags>b</tags></action>";
         let f = feedback(r, "executing");
-        assert!(f.starts_with("Part of your last reply was not used."), "{f}");
+        assert!(f.starts_with("Part of your last reply was not used"), "{f}");
         assert!(f.contains("TOO_MANY_ACTIONS"), "{f}");
+        assert!(!f.contains("<agent>"), "{f}");
     }
 
     #[test]
