@@ -1269,7 +1269,11 @@ impl Store {
             };
             let log::Line { offset, len, complete } = line;
             let text = reader.text(&scratch, len);
-            let decoded = if complete { log::decode(text) } else { Err(err!(JsonInvalid, "record has no newline")) };
+            let decoded = if complete {
+                log::decode(text)
+            } else {
+                Err(err!(JsonInvalid, "record has no newline (cut short, or longer than STORE_RECORD_MAX_BYTES)"))
+            };
             if first {
                 first = false;
                 match decoded {
