@@ -708,11 +708,11 @@ impl Agent {
                 Some(s) if self.config.agent.is_state(s) => s,
                 Some(s) => {
                     self.scratch.clear();
-                    self.scratch.format(format_args!(
-                        "Action: state_transition, Tags: {}, Result: not a state ({}); defaulting to thinking",
-                        s,
-                        self.config.agent.states.join(", ")
-                    ))?;
+                    self.scratch.format(format_args!("Action: state_transition, Tags: {}, Result: not a state (", s))?;
+                    for (i, name) in self.config.agent.states.iter().enumerate() {
+                        self.scratch.format(format_args!("{}{}", if i == 0 { "" } else { ", " }, name))?;
+                    }
+                    self.scratch.push_str("); defaulting to thinking")?;
                     let line = self.scratch.as_str().unwrap_or("");
                     logs::append(&mut mem.working, &self.config.agent.command_log, line, now, &mut self.rotate)?;
                     "thinking"
