@@ -128,6 +128,8 @@ pub struct ActionBrief {
 /// The agent: configuration, memory, store, model, and every buffer a cycle uses.
 pub struct Agent {
     dir: PathBuf,
+    /// Held for the agent's life: one writer per data directory.
+    _lock: super::lock::DataLock,
     pub config: Config,
     pub memory: MemoryFile,
     pub store: Store,
@@ -161,6 +163,7 @@ impl Agent {
     /// starts) `memory.json` and the store, and reserves every buffer.
     pub fn open(dir: &Path, config: Config, model: Model, exchange_log: bool) -> Result<Agent> {
         let now = crate::clock::now_unix();
+        let lock = super::lock::DataLock::acquire(dir)?;
         let mut store = Store::open(dir)?;
         let (mut memory, report) = memfile::load(dir, &mut store, now)?;
         if report.moved_aside > 0 {
@@ -179,6 +182,7 @@ impl Agent {
         }
         Ok(Agent {
             dir: dir.to_path_buf(),
+            _lock: lock,
             config,
             memory,
             store,
@@ -414,6 +418,8 @@ impl Agent {
             self.memory.iteration = cycle;
         }
         self.memory.agent.set(meta::LAST_CYCLE, itoa(now).as_str())?;
+        // Access counts of store reads this cycle (storage_load) go to the log with the cycle.
+        self.store.flush_access()?;
         self.saver.save(&self.memory)?;
         if took_inbox && matches!(self.model, Model::Client(_)) {
             self.inbox.done()?;
@@ -720,7 +726,8 @@ impl Agent {
                 Some(s) if self.config.agent.is_state(s) => s,
                 Some(s) => {
                     self.scratch.clear();
-                    self.scratch.format(format_args!("Action: state_transition, Tags: {}, Result: not a state (", s))?;
+                    self.scratch
+                        .format(format_args!("Action: state_transition, Tags: {}, Result: not a state (", s))?;
                     for (i, name) in self.config.agent.states.iter().enumerate() {
                         self.scratch.format(format_args!("{}{}", if i == 0 { "" } else { ", " }, name))?;
                     }
