@@ -52,13 +52,15 @@ pub const JSON_SMALL_DOC_TEXT_BYTES: usize = 256 * 1024;
 // Tagged reply format (the model's replies and the prompt's tag rendering)
 // ---------------------------------------------------------------------------------------------
 
-/// Largest model reply the tag parser reads, in bytes. A longer reply is rejected as a whole
-/// with `CAPACITY_EXCEEDED`. Cost: none by itself; bounds the tag arena below.
+/// Largest model reply the reply reader reads, in bytes. A longer reply is rejected as a whole
+/// (the reader's `REPLY_TOO_LARGE` problem; callers reading it from a file or socket may refuse
+/// it earlier with `CAPACITY_EXCEEDED`). Cost: none by itself; bounds the buffers below.
 pub const REPLY_MAX_BYTES: usize = 1 << 20;
 
 /// Extra room of the reply reader's working copy for bytes that are not UTF-8: each invalid
-/// byte becomes U+FFFD (3 bytes), so a reply with more than about this many / 2 invalid bytes
-/// no longer fits and is rejected as too large. Cost: this many bytes, reserved once.
+/// sequence (1 to 3 bytes) becomes U+FFFD (3 bytes), so a reply near the size limit with more
+/// than about 32 K of them no longer fits and is rejected as too large. Cost: this many bytes,
+/// reserved once.
 pub const REPLY_LOSSY_SLACK_BYTES: usize = 64 * 1024;
 
 /// Bytes of the reply reader's working copy (the reply with `<think>` blocks removed and
@@ -66,8 +68,8 @@ pub const REPLY_LOSSY_SLACK_BYTES: usize = 64 * 1024;
 pub const REPLY_WORK_BYTES: usize = REPLY_MAX_BYTES + REPLY_LOSSY_SLACK_BYTES;
 
 /// Most nodes (elements and text runs) of a parsed reply. A realistic reply has under 100;
-/// past this, parsing stops and the reply gets a `TOO_MANY_TAGS` problem. Cost: 44 bytes each
-/// (352 KiB), reserved once.
+/// past this, parsing stops and the reply gets a `TOO_MANY_TAGS` problem. Cost: 48 bytes each
+/// (384 KiB), reserved once.
 pub const TAG_MAX_NODES: usize = 8 * 1024;
 
 /// Bytes of names and decoded text of a parsed reply, plus text the interpreter derives from
@@ -81,11 +83,12 @@ pub const TAG_TEXT_BYTES: usize = REPLY_WORK_BYTES + 16 * 1024;
 pub const TAG_MAX_DEPTH: usize = 64;
 
 /// Most instructions one reply yields (actions, next state, logs). Past this, the rest are
-/// dropped with a `TOO_MANY_INSTRUCTIONS` problem. Cost: 64 bytes each (4 KiB), reserved once.
+/// dropped with a `TOO_MANY_INSTRUCTIONS` problem. Cost: 72 bytes each (4.5 KiB), inline in the
+/// reader.
 pub const REPLY_MAX_INSTRUCTIONS: usize = 64;
 
-/// Most problems recorded for one reply; further ones are counted, not kept. Cost: about 200
-/// bytes each, inline in the reader.
+/// Most problems recorded for one reply; further ones are counted, not kept. Cost: about 180
+/// bytes each (2.9 KiB), inline in the reader.
 pub const REPLY_MAX_PROBLEMS: usize = 16;
 
 /// Bytes of the detail text of one problem (what was found, what was expected); longer text
@@ -98,7 +101,8 @@ pub const REPLY_DEFAULT_MAX_ACTIONS: usize = 1;
 
 /// Regions of a reply the reader removes or rewrites (`<think>` blocks, invalid UTF-8 runs)
 /// that it remembers to map offsets back to the original reply. Past this, offsets after the
-/// last remembered region are approximate (marked so). Cost: 8 bytes each, inline.
+/// last remembered region are approximate (never past the end of the reply). Cost: 8 bytes
+/// each (2 KiB), inline in the reader.
 pub const REPLY_MAX_OFFSET_SEGMENTS: usize = 256;
 
 // ---------------------------------------------------------------------------------------------
@@ -221,12 +225,13 @@ pub const EXCHANGE_FILE_MAX_BYTES: usize = 64 * 1024 * 1024;
 /// Most JSON nodes in an import file. Cost: one document node each, only during an import.
 pub const EXCHANGE_FILE_MAX_NODES: usize = 2 * 1024 * 1024;
 
-/// Most entries in the tagged store. Cost: one 48-byte index slot each plus 8 bytes of key
-/// hash table each (reserved once at open); see `memory::store` for the measured total.
+/// Most entries in the tagged store. Cost: a 32-byte index slot, a 16-byte tag set and 8 bytes
+/// of key hash table each, reserved once at open; with the tag and link tables below, 62 bytes
+/// per entry in all (`Store::ram_bytes`, about 3.9 MiB at this capacity).
 pub const STORE_MAX_ENTRIES: usize = 65_536;
 
 /// Most distinct tags in use across the store at once. Tags are interned: entries refer to
-/// them by 16-bit id. Cost: 12 bytes of table each plus 4 bytes of hash table.
+/// them by 16-bit id. Cost: 9 bytes of table each plus 8 bytes of hash table.
 pub const STORE_MAX_TAGS: usize = 8_192;
 
 /// Bytes of tag text interned in the tag table (all distinct tags together). Cost: this many

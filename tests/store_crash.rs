@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 //! Crash test of the tagged store: a child process streams writes (puts, deletes, links and
 //! compactions) and is killed with SIGKILL at a random moment, 200 times over the same store.
 //! After every kill the store must open, be internally consistent, and hold every write the

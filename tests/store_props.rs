@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 //! Property tests of the tagged store against naive reference implementations:
 //!
 //! - query results equal those of a brute-force filter-and-sort over a plain list of entries,

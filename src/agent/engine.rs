@@ -109,6 +109,8 @@ pub struct CycleReport {
     pub wm_entries: usize,
     pub store_entries: usize,
     pub paged_out: usize,
+    /// The server said the prompt overflowed its context; the agent paged out and asked again.
+    pub overflow_retried: bool,
     pub error: Option<Error>,
     /// A pause the loop should take before the next cycle (invalid-reply back-off).
     pub pause: Duration,
@@ -270,6 +272,7 @@ impl Agent {
     pub fn cycle(&mut self, progress: &mut dyn FnMut(u64), should_stop: &dyn Fn() -> bool) -> Result<CycleReport> {
         let started = Instant::now();
         let cycle = self.memory.iteration + 1;
+        let state_at_start = self.memory.state;
         let mut report = CycleReport {
             cycle,
             state: short(self.memory.state.as_str()),
@@ -287,6 +290,7 @@ impl Agent {
             wm_entries: 0,
             store_entries: 0,
             paged_out: 0,
+            overflow_retried: false,
             error: None,
             pause: Duration::ZERO,
             finished: false,
@@ -310,6 +314,7 @@ impl Agent {
                     }
                     self.reply.clear();
                     self.pending_error = None;
+                    let overflow_first = r.overflow_retried;
                     match r.reply {
                         Ok(x) => {
                             self.reply.content.push_str(x.content)?;
@@ -321,6 +326,10 @@ impl Agent {
                             self.reply.outcome = outcome_of(x.content, x.reasoning);
                         }
                         Err(e) => self.pending_error = Some(e),
+                    }
+                    if overflow_first && self.pending_error.is_none() {
+                        self.pending_error =
+                            Some(err!(ContextOverflow, "recorded: the server said the prompt overflowed its context"));
                     }
                 }
             }
@@ -357,6 +366,7 @@ impl Agent {
             self.bytes_per_token = (self.bytes_per_token * 0.8).max(1.0);
             let est = self.estimate(self.prompt.len());
             report.paged_out += self.fit(0, est * 3 / 4, now)?;
+            report.overflow_retried = true;
             outcome = self.ask(progress, should_stop);
         }
         report.latency = asked.elapsed();
@@ -375,6 +385,7 @@ impl Agent {
             Ok(()) => self.apply_reply(now, &mut problems, &mut report)?,
             Err(e) if e.code() == Code::NotFound && matches!(self.model, Model::Client(_)) => {
                 // The replay script is exhausted: the run is over, nothing happened this cycle.
+                self.memory.state = state_at_start;
                 report.finished = true;
                 return Ok(report);
             }
@@ -385,13 +396,15 @@ impl Agent {
         }
 
         // 5. Persist, then let go of the inbox, then tell the audit log.
-        if report.error.as_ref().is_none_or(|e| e.code() != Code::Interrupted) || took_inbox {
+        // A failed cycle is persisted too (its error, a request taken from the inbox), but only
+        // a cycle with a reply counts as an iteration.
+        if report.error.is_none() {
             self.memory.iteration = cycle;
-            self.memory.agent.set(meta::LAST_CYCLE, itoa(now).as_str())?;
-            self.saver.save(&self.memory)?;
-            if took_inbox && matches!(self.model, Model::Client(_)) {
-                self.inbox.done()?;
-            }
+        }
+        self.memory.agent.set(meta::LAST_CYCLE, itoa(now).as_str())?;
+        self.saver.save(&self.memory)?;
+        if took_inbox && matches!(self.model, Model::Client(_)) {
+            self.inbox.done()?;
         }
         if self.store.needs_compaction() {
             if let Err(e) = self.store.compact() {
@@ -429,7 +442,14 @@ impl Agent {
             error: report.error.as_ref().map(Error::code),
         };
         self.audit.append(&audit)?;
-        self.log_exchange(now, cycle, state_before.as_str(), took_inbox, report.error.as_ref())?;
+        self.log_exchange(
+            now,
+            cycle,
+            state_before.as_str(),
+            took_inbox,
+            report.overflow_retried,
+            report.error.as_ref(),
+        )?;
         self.cycles_this_run += 1;
         report.overhead = started.elapsed().saturating_sub(report.latency);
         Ok(report)
@@ -688,11 +708,11 @@ impl Agent {
                 Some(s) if self.config.agent.is_state(s) => s,
                 Some(s) => {
                     self.scratch.clear();
-                    self.scratch.format(format_args!(
-                        "Action: state_transition, Tags: {}, Result: not a state ({}); defaulting to thinking",
-                        s,
-                        self.config.agent.states.join(", ")
-                    ))?;
+                    self.scratch.format(format_args!("Action: state_transition, Tags: {}, Result: not a state (", s))?;
+                    for (i, name) in self.config.agent.states.iter().enumerate() {
+                        self.scratch.format(format_args!("{}{}", if i == 0 { "" } else { ", " }, name))?;
+                    }
+                    self.scratch.push_str("); defaulting to thinking")?;
                     let line = self.scratch.as_str().unwrap_or("");
                     logs::append(&mut mem.working, &self.config.agent.command_log, line, now, &mut self.rotate)?;
                     "thinking"
@@ -724,6 +744,7 @@ impl Agent {
         cycle: u64,
         state: &str,
         took_inbox: bool,
+        overflow_retried: bool,
         error: Option<&Error>,
     ) -> Result<()> {
         let Some(x) = self.exchange.as_mut() else { return Ok(()) };
@@ -743,6 +764,7 @@ impl Agent {
             finish_reason: finish,
             usage,
             error: error.map(|e| (e.code(), e.message())),
+            overflow_retried,
         })
     }
 

@@ -1,10 +1,12 @@
 //! The optional exchange log, and the recorded replies `lkjagent replay` runs again.
 //!
 //! With `agent.exchange_log` on, each run writes `logs/exchange-<run>/`:
-//! - `start/`: a copy of `memory.json` and of the store log as they were when the run started;
+//! - `start/`: copies of `config.json`, `agent-prompt.json`, `memory.json` and the store log as
+//!   they were when the run started;
 //! - `exchange.jsonl`: one JSON line per cycle: `time` (the cycle's clock), `cycle`, `state`,
-//!   `inbox` (a request taken that cycle, if any), `prompt` (the exact text sent), and what came
-//!   back: `content`, `reasoning`, `finish_reason`, `usage`, or `error` and `message`.
+//!   `inbox` (a request taken that cycle, if any), `prompt` (the exact text sent, the last one
+//!   when a context overflow made the agent page out and ask again: `overflow_retried`), and
+//!   what came back: `content`, `reasoning`, `finish_reason`, `usage`, or `error` and `message`.
 //!
 //! The reply fields use the names of the `replay` provider's script, so the file doubles as a
 //! script. [`Recorded`] reads it back for `lkjagent replay`: the same replies, the same clock
@@ -32,6 +34,8 @@ pub struct ExchangeRecord<'a> {
     pub finish_reason: Option<&'a str>,
     pub usage: Option<(u64, u64)>,
     pub error: Option<(Code, &'a str)>,
+    /// The server first answered `CONTEXT_OVERFLOW`; the agent paged out and asked again.
+    pub overflow_retried: bool,
 }
 
 /// The exchange log of one run.
@@ -48,7 +52,12 @@ impl ExchangeLog {
         let dir = data.join("logs").join(format!("exchange-{}", run));
         let start = dir.join("start");
         std::fs::create_dir_all(&start).map_err(|e| err!(Io, "cannot create {}: {}", start.display(), e))?;
-        for name in [crate::memory::file::MEMORY_FILE, crate::memory::store::LOG_NAME] {
+        for name in [
+            crate::memory::file::MEMORY_FILE,
+            crate::memory::store::LOG_NAME,
+            super::config::FILE_NAME,
+            super::segments::FILE_NAME,
+        ] {
             let from = data.join(name);
             if from.exists() {
                 std::fs::copy(&from, start.join(name))
@@ -100,6 +109,10 @@ fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
     }
     w.key("prompt")?;
     w.string(r.prompt)?;
+    if r.overflow_retried {
+        w.key("overflow_retried")?;
+        w.bool(true)?;
+    }
     if let Some((code, message)) = r.error {
         w.key("error")?;
         w.string(code.as_str())?;
@@ -132,6 +145,8 @@ fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
 /// One recorded cycle, as [`Recorded::next_cycle`] gives it.
 pub struct Replayed<'a> {
     pub time: u64,
+    /// The first request of the cycle overflowed the context (see [`ExchangeRecord`]).
+    pub overflow_retried: bool,
     pub inbox: Option<&'a str>,
     pub prompt: Option<&'a str>,
     /// The reply, or the recorded error.
@@ -223,7 +238,8 @@ impl Recorded {
                 }),
             }),
         };
-        Ok(Some(Replayed { time, inbox, prompt, reply }))
+        let overflow_retried = root.get("overflow_retried").and_then(|v| v.as_bool()).unwrap_or(false);
+        Ok(Some(Replayed { time, overflow_retried, inbox, prompt, reply }))
     }
 }
 

@@ -128,6 +128,8 @@ pub struct TagTable {
     table: IdTable,
     in_use: usize,
     dead_bytes: usize,
+    /// Scratch for arena compaction, reserved once.
+    order: Vec<u16>,
 }
 
 impl Default for TagTable {
@@ -147,6 +149,7 @@ impl TagTable {
             table: IdTable::new(STORE_MAX_TAGS),
             in_use: 0,
             dead_bytes: 0,
+            order: Vec::with_capacity(STORE_MAX_TAGS),
         }
     }
 
@@ -156,6 +159,7 @@ impl TagTable {
             + self.off.capacity() * 4
             + self.len.capacity()
             + self.refs.capacity() * 4
+            + self.order.capacity() * 2
             + self.table.ram_bytes()
     }
 
@@ -263,18 +267,21 @@ impl TagTable {
         self.in_use -= 1;
     }
 
-    /// Moves live tag text to the front of the arena.
+    /// Moves live tag text to the front of the arena (runs only when the arena is full).
     fn compact_arena(&mut self) {
-        let mut order: Vec<usize> = Vec::new();
         // Live ids in arena order, so each move goes downwards and never overwrites live text.
-        // (Bounded: at most STORE_MAX_TAGS items; this runs only when the arena is full.)
-        order.extend((0..self.refs.len()).filter(|&i| self.refs.get(i).copied().unwrap_or(0) > 0));
-        order.sort_unstable_by_key(|&i| self.off.get(i).copied().unwrap_or(0));
+        let mut order = core::mem::take(&mut self.order);
+        order.clear();
+        order.extend((0..self.refs.len()).filter(|&i| self.refs.get(i).copied().unwrap_or(0) > 0).map(|i| i as u16));
+        order.sort_unstable_by_key(|&i| self.off.get(usize::from(i)).copied().unwrap_or(0));
         let mut w = 0usize;
-        for i in order {
+        for &id in &order {
+            let i = usize::from(id);
             let start = self.off.get(i).copied().unwrap_or(0) as usize;
             let l = usize::from(self.len.get(i).copied().unwrap_or(0));
-            self.arena.copy_within(start..start + l, w);
+            if start + l <= self.arena.len() {
+                self.arena.copy_within(start..start + l, w);
+            }
             if let Some(o) = self.off.get_mut(i) {
                 *o = w as u32;
             }
@@ -282,6 +289,7 @@ impl TagTable {
         }
         self.arena.truncate(w);
         self.dead_bytes = 0;
+        self.order = order;
     }
 }
 

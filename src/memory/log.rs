@@ -33,10 +33,12 @@
 use crate::error::Result;
 use crate::fixed::{ArrayVec, FixedBuf};
 use crate::json::escape::write_json_str;
-use crate::limits::KEY_MAX_TAGS;
+use crate::limits::{KEY_MAX_TAGS, STORE_RECORD_MAX_BYTES};
 use crate::memory::hash::crc32;
 use crate::memory::key::Tag;
 use core::fmt::Write as _;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 
 /// The log's format name, in its header record.
 pub const FORMAT_NAME: &str = "lkjagent-store";
@@ -416,6 +418,134 @@ impl<'a> Cursor<'a> {
             bail!(JsonInvalid, "expected true or false at byte {}", self.pos + PREFIX_BYTES)
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading a log file line by line
+// ---------------------------------------------------------------------------------------------
+
+/// Bytes read from the log per read call while loading.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Scratch a [`LineReader`] needs: the longest record plus one read.
+pub const READ_SCRATCH_BYTES: usize = STORE_RECORD_MAX_BYTES + READ_CHUNK;
+
+pub struct Line {
+    /// File offset of the line.
+    pub offset: u64,
+    /// Length without the newline.
+    pub len: usize,
+    /// Whether it ended in a newline (a line cut by the end of the file or by the length
+    /// cap is not).
+    pub complete: bool,
+}
+
+/// Reads a log line by line through a caller's scratch buffer (at most
+/// `STORE_RECORD_MAX_BYTES + READ_CHUNK` bytes); a line longer than a record can be is
+/// returned cut (and fails its checksum).
+pub struct LineReader<'f> {
+    file: &'f File,
+    file_len: u64,
+    /// File offset of scratch[0].
+    base: u64,
+    /// Bytes valid in scratch.
+    filled: usize,
+    /// Start of the current line in scratch.
+    line_start: usize,
+    /// Start of the next line in scratch.
+    next_start: usize,
+}
+
+impl<'f> LineReader<'f> {
+    /// A reader of `file_len` bytes of `file`.
+    pub fn new(file: &'f File, file_len: u64) -> LineReader<'f> {
+        LineReader { file, file_len, base: 0, filled: 0, line_start: 0, next_start: 0 }
+    }
+
+    /// The text of the line last returned by [`LineReader::next`], `len` bytes long.
+    pub fn text<'s>(&self, scratch: &'s [u8], len: usize) -> &'s [u8] {
+        scratch.get(self.line_start..self.line_start + len).unwrap_or(&[])
+    }
+
+    /// The next line, read through `scratch` (reserve [`READ_SCRATCH_BYTES`]); `None` at the
+    /// end of the file.
+    pub fn next(&mut self, scratch: &mut Vec<u8>) -> Result<Option<Line>> {
+        loop {
+            let pending = scratch.get(self.next_start..self.filled).unwrap_or(&[]);
+            if let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+                let line = Line { offset: self.base + self.next_start as u64, len: nl, complete: true };
+                self.line_start = self.next_start;
+                self.next_start += nl + 1;
+                return Ok(Some(line));
+            }
+            let at_eof = self.base + self.filled as u64 >= self.file_len;
+            if at_eof || pending.len() > STORE_RECORD_MAX_BYTES {
+                if pending.is_empty() {
+                    return Ok(None);
+                }
+                let line = Line { offset: self.base + self.next_start as u64, len: pending.len(), complete: false };
+                self.line_start = self.next_start;
+                self.next_start = self.filled;
+                if !at_eof {
+                    self.skip_line()?;
+                }
+                return Ok(Some(line));
+            }
+            // Move the partial line to the front and read more.
+            scratch.copy_within(self.next_start..self.filled, 0);
+            self.base += self.next_start as u64;
+            self.filled -= self.next_start;
+            self.next_start = 0;
+            self.line_start = 0;
+            let want = READ_CHUNK.min((self.file_len - self.base - self.filled as u64) as usize);
+            scratch.resize(self.filled + want, 0);
+            let got = read_full(
+                self.file,
+                scratch.get_mut(self.filled..).unwrap_or(&mut []),
+                self.base + self.filled as u64,
+            )?;
+            self.filled += got;
+            scratch.truncate(self.filled);
+            if got == 0 {
+                self.file_len = self.base + self.filled as u64;
+            }
+        }
+    }
+
+    /// After an over-long line was returned (still in scratch, which is not touched here),
+    /// finds its end in the file and sets up the next call to continue after it.
+    fn skip_line(&mut self) -> Result<()> {
+        let mut pos = self.base + self.filled as u64;
+        let mut buf = [0u8; 4096];
+        while pos < self.file_len {
+            let got = read_full(self.file, &mut buf, pos)?;
+            if got == 0 {
+                break;
+            }
+            if let Some(nl) = buf.get(..got).and_then(|b| b.iter().position(|&x| x == b'\n')) {
+                pos += nl as u64 + 1;
+                break;
+            }
+            pos += got as u64;
+        }
+        // The next call drops scratch[..filled] (next_start == filled) and adds it to `base`,
+        // landing exactly on `pos`.
+        self.base = pos - self.filled as u64;
+        Ok(())
+    }
+}
+
+fn read_full(file: &File, buf: &mut [u8], at: u64) -> Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(buf.get_mut(n..).unwrap_or(&mut []), at + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => bail!(Io, "read failed: {}", e),
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -8,9 +8,11 @@
 //! - [`index`]: the store's fixed in-RAM tables (id hash table, interned tags).
 //! - [`query`]: query filters, orders and the reusable result list.
 //! - [`store`]: the persistent tagged store (append-only log, fixed index, compaction).
+//! - [`exchange`]: export and import in the era-B shape `{state, working_memory, storage}`.
 //! - [`file`]: `memory.json` (state, iteration, working set, agent map), era-B migration.
 
 pub mod atomic;
+pub mod exchange;
 pub mod file;
 pub mod hash;
 pub mod index;

@@ -19,8 +19,9 @@
 //!
 //! # RAM
 //!
-//! Per entry, a 48-byte slot (log offset and length, times as `u32` Unix seconds, access count,
-//! version, content hash, flags and up to 8 tag ids) and 8 bytes of key hash table; plus, shared,
+//! Per entry, a 32-byte slot (log offset and length, times as `u32` Unix seconds, access count,
+//! version, content hash, flags), a 16-byte tag set (up to 8 tag ids) and 8 bytes of key hash
+//! table; plus, shared,
 //! the tag table and the link table (see `limits.rs`). [`Store::ram_bytes`] measures the total;
 //! at [`STORE_MAX_ENTRIES`] it is about 62 bytes per entry. Values never stay in RAM.
 //!
@@ -28,8 +29,9 @@
 //!
 //! # Queries
 //!
-//! A query scans the slots' tag-id arrays (16 bytes each, contiguous, compared with a fixed
-//! 8-wide loop the compiler vectorises); no posting lists to maintain on writes. See
+//! A query scans the tag sets (16 bytes per entry in one dense array, each compared with a
+//! fixed 8-wide loop the compiler vectorises) and reads a slot only for entries whose tags
+//! match; there are no posting lists to maintain on writes. See
 //! `benches/bench_store.rs` for the measured latency.
 //!
 //! # Compaction
@@ -66,8 +68,14 @@ const LIVE: u8 = 1;
 const ARCHIVED: u8 = 2;
 const DIRTY_ACCESS: u8 = 4;
 
-/// One index slot: 48 bytes.
-#[derive(Clone, Copy)]
+/// An entry's tag ids, padded with [`NO_TAG`]: 16 bytes, kept apart from the slot so a query
+/// scans one dense array (see the module documentation).
+type TagSet = [u16; KEY_MAX_TAGS];
+
+const EMPTY_TAGS: TagSet = [NO_TAG; KEY_MAX_TAGS];
+
+/// One index slot: 32 bytes (its tags are in the parallel `tagsets` array).
+#[derive(Clone, Copy, Default)]
 struct Slot {
     off_lo: u32,
     off_hi: u8,
@@ -79,25 +87,6 @@ struct Slot {
     hits: u32,
     ver: u32,
     hash: u32,
-    tags: [u16; KEY_MAX_TAGS],
-}
-
-impl Default for Slot {
-    fn default() -> Self {
-        Slot {
-            off_lo: 0,
-            off_hi: 0,
-            flags: 0,
-            ntags: 0,
-            rec_len: 0,
-            created: 0,
-            accessed: 0,
-            hits: 0,
-            ver: 0,
-            hash: 0,
-            tags: [NO_TAG; KEY_MAX_TAGS],
-        }
-    }
 }
 
 impl Slot {
@@ -110,13 +99,20 @@ impl Slot {
     fn offset(&self) -> u64 {
         u64::from(self.off_lo) | (u64::from(self.off_hi) << 32)
     }
-    fn tag_ids(&self) -> &[u16] {
-        self.tags.get(..usize::from(self.ntags)).unwrap_or(&[])
-    }
-    fn has(&self, tag: u16) -> bool {
-        // The full fixed-width compare (padding is NO_TAG) vectorises.
-        self.tags.contains(&tag)
-    }
+}
+
+/// The tag ids of entry `id` (empty for a dead or unknown id). A free function over the two
+/// arrays, so callers can hold it while writing other fields of the store.
+fn tag_ids_in<'a>(tagsets: &'a [TagSet], slots: &[Slot], id: EntryId) -> &'a [u16] {
+    let n = slots.get(id as usize).filter(|s| s.live()).map_or(0, |s| usize::from(s.ntags));
+    tagsets.get(id as usize).and_then(|t| t.get(..n)).unwrap_or(&[])
+}
+
+/// Whether a tag set holds `tag`. The full fixed-width compare (padding is `NO_TAG`, which no
+/// query tag equals) compiles to a couple of vector instructions.
+#[inline]
+fn set_has(set: &TagSet, tag: u16) -> bool {
+    set.contains(&tag)
 }
 
 fn clamp32(t: u64) -> u32 {
@@ -228,8 +224,13 @@ pub struct Store {
     file: File,
     len: u64,
     slots: Vec<Slot>,
+    tagsets: Vec<TagSet>,
     cap: usize,
     live: usize,
+    /// No slot below this index is free (so creating does not rescan the full prefix).
+    free_hint: usize,
+    /// One past the highest live slot: scans stop here.
+    high: usize,
     keys: IdTable,
     tags: TagTable,
     links: Vec<(u32, u32)>,
@@ -273,8 +274,11 @@ impl Store {
             file,
             len: 0,
             slots: vec![Slot::default(); cap],
+            tagsets: vec![EMPTY_TAGS; cap],
             cap,
             live: 0,
+            free_hint: 0,
+            high: 0,
             keys: IdTable::new(cap),
             tags: TagTable::new(),
             links: Vec::with_capacity(STORE_MAX_LINKS),
@@ -282,7 +286,7 @@ impl Store {
             header_bytes: 0,
             corrupt: 0,
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
-            rbuf: Vec::with_capacity(STORE_RECORD_MAX_BYTES + READ_CHUNK),
+            rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             poisoned: false,
             #[cfg(test)]
@@ -295,10 +299,16 @@ impl Store {
     /// Re-reads the log from disk, rebuilding the index (and clearing the refusal to write
     /// after a failed write).
     pub fn reload(&mut self) -> Result<()> {
-        self.file = open_log(&self.path)?;
-        self.replay()?;
         self.poisoned = false;
-        Ok(())
+        let res = open_log(&self.path).and_then(|f| {
+            self.file = f;
+            self.replay()
+        });
+        if res.is_err() {
+            // A half-rebuilt index must not be written through.
+            self.poisoned = true;
+        }
+        res
     }
 
     /// The data directory.
@@ -326,6 +336,7 @@ impl Store {
     /// are not included.
     pub fn ram_bytes(&self) -> usize {
         self.slots.capacity() * core::mem::size_of::<Slot>()
+            + self.tagsets.capacity() * core::mem::size_of::<TagSet>()
             + self.keys.ram_bytes()
             + self.tags.ram_bytes()
             + self.links.capacity() * core::mem::size_of::<(u32, u32)>()
@@ -349,8 +360,7 @@ impl Store {
             n += 1;
         }
         let want = ids.get(..n).unwrap_or(&[]);
-        self.keys
-            .find(key_hash(want), |id| self.slots.get(id as usize).is_some_and(|s| s.live() && s.tag_ids() == want))
+        self.keys.find(key_hash(want), |id| tag_ids_in(&self.tagsets, &self.slots, id) == want)
     }
 
     /// Whether `id` is a live entry.
@@ -364,8 +374,8 @@ impl Store {
 
     /// The key of entry `id`.
     pub fn key(&self, id: EntryId) -> Option<Key> {
-        let s = self.slot(id)?;
-        Key::from_tags(s.tag_ids().iter().map(|&t| self.tags.name(t))).ok()
+        self.slot(id)?;
+        Key::from_tags(tag_ids_in(&self.tagsets, &self.slots, id).iter().map(|&t| self.tags.name(t))).ok()
     }
 
     /// The metadata of entry `id`.
@@ -546,7 +556,7 @@ impl Store {
         let mut written = 0;
         let mut pending = 0;
         self.wbuf.clear();
-        for i in 0..self.slots.len() {
+        for i in 0..self.high {
             let Some(s) = self.slots.get(i).copied() else { break };
             if !s.live() || s.flags & DIRTY_ACCESS == 0 {
                 continue;
@@ -581,7 +591,7 @@ impl Store {
     /// how many. Entries already archived are left alone by [`Cleanup::Archive`].
     pub fn cleanup(&mut self, cutoff: u64, action: Cleanup, now: u64) -> Result<usize> {
         let mut n = 0;
-        for i in 0..self.slots.len() {
+        for i in 0..self.high {
             let Some(s) = self.slots.get(i).copied() else { break };
             if !s.live() || u64::from(s.accessed) >= cutoff {
                 continue;
@@ -619,7 +629,9 @@ impl Store {
 
     fn create(&mut self, key: &Key, value: &str, now: u64) -> Result<Put> {
         check_value(value)?;
-        let Some(id) = self.slots.iter().position(|s| !s.live()) else {
+        let start = self.free_hint.min(self.slots.len());
+        let found = self.slots.get(start..).and_then(|rest| rest.iter().position(|s| !s.live()));
+        let Some(id) = found.map(|i| i + start) else {
             bail!(
                 CapacityExceeded,
                 "the store is full: {} entries (STORE_MAX_ENTRIES); delete or clean up first",
@@ -660,9 +672,8 @@ impl Store {
             hits: 0,
             ver: 1,
             hash: hash32(value),
-            tags: ids,
         };
-        self.install(id as u32, slot)?;
+        self.install(id as u32, slot, ids)?;
         self.compact_if_needed();
         Ok(Put { id: id as u32, version: 1, outcome: Outcome::Created })
     }
@@ -704,9 +715,11 @@ impl Store {
     /// Writes a `put` for live entry `id` with `head` and `value` (its tags unchanged) and
     /// points the slot at it.
     fn write_put(&mut self, id: EntryId, head: &PutHead, value: &str) -> Result<()> {
-        let Some(s) = self.slot(id).copied() else { bail!(NotFound, "no store entry with id {}", id) };
+        if self.slot(id).is_none() {
+            bail!(NotFound, "no store entry with id {}", id);
+        }
         self.wbuf.clear();
-        let names = s.tag_ids().iter().map(|&t| self.tags.name(t));
+        let names = tag_ids_in(&self.tagsets, &self.slots, id).iter().map(|&t| self.tags.name(t));
         log::encode_put(&mut self.wbuf, head, names, value)?;
         let at = self.commit()?;
         let rec_len = self.wbuf.len() as u32;
@@ -718,7 +731,9 @@ impl Store {
             slot.ver = head.ver;
             slot.accessed = clamp32(head.accessed);
             slot.hash = hash32(value);
-            slot.flags = if head.archived { slot.flags | ARCHIVED } else { slot.flags & !ARCHIVED };
+            slot.hits = clamp32(head.hits);
+            // The put carries the access statistics: nothing left to flush for this entry.
+            slot.flags = (if head.archived { slot.flags | ARCHIVED } else { slot.flags & !ARCHIVED }) & !DIRTY_ACCESS;
         }
         Ok(())
     }
@@ -806,9 +821,8 @@ impl Store {
             hits: old.hits,
             ver: head.ver,
             hash: old.hash,
-            tags: ids,
         };
-        self.install(id, slot)?;
+        self.install(id, slot, ids)?;
         self.compact_if_needed();
         Ok(*new_key)
     }
@@ -825,9 +839,9 @@ impl Store {
     }
 
     /// Puts a slot (whose tag references are already acquired) into the index.
-    fn install(&mut self, id: EntryId, slot: Slot) -> Result<()> {
-        let hash = key_hash(slot.tag_ids());
-        let Some(dst) = self.slots.get_mut(id as usize) else {
+    fn install(&mut self, id: EntryId, slot: Slot, tags: TagSet) -> Result<()> {
+        let hash = key_hash(tags.get(..usize::from(slot.ntags)).unwrap_or(&[]));
+        let (Some(dst), Some(dst_tags)) = (self.slots.get_mut(id as usize), self.tagsets.get_mut(id as usize)) else {
             bail!(
                 CapacityExceeded,
                 "entry id {} is beyond the store's capacity of {} (STORE_MAX_ENTRIES)",
@@ -836,6 +850,11 @@ impl Store {
             );
         };
         *dst = slot;
+        *dst_tags = tags;
+        self.high = self.high.max(id as usize + 1);
+        if self.free_hint == id as usize {
+            self.free_hint += 1;
+        }
         self.live += 1;
         self.live_bytes += u64::from(slot.rec_len);
         self.keys.insert(hash, id)
@@ -858,15 +877,22 @@ impl Store {
     /// entry is about to be installed again under the same id (new tags or a replayed put).
     fn unindex(&mut self, id: EntryId) {
         let Some(s) = self.slot(id).copied() else { return };
-        let hash = key_hash(s.tag_ids());
-        let slots = &self.slots;
-        self.keys.remove(hash, id, |other| slots.get(other as usize).map_or(0, |o| key_hash(o.tag_ids())));
-        for &t in s.tag_ids() {
+        let (slots, sets) = (&self.slots, &self.tagsets);
+        let mine = tag_ids_in(sets, slots, id);
+        self.keys.remove(key_hash(mine), id, |other| key_hash(tag_ids_in(sets, slots, other)));
+        for &t in mine {
             self.tags.release(t);
+        }
+        if let Some(set) = self.tagsets.get_mut(id as usize) {
+            *set = EMPTY_TAGS;
         }
         self.live_bytes = self.live_bytes.saturating_sub(u64::from(s.rec_len));
         if let Some(slot) = self.slots.get_mut(id as usize) {
             *slot = Slot::default();
+        }
+        self.free_hint = self.free_hint.min(id as usize);
+        while self.high > 0 && !self.slots.get(self.high - 1).is_some_and(|s| s.live()) {
+            self.high -= 1;
         }
         self.live -= 1;
     }
@@ -976,15 +1002,18 @@ impl Store {
         let rel = rel.get(..nrel).unwrap_or(&[]);
         let (cmin, cmax) = q.created;
         let (hmin, hmax) = q.hits;
-        for (i, s) in self.slots.iter().enumerate() {
-            if s.flags & LIVE == 0
-                || !req.iter().all(|&t| s.has(t))
-                || exc.iter().any(|&t| s.has(t))
-                || !q.archived.admits(s.archived())
+        let high = self.high;
+        let sets = self.tagsets.get(..high).unwrap_or(&[]);
+        let slots = self.slots.get(..high).unwrap_or(&[]);
+        for (i, (set, s)) in sets.iter().zip(slots.iter()).enumerate() {
+            // Tags first: they are the dense array; the slot is read only for candidates.
+            if !req.iter().all(|&t| set_has(set, t))
+                || exc.iter().any(|&t| set_has(set, t))
+                || (!opt.is_empty() && !opt.iter().any(|&t| set_has(set, t)))
             {
                 continue;
             }
-            if !opt.is_empty() && !opt.iter().any(|&t| s.has(t)) {
+            if s.flags & LIVE == 0 || !q.archived.admits(s.archived()) {
                 continue;
             }
             let created = u64::from(s.created);
@@ -992,7 +1021,7 @@ impl Store {
             if created < cmin || created > cmax || hits < hmin || hits > hmax {
                 continue;
             }
-            let shared = rel.iter().filter(|&&t| s.has(t)).count();
+            let shared = rel.iter().filter(|&&t| set_has(set, t)).count();
             let relevance = relevance_ppm(shared, usize::from(s.ntags), n_query);
             out.offer(Hit { id: i as u32, relevance_ppm: relevance, created, hits }, q.sort, limit);
         }
@@ -1015,7 +1044,7 @@ impl Store {
         }
         let limit = out.limit(max_results);
         let mut read = 0u64;
-        for i in 0..self.slots.len() {
+        for i in 0..self.high {
             let Some(s) = self.slots.get(i).copied() else { break };
             if !s.live() || !archived.admits(s.archived()) {
                 continue;
@@ -1039,7 +1068,7 @@ impl Store {
 
     /// Live entry ids in id order (for export and listing).
     pub fn ids(&self) -> impl Iterator<Item = EntryId> + '_ {
-        self.slots.iter().enumerate().filter(|(_, s)| s.live()).map(|(i, _)| i as u32)
+        self.slots.iter().take(self.high).enumerate().filter(|(_, s)| s.live()).map(|(i, _)| i as u32)
     }
 
     /// Statistics.
@@ -1056,7 +1085,7 @@ impl Store {
             ..Stats::default()
         };
         let mut best_hits = 0u32;
-        for (i, s) in self.slots.iter().enumerate().filter(|(_, s)| s.live()) {
+        for (i, s) in self.slots.iter().take(self.high).enumerate().filter(|(_, s)| s.live()) {
             let created = u64::from(s.created);
             if st.entries == 0 || created < st.oldest_created {
                 st.oldest_created = created;
@@ -1149,7 +1178,7 @@ impl Store {
         };
         self.wbuf.clear();
         log::encode_header(&mut self.wbuf)?;
-        for i in 0..self.slots.len() {
+        for i in 0..self.high {
             let Some(s) = self.slots.get(i).copied() else { break };
             if !s.live() {
                 continue;
@@ -1166,10 +1195,10 @@ impl Store {
             if self.wbuf.remaining() < s.rec_len as usize + 256 {
                 flush(&mut self.wbuf, &mut at)?;
             }
-            let names = s.tag_ids().iter().map(|&t| self.tags.name(t));
+            let names = tag_ids_in(&self.tagsets, &self.slots, i as u32).iter().map(|&t| self.tags.name(t));
             if log::encode_put(&mut self.wbuf, &head, names, &self.vbuf).is_err() {
                 flush(&mut self.wbuf, &mut at)?;
-                let names = s.tag_ids().iter().map(|&t| self.tags.name(t));
+                let names = tag_ids_in(&self.tagsets, &self.slots, i as u32).iter().map(|&t| self.tags.name(t));
                 log::encode_put(&mut self.wbuf, &head, names, &self.vbuf)?;
             }
         }
@@ -1190,10 +1219,13 @@ impl Store {
 
     fn reset(&mut self) {
         self.slots.iter_mut().for_each(|s| *s = Slot::default());
+        self.tagsets.iter_mut().for_each(|t| *t = EMPTY_TAGS);
         self.keys.clear();
         self.tags.clear();
         self.links.clear();
         self.live = 0;
+        self.free_hint = 0;
+        self.high = 0;
         self.live_bytes = 0;
         self.header_bytes = 0;
         self.corrupt = 0;
@@ -1221,7 +1253,7 @@ impl Store {
             .file
             .try_clone()
             .map_err(|e| err!(Io, "duplicating the handle of {} failed: {}", self.path.display(), e))?;
-        let mut reader = LineReader::new(&read_handle, file_len);
+        let mut reader = log::LineReader::new(&read_handle, file_len);
         let mut good_end = 0u64;
         let mut first = true;
         let mut bad_after_good: Option<(u64, Error)> = None;
@@ -1235,8 +1267,8 @@ impl Store {
                     return Err(e.context(format_args!("reading {}", self.path.display())));
                 }
             };
-            let Line { offset, len, complete } = line;
-            let text = scratch.get(reader.line_start..reader.line_start + len).unwrap_or(&[]);
+            let log::Line { offset, len, complete } = line;
+            let text = reader.text(&scratch, len);
             let decoded = if complete { log::decode(text) } else { Err(err!(JsonInvalid, "record has no newline")) };
             if first {
                 first = false;
@@ -1347,9 +1379,8 @@ impl Store {
                     hits: clamp32(head.hits),
                     ver: head.ver,
                     hash: hash32(&self.vbuf),
-                    tags: ids,
                 };
-                self.install(head.id, slot)
+                self.install(head.id, slot, ids)
             }
             Record::Touch { id, accessed, hits } => {
                 if let Some(s) = self.slots.get_mut(id as usize).filter(|s| s.live()) {
@@ -1447,115 +1478,6 @@ fn open_log(path: &Path) -> Result<File> {
         .truncate(false)
         .open(path)
         .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))
-}
-
-/// Bytes read from the log per read call while loading.
-const READ_CHUNK: usize = 64 * 1024;
-
-struct Line {
-    offset: u64,
-    len: usize,
-    complete: bool,
-}
-
-/// Reads a log line by line through a caller's scratch buffer (at most
-/// `STORE_RECORD_MAX_BYTES + READ_CHUNK` bytes); a line longer than a record can be is
-/// returned cut (and fails its checksum).
-struct LineReader<'f> {
-    file: &'f File,
-    file_len: u64,
-    /// File offset of scratch[0].
-    base: u64,
-    /// Bytes valid in scratch.
-    filled: usize,
-    /// Start of the current line in scratch.
-    line_start: usize,
-    /// Start of the next line in scratch.
-    next_start: usize,
-}
-
-impl<'f> LineReader<'f> {
-    fn new(file: &'f File, file_len: u64) -> LineReader<'f> {
-        LineReader { file, file_len, base: 0, filled: 0, line_start: 0, next_start: 0 }
-    }
-
-    fn next(&mut self, scratch: &mut Vec<u8>) -> Result<Option<Line>> {
-        loop {
-            let pending = scratch.get(self.next_start..self.filled).unwrap_or(&[]);
-            if let Some(nl) = pending.iter().position(|&b| b == b'\n') {
-                let line = Line { offset: self.base + self.next_start as u64, len: nl, complete: true };
-                self.line_start = self.next_start;
-                self.next_start += nl + 1;
-                return Ok(Some(line));
-            }
-            let at_eof = self.base + self.filled as u64 >= self.file_len;
-            if at_eof || pending.len() > STORE_RECORD_MAX_BYTES {
-                if pending.is_empty() {
-                    return Ok(None);
-                }
-                let line = Line { offset: self.base + self.next_start as u64, len: pending.len(), complete: false };
-                self.line_start = self.next_start;
-                self.next_start = self.filled;
-                if !at_eof {
-                    self.skip_line()?;
-                }
-                return Ok(Some(line));
-            }
-            // Move the partial line to the front and read more.
-            scratch.copy_within(self.next_start..self.filled, 0);
-            self.base += self.next_start as u64;
-            self.filled -= self.next_start;
-            self.next_start = 0;
-            self.line_start = 0;
-            let want = READ_CHUNK.min((self.file_len - self.base - self.filled as u64) as usize);
-            scratch.resize(self.filled + want, 0);
-            let got = read_full(
-                self.file,
-                scratch.get_mut(self.filled..).unwrap_or(&mut []),
-                self.base + self.filled as u64,
-            )?;
-            self.filled += got;
-            scratch.truncate(self.filled);
-            if got == 0 {
-                self.file_len = self.base + self.filled as u64;
-            }
-        }
-    }
-
-    /// After an over-long line was returned (still in scratch, which is not touched here),
-    /// finds its end in the file and sets up the next call to continue after it.
-    fn skip_line(&mut self) -> Result<()> {
-        let mut pos = self.base + self.filled as u64;
-        let mut buf = [0u8; 4096];
-        while pos < self.file_len {
-            let got = read_full(self.file, &mut buf, pos)?;
-            if got == 0 {
-                break;
-            }
-            if let Some(nl) = buf.get(..got).and_then(|b| b.iter().position(|&x| x == b'\n')) {
-                pos += nl as u64 + 1;
-                break;
-            }
-            pos += got as u64;
-        }
-        // The next call drops scratch[..filled] (next_start == filled) and adds it to `base`,
-        // landing exactly on `pos`.
-        self.base = pos - self.filled as u64;
-        Ok(())
-    }
-}
-
-fn read_full(file: &File, buf: &mut [u8], at: u64) -> Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(buf.get_mut(n..).unwrap_or(&mut []), at + n as u64) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => bail!(Io, "read failed: {}", e),
-        }
-    }
-    Ok(n)
 }
 
 #[cfg(test)]
@@ -1777,7 +1699,7 @@ mod tests {
 
     #[test]
     fn ram_per_entry_is_within_budget() {
-        assert_eq!(core::mem::size_of::<Slot>(), 48);
+        assert_eq!(core::mem::size_of::<Slot>() + core::mem::size_of::<TagSet>(), 48);
         let d = temp_dir("ram");
         let s = Store::open(&d).unwrap();
         let per_entry = s.ram_bytes() as f64 / s.capacity() as f64;
@@ -1806,6 +1728,69 @@ mod tests {
         drop(s);
         let e = Store::open_with_capacity(&d, 2).err().unwrap();
         assert_eq!(e.code(), Code::CapacityExceeded);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod damage_tests {
+    use super::*;
+    use crate::memory::key::normalize;
+
+    #[test]
+    fn an_over_long_damaged_line_is_skipped() {
+        let d = std::env::temp_dir().join(format!("lkj-store-longline-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        let mut s = Store::open_with_capacity(&d, 8).unwrap();
+        s.put(&normalize("before").unwrap(), "1", 1).unwrap();
+        drop(s);
+        // Garbage longer than any record, then a newline, then a good record.
+        let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
+        bytes.resize(bytes.len() + log::READ_SCRATCH_BYTES * 3 + 17, b'x');
+        bytes.push(b'\n');
+        let mut rec = FixedBuf::with_capacity("test", 1024);
+        let head = PutHead { id: 3, ver: 1, created: 2, accessed: 2, hits: 0, archived: false };
+        log::encode_put(&mut rec, &head, ["after"].into_iter(), "2").unwrap();
+        bytes.extend_from_slice(rec.as_slice());
+        fs::write(d.join(LOG_NAME), &bytes).unwrap();
+        let mut s = Store::open_with_capacity(&d, 8).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.stats().corrupt_records, 1);
+        assert_eq!(s.load(&normalize("after").unwrap(), 3).unwrap(), Some("2"));
+        assert_eq!(s.load(&normalize("before").unwrap(), 3).unwrap(), Some("1"));
+        // And the same garbage as a torn tail (no newline) is cut off.
+        drop(s);
+        let good = fs::metadata(d.join(LOG_NAME)).unwrap().len();
+        let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
+        bytes.resize(bytes.len() + STORE_RECORD_MAX_BYTES + 5, b'y');
+        fs::write(d.join(LOG_NAME), &bytes).unwrap();
+        let s = Store::open_with_capacity(&d, 8).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(fs::metadata(d.join(LOG_NAME)).unwrap().len(), good);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod enospc_tests {
+    use super::*;
+    use crate::error::Code;
+
+    #[test]
+    fn a_full_disk_is_persist_failed() {
+        // /dev/full answers every write with ENOSPC: a log that is a link to it stands for a
+        // full disk at the first write (the header of a new log).
+        if !Path::new("/dev/full").exists() {
+            return;
+        }
+        let d = std::env::temp_dir().join(format!("lkj-store-enospc-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        std::os::unix::fs::symlink("/dev/full", d.join(LOG_NAME)).unwrap();
+        let e = Store::open_with_capacity(&d, 4).err().unwrap();
+        assert_eq!(e.code(), Code::PersistFailed);
+        assert!(e.message().contains("No space left"), "{}", e.message());
         fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -5,15 +5,21 @@
 //! - **`<think>...</think>` blocks are dropped** (Qwen3, DeepSeek-R1 and friends reason there;
 //!   a tag mentioned in the reasoning must never count as an instruction). Blocks do not nest:
 //!   inside one, a second `<think>` is part of the reasoning.
-//! - **An orphan `</think>`** (one with no `<think>` before it: LM Studio and llama.cpp often
-//!   put the opening tag in the prompt template, so the reply starts inside the reasoning) drops
-//!   everything before it, as the era-C original did. With several, the last one wins.
+//! - **An orphan `</think>`** (LM Studio and llama.cpp often put the opening tag in the prompt
+//!   template, so the reply starts inside the reasoning) drops everything before it, as the
+//!   era-C original did. A reply that does not start with `<think>` but holds a `</think>` is
+//!   read that way: up to its first `</think>` is reasoning, even if the reasoning mentions
+//!   `<think>`. A later `</think>` with no block open again drops everything before it.
 //! - **An unclosed `<think>`** drops everything after it, to the end of the reply. A reply cut
 //!   by `max_tokens` while reasoning then yields nothing rather than half-thoughts taken for
 //!   instructions; the reader reports it (`UNCLOSED_THINK`) so the feedback can say why.
 //! - **Bytes that are not UTF-8** (a server or proxy mangling text, a binary blob) are replaced,
 //!   one U+FFFD per invalid sequence as `String::from_utf8_lossy` does, and reported with the
 //!   offset of the first one. A reply is never refused for it: the tags around are still good.
+//! - **gpt-oss "harmony" channels** passed through as text (`<|channel|>analysis<|message|>...
+//!   <|end|><|start|>assistant<|channel|>final<|message|>...`): only what follows the last
+//!   `final` channel's `<|message|>` is the answer. Channels with no `final` one (the reply was
+//!   cut while reasoning) are dropped like an unclosed `<think>`.
 //! - Markers are matched ASCII-case-insensitively (`<Think>`). `<thinking>` is not a think
 //!   block: it is the era-A reasoning block, which the interpreter reads as a log entry.
 //!
@@ -21,7 +27,7 @@
 //! fence line inside an element is part of that element's text (a value may hold code).
 //!
 //! Offsets: everything after cleaning (tag offsets, problems) is mapped back to offsets in the
-//! original reply through [`OffsetMap`], so a user reading `parse-reply` output can find the
+//! original reply through an offset map, so a user reading `parse-reply` output can find the
 //! spot in the file the model wrote.
 
 use crate::fixed::ArrayVec;
@@ -33,8 +39,10 @@ use crate::limits::{REPLY_MAX_BYTES, REPLY_MAX_OFFSET_SEGMENTS, REPLY_WORK_BYTES
 pub(crate) struct OffsetMap {
     segs: ArrayVec<(u32, u32), REPLY_MAX_OFFSET_SEGMENTS>,
     /// Some runs were not recorded (too many): offsets after the last recorded run are
-    /// approximate.
+    /// approximate (never past the end of the reply).
     pub approximate: bool,
+    /// Bytes of the original reply.
+    raw_len: u32,
 }
 
 impl OffsetMap {
@@ -50,7 +58,7 @@ impl OffsetMap {
     }
 
     /// The offset in the original reply of offset `w` of the cleaned text.
-    pub fn to_raw(&self, w: u32) -> u32 {
+    pub fn raw_offset(&self, w: u32) -> u32 {
         let mut best = (0u32, 0u32);
         for &(ws, rs) in self.segs.iter() {
             if ws > w {
@@ -58,7 +66,7 @@ impl OffsetMap {
             }
             best = (ws, rs);
         }
-        best.1.saturating_add(w - best.0)
+        best.1.saturating_add(w - best.0).min(self.raw_len)
     }
 }
 
@@ -71,8 +79,11 @@ pub struct CleanReport {
     pub think_blocks: u32,
     /// The last orphan `</think>`: everything before it was removed.
     pub orphan_think_end: Option<u32>,
-    /// A `<think>` never closed: everything from it on was removed.
+    /// A `<think>` never closed (or harmony channels with no `final` one): everything from it
+    /// on was removed.
     pub unclosed_think: Option<u32>,
+    /// Harmony channels: the answer starts here, after the `final` channel's `<|message|>`.
+    pub harmony_final: Option<u32>,
     /// Invalid UTF-8 sequences replaced by U+FFFD.
     pub invalid_utf8: u32,
     /// The first of them.
@@ -95,19 +106,92 @@ fn marker_at(b: &[u8], i: usize) -> Option<bool> {
     None
 }
 
+/// Finds `needle` in `hay` at or after `from`.
+fn find_bytes(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    let first = *needle.first()?;
+    let mut i = from;
+    while let Some(rel) = hay.get(i..).and_then(|r| r.iter().position(|&c| c == first)) {
+        let at = i + rel;
+        if hay.get(at..at + needle.len()) == Some(needle) {
+            return Some(at);
+        }
+        i = at + 1;
+    }
+    None
+}
+
+/// Where harmony channels put the answer.
+enum Harmony {
+    /// No channels.
+    None,
+    /// The final channel's message starts here.
+    Final(usize),
+    /// Channels, but no final message: reasoning from here on.
+    Unfinished(usize),
+}
+
+fn harmony(raw: &[u8]) -> Harmony {
+    const CHANNEL: &[u8] = b"<|channel|>";
+    let Some(first) = find_bytes(raw, CHANNEL, 0) else { return Harmony::None };
+    let mut last_final = None;
+    let mut at = first;
+    while let Some(c) = find_bytes(raw, CHANNEL, at) {
+        let name = raw.get(c + CHANNEL.len()..).unwrap_or(&[]);
+        if name.starts_with(b"final") {
+            last_final = Some(c);
+        }
+        at = c + CHANNEL.len();
+    }
+    let message = last_final.and_then(|f| find_bytes(raw, b"<|message|>", f));
+    match message {
+        Some(m) => Harmony::Final(m + b"<|message|>".len()),
+        None => Harmony::Unfinished(first),
+    }
+}
+
+/// Whether `raw[from..end]` holds a `</think>`.
+fn has_close(raw: &[u8], from: usize, end: usize) -> bool {
+    let mut i = from;
+    while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
+        if marker_at(raw, i + rel) == Some(true) {
+            return true;
+        }
+        i += rel + 1;
+    }
+    false
+}
+
 /// Cleans `raw` into `work` (emptied first; its reservation is kept and never exceeded).
 pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> CleanReport {
     work.clear();
     map.clear();
+    map.raw_len = raw.len().min(u32::MAX as usize) as u32;
     let mut rep = CleanReport { raw_bytes: raw.len().min(u32::MAX as usize) as u32, ..CleanReport::default() };
     if raw.len() > REPLY_MAX_BYTES {
         rep.too_large = true;
         return rep;
     }
-    let mut keep_from = 0;
-    let mut open_at: Option<usize> = None;
-    let mut i = 0;
-    while let Some(rel) = raw.get(i..).and_then(|r| r.iter().position(|&c| c == b'<')) {
+    let (mut keep_from, end) = match harmony(raw) {
+        Harmony::None => (0, raw.len()),
+        Harmony::Final(start) => {
+            rep.harmony_final = Some(start as u32);
+            (start, raw.len())
+        }
+        Harmony::Unfinished(at) => {
+            rep.unclosed_think = Some(at as u32);
+            (0, at)
+        }
+    };
+    // A reply that does not start with `<think>` but holds a `</think>` starts inside the
+    // reasoning (the template opened it): up to the first `</think>` is reasoning, whatever it
+    // mentions (even a literal `<think>`).
+    let first =
+        keep_from + raw.get(keep_from..end).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_whitespace()).count());
+    let starts_with_think = marker_at(raw, first) == Some(false);
+    let mut leading = !starts_with_think && has_close(raw, keep_from, end);
+    let mut open_at: Option<usize> = if leading { Some(keep_from) } else { None };
+    let mut i = keep_from;
+    while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
         let lt = i + rel;
         i = lt + 1;
         match (marker_at(raw, lt), open_at) {
@@ -119,7 +203,12 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
                 i = lt + 7;
             }
             (Some(true), Some(_)) => {
-                rep.think_blocks += 1;
+                if leading {
+                    leading = false;
+                    rep.orphan_think_end = Some(lt as u32);
+                } else {
+                    rep.think_blocks += 1;
+                }
                 open_at = None;
                 keep_from = lt + 8;
                 i = keep_from;
@@ -127,7 +216,8 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
             (Some(true), None) => {
                 // Orphan: the reply so far was reasoning.
                 work.clear();
-                map.clear();
+                map.segs.clear();
+                map.approximate = false;
                 rep.invalid_utf8 = 0;
                 rep.first_invalid_utf8 = None;
                 rep.think_blocks = 0;
@@ -141,7 +231,7 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
     match open_at {
         Some(at) => rep.unclosed_think = Some(at as u32),
         None => {
-            let _ = copy(raw, keep_from, raw.len(), work, map, &mut rep);
+            let _ = copy(raw, keep_from, end, work, map, &mut rep);
         }
     }
     rep
@@ -204,8 +294,8 @@ mod tests {
         let (w, r, m) = run(b"<think>use <action> here</think>\n<agent>x</agent><THINK>more</Think>!");
         assert_eq!(w, "\n<agent>x</agent>!");
         assert_eq!(r.think_blocks, 2);
-        assert_eq!(m.to_raw(1), 33);
-        assert_eq!(m.to_raw(17), 68);
+        assert_eq!(m.raw_offset(1), 33);
+        assert_eq!(m.raw_offset(17), 68);
     }
 
     #[test]
@@ -226,11 +316,22 @@ mod tests {
     }
 
     #[test]
+    fn harmony_channels_keep_only_the_final_message() {
+        let (w, r, m) = run(b"<|channel|>analysis<|message|>Use <action>?<|end|><|start|>assistant<|channel|>final<|message|><agent/><|return|>");
+        assert_eq!(w, "<agent/><|return|>");
+        assert_eq!(r.harmony_final, Some(95));
+        assert_eq!(m.raw_offset(0), 95);
+        let (w, r, _) = run(b"<|channel|>analysis<|message|>still thinking about <next_state>");
+        assert_eq!(w, "");
+        assert_eq!(r.unclosed_think, Some(0));
+    }
+
+    #[test]
     fn invalid_utf8_is_replaced_and_mapped() {
         let (w, r, m) = run(b"ab\xffcd\xe2\x82");
         assert_eq!(w, "ab\u{FFFD}cd\u{FFFD}");
         assert_eq!((r.invalid_utf8, r.first_invalid_utf8), (2, Some(2)));
-        assert_eq!(m.to_raw(5), 3); // 'c'
+        assert_eq!(m.raw_offset(5), 3); // 'c'
     }
 
     #[test]

@@ -91,8 +91,12 @@ codes! {
     InvalidUtf8 = "INVALID_UTF8", Warning;
     /// Several `<agent>` blocks; the last complete one was read.
     MultipleAgents = "MULTIPLE_AGENTS", Warning;
+    /// Instruction elements outside the `<agent>` that was read; they were ignored.
+    OutsideAgent = "OUTSIDE_AGENT", Warning;
     /// A field given twice (e.g. two `<next_state>`); the last one was taken.
     DuplicateField = "DUPLICATE_FIELD", Warning;
+    /// The whole answer was written with escaped tags (`&lt;agent&gt;`); read after decoding.
+    EscapedTags = "ESCAPED_TAGS", Warning;
     /// Action fields (`<type>`, `<tags>`...) without an `<action>` around them; read as one.
     ActionWithoutWrapper = "ACTION_WITHOUT_WRAPPER", Warning;
 }

@@ -35,6 +35,11 @@
 //! value from `value`, `data`, `content`. Free-text fields are *text elements* for the parser,
 //! so tags written inside a value or a log stay text.
 //!
+//! **Escaped answers.** When a reply yields nothing and holds `&lt;`, it is read once more with
+//! entities decoded (the C original's prompts showed the templates escaped, and models answer
+//! in kind); if that finds instructions they are taken with an `ESCAPED_TAGS` warning, else the
+//! reply is reported as it was.
+//!
 //! **Bounds.** At most `max_actions` actions are taken (the first ones); more is
 //! `TOO_MANY_ACTIONS`. `next_state`, `think_log` and `evaluation_log` are taken once each (the
 //! last one wins, `DUPLICATE_FIELD`). Everything is stored in the reader's fixed arenas.
@@ -51,11 +56,12 @@ use crate::tag::tree::Span;
 use crate::tag::{Limit, Node, ParseOptions, TagTree};
 use core::fmt;
 
-/// Elements whose content is text for the parser (see [`ParseOptions::text_elements`]).
+/// Elements whose content is text for the parser (see [`ParseOptions::text_elements`]): the
+/// free-text fields. `content` is a value alias but not here: models also use it as a wrapper
+/// around their whole answer, which must stay markup.
 pub const TEXT_ELEMENTS: &[&str] = &[
     "value",
     "data",
-    "content",
     "think_log",
     "thinking_log",
     "evaluation_log",
@@ -71,8 +77,9 @@ pub const TEXT_ELEMENTS: &[&str] = &[
 const TAGS_FIELDS: &[&str] = &["tags", "tag", "key", "keys", "keywords", "context_key"];
 const VALUE_FIELDS: &[&str] = &["value", "data", "content"];
 /// Fields read by the action that holds them; met elsewhere they are skipped, not walked into.
+/// (`content` is not one: as a wrapper around an answer it is walked into.)
 const FIELD_NAMES: &[&str] =
-    &["tags", "tag", "key", "keys", "keywords", "context_key", "value", "data", "content", "query", "operation"];
+    &["tags", "tag", "key", "keys", "keywords", "context_key", "value", "data", "query", "operation"];
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum What {
@@ -152,8 +159,9 @@ pub struct Reader {
     dialect: Dialect,
     /// The element last read as an action because it held a bare `<type>`.
     unwrapped: u32,
-    /// A field read since this was last cleared was cut by the end of the reply.
-    cut: bool,
+    /// A field read since this was last cleared could not be taken (cut by the end of the
+    /// reply, or not text), already reported: its instruction is not taken.
+    field_failed: bool,
 }
 
 impl Default for Reader {
@@ -178,27 +186,58 @@ impl Reader {
             max_actions: REPLY_DEFAULT_MAX_ACTIONS,
             dialect: Dialect::default(),
             unwrapped: u32::MAX,
-            cut: false,
+            field_failed: false,
         }
     }
 
     /// Reads `reply` (the model's message content, as bytes: invalid UTF-8 is tolerated) and
     /// returns what the agent should take from it, taking at most `max_actions` actions
-    /// (`REPLY_DEFAULT_MAX_ACTIONS` is 1). Never fails and never allocates; the result borrows
-    /// the reader until the next `read`.
+    /// (`REPLY_DEFAULT_MAX_ACTIONS` is 1; 0 takes none and reports each as `TOO_MANY_ACTIONS`).
+    /// Never fails and never allocates; the result borrows the reader until the next `read`.
     pub fn read(&mut self, reply: &[u8], max_actions: usize) -> Interpretation<'_> {
+        self.max_actions = max_actions;
+        self.clean = clean(reply, &mut self.work, &mut self.map);
+        self.pass();
+        if self.stored.is_empty() && self.work.contains("&lt;") {
+            // Models shown escaped templates (`&lt;action&gt;`, as the C original's prompts
+            // were) sometimes answer in kind. Read the reply once more with entities decoded;
+            // if that finds nothing either, report the reply as it was.
+            let mut bytes = core::mem::take(&mut self.work).into_bytes();
+            decode_in_place(&mut bytes);
+            self.work = String::from_utf8(bytes).unwrap_or_else(|e| {
+                let mut b = e.into_bytes();
+                b.clear();
+                String::from_utf8(b).unwrap_or_default()
+            });
+            self.map.approximate = true;
+            self.pass();
+            if self.stored.is_empty() {
+                self.clean = clean(reply, &mut self.work, &mut self.map);
+                self.pass();
+            } else {
+                self.problem(
+                    ProblemCode::EscapedTags,
+                    None,
+                    format_args!(
+                        "the tags were written escaped (&lt;agent&gt;); read after decoding (offsets approximate)"
+                    ),
+                );
+            }
+        }
+        Interpretation { r: self }
+    }
+
+    /// Parses the working text and interprets it, from a clean slate.
+    fn pass(&mut self) {
         self.stored.clear();
         self.problems.clear();
         self.problems_dropped = 0;
         self.actions_found = 0;
-        self.max_actions = max_actions;
         self.dialect = Dialect::default();
         self.unwrapped = u32::MAX;
         self.scope = 0;
-        self.clean = clean(reply, &mut self.work, &mut self.map);
         self.tree.parse(&self.work, &ParseOptions { text_elements: TEXT_ELEMENTS });
         self.interpret();
-        Interpretation { r: self }
     }
 
     /// The result of the last [`Reader::read`].
@@ -207,7 +246,7 @@ impl Reader {
     }
 
     fn raw(&self, work_offset: u32) -> u32 {
-        self.map.to_raw(work_offset)
+        self.map.raw_offset(work_offset)
     }
 
     /// Builds a problem at a work offset (mapped to the original reply).
@@ -236,11 +275,21 @@ impl Reader {
         let c = self.clean;
         if c.too_large {
             let max = crate::limits::REPLY_MAX_BYTES;
-            self.problem_raw(
-                ProblemCode::ReplyTooLarge,
-                None,
-                format_args!("the reply is {} bytes; at most {} are read (REPLY_MAX_BYTES)", c.raw_bytes, max),
-            );
+            if c.raw_bytes as usize > max {
+                self.problem_raw(
+                    ProblemCode::ReplyTooLarge,
+                    None,
+                    format_args!("the reply is {} bytes; at most {} are read (REPLY_MAX_BYTES)", c.raw_bytes, max),
+                );
+            } else {
+                self.problem_raw(
+                    ProblemCode::ReplyTooLarge,
+                    None,
+                    format_args!(
+                        "the reply holds so many bytes that are not UTF-8 that it no longer fits once they are replaced (REPLY_WORK_BYTES)"
+                    ),
+                );
+            }
             return;
         }
         if let Some(at) = c.first_invalid_utf8 {
@@ -255,7 +304,7 @@ impl Reader {
                 ProblemCode::UnclosedThink,
                 Some(at),
                 format_args!(
-                    "<think> is never closed; everything after it was dropped (expected </think> before the answer)"
+                    "the reasoning never ends (<think> without </think>); everything after it was dropped. Close it before the answer"
                 ),
             );
         }
@@ -275,6 +324,7 @@ impl Reader {
         }
         self.choose_scope();
         self.walk();
+        self.outside_scope();
         let dropped = (self.actions_found as usize).saturating_sub(self.max_actions);
         if dropped > 0 {
             let (found, max) = (self.actions_found, self.max_actions);
@@ -369,6 +419,47 @@ impl Reader {
                     format_args!("{} <agent> blocks; {} was read", count, which),
                 );
             }
+        }
+    }
+
+    /// Reports instruction elements outside every `<agent>` when an `<agent>` was read: they
+    /// were ignored, and the model (or the user tuning a prompt) should know.
+    fn outside_scope(&mut self) {
+        if self.scope == 0 {
+            return;
+        }
+        let mut found: Option<(u32, u32)> = None;
+        let mut count = 0u32;
+        let root = self.tree.root();
+        let mut walk = root.descendants();
+        while let Some(n) = walk.next() {
+            if !n.is_element() || n.id() == 0 {
+                continue;
+            }
+            if n.is("agent") {
+                walk.skip_subtree(n);
+                continue;
+            }
+            let name = n.name();
+            let instruction =
+                ["next_state", "think_log", "evaluation_log", "action", "thinking", "evaluation", "paging"]
+                    .iter()
+                    .chain(KJXLKJ.iter())
+                    .any(|k| same_name(k, name));
+            if instruction {
+                count += 1;
+                found.get_or_insert((n.id(), n.offset()));
+                walk.skip_subtree(n);
+            }
+        }
+        if let Some((id, at)) = found {
+            let name = self.tree.node(id).map(|n| n.name()).unwrap_or("?");
+            let p = self.mk(
+                ProblemCode::OutsideAgent,
+                Some(at),
+                format_args!("{} instruction element(s) outside <agent> were ignored, the first <{}>", count, name),
+            );
+            self.push_problem(p);
         }
     }
 
@@ -502,12 +593,27 @@ impl Reader {
         let mut kids: ArrayVec<(Span, Span), 32> = ArrayVec::new();
         let whole = n.text_content_span();
         if whole.is_none() {
+            let mut overflow = false;
             for c in n.elements() {
                 if let Some(t) = c.text_content_span().filter(|t| t.len > 0) {
                     if kids.push((c.name_span(), t)).is_err() {
+                        overflow = true;
                         break;
                     }
                 }
+            }
+            if overflow {
+                let p = self.mk(
+                    ProblemCode::FieldNotText,
+                    Some(at),
+                    format_args!(
+                        "<{}> has more than {} parts; expected a few text elements",
+                        block_name(what),
+                        kids.len()
+                    ),
+                );
+                self.push_problem(p);
+                return;
             }
         }
         let span = match whole {
@@ -578,21 +684,33 @@ impl Reader {
                 format_args!("the reply ends inside <{}>; its instruction was not taken", c.name()),
             );
             self.push_problem(p);
-            self.cut = true;
+            self.field_failed = true;
             return None;
         }
         if let Some(s) = c.text_content_span() {
             return Some(s).filter(|s| s.len > 0);
         }
         let mut parts: ArrayVec<Span, 32> = ArrayVec::new();
+        let mut overflow = false;
         if join_list {
             for e in c.elements() {
                 if let Some(t) = e.text_content_span().filter(|t| t.len > 0) {
                     if parts.push(t).is_err() {
+                        overflow = true;
                         break;
                     }
                 }
             }
+        }
+        if overflow {
+            let p = self.mk(
+                ProblemCode::FieldNotText,
+                Some(c.offset()),
+                format_args!("<{}> lists more than {} items", c.name(), parts.len()),
+            );
+            self.push_problem(p);
+            self.field_failed = true;
+            return None;
         }
         if parts.is_empty() {
             let p = self.mk(
@@ -601,6 +719,7 @@ impl Reader {
                 format_args!("<{}> holds elements; expected text", c.name()),
             );
             self.push_problem(p);
+            self.field_failed = true;
             return None;
         }
         let start = self.tree.text_len();
@@ -616,7 +735,7 @@ impl Reader {
 
     /// `<action>` (canonical, or era A with `<operation>`), or the parent of a bare `<type>`.
     fn action(&mut self, id: u32, unwrapped: bool) {
-        self.cut = false;
+        self.field_failed = false;
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
         let type_span = match n.attr_type_span() {
@@ -624,6 +743,9 @@ impl Reader {
             None => self.field(id, &["type"], false),
         };
         let op_span = self.field(id, &["operation"], false);
+        if self.field_failed {
+            return;
+        }
         let type_text = type_span.map(|s| self.tree.str_at(s)).unwrap_or("");
         let op_text = op_span.map(|s| self.tree.str_at(s)).unwrap_or("");
         let (kind, form) = match ActionKind::from_name(type_text) {
@@ -665,7 +787,7 @@ impl Reader {
         if kind == ActionKind::StorageSearch && f.query.is_none() {
             f.query = f.value.take();
         }
-        if !self.cut && self.check(kind, &f, at) {
+        if !self.field_failed && self.check(kind, &f, at) {
             self.push_action(kind, form, f, element, at);
         }
     }
@@ -747,14 +869,14 @@ impl Reader {
 
     /// A kjxlkj instruction (index `k` in [`KJXLKJ`]).
     fn kjxlkj(&mut self, id: u32, k: usize) {
-        self.cut = false;
+        self.field_failed = false;
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
         let name = KJXLKJ.get(k).copied().unwrap_or("");
         match name {
             "state_add" | "state_delete" => {
                 let state = self.field(id, &["state"], false);
-                if self.cut {
+                if self.field_failed {
                     return;
                 }
                 let Some(s) = state else {
@@ -783,7 +905,7 @@ impl Reader {
             "ram_add" => {
                 let key = self.field(id, &["key"], false);
                 let value = self.field(id, VALUE_FIELDS, false);
-                if self.cut {
+                if self.field_failed {
                     return;
                 }
                 let (Some(key), Some(value)) = (key, value) else {
@@ -832,7 +954,7 @@ impl Reader {
                         f.tags = Some(ids);
                     }
                 }
-                if !self.cut && self.check(kind, &f, at) {
+                if !self.field_failed && self.check(kind, &f, at) {
                     self.push_action(kind, Form::Kjxlkj, f, element, at);
                 }
             }
@@ -842,16 +964,16 @@ impl Reader {
     fn no_instruction(&mut self) {
         let mut names: crate::fixed::ArrayString<96> = crate::fixed::ArrayString::new();
         let mut elements = 0;
-        let mut shown = 0;
         if let Some(scope) = self.tree.node(self.scope) {
+            let mut shown: ArrayVec<Span, 4> = ArrayVec::new();
             for n in scope.descendants().skip(1).filter(|n| n.is_element()) {
                 elements += 1;
                 let name = n.name();
-                let dup = scope.descendants().skip(1).take_while(|m| m.id() != n.id()).any(|m| m.is(name));
-                if shown < 4 && !dup {
-                    shown += 1;
-                    let _ = names.format(format_args!("{}<{}>", if shown > 1 { ", " } else { "" }, name));
+                if shown.is_full() || shown.iter().any(|s| self.tree.str_at(*s).eq_ignore_ascii_case(name)) {
+                    continue;
                 }
+                let _ = shown.push(n.name_span());
+                let _ = names.format(format_args!("{}<{}>", if shown.len() > 1 { ", " } else { "" }, name));
             }
         }
         if elements == 0 && self.scope == 0 {
@@ -934,6 +1056,37 @@ pub fn era_a_kind(type_text: &str, op: &str) -> Option<ActionKind> {
     } else {
         ActionKind::from_name(op)
     }
+}
+
+/// Decodes entities in place (decoding never lengthens text, so writes stay behind reads).
+/// The result is UTF-8 if the input was: whole characters are copied or produced.
+fn decode_in_place(b: &mut Vec<u8>) {
+    let (mut r, mut w) = (0, 0);
+    let n = b.len();
+    while r < n {
+        let entity =
+            if b.get(r) == Some(&b'&') { b.get(r..).and_then(crate::tag::syntax::decode_entity) } else { None };
+        match entity {
+            Some((c, used)) => {
+                let mut tmp = [0u8; 4];
+                let enc = c.encode_utf8(&mut tmp).as_bytes();
+                if let Some(dst) = b.get_mut(w..w + enc.len()) {
+                    dst.copy_from_slice(enc);
+                }
+                w += enc.len();
+                r += used;
+            }
+            None => {
+                let byte = b.get(r).copied().unwrap_or(b' ');
+                if let Some(dst) = b.get_mut(w) {
+                    *dst = byte;
+                }
+                w += 1;
+                r += 1;
+            }
+        }
+    }
+    b.truncate(w);
 }
 
 /// The node after `n`'s subtree in a walk limited to `scope`'s subtree.
@@ -1071,5 +1224,73 @@ impl<'r> Interpretation<'r> {
     /// The parsed tree.
     pub fn tree(&self) -> &'r TagTree {
         &self.r.tree
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_point_into_the_original_reply() {
+        let reply = "<think>a <b> c</think>\n<agent><action><type>bad</type></action></agent>";
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        let p = it.problems()[0];
+        assert_eq!(p.code, ProblemCode::UnknownAction);
+        assert_eq!(p.offset, Some(reply.find("<action>").unwrap() as u32));
+        let ok = "<think>x</think><agent><next_state>thinking</next_state></agent>";
+        let it = r.read(ok.as_bytes(), 1);
+        assert_eq!(it.offsets().next(), Some(ok.find("<next_state>").unwrap() as u32));
+    }
+
+    #[test]
+    fn accessors_and_caps() {
+        let mut r = Reader::new();
+        let reply = b"<agent><state>evaluating</state><think_log>t</think_log><evaluation_log>e</evaluation_log>\
+            <action><type>storage_load</type><tags>a</tags></action><action><type>storage_load</type><tags>b</tags></action></agent>";
+        let it = r.read(reply, 0);
+        assert_eq!((it.next_state(), it.think_log(), it.evaluation_log()), (Some("evaluating"), Some("t"), Some("e")));
+        assert_eq!((it.actions().count(), it.actions_found()), (0, 2));
+        assert_eq!(it.problems()[0].code, ProblemCode::TooManyActions);
+        let it = r.read(reply, 5);
+        let tags: Vec<_> = it.actions().map(|a| a.tags).collect();
+        assert_eq!(tags, ["a", "b"]);
+        assert!(!it.has_errors());
+        assert_eq!(r.last().len(), 5);
+    }
+
+    #[test]
+    fn era_a_kinds() {
+        assert_eq!(era_a_kind("working_memory", "store"), Some(ActionKind::WorkingMemoryAdd));
+        assert_eq!(era_a_kind("disk_storage", "store"), Some(ActionKind::StorageSave));
+        assert_eq!(era_a_kind("disk_storage", "Retrieve"), Some(ActionKind::StorageLoad));
+        assert_eq!(era_a_kind("", "search"), Some(ActionKind::StorageSearch));
+        assert_eq!(era_a_kind("context", "delete"), Some(ActionKind::WorkingMemoryRemove));
+        assert_eq!(era_a_kind("", "move_to_disk"), Some(ActionKind::PageOut));
+        assert_eq!(era_a_kind("x", "compress"), None);
+    }
+
+    #[test]
+    fn problems_past_the_cap_are_counted() {
+        let mut reply = String::from("<agent>");
+        for _ in 0..40 {
+            reply.push_str("<action><type>nope</type></action>");
+        }
+        reply.push_str("</agent>");
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        assert_eq!(it.problems().len(), crate::limits::REPLY_MAX_PROBLEMS);
+        assert_eq!(it.problems_dropped() as usize, 40 - crate::limits::REPLY_MAX_PROBLEMS);
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn record_sizes_match_limits_docs() {
+        // limits.rs: REPLY_MAX_INSTRUCTIONS at 72 bytes each, REPLY_MAX_PROBLEMS at about 180.
+        assert_eq!(core::mem::size_of::<super::Stored>(), 72);
+        assert!(core::mem::size_of::<super::Problem>() <= 184);
     }
 }

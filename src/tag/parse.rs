@@ -13,7 +13,15 @@
 //!   elements inside it are closed with it (recorded as implicitly closed); an end tag that
 //!   matches no open element is ignored (recorded);
 //! - input that ends inside a tag drops the partial tag; elements still open at the end are
-//!   closed there (both recorded in the [`ParseReport`]).
+//!   closed there and marked cut ([`Node::is_cut`](super::Node::is_cut)), both recorded in
+//!   the [`ParseReport`];
+//! - text elements ([`ParseOptions::text_elements`]) read their content as text up to their
+//!   own end tag.
+//!
+//! Worst cases measured on 1 MiB inputs (release build): 200,000 end tags matching nothing under
+//! 64 open elements take about 70 ms (each walks the open elements); everything else tried
+//! (unterminated quotes, comments, CDATA, text elements, `<` noise, think markers) stays under
+//! 10 ms.
 //!
 //! Bounds: the node and text capacities of the tree (parsing stops, the report says where) and
 //! [`TAG_MAX_DEPTH`] (deeper start tags are dropped, their text kept). Every scan moves forward;

@@ -35,7 +35,7 @@ pub(crate) const F_KEY_ATTR: u8 = 8;
 /// Still open when the input ended (or parsing stopped at a capacity).
 pub(crate) const F_CUT: u8 = 16;
 
-/// One node: 44 bytes.
+/// One node: 48 bytes.
 #[derive(Clone, Copy, Default, Debug)]
 pub(crate) struct Rec {
     pub flags: u8,
@@ -111,7 +111,7 @@ impl ParseReport {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ParseOptions<'a> {
     /// Elements whose content is text up to their own end tag (like HTML's `<textarea>`):
-    /// tags inside are kept as text, entities and CDATA still decode. Used for the reply's
+    /// tags and comments inside are kept as text, entities and CDATA sections still decode. Used for the reply's
     /// free-text fields (`<value>`, `<think_log>`...) so that a model writing about `<action>`
     /// in a note does not create an action. Matched ASCII-case-insensitively. If the end tag
     /// never comes, the content is parsed as ordinary markup instead.
@@ -129,7 +129,7 @@ pub struct TagTree {
 
 impl TagTree {
     /// Reserves room for `max_nodes` nodes (at least 1, the root) and `max_text_bytes` bytes of
-    /// names and text. Cost: 44 bytes per node plus the text bytes. Nothing grows afterwards.
+    /// names and text. Cost: 48 bytes per node plus the text bytes. Nothing grows afterwards.
     pub fn with_capacity(max_nodes: usize, max_text_bytes: usize) -> TagTree {
         let max_nodes = max_nodes.clamp(1, NONE as usize - 1);
         let max_text = max_text_bytes.min(u32::MAX as usize);
@@ -494,5 +494,16 @@ impl<'t> Iterator for Descendants<'t> {
             None => self.after(n),
         };
         Some(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_record_size_matches_the_documented_cost() {
+        // limits.rs documents TAG_MAX_NODES at 48 bytes per node.
+        assert_eq!(core::mem::size_of::<Rec>(), 48);
     }
 }
