@@ -144,10 +144,7 @@ fn query_combines_and_or_not_with_orders_and_limits() {
         ["apple,fruit", "fruit,pear", "fruit,tomato,vegetable"]
     );
     assert_eq!(keys(&ok(&d.0, &["query", "--tags", "fruit", "--sort", "hits"]))[0], "fruit,pear");
-    assert_eq!(
-        keys(&ok(&d.0, &["query", "--tags", "fruit", "--any", "pear", "--sort", "relevance"]))[0],
-        "fruit,pear"
-    );
+    assert_eq!(keys(&ok(&d.0, &["query", "--tags", "fruit", "--any", "pear", "--sort", "relevance"]))[0], "fruit,pear");
     // Limit: the rest is counted.
     let out = ok(&d.0, &["query", "--tags", "fruit", "--limit", "1"]);
     assert_eq!(keys(&out), ["fruit,tomato,vegetable"]);
@@ -160,8 +157,12 @@ fn query_combines_and_or_not_with_orders_and_limits() {
     assert_eq!(line.trim_end(), "fruit,pear  v1  created 1970-01-01T00:33:20Z  hits 3");
     assert!(ok(&d.0, &["query", "--tags", "nothing"]).contains("no entries match"));
     // Bad options are usage errors.
-    for bad in [&["query", "--sort", "best"][..], &["query", "--limit", "0"], &["query", "--archived", "yes"], &["query", "--tags"]]
-    {
+    for bad in [
+        &["query", "--sort", "best"][..],
+        &["query", "--limit", "0"],
+        &["query", "--archived", "yes"],
+        &["query", "--tags"],
+    ] {
         assert_eq!(memory(&d.0, bad, "").0, Err(Code::Usage), "{bad:?}");
     }
 }
@@ -253,7 +254,10 @@ fn export_then_import_round_trips() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), doc);
     let dst = Dir::new();
     let out = ok(&dst.0, &["import", file.to_str().unwrap()]);
-    assert_eq!(out.trim_end(), "working memory: 2 added, 0 replaced, 0 unchanged; store: 5 added, 0 replaced, 0 unchanged");
+    assert_eq!(
+        out.trim_end(),
+        "working memory: 2 added, 0 replaced, 0 unchanged; store: 5 added, 0 replaced, 0 unchanged"
+    );
     // The same document again changes nothing.
     let (res, out) = memory(&dst.0, &["import", "-"], &doc);
     assert_eq!(res, Ok(0));
@@ -275,7 +279,10 @@ fn import_merges_era_b_values_and_checks_before_writing() {
         "storage":{"fruit, Apple":"An apple, revised.","deep":{"x":[1,"y"]},"flag":true}}"#;
     let (res, out) = memory(&d.0, &["import", "-"], era_b);
     assert_eq!(res, Ok(0), "{out}");
-    assert!(out.contains("working memory: 1 added, 1 replaced, 0 unchanged; store: 2 added, 1 replaced, 0 unchanged"), "{out}");
+    assert!(
+        out.contains("working memory: 1 added, 1 replaced, 0 unchanged; store: 2 added, 1 replaced, 0 unchanged"),
+        "{out}"
+    );
     assert_eq!(ok(&d.0, &["show", "task"]), "A new task\n");
     assert_eq!(ok(&d.0, &["show", "n"]), "42\n");
     assert_eq!(ok(&d.0, &["show", "deep"]), "{\"x\":[1,\"y\"]}\n");

@@ -285,10 +285,16 @@ fn check_endpoint(config: &Config, r: &mut Report<'_>) -> Result<()> {
                 Code::LlmUnavailable => {
                     "; is LM Studio (or your server) running, and is the port in llm.endpoint right?"
                 }
-                Code::LlmTimeout => "; the server did not answer in time: is it busy, or is this the right host and port?",
+                Code::LlmTimeout => {
+                    "; the server did not answer in time: is it busy, or is this the right host and port?"
+                }
                 _ => "",
             };
-            return r.fail("endpoint", Worst::Failure, format_args!("{}: {}: {}{}", endpoint, e.code(), e.message(), hint));
+            return r.fail(
+                "endpoint",
+                Worst::Failure,
+                format_args!("{}: {}: {}{}", endpoint, e.code(), e.message(), hint),
+            );
         }
     };
     let model = &settings.model;

@@ -124,10 +124,7 @@ fn list(args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     for (k, text, m) in wm.iter() {
         say(out, format_args!("{:<width$}  {:>7}  {:<20}  {:>5}", k.as_str(), text.len(), Time(m.updated), m.hits))?;
     }
-    say(
-        out,
-        format_args!("{} entries, {} of {} bytes", wm.len(), wm.text_bytes(), wm.text_capacity()),
-    )?;
+    say(out, format_args!("{} entries, {} of {} bytes", wm.len(), wm.text_bytes(), wm.text_capacity()))?;
     Ok(super::EXIT_OK)
 }
 
@@ -509,10 +506,7 @@ fn compact(args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     let mut store = Store::open(data)?;
     let (before, after) = store.compact()?;
-    say(
-        out,
-        format_args!("store.log: {} bytes -> {} bytes ({} entries)", before, after, store.len()),
-    )?;
+    say(out, format_args!("store.log: {} bytes -> {} bytes ({} entries)", before, after, store.len()))?;
     Ok(super::EXIT_OK)
 }
 
@@ -725,10 +719,9 @@ fn decode_view(bytes: &[u8], view: &mut MemoryView) {
     match root.get("storage") {
         None => {}
         Some(v) if v.is_null() => {}
-        Some(v) if v.kind() == Kind::Object && !v.is_empty() => view.notes.push(format!(
-            "{} era-B \"storage\" entries, moved into the store at the agent's next start",
-            v.len()
-        )),
+        Some(v) if v.kind() == Kind::Object && !v.is_empty() => view
+            .notes
+            .push(format!("{} era-B \"storage\" entries, moved into the store at the agent's next start", v.len())),
         Some(v) if v.kind() == Kind::Object => {}
         Some(_) => view.problems.push("\"storage\" is not an object".into()),
     }
@@ -785,11 +778,9 @@ pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
     let mut head = [0u8; 256];
     let n = read_at_most(&f, &mut head, 0).map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
     let head = head.get(..n).unwrap_or(&[]);
-    let header_ok = head
-        .iter()
-        .position(|&b| b == b'\n')
-        .and_then(|end| head.get(..end))
-        .is_some_and(|line| matches!(storelog::decode(line), Ok(Record::Header { version }) if version == storelog::FORMAT_VERSION));
+    let header_ok = head.iter().position(|&b| b == b'\n').and_then(|end| head.get(..end)).is_some_and(
+        |line| matches!(storelog::decode(line), Ok(Record::Header { version }) if version == storelog::FORMAT_VERSION),
+    );
     if !header_ok {
         let why = format!(
             "its first line is not a {} version {} header; the agent keeps it aside and starts a new store at its next start",

@@ -49,7 +49,9 @@ pub fn exec(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Wri
     }
     args.finish("send")?;
     let text = match words.as_slice() {
-        [] => bail!(Usage, "'lkjagent send' needs the message (or '-' to read it from stdin); see 'lkjagent send --help'"),
+        [] => {
+            bail!(Usage, "'lkjagent send' needs the message (or '-' to read it from stdin); see 'lkjagent send --help'")
+        }
         [only] if only == "-" => {
             // Room for surrounding whitespace, which `inbox::send` trims; the size check on
             // the trimmed text is its own.
