@@ -6,7 +6,7 @@
 //! ok   agent-prompt.json: none (optional)
 //! FAIL memory.json: "iteration" is not a non-negative integer
 //! ok   store.log: 42 entries, 18211 bytes, no damaged records
-//! FAIL endpoint: http://127.0.0.1:1234/v1/chat/completions: cannot connect (...); is LM Studio running, and is the port right?
+//! FAIL endpoint: http://127.0.0.1:1234/v1/chat/completions: LLM_UNAVAILABLE: cannot connect (...); check that ...
 //! ```
 //!
 //! `skip` marks a check that could not run (the endpoint with `--no-network`, the store while a
@@ -283,18 +283,16 @@ fn check_endpoint(config: &Config, r: &mut Report<'_>) -> Result<()> {
         Err(e) => {
             let hint = match e.code() {
                 Code::LlmUnavailable => {
-                    "; is LM Studio (or your server) running, and is the port in llm.endpoint right?"
+                    "; check that LM Studio (or your server) is running and that the port in llm.endpoint is right"
                 }
                 Code::LlmTimeout => {
                     "; the server did not answer in time: is it busy, or is this the right host and port?"
                 }
                 _ => "",
             };
-            return r.fail(
-                "endpoint",
-                Worst::Failure,
-                format_args!("{}: {}: {}{}", endpoint, e.code(), e.message(), hint),
-            );
+            // The transport's own short hint is replaced by the longer one above.
+            let message = e.message().strip_suffix(": is it running?").unwrap_or(e.message());
+            return r.fail("endpoint", Worst::Failure, format_args!("{}: {}: {}{}", endpoint, e.code(), message, hint));
         }
     };
     let model = &settings.model;

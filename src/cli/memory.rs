@@ -45,6 +45,7 @@ subcommands:
         [--limit N] [--archived include|only]
                             store entries carrying all of --tags, at least one of --any and
                             none of --not; one line each: key, version, created, hits
+                            (default: newest first, at most 50, archived entries left out)
   search TEXT [--limit N] [--archived include|only]
                             store entries whose value contains TEXT (ASCII case-insensitive)
   stats [--json]            the store's statistics
@@ -134,12 +135,12 @@ fn show(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let Some(key) = key else { bail!(Usage, "'lkjagent memory show' needs a KEY; see 'lkjagent memory --help'") };
     let key = normalize(&key)?;
     if let MemoryRead::Found(view) = read_memory(data)? {
-        if view.problems.is_empty() {
-            if let Some(text) = view.file.working.get(&key) {
-                write_all(out, text)?;
-                write_all(out, "\n")?;
-                return Ok(super::EXIT_OK);
-            }
+        if let Some(p) = view.problems.first() {
+            err!(JsonInvalid, "{} is unusable ({}); looking in the store only", view.path.display(), p).print_warning();
+        } else if let Some(text) = view.file.working.get(&key) {
+            write_all(out, text)?;
+            write_all(out, "\n")?;
+            return Ok(super::EXIT_OK);
         }
     }
     match open_store_read_only(data)? {
