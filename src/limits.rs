@@ -105,6 +105,19 @@ pub const REPLY_DEFAULT_MAX_ACTIONS: usize = 1;
 /// each (2 KiB), inline in the reader.
 pub const REPLY_MAX_OFFSET_SEGMENTS: usize = 256;
 
+/// Items joined from a list-shaped field (`<tags><tag>a</tag>...</tags>`) or parts of an
+/// era-A block (`<thinking>` children) joined into one log entry; more is a `FIELD_NOT_TEXT`
+/// problem. Cost: 8 to 16 bytes each on the stack while reading.
+pub const REPLY_MAX_LIST_ITEMS: usize = 32;
+
+/// Problems listed in the feedback note for the model (errors first). Cost: none; it bounds
+/// the prompt tokens spent on feedback.
+pub const REPLY_FEEDBACK_MAX_PROBLEMS: usize = 3;
+
+/// Text elements one parse distinguishes (`ParseOptions::text_elements`); names past this are
+/// parsed as ordinary elements. Cost: 8 bytes each on the stack while parsing.
+pub const TAG_MAX_TEXT_ELEMENTS: usize = 16;
+
 // ---------------------------------------------------------------------------------------------
 // HTTP and the LLM providers
 // ---------------------------------------------------------------------------------------------

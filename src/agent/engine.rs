@@ -361,7 +361,19 @@ impl Agent {
 
         // 3. Ask the model (one retry after a context overflow, with a smaller prompt).
         let asked = Instant::now();
-        let mut outcome = self.ask(progress, should_stop);
+        let est = self.estimate(self.prompt.len());
+        let mut outcome = if est > self.budget() {
+            // Even with working memory paged out the prompt does not fit: never send it.
+            Err(err!(
+                CapacityExceeded,
+                "the prompt needs ~{} tokens but the budget is {} (llm.context_window - llm.max_tokens); \
+                 shorten the prompts in config.json or raise the context window",
+                est,
+                self.budget()
+            ))
+        } else {
+            self.ask(progress, should_stop)
+        };
         if matches!(&outcome, Err(e) if e.code() == Code::ContextOverflow) {
             self.bytes_per_token = (self.bytes_per_token * 0.8).max(1.0);
             let est = self.estimate(self.prompt.len());
