@@ -348,3 +348,24 @@ fn help_and_usage() {
     assert_eq!(memory(&d.0, &["frobnicate"], "").0, Err(Code::Usage));
     assert_eq!(memory(&d.0, &["list", "extra"], "").0, Err(Code::Usage));
 }
+
+#[test]
+fn working_memory_beyond_the_working_set_is_shown_and_exported_as_storage() {
+    let d = Dir::new();
+    let v = |c: &str| c.repeat(50_000);
+    d.write("memory.json", &format!(r#"{{"working_memory":{{"a":"{}","b":"{}","c":"{}"}}}}"#, v("x"), v("y"), v("z")));
+    let before = snapshot(&d.0);
+    let out = ok(&d.0, &["list"]);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("c  ") && l.contains("50000  (does not fit; the agent moves it to the store)")),
+        "{out}"
+    );
+    assert_eq!(ok(&d.0, &["show", "c"]).len(), 50_001);
+    let doc = ok(&d.0, &["export"]);
+    let mut parsed = Document::with_capacity(1024, 256 * 1024);
+    parsed.parse(doc.as_bytes()).unwrap();
+    assert_eq!(parsed.root().get("working_memory").map(|v| v.len()), Some(2));
+    assert_eq!(parsed.root().path("storage.c").and_then(|v| v.as_str()).map(str::len), Some(50_000));
+    assert_eq!(snapshot(&d.0), before);
+}

@@ -198,7 +198,10 @@ fn check_memory(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Res
         for p in &view.problems {
             r.fail("memory.json", Worst::Failure, format_args!("{}: {}", view.path.display(), p))?;
         }
-        r.note(format_args!("the agent would keep this file aside (memory.json.corrupt-<time>) and start from the previous version or fresh"))?;
+        r.note(format_args!(
+            "the agent cannot use this file as it is: it keeps a malformed file aside \
+             (memory.json.corrupt-<time>) and starts from the previous version or fresh"
+        ))?;
         return Ok(());
     }
     let f = &view.file;

@@ -116,14 +116,21 @@ fn list(args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         bail!(JsonInvalid, "{} is unusable: {}", view.path.display(), p);
     }
     let wm = &view.file.working;
-    if wm.is_empty() {
+    if wm.is_empty() && view.overflow.is_empty() {
         say(out, format_args!("working memory is empty"))?;
         return Ok(super::EXIT_OK);
     }
-    let width = wm.iter().map(|(k, _, _)| k.as_str().len()).max().unwrap_or(3).max(3);
+    let width = wm.iter().map(|(k, _, _)| k.as_str().len()).chain(view.overflow.iter().map(|(k, _)| k.as_str().len()));
+    let width = width.max().unwrap_or(3).max(3);
     say(out, format_args!("{:<width$}  {:>7}  {:<20}  {:>5}", "KEY", "BYTES", "UPDATED", "HITS"))?;
     for (k, text, m) in wm.iter() {
         say(out, format_args!("{:<width$}  {:>7}  {:<20}  {:>5}", k.as_str(), text.len(), Time(m.updated), m.hits))?;
+    }
+    for (k, text) in &view.overflow {
+        say(
+            out,
+            format_args!("{:<width$}  {:>7}  (does not fit; the agent moves it to the store)", k.as_str(), text.len()),
+        )?;
     }
     say(out, format_args!("{} entries, {} of {} bytes", wm.len(), wm.text_bytes(), wm.text_capacity()))?;
     Ok(super::EXIT_OK)
@@ -137,7 +144,12 @@ fn show(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     if let MemoryRead::Found(view) = read_memory(data)? {
         if let Some(p) = view.problems.first() {
             err!(JsonInvalid, "{} is unusable ({}); looking in the store only", view.path.display(), p).print_warning();
-        } else if let Some(text) = view.file.working.get(&key) {
+        } else if let Some(text) = view
+            .file
+            .working
+            .get(&key)
+            .or_else(|| view.overflow.iter().find(|(k, _)| *k == key).map(|(_, t)| t.as_str()))
+        {
             write_all(out, text)?;
             write_all(out, "\n")?;
             return Ok(super::EXIT_OK);
@@ -284,11 +296,11 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
 fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let target = args.positional().unwrap_or_else(|| "-".to_string());
     args.finish("memory export")?;
-    let file = match read_memory(data)? {
-        MemoryRead::Missing => MemoryFile::new(),
+    let (file, overflow) = match read_memory(data)? {
+        MemoryRead::Missing => (MemoryFile::new(), Vec::new()),
         MemoryRead::Found(v) => match v.problems.first() {
             Some(p) => bail!(JsonInvalid, "{} is unusable ({}); fix it or move it aside first", v.path.display(), p),
-            None => v.file,
+            None => (v.file, v.overflow),
         },
     };
     let mut store = match open_store_read_only(data)? {
@@ -298,7 +310,7 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     };
     if target == "-" {
         let mut sink = FmtSink { out, error: None };
-        let res = write_export(&file, store.as_deref_mut(), &mut sink);
+        let res = write_export(&file, &overflow, store.as_deref_mut(), &mut sink);
         return match sink.error.take() {
             Some(e) => Err(write_error(e)),
             None => res.map(|()| super::EXIT_OK),
@@ -322,7 +334,7 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         let mut w = io::BufWriter::new(&f);
         {
             let mut sink = FmtSink { out: &mut w, error: None };
-            let res = write_export(&file, store.as_deref_mut(), &mut sink);
+            let res = write_export(&file, &overflow, store.as_deref_mut(), &mut sink);
             if let Some(e) = sink.error.take() {
                 bail!(Io, "cannot write {}: {}", tmp.display(), e);
             }
@@ -349,8 +361,14 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
 }
 
 /// Writes the era-B document: `{state, iteration, working_memory, storage}`, values streamed
-/// from the store one at a time.
-fn write_export(file: &MemoryFile, store: Option<&mut Store>, sink: &mut dyn fmt::Write) -> Result<()> {
+/// from the store one at a time. Working-memory entries that do not fit the working set go
+/// into `storage`, where the agent puts them (unless the store already holds their key).
+fn write_export(
+    file: &MemoryFile,
+    overflow: &[(Key, String)],
+    mut store: Option<&mut Store>,
+    sink: &mut dyn fmt::Write,
+) -> Result<()> {
     let mut w = Writer::pretty(sink);
     w.begin_object()?;
     w.key("state")?;
@@ -366,7 +384,7 @@ fn write_export(file: &MemoryFile, store: Option<&mut Store>, sink: &mut dyn fmt
     w.end_object()?;
     w.key("storage")?;
     w.begin_object()?;
-    if let Some(store) = store {
+    if let Some(store) = store.as_deref_mut() {
         let mut ids = Vec::with_capacity(store.len());
         ids.extend(store.ids());
         for id in ids {
@@ -375,6 +393,13 @@ fn write_export(file: &MemoryFile, store: Option<&mut Store>, sink: &mut dyn fmt
             w.key(k.as_str())?;
             w.string(text)?;
         }
+    }
+    for (k, text) in overflow {
+        if store.as_deref().is_some_and(|s| s.find(k).is_some()) {
+            continue;
+        }
+        w.key(k.as_str())?;
+        w.string(text)?;
     }
     w.end_object()?;
     w.end_object()?;
@@ -590,10 +615,15 @@ pub struct MemoryView {
     pub bytes: u64,
     /// What could be read (a fresh memory where the file could not be).
     pub file: MemoryFile,
-    /// Why the agent could not use the file (it would move it aside at its next start).
+    /// Why the agent cannot use the file as it is (it moves a malformed file aside at its next
+    /// start; it refuses one with an entry that fits neither working memory nor the store).
     pub problems: Vec<String>,
-    /// Things the agent handles on its own: entries it leaves out, era-B storage it migrates.
+    /// Things the agent handles on its own: entries it leaves out, era-B storage it migrates,
+    /// working-memory entries it moves to the store because they do not fit.
     pub notes: Vec<String>,
+    /// `working_memory` entries that do not fit the working set (an era-B file that grew
+    /// without bound); the agent stores them in the store at its next start.
+    pub overflow: Vec<(Key, String)>,
 }
 
 /// What [`read_memory`] found.
@@ -626,6 +656,7 @@ pub fn read_memory(data: &Path) -> Result<MemoryRead> {
             file: MemoryFile::new(),
             problems: Vec::new(),
             notes: Vec::new(),
+            overflow: Vec::new(),
         };
         if bytes.len() > MEMORY_FILE_MAX_BYTES {
             view.problems.push(format!("larger than {} bytes (limits::MEMORY_FILE_MAX_BYTES)", MEMORY_FILE_MAX_BYTES));
@@ -684,8 +715,26 @@ fn decode_view(bytes: &[u8], view: &mut MemoryView) {
                         continue;
                     }
                 };
-                if let Err(e) = memfile::value_text(val, &mut text).and_then(|()| m.working.add(&key, &text, 0)) {
+                if let Err(e) = memfile::value_text(val, &mut text) {
                     view.problems.push(format!("working_memory \"{}\": {}", key, e.message()));
+                    continue;
+                }
+                match m.working.add(&key, &text, 0) {
+                    Ok(()) => {}
+                    Err(e) if e.code() == Code::CapacityExceeded && text.len() <= STORE_VALUE_MAX_BYTES => {
+                        view.notes.push(format!(
+                            "working_memory \"{}\" does not fit the working set; the agent moves it to the store at its next start",
+                            key
+                        ));
+                        view.overflow.push((key, text.clone()));
+                    }
+                    Err(e) if e.code() == Code::CapacityExceeded => view.problems.push(format!(
+                        "working_memory \"{}\" ({} bytes) fits neither the working set nor the store \
+                         (limits::STORE_VALUE_MAX_BYTES); shorten it",
+                        key,
+                        text.len()
+                    )),
+                    Err(e) => view.problems.push(format!("working_memory \"{}\": {}", key, e.message())),
                 }
             }
         }
@@ -970,6 +1019,7 @@ mod tests {
             file: MemoryFile::new(),
             problems: Vec::new(),
             notes: Vec::new(),
+            overflow: Vec::new(),
         };
         decode_view(
             br#"{"state":3,"iteration":-1,"working_memory":{"ok":"x"," , ":"gone"},"agent":[],"storage":{"a":"b"}}"#,

@@ -149,7 +149,7 @@ impl Status {
                     ),
                 )?;
                 for p in &m.problems {
-                    say(out, format_args!("  problem   {} (the agent moves the file aside at its next start)", p))?;
+                    say(out, format_args!("  problem   {} (the agent cannot use the file as it is)", p))?;
                 }
                 for n in &m.notes {
                     say(out, format_args!("  note      {}", n))?;
