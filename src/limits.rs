@@ -333,3 +333,22 @@ pub const SEARCH_RESULTS_SHOWN: usize = 20;
 
 /// Longest feedback to the model after an invalid reply, in bytes.
 pub const FEEDBACK_MAX_BYTES: usize = 3 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// The command line (`lkjagent memory`, `lkjagent check`)
+// ---------------------------------------------------------------------------------------------
+
+/// Largest document `lkjagent memory import` reads, in bytes (an export of a full store can be
+/// large). Cost, during the import only: the file, plus a JSON arena sized to it (about the
+/// file's size again in text, and at most [`MEMORY_IMPORT_MAX_NODES`] nodes).
+pub const MEMORY_IMPORT_MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most JSON nodes of an import document. Cost: 24 bytes each ([`JSON_NODE_BYTES`]), reserved
+/// in proportion to the file read, so at most 24 MiB.
+pub const MEMORY_IMPORT_MAX_NODES: usize = 1024 * 1024;
+
+/// How long `lkjagent check` waits for the server to accept a connection.
+pub const CHECK_CONNECT_TIMEOUT_MS: u64 = 3_000;
+
+/// How long `lkjagent check` waits for the server's answer to its health probe.
+pub const CHECK_READ_TIMEOUT_MS: u64 = 10_000;
