@@ -53,7 +53,7 @@ fn stdout(o: &Output) -> String {
 }
 
 #[test]
-#[ignore = "needs dispatch wiring by the lead (cli::mod)"]
+
 fn send_status_and_memory_through_the_binary() {
     let d = Dir::shipped("a");
     let data = d.0.to_str().unwrap();
@@ -76,7 +76,7 @@ fn send_status_and_memory_through_the_binary() {
 }
 
 #[test]
-#[ignore = "needs dispatch wiring by the lead (cli::mod)"]
+
 fn check_exit_codes_through_the_binary() {
     let d = Dir::shipped("b");
     let data = d.0.to_str().unwrap();
@@ -93,7 +93,7 @@ fn check_exit_codes_through_the_binary() {
 }
 
 #[test]
-#[ignore = "needs dispatch wiring by the lead (cli::mod)"]
+
 fn every_command_has_help() {
     for cmd in ["status", "memory", "send", "check"] {
         let o = lkjagent(&[cmd, "--help"], None, b"");

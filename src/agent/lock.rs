@@ -29,9 +29,14 @@ impl DataLock {
             .map_err(|e| err!(Io, "cannot open {}: {}", path.display(), e))?;
         match file.try_lock() {
             Ok(()) => Ok(DataLock { _file: file }),
-            Err(TryLockError::WouldBlock) => {
-                Err(err!(Usage, "another lkjagent is using {} (it holds {}); stop it first", dir.display(), LOCK_FILE))
-            }
+            // Busy is a runtime condition (exit 1), not a usage mistake.
+            Err(TryLockError::WouldBlock) => Err(err!(
+                Io,
+                "another lkjagent (the agent loop, or a memory import or compact) is using {} (it holds {}); \
+                 stop it first",
+                dir.display(),
+                LOCK_FILE
+            )),
             Err(TryLockError::Error(e)) => Err(err!(Io, "cannot lock {}: {}", path.display(), e)),
         }
     }
@@ -47,7 +52,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let first = DataLock::acquire(&dir).unwrap();
         let second = DataLock::acquire(&dir).unwrap_err();
-        assert_eq!(second.code(), crate::error::Code::Usage);
+        assert_eq!(second.code(), crate::error::Code::Io);
         assert!(second.message().contains("another lkjagent"));
         drop(first);
         DataLock::acquire(&dir).unwrap();

@@ -889,34 +889,13 @@ fn read_at_most(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 // The data directory's lock
 // -------------------------------------------------------------------------------------------
 
-/// The lock file's name in the data directory.
-pub const LOCK_NAME: &str = "lkjagent.lock";
-
-/// Takes the data directory's exclusive lock (`lkjagent.lock`, `File::try_lock`), held until
-/// the returned file is dropped. Whoever writes the store and `memory.json` holds it: the
-/// agent loop for its whole run, `memory import` and `memory compact` while they work. A lock
-/// held by another process is `IO` at once, never a wait. The lock is released by the kernel
-/// when its holder exits, even by `kill -9`, so it never goes stale.
-pub fn lock_data_dir(data: &Path) -> Result<File> {
+/// Takes the data directory's write lock (`agent::lock`, shared with `run`, `demo` and
+/// `replay`), after checking the directory exists.
+pub fn lock_data_dir(data: &Path) -> Result<crate::agent::lock::DataLock> {
     if !data.is_dir() {
         bail!(NotFound, "data directory {} does not exist", data.display());
     }
-    let path = data.join(LOCK_NAME);
-    let f = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| err!(Io, "cannot open the lock file {}: {}", path.display(), e))?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(fs::TryLockError::WouldBlock) => bail!(
-            Io,
-            "{} is in use by another lkjagent (the agent loop, or an import or compact); stop it first",
-            data.display()
-        ),
-        Err(fs::TryLockError::Error(e)) => bail!(Io, "cannot lock {}: {}", path.display(), e),
-    }
+    crate::agent::lock::DataLock::acquire(data)
 }
 
 // -------------------------------------------------------------------------------------------

@@ -5,11 +5,15 @@
 //! configuration error.
 
 pub mod args;
+pub mod check;
 pub mod json;
+pub mod memory;
 pub mod parse_reply;
 pub mod run;
+pub mod send;
+pub mod status;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use args::Args;
 use std::ffi::OsString;
 
@@ -101,13 +105,12 @@ fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
             print!("{}", HELP);
             Ok(EXIT_OK)
         }
-        "status" | "memory" | "send" | "check" => Err(not_yet(&command)),
+        "status" => status::run(args, &data),
+        "memory" => memory::run(args, &data),
+        "send" => send::run(args, &data),
+        "check" => check::run(args, &data),
         other => bail!(Usage, "unknown command '{}'; see 'lkjagent --help'", other),
     }
-}
-
-fn not_yet(command: &str) -> Error {
-    err!(Usage, "'lkjagent {}' is not built yet", command)
 }
 
 /// The data directory: `--data DIR`, else `$LKJAGENT_DATA`, else `data`.
