@@ -373,6 +373,27 @@ fn curl_transport_round_trip() {
 
     let refused = Url::parse(&format!("http://127.0.0.1:{}/v1", refused_port())).unwrap();
     assert_eq!(fetch(&mut client, &get(&refused)).unwrap_err().0, Code::LlmUnavailable);
+
+    // A stop request kills curl while it waits.
+    let silent = Server::start(|_, _| Action::Silence(Duration::from_secs(5)));
+    let url = Url::parse(&silent.url("/")).unwrap();
+    let mut client =
+        Client::new(Settings { transport: Transport::Curl, read_timeout: Duration::from_secs(30), ..settings() })
+            .unwrap();
+    let start = Instant::now();
+    let e = client.send(&get(&url), None, &move || start.elapsed() > Duration::from_millis(200)).unwrap_err();
+    assert_eq!(e.code(), Code::Interrupted);
+    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+
+    // curl's own read timeout (speed-time, whole seconds) ends a silent answer as LLM_TIMEOUT.
+    let mut client = Client::new(Settings {
+        transport: Transport::Curl,
+        read_timeout: Duration::from_secs(1),
+        retry: RetryPolicy { max_retries: 0, ..RetryPolicy::default() },
+        ..settings()
+    })
+    .unwrap();
+    assert_eq!(fetch(&mut client, &get(&url)).unwrap_err().0, Code::LlmTimeout);
 }
 
 #[test]
