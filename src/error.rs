@@ -68,6 +68,37 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in declaration order.
+    pub const ALL: [Code; 22] = [
+        Code::Usage,
+        Code::ConfigJsonInvalid,
+        Code::ConfigInvalid,
+        Code::PromptJsonInvalid,
+        Code::PromptSchemaInvalid,
+        Code::PromptSegmentEmpty,
+        Code::JsonInvalid,
+        Code::TagParseError,
+        Code::ReplyInvalid,
+        Code::LlmTimeout,
+        Code::LlmUnavailable,
+        Code::LlmError,
+        Code::ContextOverflow,
+        Code::HttpProtocol,
+        Code::ResponseTooLarge,
+        Code::CapacityExceeded,
+        Code::KeyInvalid,
+        Code::NotFound,
+        Code::VersionConflict,
+        Code::PersistFailed,
+        Code::Io,
+        Code::Interrupted,
+    ];
+
+    /// The code whose text form is `name` (`"CAPACITY_EXCEEDED"`), if any.
+    pub fn from_name(name: &str) -> Option<Code> {
+        Code::ALL.iter().copied().find(|c| c.as_str() == name)
+    }
+
     /// The stable text form of the code, e.g. `"CAPACITY_EXCEEDED"`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -283,6 +314,14 @@ mod tests {
         assert!(e.line() > 0);
         assert_eq!(e.code().exit_code(), 1);
         assert_eq!(Code::ConfigInvalid.exit_code(), 2);
+    }
+
+    #[test]
+    fn codes_round_trip_through_their_names() {
+        for c in Code::ALL {
+            assert_eq!(Code::from_name(c.as_str()), Some(c));
+        }
+        assert_eq!(Code::from_name("NO_SUCH_CODE"), None);
     }
 
     #[test]

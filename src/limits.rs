@@ -52,9 +52,71 @@ pub const JSON_SMALL_DOC_TEXT_BYTES: usize = 256 * 1024;
 // Tagged reply format (the model's replies and the prompt's tag rendering)
 // ---------------------------------------------------------------------------------------------
 
-/// Largest model reply the tag parser reads, in bytes. A longer reply is rejected as a whole
-/// with `CAPACITY_EXCEEDED`. Cost: none by itself; bounds the tag arena below.
+/// Largest model reply the reply reader reads, in bytes. A longer reply is rejected as a whole
+/// (the reader's `REPLY_TOO_LARGE` problem; callers reading it from a file or socket may refuse
+/// it earlier with `CAPACITY_EXCEEDED`). Cost: none by itself; bounds the buffers below.
 pub const REPLY_MAX_BYTES: usize = 1 << 20;
+
+/// Extra room of the reply reader's working copy for bytes that are not UTF-8: each invalid
+/// sequence (1 to 3 bytes) becomes U+FFFD (3 bytes), so a reply near the size limit with more
+/// than about 32 K of them no longer fits and is rejected as too large. Cost: this many bytes,
+/// reserved once.
+pub const REPLY_LOSSY_SLACK_BYTES: usize = 64 * 1024;
+
+/// Bytes of the reply reader's working copy (the reply with `<think>` blocks removed and
+/// invalid UTF-8 replaced). Cost: this many bytes, reserved once.
+pub const REPLY_WORK_BYTES: usize = REPLY_MAX_BYTES + REPLY_LOSSY_SLACK_BYTES;
+
+/// Most nodes (elements and text runs) of a parsed reply. A realistic reply has under 100;
+/// past this, parsing stops and the reply gets a `TOO_MANY_TAGS` problem. Cost: 48 bytes each
+/// (384 KiB), reserved once.
+pub const TAG_MAX_NODES: usize = 8 * 1024;
+
+/// Bytes of names and decoded text of a parsed reply, plus text the interpreter derives from
+/// it (era-A blocks joined into one log entry). Decoding never lengthens text, so a reply that
+/// fits [`REPLY_WORK_BYTES`] fits here. Cost: this many bytes, reserved once.
+pub const TAG_TEXT_BYTES: usize = REPLY_WORK_BYTES + 16 * 1024;
+
+/// Deepest element nesting the tag parser builds (and the renderer writes). Deeper start tags
+/// are dropped (their text kept) with a `TOO_DEEP` problem. Walks are loops over parent links,
+/// never recursion, so this bounds work per end tag, not stack use. Cost: none by itself.
+pub const TAG_MAX_DEPTH: usize = 64;
+
+/// Most instructions one reply yields (actions, next state, logs). Past this, the rest are
+/// dropped with a `TOO_MANY_INSTRUCTIONS` problem. Cost: 72 bytes each (4.5 KiB), inline in the
+/// reader.
+pub const REPLY_MAX_INSTRUCTIONS: usize = 64;
+
+/// Most problems recorded for one reply; further ones are counted, not kept. Cost: about 180
+/// bytes each (2.9 KiB), inline in the reader.
+pub const REPLY_MAX_PROBLEMS: usize = 16;
+
+/// Bytes of the detail text of one problem (what was found, what was expected); longer text
+/// is cut visibly. Cost: this many bytes per problem slot.
+pub const REPLY_PROBLEM_DETAIL_BYTES: usize = 160;
+
+/// Actions taken from one reply when the caller does not say otherwise (DESIGN.md §5: "up to
+/// a configured number per cycle, default 1").
+pub const REPLY_DEFAULT_MAX_ACTIONS: usize = 1;
+
+/// Regions of a reply the reader removes or rewrites (`<think>` blocks, invalid UTF-8 runs)
+/// that it remembers to map offsets back to the original reply. Past this, offsets after the
+/// last remembered region are approximate (never past the end of the reply). Cost: 8 bytes
+/// each (2 KiB), inline in the reader.
+pub const REPLY_MAX_OFFSET_SEGMENTS: usize = 256;
+
+/// Items joined from a list-shaped field (`<tags><tag>a</tag>...</tags>`) or parts of an
+/// era-A block (`<thinking>` children) joined into one log entry; more is a `FIELD_NOT_TEXT`
+/// problem. Cost: 8 to 16 bytes each on the stack while reading.
+pub const REPLY_MAX_LIST_ITEMS: usize = 32;
+
+/// Problems listed in the feedback note for the model (errors first). Cost: none; it bounds
+/// the prompt tokens spent on feedback.
+pub const REPLY_FEEDBACK_MAX_PROBLEMS: usize = 3;
+
+/// Text elements one parse distinguishes (`ParseOptions::text_elements`); names past this are
+/// parsed as ordinary elements. Cost: 8 bytes each on the stack while parsing.
+pub const TAG_MAX_TEXT_ELEMENTS: usize = 16;
 
 // ---------------------------------------------------------------------------------------------
 // HTTP and the LLM providers
@@ -136,6 +198,84 @@ pub const KEY_MAX_TAGS: usize = 8;
 /// Longest single tag, in bytes (the design's `MAX_TAG_LENGTH`).
 pub const TAG_MAX_BYTES: usize = 64;
 
+/// Longest normalised key text: all tags at full length joined by commas. Cost: a
+/// [`crate::memory::key::Key`] holds this many bytes inline (plus a length).
+pub const KEY_MAX_BYTES: usize = KEY_MAX_TAGS * TAG_MAX_BYTES + (KEY_MAX_TAGS - 1);
+
+/// Most entries in the working set (what the prompt shows). Cost: one entry header of about
+/// 560 bytes (inline key plus times and counters) each, reserved on the heap at start-up.
+pub const WORKING_MAX_ENTRIES: usize = 256;
+
+/// Total bytes of text in the working set, all entries together. It is shown in the prompt,
+/// so it stays well under `PROMPT_MAX_BYTES`. Cost: one arena of this size, reserved once.
+pub const WORKING_TEXT_MAX_BYTES: usize = 128 * 1024;
+
+/// Most entries in `memory.json`'s `agent` map (the agent layer's own small state). Cost:
+/// `AGENT_META_KEY_MAX_BYTES + AGENT_META_VALUE_MAX_BYTES` bytes each, reserved once.
+pub const AGENT_META_MAX_ENTRIES: usize = 16;
+
+/// Longest key in the `agent` map, in bytes.
+pub const AGENT_META_KEY_MAX_BYTES: usize = 64;
+
+/// Longest value in the `agent` map, in bytes (room for a rejected-reply feedback text).
+pub const AGENT_META_VALUE_MAX_BYTES: usize = 4096;
+
+/// Longest `state` name kept in `memory.json`, in bytes. Cost: inline in the memory file.
+pub const MEMORY_STATE_MAX_BYTES: usize = 64;
+
+/// Largest `memory.json` read, in bytes. Cost: the file buffer and the parsed document's string
+/// arena, each this size, only while loading.
+pub const MEMORY_FILE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most JSON nodes in a `memory.json` being read (an era-B file with a large `storage` map
+/// needs one node per key and per value). Cost: one document node each, only while loading.
+pub const MEMORY_FILE_MAX_NODES: usize = 256 * 1024;
+
+/// Largest era-B export file `memory import` reads, in bytes. Cost: the file buffer and the
+/// document's string arena, each this size, only during an import.
+pub const EXCHANGE_FILE_MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most JSON nodes in an import file. Cost: one document node each, only during an import.
+pub const EXCHANGE_FILE_MAX_NODES: usize = 2 * 1024 * 1024;
+
+/// Most entries in the tagged store. Cost: a 32-byte index slot, a 16-byte tag set and 8 bytes
+/// of key hash table each, reserved once at open; with the tag and link tables below, 62 bytes
+/// per entry in all (`Store::ram_bytes`, about 3.9 MiB at this capacity).
+pub const STORE_MAX_ENTRIES: usize = 65_536;
+
+/// Most distinct tags in use across the store at once. Tags are interned: entries refer to
+/// them by 16-bit id. Cost: 9 bytes of table each plus 8 bytes of hash table.
+pub const STORE_MAX_TAGS: usize = 8_192;
+
+/// Bytes of tag text interned in the tag table (all distinct tags together). Cost: this many
+/// bytes, reserved once.
+pub const STORE_TAG_ARENA_BYTES: usize = 128 * 1024;
+
+/// Most links between related entries. Cost: 8 bytes each, reserved once.
+pub const STORE_MAX_LINKS: usize = 16_384;
+
+/// Largest value of one store entry, in bytes.
+pub const STORE_VALUE_MAX_BYTES: usize = 64 * 1024;
+
+/// Largest log record (one line): a value where every byte needs a 6-byte escape, all tags at
+/// full length escaped likewise, and the fixed fields. Cost: the store's read buffer, its
+/// write buffer and its decoded-value buffer are each about this size, reserved once at open.
+pub const STORE_RECORD_MAX_BYTES: usize = 6 * STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * (6 * TAG_MAX_BYTES + 3) + 256;
+
+/// Most results one query, text search or related-entries listing returns. Cost: 8 bytes per
+/// result in the caller's result buffer.
+pub const STORE_QUERY_MAX_RESULTS: usize = 1024;
+
+/// Most value bytes one text search reads from the log before it stops (and says so). Cost:
+/// none in memory; bounds the time of a search over a large store.
+pub const STORE_SEARCH_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Compaction runs when garbage (superseded records) passes this percentage of the log ...
+pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;
+
+/// ... and the log holds at least this many bytes of garbage (small logs are left alone).
+pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
+
 // ---------------------------------------------------------------------------------------------
 // The agent
 // ---------------------------------------------------------------------------------------------
@@ -174,3 +314,22 @@ pub const AUDIT_LOG_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// Longest audit line, in bytes. Cost: a buffer of this size reserved once.
 pub const AUDIT_LINE_MAX_BYTES: usize = 16 * 1024;
+
+/// Largest `config.json` read, in bytes (start-up only).
+pub const CONFIG_FILE_MAX_BYTES: usize = 1024 * 1024;
+
+/// Longest line of the exchange log (the prompt and the reply of one cycle, escaped), in bytes.
+/// Cost: a buffer of this size reserved once when the exchange log is on.
+pub const EXCHANGE_LINE_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// JSON nodes of one exchange-log line when it is read back (`lkjagent replay`).
+pub const EXCHANGE_LINE_MAX_NODES: usize = 256;
+
+/// Longest result message of one action (`command_log` text), in bytes.
+pub const ACTION_RESULT_MAX_BYTES: usize = 384;
+
+/// Most keys `storage_search` lists in `search_results`.
+pub const SEARCH_RESULTS_SHOWN: usize = 20;
+
+/// Longest feedback to the model after an invalid reply, in bytes.
+pub const FEEDBACK_MAX_BYTES: usize = 3 * 1024;

@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// What one action did, for the audit log and the status line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ActionRecord<'a> {
     /// The action type (`storage_save`, ...).
     pub kind: &'a str,

@@ -6,8 +6,15 @@
 //! - [`inbox`]: messages queued by `lkjagent send`.
 //! - [`audit`]: the size-capped per-cycle audit log.
 
+pub mod actions;
 pub mod audit;
 pub mod check;
+pub mod config;
+pub mod engine;
+pub mod exchange;
 pub mod inbox;
+pub mod lock;
+pub mod logs;
+pub mod prompts;
 pub mod segments;
 pub mod settings;

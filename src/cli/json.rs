@@ -5,10 +5,11 @@
 //! events go straight to a [`Writer`] on a buffered stdout, so a document of any size is
 //! formatted in bounded memory (no arena: the document is never held whole).
 //!
-//! A file is read twice: once to validate, once to print. So an invalid file prints nothing on
-//! stdout, only the error line on stderr (exit 1). Standard input (`-`) cannot be read twice;
-//! it is printed as it is read, and if it turns out invalid the output so far stays on stdout,
-//! cut short, and the error line and exit status say so.
+//! A regular file is read twice: once to validate, once to print. So an invalid file prints
+//! nothing on stdout, only the error line on stderr (exit 1). Standard input (`-`) and other
+//! streams (a pipe such as `<(cmd)` or `/dev/stdin`) cannot be read twice; they are printed as
+//! they are read, and if they turn out invalid the output so far stays on stdout, cut short,
+//! and the error line and exit status say so.
 
 use super::args::Args;
 use crate::error::{Error, Result};
@@ -47,15 +48,20 @@ pub fn run(mut args: Args) -> Result<i32> {
     let mut chunk = vec![0u8; JSON_CLI_CHUNK_BYTES];
     let res = if path == "-" {
         format(&mut io::stdin().lock(), &mut chunk, pretty)
+    } else if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+        two_pass(&path, &mut chunk, pretty)
     } else {
-        // Pass 1: validate, so that nothing is printed for an invalid file.
-        let mut parser = Parser::new();
-        feed_all(&mut open(&path)?, &mut chunk, &mut parser, &mut Validate)?;
-        // Pass 2: print.
-        format(&mut open(&path)?, &mut chunk, pretty)
+        open(&path).and_then(|mut f| format(&mut f, &mut chunk, pretty))
     };
     res.map_err(|e| e.context(format_args!("{}", if path == "-" { "<stdin>" } else { &path })))?;
     Ok(super::EXIT_OK)
+}
+
+/// Validates the file, then prints it: nothing reaches stdout for an invalid file.
+fn two_pass(path: &str, chunk: &mut [u8], pretty: bool) -> Result<()> {
+    let mut parser = Parser::new();
+    feed_all(&mut open(path)?, chunk, &mut parser, &mut Validate)?;
+    format(&mut open(path)?, chunk, pretty)
 }
 
 fn open(path: &str) -> Result<std::fs::File> {

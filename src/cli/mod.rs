@@ -7,6 +7,7 @@
 pub mod args;
 pub mod json;
 pub mod parse_reply;
+pub mod run;
 
 use crate::error::{Error, Result};
 use args::Args;
@@ -88,21 +89,36 @@ fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
         return Ok(EXIT_USAGE);
     };
     let command = items.remove(at);
-    let args = Args::new(items);
+    let mut args = Args::new(items);
+    let data = data_dir(args.value("--data")?);
     match command.as_str() {
         "json" => json::run(args),
         "parse-reply" => parse_reply::run(args),
+        "run" => run::run(args, &data),
+        "demo" => run::demo(args, &data),
+        "replay" => run::replay(args, &data),
         "help" => {
             print!("{}", HELP);
             Ok(EXIT_OK)
         }
-        "run" | "demo" | "status" | "memory" | "send" | "check" | "replay" => Err(not_yet(&command)),
+        "status" | "memory" | "send" | "check" => Err(not_yet(&command)),
         other => bail!(Usage, "unknown command '{}'; see 'lkjagent --help'", other),
     }
 }
 
 fn not_yet(command: &str) -> Error {
-    err!(Usage, "'lkjagent {}' arrives with the agent (issue 6); available now: json, parse-reply", command)
+    err!(Usage, "'lkjagent {}' is not built yet", command)
+}
+
+/// The data directory: `--data DIR`, else `$LKJAGENT_DATA`, else `data`.
+pub fn data_dir(flag: Option<String>) -> std::path::PathBuf {
+    match flag {
+        Some(d) => d.into(),
+        None => match std::env::var_os("LKJAGENT_DATA") {
+            Some(d) if !d.is_empty() => d.into(),
+            _ => "data".into(),
+        },
+    }
 }
 
 /// Reads a whole input named on the command line: a file path, or `-` for stdin, up to

@@ -27,6 +27,15 @@ pub(crate) struct Span {
     pub(crate) len: u32,
 }
 
+impl Span {
+    /// The text this span covers in `text` ("" if it does not lie within it).
+    #[inline]
+    pub(crate) fn in_text(self, text: &str) -> &str {
+        let off = self.off as usize;
+        off.checked_add(self.len as usize).and_then(|end| text.get(off..end)).unwrap_or("")
+    }
+}
+
 /// One value of the document. `a` is: the text span for keys, strings and numbers; `len` = the
 /// number of children for containers; `len` = 0/1 for booleans.
 #[derive(Clone, Copy, Debug)]
@@ -53,8 +62,10 @@ pub struct Document {
     text: String,
     max_nodes: usize,
     max_text: usize,
-    /// Indices of the open containers while parsing (never deeper than `JSON_MAX_DEPTH`).
-    open: Vec<u32>,
+    /// The open containers while parsing (never deeper than `JSON_MAX_DEPTH`): node index and
+    /// children so far (written into the node when it closes, keeping the hot path on this
+    /// small stack instead of the node list).
+    open: Vec<(u32, u32)>,
     /// Key of the next value, if it is an object member.
     key: Span,
     /// Start of the text being collected, and what it is for.
@@ -136,6 +147,7 @@ impl Document {
 
     /// Appends a node for a value that starts here, taking the pending key and counting it in
     /// its parent. Returns its index.
+    #[inline(always)]
     fn push_node(&mut self, kind: Kind, a: Span) -> Result<u32> {
         let idx = self.nodes.len();
         if idx >= self.max_nodes {
@@ -145,10 +157,8 @@ impl Document {
                 self.max_nodes
             );
         }
-        if let Some(&parent) = self.open.last() {
-            if let Some(p) = self.nodes.get_mut(parent as usize) {
-                p.a.len += 1;
-            }
+        if let Some(parent) = self.open.last_mut() {
+            parent.1 += 1;
         }
         let key = core::mem::take(&mut self.key);
         // `idx < max_nodes < u32::MAX`, so these conversions are exact.
@@ -158,7 +168,9 @@ impl Document {
 }
 
 impl Handler for Document {
-    #[inline]
+    // Inlined into the parser so that each call site, whose event variant is known, keeps only
+    // its own arm of this match (measured on canada.json: 480 -> 710 MB/s).
+    #[inline(always)]
     fn event(&mut self, event: Event<'_>) -> Result<()> {
         match event {
             Event::Text(t) => {
@@ -202,13 +214,14 @@ impl Handler for Document {
                 if self.open.len() >= JSON_MAX_DEPTH {
                     bail!(CapacityExceeded, "JSON nested deeper than JSON_MAX_DEPTH ({} levels)", JSON_MAX_DEPTH);
                 }
-                self.open.push(idx);
+                self.open.push((idx, 0));
             }
             Event::EndObject | Event::EndArray => {
                 let end = self.nodes.len() as u32;
-                if let Some(idx) = self.open.pop() {
+                if let Some((idx, children)) = self.open.pop() {
                     if let Some(n) = self.nodes.get_mut(idx as usize) {
                         n.end = end;
+                        n.a.len = children;
                     }
                 }
             }
@@ -243,6 +256,11 @@ mod tests {
     }
 
     #[test]
+    fn node_layout_is_as_documented() {
+        assert_eq!(core::mem::size_of::<Node>(), crate::limits::JSON_NODE_BYTES);
+    }
+
+    #[test]
     fn reuses_the_arena_without_growing() {
         let mut d = Document::with_capacity(8, 16);
         for _ in 0..3 {
@@ -259,6 +277,7 @@ mod tests {
         let e = d.parse(b"[1,2,3]").unwrap_err();
         assert_eq!(e.code(), Code::CapacityExceeded);
         assert!(e.message().contains("more than 3 values"), "{}", e);
+        assert!(e.message().starts_with("at byte 5 (line 1, column 6): "), "{}", e);
         assert!(d.root().is_null());
 
         let mut d = Document::with_capacity(10, 4);

@@ -217,8 +217,33 @@ impl Parser {
 
     /// Reads `input`, the next slice of the document, reporting events to `h`. All of `input`
     /// is consumed; a token cut at its end continues with the next call.
+    ///
+    /// The slice is first checked as UTF-8 in one pass (a JSON text is UTF-8 as a whole); its
+    /// valid part is then read as text, so strings are cut from it without a check each. Only
+    /// what follows the first non-UTF-8 byte (an error, or a sequence cut by the slice's end)
+    /// is read byte by byte.
     pub fn feed<H: Handler + ?Sized>(&mut self, input: &[u8], h: &mut H) -> Result<()> {
-        let res = self.run(input, h);
+        match core::str::from_utf8(input) {
+            Ok(text) => self.feed_checked(input, Some(text), h),
+            Err(e) => {
+                // (`valid_up_to() <= len`; the fallback reads everything the checking way.)
+                let (valid, rest) = input.split_at_checked(e.valid_up_to()).unwrap_or((&[], input));
+                let text = core::str::from_utf8(valid).ok();
+                self.feed_checked(valid, text, h)?;
+                self.feed_checked(rest, None, h)
+            }
+        }
+    }
+
+    /// [`Parser::feed`] for input already known to be UTF-8: pieces of strings and numbers are
+    /// cut from `input` directly instead of being checked again (a JSON text is UTF-8 as a
+    /// whole, so one check of the whole input replaces one per string).
+    pub fn feed_str<H: Handler + ?Sized>(&mut self, input: &str, h: &mut H) -> Result<()> {
+        self.feed_checked(input.as_bytes(), Some(input), h)
+    }
+
+    fn feed_checked<H: Handler + ?Sized>(&mut self, input: &[u8], txt: Option<&str>, h: &mut H) -> Result<()> {
+        let res = self.run(input, txt, h);
         match res {
             Ok(()) => {
                 self.base += input.len();
@@ -245,7 +270,7 @@ impl Parser {
         match self.state {
             State::Done => Ok(()),
             State::Number if self.num.is_final() => {
-                h.event(Event::EndText)?;
+                self.emit(h, 0, Event::EndText)?;
                 self.value_done();
                 // A number completes the document only at depth 0; inside a container the
                 // closing bracket is still missing.
@@ -329,18 +354,37 @@ impl Parser {
         }
     }
 
+    /// Leaves a container. Only called in states that exist inside one (depth >= 1); the
+    /// saturating form keeps even a logic slip from wrapping.
+    #[inline]
+    fn pop(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Reports an event. An error from the handler (a full arena, a failed write) gets the
+    /// position added, so it says where in the input it happened like a syntax error does.
+    #[inline(always)]
+    fn emit<H: Handler + ?Sized>(&self, h: &mut H, i: usize, event: Event<'_>) -> Result<()> {
+        h.event(event).map_err(|e| self.handler_error(e, i))
+    }
+
+    #[cold]
+    fn handler_error(&self, e: crate::error::Error, i: usize) -> crate::error::Error {
+        e.context(format_args!("at {}", self.pos(i)))
+    }
+
     /// After a complete value: `,`/close inside a container, end of input at the top.
     #[inline]
     fn value_done(&mut self) {
         self.state = if self.depth == 0 { State::Done } else { State::Comma };
     }
 
-    fn run<H: Handler + ?Sized>(&mut self, input: &[u8], h: &mut H) -> Result<()> {
+    fn run<H: Handler + ?Sized>(&mut self, input: &[u8], txt: Option<&str>, h: &mut H) -> Result<()> {
         let mut i = 0;
         while i < input.len() {
             i = match self.state {
-                State::Str => self.string(input, i, h)?,
-                State::Number => self.number(input, i, h)?,
+                State::Str => self.string(input, txt, i, h)?,
+                State::Number => self.number(input, txt, i, h)?,
                 State::Escape => self.escape(input, i, h)?,
                 State::Unicode => self.unicode(input, i, h)?,
                 State::Utf8 => self.utf8_rest(input, i, h)?,
@@ -348,7 +392,7 @@ impl Parser {
                 State::Failed => {
                     return Err(err!(JsonInvalid, "the JSON parse already failed; reset the parser"));
                 }
-                _ => self.structural(input, i, h)?,
+                _ => self.structural(input, txt, i, h)?,
             };
         }
         Ok(())
@@ -356,7 +400,13 @@ impl Parser {
 
     /// Skips whitespace, then reads one structural byte or the first byte of a value.
     #[inline]
-    fn structural<H: Handler + ?Sized>(&mut self, input: &[u8], mut i: usize, h: &mut H) -> Result<usize> {
+    fn structural<H: Handler + ?Sized>(
+        &mut self,
+        input: &[u8],
+        txt: Option<&str>,
+        mut i: usize,
+        h: &mut H,
+    ) -> Result<usize> {
         // ws = *( %x20 / %x09 / %x0A / %x0D ); newlines can occur only here, so lines are
         // counted here and nowhere else.
         let b = loop {
@@ -375,24 +425,25 @@ impl Parser {
             (State::Value | State::ValueOrEnd, _) => match b {
                 b'{' => {
                     self.push(true, i)?;
-                    h.event(Event::BeginObject)?;
+                    self.emit(h, i, Event::BeginObject)?;
                     self.state = State::KeyOrEnd;
                 }
                 b'[' => {
                     self.push(false, i)?;
-                    h.event(Event::BeginArray)?;
+                    self.emit(h, i, Event::BeginArray)?;
                     self.state = State::ValueOrEnd;
                 }
                 b'"' => {
                     self.key = false;
-                    h.event(Event::BeginString)?;
+                    self.emit(h, i, Event::BeginString)?;
                     self.state = State::Str;
+                    return self.string(input, txt, i + 1, h);
                 }
                 b'-' | b'0'..=b'9' => {
-                    h.event(Event::BeginNumber)?;
+                    self.emit(h, i, Event::BeginNumber)?;
                     self.num = NumState::Start;
                     self.state = State::Number;
-                    return Ok(i);
+                    return self.number(input, txt, i, h);
                 }
                 b't' | b'f' | b'n' => {
                     self.lit = match b {
@@ -405,32 +456,42 @@ impl Parser {
                     return Ok(i);
                 }
                 b']' if self.state == State::ValueOrEnd => {
-                    self.depth -= 1;
-                    h.event(Event::EndArray)?;
+                    self.pop();
+                    self.emit(h, i, Event::EndArray)?;
                     self.value_done();
+                }
+                // (The next bytes may be in the next slice, so this is worded as a likely cause.)
+                0xEF if self.base + i == 0 => {
+                    return Err(err!(
+                        JsonInvalid,
+                        "invalid JSON at {}: expected a JSON value, found byte 0xEF (if it starts a byte \
+                         order mark, RFC 8259 does not allow one: save the file as UTF-8 without BOM)",
+                        self.pos(i)
+                    ));
                 }
                 _ => return Err(self.error(input, i, self.expected())),
             },
             (State::KeyOrEnd | State::Key, b'"') => {
                 self.key = true;
-                h.event(Event::BeginKey)?;
+                self.emit(h, i, Event::BeginKey)?;
                 self.state = State::Str;
+                return self.string(input, txt, i + 1, h);
             }
             (State::KeyOrEnd, b'}') => {
-                self.depth -= 1;
-                h.event(Event::EndObject)?;
+                self.pop();
+                self.emit(h, i, Event::EndObject)?;
                 self.value_done();
             }
             (State::Colon, b':') => self.state = State::Value,
             (State::Comma, b',') => self.state = if self.in_object() { State::Key } else { State::Value },
             (State::Comma, b']') if !self.in_object() => {
-                self.depth -= 1;
-                h.event(Event::EndArray)?;
+                self.pop();
+                self.emit(h, i, Event::EndArray)?;
                 self.value_done();
             }
             (State::Comma, b'}') if self.in_object() => {
-                self.depth -= 1;
-                h.event(Event::EndObject)?;
+                self.pop();
+                self.emit(h, i, Event::EndObject)?;
                 self.value_done();
             }
             _ => return Err(self.error(input, i, self.expected())),
@@ -441,7 +502,13 @@ impl Parser {
     /// Inside a string: copies runs of plain bytes out in one piece, stops at `"`, `\`, a
     /// control character, or the end of the slice.
     #[inline]
-    fn string<H: Handler + ?Sized>(&mut self, input: &[u8], mut i: usize, h: &mut H) -> Result<usize> {
+    fn string<H: Handler + ?Sized>(
+        &mut self,
+        input: &[u8],
+        txt: Option<&str>,
+        mut i: usize,
+        h: &mut H,
+    ) -> Result<usize> {
         loop {
             let start = i;
             // The hot loop: plain bytes (everything but `"`, `\` and controls).
@@ -457,13 +524,19 @@ impl Parser {
                     return Err(self.error(input, start, "\\u and a low surrogate after a high surrogate"));
                 }
                 let run = input.get(start..i).unwrap_or(&[]);
-                match core::str::from_utf8(run) {
-                    Ok(s) => h.event(Event::Text(s))?,
+                // Input known to be UTF-8 is cut directly (the run ends at an ASCII byte or at
+                // the end of the input, both character boundaries); otherwise it is checked.
+                let checked = match txt.and_then(|t| t.get(start..i)) {
+                    Some(s) => Ok(s),
+                    None => core::str::from_utf8(run),
+                };
+                match checked {
+                    Ok(s) => self.emit(h, i, Event::Text(s))?,
                     Err(e) => {
                         let valid = e.valid_up_to();
                         if let Some(s) = run.get(..valid).and_then(|p| core::str::from_utf8(p).ok()) {
                             if !s.is_empty() {
-                                h.event(Event::Text(s))?;
+                                self.emit(h, i, Event::Text(s))?;
                             }
                         }
                         let cut = input.get(start + valid..i).unwrap_or(&[]);
@@ -489,7 +562,7 @@ impl Parser {
                     if self.high != 0 {
                         return Err(self.error(input, i, "\\u and a low surrogate after a high surrogate"));
                     }
-                    h.event(Event::EndText)?;
+                    self.emit(h, i, Event::EndText)?;
                     if self.key {
                         self.state = State::Colon;
                     } else {
@@ -542,7 +615,7 @@ impl Parser {
             }
             _ => return Err(self.error(input, i, "an escape character (one of \" \\ / b f n r t u)")),
         };
-        h.event(Event::Text(text))?;
+        self.emit(h, i, Event::Text(text))?;
         self.state = State::Str;
         Ok(i + 1)
     }
@@ -584,7 +657,7 @@ impl Parser {
             return Err(self.error_at(at, "a valid code point"));
         };
         let mut buf = [0u8; 4];
-        h.event(Event::Text(c.encode_utf8(&mut buf)))?;
+        self.emit(h, i, Event::Text(c.encode_utf8(&mut buf)))?;
         self.state = State::Str;
         Ok(i)
     }
@@ -610,7 +683,7 @@ impl Parser {
         }
         let seq = self.utf8.get(..self.utf8_len).unwrap_or(&[]);
         match core::str::from_utf8(seq) {
-            Ok(s) => h.event(Event::Text(s))?,
+            Ok(s) => self.emit(h, i, Event::Text(s))?,
             Err(_) => return Err(self.error_at(self.utf8_at.wrapping_sub(self.base), "valid UTF-8 in a string")),
         }
         self.state = State::Str;
@@ -620,8 +693,26 @@ impl Parser {
     /// Inside a number: runs the automaton over the digits in this slice and reports them as
     /// one piece.
     #[inline]
-    fn number<H: Handler + ?Sized>(&mut self, input: &[u8], mut i: usize, h: &mut H) -> Result<usize> {
+    fn number<H: Handler + ?Sized>(
+        &mut self,
+        input: &[u8],
+        txt: Option<&str>,
+        mut i: usize,
+        h: &mut H,
+    ) -> Result<usize> {
         let start = i;
+        if self.num == NumState::Start {
+            if let Some(end) = scan_number(input, i) {
+                let text = match txt.and_then(|t| t.get(start..end)) {
+                    Some(t) => t,
+                    None => input.get(start..end).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or(""),
+                };
+                self.emit(h, i, Event::Text(text))?;
+                self.emit(h, i, Event::EndText)?;
+                self.value_done();
+                return Ok(end);
+            }
+        }
         let mut num = self.num;
         while let Some(&b) = input.get(i) {
             match num.step(b) {
@@ -635,8 +726,11 @@ impl Parser {
         self.num = num;
         if i > start {
             // Only ASCII digits, signs, '.', 'e' and 'E' were accepted above.
-            let text = input.get(start..i).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or("");
-            h.event(Event::Text(text))?;
+            let text = match txt.and_then(|t| t.get(start..i)) {
+                Some(t) => t,
+                None => input.get(start..i).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or(""),
+            };
+            self.emit(h, i, Event::Text(text))?;
         }
         let Some(&b) = input.get(i) else { return Ok(i) };
         if !num.is_final() {
@@ -645,7 +739,7 @@ impl Parser {
         if num == NumState::Zero && b.is_ascii_digit() {
             return Err(self.error(input, i, "no digit after a leading 0 (leading zeros are not allowed)"));
         }
-        h.event(Event::EndText)?;
+        self.emit(h, i, Event::EndText)?;
         self.value_done();
         Ok(i)
     }
@@ -660,14 +754,66 @@ impl Parser {
             self.lit_pos += 1;
             i += 1;
         }
-        h.event(match self.lit.first() {
-            Some(b't') => Event::Bool(true),
-            Some(b'f') => Event::Bool(false),
-            _ => Event::Null,
-        })?;
+        self.emit(
+            h,
+            i,
+            match self.lit.first() {
+                Some(b't') => Event::Bool(true),
+                Some(b'f') => Event::Bool(false),
+                _ => Event::Null,
+            },
+        )?;
         self.value_done();
         Ok(i)
     }
+}
+
+/// The fast path for a number that lies wholly in `b` from `i`: returns where it ends if it is
+/// complete, valid, and followed by a byte that cannot continue it. `None` means "not sure"
+/// (the slice ends inside it, or it is invalid): the automaton then reads it byte by byte and
+/// reports any error. This is the grammar of `number.rs`, unrolled into digit loops.
+#[inline]
+fn scan_number(b: &[u8], mut i: usize) -> Option<usize> {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match *b.get(i)? {
+        b'0' => {
+            i += 1;
+            if b.get(i)?.is_ascii_digit() {
+                return None;
+            }
+        }
+        b'1'..=b'9' => {
+            i += 1;
+            while b.get(i)?.is_ascii_digit() {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    if *b.get(i)? == b'.' {
+        i += 1;
+        if !b.get(i)?.is_ascii_digit() {
+            return None;
+        }
+        while b.get(i)?.is_ascii_digit() {
+            i += 1;
+        }
+    }
+    if matches!(*b.get(i)?, b'e' | b'E') {
+        i += 1;
+        if matches!(*b.get(i)?, b'+' | b'-') {
+            i += 1;
+        }
+        if !b.get(i)?.is_ascii_digit() {
+            return None;
+        }
+        while b.get(i)?.is_ascii_digit() {
+            i += 1;
+        }
+    }
+    Some(i)
 }
 
 /// Bytes in the UTF-8 sequence that starts with `b` (1 for anything that cannot start one,
@@ -737,12 +883,19 @@ mod tests {
         }
     }
 
+    /// Parses `input` whole, through `feed` and (if it is UTF-8) through `feed_str`, which
+    /// must agree to the letter.
     fn events(input: &[u8]) -> Result<Vec<String>> {
         let mut p = Parser::new();
         let mut c = Collect::default();
-        p.feed(input, &mut c)?;
-        p.finish(&mut c)?;
-        Ok(c.0)
+        let res = p.feed(input, &mut c).and_then(|()| p.finish(&mut c)).map(|()| c.0);
+        if let Ok(text) = core::str::from_utf8(input) {
+            let mut p = Parser::new();
+            let mut c = Collect::default();
+            let res_str = p.feed_str(text, &mut c).and_then(|()| p.finish(&mut c)).map(|()| c.0);
+            assert_eq!(res_str, res, "feed_str vs feed on {:?}", text);
+        }
+        res
     }
 
     /// Feeds `input` one byte at a time: every token crosses a slice boundary.
@@ -846,7 +999,7 @@ mod tests {
         (b"[\"\xff\"]", 2, "valid UTF-8"),
         (b"[\"\xc3\"]", 2, "valid UTF-8"),
         (b"[\"\xed\xa0\x80\"]", 2, "valid UTF-8"),
-        (b"\xef\xbb\xbf{}", 0, "expected a JSON value, found byte 0xEF"),
+        (b"\xef\xbb\xbf{}", 0, "expected a JSON value, found byte 0xEF (if it starts a byte order mark"),
         (b"[\"abc", 5, "closing '\"'"),
         (b"{\"a\":", 5, "a value after ':'"),
         (b"[1", 2, "',' or ']'"),

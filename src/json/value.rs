@@ -7,7 +7,7 @@
 //! documents are small (a config, a memory file, one LLM response) and a scan over a few dozen
 //! keys is faster than building an index. For duplicate keys, [`Value::get`] returns the last.
 
-use super::document::Node;
+use super::document::{Node, Span};
 use super::number;
 
 /// The kind of a JSON value.
@@ -49,12 +49,7 @@ impl core::fmt::Display for Kind {
 }
 
 /// The node a missing value reads as.
-const NULL: Node = Node {
-    kind: Kind::Null,
-    key: super::document::Span { off: 0, len: 0 },
-    a: super::document::Span { off: 0, len: 0 },
-    end: 0,
-};
+const NULL: Node = Node { kind: Kind::Null, key: Span { off: 0, len: 0 }, a: Span { off: 0, len: 0 }, end: 0 };
 
 /// A view of one value of a document. See the module documentation.
 #[derive(Clone, Copy)]
@@ -75,12 +70,12 @@ impl<'a> Value<'a> {
     }
 
     #[inline]
-    fn span(&self, s: super::document::Span) -> &'a str {
-        let off = s.off as usize;
-        self.text.get(off..off + s.len as usize).unwrap_or("")
+    fn span(&self, s: Span) -> &'a str {
+        s.in_text(self.text)
     }
 
-    /// Index just past this value's subtree (its own index + 1 for a missing value).
+    /// Index just past this value's subtree (its own index, an empty subtree, for a missing
+    /// value).
     #[inline]
     fn end(&self) -> usize {
         match self.nodes.get(self.idx) {
@@ -282,21 +277,16 @@ impl PartialEq for Value<'_> {
             let same = x.kind == y.kind
                 && (x.end as usize).wrapping_sub(base_a) == (y.end as usize).wrapping_sub(base_b)
                 && match x.kind {
-                    Kind::String | Kind::Number => span_str(at, x.a) == span_str(bt, y.a),
+                    Kind::String | Kind::Number => x.a.in_text(at) == y.a.in_text(bt),
                     _ => x.a.len == y.a.len,
                 }
-                && (i == 0 || span_str(at, x.key) == span_str(bt, y.key));
+                && (i == 0 || x.key.in_text(at) == y.key.in_text(bt));
             if !same {
                 return false;
             }
         }
         true
     }
-}
-
-fn span_str(text: &str, s: super::document::Span) -> &str {
-    let off = s.off as usize;
-    text.get(off..off + s.len as usize).unwrap_or("")
 }
 
 /// Writes the value as compact JSON.

@@ -16,6 +16,8 @@
 //! unbalanced end, a non-finite float, text that is not a number) is `JSON_INVALID` and writes
 //! nothing; a sink that refuses a write (a full buffer) is `CAPACITY_EXCEEDED`. Nesting deeper
 //! than [`JSON_MAX_DEPTH`] is `CAPACITY_EXCEEDED`, so whatever this writes the parser can read.
+//! After a `CAPACITY_EXCEEDED` from the sink the output is cut short: discard it (and start
+//! again with a larger buffer); the writer is not meant to continue.
 
 use super::escape::write_json_str_body;
 use super::event::{Event, Handler};
@@ -347,10 +349,6 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
         if nodes.is_empty() {
             return self.null();
         }
-        let span = |s: super::document::Span| -> &str {
-            let off = s.off as usize;
-            text.get(off..off + s.len as usize).unwrap_or("")
-        };
         // End indices of the containers opened by this walk.
         let mut ends: ArrayVec<u32, JSON_MAX_DEPTH> = ArrayVec::new();
         for (off, n) in nodes.iter().enumerate() {
@@ -360,16 +358,16 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
                 self.end(self.in_object())?;
             }
             if off > 0 && self.in_object() {
-                self.key(span(n.key))?;
+                self.key(n.key.in_text(text))?;
             }
             match n.kind {
                 Kind::Object | Kind::Array => {
                     self.begin(n.kind == Kind::Object)?;
                     ends.push(n.end)?;
                 }
-                Kind::String => self.string(span(n.a))?,
+                Kind::String => self.string(n.a.in_text(text))?,
                 // Number text in a document was checked by the parser.
-                Kind::Number => self.number_unchecked(span(n.a))?,
+                Kind::Number => self.number_unchecked(n.a.in_text(text))?,
                 Kind::Bool => self.bool(n.a.len != 0)?,
                 Kind::Null => self.null()?,
             }
@@ -525,43 +523,29 @@ mod tests {
     #[test]
     fn misuse_is_json_invalid_and_writes_nothing() {
         type Step = fn(&mut Writer<'_, String>) -> Result<()>;
-        let cases: [(&str, Step); 10] = [
-            ("key at top", |w| w.key("k")),
-            ("value without key", |w| {
-                w.begin_object()?;
-                w.null()
-            }),
-            ("key in array", |w| {
-                w.begin_array()?;
-                w.key("k")
-            }),
-            ("two keys", |w| {
-                w.begin_object()?;
-                w.key("a")?;
-                w.key("b")
-            }),
-            ("end after key", |w| {
-                w.begin_object()?;
-                w.key("a")?;
-                w.end_object()
-            }),
-            ("unbalanced end", |w| w.end_array()),
-            ("wrong end", |w| {
-                w.begin_array()?;
-                w.end_object()
-            }),
-            ("second value", |w| {
-                w.null()?;
-                w.null()
-            }),
-            ("bad number", |w| w.number_text("01")),
-            ("stray text event", |w| w.event(Event::Text("x"))),
+        let ok: Step = |_| Ok(());
+        // (name, setup, the misuse)
+        let cases: [(&str, Step, Step); 11] = [
+            ("key at top", ok, |w| w.key("k")),
+            ("value without key", |w| w.begin_object(), |w| w.null()),
+            ("string without key", |w| w.begin_object(), |w| w.string("s")),
+            ("key in array", |w| w.begin_array(), |w| w.key("k")),
+            ("two keys", |w| w.begin_object().and_then(|()| w.key("a")), |w| w.key("b")),
+            ("end after key", |w| w.begin_object().and_then(|()| w.key("a")), |w| w.end_object()),
+            ("unbalanced end", ok, |w| w.end_array()),
+            ("wrong end", |w| w.begin_array(), |w| w.end_object()),
+            ("second value", |w| w.null(), |w| w.begin_array()),
+            ("bad number", |w| w.begin_array(), |w| w.number_text("01")),
+            ("stray text event", |w| w.begin_array(), |w| w.event(Event::Text("x"))),
         ];
-        for (name, step) in cases {
+        for (name, setup, misuse) in cases {
             let mut s = String::new();
-            let mut w = Writer::compact(&mut s);
-            let e = step(&mut w).unwrap_err();
+            let mut w = Writer::pretty(&mut s);
+            setup(&mut w).unwrap();
+            let before = w.out.len();
+            let e = misuse(&mut w).unwrap_err();
             assert_eq!(e.code(), Code::JsonInvalid, "{}: {}", name, e);
+            assert_eq!(w.out.len(), before, "{}: wrote {:?}", name, w.out);
         }
         let mut s = String::new();
         let mut w = Writer::compact(&mut s);

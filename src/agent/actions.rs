@@ -1,0 +1,323 @@
+//! Carrying out the model's memory actions (DESIGN.md §5) against the working set and the store.
+//!
+//! Every action ends in an [`ActionResult`]: success or failure, and a one-line message that
+//! goes into `command_log` and the audit log, worded so the model can correct itself ("not in
+//! working memory; keys there: ..."). Failures are results, not errors: only a storage fault
+//! (`PERSIST_FAILED`, I/O) is an error, which stops the cycle before anything is persisted.
+//!
+//! Keys go through the one normalisation of `memory::key` for every layer, so
+//! `working_memory_add` of "Story, Idea" and `storage_load` of "idea,story" name the same entry
+//! (the C original normalised storage keys only). `working_memory_remove` really removes.
+//! `storage_search` writes its matches to the working-memory entry `search_results`, one key per
+//! line (the C original joined comma-holding keys with commas, which could not be read back).
+
+use crate::error::{Code, Result};
+use crate::fixed::{ArrayString, FixedBuf};
+use crate::limits::{ACTION_RESULT_MAX_BYTES, SEARCH_RESULTS_SHOWN};
+use crate::memory::key::{normalize, Key};
+use crate::memory::query::{Archived, Query, Results, Sort};
+use crate::memory::store::{Outcome, Store};
+use crate::memory::working::WorkingSet;
+use crate::reply::{Action, ActionKind};
+use core::fmt::Write as _;
+
+/// Matches a search collects before filtering (shown ones plus room to tell "more").
+const SEARCH_RESULTS_CAP: usize = 4 * SEARCH_RESULTS_SHOWN;
+
+/// The working-memory key that receives search results.
+pub const SEARCH_RESULTS_KEY: &str = "search_results";
+
+/// What an action did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ActionResult {
+    /// The action kind.
+    pub kind: ActionKind,
+    /// The normalised key acted on (empty when the tags were invalid or absent).
+    pub key: ArrayString<{ crate::limits::KEY_MAX_BYTES }>,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// The result message.
+    pub message: ArrayString<ACTION_RESULT_MAX_BYTES>,
+}
+
+impl ActionResult {
+    fn new(kind: ActionKind) -> ActionResult {
+        ActionResult { kind, key: ArrayString::new(), ok: false, message: ArrayString::new() }
+    }
+
+    /// The result the agent's own paging starts from.
+    pub fn paging() -> ActionResult {
+        ActionResult::new(ActionKind::PageOut)
+    }
+
+    /// An action refused because it repeats the previous cycle's exactly.
+    pub fn refused(kind: ActionKind, tags: &str) -> ActionResult {
+        let mut r = ActionResult::new(kind);
+        if let Ok(k) = normalize(tags) {
+            let _ = r.key.push_str(k.as_str());
+        }
+        r.done(false, format_args!("refused: identical to the previous action; do something else"))
+    }
+
+    fn done(mut self, ok: bool, args: core::fmt::Arguments<'_>) -> ActionResult {
+        self.ok = ok;
+        self.message.clear();
+        if self.message.format(args).is_err() {
+            // A long message (a long key in it) is cut visibly; it is a log line, not data.
+            let _ = write!(self.message, "{}", args);
+            self.message.clip_with_marker("...");
+        }
+        self
+    }
+}
+
+/// The buffers actions need, reserved once.
+pub struct ActionScratch {
+    results: Results,
+    text: FixedBuf,
+}
+
+impl ActionScratch {
+    /// Reserves the buffers.
+    pub fn new() -> ActionScratch {
+        ActionScratch {
+            results: Results::with_capacity(SEARCH_RESULTS_CAP),
+            text: FixedBuf::with_capacity(
+                "action text buffer (limits::STORE_VALUE_MAX_BYTES)",
+                crate::limits::STORE_VALUE_MAX_BYTES,
+            ),
+        }
+    }
+}
+
+impl Default for ActionScratch {
+    fn default() -> Self {
+        ActionScratch::new()
+    }
+}
+
+/// Carries out one action. `Err` only for storage faults the cycle cannot go on after.
+pub fn apply(
+    a: &Action<'_>,
+    wm: &mut WorkingSet,
+    store: &mut Store,
+    scratch: &mut ActionScratch,
+    now: u64,
+) -> Result<ActionResult> {
+    let r = ActionResult::new(a.kind);
+    // Every kind but storage_search needs a key.
+    let key = if a.tags.trim().is_empty() && !a.kind.needs_tags() {
+        None
+    } else {
+        match normalize(a.tags) {
+            Ok(k) => Some(k),
+            Err(e) => return Ok(r.done(false, format_args!("invalid tags '{}': {}", a.tags, e.message()))),
+        }
+    };
+    let mut r = r;
+    if let Some(k) = &key {
+        let _ = r.key.push_str(k.as_str());
+    }
+    let value = a.value.map(str::trim).unwrap_or("");
+    if a.kind.needs_value() && value.is_empty() {
+        return Ok(r.done(false, format_args!("{} needs a non-empty value", a.kind.as_str())));
+    }
+    match (a.kind, key) {
+        (ActionKind::WorkingMemoryAdd, Some(k)) => Ok(match wm.add(&k, value, now) {
+            Ok(()) => r.done(true, format_args!("added to working memory")),
+            Err(e) => r.done(false, format_args!("{}", e.message())),
+        }),
+        (ActionKind::WorkingMemoryRemove, Some(k)) => Ok(if wm.remove(&k) {
+            r.done(true, format_args!("removed from working memory"))
+        } else {
+            r.done(false, format_args!("'{}' is not in working memory", k))
+        }),
+        (ActionKind::StorageSave, Some(k)) => store_put(r, store, &k, value, now),
+        (ActionKind::StorageLoad, Some(k)) | (ActionKind::PageIn, Some(k)) => load_into(r, wm, store, scratch, &k, now),
+        (ActionKind::PageOut, Some(k)) => page_out(r, wm, store, scratch, &k, now),
+        (ActionKind::Archive, Some(k)) => {
+            // Archive what is in working memory too: save it first, then take it out.
+            if wm.get(&k).is_some() {
+                let moved = page_out(r, wm, store, scratch, &k, now)?;
+                if !moved.ok {
+                    return Ok(moved);
+                }
+            }
+            match store.set_archived(&k, true, now) {
+                Ok(_) => Ok(r.done(true, format_args!("archived (kept on disk, out of default search)"))),
+                Err(e) if is_fault(e.code()) => Err(e),
+                Err(e) => Ok(r.done(false, format_args!("{}", e.message()))),
+            }
+        }
+        (ActionKind::RecordUpdate, Some(k)) => {
+            let expected = match a.base_version.map(str::trim) {
+                None | Some("") => None,
+                Some(v) => match v.trim_start_matches('v').parse::<u32>() {
+                    Ok(n) => Some(n),
+                    Err(_) => return Ok(r.done(false, format_args!("base version '{}' is not a number", v))),
+                },
+            };
+            match store.update(&k, value, expected, now) {
+                Ok(p) => Ok(r.done(true, format_args!("updated to version {}", p.version))),
+                Err(e) if is_fault(e.code()) => Err(e),
+                Err(e) => Ok(r.done(false, format_args!("{}: {}", e.code(), e.message()))),
+            }
+        }
+        (ActionKind::RecordIssue, Some(k)) => {
+            let issue_key = match normalize("issue").and_then(|i| k.union(&i)) {
+                Ok(ik) => ik,
+                Err(e) => return Ok(r.done(false, format_args!("{}", e.message()))),
+            };
+            scratch.text.clear();
+            let written = scratch.text.push_str(value).and_then(|()| match a.metadata.map(str::trim) {
+                Some(m) if !m.is_empty() => scratch.text.format(format_args!("\n(metadata: {})", m)),
+                _ => Ok(()),
+            });
+            if let Err(e) = written {
+                return Ok(r.done(false, format_args!("{}", e.message())));
+            }
+            let text = scratch.text.as_str().unwrap_or("");
+            r.key.clear();
+            let _ = r.key.push_str(issue_key.as_str());
+            match store.put(&issue_key, text, now) {
+                Ok(_) => Ok(r.done(true, format_args!("issue recorded"))),
+                Err(e) if is_fault(e.code()) => Err(e),
+                Err(e) => Ok(r.done(false, format_args!("{}", e.message()))),
+            }
+        }
+        (ActionKind::StorageSearch, key) => search(r, wm, store, scratch, key.as_ref(), a.query, now),
+        (kind, None) => Ok(r.done(false, format_args!("{} needs tags", kind.as_str()))),
+    }
+}
+
+/// Storage faults stop the cycle; everything else is a failed action the model is told about.
+fn is_fault(code: Code) -> bool {
+    matches!(code, Code::PersistFailed | Code::Io)
+}
+
+fn store_put(r: ActionResult, store: &mut Store, k: &Key, value: &str, now: u64) -> Result<ActionResult> {
+    match store.put(k, value, now) {
+        Ok(p) => Ok(match p.outcome {
+            Outcome::Created => r.done(true, format_args!("saved to storage")),
+            Outcome::Updated => r.done(true, format_args!("saved to storage (replaced version {})", p.version - 1)),
+            Outcome::Unchanged => r.done(true, format_args!("storage already holds this value")),
+        }),
+        Err(e) if is_fault(e.code()) => Err(e),
+        Err(e) => Ok(r.done(false, format_args!("{}", e.message()))),
+    }
+}
+
+fn load_into(
+    r: ActionResult,
+    wm: &mut WorkingSet,
+    store: &mut Store,
+    scratch: &mut ActionScratch,
+    k: &Key,
+    now: u64,
+) -> Result<ActionResult> {
+    scratch.text.clear();
+    match store.load(k, now) {
+        Ok(Some(v)) => scratch.text.push_str(v)?,
+        Ok(None) => {
+            return Ok(r.done(false, format_args!("'{}' is not in storage; use storage_search to find keys", k)))
+        }
+        Err(e) if is_fault(e.code()) => return Err(e),
+        Err(e) => return Ok(r.done(false, format_args!("{}", e.message()))),
+    }
+    let text = scratch.text.as_str().unwrap_or("");
+    Ok(match wm.add(k, text, now) {
+        Ok(()) => r.done(true, format_args!("loaded from storage into working memory")),
+        Err(e) => r.done(false, format_args!("{}", e.message())),
+    })
+}
+
+/// Saves the working-memory entry `k` to the store, then removes it from working memory.
+/// Nothing is removed unless the save was acknowledged (fsynced).
+pub fn page_out(
+    r: ActionResult,
+    wm: &mut WorkingSet,
+    store: &mut Store,
+    scratch: &mut ActionScratch,
+    k: &Key,
+    now: u64,
+) -> Result<ActionResult> {
+    scratch.text.clear();
+    match wm.get(k) {
+        Some(t) => scratch.text.push_str(t)?,
+        None => return Ok(r.done(false, format_args!("'{}' is not in working memory", k))),
+    }
+    let text = scratch.text.as_str().unwrap_or("");
+    if !text.trim().is_empty() {
+        match store.put(k, text, now) {
+            Ok(_) => {}
+            Err(e) if is_fault(e.code()) => return Err(e),
+            Err(e) => return Ok(r.done(false, format_args!("{}", e.message()))),
+        }
+    }
+    wm.remove(k);
+    Ok(r.done(true, format_args!("moved from working memory to storage")))
+}
+
+fn search(
+    r: ActionResult,
+    wm: &mut WorkingSet,
+    store: &mut Store,
+    scratch: &mut ActionScratch,
+    key: Option<&Key>,
+    query: Option<&str>,
+    now: u64,
+) -> Result<ActionResult> {
+    let needle = query.map(str::trim).filter(|q| !q.is_empty());
+    scratch.results.clear();
+    match (key, needle) {
+        (None, None) => return Ok(r.done(false, format_args!("storage_search needs tags or a text query"))),
+        // Text (and tags, filtered below: the text matches that carry every tag).
+        (_, Some(n)) => store.search_text(n, Archived::Exclude, SEARCH_RESULTS_CAP, &mut scratch.results)?,
+        (Some(k), None) => {
+            let q = Query {
+                required: Some(*k),
+                sort: Sort::Relevance,
+                max_results: SEARCH_RESULTS_CAP,
+                ..Query::default()
+            };
+            store.query(&q, &mut scratch.results);
+        }
+    }
+    scratch.text.clear();
+    let mut shown = 0usize;
+    let mut total = 0usize;
+    for id in scratch.results.ids() {
+        let Some(entry_key) = store.key(id) else { continue };
+        if let Some(k) = key {
+            if !k.tags().all(|t| entry_key.has_tag(t)) {
+                continue;
+            }
+        }
+        total += 1;
+        if shown == SEARCH_RESULTS_SHOWN {
+            continue;
+        }
+        if !scratch.text.is_empty() {
+            scratch.text.push_str("\n")?;
+        }
+        scratch.text.push_str(entry_key.as_str())?;
+        shown += 1;
+    }
+    if shown == 0 {
+        wm.remove(&normalize(SEARCH_RESULTS_KEY)?);
+        return Ok(match (key, needle) {
+            (Some(k), None) => r.done(true, format_args!("no stored key has all the tags '{}'", k)),
+            _ => r.done(true, format_args!("no stored value contains '{}'", needle.unwrap_or(""))),
+        });
+    }
+    if total > shown || scratch.results.truncated() {
+        scratch.text.format(format_args!("\n(more matches; narrow the search with more tags)"))?;
+    }
+    let text = scratch.text.as_str().unwrap_or("");
+    Ok(match wm.add(&normalize(SEARCH_RESULTS_KEY)?, text, now) {
+        Ok(()) => {
+            r.done(true, format_args!("{} match{}: see search_results", shown, if shown == 1 { "" } else { "es" }))
+        }
+        Err(e) => r.done(false, format_args!("{}", e.message())),
+    })
+}

@@ -1,0 +1,246 @@
+//! The optional exchange log, and the recorded replies `lkjagent replay` runs again.
+//!
+//! With `agent.exchange_log` on, each run writes `logs/exchange-<run>/`:
+//! - `start/`: copies of `config.json`, `agent-prompt.json`, `memory.json` and the store log as
+//!   they were when the run started;
+//! - `exchange.jsonl`: one JSON line per cycle: `time` (the cycle's clock), `cycle`, `state`,
+//!   `inbox` (a request taken that cycle, if any), `prompt` (the exact text sent, the last one
+//!   when a context overflow made the agent page out and ask again: `overflow_retried`), and
+//!   what came back: `content`, `reasoning`, `finish_reason`, `usage`, or `error` and `message`.
+//!
+//! The reply fields use the names of the `replay` provider's script, so the file doubles as a
+//! script. [`Recorded`] reads it back for `lkjagent replay`: the same replies, the same clock
+//! and the same inbox requests, cycle by cycle, so a replay from the `start/` copies reproduces
+//! `memory.json` byte for byte. The prompt is recorded for people (and compared on replay); the
+//! SHA-256 of every prompt is also in the audit log.
+
+use crate::error::{Code, Result};
+use crate::fixed::FixedBuf;
+use crate::json::{Document, Writer};
+use crate::limits::{EXCHANGE_LINE_MAX_BYTES, EXCHANGE_LINE_MAX_NODES};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// One cycle's exchange, borrowed from the agent's buffers.
+pub struct ExchangeRecord<'a> {
+    pub time: u64,
+    pub cycle: u64,
+    pub state: &'a str,
+    pub inbox: Option<&'a str>,
+    pub prompt: &'a str,
+    pub content: Option<&'a str>,
+    pub reasoning: Option<&'a str>,
+    pub finish_reason: Option<&'a str>,
+    pub usage: Option<(u64, u64)>,
+    pub error: Option<(Code, &'a str)>,
+    /// The server first answered `CONTEXT_OVERFLOW`; the agent paged out and asked again.
+    pub overflow_retried: bool,
+}
+
+/// The exchange log of one run.
+pub struct ExchangeLog {
+    file: File,
+    line: FixedBuf,
+    dir: PathBuf,
+}
+
+impl ExchangeLog {
+    /// Starts the exchange log of run `run` in data directory `data`, copying the starting
+    /// `memory.json` and store log.
+    pub fn start(data: &Path, run: &str) -> Result<ExchangeLog> {
+        let dir = data.join("logs").join(format!("exchange-{}", run));
+        let start = dir.join("start");
+        std::fs::create_dir_all(&start).map_err(|e| err!(Io, "cannot create {}: {}", start.display(), e))?;
+        for name in [
+            crate::memory::file::MEMORY_FILE,
+            crate::memory::store::LOG_NAME,
+            super::config::FILE_NAME,
+            super::segments::FILE_NAME,
+        ] {
+            let from = data.join(name);
+            if from.exists() {
+                std::fs::copy(&from, start.join(name))
+                    .map_err(|e| err!(Io, "cannot copy {} for the exchange log: {}", from.display(), e))?;
+            }
+        }
+        let path = dir.join("exchange.jsonl");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| err!(Io, "cannot open {}: {}", path.display(), e))?;
+        Ok(ExchangeLog {
+            file,
+            line: FixedBuf::with_capacity("exchange line (limits::EXCHANGE_LINE_MAX_BYTES)", EXCHANGE_LINE_MAX_BYTES),
+            dir,
+        })
+    }
+
+    /// The run's exchange directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends one cycle.
+    pub fn append(&mut self, r: &ExchangeRecord<'_>) -> Result<()> {
+        self.line.clear();
+        write_record(&mut self.line, r)?;
+        self.line.push_str("\n")?;
+        self.file
+            .write_all(self.line.as_slice())
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| err!(PersistFailed, "cannot append to the exchange log in {}: {}", self.dir.display(), e))
+    }
+}
+
+fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
+    let mut w = Writer::compact(out);
+    w.begin_object()?;
+    w.key("time")?;
+    w.u64(r.time)?;
+    w.key("cycle")?;
+    w.u64(r.cycle)?;
+    w.key("state")?;
+    w.string(r.state)?;
+    if let Some(i) = r.inbox {
+        w.key("inbox")?;
+        w.string(i)?;
+    }
+    w.key("prompt")?;
+    w.string(r.prompt)?;
+    if r.overflow_retried {
+        w.key("overflow_retried")?;
+        w.bool(true)?;
+    }
+    if let Some((code, message)) = r.error {
+        w.key("error")?;
+        w.string(code.as_str())?;
+        w.key("message")?;
+        w.string(message)?;
+    } else {
+        w.key("content")?;
+        w.string(r.content.unwrap_or(""))?;
+        if let Some(x) = r.reasoning {
+            w.key("reasoning")?;
+            w.string(x)?;
+        }
+        if let Some(f) = r.finish_reason {
+            w.key("finish_reason")?;
+            w.string(f)?;
+        }
+        if let Some((p, c)) = r.usage {
+            w.key("usage")?;
+            w.begin_object()?;
+            w.key("prompt_tokens")?;
+            w.u64(p)?;
+            w.key("completion_tokens")?;
+            w.u64(c)?;
+            w.end_object()?;
+        }
+    }
+    w.end_object()
+}
+
+/// One recorded cycle, as [`Recorded::next_cycle`] gives it.
+pub struct Replayed<'a> {
+    pub time: u64,
+    /// The first request of the cycle overflowed the context (see [`ExchangeRecord`]).
+    pub overflow_retried: bool,
+    pub inbox: Option<&'a str>,
+    pub prompt: Option<&'a str>,
+    /// The reply, or the recorded error.
+    pub reply: core::result::Result<RecordedReply<'a>, crate::error::Error>,
+}
+
+/// A recorded reply.
+pub struct RecordedReply<'a> {
+    pub content: &'a str,
+    pub reasoning: Option<&'a str>,
+    pub finish_reason: &'a str,
+    pub usage: Option<(u64, u64)>,
+}
+
+/// Reads an exchange log back, a line at a time, in bounded memory.
+pub struct Recorded {
+    reader: BufReader<File>,
+    line: Vec<u8>,
+    doc: Document,
+    path: PathBuf,
+    line_no: u64,
+}
+
+impl Recorded {
+    /// Opens `exchange.jsonl`.
+    pub fn open(path: &Path) -> Result<Recorded> {
+        let f = File::open(path).map_err(|e| err!(NotFound, "cannot open exchange log {}: {}", path.display(), e))?;
+        Ok(Recorded {
+            reader: BufReader::new(f),
+            line: Vec::with_capacity(EXCHANGE_LINE_MAX_BYTES),
+            doc: Document::with_capacity(EXCHANGE_LINE_MAX_NODES, EXCHANGE_LINE_MAX_BYTES),
+            path: path.to_path_buf(),
+            line_no: 0,
+        })
+    }
+
+    /// The next recorded cycle, or `None` at the end (a torn last line counts as the end).
+    pub fn next_cycle(&mut self) -> Result<Option<Replayed<'_>>> {
+        loop {
+            self.line.clear();
+            let n = (&mut self.reader)
+                .take(EXCHANGE_LINE_MAX_BYTES as u64 + 1)
+                .read_until(b'\n', &mut self.line)
+                .map_err(|e| err!(Io, "cannot read {}: {}", self.path.display(), e))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            if self.line.len() > EXCHANGE_LINE_MAX_BYTES {
+                bail!(
+                    CapacityExceeded,
+                    "{} line {} is longer than {} bytes",
+                    self.path.display(),
+                    self.line_no,
+                    EXCHANGE_LINE_MAX_BYTES
+                );
+            }
+            if self.line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if !self.line.ends_with(b"\n") {
+                // A crash while appending: the cycle never completed.
+                return Ok(None);
+            }
+            self.doc
+                .parse(&self.line)
+                .map_err(|e| e.context(format_args!("{} line {}", self.path.display(), self.line_no)))?;
+            break;
+        }
+        let root = self.doc.root();
+        let time = root.get("time").and_then(|v| v.as_u64()).unwrap_or(0);
+        let inbox = root.get("inbox").and_then(|v| v.as_str());
+        let prompt = root.get("prompt").and_then(|v| v.as_str());
+        let reply = match root.get("error").and_then(|v| v.as_str()) {
+            Some(code) => {
+                let code = Code::from_name(code).unwrap_or(Code::LlmError);
+                let message = root.get("message").and_then(|v| v.as_str()).unwrap_or("");
+                Err(crate::error::Error::new(code, file!(), line!(), format_args!("{}", message)))
+            }
+            None => Ok(RecordedReply {
+                content: root.get("content").and_then(|v| v.as_str()).unwrap_or(""),
+                reasoning: root.get("reasoning").and_then(|v| v.as_str()),
+                finish_reason: root.get("finish_reason").and_then(|v| v.as_str()).unwrap_or("stop"),
+                usage: root.get("usage").map(|u| {
+                    (
+                        u.get("prompt_tokens").and_then(|v| v.as_u64()).unwrap_or(0),
+                        u.get("completion_tokens").and_then(|v| v.as_u64()).unwrap_or(0),
+                    )
+                }),
+            }),
+        };
+        let overflow_retried = root.get("overflow_retried").and_then(|v| v.as_bool()).unwrap_or(false);
+        Ok(Some(Replayed { time, overflow_retried, inbox, prompt, reply }))
+    }
+}
+
+use std::io::Read as _;

@@ -1,0 +1,327 @@
+//! `lkjagent run`, `demo` and `replay`: the agent loop, with one status line per cycle.
+//!
+//! - `run`: against the configured server. A server that is down is reported once per failed
+//!   cycle with the reason and the next retry; retries back off (1 s doubling to 60 s) and the
+//!   loop recovers by itself when the server comes back. Failed cycles do not count toward
+//!   `agent.iterate.max_iterations`.
+//! - `demo`: the same loop on the shipped replay script `data/demo.jsonl`, in a fresh copy of
+//!   the data directory (`<data>/demo-run/`), so the user's own memory is never touched.
+//! - `replay`: runs a recorded exchange log (`logs/exchange-<run>/`) again from its start
+//!   snapshot, into a new directory, and says whether `memory.json` came out byte for byte.
+//!
+//! SIGINT/SIGTERM: the first lets the current cycle finish (a wait for the model is abandoned;
+//! nothing half-applied is ever persisted), persists, and exits 0; the second exits at once,
+//! which is safe because every write is atomic.
+
+use super::args::Args;
+use crate::agent::config::{self, Config};
+use crate::agent::engine::{Agent, CycleReport, Model};
+use crate::agent::exchange::Recorded;
+use crate::error::{Code, Result};
+use crate::llm::{self, ProviderKind};
+use crate::signal;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const RUN_HELP: &str = "\
+usage: lkjagent [--data DIR] run [--max-iterations N] [--exchange-log]
+
+Runs the agent loop against the LLM server in DIR/config.json (llm.endpoint), printing one
+status line per cycle. Stops after agent.iterate.max_iterations cycles (-1: never), or on
+SIGINT/SIGTERM (the cycle finishes, memory is persisted, exit 0; a second signal exits at once).
+
+  --max-iterations N   override agent.iterate.max_iterations (-1 runs forever)
+  --exchange-log       record every prompt and reply in DIR/logs/exchange-<run>/ for 'replay'
+";
+
+/// The demo's paging limit, in estimated tokens: above the prompt of the demo's ordinary
+/// cycles, below the prompt once the script's long note is in working memory.
+const DEMO_PAGING_LIMIT: u64 = 1450;
+
+const DEMO_HELP: &str = "\
+usage: lkjagent [--data DIR] demo
+
+Runs the real agent loop on the shipped script DIR/demo.jsonl instead of a server: every state
+and action, paging, and a malformed reply with its feedback. It works in a fresh copy,
+DIR/demo-run/, so your own memory is not touched.
+";
+
+const REPLAY_HELP: &str = "\
+usage: lkjagent [--data DIR] replay EXCHANGE_DIR [--into DIR2]
+
+Runs a run recorded with 'run --exchange-log' again, from the state it started in, with the
+same replies and clock, into DIR2 (default: EXCHANGE_DIR/replayed). Prints whether the final
+memory.json is byte for byte the one the recorded run left, when that file is given with
+--expect FILE.
+";
+
+/// `lkjagent run`.
+pub fn run(mut args: Args, data: &Path) -> Result<i32> {
+    if args.help() {
+        print!("{}", RUN_HELP);
+        return Ok(0);
+    }
+    let max = args.value("--max-iterations")?;
+    let exchange = args.flag("--exchange-log");
+    args.finish("run")?;
+    let mut config = config::load(data)?;
+    if let Some(m) = max {
+        config.agent.max_iterations = match m.trim().parse::<i64>() {
+            Ok(n) if n == -1 || n >= 1 => n,
+            _ => bail!(Usage, "--max-iterations takes -1 or a count >= 1, not '{}'", m),
+        };
+    }
+    let client = llm::Client::new(&config.llm)?;
+    signal::install();
+    let mut model = Model::Client(Box::new(client));
+    if config.llm.provider != ProviderKind::Replay {
+        probe(&mut model, &config);
+    }
+    let agent = Agent::open(data, config, model, exchange)?;
+    if let Some(dir) = agent.exchange_dir() {
+        println!("recording the exchange in {}", dir.display());
+    }
+    drive(agent)
+}
+
+/// `lkjagent demo`.
+pub fn demo(mut args: Args, data: &Path) -> Result<i32> {
+    if args.help() {
+        print!("{}", DEMO_HELP);
+        return Ok(0);
+    }
+    args.finish("demo")?;
+    let script = data.join("demo.jsonl");
+    if !script.is_file() {
+        bail!(NotFound, "the demo script {} is missing; it ships in the repository's data/", script.display());
+    }
+    let run_dir = data.join("demo-run");
+    fresh_dir(&run_dir, "demo")?;
+    for name in ["config.json", "memory.json", "agent-prompt.json"] {
+        let from = data.join(name);
+        if from.is_file() {
+            std::fs::copy(&from, run_dir.join(name)).map_err(|e| err!(Io, "cannot copy {}: {}", from.display(), e))?;
+        }
+    }
+    let mut config = config::load(&run_dir)?;
+    config.llm.provider = ProviderKind::Replay;
+    config.llm.replay_path = Some(script);
+    config.agent.max_iterations = -1;
+    config.agent.invalid_reply_backoff_ms = config.agent.invalid_reply_backoff_ms.min(500);
+    // The demo's memory is small: lower the limits so paging by size shows within a few
+    // cycles (the scripted long note passes DEMO_PAGING_LIMIT).
+    config.agent.paging_limit.enable = true;
+    config.agent.paging_limit.max_tokens = DEMO_PAGING_LIMIT;
+    config.agent.hard_limit.enable = true;
+    config.agent.hard_limit.max_tokens = config.agent.hard_limit.max_tokens.max(DEMO_PAGING_LIMIT * 2);
+    let client = llm::Client::new(&config.llm)?;
+    signal::install();
+    println!("demo: replaying {} in {}", data.join("demo.jsonl").display(), run_dir.display());
+    let agent = Agent::open(&run_dir, config, Model::Client(Box::new(client)), false)?;
+    let code = drive(agent)?;
+    println!(
+        "demo: done. Look at {}/memory.json, {}/store.log and {}/logs/audit.jsonl",
+        run_dir.display(),
+        run_dir.display(),
+        run_dir.display()
+    );
+    Ok(code)
+}
+
+/// `lkjagent replay`.
+pub fn replay(mut args: Args, _data: &Path) -> Result<i32> {
+    if args.help() {
+        print!("{}", REPLAY_HELP);
+        return Ok(0);
+    }
+    let into = args.value("--into")?;
+    let expect = args.value("--expect")?;
+    let Some(src) = args.positional() else {
+        bail!(Usage, "replay needs the exchange directory (DIR/logs/exchange-<run>); see 'lkjagent replay --help'");
+    };
+    args.finish("replay")?;
+    let src = PathBuf::from(src);
+    let log = src.join("exchange.jsonl");
+    let start = src.join("start");
+    if !log.is_file() || !start.is_dir() {
+        bail!(NotFound, "{} holds no exchange.jsonl and start/; record one with 'run --exchange-log'", src.display());
+    }
+    let target = into.map(PathBuf::from).unwrap_or_else(|| src.join("replayed"));
+    fresh_dir(&target, "replay")?;
+    for entry in std::fs::read_dir(&start).map_err(|e| err!(Io, "cannot list {}: {}", start.display(), e))? {
+        let entry = entry.map_err(|e| err!(Io, "cannot list {}: {}", start.display(), e))?;
+        let to = target.join(entry.file_name());
+        std::fs::copy(entry.path(), &to).map_err(|e| err!(Io, "cannot copy to {}: {}", to.display(), e))?;
+    }
+    let mut config = config::load(&target)?;
+    // The recorded log decides how many cycles there are.
+    config.agent.max_iterations = -1;
+    config.agent.invalid_reply_backoff_ms = 0;
+    config.agent.delay_ms = 0;
+    let recorded = Recorded::open(&log)?;
+    signal::install();
+    let agent = Agent::open(&target, config, Model::Recorded(Box::new(recorded)), false)?;
+    let code = drive(agent)?;
+    let produced = target.join(crate::memory::file::MEMORY_FILE);
+    println!("replay: memory.json is {}", produced.display());
+    if let Some(expect) = expect {
+        let a = std::fs::read(&produced).map_err(|e| err!(Io, "cannot read {}: {}", produced.display(), e))?;
+        let b = std::fs::read(&expect).map_err(|e| err!(Io, "cannot read {}: {}", expect, e))?;
+        if a == b {
+            println!("replay: identical to {} ({} bytes)", expect, a.len());
+        } else {
+            println!("replay: DIFFERS from {} ({} vs {} bytes)", expect, a.len(), b.len());
+            return Ok(1);
+        }
+    }
+    Ok(code)
+}
+
+/// Makes `dir` an empty directory this command owns: created if missing; if it exists it must
+/// carry the marker file of an earlier run of the same command (so nothing else is deleted).
+fn fresh_dir(dir: &Path, what: &str) -> Result<()> {
+    let marker = dir.join(".lkjagent-scratch");
+    if dir.exists() {
+        if !marker.is_file() {
+            bail!(Usage, "{} exists and was not made by 'lkjagent {}'; choose another directory", dir.display(), what);
+        }
+        std::fs::remove_dir_all(dir).map_err(|e| err!(Io, "cannot clear {}: {}", dir.display(), e))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| err!(Io, "cannot create {}: {}", dir.display(), e))?;
+    std::fs::write(&marker, format!("made by 'lkjagent {}'; safe to delete\n", what))
+        .map_err(|e| err!(Io, "cannot write {}: {}", marker.display(), e))
+}
+
+/// Asks the server whether it is there, and says so; never fatal (the loop retries).
+fn probe(model: &mut Model, config: &Config) {
+    let Model::Client(client) = model else { return };
+    match client.health(&signal::stop_requested) {
+        Ok(h) => {
+            let what = match h.model {
+                llm::ModelState::Listed => "reachable, model listed",
+                llm::ModelState::NotListed => "reachable, but the model is NOT listed (check llm.model)",
+                llm::ModelState::Loading => "reachable, model loading",
+                llm::ModelState::Ready => "reachable, ready",
+            };
+            println!("llm: {} ({}): {}", config.llm.endpoint, config.llm.model, what);
+        }
+        Err(e) => {
+            println!("llm: {} is not answering: {}: {}", config.llm.endpoint, e.code(), e.message());
+            println!("llm: the agent will keep retrying; is the server running and the port right?");
+        }
+    }
+}
+
+/// The loop shared by `run`, `demo` and `replay`.
+fn drive(mut agent: Agent) -> Result<i32> {
+    let max = agent.config.agent.max_iterations;
+    let delay = Duration::from_millis(agent.config.agent.delay_ms);
+    let streaming = agent.config.llm.stream;
+    let tty = std::io::stdout().is_terminal();
+    let mut done: i64 = 0;
+    let mut failures: u32 = 0;
+    let mut stdout = std::io::stdout();
+    println!(
+        "lkjagent: run {} in {} ({} cycle{}), state {}, iteration {}",
+        agent.run_id(),
+        agent.dir().display(),
+        if max < 0 { "unbounded".to_string() } else { max.to_string() },
+        if max == 1 { "" } else { "s" },
+        agent.memory.state.as_str(),
+        agent.memory.iteration
+    );
+    while max < 0 || done < max {
+        if signal::stop_requested() {
+            break;
+        }
+        let cycle = agent.memory.iteration + 1;
+        let mut progress = |pieces: u64| {
+            if streaming && tty {
+                let _ = write!(stdout, "\rcycle {} receiving: {} pieces", cycle, pieces);
+                let _ = stdout.flush();
+            }
+        };
+        let report = agent.cycle(&mut progress, &signal::stop_requested)?;
+        if streaming && tty {
+            print!("\r\x1b[K");
+        }
+        if report.finished {
+            println!("lkjagent: the scripted replies are used up; stopping");
+            break;
+        }
+        print_status(&report, &agent);
+        let mut pause = report.pause.max(delay);
+        match &report.error {
+            Some(e) if e.code() == Code::Interrupted => break,
+            Some(_) => {
+                failures += 1;
+                let backoff =
+                    Duration::from_secs(1u64 << failures.min(6).saturating_sub(1)).min(Duration::from_secs(60));
+                println!("           retrying in {} s", backoff.as_secs());
+                pause = pause.max(backoff);
+            }
+            None => {
+                failures = 0;
+                done += 1;
+            }
+        }
+        if (max < 0 || done < max)
+            && !pause.is_zero()
+            && crate::http::retry::sleep_unless_stopped(pause, &signal::stop_requested).is_err()
+        {
+            break;
+        }
+    }
+    if signal::stop_requested() {
+        println!("lkjagent: stopped by signal after persisting; memory is intact");
+    }
+    println!(
+        "lkjagent: {} cycle(s) done; state {}, iteration {}",
+        done,
+        agent.memory.state.as_str(),
+        agent.memory.iteration
+    );
+    Ok(0)
+}
+
+/// One status line: cycle, states, actions and results, latency, tokens, memory use, store.
+fn print_status(r: &CycleReport, agent: &Agent) {
+    use core::fmt::Write as _;
+    // On the stack: printing a cycle's line allocates nothing.
+    let mut line: crate::fixed::ArrayString<1024> = crate::fixed::ArrayString::new();
+    let _ = write!(line, "cycle {:>4} {:<10} -> {:<10}", r.cycle, r.state.as_str(), r.next_state.as_str());
+    if let Some(e) = &r.error {
+        let _ = write!(line, " {}: {}", e.code(), e.message());
+        println!("{}", line.as_str());
+        return;
+    }
+    if r.invalid_reply {
+        let _ = write!(line, " invalid reply ({} problem(s)), feedback sent", r.problems);
+    } else if r.actions.is_empty() {
+        let _ = write!(line, " no action");
+    } else {
+        for a in r.actions.iter() {
+            let _ = write!(line, " {} {}", a.kind, if a.ok { "ok" } else { "FAILED" });
+        }
+    }
+    let _ = write!(line, " | {:.1}s | ~{} tok", r.latency.as_secs_f64(), r.tokens_est);
+    if let Some((p, c)) = r.usage {
+        let _ = write!(line, " (server {}+{})", p, c);
+    }
+    let _ = write!(
+        line,
+        " | wm {} entries {:.1}/{} KiB | store {}",
+        r.wm_entries,
+        r.wm_bytes as f64 / 1024.0,
+        r.wm_budget / 1024,
+        r.store_entries
+    );
+    if r.overflow_retried {
+        let _ = write!(line, " | context overflow: paged out {}, asked again", r.paged_out);
+    } else if r.paged_out > 0 {
+        let _ = write!(line, " | paged out {}", r.paged_out);
+    }
+    let _ = agent;
+    println!("{}", line.as_str());
+}

@@ -1,0 +1,677 @@
+//! `memory.json`: the agent's state, iteration, working set and small agent map, in the era-B
+//! readable shape, written atomically every cycle.
+//!
+//! ```json
+//! {
+//!   "state": "thinking",
+//!   "iteration": 12,
+//!   "working_memory": { "task": "Create a dictionary", "think_log_001": "..." },
+//!   "working_memory_meta": { "task": { "created": 1700000000, "updated": 1700000300, "hits": 2 } },
+//!   "agent": { "last_action": "storage_save dictionary,terms" }
+//! }
+//! ```
+//!
+//! `working_memory` stays a flat map of text, as in era B, so the file reads the same to
+//! people and tools that knew the C program; the metadata sits beside it rather than inside
+//! it. `agent` belongs to the agent layer ([`AgentMeta`]) and is kept verbatim.
+//!
+//! # Saving
+//!
+//! [`Saver`] holds a reserved output buffer and an [`AtomicFile`]: each save serializes into
+//! the buffer and writes it atomically (temp file, fsync, rename, fsync of the directory),
+//! keeping the previous good file as `memory.json.prev`. No allocation per save.
+//!
+//! # Loading
+//!
+//! [`load`] reads `memory.json`; if it is missing the state is fresh. If it cannot be used (not
+//! JSON, not an object, a field of the wrong type) it is **moved aside** as
+//! `memory.json.corrupt-<time>` (never overwritten, never deleted) with a warning, and
+//! `memory.json.prev` is tried the same way, then a fresh state. An I/O error other than
+//! "not found" is returned as is (a transient error must not cost the user their file), and so
+//! is a file larger than [`MEMORY_FILE_MAX_BYTES`].
+//!
+//! Era-B files are read too: a value that is a number or boolean (the C writer dropped the
+//! quotes of "42" and "true") becomes its text, a nested object (`search_results`) becomes its
+//! compact JSON text, `null` becomes empty text. An era-B `storage` map (also `"storage":
+//! null`) is migrated into the store: each entry is stored unless the store already holds that
+//! key (same value: nothing to do; other value: the store's newer value is kept, with a
+//! warning). That makes the migration idempotent: a crash half-way simply migrates again on
+//! the next start, losing and duplicating nothing. Once done, `memory.json` is saved without
+//! `storage` (the era-B original stays as `memory.json.prev`).
+//!
+//! A `working_memory` larger than the working set (an era-B file grew without bound) is not
+//! refused: the entries that do not fit are stored in the store under the same keys, with a
+//! warning each, and the file is saved without them. An entry too big for the store as well
+//! (more than `STORE_VALUE_MAX_BYTES`) is an error, and the file is left untouched.
+
+use crate::error::Result;
+use crate::fixed::{ArrayString, FixedBuf};
+use crate::json::{Document, Kind, Value, Writer};
+use crate::limits::{
+    AGENT_META_KEY_MAX_BYTES, AGENT_META_MAX_ENTRIES, AGENT_META_VALUE_MAX_BYTES, MEMORY_FILE_MAX_BYTES,
+    MEMORY_FILE_MAX_NODES, MEMORY_STATE_MAX_BYTES,
+};
+use crate::memory::atomic::AtomicFile;
+use crate::memory::key::{self, normalize};
+use crate::memory::store::{corrupt_name, Store};
+use crate::memory::working::{WorkingMeta, WorkingSet};
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+
+/// The file name inside the data directory.
+pub const MEMORY_FILE: &str = "memory.json";
+
+/// The state a fresh memory starts in.
+pub const INITIAL_STATE: &str = "thinking";
+
+/// The agent layer's own small string map (last action, invalid-reply streak, pending
+/// feedback, ...), persisted verbatim in `memory.json` under `agent`. Fixed capacity:
+/// [`AGENT_META_MAX_ENTRIES`] entries of keys up to [`AGENT_META_KEY_MAX_BYTES`] and values up
+/// to [`AGENT_META_VALUE_MAX_BYTES`] bytes, reserved once; kept in insertion order.
+pub struct AgentMeta {
+    items: Vec<(ArrayString<AGENT_META_KEY_MAX_BYTES>, ArrayString<AGENT_META_VALUE_MAX_BYTES>)>,
+}
+
+impl Default for AgentMeta {
+    fn default() -> Self {
+        AgentMeta::new()
+    }
+}
+
+impl AgentMeta {
+    /// An empty map, reserved now.
+    pub fn new() -> AgentMeta {
+        AgentMeta { items: Vec::with_capacity(AGENT_META_MAX_ENTRIES) }
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.items.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v.as_str())
+    }
+
+    /// Sets `key` to `value` (in place if present). `CAPACITY_EXCEEDED`, changing nothing,
+    /// when the key or value is too long or the map is full.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let v = ArrayString::try_from_str(value).map_err(|_| {
+            err!(
+                CapacityExceeded,
+                "agent memory value for \"{}\" is {} bytes, more than {} (AGENT_META_VALUE_MAX_BYTES)",
+                key::prefix(key, 64),
+                value.len(),
+                AGENT_META_VALUE_MAX_BYTES
+            )
+        })?;
+        if let Some(item) = self.items.iter_mut().find(|(k, _)| k.as_str() == key) {
+            item.1 = v;
+            return Ok(());
+        }
+        let k = ArrayString::try_from_str(key).map_err(|_| {
+            err!(
+                CapacityExceeded,
+                "agent memory key \"{}...\" is longer than {} bytes (AGENT_META_KEY_MAX_BYTES)",
+                key::prefix(key, 32),
+                AGENT_META_KEY_MAX_BYTES
+            )
+        })?;
+        if self.items.len() >= AGENT_META_MAX_ENTRIES {
+            bail!(
+                CapacityExceeded,
+                "agent memory is full ({} entries, AGENT_META_MAX_ENTRIES); cannot add \"{}\"",
+                AGENT_META_MAX_ENTRIES,
+                key
+            );
+        }
+        self.items.push((k, v));
+        Ok(())
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn remove(&mut self, key: &str) -> bool {
+        match self.items.iter().position(|(k, _)| k.as_str() == key) {
+            Some(i) => {
+                self.items.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The entries, in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.items.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Removes every entry.
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+}
+
+/// Everything `memory.json` holds.
+pub struct MemoryFile {
+    /// The agent's current state name.
+    pub state: ArrayString<MEMORY_STATE_MAX_BYTES>,
+    /// Cycles run so far.
+    pub iteration: u64,
+    /// The working set (what the prompt shows).
+    pub working: WorkingSet,
+    /// The agent layer's own map.
+    pub agent: AgentMeta,
+}
+
+impl Default for MemoryFile {
+    fn default() -> Self {
+        MemoryFile::new()
+    }
+}
+
+impl MemoryFile {
+    /// A fresh memory: state `thinking`, iteration 0, nothing in it.
+    pub fn new() -> MemoryFile {
+        let mut state = ArrayString::new();
+        let _ = state.push_str(INITIAL_STATE);
+        MemoryFile { state, iteration: 0, working: WorkingSet::new(), agent: AgentMeta::new() }
+    }
+
+    /// Sets the state name (`CAPACITY_EXCEEDED` past [`MEMORY_STATE_MAX_BYTES`]).
+    pub fn set_state(&mut self, state: &str) -> Result<()> {
+        self.state = ArrayString::try_from_str(state).map_err(|_| {
+            err!(
+                CapacityExceeded,
+                "state name of {} bytes is longer than {} (MEMORY_STATE_MAX_BYTES)",
+                state.len(),
+                MEMORY_STATE_MAX_BYTES
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Serializes the file (pretty JSON, trailing newline) into `out`.
+    pub fn encode(&self, out: &mut dyn core::fmt::Write) -> Result<()> {
+        let mut w = Writer::pretty(out);
+        w.begin_object()?;
+        w.key("state")?;
+        w.string(self.state.as_str())?;
+        w.key("iteration")?;
+        w.u64(self.iteration)?;
+        w.key("working_memory")?;
+        w.begin_object()?;
+        for (k, text, _) in self.working.iter() {
+            w.key(k.as_str())?;
+            w.string(text)?;
+        }
+        w.end_object()?;
+        w.key("working_memory_meta")?;
+        w.begin_object()?;
+        for (k, _, m) in self.working.iter() {
+            w.key(k.as_str())?;
+            w.begin_object()?;
+            w.key("created")?;
+            w.u64(m.created)?;
+            w.key("updated")?;
+            w.u64(m.updated)?;
+            w.key("hits")?;
+            w.u64(m.hits)?;
+            w.end_object()?;
+        }
+        w.end_object()?;
+        w.key("agent")?;
+        w.begin_object()?;
+        for (k, v) in self.agent.iter() {
+            w.key(k)?;
+            w.string(v)?;
+        }
+        w.end_object()?;
+        w.end_object()?;
+        w.finish()?;
+        out.write_str("\n").map_err(|_| err!(CapacityExceeded, "memory.json does not fit its buffer"))
+    }
+}
+
+/// Saves a [`MemoryFile`] again and again without allocating: a reserved buffer and the
+/// file's paths, built once.
+pub struct Saver {
+    buf: FixedBuf,
+    file: AtomicFile,
+}
+
+impl Saver {
+    /// A saver for `dir/memory.json`, reserving [`MEMORY_FILE_MAX_BYTES`] of output buffer.
+    pub fn new(dir: &Path) -> Saver {
+        Saver {
+            buf: FixedBuf::with_capacity("memory.json buffer (MEMORY_FILE_MAX_BYTES)", MEMORY_FILE_MAX_BYTES),
+            file: AtomicFile::new(dir, MEMORY_FILE),
+        }
+    }
+
+    /// Serializes `m` and writes it atomically. On error the file on disk is unchanged.
+    pub fn save(&mut self, m: &MemoryFile) -> Result<()> {
+        self.buf.clear();
+        m.encode(&mut self.buf)?;
+        self.file.write(self.buf.as_slice())
+    }
+
+    /// Bytes of the last save.
+    pub fn last_bytes(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// Saves `m` to `dir/memory.json` (allocates a buffer: for tools and tests; the agent keeps a
+/// [`Saver`]).
+pub fn save(dir: &Path, m: &MemoryFile) -> Result<()> {
+    let mut out = String::new();
+    m.encode(&mut out)?;
+    AtomicFile::new(dir, MEMORY_FILE).write(out.as_bytes())
+}
+
+/// Where a loaded memory came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `memory.json`.
+    Main,
+    /// `memory.json.prev`, because `memory.json` was missing or unusable.
+    Previous,
+    /// Neither was there or usable: a fresh memory.
+    Fresh,
+}
+
+/// What [`load`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Where the memory came from.
+    pub source: Source,
+    /// Files moved aside as unusable.
+    pub moved_aside: usize,
+    /// Era-B `storage` entries stored into the store.
+    pub migrated: usize,
+    /// Era-B `storage` entries the store already held.
+    pub already_stored: usize,
+    /// Entries left out, each with a warning (a key that does not normalise, a value too big).
+    pub skipped: usize,
+    /// `working_memory` entries that did not fit the working set and were stored in the store
+    /// instead (under the same key), so nothing is lost.
+    pub paged_out: usize,
+}
+
+/// Loads `dir/memory.json` (see the module documentation). Era-B `storage` entries are
+/// migrated into `store`; `now` stamps entries that carry no times.
+pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, LoadReport)> {
+    let mut report =
+        LoadReport { source: Source::Fresh, moved_aside: 0, migrated: 0, already_stored: 0, skipped: 0, paged_out: 0 };
+    let mut doc = Document::with_capacity(MEMORY_FILE_MAX_NODES, MEMORY_FILE_MAX_BYTES);
+    let main = dir.join(MEMORY_FILE);
+    let prev = crate::memory::atomic::prev_path(dir, MEMORY_FILE);
+    for (path, source) in [(&main, Source::Main), (&prev, Source::Previous)] {
+        let Some(bytes) = read_bounded(path)? else { continue };
+        let parsed = doc.parse(&bytes).and_then(|_| {
+            let mut m = MemoryFile::new();
+            let storage = decode(doc.root(), &mut m, now, &mut report)?;
+            Ok((m, storage))
+        });
+        match parsed {
+            Ok((m, has_storage)) => {
+                report.source = source;
+                if report.paged_out > 0 {
+                    page_out(doc.root().get("working_memory"), &m, store, now)?;
+                }
+                if has_storage {
+                    migrate(doc.root().get("storage"), store, now, &mut report)?;
+                }
+                if has_storage || report.paged_out > 0 {
+                    save(dir, &m)?;
+                }
+                return Ok((m, report));
+            }
+            Err(e) => {
+                let aside = corrupt_name(dir, path.file_name().and_then(|n| n.to_str()).unwrap_or(MEMORY_FILE));
+                fs::rename(path, &aside).map_err(|re| {
+                    err!(
+                        PersistFailed,
+                        "{} is unusable ({}) and moving it aside failed: {}",
+                        path.display(),
+                        e.message(),
+                        re
+                    )
+                })?;
+                e.context(format_args!("{} is unusable; kept it as {}", path.display(), aside.display()))
+                    .print_warning();
+                report.moved_aside += 1;
+                report.skipped = 0;
+                report.paged_out = 0;
+            }
+        }
+    }
+    Ok((MemoryFile::new(), report))
+}
+
+/// Reads a file of at most [`MEMORY_FILE_MAX_BYTES`]; `None` if it does not exist.
+fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>> {
+    let f = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
+    };
+    let mut data = Vec::new();
+    f.take(MEMORY_FILE_MAX_BYTES as u64 + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| err!(Io, "reading {} failed: {}", path.display(), e))?;
+    if data.len() > MEMORY_FILE_MAX_BYTES {
+        bail!(
+            CapacityExceeded,
+            "{} is larger than {} bytes (MEMORY_FILE_MAX_BYTES); it was left untouched",
+            path.display(),
+            MEMORY_FILE_MAX_BYTES
+        );
+    }
+    Ok(Some(data))
+}
+
+/// Fills `m` from a parsed file; returns whether it has a non-empty era-B `storage` map.
+fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut LoadReport) -> Result<bool> {
+    if root.kind() != Kind::Object {
+        bail!(JsonInvalid, "the top level is not an object");
+    }
+    if let Some(v) = root.get("state") {
+        let Some(s) = v.as_str() else { bail!(JsonInvalid, "\"state\" is not a string") };
+        m.set_state(s)?;
+    }
+    if let Some(v) = root.get("iteration") {
+        m.iteration = v.as_u64().ok_or_else(|| err!(JsonInvalid, "\"iteration\" is not a non-negative integer"))?;
+    }
+    let mut text = String::new();
+    match root.get("working_memory") {
+        None => {}
+        Some(v) if v.is_null() => {}
+        Some(v) if v.kind() == Kind::Object => {
+            for (k, val) in v.members() {
+                let key = match normalize(k) {
+                    Ok(key) => key,
+                    Err(e) => {
+                        e.context(format_args!("working_memory entry \"{}\" left out", key::prefix(k, 64)))
+                            .print_warning();
+                        report.skipped += 1;
+                        continue;
+                    }
+                };
+                value_text(val, &mut text)?;
+                match m.working.add(&key, &text, now) {
+                    Ok(()) => {}
+                    // Too much for the working set (an era-B file that grew without bound):
+                    // the entry goes to the store once the file is accepted (see `page_out`).
+                    Err(e) if e.code() == crate::error::Code::CapacityExceeded => report.paged_out += 1,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Some(_) => bail!(JsonInvalid, "\"working_memory\" is not an object"),
+    }
+    if let Some(meta) = root.get("working_memory_meta").filter(|v| v.kind() == Kind::Object) {
+        for (k, val) in meta.members() {
+            let Ok(key) = normalize(k) else { continue };
+            let field = |name: &str| val.get(name).and_then(|v| v.as_u64());
+            if let (Some(created), Some(updated), Some(hits)) = (field("created"), field("updated"), field("hits")) {
+                m.working.set_meta(&key, WorkingMeta { created, updated, hits });
+            }
+        }
+    }
+    match root.get("agent") {
+        None => {}
+        Some(v) if v.is_null() => {}
+        Some(v) if v.kind() == Kind::Object => {
+            for (k, val) in v.members() {
+                let Some(s) = val.as_str() else {
+                    bail!(JsonInvalid, "\"agent\".\"{}\" is not a string", key::prefix(k, 64))
+                };
+                m.agent.set(k, s)?;
+            }
+        }
+        Some(_) => bail!(JsonInvalid, "\"agent\" is not an object"),
+    }
+    match root.get("storage") {
+        None => Ok(false),
+        Some(v) if v.is_null() => Ok(false),
+        Some(v) if v.kind() == Kind::Object => Ok(!v.is_empty()),
+        Some(_) => bail!(JsonInvalid, "\"storage\" is not an object"),
+    }
+}
+
+/// The text an era-B value stands for: strings as they are, numbers and booleans as their
+/// literal text, `null` as empty text, arrays and objects as their compact JSON.
+pub(crate) fn value_text(v: Value<'_>, out: &mut String) -> Result<()> {
+    out.clear();
+    match v.kind() {
+        Kind::String => out.push_str(v.as_str().unwrap_or("")),
+        Kind::Number => out.push_str(v.number_text().unwrap_or("")),
+        Kind::Bool => out.push_str(if v.as_bool() == Some(true) { "true" } else { "false" }),
+        Kind::Null => {}
+        Kind::Array | Kind::Object => {
+            let mut w = Writer::compact(out);
+            w.value(v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Stores the `working_memory` entries that did not fit the working set, with a warning each.
+/// Like the migration, it never overwrites what the store holds (so it can run again).
+fn page_out(working: Option<Value<'_>>, m: &MemoryFile, store: &mut Store, now: u64) -> Result<()> {
+    let mut text = String::new();
+    for (k, val) in working.iter().flat_map(|w| w.members()) {
+        let Ok(key) = normalize(k) else { continue };
+        if m.working.position(&key).is_some() || store.find(&key).is_some() {
+            continue;
+        }
+        value_text(val, &mut text)?;
+        store.put(&key, &text, now).map_err(|e| {
+            e.context(format_args!(
+                "working_memory entry \"{}\" fits neither the working set nor the store; memory.json was left untouched",
+                key
+            ))
+        })?;
+        err!(
+            CapacityExceeded,
+            "working_memory entry \"{}\" did not fit the working set (WORKING_MAX_ENTRIES, WORKING_TEXT_MAX_BYTES); \
+             stored it in the store under the same key",
+            key
+        )
+        .print_warning();
+    }
+    Ok(())
+}
+
+/// Stores the era-B `storage` entries the store does not hold yet.
+fn migrate(storage: Option<Value<'_>>, store: &mut Store, now: u64, report: &mut LoadReport) -> Result<()> {
+    let Some(storage) = storage else { return Ok(()) };
+    let mut text = String::new();
+    for (k, val) in storage.members() {
+        let key = match normalize(k) {
+            Ok(key) => key,
+            Err(e) => {
+                e.context(format_args!("storage entry \"{}\" not migrated", key::prefix(k, 64))).print_warning();
+                report.skipped += 1;
+                continue;
+            }
+        };
+        value_text(val, &mut text)?;
+        if let Some(id) = store.find(&key) {
+            report.already_stored += 1;
+            if store.value(id)? != text {
+                err!(
+                    VersionConflict,
+                    "storage entry \"{}\" of memory.json differs from the store's; kept the store's (newer) value",
+                    key
+                )
+                .print_warning();
+            }
+            continue;
+        }
+        match store.put(&key, &text, now) {
+            Ok(_) => report.migrated += 1,
+            Err(e) if e.code() == crate::error::Code::CapacityExceeded => {
+                e.context(format_args!("storage entry \"{}\" not migrated", key)).print_warning();
+                report.skipped += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Code;
+
+    fn temp_dir(tag: &str) -> std::path::PathBuf {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let d = std::env::temp_dir().join(format!("lkj-memfile-{}-{}-{}", tag, std::process::id(), n));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn agent_meta_set_get_remove() {
+        let mut a = AgentMeta::new();
+        a.set("last_action", "x").unwrap();
+        a.set("streak", "1").unwrap();
+        a.set("last_action", "y").unwrap();
+        assert_eq!(a.get("last_action"), Some("y"));
+        assert_eq!(a.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["last_action", "streak"]);
+        assert!(a.remove("streak"));
+        assert!(!a.remove("streak"));
+        assert_eq!(a.set("k", &"v".repeat(AGENT_META_VALUE_MAX_BYTES + 1)).unwrap_err().code(), Code::CapacityExceeded);
+        for i in 0..AGENT_META_MAX_ENTRIES - 1 {
+            a.set(&format!("k{}", i), "").unwrap();
+        }
+        assert!(a.set("one_too_many", "").unwrap_err().message().contains("AGENT_META_MAX_ENTRIES"));
+    }
+
+    #[test]
+    fn save_then_load_is_exact() {
+        let d = temp_dir("exact");
+        let mut store = Store::open_with_capacity(&d, 16).unwrap();
+        let mut m = MemoryFile::new();
+        m.set_state("evaluating").unwrap();
+        m.iteration = 42;
+        m.working.add(&normalize("task").unwrap(), "é→ \"quoted\"\nline\u{1}", 10).unwrap();
+        m.working.add(&normalize("b,a").unwrap(), "", 11).unwrap();
+        m.working.touch(&normalize("a,b").unwrap(), 12);
+        m.agent.set("pending_feedback", "tag <x> was not closed\n").unwrap();
+        let mut saver = Saver::new(&d);
+        saver.save(&m).unwrap();
+        let (l, r) = load(&d, &mut store, 99).unwrap();
+        assert_eq!(r.source, Source::Main);
+        assert_eq!(l.state.as_str(), "evaluating");
+        assert_eq!(l.iteration, 42);
+        let a: Vec<_> = m.working.iter().map(|(k, t, meta)| (k.to_string(), t.to_string(), meta)).collect();
+        let b: Vec<_> = l.working.iter().map(|(k, t, meta)| (k.to_string(), t.to_string(), meta)).collect();
+        assert_eq!(a, b);
+        assert_eq!(l.agent.get("pending_feedback"), Some("tag <x> was not closed\n"));
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn corrupt_file_is_moved_aside_and_prev_used() {
+        let d = temp_dir("corrupt");
+        let mut store = Store::open_with_capacity(&d, 16).unwrap();
+        let mut m = MemoryFile::new();
+        m.iteration = 1;
+        save(&d, &m).unwrap();
+        m.iteration = 2;
+        save(&d, &m).unwrap();
+        fs::write(d.join(MEMORY_FILE), b"{\"state\": \"thinking\", \"iteration\": ").unwrap();
+        let (l, r) = load(&d, &mut store, 0).unwrap();
+        assert_eq!((r.source, r.moved_aside, l.iteration), (Source::Previous, 1, 1));
+        let aside: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("memory.json.corrupt-"))
+            .collect();
+        assert_eq!(aside.len(), 1);
+        assert_eq!(fs::read(d.join(&aside[0])).unwrap(), b"{\"state\": \"thinking\", \"iteration\": ");
+        // Both unusable: a fresh memory, both kept aside.
+        fs::write(d.join(MEMORY_FILE), b"[]").unwrap();
+        fs::write(d.join("memory.json.prev"), b"{\"state\": 3}").unwrap();
+        let (l, r) = load(&d, &mut store, 0).unwrap();
+        assert_eq!((r.source, r.moved_aside, l.iteration, l.state.as_str()), (Source::Fresh, 2, 0, "thinking"));
+        // Missing: fresh, nothing moved.
+        let (_, r) = load(&d, &mut store, 0).unwrap();
+        assert_eq!((r.source, r.moved_aside), (Source::Fresh, 0));
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn era_b_file_is_read_and_storage_migrated_once() {
+        let d = temp_dir("erab");
+        let mut store = Store::open_with_capacity(&d, 16).unwrap();
+        let era_b = r#"{"state":"thinking","working_memory":{"task":"Create a dictionary","Think Log 001":"hm",
+            "search_results":{"a,b":"a,b,c,a,b"},"n":42,"flag":true,"gone":null},
+            "storage":{"art,dictionary,history":"plain","b , A":-1.5e3,"deep":{"x":[1,"y"]},"e":null,
+            "":"no key"}}"#;
+        fs::write(d.join(MEMORY_FILE), era_b).unwrap();
+        let (m, r) = load(&d, &mut store, 7).unwrap();
+        assert_eq!((r.migrated, r.already_stored, r.skipped), (4, 0, 1));
+        let wm: Vec<_> = m.working.iter().map(|(k, t, _)| (k.to_string(), t.to_string())).collect();
+        assert_eq!(
+            wm,
+            [
+                ("task".to_string(), "Create a dictionary".to_string()),
+                ("think_log_001".into(), "hm".into()),
+                ("search_results".into(), r#"{"a,b":"a,b,c,a,b"}"#.into()),
+                ("n".into(), "42".into()),
+                ("flag".into(), "true".into()),
+                ("gone".into(), "".into()),
+            ]
+        );
+        assert_eq!(store.load(&normalize("a,b").unwrap(), 8).unwrap(), Some("-1.5e3"));
+        assert_eq!(store.load(&normalize("deep").unwrap(), 8).unwrap(), Some(r#"{"x":[1,"y"]}"#));
+        assert_eq!(store.load(&normalize("e").unwrap(), 8).unwrap(), Some(""));
+        // The file was saved without storage; the era-B original is the .prev.
+        let text = fs::read_to_string(d.join(MEMORY_FILE)).unwrap();
+        assert!(!text.contains("\"storage\""));
+        assert_eq!(fs::read_to_string(d.join("memory.json.prev")).unwrap(), era_b);
+        // Migrating again (as after a crash before that save) duplicates and loses nothing,
+        // and never overwrites what the store holds now.
+        store.put(&normalize("art,dictionary,history").unwrap(), "newer", 9).unwrap();
+        fs::write(d.join(MEMORY_FILE), era_b).unwrap();
+        let (_, r) = load(&d, &mut store, 10).unwrap();
+        assert_eq!((r.migrated, r.already_stored), (0, 4));
+        assert_eq!(store.len(), 4);
+        assert_eq!(store.load(&normalize("art,dictionary,history").unwrap(), 11).unwrap(), Some("newer"));
+        // A working memory larger than the working set: the rest goes to the store.
+        let v = |c: &str| c.repeat(50_000);
+        let big = format!(r#"{{"working_memory":{{"a":"{}","b":"{}","c":"{}"}}}}"#, v("x"), v("y"), v("z"));
+        fs::write(d.join(MEMORY_FILE), &big).unwrap();
+        let (m, r) = load(&d, &mut store, 13).unwrap();
+        assert_eq!((r.source, r.paged_out, m.working.len()), (Source::Main, 1, 2));
+        assert_eq!(store.load(&normalize("c").unwrap(), 14).unwrap().map(str::len), Some(50_000));
+        assert!(!fs::read_to_string(d.join(MEMORY_FILE)).unwrap().contains("zzz"), "saved without it");
+        // One that fits nowhere is an error, and the file stays as it is.
+        let huge =
+            format!(r#"{{"working_memory":{{"a":"{}","b":"{}","h":"{}"}}}}"#, v("x"), v("y"), "h".repeat(70_000));
+        fs::write(d.join(MEMORY_FILE), &huge).unwrap();
+        let e = load(&d, &mut store, 15).err().unwrap();
+        assert_eq!(e.code(), Code::CapacityExceeded);
+        assert!(e.message().contains("left untouched"), "{}", e.message());
+        assert_eq!(fs::read_to_string(d.join(MEMORY_FILE)).unwrap(), huge);
+        // "storage": null is accepted.
+        fs::write(d.join(MEMORY_FILE), r#"{"state":"paging","working_memory":{},"storage":null}"#).unwrap();
+        let (m, r) = load(&d, &mut store, 12).unwrap();
+        assert_eq!((m.state.as_str(), r.migrated, r.source), ("paging", 0, Source::Main));
+        fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,196 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! `lkjagent json` as a user runs it: the real binary, real files in a temp dir, stdin.
+
+use lkjagent::json::{Document, Writer};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A temp dir removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("lkjagent-json-cli-{}-{}", std::process::id(), n));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    fn file(&self, name: &str, content: &[u8]) -> String {
+        let p = self.0.join(name);
+        std::fs::write(&p, content).unwrap();
+        p.to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.unwrap_or(b"").to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    out
+}
+
+fn text(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap()
+}
+
+/// The one stderr line, checked to be a JSON object with the given code.
+fn error_line(out: &Output, code: &str) -> String {
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{}", err);
+    let mut d = Document::with_capacity(64, 4096);
+    d.parse(err.trim_end().as_bytes()).unwrap();
+    assert_eq!(d.root().get("code").and_then(|v| v.as_str()), Some(code), "{}", err);
+    d.root().get("message").and_then(|v| v.as_str()).unwrap().to_string()
+}
+
+const DOC: &str =
+    r#" {"name": "lkj", "list": [1, -2.50e3, true, null, {}, [], ""], "nested": {"é": "\u00e9\n\ud83d\ude00"}} "#;
+
+#[test]
+fn prints_compact_and_pretty() {
+    let dir = TempDir::new();
+    let f = dir.file("doc.json", DOC.as_bytes());
+    let out = run(&["json", &f], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "{\"name\":\"lkj\",\"list\":[1,-2.50e3,true,null,{},[],\"\"],\"nested\":{\"é\":\"é\\n😀\"}}\n"
+    );
+    assert!(out.stderr.is_empty());
+
+    let out = run(&["json", "--pretty", &f], None);
+    assert_eq!(out.status.code(), Some(0));
+    let want = "{\n  \"name\": \"lkj\",\n  \"list\": [\n    1,\n    -2.50e3,\n    true,\n    null,\n    {},\n    [],\n    \"\"\n  ],\n  \"nested\": {\n    \"é\": \"é\\n😀\"\n  }\n}\n";
+    assert_eq!(text(&out.stdout), want);
+}
+
+#[test]
+fn reads_stdin() {
+    let out = run(&["json", "-"], Some(b"[1, 2]"));
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "[1,2]\n");
+}
+
+/// A path that names a stream (here the child's own stdin, a pipe) is read once, not twice.
+#[test]
+fn reads_a_stream_path_once() {
+    let out = run(&["json", "/dev/stdin"], Some(b"{\"a\": [true]}"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "{\"a\":[true]}\n");
+}
+
+#[test]
+fn invalid_file_prints_nothing_and_the_error_with_offset() {
+    let dir = TempDir::new();
+    let f = dir.file("bad.json", b"{\"a\": [1, 2,]\n}");
+    let out = run(&["json", &f], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let msg = error_line(&out, "JSON_INVALID");
+    assert!(msg.contains("bad.json"), "{}", msg);
+    assert!(msg.contains("at byte 12 (line 1, column 13): expected a value after ','"), "{}", msg);
+}
+
+#[test]
+fn invalid_stdin_is_exit_1() {
+    let out = run(&["json", "-"], Some(b"[\"\\uD800\"]"));
+    assert_eq!(out.status.code(), Some(1));
+    let msg = error_line(&out, "JSON_INVALID");
+    assert!(msg.contains("<stdin>") && msg.contains("at byte 8"), "{}", msg);
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let out = run(&["json", "-"], Some(&vec![b'['; 100_000]));
+    assert_eq!(out.status.code(), Some(1));
+    let msg = error_line(&out, "CAPACITY_EXCEEDED");
+    assert!(msg.contains("JSON_MAX_DEPTH") && msg.contains("at byte 512"), "{}", msg);
+}
+
+#[test]
+fn usage_and_io_errors() {
+    let out = run(&["json"], None);
+    assert_eq!(out.status.code(), Some(2));
+    error_line(&out, "USAGE");
+    let out = run(&["json", "a.json", "b.json"], None);
+    assert_eq!(out.status.code(), Some(2));
+    error_line(&out, "USAGE");
+    let out = run(&["json", "/nonexistent/lkjagent/x.json"], None);
+    assert_eq!(out.status.code(), Some(1));
+    error_line(&out, "IO");
+    let out = run(&["json", "--help"], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("usage: lkjagent json FILE [--pretty]"));
+}
+
+/// A document with far more values than any arena the agent uses, formatted through the
+/// binary: the output re-parses to the same document.
+#[test]
+fn formats_a_document_larger_than_the_agents_arenas() {
+    let mut big = String::from("[");
+    for i in 0..60_000 {
+        if i > 0 {
+            big.push(',');
+        }
+        big.push_str(&format!("{{\"id\":{},\"name\":\"n\\u00e9{}\",\"tags\":[true,null,{}.5e-3]}}", i, i, i));
+    }
+    big.push(']');
+    let dir = TempDir::new();
+    let f = dir.file("big.json", big.as_bytes());
+    let out = run(&["json", &f], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = text(&out.stdout).trim_end();
+    let mut want_doc = Document::with_capacity(1 << 20, 1 << 24);
+    want_doc.parse(big.as_bytes()).unwrap();
+    let mut want = String::new();
+    Writer::compact(&mut want).value(want_doc.root()).unwrap();
+    assert_eq!(printed, want);
+
+    let out = run(&["json", "--pretty", &f], None);
+    assert_eq!(out.status.code(), Some(0));
+    let mut got_doc = Document::with_capacity(1 << 20, 1 << 24);
+    got_doc.parse(&out.stdout).unwrap();
+    assert_eq!(got_doc.root(), want_doc.root());
+}
+
+/// The 2.2 MB canada.json of the benchmark corpus, when present.
+#[test]
+fn formats_canada_json_when_the_corpus_is_present() {
+    let corpus: PathBuf =
+        std::env::var_os("LKJAGENT_CORPUS").map(Into::into).unwrap_or_else(|| "../shared/corpus".into());
+    let path = corpus.join("json/nativejson/data/canada.json");
+    let Ok(bytes) = std::fs::read(&path) else {
+        println!("corpus not found at {}, skipped", path.display());
+        return;
+    };
+    let out = run(&["json", path.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0));
+    let mut a = Document::with_capacity(1 << 20, 1 << 23);
+    a.parse(&bytes).unwrap();
+    let mut b = Document::with_capacity(1 << 20, 1 << 23);
+    b.parse(&out.stdout).unwrap();
+    assert_eq!(a.root(), b.root());
+    assert!(a.node_count() > 100_000);
+}

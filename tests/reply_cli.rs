@@ -1,0 +1,78 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! `lkjagent parse-reply` as a real child process: output is JSON the crate's own parser
+//! reads, exit codes say whether an instruction was found, stdin works, errors are usage or I/O.
+
+use lkjagent::json::Document;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_lkjagent"))
+}
+
+fn temp_file(content: &[u8]) -> std::path::PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "lkjagent-reply-cli-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("reply.txt");
+    std::fs::write(&p, content).unwrap();
+    p
+}
+
+fn remove(p: &std::path::Path) {
+    std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn valid_reply_prints_instructions_and_exits_0() {
+    let p = temp_file(b"<think>use <action></think><agent><next_state>evaluating</next_state><action type=\"storage_save\"><tags>a,b</tags><value>x &amp; y</value></action></agent>");
+    let out = bin().args(["parse-reply", p.to_str().unwrap()]).output().unwrap();
+    remove(&p);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut doc = Document::with_capacity(1000, 10_000);
+    doc.parse(&out.stdout).unwrap();
+    let root = doc.root();
+    assert_eq!(root.path("instructions.[0].text").unwrap().as_str(), Some("evaluating"));
+    assert_eq!(root.path("instructions.[1].type").unwrap().as_str(), Some("storage_save"));
+    assert_eq!(root.path("instructions.[1].value").unwrap().as_str(), Some("x & y"));
+    assert_eq!(root.path("cleaning.think_blocks").unwrap().as_u64(), Some(1));
+    assert_eq!(root.get("problems").unwrap().len(), 0);
+}
+
+#[test]
+fn invalid_reply_from_stdin_exits_1_with_feedback() {
+    let mut child = bin()
+        .args(["parse-reply", "-", "--state", "commanding", "--max-actions", "2"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"Sure, I saved it!").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let mut doc = Document::with_capacity(1000, 10_000);
+    doc.parse(&out.stdout).unwrap();
+    let root = doc.root();
+    assert_eq!(root.path("problems.[0].code").unwrap().as_str(), Some("NO_TAGS"));
+    assert_eq!(root.get("max_actions").unwrap().as_u64(), Some(2));
+    assert!(root.get("feedback").unwrap().as_str().unwrap().contains("<type>storage_save</type>"));
+}
+
+#[test]
+fn usage_and_io_errors() {
+    let out = bin().args(["parse-reply"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin().args(["parse-reply", "x", "--max-actions", "zero"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin().args(["parse-reply", "/nonexistent/lkjagent/reply.txt"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"code\":\"IO\""));
+    let out = bin().args(["parse-reply", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--max-actions"));
+}

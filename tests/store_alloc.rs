@@ -1,0 +1,64 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! The steady-state memory path allocates nothing: once the store, the working set, the
+//! memory file saver and a result buffer exist, a cycle's worth of operations (store a value,
+//! load one, query, search text, count and flush accesses, change the working set, save
+//! `memory.json` atomically) makes zero heap allocations.
+
+#[path = "support/alloc_counter.rs"]
+mod alloc_counter;
+
+#[global_allocator]
+static GLOBAL: alloc_counter::CountingAlloc = alloc_counter::CountingAlloc;
+
+use lkjagent::memory::file::{MemoryFile, Saver};
+use lkjagent::memory::key::normalize;
+use lkjagent::memory::query::{Archived, Query, Results, Sort};
+use lkjagent::memory::store::Store;
+
+#[test]
+fn a_cycle_allocates_nothing() {
+    let dir = std::env::temp_dir().join(format!("lkj-store-alloc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut store = Store::open_with_capacity(&dir, 1024).unwrap();
+    let mut memory = MemoryFile::new();
+    let mut saver = Saver::new(&dir);
+    let mut results = Results::new();
+    let keys: Vec<_> = (0..32).map(|i| normalize(&format!("notes,topic{},k{}", i % 8, i)).unwrap()).collect();
+    let values: Vec<String> = (0..64).map(|i| format!("value {} é→ \"q\"\n{}", i, "x".repeat(i * 7))).collect();
+    let query = Query {
+        required: Some(normalize("notes").unwrap()),
+        excluded: Some(normalize("topic3").unwrap()),
+        sort: Sort::Relevance,
+        ..Query::default()
+    };
+
+    let cycle = |n: usize, store: &mut Store, memory: &mut MemoryFile, saver: &mut Saver, results: &mut Results| {
+        let now = 1_700_000_000 + n as u64;
+        let key = &keys[n % keys.len()];
+        store.put(key, &values[n % values.len()], now).unwrap();
+        let _ = store.load(&keys[(n + 3) % keys.len()], now).unwrap();
+        store.query(&query, results);
+        store.search_text("VALUE 1", Archived::Exclude, 10, results).unwrap();
+        store.flush_access().unwrap();
+        memory.working.add(key, &values[n % values.len()], now).unwrap();
+        if n % 3 == 1 {
+            memory.working.remove(&keys[(n + 5) % keys.len()]);
+        }
+        memory.iteration += 1;
+        memory.agent.set("last_action", "storage_save").unwrap();
+        saver.save(memory).unwrap();
+    };
+    // Warm up: every key exists, buffers have reached their working size.
+    for n in 0..64 {
+        cycle(n, &mut store, &mut memory, &mut saver, &mut results);
+    }
+    let before = alloc_counter::allocations();
+    for n in 64..128 {
+        cycle(n, &mut store, &mut memory, &mut saver, &mut results);
+    }
+    let allocs = alloc_counter::allocations() - before;
+    assert_eq!(allocs, 0, "{} allocations in 64 cycles", allocs);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
