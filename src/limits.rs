@@ -176,8 +176,15 @@ pub const LLM_MAX_CONTENT_BYTES: usize = REPLY_MAX_BYTES;
 /// cut at a character boundary (it is only logged, never parsed). Cost: reserved once.
 pub const LLM_MAX_REASONING_BYTES: usize = 1 << 20;
 
-/// Nodes of the JSON arena that parses a reply body (one whole non-streamed reply, or one
-/// streamed event). Cost: one arena node each, reserved once.
+/// Nodes of the JSON arena that parses a reply body (one whole non-streamed reply, one
+/// streamed event, or a model list). Cost: one arena node each (24 bytes: 96 KiB), reserved
+/// once, plus the arena's text part, sized [`HTTP_MAX_BODY_BYTES`] because decoded strings are
+/// never longer than the body they come from.
+///
+/// Total for this section, reserved once by an LLM client: body 4 MiB + reply arena about
+/// 4.1 MiB + request 1 MiB + content 1 MiB + reasoning 1 MiB + stream line and event 0.5 MiB +
+/// receive buffer 64 KiB + request head 4 KiB, about 11.7 MiB of address space. Pages are
+/// touched only as far as replies fill them: `make bench` reports the resident size.
 pub const LLM_MAX_JSON_NODES: usize = 4096;
 
 /// Longest single streamed event (one SSE event or one NDJSON line), in bytes. Cost: this

@@ -15,7 +15,7 @@
 //!
 //! where `error` is any stable error code (`LLM_TIMEOUT`, `LLM_UNAVAILABLE`, `LLM_ERROR`, ...).
 //! The content goes through the same `<think>` handling as a server's. When every line has been
-//! used, [`Replay::next`] fails with `NOT_FOUND` ("replay script exhausted"), on which the agent
+//! used, `Replay::next` fails with `NOT_FOUND` ("replay script exhausted"), on which the agent
 //! ends the run. The file is read a line at a time into a fixed buffer, so a script may be
 //! longer than memory would allow whole.
 
