@@ -92,9 +92,22 @@ fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
         eprint!("{}", HELP);
         return Ok(EXIT_USAGE);
     };
-    let command = items.remove(at);
-    let mut args = Args::new(items);
-    let data = data_dir(args.value("--data")?);
+    // Options before the command are global (`--data DIR`); after it they belong to the
+    // command. `--data` is also taken after the command, except by `send`, whose words are the
+    // user's message and are never read as options.
+    let rest = items.split_off(at);
+    let mut global = Args::new(items);
+    let data_flag = global.value("--data")?;
+    global.finish("")?;
+    let mut rest = rest.into_iter();
+    let command = rest.next().unwrap_or_default();
+    let mut args = Args::new(rest.collect());
+    let data_flag = match (data_flag, command.as_str()) {
+        (Some(d), _) => Some(d),
+        (None, "send") => None,
+        (None, _) => args.value("--data")?,
+    };
+    let data = data_dir(data_flag);
     match command.as_str() {
         "json" => json::run(args),
         "parse-reply" => parse_reply::run(args),
