@@ -14,6 +14,9 @@
 #[path = "support/alloc_counter.rs"]
 mod alloc_counter;
 
+#[path = "support/llm_script_server.rs"]
+mod llm_script_server;
+
 #[global_allocator]
 static GLOBAL: alloc_counter::CountingAlloc = alloc_counter::CountingAlloc;
 
@@ -24,59 +27,6 @@ use std::path::{Path, PathBuf};
 
 const WARM_UP: usize = 12;
 const MEASURED: usize = 240;
-
-/// The `i`-th reply of a 9-cycle pattern that walks every state and several actions, with
-/// distinct keys so no action repeats the previous one.
-fn reply(i: usize) -> String {
-    let n = i / 9;
-    let body = match i % 9 {
-        0 | 3 | 6 => format!(
-            "<agent><next_state>commanding</next_state><think_log>step {} of the dictionary</think_log></agent>",
-            i
-        ),
-        1 => format!(
-            "<agent><action><type>storage_save</type><tags>dictionary,term_{}</tags>\
-             <value>term {}: a word with a one-sentence definition.</value></action></agent>",
-            n, n
-        ),
-        4 => format!(
-            "<agent><action><type>working_memory_add</type><tags>scratch</tags>\
-             <value>scratch note {} for the next term</value></action></agent>",
-            n
-        ),
-        7 => match n % 3 {
-            0 => "<agent><action><type>working_memory_remove</type><tags>scratch</tags></action></agent>".to_string(),
-            1 => {
-                format!("<agent><action><type>storage_search</type><tags>dictionary,term_{}</tags></action></agent>", n)
-            }
-            _ => format!(
-                "<agent><action><type>storage_load</type><tags>dictionary,term_{}</tags></action></agent>",
-                n - 1
-            ),
-        },
-        _ => format!(
-            "<agent><next_state>thinking</next_state><evaluation_log>cycle {} went as planned</evaluation_log></agent>",
-            i
-        ),
-    };
-    // One JSON line: the reply text as a JSON string.
-    let mut line = String::new();
-    let mut w = lkjagent::json::Writer::compact(&mut line);
-    w.begin_object().unwrap();
-    w.key("content").unwrap();
-    w.string(&body).unwrap();
-    w.key("usage").unwrap();
-    w.begin_object().unwrap();
-    w.key("prompt_tokens").unwrap();
-    w.u64(700).unwrap();
-    w.key("completion_tokens").unwrap();
-    w.u64(40).unwrap();
-    w.end_object().unwrap();
-    w.end_object().unwrap();
-    drop(w);
-    line.push('\n');
-    line
-}
 
 struct TempDir(PathBuf);
 
@@ -94,7 +44,7 @@ fn prepare() -> TempDir {
     for f in ["config.json", "memory.json"] {
         std::fs::copy(data.join(f), dir.join(f)).unwrap();
     }
-    let script: String = (0..WARM_UP + MEASURED + 9).map(reply).collect();
+    let script: String = (0..WARM_UP + MEASURED + 9).map(llm_script_server::cycle_reply_line).collect();
     std::fs::write(dir.join("script.jsonl"), script).unwrap();
     TempDir(dir)
 }
