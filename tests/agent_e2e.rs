@@ -615,10 +615,10 @@ fn second_sigterm_exits_at_once() {
     assert_eq!((m.state.as_str(), m.iteration), ("thinking", 0));
 }
 
-/// `run --exchange-log`, then `replay` reproduces memory.json byte for byte (with an overflow
-/// retry, a malformed reply and every kind of cycle in the recording).
-#[test]
-fn replay_reproduces_a_recorded_run() {
+/// Records a run (`run --exchange-log`) from `memory_json`, waits `pause`, replays it with
+/// `--expect`, and returns the replay's stdout, whether it exited 0, and the lines of
+/// memory.json that differ (recorded, replayed).
+fn record_then_replay(tag: &str, memory_json: &str, pause: Duration) -> (String, bool, Vec<String>) {
     let script = vec![
         think("commanding", "Start."),
         action("storage_save", "dictionary,fruit,apple", Some("apple: a fruit.")),
@@ -630,30 +630,75 @@ fn replay_reproduces_a_recorded_run() {
         evaluate("Plan written."),
     ];
     let server = LlmServer::start(script, evaluate("used up"));
-    let d = data_dir("replay", &server.endpoint());
-    write_memory(d.path(), "thinking", &[("old_note", "an older note that can be paged out")]);
+    let d = data_dir(tag, &server.endpoint());
+    std::fs::write(d.path().join("memory.json"), memory_json).unwrap();
     let mut child = lkjagent(d.path(), &["run", "--max-iterations", "7", "--exchange-log"]).spawn().unwrap();
     let status = wait_bounded(&mut child, Duration::from_secs(20));
     let (out, err) = output(&mut child);
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     assert!(out.contains("context overflow"), "{}", out);
+    assert!(out.contains("invalid reply"), "{}", out);
     assert_eq!(server.chat_count(), 8);
+    drop(server); // the replay needs no server
 
-    let logs = d.path().join("logs");
-    let exchange = std::fs::read_dir(&logs)
+    let exchange = std::fs::read_dir(d.path().join("logs"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-"))
         .expect("no exchange log directory");
-    drop(server); // the replay needs no server
+    std::thread::sleep(pause);
     let expect = d.path().join("memory.json");
     let mut child = lkjagent(d.path(), &["replay"]).arg(&exchange).arg("--expect").arg(&expect).spawn().unwrap();
     let status = wait_bounded(&mut child, Duration::from_secs(20));
     let (out, err) = output(&mut child);
-    assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
+    assert!(!out.contains("DIFFERS") || !status.success(), "a difference must fail the command");
+    assert!(status.success() || out.contains("DIFFERS"), "replay failed:\n{}\n{}", out, err);
+    let replayed = std::fs::read_to_string(exchange.join("replayed").join("memory.json")).unwrap();
+    let recorded = std::fs::read_to_string(&expect).unwrap();
+    let mut diff: Vec<String> = recorded
+        .lines()
+        .zip(replayed.lines())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("recorded: {} / replayed: {}", a.trim(), b.trim()))
+        .collect();
+    if recorded.lines().count() != replayed.lines().count() {
+        diff.push("different line counts".to_string());
+    }
+    assert_eq!(diff.is_empty(), recorded == replayed);
+    (out, status.success(), diff)
+}
+
+/// A memory.json the agent wrote itself (with `working_memory_meta`): `replay` reproduces it
+/// byte for byte, with an overflow retry, a malformed reply and every kind of cycle in the
+/// recording, even when the replay runs in a later second.
+#[test]
+fn replay_reproduces_a_recorded_run() {
+    let start = r#"{
+  "state": "thinking",
+  "iteration": 0,
+  "working_memory": {
+    "task": "Build a small dictionary.",
+    "old_note": "an older note that can be paged out"
+  },
+  "working_memory_meta": {
+    "task": { "created": 1700000000, "updated": 1700000000, "hits": 0 },
+    "old_note": { "created": 1700000001, "updated": 1700000001, "hits": 0 }
+  }
+}"#;
+    let (out, ok, diff) = record_then_replay("replay", start, Duration::from_millis(1100));
+    assert!(ok && diff.is_empty(), "replay differs:\n{}\n{}", diff.join("\n"), out);
     assert!(out.contains("identical to"), "{}", out);
-    let replayed = std::fs::read(exchange.join("replayed").join("memory.json")).unwrap();
-    assert_eq!(replayed, std::fs::read(&expect).unwrap());
+}
+
+/// The shipped memory.json has no `working_memory_meta`. Loading it stamps each entry with the
+/// clock at `Agent::open`, which `replay` takes from its own run, not the recording: a replay
+/// in a later second than the recorded start differs in `created`/`updated` of the entries
+/// that were never rewritten (here `task`).
+#[test]
+#[ignore = "BUG: replay stamps working-memory entries without metadata with the replay's clock at Agent::open, not the recorded one"]
+fn replay_reproduces_a_run_started_from_the_shipped_memory() {
+    let (out, ok, diff) = record_then_replay("replay-shipped", &shipped("memory.json"), Duration::from_millis(1100));
+    assert!(ok && diff.is_empty(), "replay differs:\n{}\n{}", diff.join("\n"), out);
 }
 
 /// A message queued with `agent::inbox::send` is the `user_request` of the next prompt, once.
