@@ -725,3 +725,132 @@ fn inbox_message_becomes_the_user_request() {
     assert_eq!(server.prompts()[2].matches("Please add pear").count(), 1);
     assert_eq!(read_memory(d.path()).get("user_request"), Some("Please add pear to the dictionary."));
 }
+
+// ----- edges ---------------------------------------------------------------------------------
+
+/// A server that answers every request with a context overflow: one retry, then the cycle
+/// fails with CONTEXT_OVERFLOW; no third request, nothing lost.
+#[test]
+fn context_overflow_twice_fails_the_cycle_after_one_retry() {
+    let server = LlmServer::start(vec![], Step::Http("400 Bad Request", LLAMA_CPP_OVERFLOW.to_string()));
+    let d = data_dir("overflow2", &server.endpoint());
+    write_memory(d.path(), "thinking", &[("note_a", "first note about pears"), ("note_b", "second note about plums")]);
+    let mut agent = open_agent(d.path());
+    let r = agent.cycle(&mut |_| {}, &|| false).unwrap();
+    assert_eq!(r.error.as_ref().map(|e| e.code().as_str()), Some("CONTEXT_OVERFLOW"), "{:?}", r);
+    assert!(r.overflow_retried);
+    assert_eq!(server.chat_count(), 2, "one retry, no more");
+    let m = read_memory(d.path());
+    assert_eq!(m.iteration, 0, "a failed cycle is not an iteration");
+    let log = store_log(d.path());
+    for (k, v) in [("note_a", "first note about pears"), ("note_b", "second note about plums")] {
+        assert!(m.get(k) == Some(v) || log.contains(v), "{} lost", k);
+    }
+}
+
+/// Working memory far above hard_limit at start: the agent pages out before the first request,
+/// so the first prompt is within the paging target.
+#[test]
+fn oversized_memory_is_paged_before_the_first_request() {
+    let server = LlmServer::start(vec![think("commanding", "Lighter now.")], evaluate("used up"));
+    let d = data_dir("oversized", &server.endpoint());
+    let notes: Vec<(String, String)> = (0..20)
+        .map(|i| (format!("note_{:02}", i), format!("note {}: {}", i, "plums are stone fruit. ".repeat(45))))
+        .collect();
+    let extra: Vec<(&str, &str)> = notes.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    write_memory(d.path(), "thinking", &extra);
+    let mut agent = open_agent(d.path());
+    let hard = agent.config.agent.hard_limit.max_tokens;
+    let paging = agent.config.agent.paging_limit.max_tokens;
+    let total: usize = notes.iter().map(|(_, v)| v.len()).sum();
+    assert!(agent.estimate(total) > hard, "the test needs memory above hard_limit");
+
+    let r = cycle(&mut agent);
+    assert!(r.paged_out >= 1, "{:?}", r);
+    assert!(r.tokens_est <= paging, "prompt estimate {} above paging_limit {}", r.tokens_est, paging);
+    let prompt = &server.prompts()[0];
+    assert!(agent.estimate(prompt.len()) <= paging);
+    // Nothing lost: every note is in working memory or in the store.
+    let m = read_memory(d.path());
+    let log = store_log(d.path());
+    for (k, v) in &notes {
+        assert!(m.get(k) == Some(v.as_str()) || log.contains(v.as_str()), "{} lost", k);
+    }
+    assert!(m.get("task").is_some());
+}
+
+/// `next_state` must be a configured state: `base` and unknown names go to `thinking`, said in
+/// command_log; `executing` is an alias of `commanding`.
+#[test]
+fn next_state_is_validated() {
+    let server = LlmServer::start(
+        vec![think("base", "Try base."), think("dancing", "Try a made-up state."), think("executing", "Alias.")],
+        evaluate("used up"),
+    );
+    let d = data_dir("nextstate", &server.endpoint());
+    let mut agent = open_agent(d.path());
+    let r = cycle(&mut agent);
+    assert_eq!(r.next_state.as_str(), "thinking", "base is not a state");
+    assert!(newest_log(&read_memory(d.path()), "command_log_").contains("not a state"));
+    let r = cycle(&mut agent);
+    assert_eq!(r.next_state.as_str(), "thinking");
+    assert!(newest_log(&read_memory(d.path()), "command_log_").contains("dancing"));
+    let r = cycle(&mut agent);
+    assert_eq!(r.next_state.as_str(), "commanding", "executing is commanding");
+}
+
+/// A reasoning model that spends the reply on reasoning: the feedback says so.
+#[test]
+fn reasoning_only_reply_is_fed_back() {
+    let server = LlmServer::start(
+        vec![Step::ReasoningOnly("Let me think about apples for a long time...".into()), think("commanding", "ok")],
+        evaluate("used up"),
+    );
+    let d = data_dir("reasoning", &server.endpoint());
+    let mut agent = open_agent(d.path());
+    let r = cycle(&mut agent);
+    assert!(r.invalid_reply);
+    let r = cycle(&mut agent);
+    assert!(!r.invalid_reply);
+    let p = &server.prompts()[1];
+    let fb = p.split("<feedback>").nth(1).unwrap_or_else(|| panic!("no feedback: {}", p));
+    assert!(fb.contains("reasoning"), "{}", fb);
+    // The reasoning itself never reaches working memory.
+    assert!(!std::fs::read_to_string(d.path().join("memory.json")).unwrap().contains("apples for a long time"));
+    // A good reply clears the feedback.
+    let _ = cycle(&mut agent);
+    assert!(!server.prompts()[2].contains("<feedback>"));
+}
+
+/// 5xx answers are retried a bounded number of times (llm.retry.max_retries), then the cycle
+/// fails with a clear code and the next one works.
+#[test]
+fn server_errors_are_retried_boundedly() {
+    let busy = Step::Http("503 Service Unavailable", r#"{"error":{"message":"loading model"}}"#.to_string());
+    let server = LlmServer::start(vec![busy.clone(), busy, think("commanding", "ok")], evaluate("used up"));
+    let d = data_dir("busy", &server.endpoint());
+    let mut agent = open_agent(d.path());
+    let r = agent.cycle(&mut |_| {}, &|| false).unwrap();
+    let code = r.error.as_ref().map(|e| e.code().as_str());
+    assert!(matches!(code, Some("LLM_UNAVAILABLE") | Some("LLM_ERROR")), "{:?}", r.error);
+    assert_eq!(server.chat_count(), 2, "max_retries 1: two attempts");
+    assert_eq!(read_memory(d.path()).iteration, 0);
+    let r = cycle(&mut agent);
+    assert_eq!(r.next_state.as_str(), "commanding");
+    assert_eq!(read_memory(d.path()).iteration, 1);
+}
+
+/// A model that never answers within read_timeout_ms: LLM_TIMEOUT, bounded.
+#[test]
+fn a_silent_server_times_out() {
+    let server = LlmServer::start(vec![], Step::Silence(Duration::from_secs(5)));
+    let d = TempDir::new("timeout");
+    write_config(d.path(), &server.endpoint(), |c| set(c, "\"read_timeout_ms\": 20000", "\"read_timeout_ms\": 300"));
+    write_memory(d.path(), "thinking", &[]);
+    let mut agent = open_agent(d.path());
+    let t = Instant::now();
+    let r = agent.cycle(&mut |_| {}, &|| false).unwrap();
+    assert_eq!(r.error.as_ref().map(|e| e.code().as_str()), Some("LLM_TIMEOUT"), "{:?}", r.error);
+    assert!(t.elapsed() < Duration::from_secs(4), "took {:?}", t.elapsed());
+    assert!(server.chat_count() <= 2);
+}
