@@ -80,15 +80,27 @@ impl Drop for TempDir {
 
 #[test]
 fn a_cycle_over_http_allocates_nothing_after_warm_up() {
+    measure(false);
+}
+
+#[test]
+fn a_streamed_cycle_allocates_nothing_after_warm_up() {
+    measure(true);
+}
+
+/// Runs the agent against the scripted server (`stream` on or off) and asserts zero
+/// allocations per measured cycle on this thread.
+fn measure(stream: bool) {
     let script = (0..WARM_UP + MEASURED).map(|i| content(&cycle_reply(i))).collect();
     let server = LlmServer::start(script, content("<agent><next_state>thinking</next_state></agent>"));
-    let dir = TempDir(std::env::temp_dir().join(format!("lkjagent-alloc-http-{}", std::process::id())));
+    let dir = TempDir(std::env::temp_dir().join(format!("lkjagent-alloc-http-{}-{}", stream, std::process::id())));
     let _ = std::fs::remove_dir_all(&dir.0);
     std::fs::create_dir_all(&dir.0).unwrap();
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
     let cfg = std::fs::read_to_string(data.join("config.json"))
         .unwrap()
-        .replace("http://127.0.0.1:1234/v1/chat/completions", &server.endpoint());
+        .replace("http://127.0.0.1:1234/v1/chat/completions", &server.endpoint())
+        .replace("\"stream\": false", if stream { "\"stream\": true" } else { "\"stream\": false" });
     std::fs::write(dir.0.join("config.json"), cfg).unwrap();
     std::fs::copy(data.join("memory.json"), dir.0.join("memory.json")).unwrap();
 
@@ -121,11 +133,13 @@ fn a_cycle_over_http_allocates_nothing_after_warm_up() {
     }
     COUNTED.with(|c| c.set(false));
     assert_eq!(server.chat_count(), WARM_UP + MEASURED, "one request per cycle");
+    assert_eq!(server.chats()[0].body.contains("\"stream\":true"), stream);
     assert!(actions >= MEASURED / 4);
     assert!(
         allocating.is_empty(),
-        "allocations in {} of {} cycles over HTTP (cycle, action, allocations): {:?}",
+        "allocations in {} of {} cycles over HTTP, stream {} (cycle, action, allocations): {:?}",
         allocating.len(),
+        stream,
         MEASURED,
         allocating
     );

@@ -960,3 +960,31 @@ fn extra_actions_past_the_limit_are_not_run() {
     assert_eq!(r.store_entries, 1);
     assert!(store_log(d.path()).contains("first") && !store_log(d.path()).contains("second"));
 }
+
+/// `llm.stream: true`: the reply arrives as Server-Sent Events, progress is reported piece by
+/// piece, and the cycle is the same as unstreamed.
+#[test]
+fn streamed_replies_drive_the_same_cycle() {
+    let server = LlmServer::start(
+        vec![
+            think("commanding", "Streamed thinking, with an entity &amp; a non-ASCII word: café."),
+            action("storage_save", "dictionary,fruit,fig", Some("fig: a soft sweet fruit.")),
+        ],
+        evaluate("used up"),
+    );
+    let d = TempDir::new("stream");
+    write_config(d.path(), &server.endpoint(), |c| set(c, "\"stream\": false", "\"stream\": true"));
+    write_memory(d.path(), "thinking", &[]);
+    let mut agent = open_agent(d.path());
+    let mut pieces = 0u64;
+    let r = agent.cycle(&mut |n| pieces = n, &|| false).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert!(pieces >= 4, "progress saw {} pieces", pieces);
+    assert_eq!(r.next_state.as_str(), "commanding");
+    assert_eq!(r.usage, Some((500, 40)));
+    assert!(newest_log(&read_memory(d.path()), "think_log_").contains("café"));
+    assert!(server.chats()[0].body.contains("\"stream\":true"));
+    let r = cycle(&mut agent);
+    assert_eq!(only_action(&r), ("storage_save", true));
+    assert!(store_log(d.path()).contains("fig: a soft sweet fruit."));
+}

@@ -228,6 +228,55 @@ fn http(status: &str, body: &str) -> Vec<u8> {
         .into_bytes()
 }
 
+/// A streamed (`"stream": true`) answer: Server-Sent Events in a chunked body, the content in
+/// pieces of at most 16 bytes (one delta each, cut at character boundaries), then a final
+/// event with the finish reason and usage, then `[DONE]`.
+fn sse(content: &str) -> Vec<u8> {
+    use lkjagent::json::Writer;
+    let mut events: Vec<String> = Vec::new();
+    let mut rest = content;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(16);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        let mut e = String::new();
+        let mut w = Writer::compact(&mut e);
+        w.begin_object().unwrap();
+        w.key("choices").unwrap();
+        w.begin_array().unwrap();
+        w.begin_object().unwrap();
+        w.key("index").unwrap();
+        w.u64(0).unwrap();
+        w.key("delta").unwrap();
+        w.begin_object().unwrap();
+        w.key("content").unwrap();
+        w.string(piece).unwrap();
+        w.end_object().unwrap();
+        w.key("finish_reason").unwrap();
+        w.null().unwrap();
+        w.end_object().unwrap();
+        w.end_array().unwrap();
+        w.end_object().unwrap();
+        w.finish().unwrap();
+        events.push(format!("data: {}\n\n", e));
+    }
+    events.push(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\
+         \"usage\":{\"prompt_tokens\":500,\"completion_tokens\":40}}\n\n"
+            .to_string(),
+    );
+    events.push("data: [DONE]\n\n".to_string());
+    let mut r = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for e in events {
+        r.extend_from_slice(format!("{:x}\r\n{}\r\n", e.len(), e).as_bytes());
+    }
+    r.extend_from_slice(b"0\r\n\r\n");
+    r
+}
+
 fn serve(mut stream: TcpStream, sh: &Shared) {
     stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
     let mut buf: Vec<u8> = Vec::new();
@@ -248,7 +297,9 @@ fn serve(mut stream: TcpStream, sh: &Shared) {
         sh.chats.lock().unwrap().push(Request { path, body: String::from_utf8_lossy(&body).into_owned() });
         let n = sh.next.fetch_add(1, Ordering::Relaxed);
         let step = sh.script.get(n).unwrap_or(&sh.fallback).clone();
+        let streamed = body.windows(13).any(|w| w == b"\"stream\":true");
         let bytes = match step {
+            Step::Content(c) if streamed => sse(&c),
             Step::Content(c) => http("200 OK", &completion_body(&c, None)),
             Step::ReasoningOnly(r) => http("200 OK", &completion_body("", Some(&r))),
             Step::Http(status, body) => http(status, &body),
