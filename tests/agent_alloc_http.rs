@@ -1,0 +1,146 @@
+//! The agent's steady state allocates nothing over real HTTP too: the cycle of `agent_alloc.rs`,
+//! but with replies from the scripted OpenAI-compatible server on loopback, so the request
+//! body, the HTTP exchange (kept alive) and the JSON reply parsing are inside the measurement.
+//!
+//! The server runs in this process on other threads and allocates freely, so the counting
+//! allocator here counts only the allocations of threads that opted in (the test's own thread,
+//! which runs the agent). It is a copy of `support/alloc_counter.rs` plus that per-thread
+//! switch: a `const`-initialised thread-local `Cell` without a destructor, which the allocator
+//! can read without allocating.
+#![allow(unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+#[path = "support/llm_script_server.rs"]
+mod llm_script_server;
+
+use lkjagent::agent::config;
+use lkjagent::agent::engine::{Agent, Model};
+use lkjagent::llm;
+use llm_script_server::{content, cycle_reply, LlmServer};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct ThreadCountingAlloc;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn counted() -> bool {
+    COUNTED.try_with(Cell::get).unwrap_or(false)
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
+// `GlobalAlloc` contract; the only addition is a thread-local read and a relaxed counter.
+unsafe impl GlobalAlloc for ThreadCountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if counted() {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's guarantees for `alloc` are passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if counted() {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's guarantees for `alloc_zeroed` are passed on unchanged.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's guarantees for `dealloc` are passed on unchanged.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if counted() {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the caller's guarantees for `realloc` are passed on unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: ThreadCountingAlloc = ThreadCountingAlloc;
+
+const WARM_UP: usize = 12;
+const MEASURED: usize = 120;
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_cycle_over_http_allocates_nothing_after_warm_up() {
+    measure(false);
+}
+
+#[test]
+fn a_streamed_cycle_allocates_nothing_after_warm_up() {
+    measure(true);
+}
+
+/// Runs the agent against the scripted server (`stream` on or off) and asserts zero
+/// allocations per measured cycle on this thread.
+fn measure(stream: bool) {
+    let script = (0..WARM_UP + MEASURED).map(|i| content(&cycle_reply(i))).collect();
+    let server = LlmServer::start(script, content("<agent><next_state>thinking</next_state></agent>"));
+    let dir = TempDir(std::env::temp_dir().join(format!("lkjagent-alloc-http-{}-{}", stream, std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    let cfg = std::fs::read_to_string(data.join("config.json"))
+        .unwrap()
+        .replace("http://127.0.0.1:1234/v1/chat/completions", &server.endpoint())
+        .replace("\"stream\": false", if stream { "\"stream\": true" } else { "\"stream\": false" });
+    std::fs::write(dir.0.join("config.json"), cfg).unwrap();
+    std::fs::copy(data.join("memory.json"), dir.0.join("memory.json")).unwrap();
+
+    let config = config::load(&dir.0).unwrap();
+    let client = llm::Client::new(&config.llm).unwrap();
+    let mut agent = Agent::open(&dir.0, config, Model::Client(Box::new(client)), false).unwrap();
+    let mut progress = |_: u64| {};
+    let stop = || false;
+    for _ in 0..WARM_UP {
+        let r = agent.cycle(&mut progress, &stop).unwrap();
+        assert!(r.error.is_none() && !r.invalid_reply, "warm-up cycle {} failed: {:?}", r.cycle, r);
+    }
+
+    COUNTED.with(|c| c.set(true));
+    let sanity = ALLOCS.load(Ordering::Relaxed);
+    drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
+    assert!(ALLOCS.load(Ordering::Relaxed) > sanity, "the counting allocator is not counting");
+
+    let mut allocating = Vec::new();
+    let mut actions = 0;
+    for _ in 0..MEASURED {
+        let before = ALLOCS.load(Ordering::Relaxed);
+        let r = agent.cycle(&mut progress, &stop).unwrap();
+        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        if n > 0 {
+            allocating.push((r.cycle, r.actions.iter().next().map_or("no action", |a| a.kind), n));
+        }
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {} failed: {:?}", r.cycle, r);
+        actions += r.actions.len();
+    }
+    COUNTED.with(|c| c.set(false));
+    assert_eq!(server.chat_count(), WARM_UP + MEASURED, "one request per cycle");
+    assert_eq!(server.chats()[0].body.contains("\"stream\":true"), stream);
+    assert!(actions >= MEASURED / 4);
+    assert!(
+        allocating.is_empty(),
+        "allocations in {} of {} cycles over HTTP, stream {} (cycle, action, allocations): {:?}",
+        allocating.len(),
+        stream,
+        MEASURED,
+        allocating
+    );
+}
