@@ -6,7 +6,7 @@
 //! allocator here counts only the allocations of threads that opted in (the test's own thread,
 //! which runs the agent). It is a copy of `support/alloc_counter.rs` plus that per-thread
 //! switch: a `const`-initialised thread-local `Cell` without a destructor, which the allocator
-//! can read without allocating.
+//! can read without allocating. The count is per thread as well.
 #![allow(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
@@ -20,14 +20,22 @@ use llm_script_server::{content, cycle_reply, LlmServer};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 struct ThreadCountingAlloc;
 
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
     static COUNTED: Cell<bool> = const { Cell::new(false) };
+    // Per thread too: tests run in parallel threads, and a shared counter would charge one
+    // test's allocations to another's cycle.
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn bump() {
+    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+}
+
+fn allocs() -> u64 {
+    ALLOCS.try_with(Cell::get).unwrap_or(0)
 }
 
 fn counted() -> bool {
@@ -39,14 +47,14 @@ fn counted() -> bool {
 unsafe impl GlobalAlloc for ThreadCountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if counted() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            bump();
         }
         // SAFETY: the caller's guarantees for `alloc` are passed on unchanged.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if counted() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            bump();
         }
         // SAFETY: the caller's guarantees for `alloc_zeroed` are passed on unchanged.
         unsafe { System.alloc_zeroed(layout) }
@@ -57,7 +65,7 @@ unsafe impl GlobalAlloc for ThreadCountingAlloc {
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if counted() {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            bump();
         }
         // SAFETY: the caller's guarantees for `realloc` are passed on unchanged.
         unsafe { System.realloc(ptr, layout, new_size) }
@@ -115,16 +123,16 @@ fn measure(stream: bool) {
     }
 
     COUNTED.with(|c| c.set(true));
-    let sanity = ALLOCS.load(Ordering::Relaxed);
+    let sanity = allocs();
     drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    assert!(ALLOCS.load(Ordering::Relaxed) > sanity, "the counting allocator is not counting");
+    assert!(allocs() > sanity, "the counting allocator is not counting");
 
     let mut allocating = Vec::new();
     let mut actions = 0;
     for _ in 0..MEASURED {
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = allocs();
         let r = agent.cycle(&mut progress, &stop).unwrap();
-        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        let n = allocs() - before;
         if n > 0 {
             allocating.push((r.cycle, r.actions.iter().next().map_or("no action", |a| a.kind), n));
         }
