@@ -919,7 +919,8 @@ fn inbox_survives_a_failed_cycle() {
     assert_eq!(prompts.last().unwrap().matches("Add cherry.").count(), 1);
 }
 
-/// `llm.system_prompt: true`: the base prompt goes as a system message, the rest as the user's.
+/// `llm.system_prompt: true`: the prompt head (base and state prompts) goes as a system message,
+/// the rest as the user's.
 #[test]
 fn system_prompt_splits_the_base_prompt() {
     let server = LlmServer::start(vec![think("commanding", "ok")], evaluate("used up"));

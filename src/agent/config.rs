@@ -34,8 +34,8 @@ pub const FILE_NAME: &str = "config.json";
 pub struct Config {
     /// The LLM client's settings.
     pub llm: Settings,
-    /// Whether the base prompt goes as a system message (default: one user message, as the
-    /// C original sent).
+    /// Whether the prompt head (base and state prompts) goes as a system message (default: one
+    /// user message, as the C original sent).
     pub system_prompt: bool,
     /// The agent's settings.
     pub agent: AgentSettings,

@@ -12,11 +12,12 @@
 //! # The prompt
 //!
 //! Stable parts first, so a server's prompt cache (llama.cpp, LM Studio, vLLM prefix caching)
-//! is reused from one cycle to the next: the base prompt (and `default` segments), then working
-//! memory (entries in the order they were added, the rotating logs last), then what changes
-//! every cycle: the current state, the iteration, the state's prompt, and the feedback on the
-//! last invalid reply. These are the era-B parts (base, state prompt, working memory), reordered
-//! so the state prompt, which changes with every state, comes after the slow-changing memory.
+//! is reused from one cycle to the next: the head (the base prompt and `default` segments, then
+//! every state's prompt under `<states>`, see `prompts.rs`), then working memory in the order
+//! entries were added (logs append at the end, see `logs.rs`), then what changes every cycle:
+//! the current state, the iteration, the feedback on the last invalid reply, and one line that
+//! points the model at its state's prompt. These are the era-B parts (base, state prompt,
+//! working memory), arranged so a typical cycle only appends to the previous cycle's prompt.
 //!
 //! # Budget and paging
 //!
@@ -387,7 +388,8 @@ impl Agent {
             self.ask(progress, should_stop)
         };
         if matches!(&outcome, Err(e) if e.code() == Code::ContextOverflow) {
-            self.bytes_per_token = (self.bytes_per_token * 0.8).max(1.0);
+            // Page out a quarter of the prompt's estimate and ask once more. The estimate itself
+            // is calibrated from the prompt tokens servers report, not guessed from an overflow.
             let est = self.estimate(self.prompt.len());
             report.paged_out += self.fit(0, est * 3 / 4, now)?;
             report.overflow_retried = true;
@@ -496,7 +498,8 @@ impl Agent {
             Model::Client(c) => {
                 let text = self.prompt.as_str().unwrap_or("");
                 let (system, user) = if self.config.system_prompt {
-                    let base = self.config.prompts.base().len().min(text.len());
+                    // The head (base and state prompts) is the system message.
+                    let base = self.config.prompts.head().len().min(text.len());
                     (Some(text.get(..base).unwrap_or("")), text.get(base..).unwrap_or(text))
                 } else {
                     (None, text)
@@ -564,34 +567,33 @@ impl Agent {
         Ok(moved)
     }
 
-    /// Builds the prompt for the current state into the prompt buffer.
+    /// Builds the prompt for the current state into the prompt buffer: the stable head (base
+    /// and state prompts), working memory in the order entries were added (a cycle usually only
+    /// appends to it), then the tail that changes every cycle.
     fn build_prompt(&mut self) -> Result<()> {
         let state = self.memory.state;
         let p = &mut self.prompt;
         p.clear();
-        p.push_str(self.config.prompts.base())?;
+        p.push_str(self.config.prompts.head())?;
         p.push_str("<working_memory>\n")?;
-        let c = &self.config.agent;
-        let log_settings = [&c.think_log, &c.evaluation_log, &c.command_log];
         let wm = &self.memory.working;
-        let not_logs =
-            wm.iter().filter(|(k, _, _)| !logs::is_log_key(k.as_str(), log_settings)).map(|(k, t, _)| (k.as_str(), t));
-        render_pairs(p, not_logs, Style::Lines)?;
-        let only_logs =
-            wm.iter().filter(|(k, _, _)| logs::is_log_key(k.as_str(), log_settings)).map(|(k, t, _)| (k.as_str(), t));
-        render_pairs(p, only_logs, Style::Lines)?;
+        render_pairs(p, wm.iter().map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
         p.push_str("</working_memory>\n")?;
         p.format(format_args!(
             "<current_state>{}</current_state>\n<iteration>{}</iteration>\n",
             state.as_str(),
             self.memory.iteration + 1
         ))?;
-        p.push_str(self.config.prompts.state(state.as_str()))?;
         if !self.feedback.is_empty() {
             p.push_str("<feedback>\n")?;
             p.extend_from_slice(self.feedback.as_slice())?;
             p.push_str("\n</feedback>\n")?;
         }
+        p.format(format_args!(
+            "You are in the state {}: follow <{}> under <states> and answer with one <agent> element.\n",
+            state.as_str(),
+            state.as_str()
+        ))?;
         Ok(())
     }
 

@@ -1,10 +1,17 @@
-//! Rotating logs inside working memory: `think_log_001` ... `think_log_NNN` (DESIGN.md §6).
+//! Rotating logs inside working memory: `think_log_001`, `think_log_002`, ... (DESIGN.md §6).
 //!
-//! Appending keeps the newest `max_entries` entries in slots `001..` in age order (oldest
-//! first) and removes every other slot of the prefix, including "stale" slots above
-//! `max_entries` left by an earlier config (the C original kept those forever) and holes left
-//! by a removed slot (it never reused them). The work is bounded by `max_entries` and done in a
-//! caller-reserved scratch buffer, so appending never allocates.
+//! Each entry gets the next number of its log and is appended at the end of working memory, so
+//! the prompt, which shows working memory in insertion order, only grows at its end from one
+//! cycle to the next and a server's prompt cache keeps all of it. When a log holds more than
+//! `max_entries`, its oldest entries are dropped down to half of `max_entries` (rounded up) in
+//! one go: the prompt then changes once every few cycles instead of every cycle, as it would if
+//! one entry were dropped (and every slot renumbered, as the C original did) per append. Slots
+//! of a log's prefix that do not parse as numbers are left alone; numbered slots from an
+//! earlier config count like any other and are dropped oldest first. Numbers restart from 001
+//! (renumbering the kept entries in order) only when the next would pass 999.
+//!
+//! All work is bounded by the working set's size and done in a caller-reserved scratch buffer,
+//! so appending never allocates.
 
 use crate::error::Result;
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
@@ -31,7 +38,7 @@ pub fn slot_key(prefix: &str, n: u32) -> Result<Key> {
 }
 
 /// Appends `text` to the log `log` in `wm`. `scratch` must hold at least the working set's
-/// text budget; it is used to move texts between slots.
+/// text budget; it is used only when slots are renumbered.
 pub fn append(wm: &mut WorkingSet, log: &LogSettings, text: &str, now: u64, scratch: &mut FixedBuf) -> Result<()> {
     if !log.enable {
         return Ok(());
@@ -40,7 +47,22 @@ pub fn append(wm: &mut WorkingSet, log: &LogSettings, text: &str, now: u64, scra
     if text.is_empty() {
         return Ok(());
     }
-    // The present slots, oldest (lowest number) first.
+    let present = present_slots(wm, log)?;
+    let last = present.as_slice().last().map_or(0, |&(n, _)| n);
+    let max = (log.max_entries as usize).clamp(1, LOG_MAX_ENTRIES);
+    // Over the limit after this append: keep the newest ceil(max/2) - 1 old entries (the new
+    // one makes ceil(max/2)); otherwise keep them all.
+    let keep_old = if present.len() + 1 > max { max.div_ceil(2) - 1 } else { present.len() };
+    let drop = present.len() - keep_old;
+    for &(n, _) in present.as_slice().iter().take(drop) {
+        wm.remove(&slot_key(&log.key_prefix, n)?);
+    }
+    let next = if last as usize >= LOG_MAX_ENTRIES { renumber(wm, log, scratch, now)? } else { last + 1 };
+    wm.add(&slot_key(&log.key_prefix, next)?, text, now)
+}
+
+/// The numbered slots of `log`, oldest (lowest number) first: `(number, position)`.
+fn present_slots(wm: &WorkingSet, log: &LogSettings) -> Result<ArrayVec<(u32, usize), WORKING_MAX_ENTRIES>> {
     let mut present: ArrayVec<(u32, usize), WORKING_MAX_ENTRIES> = ArrayVec::new();
     for (i, (key, _, _)) in wm.iter().enumerate() {
         if let Some(n) = slot_of(key.as_str(), &log.key_prefix) {
@@ -48,38 +70,30 @@ pub fn append(wm: &mut WorkingSet, log: &LogSettings, text: &str, now: u64, scra
         }
     }
     present.as_mut_slice().sort_unstable();
-    let max = (log.max_entries as usize).clamp(1, LOG_MAX_ENTRIES);
-    // Slots above max are stale (an earlier config had more): they are removed, not kept.
-    let live = present.iter().filter(|(n, _)| *n as usize <= max).count();
-    // Keep the newest max-1 live entries; they move to slots 1..=kept, the new one follows.
-    let kept = live.min(max - 1);
-    let drop = live - kept;
-    // Copy the kept texts (in order) into scratch, remembering their lengths.
+    Ok(present)
+}
+
+/// Moves the log's entries to slots 1..=k (in order, at the end of working memory) and returns
+/// the next free number. Runs only when numbers reach 999.
+fn renumber(wm: &mut WorkingSet, log: &LogSettings, scratch: &mut FixedBuf, now: u64) -> Result<u32> {
+    let present = present_slots(wm, log)?;
     scratch.clear();
     let mut lens: ArrayVec<usize, WORKING_MAX_ENTRIES> = ArrayVec::new();
-    for &(_, i) in present.as_slice().iter().take(live).skip(drop) {
+    for &(_, i) in present.iter() {
         let t = wm.text(i).unwrap_or("");
         scratch.push_str(t)?;
         lens.push(t.len())?;
     }
-    // Remove every slot of this log, then write kept + new to 1..=kept+1.
-    for &(n, _) in present.as_slice() {
-        let key = slot_key(&log.key_prefix, n)?;
-        wm.remove(&key);
+    for &(n, _) in present.iter() {
+        wm.remove(&slot_key(&log.key_prefix, n)?);
     }
     let mut at = 0usize;
     for (slot, len) in lens.iter().enumerate() {
         let bytes = scratch.as_slice().get(at..at + len).unwrap_or(&[]);
-        let t = core::str::from_utf8(bytes).unwrap_or("");
-        wm.add(&slot_key(&log.key_prefix, slot as u32 + 1)?, t, now)?;
+        wm.add(&slot_key(&log.key_prefix, slot as u32 + 1)?, core::str::from_utf8(bytes).unwrap_or(""), now)?;
         at += len;
     }
-    wm.add(&slot_key(&log.key_prefix, kept as u32 + 1)?, text, now)
-}
-
-/// Whether `key` belongs to one of the logs (rendered after the other entries of the prompt).
-pub fn is_log_key(key: &str, logs: [&LogSettings; 3]) -> bool {
-    logs.iter().any(|l| slot_of(key, &l.key_prefix).is_some())
+    Ok(lens.len() as u32 + 1)
 }
 
 #[cfg(test)]
@@ -95,41 +109,57 @@ mod tests {
     }
 
     #[test]
-    fn rotates_dropping_the_oldest_and_cleans_stale_slots() {
+    fn appends_at_the_end_and_drops_the_oldest_half_when_full() {
         let mut wm = WorkingSet::with_capacity(32, 4096);
         let mut scratch = FixedBuf::with_capacity("scratch", 4096);
         wm.add(&normalize("task").unwrap(), "t", 0).unwrap();
-        // A stale slot above max from an earlier config, and a hole at 002.
-        wm.add(&slot_key("think_log_", 9).unwrap(), "stale", 0).unwrap();
-        wm.add(&slot_key("think_log_", 1).unwrap(), "a", 0).unwrap();
-        wm.add(&slot_key("think_log_", 3).unwrap(), "b", 0).unwrap();
-        append(&mut wm, &log(3), "c", 1, &mut scratch).unwrap();
-        let got = texts(&wm);
-        assert_eq!(got[0], ("task".into(), "t".into()));
+        for (i, t) in ["a", "b", "c", "d"].iter().enumerate() {
+            append(&mut wm, &log(4), t, i as u64, &mut scratch).unwrap();
+        }
         assert_eq!(
-            &got[1..],
+            &texts(&wm)[1..],
             &[
                 ("think_log_001".into(), "a".into()),
                 ("think_log_002".into(), "b".into()),
-                ("think_log_003".into(), "c".into())
+                ("think_log_003".into(), "c".into()),
+                ("think_log_004".into(), "d".into())
             ]
         );
-        append(&mut wm, &log(3), "  d  ", 2, &mut scratch).unwrap();
-        let got = texts(&wm);
+        // A note added in between stays where it is; the log keeps appending after it.
+        wm.add(&normalize("note").unwrap(), "n", 5).unwrap();
+        append(&mut wm, &log(4), "  e  ", 6, &mut scratch).unwrap();
         assert_eq!(
-            &got[1..],
-            &[
-                ("think_log_001".into(), "b".into()),
-                ("think_log_002".into(), "c".into()),
-                ("think_log_003".into(), "d".into())
+            &texts(&wm)[1..],
+            &[("think_log_004".into(), "d".into()), ("note".into(), "n".into()), ("think_log_005".into(), "e".into())]
+        );
+        // Until full again, appends only add at the end.
+        append(&mut wm, &log(4), "f", 7, &mut scratch).unwrap();
+        append(&mut wm, &log(4), "g", 8, &mut scratch).unwrap();
+        assert_eq!(texts(&wm).last().unwrap(), &("think_log_007".to_string(), "g".to_string()));
+        assert_eq!(wm.len(), 6);
+        // max 1: each append replaces; disabled or empty appends change nothing.
+        append(&mut wm, &log(1), "h", 9, &mut scratch).unwrap();
+        assert_eq!(&texts(&wm)[1..], &[("note".into(), "n".into()), ("think_log_008".into(), "h".into())]);
+        append(&mut wm, &LogSettings { enable: false, ..log(3) }, "i", 10, &mut scratch).unwrap();
+        append(&mut wm, &log(3), "   ", 10, &mut scratch).unwrap();
+        assert_eq!(wm.len(), 3);
+    }
+
+    #[test]
+    fn numbers_restart_past_999_keeping_order() {
+        let mut wm = WorkingSet::with_capacity(32, 4096);
+        let mut scratch = FixedBuf::with_capacity("scratch", 4096);
+        wm.add(&slot_key("think_log_", 998).unwrap(), "x", 0).unwrap();
+        wm.add(&slot_key("think_log_", 999).unwrap(), "y", 0).unwrap();
+        append(&mut wm, &log(4), "z", 1, &mut scratch).unwrap();
+        assert_eq!(
+            texts(&wm),
+            [
+                ("think_log_001".to_string(), "x".to_string()),
+                ("think_log_002".into(), "y".into()),
+                ("think_log_003".into(), "z".into())
             ]
         );
-        // Lowering max drops more; disabled or empty appends change nothing.
-        append(&mut wm, &log(1), "e", 3, &mut scratch).unwrap();
-        assert_eq!(&texts(&wm)[1..], &[("think_log_001".into(), "e".into())]);
-        append(&mut wm, &LogSettings { enable: false, ..log(3) }, "f", 4, &mut scratch).unwrap();
-        append(&mut wm, &log(3), "   ", 4, &mut scratch).unwrap();
-        assert_eq!(wm.len(), 2);
     }
 
     #[test]

@@ -9,6 +9,12 @@
 //! Segments of `agent-prompt.json` (kjxlkj) are appended: `default` ones to the base prompt,
 //! state ones to their state's prompt.
 //!
+//! The prompt's head ([`Prompts::head`]) is the base prompt followed by `<states>` holding every
+//! state's prompt under the state's name. The C original sent only the current state's prompt,
+//! which made the prompt differ from the previous cycle's right after the base prompt whenever
+//! the state changed (nearly every cycle), so a server's prompt cache reused little. With all
+//! states in the head, the head never changes; the prompt's tail says which state is current.
+//!
 //! Era A's `agent.state_prompts.<state>` objects (`system_prompt`, `objectives`, ...) are
 //! rendered the same way; `executing` is filed under `commanding`.
 
@@ -23,6 +29,7 @@ use crate::tag::render::{render_tree, Style};
 pub struct Prompts {
     base: String,
     states: Vec<(String, String)>,
+    head: String,
 }
 
 impl Prompts {
@@ -63,7 +70,30 @@ impl Prompts {
             }
             out.states.push((state.clone(), text));
         }
+        // The head: the base prompt, then every state's prompt under its name. It is the same
+        // in every cycle, so a server's prompt cache keeps it; the prompt's tail names the
+        // current state.
+        out.head.push_str(&out.base);
+        out.head.push_str("<states>\n");
+        for (name, text) in &out.states {
+            out.head.push('<');
+            out.head.push_str(name);
+            out.head.push_str(">\n");
+            out.head.push_str(text);
+            if !text.is_empty() && !text.ends_with('\n') {
+                out.head.push('\n');
+            }
+            out.head.push_str("</");
+            out.head.push_str(name);
+            out.head.push_str(">\n");
+        }
+        out.head.push_str("</states>\n");
         out
+    }
+
+    /// The stable head of every prompt: the base prompt and every state's prompt.
+    pub fn head(&self) -> &str {
+        &self.head
     }
 
     /// The base prompt text (may be empty).

@@ -35,9 +35,10 @@ SIGINT/SIGTERM (the cycle finishes, memory is persisted, exit 0; a second signal
   --exchange-log       record every prompt and reply in DIR/logs/exchange-<run>/ for 'replay'
 ";
 
-/// The demo's paging limit, in estimated tokens: above the prompt of the demo's ordinary
-/// cycles, below the prompt once the script's long note is in working memory.
-const DEMO_PAGING_LIMIT: u64 = 1450;
+/// Tokens of working memory the demo allows before paging (its paging limit is the prompt's
+/// fixed part plus this): more than the demo's ordinary cycles use, less than they use once the
+/// script's long note is in working memory.
+const DEMO_WORKING_MEMORY_TOKENS: u64 = 480;
 
 const DEMO_HELP: &str = "\
 usage: lkjagent [--data DIR] demo
@@ -110,11 +111,12 @@ pub fn demo(mut args: Args, data: &Path) -> Result<i32> {
     config.agent.max_iterations = -1;
     config.agent.invalid_reply_backoff_ms = config.agent.invalid_reply_backoff_ms.min(500);
     // The demo's memory is small: lower the limits so paging by size shows within a few
-    // cycles (the scripted long note passes DEMO_PAGING_LIMIT).
+    // cycles (the scripted long note passes it).
+    let head = (config.prompts.head().len() as f64 / crate::agent::engine::BYTES_PER_TOKEN).ceil() as u64;
     config.agent.paging_limit.enable = true;
-    config.agent.paging_limit.max_tokens = DEMO_PAGING_LIMIT;
+    config.agent.paging_limit.max_tokens = head + DEMO_WORKING_MEMORY_TOKENS;
     config.agent.hard_limit.enable = true;
-    config.agent.hard_limit.max_tokens = config.agent.hard_limit.max_tokens.max(DEMO_PAGING_LIMIT * 2);
+    config.agent.hard_limit.max_tokens = config.agent.hard_limit.max_tokens.max(head + 4 * DEMO_WORKING_MEMORY_TOKENS);
     let client = llm::Client::new(&config.llm)?;
     signal::install();
     println!("demo: replaying {} in {}", data.join("demo.jsonl").display(), run_dir.display());
