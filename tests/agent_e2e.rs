@@ -988,3 +988,44 @@ fn streamed_replies_drive_the_same_cycle() {
     assert_eq!(only_action(&r), ("storage_save", true));
     assert!(store_log(d.path()).contains("fig: a soft sweet fruit."));
 }
+
+/// A recorded run with an inbox message in the middle replays byte for byte: the recording
+/// carries the request, and the replay does not read the (now empty) inbox.
+#[test]
+fn replay_carries_the_inbox() {
+    let server = LlmServer::start(
+        vec![
+            think("commanding", "Start."),
+            think("commanding", "A request."),
+            action("storage_save", "pear", Some("pear: a fruit.")),
+        ],
+        evaluate("used up"),
+    );
+    let d = data_dir("replay-inbox", &server.endpoint());
+    std::fs::write(
+        d.path().join("memory.json"),
+        r#"{"state": "thinking", "iteration": 0, "working_memory": {"task": "Dictionary."},
+           "working_memory_meta": {"task": {"created": 1700000000, "updated": 1700000000, "hits": 0}}}"#,
+    )
+    .unwrap();
+    let config = config::load(d.path()).unwrap();
+    let client = llm::Client::new(&config.llm).unwrap();
+    let mut agent = Agent::open(d.path(), config, Model::Client(Box::new(client)), true).unwrap();
+    let exchange = agent.exchange_dir().unwrap().to_path_buf();
+    cycle(&mut agent);
+    lkjagent::agent::inbox::send(d.path(), "Please add pear.", 1_700_000_000).unwrap();
+    cycle(&mut agent);
+    cycle(&mut agent);
+    drop(agent);
+    assert!(server.prompts()[1].contains("Please add pear."));
+    drop(server);
+    std::thread::sleep(Duration::from_millis(1100));
+    let expect = d.path().join("memory.json");
+    let mut child = lkjagent(d.path(), &["replay"]).arg(&exchange).arg("--expect").arg(&expect).spawn().unwrap();
+    let status = wait_bounded(&mut child, Duration::from_secs(20));
+    let (out, err) = output(&mut child);
+    assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
+    assert!(out.contains("identical to"), "{}", out);
+    let replayed = read_memory(&exchange.join("replayed"));
+    assert_eq!(replayed.get("user_request"), Some("Please add pear."));
+}
