@@ -104,4 +104,34 @@ pub fn run() {
         one(&mut client);
     }
     super::report("http_roundtrips_new_connection", f64::from(n) / t.elapsed().as_secs_f64(), "req/s");
+
+    // The server answers one connection at a time: close this one first.
+    drop(client);
+
+    // A whole LLM cycle (request body written, sent, reply parsed, think split) on a kept-alive
+    // connection: allocations per completion after the first.
+    let settings = lkjagent::llm::Settings {
+        endpoint: format!("http://{}/v1", addr),
+        stop: vec!["</act>".to_string()],
+        ..lkjagent::llm::Settings::default()
+    };
+    let mut llm = lkjagent::llm::Client::new(&settings).unwrap();
+    let prompt = lkjagent::llm::Prompt { system: Some("system"), user: "what next?" };
+    let ask = |llm: &mut lkjagent::llm::Client| {
+        let c = llm.complete(&prompt, &mut |_| {}, &stop).unwrap();
+        assert_eq!(c.content, "<act>ok</act>");
+    };
+    for _ in 0..10 {
+        ask(&mut llm);
+    }
+    let n = 1000u32;
+    let before = super::allocations();
+    let t = Instant::now();
+    for _ in 0..n {
+        ask(&mut llm);
+    }
+    let elapsed = t.elapsed();
+    let allocs = super::allocations() - before;
+    super::report("llm_completions_keepalive", f64::from(n) / elapsed.as_secs_f64(), "req/s");
+    super::report("llm_allocs_per_completion", allocs as f64 / f64::from(n), "allocs");
 }

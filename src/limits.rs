@@ -105,6 +105,19 @@ pub const REPLY_DEFAULT_MAX_ACTIONS: usize = 1;
 /// each (2 KiB), inline in the reader.
 pub const REPLY_MAX_OFFSET_SEGMENTS: usize = 256;
 
+/// Items joined from a list-shaped field (`<tags><tag>a</tag>...</tags>`) or parts of an
+/// era-A block (`<thinking>` children) joined into one log entry; more is a `FIELD_NOT_TEXT`
+/// problem. Cost: 8 to 16 bytes each on the stack while reading.
+pub const REPLY_MAX_LIST_ITEMS: usize = 32;
+
+/// Problems listed in the feedback note for the model (errors first). Cost: none; it bounds
+/// the prompt tokens spent on feedback.
+pub const REPLY_FEEDBACK_MAX_PROBLEMS: usize = 3;
+
+/// Text elements one parse distinguishes (`ParseOptions::text_elements`); names past this are
+/// parsed as ordinary elements. Cost: 8 bytes each on the stack while parsing.
+pub const TAG_MAX_TEXT_ELEMENTS: usize = 16;
+
 // ---------------------------------------------------------------------------------------------
 // HTTP and the LLM providers
 // ---------------------------------------------------------------------------------------------
@@ -163,8 +176,15 @@ pub const LLM_MAX_CONTENT_BYTES: usize = REPLY_MAX_BYTES;
 /// cut at a character boundary (it is only logged, never parsed). Cost: reserved once.
 pub const LLM_MAX_REASONING_BYTES: usize = 1 << 20;
 
-/// Nodes of the JSON arena that parses a reply body (one whole non-streamed reply, or one
-/// streamed event). Cost: one arena node each, reserved once.
+/// Nodes of the JSON arena that parses a reply body (one whole non-streamed reply, one
+/// streamed event, or a model list). Cost: one arena node each (24 bytes: 96 KiB), reserved
+/// once, plus the arena's text part, sized [`HTTP_MAX_BODY_BYTES`] because decoded strings are
+/// never longer than the body they come from.
+///
+/// Total for this section, reserved once by an LLM client: body 4 MiB + reply arena about
+/// 4.1 MiB + request 1 MiB + content 1 MiB + reasoning 1 MiB + stream line and event 0.5 MiB +
+/// receive buffer 64 KiB + request head 4 KiB, about 11.7 MiB of address space. Pages are
+/// touched only as far as replies fill them: `make bench` reports the resident size.
 pub const LLM_MAX_JSON_NODES: usize = 4096;
 
 /// Longest single streamed event (one SSE event or one NDJSON line), in bytes. Cost: this
@@ -320,3 +340,22 @@ pub const SEARCH_RESULTS_SHOWN: usize = 20;
 
 /// Longest feedback to the model after an invalid reply, in bytes.
 pub const FEEDBACK_MAX_BYTES: usize = 3 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// The command line (`lkjagent memory`, `lkjagent check`)
+// ---------------------------------------------------------------------------------------------
+
+/// Largest document `lkjagent memory import` reads, in bytes (an export of a full store can be
+/// large). Cost, during the import only: the file, plus a JSON arena sized to it (about the
+/// file's size again in text, and at most [`MEMORY_IMPORT_MAX_NODES`] nodes).
+pub const MEMORY_IMPORT_MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// Most JSON nodes of an import document. Cost: 24 bytes each ([`JSON_NODE_BYTES`]), reserved
+/// in proportion to the file read, so at most 24 MiB.
+pub const MEMORY_IMPORT_MAX_NODES: usize = 1024 * 1024;
+
+/// How long `lkjagent check` waits for the server to accept a connection.
+pub const CHECK_CONNECT_TIMEOUT_MS: u64 = 3_000;
+
+/// How long `lkjagent check` waits for the server's answer to its health probe.
+pub const CHECK_READ_TIMEOUT_MS: u64 = 10_000;

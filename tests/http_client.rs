@@ -257,6 +257,17 @@ fn kept_alive_connection_closed_by_server_is_resent_once() {
     assert_eq!(server.connections(), 2);
     assert_eq!(server.seen().len(), 3);
 
+    // The server closes right after answering, without saying so: the next request finds the
+    // connection dead (EOF or reset) and is resent on a fresh one.
+    let server = Server::start(|_, _| Action::ReplyClose(json_ok("{}")));
+    let url = Url::parse(&server.url("/")).unwrap();
+    let mut client = Client::new(settings()).unwrap();
+    for _ in 0..3 {
+        assert_eq!(fetch(&mut client, &get(&url)).unwrap(), (200, "{}".to_string(), 1));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.connections(), 3);
+
     // Connection: close is honoured: a fresh connection for the next request.
     let server = Server::start(|_, _| Action::ReplyClose(response("200 OK", &["Connection: close"], "x")));
     let url = Url::parse(&server.url("/")).unwrap();
@@ -362,4 +373,37 @@ fn curl_transport_round_trip() {
 
     let refused = Url::parse(&format!("http://127.0.0.1:{}/v1", refused_port())).unwrap();
     assert_eq!(fetch(&mut client, &get(&refused)).unwrap_err().0, Code::LlmUnavailable);
+
+    // A stop request kills curl while it waits.
+    let silent = Server::start(|_, _| Action::Silence(Duration::from_secs(5)));
+    let url = Url::parse(&silent.url("/")).unwrap();
+    let mut client =
+        Client::new(Settings { transport: Transport::Curl, read_timeout: Duration::from_secs(30), ..settings() })
+            .unwrap();
+    let start = Instant::now();
+    let e = client.send(&get(&url), None, &move || start.elapsed() > Duration::from_millis(200)).unwrap_err();
+    assert_eq!(e.code(), Code::Interrupted);
+    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
+
+    // curl's own read timeout (speed-time, whole seconds) ends a silent answer as LLM_TIMEOUT.
+    let mut client = Client::new(Settings {
+        transport: Transport::Curl,
+        read_timeout: Duration::from_secs(1),
+        retry: RetryPolicy { max_retries: 0, ..RetryPolicy::default() },
+        ..settings()
+    })
+    .unwrap();
+    assert_eq!(fetch(&mut client, &get(&url)).unwrap_err().0, Code::LlmTimeout);
+}
+
+#[test]
+fn ipv6_loopback_literal() {
+    let Some(server) = Server::start_on("[::1]:0", |_, _| Action::Reply(json_ok("{\"v6\":true}"))) else {
+        eprintln!("no IPv6 loopback here: test skipped");
+        return;
+    };
+    let url = Url::parse(&format!("http://[::1]:{}/v1/models", server.addr.port())).unwrap();
+    let mut client = Client::new(settings()).unwrap();
+    assert_eq!(fetch(&mut client, &get(&url)).unwrap().1, "{\"v6\":true}");
+    assert_eq!(server.seen()[0].header("host"), Some(format!("[::1]:{}", server.addr.port()).as_str()));
 }

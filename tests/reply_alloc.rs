@@ -29,8 +29,12 @@ fn steady_state_reading_and_rendering_allocate_nothing() {
     doc.parse(br#"{"role":"You keep a dictionary.","rules":["one action","tags, comma separated"],"n":3}"#).unwrap();
     let pairs = [("user_request", "Define vagueness"), ("dictionary,terms", "a < b & c"), ("2024,plans", "x")];
 
-    let before = alloc_counter::allocations();
-    for _ in 0..3 {
+    // The counter is process-wide and the test harness's own threads may allocate now and
+    // then; an allocation made by reading would show in every round, so the quietest round
+    // must show none.
+    let mut fewest = u64::MAX;
+    for _ in 0..5 {
+        let before = alloc_counter::allocations();
         for r in &replies {
             let it = reader.read(r, 2);
             prompt.clear();
@@ -38,7 +42,7 @@ fn steady_state_reading_and_rendering_allocate_nothing() {
             render_pairs(&mut prompt, pairs.iter().copied(), Style::Lines).unwrap();
             render_tree(&mut prompt, doc.root(), Some("base"), Style::Lines).unwrap();
         }
+        fewest = fewest.min(alloc_counter::allocations() - before);
     }
-    let after = alloc_counter::allocations();
-    assert_eq!(after - before, 0, "{} allocations while reading {} replies 3 times", after - before, replies.len());
+    assert_eq!(fewest, 0, "{} allocations in the quietest round of reading {} replies", fewest, replies.len());
 }

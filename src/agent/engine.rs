@@ -128,6 +128,8 @@ pub struct ActionBrief {
 /// The agent: configuration, memory, store, model, and every buffer a cycle uses.
 pub struct Agent {
     dir: PathBuf,
+    /// Held for the agent's life: one writer per data directory.
+    _lock: super::lock::DataLock,
     pub config: Config,
     pub memory: MemoryFile,
     pub store: Store,
@@ -161,6 +163,7 @@ impl Agent {
     /// starts) `memory.json` and the store, and reserves every buffer.
     pub fn open(dir: &Path, config: Config, model: Model, exchange_log: bool) -> Result<Agent> {
         let now = crate::clock::now_unix();
+        let lock = super::lock::DataLock::acquire(dir)?;
         let mut store = Store::open(dir)?;
         let (mut memory, report) = memfile::load(dir, &mut store, now)?;
         if report.moved_aside > 0 {
@@ -179,6 +182,7 @@ impl Agent {
         }
         Ok(Agent {
             dir: dir.to_path_buf(),
+            _lock: lock,
             config,
             memory,
             store,
@@ -361,7 +365,19 @@ impl Agent {
 
         // 3. Ask the model (one retry after a context overflow, with a smaller prompt).
         let asked = Instant::now();
-        let mut outcome = self.ask(progress, should_stop);
+        let est = self.estimate(self.prompt.len());
+        let mut outcome = if est > self.budget() {
+            // Even with working memory paged out the prompt does not fit: never send it.
+            Err(err!(
+                CapacityExceeded,
+                "the prompt needs ~{} tokens but the budget is {} (llm.context_window - llm.max_tokens); \
+                 shorten the prompts in config.json or raise the context window",
+                est,
+                self.budget()
+            ))
+        } else {
+            self.ask(progress, should_stop)
+        };
         if matches!(&outcome, Err(e) if e.code() == Code::ContextOverflow) {
             self.bytes_per_token = (self.bytes_per_token * 0.8).max(1.0);
             let est = self.estimate(self.prompt.len());
@@ -402,6 +418,8 @@ impl Agent {
             self.memory.iteration = cycle;
         }
         self.memory.agent.set(meta::LAST_CYCLE, itoa(now).as_str())?;
+        // Access counts of store reads this cycle (storage_load) go to the log with the cycle.
+        self.store.flush_access()?;
         self.saver.save(&self.memory)?;
         if took_inbox && matches!(self.model, Model::Client(_)) {
             self.inbox.done()?;
@@ -708,11 +726,12 @@ impl Agent {
                 Some(s) if self.config.agent.is_state(s) => s,
                 Some(s) => {
                     self.scratch.clear();
-                    self.scratch.format(format_args!(
-                        "Action: state_transition, Tags: {}, Result: not a state ({}); defaulting to thinking",
-                        s,
-                        self.config.agent.states.join(", ")
-                    ))?;
+                    self.scratch
+                        .format(format_args!("Action: state_transition, Tags: {}, Result: not a state (", s))?;
+                    for (i, name) in self.config.agent.states.iter().enumerate() {
+                        self.scratch.format(format_args!("{}{}", if i == 0 { "" } else { ", " }, name))?;
+                    }
+                    self.scratch.push_str("); defaulting to thinking")?;
                     let line = self.scratch.as_str().unwrap_or("");
                     logs::append(&mut mem.working, &self.config.agent.command_log, line, now, &mut self.rotate)?;
                     "thinking"

@@ -13,6 +13,7 @@ pub mod config;
 pub mod engine;
 pub mod exchange;
 pub mod inbox;
+pub mod lock;
 pub mod logs;
 pub mod prompts;
 pub mod segments;

@@ -78,6 +78,9 @@ impl Args {
     /// Fails with a usage error if any argument was not consumed.
     pub fn finish(&self, command: &str) -> Result<()> {
         if let Some(extra) = self.items.iter().flatten().next() {
+            if command.is_empty() {
+                bail!(Usage, "unexpected argument '{}' before the command; see 'lkjagent --help'", extra);
+            }
             bail!(Usage, "unexpected argument '{}' for '{}'; see 'lkjagent {} --help'", extra, command, command);
         }
         Ok(())

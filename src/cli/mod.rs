@@ -5,11 +5,15 @@
 //! configuration error.
 
 pub mod args;
+pub mod check;
 pub mod json;
+pub mod memory;
 pub mod parse_reply;
 pub mod run;
+pub mod send;
+pub mod status;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use args::Args;
 use std::ffi::OsString;
 
@@ -88,9 +92,22 @@ fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
         eprint!("{}", HELP);
         return Ok(EXIT_USAGE);
     };
-    let command = items.remove(at);
-    let mut args = Args::new(items);
-    let data = data_dir(args.value("--data")?);
+    // Options before the command are global (`--data DIR`); after it they belong to the
+    // command. `--data` is also taken after the command, except by `send`, whose words are the
+    // user's message and are never read as options.
+    let rest = items.split_off(at);
+    let mut global = Args::new(items);
+    let data_flag = global.value("--data")?;
+    global.finish("")?;
+    let mut rest = rest.into_iter();
+    let command = rest.next().unwrap_or_default();
+    let mut args = Args::new(rest.collect());
+    let data_flag = match (data_flag, command.as_str()) {
+        (Some(d), _) => Some(d),
+        (None, "send") => None,
+        (None, _) => args.value("--data")?,
+    };
+    let data = data_dir(data_flag);
     match command.as_str() {
         "json" => json::run(args),
         "parse-reply" => parse_reply::run(args),
@@ -101,13 +118,12 @@ fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
             print!("{}", HELP);
             Ok(EXIT_OK)
         }
-        "status" | "memory" | "send" | "check" => Err(not_yet(&command)),
+        "status" => status::run(args, &data),
+        "memory" => memory::run(args, &data),
+        "send" => send::run(args, &data),
+        "check" => check::run(args, &data),
         other => bail!(Usage, "unknown command '{}'; see 'lkjagent --help'", other),
     }
-}
-
-fn not_yet(command: &str) -> Error {
-    err!(Usage, "'lkjagent {}' is not built yet", command)
 }
 
 /// The data directory: `--data DIR`, else `$LKJAGENT_DATA`, else `data`.

@@ -13,18 +13,19 @@
 //! and curl is killed when it is passed. curl prints the body, then (through `write-out`) a
 //! final line with the status code, which is split off. Differences, documented in the README:
 //! the whole body is read before a streaming sink sees it (progress arrives at the end),
-//! `Retry-After` is not read (the backoff applies), and a stop request is honoured between
-//! attempts, not during one (curl's own timeouts bound an attempt). This path allocates (a
-//! config text per attempt, a child process): it is for remote APIs, where a process spawn is
-//! noise next to the network.
+//! and `Retry-After` is not read (the backoff applies). A stop request kills curl. This path
+//! allocates (a config text per attempt, a child process): it is for remote APIs, where a
+//! process spawn is noise next to the network.
 
 use super::client::{BodySink, Meta, Request, Secret, Settings};
 use super::response::Shown;
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
+use crate::limits::HTTP_STOP_POLL_MS;
 use core::fmt::Write as _;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// Checks at start-up that `curl` can be run; `CONFIG_INVALID` if not.
 pub fn check_available() -> Result<()> {
@@ -108,6 +109,21 @@ fn header(name: &str, value: &str) -> Result<String> {
     Ok(format!("{}: {}", name, value))
 }
 
+/// Reads curl's standard output into `body` until it ends; `true` if it passed the buffer's
+/// capacity (the body cap), in which case reading stopped.
+fn read_capped(out: Option<std::process::ChildStdout>, body: &mut FixedBuf) -> bool {
+    let Some(mut out) = out else { return false };
+    loop {
+        match body.fill_with(64 * 1024, |spare| out.read(spare)) {
+            Ok(Ok(0)) => return false,
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Ok(Err(_)) => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
 /// One attempt through `curl`. The body lands in `body` (or, for a `2xx` with a sink, in the
 /// sink at the end).
 pub(crate) fn attempt(
@@ -116,7 +132,7 @@ pub(crate) fn attempt(
     req: &Request<'_>,
     body: &mut FixedBuf,
     sink: Option<&mut dyn BodySink>,
-    _should_stop: &dyn Fn() -> bool,
+    should_stop: &dyn Fn() -> bool,
 ) -> Result<Meta> {
     let config = config_text(settings, bearer, req)?;
     let mut child = Command::new("curl")
@@ -133,21 +149,36 @@ pub(crate) fn attempt(
     }
     drop(config);
     body.clear();
-    let mut overflow = false;
-    if let Some(mut out) = child.stdout.take() {
+    // curl's output is read on a helper thread while this one watches `should_stop`, so a stop
+    // request kills curl instead of waiting for its timeouts. The wait between checks grows
+    // from 1 ms to HTTP_STOP_POLL_MS, so a fast answer is not delayed by the polling.
+    let out = child.stdout.take();
+    let buf = &mut *body;
+    let watched = std::thread::scope(|scope| {
+        let reader = scope.spawn(move || read_capped(out, buf));
+        let mut pause = Duration::from_millis(1);
         loop {
-            match body.fill_with(64 * 1024, |spare| out.read(spare)) {
-                Ok(Ok(0)) => break,
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Ok(Err(_)) => break,
-                Err(_) => {
-                    overflow = true;
-                    let _ = child.kill();
-                    break;
-                }
+            if reader.is_finished() {
+                return Ok(reader.join().unwrap_or(true));
             }
+            if should_stop() {
+                let _ = child.kill();
+                let _ = reader.join();
+                return Err(err!(Interrupted, "stopped while curl was waiting for {}", req.url));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(HTTP_STOP_POLL_MS));
         }
+    });
+    let overflow = match watched {
+        Ok(overflow) => overflow,
+        Err(e) => {
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    if overflow {
+        let _ = child.kill();
     }
     let mut errtext: ArrayString<200> = ArrayString::new();
     if let Some(mut err) = child.stderr.take() {

@@ -313,4 +313,22 @@ mod tests {
             assert_eq!(parse_chunk_size(bad).unwrap_err().code(), Code::HttpProtocol);
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_heads_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            if let Some(end) = head_end(&bytes) {
+                proptest::prop_assert!(end <= bytes.len());
+                let _ = parse_head(&bytes[..end], false);
+            }
+            let _ = parse_head(&bytes, true);
+            let _ = parse_chunk_size(&bytes);
+        }
+
+        #[test]
+        fn arbitrary_urls_never_panic(text in "\\PC{0,80}", tail in "[a-z0-9:/\\[\\]@?#.%-]{0,40}") {
+            let _ = crate::http::Url::parse(&text);
+            let _ = crate::http::Url::parse(&format!("http://{}", tail));
+        }
+    }
 }

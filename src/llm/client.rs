@@ -202,6 +202,16 @@ impl Client {
         Ok(client)
     }
 
+    /// The provider in use.
+    pub fn provider(&self) -> ProviderKind {
+        self.provider
+    }
+
+    /// The model name sent with each request.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
     /// The chat URL requests go to (none for replay).
     pub fn chat_url(&self) -> Option<&Url> {
         self.endpoints.as_ref().map(|e| &e.chat)

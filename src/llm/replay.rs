@@ -15,7 +15,7 @@
 //!
 //! where `error` is any stable error code (`LLM_TIMEOUT`, `LLM_UNAVAILABLE`, `LLM_ERROR`, ...).
 //! The content goes through the same `<think>` handling as a server's. When every line has been
-//! used, [`Replay::next`] fails with `NOT_FOUND` ("replay script exhausted"), on which the agent
+//! used, `Replay::next` fails with `NOT_FOUND` ("replay script exhausted"), on which the agent
 //! ends the run. The file is read a line at a time into a fixed buffer, so a script may be
 //! longer than memory would allow whole.
 
@@ -28,29 +28,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-/// Every stable error code, for scripted failures.
-const CODES: [Code; 20] = [
-    Code::Usage,
-    Code::ConfigJsonInvalid,
-    Code::ConfigInvalid,
-    Code::PromptSchemaInvalid,
-    Code::JsonInvalid,
-    Code::TagParseError,
-    Code::ReplyInvalid,
-    Code::LlmTimeout,
-    Code::LlmUnavailable,
-    Code::LlmError,
-    Code::ContextOverflow,
-    Code::HttpProtocol,
-    Code::ResponseTooLarge,
-    Code::CapacityExceeded,
-    Code::KeyInvalid,
-    Code::NotFound,
-    Code::VersionConflict,
-    Code::PersistFailed,
-    Code::Io,
-    Code::Interrupted,
-];
 
 /// A replay script being read.
 pub(crate) struct Replay {
@@ -144,7 +121,7 @@ impl Replay {
             return Err(at(err!(JsonInvalid, "each line must be a JSON object, found {}", root.kind().name())));
         }
         if let Some(name) = root.get("error").and_then(|v| v.as_str()) {
-            let Some(code) = CODES.iter().copied().find(|c| c.as_str() == name) else {
+            let Some(code) = Code::from_name(name) else {
                 return Err(at(err!(JsonInvalid, "\"error\" names no known error code: {:?}", name)));
             };
             let message = root.get("message").and_then(|m| m.as_str()).unwrap_or("scripted failure");

@@ -3,11 +3,11 @@
 //!
 //! One function reads both a whole reply and a streamed delta, because they differ only in the
 //! key (`message` or `delta`; Ollama native uses `message` for both). The text lands in an
-//! [`Accumulator`] with two fixed buffers: the content, which the agent will parse for actions,
+//! `Accumulator` with two fixed buffers: the content, which the agent will parse for actions,
 //! and the reasoning, which is only ever logged. Reasoning arrives in a side field
 //! (`reasoning_content`: LM Studio, llama.cpp `deepseek`, older vLLM; `reasoning`: vLLM,
 //! Ollama `/v1`; `thinking`: Ollama native) or inside the content as `<think>...</think>`
-//! (llama.cpp `--reasoning-format none`), sometimes with only the closing tag; [`split_think`]
+//! (llama.cpp `--reasoning-format none`), sometimes with only the closing tag; `split_think`
 //! moves such a block from the content to the reasoning, so a model's musings are never
 //! mistaken for actions.
 

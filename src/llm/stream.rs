@@ -167,3 +167,90 @@ impl StreamSink<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Code;
+    use proptest::prelude::*;
+
+    struct Parts {
+        line: FixedBuf,
+        data: FixedBuf,
+        doc: Document,
+        acc: Accumulator,
+    }
+
+    fn parts() -> Parts {
+        Parts {
+            line: FixedBuf::with_capacity("line", 4096),
+            data: FixedBuf::with_capacity("data", 4096),
+            doc: Document::with_capacity(256, 4096),
+            acc: Accumulator::new(4096, 4096),
+        }
+    }
+
+    /// Feeds `bytes` cut at `cuts` and returns (content, reasoning, pieces) or the error code.
+    fn run(wire: Wire, bytes: &[u8], cuts: &[usize]) -> core::result::Result<(String, String, u64), Code> {
+        let mut p = parts();
+        let mut progress = |_n: u64| {};
+        let mut sink = StreamSink {
+            wire,
+            line: &mut p.line,
+            data: &mut p.data,
+            doc: &mut p.doc,
+            acc: &mut p.acc,
+            progress: &mut progress,
+            should_stop: &|| false,
+            done: false,
+            after_cr: false,
+        };
+        sink.reset();
+        let mut at = 0;
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        cuts.sort_unstable();
+        cuts.push(bytes.len());
+        for c in cuts {
+            sink.write(&bytes[at..c]).map_err(|e| e.code())?;
+            at = c;
+        }
+        sink.finish().map_err(|e| e.code())?;
+        Ok((p.acc.content_str().to_string(), p.acc.reasoning.as_str().unwrap_or("").to_string(), p.acc.pieces))
+    }
+
+    const SSE: &str =
+        ": ping\r\n\r\ndata: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":null}}]}\r\n\r\n\
+        data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"r\u{e9}\"}}]}\n\n\
+        data: {\"choices\":[{\"delta\":{\"content\":\"<a>\"}}]}\r\r\
+        data: {\"choices\":[{\"delta\":{\"content\":\"\u{4e16}\u{754c}</a>\"},\"finish_reason\":\"stop\"}]}\n\n\
+        data: [DONE]\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"after done\"}}]}\n\n";
+
+    #[test]
+    fn sse_multi_line_data_and_no_trailing_blank_line() {
+        let multi = "data: {\"choices\":[{\"delta\":\ndata: {\"content\":\"x\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"y\"}}]}";
+        assert_eq!(run(Wire::OpenAi, multi.as_bytes(), &[]).unwrap().0, "xy");
+        assert_eq!(run(Wire::OpenAi, b"data: {not json}\n\n", &[]).unwrap_err(), Code::JsonInvalid);
+        assert_eq!(run(Wire::Ollama, b"{\"message\":{\"content\":\"z\"},\"done\":true}", &[]).unwrap().0, "z");
+    }
+
+    proptest! {
+        #[test]
+        fn sse_is_independent_of_how_bytes_are_split(cuts in proptest::collection::vec(0usize..2000, 0..12)) {
+            let got = run(Wire::OpenAi, SSE.as_bytes(), &cuts).unwrap();
+            prop_assert_eq!(got, ("<a>\u{4e16}\u{754c}</a>".to_string(), "r\u{e9}".to_string(), 3));
+        }
+
+        #[test]
+        fn ndjson_is_independent_of_how_bytes_are_split(cuts in proptest::collection::vec(0usize..500, 0..8)) {
+            let s = "{\"message\":{\"content\":\"a\",\"thinking\":\"t\"},\"done\":false}\r\n\n{\"message\":{\"content\":\"\u{e9}\"},\"done\":true}\n{\"ignored\":1}\n";
+            let got = run(Wire::Ollama, s.as_bytes(), &cuts).unwrap();
+            prop_assert_eq!(got, ("a\u{e9}".to_string(), "t".to_string(), 3));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300), cuts in proptest::collection::vec(0usize..300, 0..4)) {
+            let _ = run(Wire::OpenAi, &bytes, &cuts);
+            let _ = run(Wire::Ollama, &bytes, &cuts);
+        }
+    }
+}

@@ -84,6 +84,41 @@ pub fn export(store: &mut Store, memory: Option<&MemoryFile>, out: &mut dyn fmt:
     Ok(report)
 }
 
+/// A `fmt::Write` over an `io::Write` (a file, stdout), so [`export`] can stream to it. The
+/// first I/O error is kept (`fmt::Error` carries none) and returned by [`IoText::finish`].
+pub struct IoText<W: std::io::Write> {
+    out: W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> IoText<W> {
+    /// Wraps `out` (wrap a file in a `BufWriter` first).
+    pub fn new(out: W) -> IoText<W> {
+        IoText { out, error: None }
+    }
+
+    /// Flushes and returns the writer, or the first I/O error as `IO`.
+    pub fn finish(mut self) -> Result<W> {
+        if let Some(e) = self.error.take() {
+            bail!(Io, "writing the export failed: {}", e);
+        }
+        self.out.flush().map_err(|e| err!(Io, "writing the export failed: {}", e))?;
+        Ok(self.out)
+    }
+}
+
+impl<W: std::io::Write> fmt::Write for IoText<W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.error.is_some() {
+            return Err(fmt::Error);
+        }
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.error = Some(e);
+            fmt::Error
+        })
+    }
+}
+
 /// What an import did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImportReport {
@@ -207,6 +242,10 @@ mod tests {
         assert_eq!(s2.load(&normalize("terms,dictionary").unwrap(), 10).unwrap(), Some("words → \"list\"\n"));
         assert!(s2.info(s2.find(&normalize("notes").unwrap()).unwrap()).unwrap().archived);
         assert_eq!(m2.working.get(&normalize("task").unwrap()), Some("do it"));
+        // Streaming to an io::Write gives the same text.
+        let mut io = IoText::new(Vec::new());
+        export(&mut s, Some(&m), &mut io).unwrap();
+        assert_eq!(io.finish().unwrap(), out.as_bytes());
         // Importing the same again changes nothing.
         let r = import(out.as_bytes(), &mut s2, None, 11).unwrap();
         assert_eq!((r.stored, r.unchanged), (0, 2));

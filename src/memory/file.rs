@@ -38,6 +38,11 @@
 //! warning). That makes the migration idempotent: a crash half-way simply migrates again on
 //! the next start, losing and duplicating nothing. Once done, `memory.json` is saved without
 //! `storage` (the era-B original stays as `memory.json.prev`).
+//!
+//! A `working_memory` larger than the working set (an era-B file grew without bound) is not
+//! refused: the entries that do not fit are stored in the store under the same keys, with a
+//! warning each, and the file is saved without them. An entry too big for the store as well
+//! (more than `STORE_VALUE_MAX_BYTES`) is an error, and the file is left untouched.
 
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
@@ -295,12 +300,16 @@ pub struct LoadReport {
     pub already_stored: usize,
     /// Entries left out, each with a warning (a key that does not normalise, a value too big).
     pub skipped: usize,
+    /// `working_memory` entries that did not fit the working set and were stored in the store
+    /// instead (under the same key), so nothing is lost.
+    pub paged_out: usize,
 }
 
 /// Loads `dir/memory.json` (see the module documentation). Era-B `storage` entries are
 /// migrated into `store`; `now` stamps entries that carry no times.
 pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, LoadReport)> {
-    let mut report = LoadReport { source: Source::Fresh, moved_aside: 0, migrated: 0, already_stored: 0, skipped: 0 };
+    let mut report =
+        LoadReport { source: Source::Fresh, moved_aside: 0, migrated: 0, already_stored: 0, skipped: 0, paged_out: 0 };
     let mut doc = Document::with_capacity(MEMORY_FILE_MAX_NODES, MEMORY_FILE_MAX_BYTES);
     let main = dir.join(MEMORY_FILE);
     let prev = crate::memory::atomic::prev_path(dir, MEMORY_FILE);
@@ -314,8 +323,13 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
         match parsed {
             Ok((m, has_storage)) => {
                 report.source = source;
+                if report.paged_out > 0 {
+                    page_out(doc.root().get("working_memory"), &m, store, now)?;
+                }
                 if has_storage {
                     migrate(doc.root().get("storage"), store, now, &mut report)?;
+                }
+                if has_storage || report.paged_out > 0 {
                     save(dir, &m)?;
                 }
                 return Ok((m, report));
@@ -335,6 +349,7 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
                     .print_warning();
                 report.moved_aside += 1;
                 report.skipped = 0;
+                report.paged_out = 0;
             }
         }
     }
@@ -391,7 +406,13 @@ fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut LoadReport
                     }
                 };
                 value_text(val, &mut text)?;
-                m.working.add(&key, &text, now).map_err(|e| e.context(format_args!("working_memory \"{}\"", key)))?;
+                match m.working.add(&key, &text, now) {
+                    Ok(()) => {}
+                    // Too much for the working set (an era-B file that grew without bound):
+                    // the entry goes to the store once the file is accepted (see `page_out`).
+                    Err(e) if e.code() == crate::error::Code::CapacityExceeded => report.paged_out += 1,
+                    Err(e) => return Err(e),
+                }
             }
         }
         Some(_) => bail!(JsonInvalid, "\"working_memory\" is not an object"),
@@ -439,6 +460,33 @@ pub(crate) fn value_text(v: Value<'_>, out: &mut String) -> Result<()> {
             let mut w = Writer::compact(out);
             w.value(v)?;
         }
+    }
+    Ok(())
+}
+
+/// Stores the `working_memory` entries that did not fit the working set, with a warning each.
+/// Like the migration, it never overwrites what the store holds (so it can run again).
+fn page_out(working: Option<Value<'_>>, m: &MemoryFile, store: &mut Store, now: u64) -> Result<()> {
+    let mut text = String::new();
+    for (k, val) in working.iter().flat_map(|w| w.members()) {
+        let Ok(key) = normalize(k) else { continue };
+        if m.working.position(&key).is_some() || store.find(&key).is_some() {
+            continue;
+        }
+        value_text(val, &mut text)?;
+        store.put(&key, &text, now).map_err(|e| {
+            e.context(format_args!(
+                "working_memory entry \"{}\" fits neither the working set nor the store; memory.json was left untouched",
+                key
+            ))
+        })?;
+        err!(
+            CapacityExceeded,
+            "working_memory entry \"{}\" did not fit the working set (WORKING_MAX_ENTRIES, WORKING_TEXT_MAX_BYTES); \
+             stored it in the store under the same key",
+            key
+        )
+        .print_warning();
     }
     Ok(())
 }
@@ -604,6 +652,22 @@ mod tests {
         assert_eq!((r.migrated, r.already_stored), (0, 4));
         assert_eq!(store.len(), 4);
         assert_eq!(store.load(&normalize("art,dictionary,history").unwrap(), 11).unwrap(), Some("newer"));
+        // A working memory larger than the working set: the rest goes to the store.
+        let v = |c: &str| c.repeat(50_000);
+        let big = format!(r#"{{"working_memory":{{"a":"{}","b":"{}","c":"{}"}}}}"#, v("x"), v("y"), v("z"));
+        fs::write(d.join(MEMORY_FILE), &big).unwrap();
+        let (m, r) = load(&d, &mut store, 13).unwrap();
+        assert_eq!((r.source, r.paged_out, m.working.len()), (Source::Main, 1, 2));
+        assert_eq!(store.load(&normalize("c").unwrap(), 14).unwrap().map(str::len), Some(50_000));
+        assert!(!fs::read_to_string(d.join(MEMORY_FILE)).unwrap().contains("zzz"), "saved without it");
+        // One that fits nowhere is an error, and the file stays as it is.
+        let huge =
+            format!(r#"{{"working_memory":{{"a":"{}","b":"{}","h":"{}"}}}}"#, v("x"), v("y"), "h".repeat(70_000));
+        fs::write(d.join(MEMORY_FILE), &huge).unwrap();
+        let e = load(&d, &mut store, 15).err().unwrap();
+        assert_eq!(e.code(), Code::CapacityExceeded);
+        assert!(e.message().contains("left untouched"), "{}", e.message());
+        assert_eq!(fs::read_to_string(d.join(MEMORY_FILE)).unwrap(), huge);
         // "storage": null is accepted.
         fs::write(d.join(MEMORY_FILE), r#"{"state":"paging","working_memory":{},"storage":null}"#).unwrap();
         let (m, r) = load(&d, &mut store, 12).unwrap();

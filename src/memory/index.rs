@@ -127,7 +127,6 @@ pub struct TagTable {
     refs: Vec<u32>,
     table: IdTable,
     in_use: usize,
-    dead_bytes: usize,
     /// Scratch for arena compaction, reserved once.
     order: Vec<u16>,
 }
@@ -148,7 +147,6 @@ impl TagTable {
             refs: vec![0; STORE_MAX_TAGS],
             table: IdTable::new(STORE_MAX_TAGS),
             in_use: 0,
-            dead_bytes: 0,
             order: Vec::with_capacity(STORE_MAX_TAGS),
         }
     }
@@ -169,7 +167,6 @@ impl TagTable {
         self.refs.iter_mut().for_each(|r| *r = 0);
         self.table.clear();
         self.in_use = 0;
-        self.dead_bytes = 0;
     }
 
     /// Distinct tags in use.
@@ -260,7 +257,6 @@ impl TagTable {
             fnv1a64(arena.get(start..start + l).unwrap_or(&[]))
         };
         self.table.remove(hash, u32::from(id), name_of);
-        self.dead_bytes += usize::from(self.len.get(i).copied().unwrap_or(0));
         if let Some(r) = self.refs.get_mut(i) {
             *r = 0;
         }
@@ -288,7 +284,6 @@ impl TagTable {
             w += l;
         }
         self.arena.truncate(w);
-        self.dead_bytes = 0;
         self.order = order;
     }
 }

@@ -241,6 +241,7 @@ pub struct Store {
     rbuf: Vec<u8>,
     vbuf: String,
     poisoned: bool,
+    read_only: bool,
     #[cfg(test)]
     fail_next_write: bool,
 }
@@ -268,6 +269,26 @@ impl Store {
         // A compaction cut short by a crash leaves its temp file; the log itself is intact.
         let _ = fs::remove_file(dir.join(format!(".{}.compact", LOG_NAME)));
         let file = open_log(&path)?;
+        Store::build(dir, path, file, cap, false)
+    }
+
+    /// Opens the store in `dir` for reading only (the `memory` commands that only look, while
+    /// an agent may be running): nothing is ever written, truncated or moved, so a record the
+    /// agent is appending right now is ignored rather than cut off as a torn tail. Writes are
+    /// `PERSIST_FAILED`. A missing log is `NOT_FOUND`.
+    pub fn open_read_only(dir: &Path) -> Result<Store> {
+        let path = dir.join(LOG_NAME);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!(NotFound, "no store at {} (it is created by the first run)", path.display())
+            }
+            Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
+        };
+        Store::build(dir, path, file, STORE_MAX_ENTRIES, true)
+    }
+
+    fn build(dir: &Path, path: PathBuf, file: File, cap: usize, read_only: bool) -> Result<Store> {
         let mut s = Store {
             dir: dir.to_path_buf(),
             path,
@@ -289,6 +310,7 @@ impl Store {
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             poisoned: false,
+            read_only,
             #[cfg(test)]
             fail_next_write: false,
         };
@@ -300,7 +322,12 @@ impl Store {
     /// after a failed write).
     pub fn reload(&mut self) -> Result<()> {
         self.poisoned = false;
-        let res = open_log(&self.path).and_then(|f| {
+        let reopened = if self.read_only {
+            File::open(&self.path).map_err(|e| err!(Io, "opening {} failed: {}", self.path.display(), e))
+        } else {
+            open_log(&self.path)
+        };
+        let res = reopened.and_then(|f| {
             self.file = f;
             self.replay()
         });
@@ -900,6 +927,9 @@ impl Store {
     /// Appends the write buffer at the end of the log and syncs it; returns the offset it was
     /// written at. See the module documentation for the failure rules.
     fn commit(&mut self) -> Result<u64> {
+        if self.read_only {
+            bail!(PersistFailed, "{} was opened read-only", self.path.display());
+        }
         if self.poisoned {
             bail!(
                 PersistFailed,
@@ -1119,7 +1149,7 @@ impl Store {
     /// Compacts when [`Store::needs_compaction`]; a failure is printed as a warning (the
     /// change that triggered it is already durable, and the old log stays intact).
     fn compact_if_needed(&mut self) {
-        if self.needs_compaction() {
+        if self.needs_compaction() && !self.read_only {
             if let Err(e) = self.compact() {
                 e.print_warning();
             }
@@ -1129,6 +1159,9 @@ impl Store {
     /// Rewrites the log with only live state (see the module documentation); returns the
     /// bytes before and after.
     pub fn compact(&mut self) -> Result<(u64, u64)> {
+        if self.read_only {
+            bail!(PersistFailed, "{} was opened read-only", self.path.display());
+        }
         if self.poisoned {
             bail!(
                 PersistFailed,
@@ -1240,6 +1273,9 @@ impl Store {
             .metadata()
             .map_err(|e| err!(Io, "reading the size of {} failed: {}", self.path.display(), e))?
             .len();
+        if file_len == 0 && self.read_only {
+            return Ok(());
+        }
         if file_len == 0 {
             self.wbuf.clear();
             log::encode_header(&mut self.wbuf)?;
@@ -1269,7 +1305,11 @@ impl Store {
             };
             let log::Line { offset, len, complete } = line;
             let text = reader.text(&scratch, len);
-            let decoded = if complete { log::decode(text) } else { Err(err!(JsonInvalid, "record has no newline")) };
+            let decoded = if complete {
+                log::decode(text)
+            } else {
+                Err(err!(JsonInvalid, "record has no newline (cut short, or longer than STORE_RECORD_MAX_BYTES)"))
+            };
             if first {
                 first = false;
                 match decoded {
@@ -1322,7 +1362,16 @@ impl Store {
         if first {
             return self.move_aside_and_start_fresh();
         }
-        if good_end < file_len {
+        if good_end < file_len && self.read_only {
+            err!(
+                Io,
+                "{}: ignored {} bytes at the end that are not a whole record yet (opened read-only; \
+                 a running agent may be writing them)",
+                self.path.display(),
+                file_len - good_end
+            )
+            .print_warning();
+        } else if good_end < file_len {
             let why = bad_after_good.map(|(_, e)| e);
             err!(
                 Io,
@@ -1415,6 +1464,9 @@ impl Store {
     /// The log is not a store log at all: keep it under another name, never overwrite it,
     /// and start an empty log.
     fn move_aside_and_start_fresh(&mut self) -> Result<()> {
+        if self.read_only {
+            bail!(Io, "{} is not a store log (bad or missing header)", self.path.display());
+        }
         let aside = corrupt_name(&self.dir, LOG_NAME);
         fs::rename(&self.path, &aside)
             .map_err(|e| err!(PersistFailed, "moving the unreadable {} aside failed: {}", self.path.display(), e))?;
@@ -1768,6 +1820,36 @@ mod damage_tests {
         let s = Store::open_with_capacity(&d, 8).unwrap();
         assert_eq!(s.len(), 2);
         assert_eq!(fs::metadata(d.join(LOG_NAME)).unwrap().len(), good);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod read_only_tests {
+    use super::*;
+    use crate::error::Code;
+    use crate::memory::key::normalize;
+
+    #[test]
+    fn read_only_never_writes_and_leaves_a_partial_tail_alone() {
+        let d = std::env::temp_dir().join(format!("lkj-store-ro-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        assert_eq!(Store::open_read_only(&d).err().unwrap().code(), Code::NotFound);
+        let mut w = Store::open_with_capacity(&d, 8).unwrap();
+        w.put(&normalize("a").unwrap(), "1", 1).unwrap();
+        // A record being appended by the writer, not complete yet.
+        let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
+        bytes.extend_from_slice(b"12345678 {\"op\":\"put\",\"id\":1");
+        fs::write(d.join(LOG_NAME), &bytes).unwrap();
+        let mut r = Store::open_read_only(&d).unwrap();
+        assert_eq!(r.load(&normalize("a").unwrap(), 2).unwrap(), Some("1"));
+        assert_eq!(fs::read(d.join(LOG_NAME)).unwrap(), bytes, "nothing cut");
+        assert_eq!(r.put(&normalize("b").unwrap(), "2", 3).unwrap_err().code(), Code::PersistFailed);
+        assert_eq!(r.flush_access().unwrap_err().code(), Code::PersistFailed);
+        assert_eq!(r.compact().unwrap_err().code(), Code::PersistFailed);
+        assert_eq!(fs::read(d.join(LOG_NAME)).unwrap(), bytes, "still nothing written");
+        drop(w);
         fs::remove_dir_all(&d).unwrap();
     }
 }

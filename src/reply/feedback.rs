@@ -4,19 +4,18 @@
 //!
 //! Kept short on purpose: it is paid for in prompt tokens on every retry, and small models
 //! follow one concrete example better than a page of rules. At most
-//! [`FEEDBACK_MAX_PROBLEMS`] problems are listed, errors first. The text names elements with
+//! `REPLY_FEEDBACK_MAX_PROBLEMS` problems are listed, errors first. The text names elements with
 //! `<...>`; the prompt builder escapes it like any other text.
 
 use super::problem::Severity;
 use super::read::Interpretation;
+use crate::limits::REPLY_FEEDBACK_MAX_PROBLEMS;
 use core::fmt;
-
-/// Most problems listed in one feedback note.
-pub const FEEDBACK_MAX_PROBLEMS: usize = 3;
 
 /// Writes the feedback for `it` (the model's last reply, read in state `state`). Writes
 /// nothing when the reply has no error (see [`Interpretation::has_errors`]) and at least one
-/// instruction: there is nothing to correct.
+/// instruction: there is nothing to correct. A reply that was partly used gets its errors
+/// only; one that was not used at all also gets the canonical example for `state`.
 pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: &str) -> fmt::Result {
     if !it.is_empty() && !it.has_errors() {
         return Ok(());
@@ -24,17 +23,20 @@ pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: 
     if it.is_empty() {
         out.write_str("Your last reply could not be used: it held no valid instruction.\n")?;
     } else {
-        out.write_str("Part of your last reply was not used.\n")?;
+        out.write_str("Part of your last reply was not used (the rest was carried out):\n")?;
     }
     let mut listed = 0;
     for severity in [Severity::Error, Severity::Warning] {
         for p in it.problems().iter().filter(|p| p.severity() == severity) {
-            if listed == FEEDBACK_MAX_PROBLEMS {
+            if listed == REPLY_FEEDBACK_MAX_PROBLEMS {
                 break;
             }
             writeln!(out, "- {}: {}", p.code.as_str(), p.detail.as_str())?;
             listed += 1;
         }
+    }
+    if !it.is_empty() {
+        return Ok(());
     }
     out.write_str("After any reasoning, answer with exactly one <agent> block, like this:\n")?;
     write_example(out, state)
@@ -116,8 +118,9 @@ mod tests {
     fn partial_use_is_said() {
         let r = "<action><type>storage_load</type><tags>a</tags></action><action><type>storage_load</type><tags>b</tags></action>";
         let f = feedback(r, "executing");
-        assert!(f.starts_with("Part of your last reply was not used."), "{f}");
+        assert!(f.starts_with("Part of your last reply was not used"), "{f}");
         assert!(f.contains("TOO_MANY_ACTIONS"), "{f}");
+        assert!(!f.contains("<agent>"), "{f}");
     }
 
     #[test]

@@ -49,8 +49,8 @@ use super::instruction::{same_name, Action, ActionKind, Form, Instruction};
 use super::problem::{Problem, ProblemCode, Severity};
 use crate::fixed::ArrayVec;
 use crate::limits::{
-    REPLY_DEFAULT_MAX_ACTIONS, REPLY_MAX_INSTRUCTIONS, REPLY_MAX_PROBLEMS, REPLY_WORK_BYTES, TAG_MAX_NODES,
-    TAG_TEXT_BYTES,
+    REPLY_DEFAULT_MAX_ACTIONS, REPLY_MAX_INSTRUCTIONS, REPLY_MAX_LIST_ITEMS, REPLY_MAX_PROBLEMS, REPLY_WORK_BYTES,
+    TAG_MAX_NODES, TAG_TEXT_BYTES,
 };
 use crate::tag::tree::Span;
 use crate::tag::{Limit, Node, ParseOptions, TagTree};
@@ -590,7 +590,7 @@ impl Reader {
     fn joined(&mut self, id: u32, what: What) {
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
-        let mut kids: ArrayVec<(Span, Span), 32> = ArrayVec::new();
+        let mut kids: ArrayVec<(Span, Span), REPLY_MAX_LIST_ITEMS> = ArrayVec::new();
         let whole = n.text_content_span();
         if whole.is_none() {
             let mut overflow = false;
@@ -690,7 +690,7 @@ impl Reader {
         if let Some(s) = c.text_content_span() {
             return Some(s).filter(|s| s.len > 0);
         }
-        let mut parts: ArrayVec<Span, 32> = ArrayVec::new();
+        let mut parts: ArrayVec<Span, REPLY_MAX_LIST_ITEMS> = ArrayVec::new();
         let mut overflow = false;
         if join_list {
             for e in c.elements() {

@@ -33,10 +33,11 @@ use super::syntax::{decode_into, is_name_start, is_space, name_len};
 use super::tree::{
     Limit, ParseOptions, ParseReport, Rec, Span, TagTree, F_CLOSED, F_CUT, F_ELEMENT, F_KEY_ATTR, F_TYPE_ATTR, NONE,
 };
-use crate::limits::TAG_MAX_DEPTH;
+use crate::limits::{TAG_MAX_DEPTH, TAG_MAX_TEXT_ELEMENTS};
 
-/// Most text-element names a parse distinguishes (for remembering failed searches).
-const MAX_TEXT_ELEMENTS: usize = 16;
+/// Most text-element names a parse distinguishes (for remembering failed searches); names past
+/// this are parsed as ordinary elements, so the memo covers every text element.
+const MAX_TEXT_ELEMENTS: usize = TAG_MAX_TEXT_ELEMENTS;
 
 /// A parse was stopped by a capacity.
 struct Stop;
@@ -330,7 +331,8 @@ impl Parser<'_, '_> {
         let name = self.src.get(name_at..name_at + n).unwrap_or("");
         let opened = self.open(name, lt, type_attr, key_attr, self_closing)?;
         if opened && !self_closing {
-            if let Some(idx) = self.opts.text_elements.iter().position(|t| t.eq_ignore_ascii_case(name)) {
+            let mut known = self.opts.text_elements.iter().take(MAX_TEXT_ELEMENTS);
+            if let Some(idx) = known.position(|t| t.eq_ignore_ascii_case(name)) {
                 if let Some(done) = self.text_element(idx, name, end)? {
                     return Ok(Markup::Done(done));
                 }

@@ -111,10 +111,11 @@ impl ParseReport {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ParseOptions<'a> {
     /// Elements whose content is text up to their own end tag (like HTML's `<textarea>`):
-    /// tags and comments inside are kept as text, entities and CDATA sections still decode. Used for the reply's
-    /// free-text fields (`<value>`, `<think_log>`...) so that a model writing about `<action>`
-    /// in a note does not create an action. Matched ASCII-case-insensitively. If the end tag
-    /// never comes, the content is parsed as ordinary markup instead.
+    /// tags and comments inside are kept as text, entities and CDATA sections still decode.
+    /// Used for the reply's free-text fields (`<value>`, `<think_log>`...) so that a model
+    /// writing about `<action>` in a note does not create an action. Matched
+    /// ASCII-case-insensitively. If the end tag never comes, the content is parsed as ordinary
+    /// markup instead. At most `TAG_MAX_TEXT_ELEMENTS` names are used.
     pub text_elements: &'a [&'a str],
 }
 

@@ -77,7 +77,13 @@ pub struct Server {
 impl Server {
     /// Starts a server on `127.0.0.1:0` that answers by `script`.
     pub fn start(script: impl Fn(usize, &Seen) -> Action + Send + Sync + 'static) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Server::start_on("127.0.0.1:0", script).unwrap()
+    }
+
+    /// Starts a server on a loopback address (`127.0.0.1:0` or `[::1]:0`); `None` if it cannot
+    /// be bound (no IPv6 on this machine).
+    pub fn start_on(bind: &str, script: impl Fn(usize, &Seen) -> Action + Send + Sync + 'static) -> Option<Server> {
+        let listener = TcpListener::bind(bind).ok()?;
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -102,7 +108,7 @@ impl Server {
                 let _ = w.join();
             }
         });
-        Server { addr, stop, seen, connections, accept: Some(accept) }
+        Some(Server { addr, stop, seen, connections, accept: Some(accept) })
     }
 
     /// A server that answers every request with the same bytes, keeping connections alive.

@@ -1,0 +1,324 @@
+//! `lkjagent check [--no-network]`: validate everything the agent reads before it runs, and say
+//! what is wrong and where, one line per check:
+//!
+//! ```text
+//! ok   config.json: provider openai, model "qwen/qwen3-8b", 4 states
+//! ok   agent-prompt.json: none (optional)
+//! FAIL memory.json: "iteration" is not a non-negative integer
+//! ok   store.log: 42 entries, 18211 bytes, no damaged records
+//! FAIL endpoint: http://127.0.0.1:1234/v1/chat/completions: LLM_UNAVAILABLE: cannot connect (...); check that ...
+//! ```
+//!
+//! `skip` marks a check that could not run (the endpoint with `--no-network`, the store while a
+//! write is in progress) and is not a failure.
+//!
+//! Check changes nothing: `memory.json` is parsed here rather than loaded (loading moves an
+//! unusable file aside), and the store is opened only when that writes nothing (see
+//! `cli::memory`). Exit status: 0 when every check passed, 2 when a configuration file
+//! (`config.json`, `agent-prompt.json`, the endpoint's settings) has a problem, 1 for any other
+//! failure (memory, store, the server).
+
+use super::args::Args;
+use super::memory::{open_store_read_only, read_memory, say, write_all, MemoryRead, StoreRead};
+use crate::agent::config::{self, Config};
+use crate::agent::segments;
+use crate::error::{Code, Result};
+use crate::limits::{CHECK_CONNECT_TIMEOUT_MS, CHECK_READ_TIMEOUT_MS, CONFIG_FILE_MAX_BYTES, WORKING_TEXT_MAX_BYTES};
+use crate::llm::{Client, ModelState, ProviderKind};
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Duration;
+
+const HELP: &str = "\
+lkjagent check: validate the configuration, the prompts, the memory, the store and the
+endpoint's health, one line per check
+
+usage: lkjagent [--data DIR] check [--no-network]
+
+checks:
+  config.json        parsed and validated; every problem on its own line with its key path
+  agent-prompt.json  the optional prompt segments (kjxlkj format)
+  memory.json        its shape (state, iteration, working_memory, agent)
+  store.log          the tagged store: entries, damaged records
+  endpoint           the LLM server answers its model list and lists the configured model
+
+Check changes nothing. Each line starts with 'ok', 'FAIL', or 'skip' (a check that could not
+run, such as the endpoint with --no-network; not a failure).
+
+options:
+  --no-network  do not contact the LLM server
+  --help, -h    this help
+
+exit codes: 0 all checks passed, 1 a memory, store or server check failed,
+            2 a configuration problem (config.json, agent-prompt.json, endpoint settings)
+";
+
+/// Runs `lkjagent check` on the process's stdout.
+pub fn run(args: Args, data: &Path) -> Result<i32> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    exec(args, data, &mut out)
+}
+
+/// How bad the worst finding so far is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Worst {
+    Ok,
+    Failure,
+    Config,
+}
+
+/// The report being written.
+struct Report<'a> {
+    out: &'a mut dyn Write,
+    worst: Worst,
+}
+
+impl Report<'_> {
+    fn ok(&mut self, name: &str, what: core::fmt::Arguments<'_>) -> Result<()> {
+        say(self.out, format_args!("ok   {}: {}", name, what))
+    }
+
+    fn skip(&mut self, name: &str, what: core::fmt::Arguments<'_>) -> Result<()> {
+        say(self.out, format_args!("skip {}: {}", name, what))
+    }
+
+    fn fail(&mut self, name: &str, class: Worst, what: core::fmt::Arguments<'_>) -> Result<()> {
+        self.worst = self.worst.max(class);
+        say(self.out, format_args!("FAIL {}: {}", name, what))
+    }
+
+    fn note(&mut self, what: core::fmt::Arguments<'_>) -> Result<()> {
+        say(self.out, format_args!("     note: {}", what))
+    }
+}
+
+/// Runs `lkjagent check` with the given output; returns the exit code (0, 1 or 2).
+pub fn exec(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
+    if args.help() {
+        write_all(out, HELP)?;
+        return Ok(super::EXIT_OK);
+    }
+    let no_network = args.flag("--no-network");
+    args.finish("check")?;
+    let mut r = Report { out, worst: Worst::Ok };
+    if !data.is_dir() {
+        r.fail(
+            "data",
+            Worst::Config,
+            format_args!("{} is not a directory; pass --data DIR or set LKJAGENT_DATA", data.display()),
+        )?;
+        return Ok(super::EXIT_USAGE);
+    }
+    let config = check_config(data, &mut r)?;
+    check_memory(data, config.as_ref(), &mut r)?;
+    check_store(data, &mut r)?;
+    match &config {
+        _ if no_network => r.skip("endpoint", format_args!("not contacted (--no-network)"))?,
+        None => r.skip("endpoint", format_args!("not contacted: config.json has problems"))?,
+        Some(c) => check_endpoint(c, &mut r)?,
+    }
+    Ok(match r.worst {
+        Worst::Ok => super::EXIT_OK,
+        Worst::Failure => super::EXIT_FAILURE,
+        Worst::Config => super::EXIT_USAGE,
+    })
+}
+
+/// `config.json` and `agent-prompt.json`; the config when both are usable.
+fn check_config(data: &Path, r: &mut Report<'_>) -> Result<Option<Config>> {
+    let path = data.join(config::FILE_NAME);
+    let bytes = match config::read_bounded(&path, CONFIG_FILE_MAX_BYTES) {
+        Ok(b) => b,
+        Err(e) => {
+            r.fail("config.json", Worst::Config, format_args!("{}", e.message()))?;
+            r.skip("agent-prompt.json", format_args!("not checked: it needs the states of config.json"))?;
+            return Ok(None);
+        }
+    };
+    let (config, problems) = match config::parse(&bytes, data) {
+        Ok(parsed) => parsed,
+        Err(e) if is_segment_error(e.code()) => {
+            // The config is read up to the prompt segments, then the segments' error ends it.
+            r.skip(
+                "config.json",
+                format_args!("checked only up to the prompt segments; fix agent-prompt.json and check again"),
+            )?;
+            r.fail("agent-prompt.json", Worst::Config, format_args!("{}: {}", e.code(), e.message()))?;
+            return Ok(None);
+        }
+        Err(e) => {
+            r.fail("config.json", Worst::Config, format_args!("{}: {}", e.code(), e.message()))?;
+            r.skip("agent-prompt.json", format_args!("not checked: it needs the states of config.json"))?;
+            return Ok(None);
+        }
+    };
+    if !problems.is_empty() {
+        for p in &problems {
+            r.fail("config.json", Worst::Config, format_args!("{}", p))?;
+        }
+    } else {
+        r.ok(
+            "config.json",
+            format_args!(
+                "provider {}, model \"{}\", {} states ({})",
+                config.llm.provider.name(),
+                config.llm.model,
+                config.agent.states.len(),
+                config.agent.states.join(", ")
+            ),
+        )?;
+    }
+    match segments::load(data, &config.agent.states) {
+        Ok(None) => r.ok("agent-prompt.json", format_args!("none (optional)"))?,
+        Ok(Some(s)) => {
+            let defaults = if s.default.is_empty() { "no" } else { "with" };
+            r.ok(
+                "agent-prompt.json",
+                format_args!("valid, {} default segments, segments for {} states", defaults, s.by_state.len()),
+            )?
+        }
+        Err(e) => r.fail("agent-prompt.json", Worst::Config, format_args!("{}: {}", e.code(), e.message()))?,
+    }
+    Ok(if problems.is_empty() { Some(config) } else { None })
+}
+
+fn is_segment_error(code: Code) -> bool {
+    matches!(code, Code::PromptJsonInvalid | Code::PromptSchemaInvalid | Code::PromptSegmentEmpty)
+}
+
+fn check_memory(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Result<()> {
+    let view = match read_memory(data) {
+        Ok(MemoryRead::Missing) => return r.ok("memory.json", format_args!("none yet (the agent starts fresh)")),
+        Ok(MemoryRead::Found(v)) => v,
+        Err(e) => return r.fail("memory.json", Worst::Failure, format_args!("{}", e.message())),
+    };
+    let from_prev = view.path.file_name().is_some_and(|n| n != crate::memory::file::MEMORY_FILE);
+    if !view.problems.is_empty() {
+        for p in &view.problems {
+            r.fail("memory.json", Worst::Failure, format_args!("{}: {}", view.path.display(), p))?;
+        }
+        r.note(format_args!(
+            "the agent cannot use this file as it is: it keeps a malformed file aside \
+             (memory.json.corrupt-<time>) and starts from the previous version or fresh"
+        ))?;
+        return Ok(());
+    }
+    let f = &view.file;
+    r.ok(
+        "memory.json",
+        format_args!(
+            "state {}, iteration {}, {} working-memory entries, {} of {} bytes{}",
+            f.state.as_str(),
+            f.iteration,
+            f.working.len(),
+            f.working.text_bytes(),
+            WORKING_TEXT_MAX_BYTES,
+            if from_prev { " (memory.json is missing; read memory.json.prev, which the agent would use)" } else { "" }
+        ),
+    )?;
+    if let Some(c) = config {
+        if !c.agent.is_state(f.state.as_str()) {
+            r.note(format_args!(
+                "state \"{}\" is not configured; the agent starts in \"{}\"",
+                f.state.as_str(),
+                c.agent.start_state
+            ))?;
+        }
+    }
+    for n in &view.notes {
+        r.note(format_args!("{}", n))?;
+    }
+    Ok(())
+}
+
+fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
+    match open_store_read_only(data) {
+        Ok(StoreRead::Absent) => r.ok("store.log", format_args!("none yet (the agent creates it)")),
+        Ok(StoreRead::NotOpened { why, damaged: false }) => r.skip("store.log", format_args!("not read now: {}", why)),
+        Ok(StoreRead::NotOpened { why, damaged: true }) => r.fail("store.log", Worst::Failure, format_args!("{}", why)),
+        Err(e) => r.fail("store.log", Worst::Failure, format_args!("{}: {}", e.code(), e.message())),
+        Ok(StoreRead::Open(store)) => {
+            let st = store.stats();
+            if st.corrupt_records > 0 {
+                r.fail(
+                    "store.log",
+                    Worst::Failure,
+                    format_args!(
+                        "{} entries, {} bytes, {} damaged records skipped (warnings above say where); \
+                         'lkjagent memory compact' rewrites the log without them",
+                        st.entries, st.log_bytes, st.corrupt_records
+                    ),
+                )
+            } else {
+                r.ok(
+                    "store.log",
+                    format_args!(
+                        "{} entries ({} archived) of {}, {} bytes, no damaged records",
+                        st.entries, st.archived, st.capacity, st.log_bytes
+                    ),
+                )
+            }
+        }
+    }
+}
+
+fn check_endpoint(config: &Config, r: &mut Report<'_>) -> Result<()> {
+    let mut settings = config.llm.clone();
+    if settings.provider == ProviderKind::Replay {
+        let script = settings.replay_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        return match Client::new(&settings) {
+            Ok(_) => r.ok("endpoint", format_args!("replay provider; script {} is readable", script)),
+            Err(e) => r.fail("endpoint", Worst::Config, format_args!("replay script {}: {}", script, e.message())),
+        };
+    }
+    // One quick probe: no retries, short timeouts (a check answers in seconds, not minutes).
+    settings.retry.max_retries = 0;
+    settings.connect_timeout = settings.connect_timeout.min(Duration::from_millis(CHECK_CONNECT_TIMEOUT_MS));
+    settings.read_timeout = settings.read_timeout.min(Duration::from_millis(CHECK_READ_TIMEOUT_MS));
+    let endpoint = settings.endpoint.clone();
+    let mut client = match Client::new(&settings) {
+        Ok(c) => c,
+        Err(e) => return r.fail("endpoint", Worst::Config, format_args!("{}: {}", endpoint, e.message())),
+    };
+    let health = match client.health(&|| false) {
+        Ok(h) => h,
+        Err(e) => {
+            let hint = match e.code() {
+                Code::LlmUnavailable => {
+                    "; check that LM Studio (or your server) is running and that the port in llm.endpoint is right"
+                }
+                Code::LlmTimeout => {
+                    "; the server did not answer in time: is it busy, or is this the right host and port?"
+                }
+                _ => "",
+            };
+            // The transport's own short hint is replaced by the longer one above.
+            let message = e.message().strip_suffix(": is it running?").unwrap_or(e.message());
+            return r.fail("endpoint", Worst::Failure, format_args!("{}: {}: {}{}", endpoint, e.code(), message, hint));
+        }
+    };
+    let model = &settings.model;
+    match health.model {
+        ModelState::Listed => r.ok(
+            "endpoint",
+            format_args!("{} reachable, model \"{}\" listed ({} models at {})", endpoint, model, health.models_listed, health.probe.as_str()),
+        ),
+        ModelState::Ready => r.ok(
+            "endpoint",
+            format_args!("{} reachable and ready ({} answers; the server has no model list to check)", endpoint, health.probe.as_str()),
+        ),
+        ModelState::Loading => r.ok(
+            "endpoint",
+            format_args!("{} reachable, loading a model (HTTP {}); try again when it is loaded", endpoint, health.http_status),
+        ),
+        ModelState::NotListed => r.fail(
+            "endpoint",
+            Worst::Failure,
+            format_args!(
+                "{} reachable, but model \"{}\" is not among the {} models it lists; load or download it, or fix llm.model",
+                endpoint, model, health.models_listed
+            ),
+        ),
+    }
+}

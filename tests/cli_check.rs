@@ -1,0 +1,235 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! `lkjagent check` on real data directories: the shipped configuration, broken config, prompt
+//! segments, memory and store files (reported, never changed), and the endpoint's health
+//! against a real loopback server answering `/v1/models`, and against a closed port.
+
+#[path = "support/http_server.rs"]
+mod http_server;
+
+use http_server::{json_ok, refused_port, response, Server};
+use lkjagent::cli::args::Args;
+use lkjagent::error::Code;
+use lkjagent::memory::key::normalize;
+use lkjagent::memory::store::Store;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+struct Dir(PathBuf);
+
+impl Dir {
+    /// A data directory with the shipped config.json (its endpoint replaced by `endpoint`) and
+    /// memory.json.
+    fn shipped(endpoint: &str) -> Dir {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("lkjagent-cli-check-{}-{}", std::process::id(), n));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/data/");
+        let config = std::fs::read_to_string(format!("{shipped}config.json")).unwrap();
+        let config = config.replace("http://127.0.0.1:1234/v1/chat/completions", endpoint);
+        std::fs::write(p.join("config.json"), config).unwrap();
+        std::fs::copy(format!("{shipped}memory.json"), p.join("memory.json")).unwrap();
+        Dir(p)
+    }
+
+    fn write(&self, name: &str, content: &str) {
+        std::fs::write(self.0.join(name), content).unwrap();
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn check(dir: &Path, a: &[&str]) -> (Result<i32, Code>, String) {
+    let mut out = Vec::new();
+    let args = Args::new(a.iter().map(|s| s.to_string()).collect());
+    let res = lkjagent::cli::check::exec(args, dir, &mut out);
+    (res.map_err(|e| e.code()), String::from_utf8(out).unwrap())
+}
+
+fn line<'a>(out: &'a str, name: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.get(5..).is_some_and(|r| r.starts_with(name)))
+        .unwrap_or_else(|| panic!("no {name} line in:\n{out}"))
+}
+
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+        .collect()
+}
+
+fn models(names: &[&str]) -> String {
+    let items: Vec<String> = names.iter().map(|n| format!("{{\"id\":\"{n}\",\"object\":\"model\"}}")).collect();
+    format!("{{\"object\":\"list\",\"data\":[{}]}}", items.join(","))
+}
+
+#[test]
+fn shipped_data_passes_without_network() {
+    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    let before = snapshot(&d.0);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(
+        line(&out, "config.json").starts_with("ok   config.json: provider openai, model \"qwen/qwen3-8b\", 4 states")
+    );
+    assert_eq!(line(&out, "agent-prompt.json"), "ok   agent-prompt.json: none (optional)");
+    assert!(line(&out, "memory.json")
+        .starts_with("ok   memory.json: state thinking, iteration 0, 1 working-memory entries"));
+    assert_eq!(line(&out, "store.log"), "ok   store.log: none yet (the agent creates it)");
+    assert_eq!(line(&out, "endpoint"), "skip endpoint: not contacted (--no-network)");
+    assert_eq!(snapshot(&d.0), before, "check must change no file");
+}
+
+#[test]
+fn the_endpoint_lists_the_model_or_not() {
+    let server = Server::always(json_ok(&models(&["qwen/qwen3-8b", "other"])));
+    let d = Dir::shipped(&server.url("/v1/chat/completions"));
+    let (res, out) = check(&d.0, &[]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "endpoint").starts_with("ok   endpoint: "), "{out}");
+    assert!(
+        line(&out, "endpoint").contains("reachable, model \"qwen/qwen3-8b\" listed (2 models at /v1/models)"),
+        "{out}"
+    );
+    assert_eq!(server.seen()[0].path, "/v1/models");
+
+    let server = Server::always(json_ok(&models(&["llama3"])));
+    let d = Dir::shipped(&server.url("/v1/chat/completions"));
+    let (res, out) = check(&d.0, &[]);
+    assert_eq!(res, Ok(1), "{out}");
+    assert!(line(&out, "endpoint").starts_with("FAIL endpoint: "), "{out}");
+    assert!(line(&out, "endpoint").contains("model \"qwen/qwen3-8b\" is not among the 1 models it lists"), "{out}");
+
+    let server = Server::always(response("503 Service Unavailable", &[], "{\"error\":\"Loading model\"}"));
+    let d = Dir::shipped(&server.url("/v1/chat/completions"));
+    let (res, out) = check(&d.0, &[]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "endpoint").contains("loading a model"), "{out}");
+}
+
+#[test]
+fn a_closed_port_fails_fast_with_a_hint() {
+    let port = refused_port();
+    let d = Dir::shipped(&format!("http://127.0.0.1:{port}/v1/chat/completions"));
+    let started = Instant::now();
+    let (res, out) = check(&d.0, &[]);
+    assert_eq!(res, Ok(1), "{out}");
+    let l = line(&out, "endpoint");
+    assert!(l.starts_with("FAIL endpoint: ") && l.contains("LLM_UNAVAILABLE"), "{out}");
+    assert!(
+        l.contains("check that LM Studio (or your server) is running and that the port in llm.endpoint is right"),
+        "{out}"
+    );
+    // No retries with backoff: one refused connection answers at once.
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}
+
+#[test]
+fn config_problems_are_listed_with_key_paths_and_exit_2() {
+    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    d.write(
+        "config.json",
+        r#"{"llm":{"endpoint":"http://127.0.0.1:1234/v1","model":"","temperature":"hot"},
+            "agent":{"think_log":{"max_entries":"four"}}}"#,
+    );
+    let (res, out) = check(&d.0, &[]);
+    assert_eq!(res, Ok(2), "{out}");
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL config.json: ")).collect();
+    assert!(fails.len() >= 3, "{out}");
+    for path in ["llm.model:", "llm.temperature:", "agent.think_log.max_entries:"] {
+        assert!(fails.iter().any(|l| l.contains(path)), "{path} missing in:\n{out}");
+    }
+    assert_eq!(line(&out, "endpoint"), "skip endpoint: not contacted: config.json has problems");
+    // The other checks still run.
+    assert!(line(&out, "memory.json").starts_with("ok   "), "{out}");
+
+    d.write("config.json", "{\"llm\": }");
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(2));
+    assert!(line(&out, "config.json").starts_with("FAIL config.json: CONFIG_JSON_INVALID"), "{out}");
+
+    std::fs::remove_file(d.0.join("config.json")).unwrap();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(2));
+    assert!(line(&out, "config.json").contains("does not exist"), "{out}");
+
+    let (res, out) = check(&d.0.join("missing"), &[]);
+    assert_eq!(res, Ok(2));
+    assert!(out.starts_with("FAIL data: "), "{out}");
+}
+
+#[test]
+fn prompt_segments_are_validated() {
+    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    d.write(
+        "agent-prompt.json",
+        r#"{"agent_name":"kjxlkj-agent","segments":[{"condition":"default","prompt":"Be brief."},
+            {"condition":"thinking","prompt":"Plan."}]}"#,
+    );
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert_eq!(
+        line(&out, "agent-prompt.json"),
+        "ok   agent-prompt.json: valid, with default segments, segments for 1 states"
+    );
+    d.write("agent-prompt.json", r#"{"agent_name":"kjxlkj-agent","segments":[{"condition":"dreaming","prompt":"x"}]}"#);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(2), "{out}");
+    assert!(line(&out, "agent-prompt.json").starts_with("FAIL agent-prompt.json: PROMPT_SCHEMA_INVALID"), "{out}");
+    assert!(line(&out, "config.json").starts_with("skip "), "{out}");
+}
+
+#[test]
+fn memory_and_store_damage_is_reported_and_left_in_place() {
+    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    d.write("memory.json", "{\"state\": \"thinking\", \"iteration\": ");
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        s.put(&normalize("a").unwrap(), "first", 1).unwrap();
+        s.put(&normalize("b").unwrap(), "second", 2).unwrap();
+    }
+    // Damage the middle record (not the tail): a flipped byte breaks its checksum.
+    let log = d.0.join("store.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let second_line = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let at = second_line + 40;
+    bytes[at] = if bytes[at] == b'x' { b'y' } else { b'x' };
+    std::fs::write(&log, &bytes).unwrap();
+    let before = snapshot(&d.0);
+
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(1), "{out}");
+    assert!(line(&out, "memory.json").starts_with("FAIL memory.json: "), "{out}");
+    assert!(line(&out, "memory.json").contains("not valid JSON"), "{out}");
+    assert!(line(&out, "store.log").starts_with("FAIL store.log: 1 entries, "), "{out}");
+    assert!(line(&out, "store.log").contains("1 damaged records"), "{out}");
+    assert_eq!(snapshot(&d.0), before, "check must not move or repair anything");
+
+    // A torn tail (a crash, or a write in progress) is not opened, and not a failure.
+    let mut torn = std::fs::read(&log).unwrap();
+    torn.extend_from_slice(b"0badc0de {\"op\":\"del\"");
+    std::fs::write(&log, &torn).unwrap();
+    d.write("memory.json", "{}");
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.log").starts_with("skip store.log: not read now: a torn tail of 20 bytes"), "{out}");
+    assert_eq!(std::fs::read(&log).unwrap(), torn);
+
+    // Not a store log at all.
+    std::fs::write(&log, "hello\n").unwrap();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(1), "{out}");
+    assert!(line(&out, "store.log").starts_with("FAIL store.log: its first line is not"), "{out}");
+    assert_eq!(std::fs::read(&log).unwrap(), b"hello\n");
+}

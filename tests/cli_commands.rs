@@ -1,0 +1,103 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! `lkjagent status`, `memory`, `send` and `check` as a user runs them: the real binary, a real
+//! data directory chosen with `--data` or `LKJAGENT_DATA`, stdin and exit codes.
+//!
+//! These need the four commands wired into `cli::mod`'s dispatch; until then they are ignored.
+//! The subcommands' behaviour is tested in depth through their `exec` functions in
+//! `cli_memory.rs`, `cli_status.rs` and `cli_check.rs`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn shipped(tag: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!("lkjagent-cli-commands-{}-{}", tag, std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        for f in ["config.json", "memory.json"] {
+            std::fs::copy(format!("{}/data/{}", env!("CARGO_MANIFEST_DIR"), f), p.join(f)).unwrap();
+        }
+        Dir(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn lkjagent(args: &[&str], env_data: Option<&PathBuf>, stdin: &[u8]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lkjagent"));
+    cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.env_remove("LKJAGENT_DATA");
+    if let Some(d) = env_data {
+        cmd.env("LKJAGENT_DATA", d);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+
+fn send_status_and_memory_through_the_binary() {
+    let d = Dir::shipped("a");
+    let data = d.0.to_str().unwrap();
+    let o = lkjagent(&["--data", data, "send", "hello", "agent"], None, b"");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(stdout(&o).starts_with("queued (11 bytes)"));
+    // LKJAGENT_DATA instead of --data.
+    let o = lkjagent(&["status"], Some(&d.0), b"");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(stdout(&o).contains("inbox       1 message waiting"), "{}", stdout(&o));
+    let o = lkjagent(&["--data", data, "memory", "import", "-"], None, br#"{"storage":{"fruit,apple":"An apple."}}"#);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let o = lkjagent(&["--data", data, "memory", "query", "--tags", "apple"], None, b"");
+    assert!(stdout(&o).starts_with("apple,fruit  v1  created "), "{}", stdout(&o));
+    let o = lkjagent(&["--data", data, "memory", "show", "no,such"], None, b"");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("\"code\":\"NOT_FOUND\""));
+    let o = lkjagent(&["--data", data, "memory", "query", "--sort", "best"], None, b"");
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+
+fn check_exit_codes_through_the_binary() {
+    let d = Dir::shipped("b");
+    let data = d.0.to_str().unwrap();
+    let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    std::fs::write(d.0.join("config.json"), r#"{"llm":{"endpoint":"http://127.0.0.1:1/v1","model":""}}"#).unwrap();
+    let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stdout(&o).contains("FAIL config.json: llm.model:"), "{}", stdout(&o));
+    std::fs::write(d.0.join("memory.json"), "[]").unwrap();
+    std::fs::copy(format!("{}/data/config.json", env!("CARGO_MANIFEST_DIR")), d.0.join("config.json")).unwrap();
+    let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+}
+
+#[test]
+
+fn every_command_has_help() {
+    for cmd in ["status", "memory", "send", "check"] {
+        let o = lkjagent(&[cmd, "--help"], None, b"");
+        assert_eq!(o.status.code(), Some(0), "{cmd}");
+        assert!(stdout(&o).contains(&format!("usage: lkjagent [--data DIR] {cmd}")), "{cmd}: {}", stdout(&o));
+    }
+}

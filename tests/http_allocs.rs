@@ -1,0 +1,91 @@
+//! Zero heap allocations per request once the connection is set up: a whole LLM completion
+//! (request body written, sent over a kept-alive connection, reply read, parsed and split) is
+//! repeated while a counting global allocator watches. The loopback server here uses stack
+//! buffers only, because the counter sees every thread. This binary holds one test so nothing
+//! else runs (and allocates) beside it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+#[path = "support/alloc_counter.rs"]
+mod alloc_counter;
+
+#[global_allocator]
+static GLOBAL: alloc_counter::CountingAlloc = alloc_counter::CountingAlloc;
+
+use lkjagent::llm::{Client, Prompt, Settings};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+
+const REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+18\r\n{\"choices\":[{\"message\":{\r\n\
+3c\r\n\"content\":\"<think>hm</think><act>ok</act>\",\"reasoning\":\"r\"},\r\n\
+4b\r\n\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\r\n\
+0\r\n\r\n";
+
+/// Answers requests on one connection with `REPLY` until it closes; stack buffers only.
+fn serve(mut s: TcpStream) {
+    let mut buf = [0u8; 16384];
+    let mut have = 0usize;
+    loop {
+        let end = loop {
+            if let Some(i) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match s.read(&mut buf[have..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => have += n,
+            }
+        };
+        let len = buf[..end]
+            .split(|&b| b == b'\n')
+            .find_map(|l| {
+                let l = std::str::from_utf8(l).ok()?;
+                let (n, v) = l.split_once(':')?;
+                n.eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        while have < end + len {
+            match s.read(&mut buf[have..]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => have += n,
+            }
+        }
+        buf.copy_within(end + len..have, 0);
+        have -= end + len;
+        if s.write_all(REPLY).is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn no_allocation_per_completion_on_a_kept_alive_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        if let Ok((s, _)) = listener.accept() {
+            serve(s);
+        }
+    });
+    let settings = Settings {
+        endpoint: format!("http://{}/v1", addr),
+        stop: vec!["</act>".into()],
+        extra: r#"{"reasoning_effort":"none"}"#.into(),
+        ..Settings::default()
+    };
+    let mut client = Client::new(&settings).unwrap();
+    let prompt = Prompt { system: Some("sys"), user: "what next? é" };
+    let stop = || false;
+    let run = |client: &mut Client| {
+        let c = client.complete(&prompt, &mut |_| {}, &stop).unwrap();
+        assert_eq!((c.content, c.reasoning), ("<act>ok</act>", Some("r\nhm")));
+    };
+    run(&mut client); // connection set up
+    let before = alloc_counter::allocations();
+    for _ in 0..200 {
+        run(&mut client);
+    }
+    let allocs = alloc_counter::allocations() - before;
+    assert_eq!(allocs, 0, "heap allocations over 200 completions");
+    drop(client);
+    server.join().unwrap();
+}
