@@ -1029,3 +1029,29 @@ fn replay_carries_the_inbox() {
     let replayed = read_memory(&exchange.join("replayed"));
     assert_eq!(replayed.get("user_request"), Some("Please add pear."));
 }
+
+/// `lkjagent send` while `lkjagent run` is running: the message is the next cycle's
+/// user_request; `status` answers meanwhile.
+#[test]
+fn send_to_a_running_agent() {
+    let server = LlmServer::start(
+        vec![think("commanding", "Waiting for work."), think("commanding", "Got the request.")],
+        evaluate("used up"),
+    );
+    let d = TempDir::new("send");
+    write_config(d.path(), &server.endpoint(), |c| set(c, "\"delay_ms\": 0", "\"delay_ms\": 800"));
+    write_memory(d.path(), "thinking", &[]);
+    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "2"]).spawn().unwrap();
+    assert!(server.wait_for_chats(1, Duration::from_secs(10)));
+    let sent = lkjagent(d.path(), &["send", "Please add quince."]).output().unwrap();
+    assert!(sent.status.success(), "send: {:?}\n{}", sent.status, String::from_utf8_lossy(&sent.stderr));
+    let status = lkjagent(d.path(), &["status"]).output().unwrap();
+    assert!(status.status.success(), "status: {}", String::from_utf8_lossy(&status.stderr));
+    let s = wait_bounded(&mut child, Duration::from_secs(20));
+    let (out, err) = output(&mut child);
+    assert!(s.success(), "exit {:?}\n{}\n{}", s, out, err);
+    let prompts = server.prompts();
+    assert_eq!(prompts.len(), 2);
+    assert!(!prompts[0].contains("quince"));
+    assert!(prompts[1].contains("Please add quince."), "{}", prompts[1]);
+}

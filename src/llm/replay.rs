@@ -28,7 +28,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-
 /// A replay script being read.
 pub(crate) struct Replay {
     path: PathBuf,
