@@ -557,7 +557,8 @@ fn server_down_at_start_then_recovers() {
     let port = free_port();
     let d = data_dir("down", &format!("http://127.0.0.1:{}/v1/chat/completions", port));
     let mut child = lkjagent(d.path(), &["run", "--max-iterations", "2"]).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(600));
+    // Down for two failed cycles: 1 s, then 2 s of back-off.
+    std::thread::sleep(Duration::from_millis(1500));
     assert!(child.try_wait().unwrap().is_none(), "lkjagent gave up while the server was down");
     let server = LlmServer::start_on(
         port,
@@ -569,7 +570,8 @@ fn server_down_at_start_then_recovers() {
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     assert!(out.contains("is not answering"), "{}", out);
     assert!(out.contains("keep retrying"), "{}", out);
-    assert!(out.contains("retrying in "), "a failed cycle says when it retries:\n{}", out);
+    assert!(out.contains("retrying in 1 s"), "a failed cycle says when it retries:\n{}", out);
+    assert!(out.contains("retrying in 2 s"), "the back-off doubles:\n{}", out);
     assert!(out.contains("LLM_UNAVAILABLE"), "{}", out);
     assert!(out.contains("2 cycle(s) done"), "{}", out);
     assert_eq!(server.chat_count(), 2);
