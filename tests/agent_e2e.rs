@@ -1057,3 +1057,52 @@ fn send_to_a_running_agent() {
     assert!(!prompts[0].contains("quince"));
     assert!(prompts[1].contains("Please add quince."), "{}", prompts[1]);
 }
+
+/// The audit log: one JSON line per cycle whose prompt SHA-256 and size are those of the
+/// prompt the server received, with the actions and their results, and the error of a failed
+/// cycle.
+#[test]
+fn audit_log_matches_what_was_sent() {
+    let server = LlmServer::start(
+        vec![
+            think("commanding", "Start."),
+            action("storage_save", "dictionary,fruit,kiwi", Some("kiwi: a fuzzy fruit.")),
+            Step::Http("503 Service Unavailable", "{}".into()),
+            Step::Http("503 Service Unavailable", "{}".into()),
+            evaluate("Saved."),
+        ],
+        evaluate("used up"),
+    );
+    let d = data_dir("audit", &server.endpoint());
+    let mut agent = open_agent(d.path());
+    cycle(&mut agent);
+    cycle(&mut agent);
+    let failed = agent.cycle(&mut |_| {}, &|| false).unwrap();
+    assert!(failed.error.is_some());
+    cycle(&mut agent);
+    let run_id = agent.run_id().to_string();
+    drop(agent);
+
+    let audit = std::fs::read_to_string(d.path().join("logs").join("audit.jsonl")).unwrap();
+    let lines: Vec<&str> = audit.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", audit);
+    // The prompts of cycles 1, 2, 3 (the last of its two attempts) and 4.
+    let prompts = server.prompts();
+    assert_eq!(prompts.len(), 5);
+    let sent = [&prompts[0], &prompts[1], &prompts[3], &prompts[4]];
+    // A failed cycle is not an iteration: the cycle after it has the same number.
+    let cycles = [1u64, 2, 3, 3];
+    for (i, (line, prompt)) in lines.iter().zip(sent).enumerate() {
+        let mut doc = Document::with_capacity(512, 64 * 1024);
+        doc.parse(line.as_bytes()).unwrap_or_else(|e| panic!("audit line {} is not JSON: {:?}", i + 1, e));
+        let root = doc.root();
+        let hex: String =
+            lkjagent::sha256::Sha256::digest(prompt.as_bytes()).iter().map(|b| format!("{:02x}", b)).collect();
+        assert_eq!(root.get("prompt_sha256").and_then(|v| v.as_str()), Some(hex.as_str()), "line {}", i + 1);
+        assert_eq!(root.get("prompt_bytes").and_then(|v| v.as_u64()), Some(prompt.len() as u64));
+        assert_eq!(root.get("run").and_then(|v| v.as_str()), Some(run_id.as_str()));
+        assert_eq!(root.get("cycle").and_then(|v| v.as_u64()), Some(cycles[i]), "line {}", i + 1);
+    }
+    assert!(lines[1].contains("\"storage_save\"") && lines[1].contains("kiwi"), "{}", lines[1]);
+    assert!(lines[2].contains("LLM_"), "the failed cycle's error code: {}", lines[2]);
+}
