@@ -1106,3 +1106,36 @@ fn audit_log_matches_what_was_sent() {
     assert!(lines[1].contains("\"storage_save\"") && lines[1].contains("kiwi"), "{}", lines[1]);
     assert!(lines[2].contains("LLM_"), "the failed cycle's error code: {}", lines[2]);
 }
+
+/// Pinned entries (`task`) that alone pass the budget cannot be paged out; the prompt must
+/// still never pass the context window: the cycle should fail clearly rather than send it.
+#[test]
+fn a_task_larger_than_the_context_is_not_sent() {
+    let server = LlmServer::start(vec![], think("commanding", "ok"));
+    let d = data_dir("huge-task", &server.endpoint());
+    let task = "Describe every fruit in the world in detail. ".repeat(700);
+    std::fs::write(
+        d.path().join("memory.json"),
+        format!(r#"{{"state": "thinking", "iteration": 0, "working_memory": {{"task": "{}"}}}}"#, task.trim_end()),
+    )
+    .unwrap();
+    let mut agent = open_agent(d.path());
+    let budget = agent.budget();
+    assert!(agent.estimate(task.len()) > budget);
+    let r = agent.cycle(&mut |_| {}, &|| false).unwrap();
+    let sent: Vec<usize> = server.prompts().iter().map(|p| p.len()).collect();
+    for len in &sent {
+        assert!(
+            agent.estimate(*len) <= budget,
+            "a prompt of ~{} tokens was sent; the budget is {} (report: {:?})",
+            agent.estimate(*len),
+            budget,
+            r
+        );
+    }
+    assert!(sent.is_empty(), "nothing should be sent: {:?}", sent);
+    let e = r.error.as_ref().expect("the cycle should fail with a clear error");
+    assert_eq!(e.code().as_str(), "CAPACITY_EXCEEDED");
+    assert!(e.message().contains("budget"), "{}", e.message());
+    assert_eq!(read_memory(d.path()).get("task").map(str::len), Some(task.trim_end().len()), "the task is kept");
+}
