@@ -1033,7 +1033,7 @@ fn replay_carries_the_inbox() {
 }
 
 /// `lkjagent send` while `lkjagent run` is running: the message is the next cycle's
-/// user_request; `status` answers meanwhile.
+/// user_request; `status` answers meanwhile; a second `run` is refused.
 #[test]
 fn send_to_a_running_agent() {
     let server = LlmServer::start(
@@ -1049,6 +1049,9 @@ fn send_to_a_running_agent() {
     assert!(sent.status.success(), "send: {:?}\n{}", sent.status, String::from_utf8_lossy(&sent.stderr));
     let status = lkjagent(d.path(), &["status"]).output().unwrap();
     assert!(status.status.success(), "status: {}", String::from_utf8_lossy(&status.stderr));
+    // One agent per data directory: a second run is refused at once.
+    let second = lkjagent(d.path(), &["run", "--max-iterations", "1"]).output().unwrap();
+    assert_eq!(second.status.code(), Some(1), "a second agent: {:?}", second);
     let s = wait_bounded(&mut child, Duration::from_secs(20));
     let (out, err) = output(&mut child);
     assert!(s.success(), "exit {:?}\n{}\n{}", s, out, err);
