@@ -1142,3 +1142,56 @@ fn a_task_larger_than_the_context_is_not_sent() {
     assert!(e.message().contains("budget"), "{}", e.message());
     assert_eq!(read_memory(d.path()).get("task").map(str::len), Some(task.trim_end().len()), "the task is kept");
 }
+
+/// `lkjagent demo` on the shipped data: no server, every state and action, paging, a
+/// context overflow and a malformed reply, in a copy that leaves the user's memory alone.
+#[test]
+fn demo_walks_every_state_and_action() {
+    let d = TempDir::new("demo");
+    for f in ["config.json", "memory.json", "demo.jsonl"] {
+        std::fs::write(d.path().join(f), shipped(f)).unwrap();
+    }
+    let mut child = lkjagent(d.path(), &["demo"]).spawn().unwrap();
+    let status = wait_bounded(&mut child, Duration::from_secs(30));
+    let (out, err) = output(&mut child);
+    assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
+    for state in ["thinking", "commanding", "evaluating", "paging"] {
+        assert!(out.lines().any(|l| l.starts_with("cycle ") && l.contains(state)), "no {} cycle:\n{}", state, out);
+    }
+    for a in
+        ["storage_save ok", "working_memory_add ok", "working_memory_remove ok", "storage_search ok", "storage_load ok"]
+    {
+        assert!(out.contains(a), "no '{}' in the demo:\n{}", a, out);
+    }
+    assert!(out.contains("invalid reply"), "{}", out);
+    assert!(out.contains("context overflow"), "{}", out);
+    assert!(out.contains("paged out"), "{}", out);
+    assert!(out.contains("scripted replies are used up"), "{}", out);
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("memory.json")).unwrap(),
+        shipped("memory.json"),
+        "user memory touched"
+    );
+    let m = read_memory(&d.path().join("demo-run"));
+    assert!(m.iteration >= 20, "{:?}", m);
+    // A second demo starts afresh in the same place.
+    let again = lkjagent(d.path(), &["demo"]).output().unwrap();
+    assert!(again.status.success());
+    assert_eq!(read_memory(&d.path().join("demo-run")).iteration, m.iteration);
+}
+
+/// An invalid config stops `run` at start-up with exit 2 and the key path of the problem.
+#[test]
+fn an_invalid_config_is_exit_2_with_the_key_path() {
+    let d = TempDir::new("badconfig");
+    write_config(d.path(), "http://127.0.0.1:9/v1/chat/completions", |c| {
+        set(c, "\"temperature\": 0.7", "\"temperature\": \"hot\"");
+        set(c, "\"max_iterations\": 5", "\"max_iterations\": -7");
+    });
+    write_memory(d.path(), "thinking", &[]);
+    let o = lkjagent(d.path(), &["run"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", err);
+    assert!(err.contains("llm.temperature"), "{}", err);
+    assert!(err.contains("agent.iterate.max_iterations"), "every problem is reported: {}", err);
+}
