@@ -1247,3 +1247,37 @@ fn replay_of_a_run_stopped_by_sigterm() {
     assert!(status.success(), "exit {:?}\n{}\n{}\n{}", status, out, err, diff.join("\n"));
     assert!(out.contains("identical to"), "{}\n{}", out, diff.join("\n"));
 }
+
+/// Rotating logs: the newest max_entries (4 for think_log) in slots 001.., oldest first;
+/// stale slots above the maximum and holes are cleaned.
+#[test]
+fn logs_rotate_and_stale_slots_are_cleaned() {
+    let script = (1..=6).map(|i| think("thinking", &format!("thought {}", i))).collect();
+    let server = LlmServer::start(script, evaluate("used up"));
+    let d = data_dir("logs", &server.endpoint());
+    write_memory(d.path(), "thinking", &[("think_log_002", "old thought"), ("think_log_009", "stale thought")]);
+    let mut agent = open_agent(d.path());
+    cycle(&mut agent);
+    let m = read_memory(d.path());
+    let logs: Vec<(&str, &str)> =
+        m.wm.iter().filter(|(k, _)| k.starts_with("think_log_")).map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut sorted = logs.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec![("think_log_001", "old thought"), ("think_log_002", "thought 1")], "{:?}", m);
+    for _ in 0..5 {
+        cycle(&mut agent);
+    }
+    let m = read_memory(d.path());
+    let mut logs: Vec<(&str, &str)> =
+        m.wm.iter().filter(|(k, _)| k.starts_with("think_log_")).map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    logs.sort();
+    assert_eq!(
+        logs,
+        vec![
+            ("think_log_001", "thought 3"),
+            ("think_log_002", "thought 4"),
+            ("think_log_003", "thought 5"),
+            ("think_log_004", "thought 6")
+        ]
+    );
+}
