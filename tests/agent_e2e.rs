@@ -704,7 +704,7 @@ fn replay_reproduces_a_recorded_run() {
 /// in a later second than the recorded start differs in `created`/`updated` of the entries
 /// that were never rewritten (here `task`).
 #[test]
-#[ignore = "BUG: replay stamps working-memory entries without metadata with the replay's clock at Agent::open, not the recorded one"]
+
 fn replay_reproduces_a_run_started_from_the_shipped_memory() {
     let (out, ok, diff) = record_then_replay("replay-shipped", &shipped("memory.json"), Duration::from_millis(1100));
     assert!(ok && diff.is_empty(), "replay differs:\n{}\n{}", diff.join("\n"), out);
@@ -867,7 +867,7 @@ fn a_silent_server_times_out() {
 /// In `paging`, a model that answers with something unusable has not paged either: the
 /// agent should page out itself rather than keep the oversized prompt for another cycle.
 #[test]
-#[ignore = "BUG: engine.rs apply_reply returns before its self-paging step when the reply in `paging` is invalid"]
+
 fn paging_with_an_invalid_reply_still_pages() {
     let long: String = "plums keep for weeks when cool. ".repeat(80).trim_end().to_string();
     let server = LlmServer::start(

@@ -111,6 +111,8 @@ pub struct CycleReport {
     pub paged_out: usize,
     /// The server said the prompt overflowed its context; the agent paged out and asked again.
     pub overflow_retried: bool,
+    /// The reply carried out a paging move (a save, a remove, a page-out, an archive).
+    pub model_paged: bool,
     pub error: Option<Error>,
     /// A pause the loop should take before the next cycle (invalid-reply back-off).
     pub pause: Duration,
@@ -162,7 +164,12 @@ impl Agent {
     /// Opens the agent in data directory `dir` with `config`, talking to `model`. Loads (or
     /// starts) `memory.json` and the store, and reserves every buffer.
     pub fn open(dir: &Path, config: Config, model: Model, exchange_log: bool) -> Result<Agent> {
-        let now = crate::clock::now_unix();
+        Agent::open_at(dir, config, model, exchange_log, crate::clock::now_unix())
+    }
+
+    /// [`Agent::open`] with the clock at `now` (Unix seconds): loading stamps entries that
+    /// carry no times with it, so `replay` opens at the recorded run's start.
+    pub fn open_at(dir: &Path, config: Config, model: Model, exchange_log: bool, now: u64) -> Result<Agent> {
         let lock = super::lock::DataLock::acquire(dir)?;
         let mut store = Store::open(dir)?;
         let (mut memory, report) = memfile::load(dir, &mut store, now)?;
@@ -175,7 +182,7 @@ impl Agent {
             memory.set_state(&start)?;
         }
         let run_id = make_run_id(now);
-        let exchange = if exchange_log { Some(ExchangeLog::start(dir, run_id.as_str())?) } else { None };
+        let exchange = if exchange_log { Some(ExchangeLog::start(dir, run_id.as_str(), now)?) } else { None };
         let mut feedback = FixedBuf::with_capacity("feedback (limits::FEEDBACK_MAX_BYTES)", FEEDBACK_MAX_BYTES);
         if let Some(f) = memory.agent.get(meta::FEEDBACK) {
             let _ = feedback.push_str(f);
@@ -295,6 +302,7 @@ impl Agent {
             store_entries: 0,
             paged_out: 0,
             overflow_retried: false,
+            model_paged: false,
             error: None,
             pause: Duration::ZERO,
             finished: false,
@@ -398,7 +406,16 @@ impl Agent {
         let mut problems: ArrayVec<&'static str, 16> = ArrayVec::new();
         let state_before = self.memory.state;
         match outcome {
-            Ok(()) => self.apply_reply(now, &mut problems, &mut report)?,
+            Ok(()) => {
+                self.apply_reply(now, &mut problems, &mut report)?;
+                // In `paging`, a model that did not page (an invalid reply included) is helped:
+                // the agent pages out itself, so an oversized prompt never lasts a second cycle.
+                if state_before.as_str() == "paging" && !report.model_paged {
+                    self.build_prompt()?;
+                    let target = self.paging_target();
+                    report.paged_out += self.fit(0, target, now)?;
+                }
+            }
             Err(e) if e.code() == Code::NotFound && matches!(self.model, Model::Client(_)) => {
                 // The replay script is exhausted: the run is over, nothing happened this cycle.
                 self.memory.state = state_at_start;
@@ -741,12 +758,7 @@ impl Agent {
         };
         let next = if self.config.agent.is_state(next) { next } else { "thinking" };
         self.memory.set_state(next)?;
-        // In `paging`, a model that did not page is helped: the agent pages out itself.
-        if state.as_str() == "paging" && !paged {
-            self.build_prompt()?;
-            let target = self.paging_target();
-            report.paged_out += self.fit(0, target, now)?;
-        }
+        report.model_paged = paged;
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! The optional exchange log, and the recorded replies `lkjagent replay` runs again.
 //!
 //! With `agent.exchange_log` on, each run writes `logs/exchange-<run>/`:
+//! - `opened_at`: the clock when the run loaded its memory (entries with no times get it);
 //! - `start/`: copies of `config.json`, `agent-prompt.json`, `memory.json` and the store log as
 //!   they were when the run started;
 //! - `exchange.jsonl`: one JSON line per cycle: `time` (the cycle's clock), `cycle`, `state`,
@@ -21,6 +22,15 @@ use crate::limits::{EXCHANGE_LINE_MAX_BYTES, EXCHANGE_LINE_MAX_NODES};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+
+/// The file, beside `start/`, holding the clock (Unix seconds) at which the run opened its
+/// memory: loading stamps entries that carry no times with it, and replay must do the same.
+pub const OPENED_AT_FILE: &str = "opened_at";
+
+/// The opening clock of a recorded run, if it was recorded.
+pub fn opened_at(exchange_dir: &Path) -> Option<u64> {
+    std::fs::read_to_string(exchange_dir.join(OPENED_AT_FILE)).ok()?.trim().parse().ok()
+}
 
 /// One cycle's exchange, borrowed from the agent's buffers.
 pub struct ExchangeRecord<'a> {
@@ -48,10 +58,13 @@ pub struct ExchangeLog {
 impl ExchangeLog {
     /// Starts the exchange log of run `run` in data directory `data`, copying the starting
     /// `memory.json` and store log.
-    pub fn start(data: &Path, run: &str) -> Result<ExchangeLog> {
+    pub fn start(data: &Path, run: &str, opened_at: u64) -> Result<ExchangeLog> {
         let dir = data.join("logs").join(format!("exchange-{}", run));
         let start = dir.join("start");
         std::fs::create_dir_all(&start).map_err(|e| err!(Io, "cannot create {}: {}", start.display(), e))?;
+        let clock = dir.join(OPENED_AT_FILE);
+        std::fs::write(&clock, format!("{}\n", opened_at))
+            .map_err(|e| err!(Io, "cannot write {}: {}", clock.display(), e))?;
         for name in [
             crate::memory::file::MEMORY_FILE,
             crate::memory::store::LOG_NAME,

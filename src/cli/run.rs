@@ -161,7 +161,8 @@ pub fn replay(mut args: Args, _data: &Path) -> Result<i32> {
     config.agent.delay_ms = 0;
     let recorded = Recorded::open(&log)?;
     signal::install();
-    let agent = Agent::open(&target, config, Model::Recorded(Box::new(recorded)), false)?;
+    let opened = crate::agent::exchange::opened_at(&src).unwrap_or_else(crate::clock::now_unix);
+    let agent = Agent::open_at(&target, config, Model::Recorded(Box::new(recorded)), false, opened)?;
     let code = drive(agent)?;
     let produced = target.join(crate::memory::file::MEMORY_FILE);
     println!("replay: memory.json is {}", produced.display());
