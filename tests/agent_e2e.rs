@@ -699,12 +699,10 @@ fn replay_reproduces_a_recorded_run() {
     assert!(out.contains("identical to"), "{}", out);
 }
 
-/// The shipped memory.json has no `working_memory_meta`. Loading it stamps each entry with the
-/// clock at `Agent::open`, which `replay` takes from its own run, not the recording: a replay
-/// in a later second than the recorded start differs in `created`/`updated` of the entries
-/// that were never rewritten (here `task`).
+/// The shipped memory.json has no `working_memory_meta`: loading it stamps each entry with the
+/// clock at `Agent::open`. `replay` must open at the recorded clock, not its own, or a replay
+/// in a later second differs in `created`/`updated` of the entries never rewritten (`task`).
 #[test]
-
 fn replay_reproduces_a_run_started_from_the_shipped_memory() {
     let (out, ok, diff) = record_then_replay("replay-shipped", &shipped("memory.json"), Duration::from_millis(1100));
     assert!(ok && diff.is_empty(), "replay differs:\n{}\n{}", diff.join("\n"), out);
@@ -865,9 +863,8 @@ fn a_silent_server_times_out() {
 }
 
 /// In `paging`, a model that answers with something unusable has not paged either: the
-/// agent should page out itself rather than keep the oversized prompt for another cycle.
+/// agent pages out itself rather than keep the oversized prompt for another cycle.
 #[test]
-
 fn paging_with_an_invalid_reply_still_pages() {
     let long: String = "plums keep for weeks when cool. ".repeat(80).trim_end().to_string();
     let server = LlmServer::start(
