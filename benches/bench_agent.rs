@@ -10,12 +10,15 @@
 //! - `agent_cycle_allocations`: heap allocations per cycle after warm-up (target 0).
 //! - `agent_peak_rss_1000`: VmHWM of the real binary (`lkjagent run`, replay provider, 1,000
 //!   stored entries, 100 cycles) in a child process, polled from `/proc/<pid>/status`.
-//! - `agent_binary_size` / `agent_binary_size_static`: the release binary cargo built for this
-//!   bench (`CARGO_BIN_EXE_lkjagent`, the bench profile: release + LTO), and the `make static`
-//!   binary under `target/static/*/release/` when it has been built.
+//! - `agent_binary_size` / `agent_binary_size_static`: the binary cargo built for this bench
+//!   (`CARGO_BIN_EXE_lkjagent`, `target/release/lkjagent`; measured byte-identical to
+//!   `make build`'s), and the `make static` binary under `target/static/*/release/` when it has
+//!   been built.
 //! - `agent_prompt_prefix_stability`: over a 100-cycle scripted run, the share of prompt bytes
 //!   equal to the previous prompt's prefix (what a server's prompt cache can reuse), summed over
-//!   the steady state, cycles 10 to 100; also the worst single cycle there.
+//!   the steady state, cycles 10 to 100; also the worst single cycle there, and two ceilings
+//!   of this layout: the share of the prompt before the first rotating log entry, and before
+//!   `<current_state>` (where the per-cycle part begins).
 //!
 //! Targets (issue 6): overhead p50 <= 1 ms excluding fsync; peak RSS <= 8 MiB with 1,000 stored
 //! entries; binary <= 600 KB dynamic, <= 1.5 MiB static; prefix stability >= 90 %.
@@ -189,6 +192,9 @@ fn prefix_stability(seed: &Path) {
         return;
     };
     let (mut equal, mut bytes) = (0usize, 0usize);
+    // Where the prompt's per-cycle part starts (the current state), and where the rotating
+    // logs start: the ceilings of the figure with this layout.
+    let (mut before_state, mut before_logs) = (0usize, 0usize);
     let mut worst = 100.0f64;
     for i in 1..=PREFIX_RUN {
         if !matches!(agent.cycle(&mut |_| {}, &|| false), Ok(r) if r.error.is_none()) {
@@ -199,11 +205,21 @@ fn prefix_stability(seed: &Path) {
         if i >= STEADY_FROM && len > 0 {
             equal += same;
             bytes += len;
+            let p = agent.last_prompt();
+            let find = |needle: &[u8]| p.windows(needle.len()).position(|w| w == needle).unwrap_or(p.len());
+            before_state += find(b"<current_state>");
+            before_logs += [&b"<think_log_"[..], b"<evaluation_log_", b"<command_log_"]
+                .iter()
+                .map(|n| find(n))
+                .min()
+                .unwrap_or(p.len());
             worst = worst.min(100.0 * same as f64 / len as f64);
         }
     }
     super::report("agent_prompt_prefix_stability", 100.0 * equal as f64 / bytes.max(1) as f64, "%");
     super::report("agent_prompt_prefix_stability_worst_cycle", worst, "%");
+    super::report("agent_prompt_share_before_logs", 100.0 * before_logs as f64 / bytes.max(1) as f64, "%");
+    super::report("agent_prompt_share_before_state", 100.0 * before_state as f64 / bytes.max(1) as f64, "%");
     super::report("agent_prompt_bytes_mean", bytes as f64 / (PREFIX_RUN + 1 - STEADY_FROM) as f64, "bytes");
 }
 

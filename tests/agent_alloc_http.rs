@@ -3,10 +3,10 @@
 //! body, the HTTP exchange (kept alive) and the JSON reply parsing are inside the measurement.
 //!
 //! The server runs in this process on other threads and allocates freely, so the counting
-//! allocator here counts only the allocations of threads that opted in (the test's own thread,
-//! which runs the agent). It is a copy of `support/alloc_counter.rs` plus that per-thread
-//! switch: a `const`-initialised thread-local `Cell` without a destructor, which the allocator
-//! can read without allocating. The count is per thread as well.
+//! allocator here counts per thread, and only on threads that opted in (each test's own
+//! thread, which runs the agent). It is `support/alloc_counter.rs` with the counter moved into
+//! `const`-initialised thread-local `Cell`s without destructors, which the allocator can read
+//! and bump without allocating. Two tests: unstreamed and streamed (SSE) replies.
 #![allow(unsafe_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
@@ -24,38 +24,32 @@ use std::path::{Path, PathBuf};
 struct ThreadCountingAlloc;
 
 thread_local! {
+    /// Whether this thread's allocations are counted.
     static COUNTED: Cell<bool> = const { Cell::new(false) };
-    // Per thread too: tests run in parallel threads, and a shared counter would charge one
-    // test's allocations to another's cycle.
+    /// This thread's count (per thread, so tests running side by side do not mix).
     static ALLOCS: Cell<u64> = const { Cell::new(0) };
 }
 
-fn bump() {
-    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+fn note() {
+    if COUNTED.try_with(Cell::get).unwrap_or(false) {
+        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
+    }
 }
 
-fn allocs() -> u64 {
-    ALLOCS.try_with(Cell::get).unwrap_or(0)
-}
-
-fn counted() -> bool {
-    COUNTED.try_with(Cell::get).unwrap_or(false)
+fn allocations() -> u64 {
+    ALLOCS.with(Cell::get)
 }
 
 // SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the only addition is a thread-local read and a relaxed counter.
+// `GlobalAlloc` contract; the only addition is reading and bumping two thread-locals.
 unsafe impl GlobalAlloc for ThreadCountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if counted() {
-            bump();
-        }
+        note();
         // SAFETY: the caller's guarantees for `alloc` are passed on unchanged.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if counted() {
-            bump();
-        }
+        note();
         // SAFETY: the caller's guarantees for `alloc_zeroed` are passed on unchanged.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -64,9 +58,7 @@ unsafe impl GlobalAlloc for ThreadCountingAlloc {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if counted() {
-            bump();
-        }
+        note();
         // SAFETY: the caller's guarantees for `realloc` are passed on unchanged.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -123,16 +115,16 @@ fn measure(stream: bool) {
     }
 
     COUNTED.with(|c| c.set(true));
-    let sanity = allocs();
+    let sanity = allocations();
     drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    assert!(allocs() > sanity, "the counting allocator is not counting");
+    assert!(allocations() > sanity, "the counting allocator is not counting");
 
     let mut allocating = Vec::new();
     let mut actions = 0;
     for _ in 0..MEASURED {
-        let before = allocs();
+        let before = allocations();
         let r = agent.cycle(&mut progress, &stop).unwrap();
-        let n = allocs() - before;
+        let n = allocations() - before;
         if n > 0 {
             allocating.push((r.cycle, r.actions.iter().next().map_or("no action", |a| a.kind), n));
         }
@@ -147,8 +139,8 @@ fn measure(stream: bool) {
         allocating.is_empty(),
         "allocations in {} of {} cycles over HTTP, stream {} (cycle, action, allocations): {:?}",
         allocating.len(),
-        stream,
         MEASURED,
+        stream,
         allocating
     );
 }
