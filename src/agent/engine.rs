@@ -391,9 +391,13 @@ impl Agent {
             // Page out a quarter of the prompt's estimate and ask once more. The estimate itself
             // is calibrated from the prompt tokens servers report, not guessed from an overflow.
             let est = self.estimate(self.prompt.len());
-            report.paged_out += self.fit(0, est * 3 / 4, now)?;
-            report.overflow_retried = true;
-            outcome = self.ask(progress, should_stop);
+            let moved = self.fit(0, est * 3 / 4, now)?;
+            report.paged_out += moved;
+            // Only a smaller prompt is worth a second request.
+            if moved > 0 {
+                report.overflow_retried = true;
+                outcome = self.ask(progress, should_stop);
+            }
         }
         report.latency = asked.elapsed();
         report.prompt_bytes = self.prompt.len();
@@ -425,7 +429,10 @@ impl Agent {
                 return Ok(report);
             }
             Err(e) => {
-                self.note_error(&e)?;
+                // A stop asked for by the user is not an error to report later in `status`.
+                if e.code() != Code::Interrupted {
+                    self.note_error(&e)?;
+                }
                 report.error = Some(e);
             }
         }

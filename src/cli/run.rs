@@ -40,6 +40,12 @@ SIGINT/SIGTERM (the cycle finishes, memory is persisted, exit 0; a second signal
 /// script's long note is in working memory.
 const DEMO_WORKING_MEMORY_TOKENS: u64 = 480;
 
+/// The start-up probe's connect timeout, in milliseconds.
+const PROBE_CONNECT_TIMEOUT_MS: u64 = 3_000;
+
+/// The start-up probe's read timeout, in milliseconds.
+const PROBE_READ_TIMEOUT_MS: u64 = 10_000;
+
 const DEMO_HELP: &str = "\
 usage: lkjagent [--data DIR] demo
 
@@ -75,10 +81,10 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
     }
     let client = llm::Client::new(&config.llm)?;
     signal::install();
-    let mut model = Model::Client(Box::new(client));
     if config.llm.provider != ProviderKind::Replay {
-        probe(&mut model, &config);
+        probe(&config);
     }
+    let model = Model::Client(Box::new(client));
     let agent = Agent::open(data, config, model, exchange)?;
     if let Some(dir) = agent.exchange_dir() {
         println!("recording the exchange in {}", dir.display());
@@ -196,9 +202,21 @@ fn fresh_dir(dir: &Path, what: &str) -> Result<()> {
         .map_err(|e| err!(Io, "cannot write {}: {}", marker.display(), e))
 }
 
-/// Asks the server whether it is there, and says so; never fatal (the loop retries).
-fn probe(model: &mut Model, config: &Config) {
-    let Model::Client(client) = model else { return };
+/// Asks the server whether it is there, and says so; never fatal (the loop retries). The probe
+/// uses its own client with short timeouts and no retries, so a server that accepts and hangs
+/// delays the first cycle by seconds, not by the chat's read timeout.
+fn probe(config: &Config) {
+    let mut settings = config.llm.clone();
+    settings.connect_timeout = settings.connect_timeout.min(Duration::from_millis(PROBE_CONNECT_TIMEOUT_MS));
+    settings.read_timeout = settings.read_timeout.min(Duration::from_millis(PROBE_READ_TIMEOUT_MS));
+    settings.retry.max_retries = 0;
+    let mut client = match llm::Client::new(&settings) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("llm: cannot probe {}: {}", config.llm.endpoint, e);
+            return;
+        }
+    };
     match client.health(&signal::stop_requested) {
         Ok(h) => {
             let what = match h.model {
@@ -257,6 +275,12 @@ fn drive(mut agent: Agent) -> Result<i32> {
         let mut pause = report.pause.max(delay);
         match &report.error {
             Some(e) if e.code() == Code::Interrupted => break,
+            Some(e) if e.code() == Code::CapacityExceeded => {
+                // The prompt cannot fit even with working memory paged out: waiting will not
+                // change that, so the run stops and says what to change.
+                e.print();
+                return Ok(1);
+            }
             Some(_) => {
                 failures += 1;
                 let backoff =
