@@ -2,8 +2,9 @@
 //! `memory.json` and the tagged store (`store.log`).
 //!
 //! Reading subcommands (`list`, `show`, `query`, `search`, `stats`, `export`) change nothing in
-//! the data directory: `memory.json` is parsed here ([`read_memory`]) instead of through
-//! `memory::file::load`, which moves an unusable file aside and migrates era-B storage; and the
+//! the data directory: `memory.json` is decoded with the agent's own side-effect-free
+//! `memory::file::decode_bytes` ([`read_memory`]), not loaded with `memory::file::load`, which
+//! moves an unusable file aside and migrates era-B storage; and the
 //! store is opened only when opening it writes nothing ([`open_store_read_only`]: the log
 //! exists, starts with its header, ends with a whole record, and no compaction is under way).
 //!
@@ -26,7 +27,6 @@ use crate::memory::key::{self, normalize, normalize_optional, Key};
 use crate::memory::log::{self as storelog, Record};
 use crate::memory::query::{Archived, Query, Results, Sort};
 use crate::memory::store::{Outcome, Store, LOG_NAME};
-use crate::memory::working::WorkingMeta;
 use core::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -611,8 +611,6 @@ fn print_hits(store: &Store, results: &Results, out: &mut dyn Write) -> Result<(
 pub struct MemoryView {
     /// The file that was read (`memory.json`, or `memory.json.prev` when the first is missing).
     pub path: PathBuf,
-    /// Its size in bytes.
-    pub bytes: u64,
     /// What could be read (a fresh memory where the file could not be).
     pub file: MemoryFile,
     /// Why the agent cannot use the file as it is (it moves a malformed file aside at its next
@@ -635,146 +633,67 @@ pub enum MemoryRead {
 }
 
 /// Reads `memory.json` (or, when it is missing, `memory.json.prev`, which the agent would
-/// use) and checks its shape, collecting every problem; never writes. An I/O error other than
-/// "not found" is returned.
+/// use) and checks its shape with the agent's own decoder ([`memfile::decode_bytes`]),
+/// collecting every problem; never writes. An I/O error other than "not found" is returned.
 pub fn read_memory(data: &Path) -> Result<MemoryRead> {
     let main = data.join(MEMORY_FILE);
     let prev = crate::memory::atomic::prev_path(data, MEMORY_FILE);
     for path in [main, prev] {
-        let f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => bail!(Io, "cannot open {}: {}", path.display(), e),
+        let view = match memfile::read_bounded(&path) {
+            Ok(None) => continue,
+            Ok(Some(bytes)) => view_of(path, &bytes),
+            Err(e) if e.code() == Code::CapacityExceeded => {
+                let why = format!("larger than {} bytes (limits::MEMORY_FILE_MAX_BYTES)", MEMORY_FILE_MAX_BYTES);
+                MemoryView {
+                    path,
+                    file: MemoryFile::new(),
+                    problems: vec![why],
+                    notes: Vec::new(),
+                    overflow: Vec::new(),
+                }
+            }
+            Err(e) => return Err(e),
         };
-        let mut bytes = Vec::new();
-        f.take(MEMORY_FILE_MAX_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
-        let mut view = MemoryView {
-            path,
-            bytes: bytes.len() as u64,
-            file: MemoryFile::new(),
-            problems: Vec::new(),
-            notes: Vec::new(),
-            overflow: Vec::new(),
-        };
-        if bytes.len() > MEMORY_FILE_MAX_BYTES {
-            view.problems.push(format!("larger than {} bytes (limits::MEMORY_FILE_MAX_BYTES)", MEMORY_FILE_MAX_BYTES));
-        } else {
-            decode_view(&bytes, &mut view);
-        }
         return Ok(MemoryRead::Found(Box::new(view)));
     }
     Ok(MemoryRead::Missing)
 }
 
-/// Fills `view` from the file's bytes: the same reading as `memory::file::load`, but every
-/// problem is collected instead of the first one ending the read.
-fn decode_view(bytes: &[u8], view: &mut MemoryView) {
+/// Decodes the file's bytes and says what the agent would make of them.
+fn view_of(path: PathBuf, bytes: &[u8]) -> MemoryView {
+    // Sized by the input rather than at the agent's MEMORY_FILE_MAX_* (one read, one file).
     let mut doc = Document::with_capacity((bytes.len() / 2 + 64).min(MEMORY_FILE_MAX_NODES), bytes.len() + 64);
-    if let Err(e) = doc.parse(bytes) {
-        view.problems.push(format!("not valid JSON: {}", e.message()));
-        return;
-    }
-    let root = doc.root();
-    if root.kind() != Kind::Object {
-        view.problems.push(format!("the top level is {}, not an object", root.kind().name()));
-        return;
-    }
-    let m = &mut view.file;
-    match root.get("state").map(|v| v.as_str()) {
-        None => {}
-        Some(Some(s)) => {
-            if let Err(e) = m.set_state(s) {
-                view.problems.push(format!("\"state\": {}", e.message()));
-            }
+    let (file, report) = memfile::decode_bytes(&mut doc, bytes, 0);
+    let mut view = MemoryView {
+        path,
+        file,
+        problems: report.problems.iter().map(|e| e.message().to_string()).collect(),
+        notes: report.left_out.iter().map(|e| e.message().to_string()).collect(),
+        overflow: Vec::with_capacity(report.overflow.len()),
+    };
+    for (key, text) in report.overflow {
+        if text.len() > STORE_VALUE_MAX_BYTES {
+            view.problems.push(format!(
+                "working_memory \"{}\" ({} bytes) fits neither the working set nor the store \
+                 (limits::STORE_VALUE_MAX_BYTES); shorten it",
+                key,
+                text.len()
+            ));
+            continue;
         }
-        Some(None) => view.problems.push("\"state\" is not a string".into()),
+        view.notes.push(format!(
+            "working_memory \"{}\" does not fit the working set; the agent moves it to the store at its next start",
+            key
+        ));
+        view.overflow.push((key, text));
     }
-    match root.get("iteration") {
-        None => {}
-        Some(v) => match v.as_u64() {
-            Some(n) => m.iteration = n,
-            None => view.problems.push("\"iteration\" is not a non-negative integer".into()),
-        },
+    if report.storage > 0 {
+        view.notes.push(format!(
+            "{} era-B \"storage\" entries, moved into the store at the agent's next start",
+            report.storage
+        ));
     }
-    let mut text = String::new();
-    match root.get("working_memory") {
-        None => {}
-        Some(v) if v.is_null() => {}
-        Some(v) if v.kind() == Kind::Object => {
-            for (k, val) in v.members() {
-                let key = match normalize(k) {
-                    Ok(key) => key,
-                    Err(e) => {
-                        view.notes.push(format!(
-                            "working_memory \"{}\" is left out: {}",
-                            key::prefix(k, 64),
-                            e.message()
-                        ));
-                        continue;
-                    }
-                };
-                if let Err(e) = memfile::value_text(val, &mut text) {
-                    view.problems.push(format!("working_memory \"{}\": {}", key, e.message()));
-                    continue;
-                }
-                match m.working.add(&key, &text, 0) {
-                    Ok(()) => {}
-                    Err(e) if e.code() == Code::CapacityExceeded && text.len() <= STORE_VALUE_MAX_BYTES => {
-                        view.notes.push(format!(
-                            "working_memory \"{}\" does not fit the working set; the agent moves it to the store at its next start",
-                            key
-                        ));
-                        view.overflow.push((key, text.clone()));
-                    }
-                    Err(e) if e.code() == Code::CapacityExceeded => view.problems.push(format!(
-                        "working_memory \"{}\" ({} bytes) fits neither the working set nor the store \
-                         (limits::STORE_VALUE_MAX_BYTES); shorten it",
-                        key,
-                        text.len()
-                    )),
-                    Err(e) => view.problems.push(format!("working_memory \"{}\": {}", key, e.message())),
-                }
-            }
-        }
-        Some(_) => view.problems.push("\"working_memory\" is not an object".into()),
-    }
-    if let Some(meta) = root.get("working_memory_meta").filter(|v| v.kind() == Kind::Object) {
-        for (k, val) in meta.members() {
-            let Ok(key) = normalize(k) else { continue };
-            let field = |name: &str| val.get(name).and_then(|v| v.as_u64());
-            if let (Some(created), Some(updated), Some(hits)) = (field("created"), field("updated"), field("hits")) {
-                m.working.set_meta(&key, WorkingMeta { created, updated, hits });
-            }
-        }
-    }
-    match root.get("agent") {
-        None => {}
-        Some(v) if v.is_null() => {}
-        Some(v) if v.kind() == Kind::Object => {
-            for (k, val) in v.members() {
-                match val.as_str() {
-                    Some(s) => {
-                        if let Err(e) = m.agent.set(k, s) {
-                            view.problems.push(format!("\"agent\": {}", e.message()));
-                        }
-                    }
-                    None => view.problems.push(format!("\"agent\".\"{}\" is not a string", key::prefix(k, 64))),
-                }
-            }
-        }
-        Some(_) => view.problems.push("\"agent\" is not an object".into()),
-    }
-    match root.get("storage") {
-        None => {}
-        Some(v) if v.is_null() => {}
-        Some(v) if v.kind() == Kind::Object && !v.is_empty() => view
-            .notes
-            .push(format!("{} era-B \"storage\" entries, moved into the store at the agent's next start", v.len())),
-        Some(v) if v.kind() == Kind::Object => {}
-        Some(_) => view.problems.push("\"storage\" is not an object".into()),
-    }
+    view
 }
 
 // -------------------------------------------------------------------------------------------
@@ -992,17 +911,9 @@ mod tests {
 
     #[test]
     fn decode_view_collects_every_problem() {
-        let mut v = MemoryView {
-            path: PathBuf::from("memory.json"),
-            bytes: 0,
-            file: MemoryFile::new(),
-            problems: Vec::new(),
-            notes: Vec::new(),
-            overflow: Vec::new(),
-        };
-        decode_view(
+        let v = view_of(
+            PathBuf::from("memory.json"),
             br#"{"state":3,"iteration":-1,"working_memory":{"ok":"x"," , ":"gone"},"agent":[],"storage":{"a":"b"}}"#,
-            &mut v,
         );
         let p = v.problems.join("\n");
         assert!(p.contains("\"state\" is not a string"), "{p}");
