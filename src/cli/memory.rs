@@ -17,16 +17,17 @@
 
 use super::args::Args;
 use crate::error::{Code, Result};
-use crate::json::{Document, Kind, Value, Writer};
+use crate::json::{Document, Writer};
 use crate::limits::{
-    MEMORY_FILE_MAX_BYTES, MEMORY_FILE_MAX_NODES, MEMORY_IMPORT_MAX_BYTES, MEMORY_IMPORT_MAX_NODES,
-    STORE_QUERY_MAX_RESULTS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES,
+    EXCHANGE_FILE_MAX_BYTES, MEMORY_FILE_MAX_BYTES, MEMORY_FILE_MAX_NODES, STORE_QUERY_MAX_RESULTS,
+    STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES,
 };
+use crate::memory::exchange::{self, Import, IoText};
 use crate::memory::file::{self as memfile, MemoryFile, MEMORY_FILE};
-use crate::memory::key::{self, normalize, normalize_optional, Key};
+use crate::memory::key::{normalize, normalize_optional, Key};
 use crate::memory::log::{self as storelog, Record};
 use crate::memory::query::{Archived, Query, Results, Sort};
-use crate::memory::store::{Outcome, Store, LOG_NAME};
+use crate::memory::store::{Store, LOG_NAME};
 use core::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -50,9 +51,11 @@ subcommands:
                             store entries whose value contains TEXT (ASCII case-insensitive)
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
-                            ({state, iteration, working_memory, storage}); stdout by default
+                            ({state, iteration, working_memory, storage, archived}); stdout
+                            by default
   import FILE|-             merge an era-B document: working_memory entries into memory.json,
-                            storage entries into the store; state and iteration stay as they are
+                            storage entries into the store, the keys under archived archived;
+                            state and iteration stay as they are
   compact                   rewrite store.log with only live records
 
 Keys are tag sets: 'b, A' and 'a,b' are the same key. list, show, query, search, stats and
@@ -308,13 +311,12 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         StoreRead::Absent => None,
         StoreRead::NotOpened { why, .. } => bail!(Io, "{}: not read: {}", data.join(LOG_NAME).display(), why),
     };
+    // Working-memory entries that do not fit the working set go into `storage`, where the
+    // agent puts them (unless the store already holds their key).
     if target == "-" {
-        let mut sink = FmtSink { out, error: None };
-        let res = write_export(&file, &overflow, store.as_deref_mut(), &mut sink);
-        return match sink.error.take() {
-            Some(e) => Err(write_error(e)),
-            None => res.map(|()| super::EXIT_OK),
-        };
+        let mut text = IoText::new(&mut *out);
+        let res = exchange::export(store.as_deref_mut(), Some(&file), &overflow, &mut text);
+        return text.finish().and(res).map(|_| super::EXIT_OK);
     }
     // A file: written beside its final name, synced, then renamed over it, so an interrupted
     // export never leaves half a document under the name.
@@ -325,94 +327,32 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         _ => PathBuf::from("."),
     };
     let tmp = dir.join(format!(".{}.tmp-{}", name, std::process::id()));
-    let res = (|| -> Result<()> {
+    let res = (|| -> Result<exchange::ExportReport> {
         let f = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)
             .map_err(|e| err!(Io, "cannot create {}: {}", tmp.display(), e))?;
-        let mut w = io::BufWriter::new(&f);
-        {
-            let mut sink = FmtSink { out: &mut w, error: None };
-            let res = write_export(&file, &overflow, store.as_deref_mut(), &mut sink);
-            if let Some(e) = sink.error.take() {
-                bail!(Io, "cannot write {}: {}", tmp.display(), e);
-            }
-            res?;
-        }
-        w.flush().map_err(|e| err!(Io, "cannot write {}: {}", tmp.display(), e))?;
-        drop(w);
+        let mut text = IoText::new(io::BufWriter::new(&f));
+        let res = exchange::export(store.as_deref_mut(), Some(&file), &overflow, &mut text);
+        let report = text.finish().map_err(|e| e.context(format_args!("{}", tmp.display()))).and(res)?;
         f.sync_all().map_err(|e| err!(Io, "cannot sync {}: {}", tmp.display(), e))?;
-        fs::rename(&tmp, &path).map_err(|e| err!(Io, "cannot rename {} to {}: {}", tmp.display(), path.display(), e))
+        fs::rename(&tmp, &path)
+            .map_err(|e| err!(Io, "cannot rename {} to {}: {}", tmp.display(), path.display(), e))?;
+        Ok(report)
     })();
     if res.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    res?;
-    let entries = store.as_ref().map_or(0, |s| s.len());
+    let report = res?;
     let _ = writeln!(
         io::stderr(),
         "exported {} working-memory entries and {} store entries to {}",
-        file.working.len(),
-        entries,
+        report.working,
+        report.entries,
         path.display()
     );
     Ok(super::EXIT_OK)
-}
-
-/// Writes the era-B document: `{state, iteration, working_memory, storage}`, values streamed
-/// from the store one at a time. Working-memory entries that do not fit the working set go
-/// into `storage`, where the agent puts them (unless the store already holds their key).
-fn write_export(
-    file: &MemoryFile,
-    overflow: &[(Key, String)],
-    mut store: Option<&mut Store>,
-    sink: &mut dyn fmt::Write,
-) -> Result<()> {
-    let mut w = Writer::pretty(sink);
-    w.begin_object()?;
-    w.key("state")?;
-    w.string(file.state.as_str())?;
-    w.key("iteration")?;
-    w.u64(file.iteration)?;
-    w.key("working_memory")?;
-    w.begin_object()?;
-    for (k, text, _) in file.working.iter() {
-        w.key(k.as_str())?;
-        w.string(text)?;
-    }
-    w.end_object()?;
-    w.key("storage")?;
-    w.begin_object()?;
-    if let Some(store) = store.as_deref_mut() {
-        let mut ids = Vec::with_capacity(store.len());
-        ids.extend(store.ids());
-        for id in ids {
-            let Some(k) = store.key(id) else { continue };
-            let text = store.value(id)?;
-            w.key(k.as_str())?;
-            w.string(text)?;
-        }
-    }
-    for (k, text) in overflow {
-        if store.as_deref().is_some_and(|s| s.find(k).is_some()) {
-            continue;
-        }
-        w.key(k.as_str())?;
-        w.string(text)?;
-    }
-    w.end_object()?;
-    w.end_object()?;
-    w.finish()?;
-    sink.write_str("\n").map_err(|_| err!(Io, "cannot write the export"))
-}
-
-/// Counts of what an import did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Counts {
-    added: usize,
-    replaced: usize,
-    unchanged: usize,
 }
 
 fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write) -> Result<i32> {
@@ -421,52 +361,10 @@ fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write
     let Some(source) = source else {
         bail!(Usage, "'lkjagent memory import' needs a FILE (or '-' for stdin); see 'lkjagent memory --help'")
     };
-    let bytes = read_limited(&source, input, MEMORY_IMPORT_MAX_BYTES)?;
-    let mut doc = Document::with_capacity((bytes.len() / 2 + 64).min(MEMORY_IMPORT_MAX_NODES), bytes.len() + 64);
-    doc.parse(&bytes).map_err(|e| e.context(format_args!("{}", display_name(&source))))?;
-    let root = doc.root();
-    if root.kind() != Kind::Object {
-        bail!(JsonInvalid, "{}: expected an object {{state, working_memory, storage}}", display_name(&source));
-    }
-    for (k, _) in root.members() {
-        if !["state", "iteration", "working_memory", "working_memory_meta", "agent", "storage"].contains(&k) {
-            err!(JsonInvalid, "{}: unknown key \"{}\" ignored", display_name(&source), key::prefix(k, 64))
-                .print_warning();
-        }
-    }
-    let section = |name: &str| -> Result<Option<Value<'_>>> {
-        match root.get(name) {
-            None => Ok(None),
-            Some(v) if v.is_null() => Ok(None),
-            Some(v) if v.kind() == Kind::Object => Ok(Some(v)),
-            Some(_) => bail!(JsonInvalid, "{}: \"{}\" is not an object", display_name(&source), name),
-        }
-    };
-    let wm_in = section("working_memory")?;
-    let storage_in = section("storage")?;
-
-    // Check everything before writing anything.
-    let mut text = String::new();
-    let mut keys: Vec<(Key, Value<'_>)> = Vec::new();
-    for (k, v) in wm_in.iter().flat_map(|o| o.members()) {
-        let key = normalize(k).map_err(|e| e.context(format_args!("working_memory key \"{}\"", key::prefix(k, 64))))?;
-        keys.push((key, v));
-    }
-    let mut stored: Vec<(Key, Value<'_>)> = Vec::new();
-    for (k, v) in storage_in.iter().flat_map(|o| o.members()) {
-        let key = normalize(k).map_err(|e| e.context(format_args!("storage key \"{}\"", key::prefix(k, 64))))?;
-        memfile::value_text(v, &mut text)?;
-        if text.len() > STORE_VALUE_MAX_BYTES {
-            bail!(
-                CapacityExceeded,
-                "storage \"{}\" is {} bytes; the store holds values up to {} (limits::STORE_VALUE_MAX_BYTES)",
-                key,
-                text.len(),
-                STORE_VALUE_MAX_BYTES
-            );
-        }
-        stored.push((key, v));
-    }
+    // Check everything before writing anything (before even taking the lock).
+    let doc = read_limited(&source, input, EXCHANGE_FILE_MAX_BYTES)
+        .and_then(|bytes| Import::check(&bytes))
+        .map_err(|e| e.context(format_args!("{}", display_name(&source))))?;
 
     let _lock = lock_data_dir(data)?;
     // The agent's own start-up path: it repairs a torn store tail and migrates era-B storage,
@@ -479,40 +377,13 @@ fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write
     let now = crate::clock::now_unix();
     let mut store = Store::open(data)?;
     let (mut memory, _) = memfile::load(data, &mut store, now)?;
-    let mut wm = Counts::default();
-    for (key, v) in &keys {
-        memfile::value_text(*v, &mut text)?;
-        match memory.working.get(key) {
-            Some(old) if old == text => wm.unchanged += 1,
-            Some(_) => wm.replaced += 1,
-            None => wm.added += 1,
-        }
-        memory.working.add(key, &text, now).map_err(|e| e.context(format_args!("working_memory \"{}\"", key)))?;
-    }
-    let new_keys = stored.iter().filter(|(k, _)| store.find(k).is_none()).count();
-    if store.len() + new_keys > store.capacity() {
-        bail!(
-            CapacityExceeded,
-            "the store holds {} of {} entries; {} new ones do not fit (limits::STORE_MAX_ENTRIES)",
-            store.len(),
-            store.capacity(),
-            new_keys
-        );
-    }
     // Store first (each put is durable on return), memory.json last (one atomic rename): a
     // crash in between leaves some entries imported, and importing again completes the job.
-    let mut st = Counts::default();
-    for (key, v) in &stored {
-        memfile::value_text(*v, &mut text)?;
-        match store.put(key, &text, now)?.outcome {
-            Outcome::Created => st.added += 1,
-            Outcome::Updated => st.replaced += 1,
-            Outcome::Unchanged => st.unchanged += 1,
-        }
-    }
-    if wm.added + wm.replaced > 0 {
+    let r = doc.apply(&mut store, &mut memory, now)?;
+    if r.working.added + r.working.replaced > 0 {
         memfile::save(data, &memory)?;
     }
+    let (wm, st) = (r.working, r.stored);
     say(
         out,
         format_args!(
@@ -850,23 +721,6 @@ pub fn write_all(out: &mut dyn Write, text: &str) -> Result<()> {
 /// The error for a failed write to the output.
 pub fn write_error(e: io::Error) -> crate::error::Error {
     err!(Io, "cannot write the output: {}", e)
-}
-
-/// A `fmt::Write` onto an `io::Write` that keeps the I/O error (`fmt::Error` cannot carry it).
-pub struct FmtSink<'a> {
-    /// Where the text goes.
-    pub out: &'a mut dyn Write,
-    /// The first write error.
-    pub error: Option<io::Error>,
-}
-
-impl fmt::Write for FmtSink<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.out.write_all(s.as_bytes()).map_err(|e| {
-            self.error = Some(e);
-            fmt::Error
-        })
-    }
 }
 
 /// Reads a whole input named on the command line (a file, or `-` for `input`), up to `max`

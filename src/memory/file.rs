@@ -202,10 +202,9 @@ impl MemoryFile {
         Ok(())
     }
 
-    /// Serializes the file (pretty JSON, trailing newline) into `out`.
-    pub fn encode(&self, out: &mut dyn core::fmt::Write) -> Result<()> {
-        let mut w = Writer::pretty(out);
-        w.begin_object()?;
+    /// Writes the members `state`, `iteration` and `working_memory` (the era-B part, shared
+    /// by this file and `memory::exchange`'s export) into an open object.
+    pub(crate) fn write_head<W: core::fmt::Write + ?Sized>(&self, w: &mut Writer<'_, W>) -> Result<()> {
         w.key("state")?;
         w.string(self.state.as_str())?;
         w.key("iteration")?;
@@ -216,7 +215,14 @@ impl MemoryFile {
             w.key(k.as_str())?;
             w.string(text)?;
         }
-        w.end_object()?;
+        w.end_object()
+    }
+
+    /// Serializes the file (pretty JSON, trailing newline) into `out`.
+    pub fn encode(&self, out: &mut dyn core::fmt::Write) -> Result<()> {
+        let mut w = Writer::pretty(out);
+        w.begin_object()?;
+        self.write_head(&mut w)?;
         w.key("working_memory_meta")?;
         w.begin_object()?;
         for (k, _, m) in self.working.iter() {
