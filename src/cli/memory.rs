@@ -54,8 +54,8 @@ subcommands:
                             ({state, iteration, working_memory, storage, archived}); stdout
                             by default
   import FILE|-             merge an era-B document: working_memory entries into memory.json,
-                            storage entries into the store, the keys under archived archived;
-                            state and iteration stay as they are
+                            storage entries into the store, and archives the keys listed
+                            under archived; state and iteration stay as they are
   compact                   rewrite store.log with only live records
 
 Keys are tag sets: 'b, A' and 'a,b' are the same key. list, show, query, search, stats and

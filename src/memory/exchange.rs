@@ -184,8 +184,10 @@ impl Import {
                 EXCHANGE_FILE_MAX_BYTES
             );
         }
-        // Sized by the input: a JSON value takes at least one byte, its text at most the input.
-        let mut doc = Document::with_capacity(EXCHANGE_FILE_MAX_NODES.min(bytes.len() + 1), bytes.len() + 1);
+        // Sized by the input: every value but the top-level one takes at least two bytes (its
+        // own, and the `[`, `,` or `:` before it), its text at most the input.
+        let nodes = EXCHANGE_FILE_MAX_NODES.min(bytes.len() / 2 + 1);
+        let mut doc = Document::with_capacity(nodes, bytes.len() + 1);
         doc.parse(bytes)?;
         let import = Import { doc };
         let root = import.doc.root();
@@ -349,6 +351,13 @@ mod tests {
         let e = import(br#"{"storage": {"fresh": "x", " , ": "y"}}"#, &mut s2, &mut MemoryFile::new(), 12).unwrap_err();
         assert_eq!(e.code(), crate::error::Code::KeyInvalid);
         assert_eq!((s2.len(), s2.find(&normalize("fresh").unwrap())), (2, None));
+        // The document is sized by the input, tightly: the densest texts still parse (and a
+        // top level that is not an object is then refused for what it is).
+        for dense in ["1", "[1]", "[1,1,1]", "[[[[]]]]", "[[],[],[]]"] {
+            let e = Import::check(dense.as_bytes()).err().unwrap();
+            assert!(e.message().contains("not an object"), "{dense}: {}", e.message());
+        }
+        assert!(Import::check(br#"{"archived":[],"storage":{"a":{"b":[1,{}]}}}"#).is_ok());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
