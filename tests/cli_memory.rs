@@ -4,7 +4,8 @@
 //! second writer, and that the reading subcommands change no file.
 
 use lkjagent::cli::args::Args;
-use lkjagent::cli::memory::{exec, lock_data_dir};
+use lkjagent::cli::memory::exec;
+use lkjagent::cli::util::lock_data_dir;
 use lkjagent::error::Code;
 use lkjagent::json::Document;
 use lkjagent::memory::key::normalize;

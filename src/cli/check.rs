@@ -19,7 +19,8 @@
 //! failure (memory, store, the server).
 
 use super::args::Args;
-use super::memory::{open_store_read_only, read_memory, say, write_all, MemoryRead, StoreRead};
+use super::memory::{read_memory, MemoryRead};
+use super::util::{open_store_read_only, say, write_all, StoreRead};
 use crate::agent::config::{self, Config};
 use crate::agent::segments;
 use crate::error::{Code, Result};

@@ -2,8 +2,9 @@
 //! `memory.json` and the tagged store (`store.log`).
 //!
 //! Reading subcommands (`list`, `show`, `query`, `search`, `stats`, `export`) change nothing in
-//! the data directory: `memory.json` is parsed here ([`read_memory`]) instead of through
-//! `memory::file::load`, which moves an unusable file aside and migrates era-B storage; and the
+//! the data directory: `memory.json` is decoded with the agent's own side-effect-free
+//! `memory::file::decode_bytes` ([`read_memory`]), not loaded with `memory::file::load`, which
+//! moves an unusable file aside and migrates era-B storage; and the
 //! store is opened only when opening it writes nothing ([`open_store_read_only`]: the log
 //! exists, starts with its header, ends with a whole record, and no compaction is under way).
 //!
@@ -11,26 +12,26 @@
 //! first, so that two writers never append to the same log with two different indexes. The
 //! agent loop must hold the same lock while it runs for this to protect a running agent.
 //!
-//! This file also holds the helpers the other subcommands share: the read-only readers, output
-//! helpers onto an `io::Write`, and time formatting.
+//! `status` and `check` read `memory.json` through [`read_memory`] too; the other shared
+//! helpers (opening the store read-only, the lock, output) are in `cli::util`.
 
 use super::args::Args;
+use super::util::{display_name, lock_data_dir, open_store_read_only, write_error, StoreRead, Time};
+// `send` takes these through here; they live in `util`.
+pub use super::util::{read_limited, say, write_all};
 use crate::error::{Code, Result};
-use crate::json::{Document, Kind, Value, Writer};
+use crate::json::{Document, Writer};
 use crate::limits::{
-    MEMORY_FILE_MAX_BYTES, MEMORY_FILE_MAX_NODES, MEMORY_IMPORT_MAX_BYTES, MEMORY_IMPORT_MAX_NODES,
-    STORE_QUERY_MAX_RESULTS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES,
+    EXCHANGE_FILE_MAX_BYTES, MEMORY_FILE_MAX_BYTES, MEMORY_FILE_MAX_NODES, STORE_QUERY_MAX_RESULTS,
+    STORE_VALUE_MAX_BYTES,
 };
+use crate::memory::exchange::{self, Import, IoText};
 use crate::memory::file::{self as memfile, MemoryFile, MEMORY_FILE};
-use crate::memory::key::{self, normalize, normalize_optional, Key};
-use crate::memory::log::{self as storelog, Record};
+use crate::memory::key::{normalize, normalize_optional, Key};
 use crate::memory::query::{Archived, Query, Results, Sort};
-use crate::memory::store::{Outcome, Store, LOG_NAME};
-use crate::memory::working::WorkingMeta;
-use core::fmt;
-use std::fs::{self, File, OpenOptions};
+use crate::memory::store::{Store, LOG_NAME};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 const HELP: &str = "\
@@ -50,9 +51,11 @@ subcommands:
                             store entries whose value contains TEXT (ASCII case-insensitive)
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
-                            ({state, iteration, working_memory, storage}); stdout by default
+                            ({state, iteration, working_memory, storage, archived}); stdout
+                            by default
   import FILE|-             merge an era-B document: working_memory entries into memory.json,
-                            storage entries into the store; state and iteration stay as they are
+                            storage entries into the store, and archives the keys listed
+                            under archived; state and iteration stay as they are
   compact                   rewrite store.log with only live records
 
 Keys are tag sets: 'b, A' and 'a,b' are the same key. list, show, query, search, stats and
@@ -308,13 +311,12 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         StoreRead::Absent => None,
         StoreRead::NotOpened { why, .. } => bail!(Io, "{}: not read: {}", data.join(LOG_NAME).display(), why),
     };
+    // Working-memory entries that do not fit the working set go into `storage`, where the
+    // agent puts them (unless the store already holds their key).
     if target == "-" {
-        let mut sink = FmtSink { out, error: None };
-        let res = write_export(&file, &overflow, store.as_deref_mut(), &mut sink);
-        return match sink.error.take() {
-            Some(e) => Err(write_error(e)),
-            None => res.map(|()| super::EXIT_OK),
-        };
+        let mut text = IoText::new(&mut *out);
+        let res = exchange::export(store.as_deref_mut(), Some(&file), &overflow, &mut text);
+        return text.finish().and(res).map(|_| super::EXIT_OK);
     }
     // A file: written beside its final name, synced, then renamed over it, so an interrupted
     // export never leaves half a document under the name.
@@ -325,94 +327,32 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         _ => PathBuf::from("."),
     };
     let tmp = dir.join(format!(".{}.tmp-{}", name, std::process::id()));
-    let res = (|| -> Result<()> {
+    let res = (|| -> Result<exchange::ExportReport> {
         let f = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)
             .map_err(|e| err!(Io, "cannot create {}: {}", tmp.display(), e))?;
-        let mut w = io::BufWriter::new(&f);
-        {
-            let mut sink = FmtSink { out: &mut w, error: None };
-            let res = write_export(&file, &overflow, store.as_deref_mut(), &mut sink);
-            if let Some(e) = sink.error.take() {
-                bail!(Io, "cannot write {}: {}", tmp.display(), e);
-            }
-            res?;
-        }
-        w.flush().map_err(|e| err!(Io, "cannot write {}: {}", tmp.display(), e))?;
-        drop(w);
+        let mut text = IoText::new(io::BufWriter::new(&f));
+        let res = exchange::export(store.as_deref_mut(), Some(&file), &overflow, &mut text);
+        let report = text.finish().map_err(|e| e.context(format_args!("{}", tmp.display()))).and(res)?;
         f.sync_all().map_err(|e| err!(Io, "cannot sync {}: {}", tmp.display(), e))?;
-        fs::rename(&tmp, &path).map_err(|e| err!(Io, "cannot rename {} to {}: {}", tmp.display(), path.display(), e))
+        fs::rename(&tmp, &path)
+            .map_err(|e| err!(Io, "cannot rename {} to {}: {}", tmp.display(), path.display(), e))?;
+        Ok(report)
     })();
     if res.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    res?;
-    let entries = store.as_ref().map_or(0, |s| s.len());
+    let report = res?;
     let _ = writeln!(
         io::stderr(),
         "exported {} working-memory entries and {} store entries to {}",
-        file.working.len(),
-        entries,
+        report.working,
+        report.entries,
         path.display()
     );
     Ok(super::EXIT_OK)
-}
-
-/// Writes the era-B document: `{state, iteration, working_memory, storage}`, values streamed
-/// from the store one at a time. Working-memory entries that do not fit the working set go
-/// into `storage`, where the agent puts them (unless the store already holds their key).
-fn write_export(
-    file: &MemoryFile,
-    overflow: &[(Key, String)],
-    mut store: Option<&mut Store>,
-    sink: &mut dyn fmt::Write,
-) -> Result<()> {
-    let mut w = Writer::pretty(sink);
-    w.begin_object()?;
-    w.key("state")?;
-    w.string(file.state.as_str())?;
-    w.key("iteration")?;
-    w.u64(file.iteration)?;
-    w.key("working_memory")?;
-    w.begin_object()?;
-    for (k, text, _) in file.working.iter() {
-        w.key(k.as_str())?;
-        w.string(text)?;
-    }
-    w.end_object()?;
-    w.key("storage")?;
-    w.begin_object()?;
-    if let Some(store) = store.as_deref_mut() {
-        let mut ids = Vec::with_capacity(store.len());
-        ids.extend(store.ids());
-        for id in ids {
-            let Some(k) = store.key(id) else { continue };
-            let text = store.value(id)?;
-            w.key(k.as_str())?;
-            w.string(text)?;
-        }
-    }
-    for (k, text) in overflow {
-        if store.as_deref().is_some_and(|s| s.find(k).is_some()) {
-            continue;
-        }
-        w.key(k.as_str())?;
-        w.string(text)?;
-    }
-    w.end_object()?;
-    w.end_object()?;
-    w.finish()?;
-    sink.write_str("\n").map_err(|_| err!(Io, "cannot write the export"))
-}
-
-/// Counts of what an import did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Counts {
-    added: usize,
-    replaced: usize,
-    unchanged: usize,
 }
 
 fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write) -> Result<i32> {
@@ -421,52 +361,10 @@ fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write
     let Some(source) = source else {
         bail!(Usage, "'lkjagent memory import' needs a FILE (or '-' for stdin); see 'lkjagent memory --help'")
     };
-    let bytes = read_limited(&source, input, MEMORY_IMPORT_MAX_BYTES)?;
-    let mut doc = Document::with_capacity((bytes.len() / 2 + 64).min(MEMORY_IMPORT_MAX_NODES), bytes.len() + 64);
-    doc.parse(&bytes).map_err(|e| e.context(format_args!("{}", display_name(&source))))?;
-    let root = doc.root();
-    if root.kind() != Kind::Object {
-        bail!(JsonInvalid, "{}: expected an object {{state, working_memory, storage}}", display_name(&source));
-    }
-    for (k, _) in root.members() {
-        if !["state", "iteration", "working_memory", "working_memory_meta", "agent", "storage"].contains(&k) {
-            err!(JsonInvalid, "{}: unknown key \"{}\" ignored", display_name(&source), key::prefix(k, 64))
-                .print_warning();
-        }
-    }
-    let section = |name: &str| -> Result<Option<Value<'_>>> {
-        match root.get(name) {
-            None => Ok(None),
-            Some(v) if v.is_null() => Ok(None),
-            Some(v) if v.kind() == Kind::Object => Ok(Some(v)),
-            Some(_) => bail!(JsonInvalid, "{}: \"{}\" is not an object", display_name(&source), name),
-        }
-    };
-    let wm_in = section("working_memory")?;
-    let storage_in = section("storage")?;
-
-    // Check everything before writing anything.
-    let mut text = String::new();
-    let mut keys: Vec<(Key, Value<'_>)> = Vec::new();
-    for (k, v) in wm_in.iter().flat_map(|o| o.members()) {
-        let key = normalize(k).map_err(|e| e.context(format_args!("working_memory key \"{}\"", key::prefix(k, 64))))?;
-        keys.push((key, v));
-    }
-    let mut stored: Vec<(Key, Value<'_>)> = Vec::new();
-    for (k, v) in storage_in.iter().flat_map(|o| o.members()) {
-        let key = normalize(k).map_err(|e| e.context(format_args!("storage key \"{}\"", key::prefix(k, 64))))?;
-        memfile::value_text(v, &mut text)?;
-        if text.len() > STORE_VALUE_MAX_BYTES {
-            bail!(
-                CapacityExceeded,
-                "storage \"{}\" is {} bytes; the store holds values up to {} (limits::STORE_VALUE_MAX_BYTES)",
-                key,
-                text.len(),
-                STORE_VALUE_MAX_BYTES
-            );
-        }
-        stored.push((key, v));
-    }
+    // Check everything before writing anything (before even taking the lock).
+    let doc = read_limited(&source, input, EXCHANGE_FILE_MAX_BYTES)
+        .and_then(|bytes| Import::check(&bytes))
+        .map_err(|e| e.context(format_args!("{}", display_name(&source))))?;
 
     let _lock = lock_data_dir(data)?;
     // The agent's own start-up path: it repairs a torn store tail and migrates era-B storage,
@@ -479,40 +377,13 @@ fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write
     let now = crate::clock::now_unix();
     let mut store = Store::open(data)?;
     let (mut memory, _) = memfile::load(data, &mut store, now)?;
-    let mut wm = Counts::default();
-    for (key, v) in &keys {
-        memfile::value_text(*v, &mut text)?;
-        match memory.working.get(key) {
-            Some(old) if old == text => wm.unchanged += 1,
-            Some(_) => wm.replaced += 1,
-            None => wm.added += 1,
-        }
-        memory.working.add(key, &text, now).map_err(|e| e.context(format_args!("working_memory \"{}\"", key)))?;
-    }
-    let new_keys = stored.iter().filter(|(k, _)| store.find(k).is_none()).count();
-    if store.len() + new_keys > store.capacity() {
-        bail!(
-            CapacityExceeded,
-            "the store holds {} of {} entries; {} new ones do not fit (limits::STORE_MAX_ENTRIES)",
-            store.len(),
-            store.capacity(),
-            new_keys
-        );
-    }
     // Store first (each put is durable on return), memory.json last (one atomic rename): a
     // crash in between leaves some entries imported, and importing again completes the job.
-    let mut st = Counts::default();
-    for (key, v) in &stored {
-        memfile::value_text(*v, &mut text)?;
-        match store.put(key, &text, now)?.outcome {
-            Outcome::Created => st.added += 1,
-            Outcome::Updated => st.replaced += 1,
-            Outcome::Unchanged => st.unchanged += 1,
-        }
-    }
-    if wm.added + wm.replaced > 0 {
+    let r = doc.apply(&mut store, &mut memory, now)?;
+    if r.working.added + r.working.replaced > 0 {
         memfile::save(data, &memory)?;
     }
+    let (wm, st) = (r.working, r.stored);
     say(
         out,
         format_args!(
@@ -611,8 +482,6 @@ fn print_hits(store: &Store, results: &Results, out: &mut dyn Write) -> Result<(
 pub struct MemoryView {
     /// The file that was read (`memory.json`, or `memory.json.prev` when the first is missing).
     pub path: PathBuf,
-    /// Its size in bytes.
-    pub bytes: u64,
     /// What could be read (a fresh memory where the file could not be).
     pub file: MemoryFile,
     /// Why the agent cannot use the file as it is (it moves a malformed file aside at its next
@@ -635,348 +504,67 @@ pub enum MemoryRead {
 }
 
 /// Reads `memory.json` (or, when it is missing, `memory.json.prev`, which the agent would
-/// use) and checks its shape, collecting every problem; never writes. An I/O error other than
-/// "not found" is returned.
+/// use) and checks its shape with the agent's own decoder ([`memfile::decode_bytes`]),
+/// collecting every problem; never writes. An I/O error other than "not found" is returned.
 pub fn read_memory(data: &Path) -> Result<MemoryRead> {
     let main = data.join(MEMORY_FILE);
     let prev = crate::memory::atomic::prev_path(data, MEMORY_FILE);
     for path in [main, prev] {
-        let f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => bail!(Io, "cannot open {}: {}", path.display(), e),
+        let view = match memfile::read_bounded(&path) {
+            Ok(None) => continue,
+            Ok(Some(bytes)) => view_of(path, &bytes),
+            Err(e) if e.code() == Code::CapacityExceeded => {
+                let why = format!("larger than {} bytes (limits::MEMORY_FILE_MAX_BYTES)", MEMORY_FILE_MAX_BYTES);
+                MemoryView {
+                    path,
+                    file: MemoryFile::new(),
+                    problems: vec![why],
+                    notes: Vec::new(),
+                    overflow: Vec::new(),
+                }
+            }
+            Err(e) => return Err(e),
         };
-        let mut bytes = Vec::new();
-        f.take(MEMORY_FILE_MAX_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
-        let mut view = MemoryView {
-            path,
-            bytes: bytes.len() as u64,
-            file: MemoryFile::new(),
-            problems: Vec::new(),
-            notes: Vec::new(),
-            overflow: Vec::new(),
-        };
-        if bytes.len() > MEMORY_FILE_MAX_BYTES {
-            view.problems.push(format!("larger than {} bytes (limits::MEMORY_FILE_MAX_BYTES)", MEMORY_FILE_MAX_BYTES));
-        } else {
-            decode_view(&bytes, &mut view);
-        }
         return Ok(MemoryRead::Found(Box::new(view)));
     }
     Ok(MemoryRead::Missing)
 }
 
-/// Fills `view` from the file's bytes: the same reading as `memory::file::load`, but every
-/// problem is collected instead of the first one ending the read.
-fn decode_view(bytes: &[u8], view: &mut MemoryView) {
+/// Decodes the file's bytes and says what the agent would make of them.
+fn view_of(path: PathBuf, bytes: &[u8]) -> MemoryView {
+    // Sized by the input rather than at the agent's MEMORY_FILE_MAX_* (one read, one file).
     let mut doc = Document::with_capacity((bytes.len() / 2 + 64).min(MEMORY_FILE_MAX_NODES), bytes.len() + 64);
-    if let Err(e) = doc.parse(bytes) {
-        view.problems.push(format!("not valid JSON: {}", e.message()));
-        return;
-    }
-    let root = doc.root();
-    if root.kind() != Kind::Object {
-        view.problems.push(format!("the top level is {}, not an object", root.kind().name()));
-        return;
-    }
-    let m = &mut view.file;
-    match root.get("state").map(|v| v.as_str()) {
-        None => {}
-        Some(Some(s)) => {
-            if let Err(e) = m.set_state(s) {
-                view.problems.push(format!("\"state\": {}", e.message()));
-            }
-        }
-        Some(None) => view.problems.push("\"state\" is not a string".into()),
-    }
-    match root.get("iteration") {
-        None => {}
-        Some(v) => match v.as_u64() {
-            Some(n) => m.iteration = n,
-            None => view.problems.push("\"iteration\" is not a non-negative integer".into()),
-        },
-    }
-    let mut text = String::new();
-    match root.get("working_memory") {
-        None => {}
-        Some(v) if v.is_null() => {}
-        Some(v) if v.kind() == Kind::Object => {
-            for (k, val) in v.members() {
-                let key = match normalize(k) {
-                    Ok(key) => key,
-                    Err(e) => {
-                        view.notes.push(format!(
-                            "working_memory \"{}\" is left out: {}",
-                            key::prefix(k, 64),
-                            e.message()
-                        ));
-                        continue;
-                    }
-                };
-                if let Err(e) = memfile::value_text(val, &mut text) {
-                    view.problems.push(format!("working_memory \"{}\": {}", key, e.message()));
-                    continue;
-                }
-                match m.working.add(&key, &text, 0) {
-                    Ok(()) => {}
-                    Err(e) if e.code() == Code::CapacityExceeded && text.len() <= STORE_VALUE_MAX_BYTES => {
-                        view.notes.push(format!(
-                            "working_memory \"{}\" does not fit the working set; the agent moves it to the store at its next start",
-                            key
-                        ));
-                        view.overflow.push((key, text.clone()));
-                    }
-                    Err(e) if e.code() == Code::CapacityExceeded => view.problems.push(format!(
-                        "working_memory \"{}\" ({} bytes) fits neither the working set nor the store \
-                         (limits::STORE_VALUE_MAX_BYTES); shorten it",
-                        key,
-                        text.len()
-                    )),
-                    Err(e) => view.problems.push(format!("working_memory \"{}\": {}", key, e.message())),
-                }
-            }
-        }
-        Some(_) => view.problems.push("\"working_memory\" is not an object".into()),
-    }
-    if let Some(meta) = root.get("working_memory_meta").filter(|v| v.kind() == Kind::Object) {
-        for (k, val) in meta.members() {
-            let Ok(key) = normalize(k) else { continue };
-            let field = |name: &str| val.get(name).and_then(|v| v.as_u64());
-            if let (Some(created), Some(updated), Some(hits)) = (field("created"), field("updated"), field("hits")) {
-                m.working.set_meta(&key, WorkingMeta { created, updated, hits });
-            }
-        }
-    }
-    match root.get("agent") {
-        None => {}
-        Some(v) if v.is_null() => {}
-        Some(v) if v.kind() == Kind::Object => {
-            for (k, val) in v.members() {
-                match val.as_str() {
-                    Some(s) => {
-                        if let Err(e) = m.agent.set(k, s) {
-                            view.problems.push(format!("\"agent\": {}", e.message()));
-                        }
-                    }
-                    None => view.problems.push(format!("\"agent\".\"{}\" is not a string", key::prefix(k, 64))),
-                }
-            }
-        }
-        Some(_) => view.problems.push("\"agent\" is not an object".into()),
-    }
-    match root.get("storage") {
-        None => {}
-        Some(v) if v.is_null() => {}
-        Some(v) if v.kind() == Kind::Object && !v.is_empty() => view
-            .notes
-            .push(format!("{} era-B \"storage\" entries, moved into the store at the agent's next start", v.len())),
-        Some(v) if v.kind() == Kind::Object => {}
-        Some(_) => view.problems.push("\"storage\" is not an object".into()),
-    }
-}
-
-// -------------------------------------------------------------------------------------------
-// Opening the store without changing it
-// -------------------------------------------------------------------------------------------
-
-/// What [`open_store_read_only`] found.
-pub enum StoreRead {
-    /// No `store.log` yet (the agent creates it).
-    Absent,
-    /// Opening the store now would change the log (the reason says how); it was not opened.
-    /// `damaged` when the file is not a store log at all (the agent would move it aside and
-    /// start an empty store); otherwise a state the agent repairs on its own.
-    NotOpened { why: String, damaged: bool },
-    /// The store, opened in place.
-    Open(Box<Store>),
-}
-
-/// Opens the store only if [`Store::open`] would write nothing: the log exists and is not
-/// empty, its first line is this format's header, its last line is a whole record, and no
-/// compaction temp file is there. Otherwise says why, without opening it (the agent repairs
-/// these at its next start: it writes a header, drops a torn tail, moves a foreign file aside,
-/// removes a compaction's leftover).
-///
-/// A torn tail seen here can also be a record the running agent is writing right now; that
-/// is why this never opens such a log (the store's open would cut the record short). What
-/// remains is a race of a few microseconds between this check and the store's own read; a
-/// read-only `Store::open` would close it.
-pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
-    let path = data.join(LOG_NAME);
-    let meta = match fs::metadata(&path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StoreRead::Absent),
-        Err(e) => bail!(Io, "cannot look at {}: {}", path.display(), e),
+    let (file, report) = memfile::decode_bytes(&mut doc, bytes, 0);
+    let mut view = MemoryView {
+        path,
+        file,
+        problems: report.problems.iter().map(|e| e.message().to_string()).collect(),
+        notes: report.left_out.iter().map(|e| e.message().to_string()).collect(),
+        overflow: Vec::with_capacity(report.overflow.len()),
     };
-    if !meta.is_file() {
-        return Ok(StoreRead::NotOpened { why: "it is not a regular file".into(), damaged: true });
-    }
-    let len = meta.len();
-    if len == 0 {
-        let why = "it is empty; the agent writes its header at its next start".into();
-        return Ok(StoreRead::NotOpened { why, damaged: false });
-    }
-    if data.join(format!(".{}.compact", LOG_NAME)).exists() {
-        let why =
-            "a compaction is under way (or was cut short; the agent removes its temp file at its next start)".into();
-        return Ok(StoreRead::NotOpened { why, damaged: false });
-    }
-    let f = File::open(&path).map_err(|e| err!(Io, "cannot open {}: {}", path.display(), e))?;
-    // The header: the first line.
-    let mut head = [0u8; 256];
-    let n = read_at_most(&f, &mut head, 0).map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
-    let head = head.get(..n).unwrap_or(&[]);
-    let header_ok = head.iter().position(|&b| b == b'\n').and_then(|end| head.get(..end)).is_some_and(
-        |line| matches!(storelog::decode(line), Ok(Record::Header { version }) if version == storelog::FORMAT_VERSION),
-    );
-    if !header_ok {
-        let why = format!(
-            "its first line is not a {} version {} header; the agent keeps it aside and starts a new store at its next start",
-            storelog::FORMAT_NAME,
-            storelog::FORMAT_VERSION
-        );
-        return Ok(StoreRead::NotOpened { why, damaged: true });
-    }
-    // The tail: the last line must be a whole record.
-    let window = len.min(STORE_RECORD_MAX_BYTES as u64 + 1);
-    let start = len - window;
-    let mut tail = vec![0u8; window as usize];
-    f.read_exact_at(&mut tail, start).map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
-    let torn = |at: u64| StoreRead::NotOpened {
-        why: format!(
-            "a torn tail of {} bytes at byte {} (a write cut short by a crash, or one in progress); \
-             the agent drops it at its next start",
-            len - at,
-            at
-        ),
-        damaged: false,
-    };
-    let Some((&last, body)) = tail.split_last() else { return Ok(StoreRead::Absent) };
-    if last != b'\n' {
-        let at = tail.iter().rposition(|&b| b == b'\n').map_or(start, |i| start + i as u64 + 1);
-        return Ok(torn(at));
-    }
-    let line_start = match body.iter().rposition(|&b| b == b'\n') {
-        Some(i) => i + 1,
-        None if start == 0 => 0,
-        None => return Ok(torn(start)),
-    };
-    if storelog::decode(body.get(line_start..).unwrap_or(&[])).is_err() {
-        return Ok(torn(start + line_start as u64));
-    }
-    drop(tail);
-    Ok(StoreRead::Open(Box::new(Store::open(data)?)))
-}
-
-/// Reads up to `buf.len()` bytes at `offset` (fewer at the end of the file).
-fn read_at_most(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        let Some(rest) = buf.get_mut(got..) else { break };
-        match f.read_at(rest, offset + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+    for (key, text) in report.overflow {
+        if text.len() > STORE_VALUE_MAX_BYTES {
+            view.problems.push(format!(
+                "working_memory \"{}\" ({} bytes) fits neither the working set nor the store \
+                 (limits::STORE_VALUE_MAX_BYTES); shorten it",
+                key,
+                text.len()
+            ));
+            continue;
         }
+        view.notes.push(format!(
+            "working_memory \"{}\" does not fit the working set; the agent moves it to the store at its next start",
+            key
+        ));
+        view.overflow.push((key, text));
     }
-    Ok(got)
-}
-
-// -------------------------------------------------------------------------------------------
-// The data directory's lock
-// -------------------------------------------------------------------------------------------
-
-/// Takes the data directory's write lock (`agent::lock`, shared with `run`, `demo` and
-/// `replay`), after checking the directory exists.
-pub fn lock_data_dir(data: &Path) -> Result<crate::agent::lock::DataLock> {
-    if !data.is_dir() {
-        bail!(NotFound, "data directory {} does not exist", data.display());
+    if report.storage > 0 {
+        view.notes.push(format!(
+            "{} era-B \"storage\" entries, moved into the store at the agent's next start",
+            report.storage
+        ));
     }
-    crate::agent::lock::DataLock::acquire(data)
-}
-
-// -------------------------------------------------------------------------------------------
-// Shared helpers
-// -------------------------------------------------------------------------------------------
-
-/// Unix seconds as RFC 3339 UTC; `-` for 0 (never set).
-pub struct Time(pub u64);
-
-impl fmt::Display for Time {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 == 0 {
-            return f.pad("-");
-        }
-        let mut s: crate::fixed::ArrayString<32> = crate::fixed::ArrayString::new();
-        if s.format(format_args!("{}", crate::clock::Utc::from_unix(self.0))).is_err() {
-            return f.pad("?");
-        }
-        f.pad(s.as_str())
-    }
-}
-
-/// Writes one formatted line.
-pub fn say(out: &mut dyn Write, args: fmt::Arguments<'_>) -> Result<()> {
-    out.write_fmt(args).and_then(|()| out.write_all(b"\n")).map_err(write_error)
-}
-
-/// Writes text as it is.
-pub fn write_all(out: &mut dyn Write, text: &str) -> Result<()> {
-    out.write_all(text.as_bytes()).map_err(write_error)
-}
-
-/// The error for a failed write to the output.
-pub fn write_error(e: io::Error) -> crate::error::Error {
-    err!(Io, "cannot write the output: {}", e)
-}
-
-/// A `fmt::Write` onto an `io::Write` that keeps the I/O error (`fmt::Error` cannot carry it).
-pub struct FmtSink<'a> {
-    /// Where the text goes.
-    pub out: &'a mut dyn Write,
-    /// The first write error.
-    pub error: Option<io::Error>,
-}
-
-impl fmt::Write for FmtSink<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.out.write_all(s.as_bytes()).map_err(|e| {
-            self.error = Some(e);
-            fmt::Error
-        })
-    }
-}
-
-/// Reads a whole input named on the command line (a file, or `-` for `input`), up to `max`
-/// bytes; more is `CAPACITY_EXCEEDED`.
-pub fn read_limited(name: &str, input: &mut dyn Read, max: usize) -> Result<Vec<u8>> {
-    let mut data = Vec::new();
-    let limit = max as u64 + 1;
-    let res = if name == "-" {
-        input.take(limit).read_to_end(&mut data)
-    } else {
-        match File::open(name) {
-            Ok(f) => f.take(limit).read_to_end(&mut data),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(NotFound, "{} does not exist", name),
-            Err(e) => bail!(Io, "cannot open {}: {}", name, e),
-        }
-    };
-    res.map_err(|e| err!(Io, "cannot read {}: {}", display_name(name), e))?;
-    if data.len() > max {
-        bail!(CapacityExceeded, "{} is larger than {} bytes", display_name(name), max);
-    }
-    Ok(data)
-}
-
-fn display_name(name: &str) -> &str {
-    if name == "-" {
-        "<stdin>"
-    } else {
-        name
-    }
+    view
 }
 
 #[cfg(test)]
@@ -984,25 +572,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn time_shows_dash_for_never() {
-        assert_eq!(format!("{}", Time(0)), "-");
-        assert_eq!(format!("{}", Time(1_709_164_800)), "2024-02-29T00:00:00Z");
-        assert_eq!(format!("[{:<21}]", Time(0)), "[-                    ]");
-    }
-
-    #[test]
     fn decode_view_collects_every_problem() {
-        let mut v = MemoryView {
-            path: PathBuf::from("memory.json"),
-            bytes: 0,
-            file: MemoryFile::new(),
-            problems: Vec::new(),
-            notes: Vec::new(),
-            overflow: Vec::new(),
-        };
-        decode_view(
+        let v = view_of(
+            PathBuf::from("memory.json"),
             br#"{"state":3,"iteration":-1,"working_memory":{"ok":"x"," , ":"gone"},"agent":[],"storage":{"a":"b"}}"#,
-            &mut v,
         );
         let p = v.problems.join("\n");
         assert!(p.contains("\"state\" is not a string"), "{p}");

@@ -12,6 +12,7 @@ pub mod parse_reply;
 pub mod run;
 pub mod send;
 pub mod status;
+pub mod util;
 
 use crate::error::Result;
 use args::Args;

@@ -6,10 +6,11 @@
 //! Every part is optional: a fresh data directory (no `memory.json`, no store, no cycle yet)
 //! is a normal answer, not an error. It can run while the agent runs: `memory.json` is only ever
 //! replaced whole (atomic rename), the store is opened only when that writes nothing (see
-//! `cli::memory::open_store_read_only`), and a torn last audit line is skipped.
+//! `cli::util::open_store_read_only`), and a torn last audit line is skipped.
 
 use super::args::Args;
-use super::memory::{open_store_read_only, read_memory, say, write_all, MemoryRead, StoreRead, Time};
+use super::memory::{read_memory, MemoryRead};
+use super::util::{open_store_read_only, say, write_all, StoreRead, Time};
 use crate::error::Result;
 use crate::json::{Document, Kind, Value, Writer};
 use crate::limits::{AUDIT_LINE_MAX_BYTES, INBOX_MAX_BYTES, WORKING_TEXT_MAX_BYTES};
@@ -40,7 +41,7 @@ pub fn run(args: Args, data: &Path) -> Result<i32> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let code = exec(args, data, &mut out)?;
-    out.flush().map_err(super::memory::write_error)?;
+    out.flush().map_err(super::util::write_error)?;
     Ok(code)
 }
 

@@ -4,6 +4,7 @@
 //! ```json
 //! {
 //!   "state": "thinking",
+//!   "iteration": 12,
 //!   "working_memory": { "task": "..." },
 //!   "storage": { "dictionary,terms": "a word list", "notes,rust": "..." },
 //!   "archived": [ "notes,rust" ]
@@ -16,17 +17,21 @@
 //! trip keeps the flag. Versions, times, access counts and links are store-internal and are
 //! not exported.
 //!
-//! Import stores every `storage` entry (an imported value replaces the store's: importing is
-//! the user's explicit act), adds `working_memory` entries to the given memory file, and
-//! archives the listed keys. Values that are numbers, booleans, `null` or nested JSON are
-//! taken as their text, as when migrating an era-B `memory.json`. `state` is not imported:
-//! the agent's state machine owns it.
+//! Import is checked as a whole before anything is written ([`Import::check`]): every key must
+//! normalise and every `storage` value must fit the store, else nothing is imported. Then
+//! ([`Import::apply`]) the `working_memory` entries go into the given memory file (in RAM; the
+//! caller saves it), the store's capacity is checked, every `storage` entry is stored (an
+//! imported value replaces the store's: importing is the user's explicit act) and the listed
+//! keys are archived. Values that are numbers, booleans, `null` or nested JSON are taken as
+//! their text, as when migrating an era-B `memory.json`. `state` and `iteration` are not
+//! imported: the agent's state machine owns them. Importing the same document twice changes
+//! nothing the second time.
 
 use crate::error::Result;
-use crate::json::{Document, Kind, Writer};
-use crate::limits::{EXCHANGE_FILE_MAX_BYTES, EXCHANGE_FILE_MAX_NODES};
+use crate::json::{Document, Kind, Value, Writer};
+use crate::limits::{EXCHANGE_FILE_MAX_BYTES, EXCHANGE_FILE_MAX_NODES, STORE_VALUE_MAX_BYTES};
 use crate::memory::file::{value_text, MemoryFile};
-use crate::memory::key::{self, normalize};
+use crate::memory::key::{self, normalize, Key};
 use crate::memory::store::{Outcome, Store};
 use core::fmt;
 
@@ -39,48 +44,63 @@ pub struct ExportReport {
     pub archived: usize,
     /// Working-memory entries written.
     pub working: usize,
+    /// Entries of `pending` written under `storage` (those the store does not hold).
+    pub pending: usize,
 }
 
-/// Writes the store (and, if given, the memory file's state and working memory) to `out` as
-/// pretty JSON in the era-B shape. Values are read from the log one at a time: memory use does
-/// not grow with the store.
-pub fn export(store: &mut Store, memory: Option<&MemoryFile>, out: &mut dyn fmt::Write) -> Result<ExportReport> {
+/// Writes the store (if there is one) and, if given, the memory file's state, iteration and
+/// working memory to `out` as pretty JSON in the era-B shape, ending with a newline. `pending`
+/// are entries on their way to the store (the `working_memory` entries that do not fit the
+/// working set, which the agent stores at its next start): they are written under `storage`
+/// unless the store holds their key already. Values are read from the log one at a time:
+/// memory use does not grow with the store.
+pub fn export(
+    mut store: Option<&mut Store>,
+    memory: Option<&MemoryFile>,
+    pending: &[(Key, String)],
+    out: &mut dyn fmt::Write,
+) -> Result<ExportReport> {
     let mut report = ExportReport::default();
     let mut w = Writer::pretty(out);
     w.begin_object()?;
     if let Some(m) = memory {
-        w.key("state")?;
-        w.string(m.state.as_str())?;
-        w.key("working_memory")?;
-        w.begin_object()?;
-        for (k, text, _) in m.working.iter() {
-            w.key(k.as_str())?;
-            w.string(text)?;
-            report.working += 1;
-        }
-        w.end_object()?;
+        m.write_head(&mut w)?;
+        report.working = m.working.len();
     }
     w.key("storage")?;
     w.begin_object()?;
-    // Walk ids by number (the store cannot be borrowed by an iterator while values are read).
-    for id in 0..store.capacity() as u32 {
-        let Some(k) = store.key(id) else { continue };
+    if let Some(store) = store.as_deref_mut() {
+        // Walk ids by number (the store cannot be borrowed by an iterator while values are read).
+        for id in 0..store.capacity() as u32 {
+            let Some(k) = store.key(id) else { continue };
+            w.key(k.as_str())?;
+            w.string(store.value(id)?)?;
+            report.entries += 1;
+        }
+    }
+    for (k, text) in pending {
+        if store.as_deref().is_some_and(|s| s.find(k).is_some()) {
+            continue;
+        }
         w.key(k.as_str())?;
-        w.string(store.value(id)?)?;
-        report.entries += 1;
+        w.string(text)?;
+        report.pending += 1;
     }
     w.end_object()?;
     w.key("archived")?;
     w.begin_array()?;
-    for id in store.ids() {
-        if let Some(info) = store.info(id).filter(|i| i.archived) {
-            w.string(info.key.as_str())?;
-            report.archived += 1;
+    if let Some(store) = store.as_deref() {
+        for id in store.ids() {
+            if let Some(info) = store.info(id).filter(|i| i.archived) {
+                w.string(info.key.as_str())?;
+                report.archived += 1;
+            }
         }
     }
     w.end_array()?;
     w.end_object()?;
     w.finish()?;
+    out.write_str("\n").map_err(|_| err!(Io, "cannot write the export"))?;
     Ok(report)
 }
 
@@ -119,98 +139,167 @@ impl<W: std::io::Write> fmt::Write for IoText<W> {
     }
 }
 
+/// How many entries an import added, replaced, or found as they were.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Keys that were not there.
+    pub added: usize,
+    /// Keys that were there with another value.
+    pub replaced: usize,
+    /// Keys that were there with the same value.
+    pub unchanged: usize,
+}
+
 /// What an import did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImportReport {
-    /// Entries created or changed in the store.
-    pub stored: usize,
-    /// Entries the store already held with the same value.
-    pub unchanged: usize,
-    /// Entries archived.
+    /// `working_memory` entries, against the memory file.
+    pub working: Counts,
+    /// `storage` entries, against the store.
+    pub stored: Counts,
+    /// Listed keys found in the store, now archived.
     pub archived: usize,
-    /// Working-memory entries added.
-    pub working: usize,
-    /// Entries left out with a warning (a key that does not normalise).
-    pub skipped: usize,
 }
 
-/// Imports an era-B document (see the module documentation). `bytes` is at most
-/// [`EXCHANGE_FILE_MAX_BYTES`]. The document is checked as a whole before anything is stored.
-pub fn import(bytes: &[u8], store: &mut Store, memory: Option<&mut MemoryFile>, now: u64) -> Result<ImportReport> {
-    if bytes.len() > EXCHANGE_FILE_MAX_BYTES {
-        bail!(
-            CapacityExceeded,
-            "the import file is {} bytes, more than {} (EXCHANGE_FILE_MAX_BYTES); split it",
-            bytes.len(),
-            EXCHANGE_FILE_MAX_BYTES
-        );
+/// The top-level keys an import knows; others are ignored with a warning. `working_memory_meta`
+/// and `agent` (a `memory.json` imported as it is) are known and ignored.
+const KNOWN_KEYS: [&str; 7] =
+    ["state", "iteration", "working_memory", "working_memory_meta", "agent", "storage", "archived"];
+
+/// An import document, parsed and checked as a whole; nothing is written until
+/// [`Import::apply`]. See the module documentation.
+pub struct Import {
+    doc: Document,
+}
+
+impl Import {
+    /// Parses `bytes` (at most [`EXCHANGE_FILE_MAX_BYTES`]) and checks every key and every
+    /// `storage` value's size. Writes nothing.
+    pub fn check(bytes: &[u8]) -> Result<Import> {
+        if bytes.len() > EXCHANGE_FILE_MAX_BYTES {
+            bail!(
+                CapacityExceeded,
+                "the import document is {} bytes, more than {} (EXCHANGE_FILE_MAX_BYTES); split it",
+                bytes.len(),
+                EXCHANGE_FILE_MAX_BYTES
+            );
+        }
+        // Sized by the input: every value but the top-level one takes at least two bytes (its
+        // own, and the `[`, `,` or `:` before it), its text at most the input.
+        let nodes = EXCHANGE_FILE_MAX_NODES.min(bytes.len() / 2 + 1);
+        let mut doc = Document::with_capacity(nodes, bytes.len() + 1);
+        doc.parse(bytes)?;
+        let import = Import { doc };
+        let root = import.doc.root();
+        if root.kind() != Kind::Object {
+            bail!(
+                JsonInvalid,
+                "the import document's top level is {}, not an object {{state, working_memory, storage}}",
+                root.kind().name()
+            );
+        }
+        for (k, _) in root.members().filter(|(k, _)| !KNOWN_KEYS.contains(k)) {
+            err!(JsonInvalid, "unknown key \"{}\" of the import document ignored", key::prefix(k, 64)).print_warning();
+        }
+        let (working, storage, archived) = import.sections()?;
+        for (k, _) in working.iter().flat_map(|o| o.members()) {
+            normalize(k).map_err(|e| e.context(format_args!("working_memory key \"{}\"", key::prefix(k, 64))))?;
+        }
+        let mut text = String::new();
+        for (k, v) in storage.iter().flat_map(|o| o.members()) {
+            let key = normalize(k).map_err(|e| e.context(format_args!("storage key \"{}\"", key::prefix(k, 64))))?;
+            value_text(v, &mut text)?;
+            if text.len() > STORE_VALUE_MAX_BYTES {
+                bail!(
+                    CapacityExceeded,
+                    "storage \"{}\" is {} bytes; the store holds values up to {} (limits::STORE_VALUE_MAX_BYTES)",
+                    key,
+                    text.len(),
+                    STORE_VALUE_MAX_BYTES
+                );
+            }
+        }
+        for item in archived.iter().flat_map(|a| a.items()) {
+            let Some(k) = item.as_str() else { bail!(JsonInvalid, "an \"archived\" item is not a string") };
+            normalize(k).map_err(|e| e.context(format_args!("archived key \"{}\"", key::prefix(k, 64))))?;
+        }
+        Ok(import)
     }
-    // Sized by the input: a JSON value takes at least one byte, its text at most the input.
-    let mut doc = Document::with_capacity(EXCHANGE_FILE_MAX_NODES.min(bytes.len() + 1), bytes.len() + 1);
-    doc.parse(bytes)?;
-    let root = doc.root();
-    if root.kind() != Kind::Object {
-        bail!(JsonInvalid, "the import file's top level is not an object");
-    }
-    let storage = match root.get("storage") {
-        Some(v) if v.kind() == Kind::Object => Some(v),
-        Some(v) if v.is_null() => None,
-        None => None,
-        Some(_) => bail!(JsonInvalid, "\"storage\" is not an object"),
-    };
-    let working = match root.get("working_memory") {
-        Some(v) if v.kind() == Kind::Object => Some(v),
-        Some(v) if v.is_null() => None,
-        None => None,
-        Some(_) => bail!(JsonInvalid, "\"working_memory\" is not an object"),
-    };
-    let archived = match root.get("archived") {
-        Some(v) if v.kind() == Kind::Array => Some(v),
-        Some(v) if v.is_null() => None,
-        None => None,
-        Some(_) => bail!(JsonInvalid, "\"archived\" is not an array"),
-    };
-    let mut report = ImportReport::default();
-    let mut text = String::new();
-    for (k, v) in storage.iter().flat_map(|s| s.members()) {
-        let key = match normalize(k) {
-            Ok(key) => key,
-            Err(e) => {
-                e.context(format_args!("storage entry \"{}\" not imported", key::prefix(k, 64))).print_warning();
-                report.skipped += 1;
-                continue;
+
+    /// `working_memory`, `storage` (objects) and `archived` (an array), each absent or `null`
+    /// as `None`; another type is `JSON_INVALID`.
+    fn sections(&self) -> Result<(Option<Value<'_>>, Option<Value<'_>>, Option<Value<'_>>)> {
+        let root = self.doc.root();
+        let section = |name: &str, kind: Kind| -> Result<Option<Value<'_>>> {
+            match root.get(name) {
+                None => Ok(None),
+                Some(v) if v.is_null() => Ok(None),
+                Some(v) if v.kind() == kind => Ok(Some(v)),
+                Some(_) => bail!(JsonInvalid, "\"{}\" is not an {}", name, kind.name()),
             }
         };
-        value_text(v, &mut text)?;
-        match store.put(&key, &text, now)?.outcome {
-            Outcome::Unchanged => report.unchanged += 1,
-            Outcome::Created | Outcome::Updated => report.stored += 1,
-        }
+        Ok((
+            section("working_memory", Kind::Object)?,
+            section("storage", Kind::Object)?,
+            section("archived", Kind::Array)?,
+        ))
     }
-    if let Some(m) = memory {
-        for (k, v) in working.iter().flat_map(|s| s.members()) {
-            let key = match normalize(k) {
-                Ok(key) => key,
-                Err(e) => {
-                    e.context(format_args!("working_memory entry \"{}\" not imported", key::prefix(k, 64)))
-                        .print_warning();
-                    report.skipped += 1;
-                    continue;
-                }
-            };
+
+    /// Imports the checked document: `working_memory` into `memory` (the caller saves it),
+    /// then `storage` into `store` (each put durable on return), then archives the listed keys.
+    /// A working set or store too small for the document is `CAPACITY_EXCEEDED` before the
+    /// store is written; `memory` may then hold part of the document and should be dropped.
+    pub fn apply(&self, store: &mut Store, memory: &mut MemoryFile, now: u64) -> Result<ImportReport> {
+        let (working, storage, archived) = self.sections()?;
+        let mut report = ImportReport::default();
+        let mut text = String::new();
+        for (k, v) in working.iter().flat_map(|o| o.members()) {
+            let key = normalize(k)?;
             value_text(v, &mut text)?;
-            m.working.add(&key, &text, now)?;
-            report.working += 1;
+            let counter = match memory.working.get(&key) {
+                Some(old) if old == text => &mut report.working.unchanged,
+                Some(_) => &mut report.working.replaced,
+                None => &mut report.working.added,
+            };
+            *counter += 1;
+            memory.working.add(&key, &text, now).map_err(|e| e.context(format_args!("working_memory \"{}\"", key)))?;
         }
-    }
-    for item in archived.iter().flat_map(|a| a.items()) {
-        let Some(key) = item.as_str().and_then(|s| normalize(s).ok()) else { continue };
-        if store.find(&key).is_some() {
-            store.set_archived(&key, true, now)?;
-            report.archived += 1;
+        let mut new_keys = 0;
+        for (k, _) in storage.iter().flat_map(|o| o.members()) {
+            new_keys += usize::from(store.find(&normalize(k)?).is_none());
         }
+        if store.len() + new_keys > store.capacity() {
+            bail!(
+                CapacityExceeded,
+                "the store holds {} of {} entries; {} new ones do not fit (limits::STORE_MAX_ENTRIES)",
+                store.len(),
+                store.capacity(),
+                new_keys
+            );
+        }
+        for (k, v) in storage.iter().flat_map(|o| o.members()) {
+            let key = normalize(k)?;
+            value_text(v, &mut text)?;
+            match store.put(&key, &text, now)?.outcome {
+                Outcome::Created => report.stored.added += 1,
+                Outcome::Updated => report.stored.replaced += 1,
+                Outcome::Unchanged => report.stored.unchanged += 1,
+            }
+        }
+        for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
+            let key = normalize(k)?;
+            if store.find(&key).is_some() {
+                store.set_archived(&key, true, now)?;
+                report.archived += 1;
+            }
+        }
+        Ok(report)
     }
-    Ok(report)
+}
+
+/// Checks and imports an era-B document in one step (see [`Import`]).
+pub fn import(bytes: &[u8], store: &mut Store, memory: &mut MemoryFile, now: u64) -> Result<ImportReport> {
+    Import::check(bytes)?.apply(store, memory, now)
 }
 
 #[cfg(test)]
@@ -231,29 +320,44 @@ mod tests {
         let mut m = MemoryFile::new();
         m.working.add(&normalize("task").unwrap(), "do it", 4).unwrap();
         let mut out = String::new();
-        let r = export(&mut s, Some(&m), &mut out).unwrap();
+        let r = export(Some(&mut s), Some(&m), &[], &mut out).unwrap();
         assert_eq!((r.entries, r.archived, r.working), (2, 1, 1));
         assert!(out.contains("\"dictionary,terms\": \"words → \\\"list\\\"\\n\""), "{}", out);
 
         let mut s2 = Store::open_with_capacity(&d.join("b"), 16).unwrap();
         let mut m2 = MemoryFile::new();
-        let r = import(out.as_bytes(), &mut s2, Some(&mut m2), 9).unwrap();
-        assert_eq!((r.stored, r.unchanged, r.archived, r.working, r.skipped), (2, 0, 1, 1, 0));
+        let r = import(out.as_bytes(), &mut s2, &mut m2, 9).unwrap();
+        assert_eq!((r.stored.added + r.stored.replaced, r.stored.unchanged, r.archived, r.working.added), (2, 0, 1, 1));
         assert_eq!(s2.load(&normalize("terms,dictionary").unwrap(), 10).unwrap(), Some("words → \"list\"\n"));
         assert!(s2.info(s2.find(&normalize("notes").unwrap()).unwrap()).unwrap().archived);
         assert_eq!(m2.working.get(&normalize("task").unwrap()), Some("do it"));
         // Streaming to an io::Write gives the same text.
         let mut io = IoText::new(Vec::new());
-        export(&mut s, Some(&m), &mut io).unwrap();
+        export(Some(&mut s), Some(&m), &[], &mut io).unwrap();
         assert_eq!(io.finish().unwrap(), out.as_bytes());
         // Importing the same again changes nothing.
-        let r = import(out.as_bytes(), &mut s2, None, 11).unwrap();
-        assert_eq!((r.stored, r.unchanged), (0, 2));
+        let r = import(out.as_bytes(), &mut s2, &mut MemoryFile::new(), 11).unwrap();
+        assert_eq!((r.stored.added + r.stored.replaced, r.stored.unchanged), (0, 2));
         // Shape errors are refused before anything is stored.
-        let e = import(br#"{"storage": []}"#, &mut s2, None, 12).unwrap_err();
+        let e = import(br#"{"storage": []}"#, &mut s2, &mut MemoryFile::new(), 12).unwrap_err();
         assert_eq!(e.code(), crate::error::Code::JsonInvalid);
-        let e = import(b"{\"storage\": {", &mut s2, None, 12).unwrap_err();
+        let e = import(b"{\"storage\": {", &mut s2, &mut MemoryFile::new(), 12).unwrap_err();
         assert_eq!(e.code(), crate::error::Code::JsonInvalid);
+        // A key that does not normalise, or a value too big for the store, anywhere: nothing is
+        // imported, not even the entries before it.
+        let bad = format!(r#"{{"storage": {{"fresh": "x", "big": "{}"}}}}"#, "v".repeat(STORE_VALUE_MAX_BYTES + 1));
+        let e = import(bad.as_bytes(), &mut s2, &mut MemoryFile::new(), 12).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+        let e = import(br#"{"storage": {"fresh": "x", " , ": "y"}}"#, &mut s2, &mut MemoryFile::new(), 12).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::KeyInvalid);
+        assert_eq!((s2.len(), s2.find(&normalize("fresh").unwrap())), (2, None));
+        // The document is sized by the input, tightly: the densest texts still parse (and a
+        // top level that is not an object is then refused for what it is).
+        for dense in ["1", "[1]", "[1,1,1]", "[[[[]]]]", "[[],[],[]]"] {
+            let e = Import::check(dense.as_bytes()).err().unwrap();
+            assert!(e.message().contains("not an object"), "{dense}: {}", e.message());
+        }
+        assert!(Import::check(br#"{"archived":[],"storage":{"a":{"b":[1,{}]}}}"#).is_ok());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -39,12 +39,17 @@
 //! the next start, losing and duplicating nothing. Once done, `memory.json` is saved without
 //! `storage` (the era-B original stays as `memory.json.prev`).
 //!
+//! The decoding itself is [`decode_bytes`]: pure (no I/O, no store), it reports every problem,
+//! the entries that did not fit and the era-B `storage` it found; [`load`] then acts on that
+//! report. The read-only commands (`status`, `check`, `memory list`) use the same function, so
+//! they judge a file exactly as the agent will.
+//!
 //! A `working_memory` larger than the working set (an era-B file grew without bound) is not
 //! refused: the entries that do not fit are stored in the store under the same keys, with a
 //! warning each, and the file is saved without them. An entry too big for the store as well
 //! (more than `STORE_VALUE_MAX_BYTES`) is an error, and the file is left untouched.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::json::{Document, Kind, Value, Writer};
 use crate::limits::{
@@ -52,7 +57,7 @@ use crate::limits::{
     MEMORY_FILE_MAX_NODES, MEMORY_STATE_MAX_BYTES,
 };
 use crate::memory::atomic::AtomicFile;
-use crate::memory::key::{self, normalize};
+use crate::memory::key::{self, normalize, Key};
 use crate::memory::store::{corrupt_name, Store};
 use crate::memory::working::{WorkingMeta, WorkingSet};
 use std::fs;
@@ -197,10 +202,9 @@ impl MemoryFile {
         Ok(())
     }
 
-    /// Serializes the file (pretty JSON, trailing newline) into `out`.
-    pub fn encode(&self, out: &mut dyn core::fmt::Write) -> Result<()> {
-        let mut w = Writer::pretty(out);
-        w.begin_object()?;
+    /// Writes the members `state`, `iteration` and `working_memory` (the era-B part, shared
+    /// by this file and `memory::exchange`'s export) into an open object.
+    pub(crate) fn write_head<W: core::fmt::Write + ?Sized>(&self, w: &mut Writer<'_, W>) -> Result<()> {
         w.key("state")?;
         w.string(self.state.as_str())?;
         w.key("iteration")?;
@@ -211,7 +215,14 @@ impl MemoryFile {
             w.key(k.as_str())?;
             w.string(text)?;
         }
-        w.end_object()?;
+        w.end_object()
+    }
+
+    /// Serializes the file (pretty JSON, trailing newline) into `out`.
+    pub fn encode(&self, out: &mut dyn core::fmt::Write) -> Result<()> {
+        let mut w = Writer::pretty(out);
+        w.begin_object()?;
+        self.write_head(&mut w)?;
         w.key("working_memory_meta")?;
         w.begin_object()?;
         for (k, _, m) in self.working.iter() {
@@ -305,6 +316,39 @@ pub struct LoadReport {
     pub paged_out: usize,
 }
 
+/// What [`decode_bytes`] found besides the memory itself. Decoding acts on none of it: [`load`]
+/// does (it moves an unusable file aside, stores the overflow, migrates `storage`), and the
+/// read-only commands (`status`, `check`, `memory list`) only show it.
+#[derive(Default)]
+pub struct DecodeReport {
+    /// Why the file cannot be used as it is, every reason found, in file order (empty: it can
+    /// be). The memory returned beside it holds what could be read.
+    pub problems: Vec<Error>,
+    /// `working_memory` entries left out because their key does not normalise.
+    pub left_out: Vec<Error>,
+    /// `working_memory` entries that did not fit the working set (an era-B file that grew
+    /// without bound), with their text, in file order. [`load`] stores them in the store.
+    pub overflow: Vec<(Key, String)>,
+    /// Entries of an era-B `storage` map (0 when it is absent, `null` or empty). [`load`]
+    /// migrates them into the store.
+    pub storage: usize,
+}
+
+/// Decodes the bytes of a `memory.json` into `doc` and from there into a [`MemoryFile`]: no
+/// I/O, no store, nothing changed anywhere. Every problem is collected rather than the first
+/// one ending the read, so a reader can show them all. `now` stamps entries that carry no
+/// times. `doc` is the caller's so that its capacity is reserved once per load (and so that
+/// the caller can read the era-B `storage` map from it afterwards).
+pub fn decode_bytes(doc: &mut Document, bytes: &[u8], now: u64) -> (MemoryFile, DecodeReport) {
+    let mut m = MemoryFile::new();
+    let mut report = DecodeReport::default();
+    match doc.parse(bytes) {
+        Ok(()) => decode(doc.root(), &mut m, now, &mut report),
+        Err(e) => report.problems.push(e.context(format_args!("not valid JSON"))),
+    }
+    (m, report)
+}
+
 /// Loads `dir/memory.json` (see the module documentation). Era-B `storage` entries are
 /// migrated into `store`; `now` stamps entries that carry no times.
 pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, LoadReport)> {
@@ -315,49 +359,43 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
     let prev = crate::memory::atomic::prev_path(dir, MEMORY_FILE);
     for (path, source) in [(&main, Source::Main), (&prev, Source::Previous)] {
         let Some(bytes) = read_bounded(path)? else { continue };
-        let parsed = doc.parse(&bytes).and_then(|_| {
-            let mut m = MemoryFile::new();
-            let storage = decode(doc.root(), &mut m, now, &mut report)?;
-            Ok((m, storage))
-        });
-        match parsed {
-            Ok((m, has_storage)) => {
-                report.source = source;
-                if report.paged_out > 0 {
-                    page_out(doc.root().get("working_memory"), &m, store, now)?;
-                }
-                if has_storage {
-                    migrate(doc.root().get("storage"), store, now, &mut report)?;
-                }
-                if has_storage || report.paged_out > 0 {
-                    save(dir, &m)?;
-                }
-                return Ok((m, report));
-            }
-            Err(e) => {
-                let aside = corrupt_name(dir, path.file_name().and_then(|n| n.to_str()).unwrap_or(MEMORY_FILE));
-                fs::rename(path, &aside).map_err(|re| {
-                    err!(
-                        PersistFailed,
-                        "{} is unusable ({}) and moving it aside failed: {}",
-                        path.display(),
-                        e.message(),
-                        re
-                    )
-                })?;
-                e.context(format_args!("{} is unusable; kept it as {}", path.display(), aside.display()))
-                    .print_warning();
-                report.moved_aside += 1;
-                report.skipped = 0;
-                report.paged_out = 0;
-            }
+        let (m, decoded) = decode_bytes(&mut doc, &bytes, now);
+        if let Some(e) = decoded.problems.into_iter().next() {
+            let aside = corrupt_name(dir, path.file_name().and_then(|n| n.to_str()).unwrap_or(MEMORY_FILE));
+            fs::rename(path, &aside).map_err(|re| {
+                err!(
+                    PersistFailed,
+                    "{} is unusable ({}) and moving it aside failed: {}",
+                    path.display(),
+                    e.message(),
+                    re
+                )
+            })?;
+            e.context(format_args!("{} is unusable; kept it as {}", path.display(), aside.display())).print_warning();
+            report.moved_aside += 1;
+            continue;
         }
+        report.source = source;
+        for e in decoded.left_out {
+            e.print_warning();
+            report.skipped += 1;
+        }
+        report.paged_out = decoded.overflow.len();
+        page_out(&decoded.overflow, &m, store, now)?;
+        if decoded.storage > 0 {
+            migrate(doc.root().get("storage"), store, now, &mut report)?;
+        }
+        if decoded.storage > 0 || report.paged_out > 0 {
+            save(dir, &m)?;
+        }
+        return Ok((m, report));
     }
     Ok((MemoryFile::new(), report))
 }
 
-/// Reads a file of at most [`MEMORY_FILE_MAX_BYTES`]; `None` if it does not exist.
-fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>> {
+/// Reads a file of at most [`MEMORY_FILE_MAX_BYTES`]; `None` if it does not exist. A larger
+/// file is `CAPACITY_EXCEEDED` (it is left as it is).
+pub fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>> {
     let f = match fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -378,44 +416,31 @@ fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>> {
     Ok(Some(data))
 }
 
-/// Fills `m` from a parsed file; returns whether it has a non-empty era-B `storage` map.
-fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut LoadReport) -> Result<bool> {
+/// Fills `m` from a parsed file, collecting into `report` what it cannot take.
+fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut DecodeReport) {
     if root.kind() != Kind::Object {
-        bail!(JsonInvalid, "the top level is not an object");
+        report.problems.push(err!(JsonInvalid, "the top level is {}, not an object", root.kind().name()));
+        return;
     }
-    if let Some(v) = root.get("state") {
-        let Some(s) = v.as_str() else { bail!(JsonInvalid, "\"state\" is not a string") };
-        m.set_state(s)?;
+    match root.get("state").map(|v| v.as_str()) {
+        None => {}
+        Some(Some(s)) => {
+            if let Err(e) = m.set_state(s) {
+                report.problems.push(e.context(format_args!("\"state\"")));
+            }
+        }
+        Some(None) => report.problems.push(err!(JsonInvalid, "\"state\" is not a string")),
     }
-    if let Some(v) = root.get("iteration") {
-        m.iteration = v.as_u64().ok_or_else(|| err!(JsonInvalid, "\"iteration\" is not a non-negative integer"))?;
+    match root.get("iteration").map(|v| v.as_u64()) {
+        None => {}
+        Some(Some(n)) => m.iteration = n,
+        Some(None) => report.problems.push(err!(JsonInvalid, "\"iteration\" is not a non-negative integer")),
     }
-    let mut text = String::new();
     match root.get("working_memory") {
         None => {}
         Some(v) if v.is_null() => {}
-        Some(v) if v.kind() == Kind::Object => {
-            for (k, val) in v.members() {
-                let key = match normalize(k) {
-                    Ok(key) => key,
-                    Err(e) => {
-                        e.context(format_args!("working_memory entry \"{}\" left out", key::prefix(k, 64)))
-                            .print_warning();
-                        report.skipped += 1;
-                        continue;
-                    }
-                };
-                value_text(val, &mut text)?;
-                match m.working.add(&key, &text, now) {
-                    Ok(()) => {}
-                    // Too much for the working set (an era-B file that grew without bound):
-                    // the entry goes to the store once the file is accepted (see `page_out`).
-                    Err(e) if e.code() == crate::error::Code::CapacityExceeded => report.paged_out += 1,
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Some(_) => bail!(JsonInvalid, "\"working_memory\" is not an object"),
+        Some(v) if v.kind() == Kind::Object => decode_working(v, m, now, report),
+        Some(_) => report.problems.push(err!(JsonInvalid, "\"working_memory\" is not an object")),
     }
     if let Some(meta) = root.get("working_memory_meta").filter(|v| v.kind() == Kind::Object) {
         for (k, val) in meta.members() {
@@ -431,19 +456,43 @@ fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut LoadReport
         Some(v) if v.is_null() => {}
         Some(v) if v.kind() == Kind::Object => {
             for (k, val) in v.members() {
-                let Some(s) = val.as_str() else {
-                    bail!(JsonInvalid, "\"agent\".\"{}\" is not a string", key::prefix(k, 64))
+                let res = match val.as_str() {
+                    Some(s) => m.agent.set(k, s).map_err(|e| e.context(format_args!("\"agent\""))),
+                    None => Err(err!(JsonInvalid, "\"agent\".\"{}\" is not a string", key::prefix(k, 64))),
                 };
-                m.agent.set(k, s)?;
+                report.problems.extend(res.err());
             }
         }
-        Some(_) => bail!(JsonInvalid, "\"agent\" is not an object"),
+        Some(_) => report.problems.push(err!(JsonInvalid, "\"agent\" is not an object")),
     }
     match root.get("storage") {
-        None => Ok(false),
-        Some(v) if v.is_null() => Ok(false),
-        Some(v) if v.kind() == Kind::Object => Ok(!v.is_empty()),
-        Some(_) => bail!(JsonInvalid, "\"storage\" is not an object"),
+        None => {}
+        Some(v) if v.is_null() => {}
+        Some(v) if v.kind() == Kind::Object => report.storage = v.len(),
+        Some(_) => report.problems.push(err!(JsonInvalid, "\"storage\" is not an object")),
+    }
+}
+
+/// Adds the `working_memory` entries to the working set; the ones it cannot hold go to
+/// `report.overflow`, the ones whose key does not normalise to `report.left_out`.
+fn decode_working(working: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut DecodeReport) {
+    let mut text = String::new();
+    for (k, val) in working.members() {
+        let key = match normalize(k) {
+            Ok(key) => key,
+            Err(e) => {
+                report
+                    .left_out
+                    .push(e.context(format_args!("working_memory entry \"{}\" left out", key::prefix(k, 64))));
+                continue;
+            }
+        };
+        let res = value_text(val, &mut text).and_then(|()| m.working.add(&key, &text, now));
+        match res {
+            Ok(()) => {}
+            Err(e) if e.code() == crate::error::Code::CapacityExceeded => report.overflow.push((key, text.clone())),
+            Err(e) => report.problems.push(e.context(format_args!("working_memory \"{}\"", key))),
+        }
     }
 }
 
@@ -466,15 +515,12 @@ pub(crate) fn value_text(v: Value<'_>, out: &mut String) -> Result<()> {
 
 /// Stores the `working_memory` entries that did not fit the working set, with a warning each.
 /// Like the migration, it never overwrites what the store holds (so it can run again).
-fn page_out(working: Option<Value<'_>>, m: &MemoryFile, store: &mut Store, now: u64) -> Result<()> {
-    let mut text = String::new();
-    for (k, val) in working.iter().flat_map(|w| w.members()) {
-        let Ok(key) = normalize(k) else { continue };
-        if m.working.position(&key).is_some() || store.find(&key).is_some() {
+fn page_out(overflow: &[(Key, String)], m: &MemoryFile, store: &mut Store, now: u64) -> Result<()> {
+    for (key, text) in overflow {
+        if m.working.position(key).is_some() || store.find(key).is_some() {
             continue;
         }
-        value_text(val, &mut text)?;
-        store.put(&key, &text, now).map_err(|e| {
+        store.put(key, text, now).map_err(|e| {
             e.context(format_args!(
                 "working_memory entry \"{}\" fits neither the working set nor the store; memory.json was left untouched",
                 key
@@ -558,6 +604,32 @@ mod tests {
             a.set(&format!("k{}", i), "").unwrap();
         }
         assert!(a.set("one_too_many", "").unwrap_err().message().contains("AGENT_META_MAX_ENTRIES"));
+    }
+
+    #[test]
+    fn decode_bytes_reports_every_problem_and_what_did_not_fit() {
+        let mut doc = Document::with_capacity(1024, 256 * 1024);
+        let v = |c: &str| c.repeat(50_000);
+        let era_b = format!(
+            r#"{{"state":"paging","iteration":3,"working_memory":{{"a":"{}","b":"{}","c":"{}"," , ":"x"}},
+            "storage":{{"k":"v","l":1}}}}"#,
+            v("x"),
+            v("y"),
+            v("z")
+        );
+        let (m, r) = decode_bytes(&mut doc, era_b.as_bytes(), 5);
+        assert!(r.problems.is_empty());
+        assert_eq!((m.state.as_str(), m.iteration, m.working.len()), ("paging", 3, 2));
+        assert_eq!(r.overflow.iter().map(|(k, t)| (k.as_str(), t.len())).collect::<Vec<_>>(), [("c", 50_000)]);
+        assert_eq!((r.left_out.len(), r.storage), (1, 2));
+        // Every problem, not only the first; what could be read is kept.
+        let (m, r) = decode_bytes(&mut doc, br#"{"state":3,"iteration":"x","working_memory":{"a":"b"},"agent":[]}"#, 5);
+        let p: Vec<_> = r.problems.iter().map(|e| e.message()).collect();
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p[0].contains("\"state\" is not a string") && p[2].contains("\"agent\" is not an object"), "{p:?}");
+        assert_eq!(m.working.get(&normalize("a").unwrap()), Some("b"));
+        let (_, r) = decode_bytes(&mut doc, b"[1", 5);
+        assert!(r.problems[0].message().starts_with("not valid JSON"), "{}", r.problems[0].message());
     }
 
     #[test]

@@ -1,0 +1,212 @@
+//! Helpers the `lkjagent` subcommands share: opening the store without changing it
+//! ([`open_store_read_only`]), the data directory's lock ([`lock_data_dir`]), output onto an
+//! `io::Write` ([`say`], [`write_all`], [`write_error`]), bounded reading of a named input
+//! ([`read_limited`]) and time formatting ([`Time`]).
+
+use crate::error::Result;
+use crate::limits::STORE_RECORD_MAX_BYTES;
+use crate::memory::log::{self as storelog, Record};
+use crate::memory::store::{Store, LOG_NAME};
+use core::fmt;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+// -------------------------------------------------------------------------------------------
+// Opening the store without changing it
+// -------------------------------------------------------------------------------------------
+
+/// What [`open_store_read_only`] found.
+pub enum StoreRead {
+    /// No `store.log` yet (the agent creates it).
+    Absent,
+    /// Opening the store now would change the log (the reason says how); it was not opened.
+    /// `damaged` when the file is not a store log at all (the agent would move it aside and
+    /// start an empty store); otherwise a state the agent repairs on its own.
+    NotOpened { why: String, damaged: bool },
+    /// The store, opened in place.
+    Open(Box<Store>),
+}
+
+/// Opens the store only if [`Store::open`] would write nothing: the log exists and is not
+/// empty, its first line is this format's header, its last line is a whole record, and no
+/// compaction temp file is there. Otherwise says why, without opening it (the agent repairs
+/// these at its next start: it writes a header, drops a torn tail, moves a foreign file aside,
+/// removes a compaction's leftover).
+///
+/// A torn tail seen here can also be a record the running agent is writing right now; that
+/// is why this never opens such a log (the store's open would cut the record short). What
+/// remains is a race of a few microseconds between this check and the store's own read; a
+/// read-only `Store::open` would close it.
+pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
+    let path = data.join(LOG_NAME);
+    let meta = match fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StoreRead::Absent),
+        Err(e) => bail!(Io, "cannot look at {}: {}", path.display(), e),
+    };
+    if !meta.is_file() {
+        return Ok(StoreRead::NotOpened { why: "it is not a regular file".into(), damaged: true });
+    }
+    let len = meta.len();
+    if len == 0 {
+        let why = "it is empty; the agent writes its header at its next start".into();
+        return Ok(StoreRead::NotOpened { why, damaged: false });
+    }
+    if data.join(format!(".{}.compact", LOG_NAME)).exists() {
+        let why =
+            "a compaction is under way (or was cut short; the agent removes its temp file at its next start)".into();
+        return Ok(StoreRead::NotOpened { why, damaged: false });
+    }
+    let f = File::open(&path).map_err(|e| err!(Io, "cannot open {}: {}", path.display(), e))?;
+    // The header: the first line.
+    let mut head = [0u8; 256];
+    let n = read_at_most(&f, &mut head, 0).map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
+    let head = head.get(..n).unwrap_or(&[]);
+    let header_ok = head.iter().position(|&b| b == b'\n').and_then(|end| head.get(..end)).is_some_and(
+        |line| matches!(storelog::decode(line), Ok(Record::Header { version }) if version == storelog::FORMAT_VERSION),
+    );
+    if !header_ok {
+        let why = format!(
+            "its first line is not a {} version {} header; the agent keeps it aside and starts a new store at its next start",
+            storelog::FORMAT_NAME,
+            storelog::FORMAT_VERSION
+        );
+        return Ok(StoreRead::NotOpened { why, damaged: true });
+    }
+    // The tail: the last line must be a whole record.
+    let window = len.min(STORE_RECORD_MAX_BYTES as u64 + 1);
+    let start = len - window;
+    let mut tail = vec![0u8; window as usize];
+    f.read_exact_at(&mut tail, start).map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
+    let torn = |at: u64| StoreRead::NotOpened {
+        why: format!(
+            "a torn tail of {} bytes at byte {} (a write cut short by a crash, or one in progress); \
+             the agent drops it at its next start",
+            len - at,
+            at
+        ),
+        damaged: false,
+    };
+    let Some((&last, body)) = tail.split_last() else { return Ok(StoreRead::Absent) };
+    if last != b'\n' {
+        let at = tail.iter().rposition(|&b| b == b'\n').map_or(start, |i| start + i as u64 + 1);
+        return Ok(torn(at));
+    }
+    let line_start = match body.iter().rposition(|&b| b == b'\n') {
+        Some(i) => i + 1,
+        None if start == 0 => 0,
+        None => return Ok(torn(start)),
+    };
+    if storelog::decode(body.get(line_start..).unwrap_or(&[])).is_err() {
+        return Ok(torn(start + line_start as u64));
+    }
+    drop(tail);
+    Ok(StoreRead::Open(Box::new(Store::open(data)?)))
+}
+
+/// Reads up to `buf.len()` bytes at `offset` (fewer at the end of the file).
+fn read_at_most(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        let Some(rest) = buf.get_mut(got..) else { break };
+        match f.read_at(rest, offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+// -------------------------------------------------------------------------------------------
+// The data directory's lock
+// -------------------------------------------------------------------------------------------
+
+/// Takes the data directory's write lock (`agent::lock`, shared with `run`, `demo` and
+/// `replay`), after checking the directory exists.
+pub fn lock_data_dir(data: &Path) -> Result<crate::agent::lock::DataLock> {
+    if !data.is_dir() {
+        bail!(NotFound, "data directory {} does not exist", data.display());
+    }
+    crate::agent::lock::DataLock::acquire(data)
+}
+
+// -------------------------------------------------------------------------------------------
+// Shared helpers
+// -------------------------------------------------------------------------------------------
+
+/// Unix seconds as RFC 3339 UTC; `-` for 0 (never set).
+pub struct Time(pub u64);
+
+impl fmt::Display for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == 0 {
+            return f.pad("-");
+        }
+        let mut s: crate::fixed::ArrayString<32> = crate::fixed::ArrayString::new();
+        if s.format(format_args!("{}", crate::clock::Utc::from_unix(self.0))).is_err() {
+            return f.pad("?");
+        }
+        f.pad(s.as_str())
+    }
+}
+
+/// Writes one formatted line.
+pub fn say(out: &mut dyn Write, args: fmt::Arguments<'_>) -> Result<()> {
+    out.write_fmt(args).and_then(|()| out.write_all(b"\n")).map_err(write_error)
+}
+
+/// Writes text as it is.
+pub fn write_all(out: &mut dyn Write, text: &str) -> Result<()> {
+    out.write_all(text.as_bytes()).map_err(write_error)
+}
+
+/// The error for a failed write to the output.
+pub fn write_error(e: io::Error) -> crate::error::Error {
+    err!(Io, "cannot write the output: {}", e)
+}
+
+/// Reads a whole input named on the command line (a file, or `-` for `input`), up to `max`
+/// bytes; more is `CAPACITY_EXCEEDED`.
+pub fn read_limited(name: &str, input: &mut dyn Read, max: usize) -> Result<Vec<u8>> {
+    let mut data = Vec::new();
+    let limit = max as u64 + 1;
+    let res = if name == "-" {
+        input.take(limit).read_to_end(&mut data)
+    } else {
+        match File::open(name) {
+            Ok(f) => f.take(limit).read_to_end(&mut data),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => bail!(NotFound, "{} does not exist", name),
+            Err(e) => bail!(Io, "cannot open {}: {}", name, e),
+        }
+    };
+    res.map_err(|e| err!(Io, "cannot read {}: {}", display_name(name), e))?;
+    if data.len() > max {
+        bail!(CapacityExceeded, "{} is larger than {} bytes", display_name(name), max);
+    }
+    Ok(data)
+}
+
+/// How a named input is called in messages: `<stdin>` for `-`.
+pub fn display_name(name: &str) -> &str {
+    if name == "-" {
+        "<stdin>"
+    } else {
+        name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_shows_dash_for_never() {
+        assert_eq!(format!("{}", Time(0)), "-");
+        assert_eq!(format!("{}", Time(1_709_164_800)), "2024-02-29T00:00:00Z");
+        assert_eq!(format!("[{:<21}]", Time(0)), "[-                    ]");
+    }
+}
