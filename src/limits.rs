@@ -345,15 +345,6 @@ pub const FEEDBACK_MAX_BYTES: usize = 3 * 1024;
 // The command line (`lkjagent memory`, `lkjagent check`)
 // ---------------------------------------------------------------------------------------------
 
-/// Largest document `lkjagent memory import` reads, in bytes (an export of a full store can be
-/// large). Cost, during the import only: the file, plus a JSON arena sized to it (about the
-/// file's size again in text, and at most [`MEMORY_IMPORT_MAX_NODES`] nodes).
-pub const MEMORY_IMPORT_MAX_BYTES: usize = 64 * 1024 * 1024;
-
-/// Most JSON nodes of an import document. Cost: 24 bytes each ([`JSON_NODE_BYTES`]), reserved
-/// in proportion to the file read, so at most 24 MiB.
-pub const MEMORY_IMPORT_MAX_NODES: usize = 1024 * 1024;
-
 /// How long `lkjagent check` waits for the server to accept a connection.
 pub const CHECK_CONNECT_TIMEOUT_MS: u64 = 3_000;
 

@@ -16,9 +16,10 @@
 //! helpers (opening the store read-only, the lock, output) are in `cli::util`.
 
 use super::args::Args;
-use super::util::{display_name, lock_data_dir, open_store_read_only, write_error, StoreRead, Time};
+use super::util::{
+    display_name, lock_data_dir, open_store_read_only, read_limited, say, write_all, write_error, StoreRead, Time,
+};
 // `send` takes these through here; they live in `util`.
-pub use super::util::{read_limited, say, write_all};
 use crate::error::{Code, Result};
 use crate::json::{Document, Writer};
 use crate::limits::{

@@ -6,7 +6,7 @@
 //! travel unchanged. The message is on disk (appended and fsynced) before `send` says so.
 
 use super::args::Args;
-use super::memory::{read_limited, say, write_all};
+use super::util::{read_limited, say, write_all};
 use crate::error::Result;
 use crate::limits::REQUEST_MAX_BYTES;
 use std::io::{self, Read, Write};

@@ -9,7 +9,7 @@
 //! - [`query`]: query filters, orders and the reusable result list.
 //! - [`store`]: the persistent tagged store (append-only log, fixed index, compaction).
 //! - [`exchange`]: export and import in the era-B shape `{state, working_memory, storage}`.
-//! - [`file`]: `memory.json` (state, iteration, working set, agent map), era-B migration.
+//! - [`file`](mod@file): `memory.json` (state, iteration, working set, agent map), era-B migration.
 
 pub mod atomic;
 pub mod exchange;
