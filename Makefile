@@ -37,6 +37,7 @@ static:
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps
 
 clean:
 	$(CARGO) clean
