@@ -422,7 +422,10 @@ impl Agent {
                     report.paged_out += self.fit(0, target, now)?;
                 }
             }
-            Err(e) if e.code() == Code::NotFound && matches!(self.model, Model::Client(_)) => {
+            Err(e)
+                if e.code() == Code::NotFound
+                    && matches!(&self.model, Model::Client(c) if c.provider() == llm::ProviderKind::Replay) =>
+            {
                 // The replay script is exhausted: the run is over, nothing happened this cycle.
                 self.memory.state = state_at_start;
                 report.finished = true;
