@@ -74,6 +74,10 @@ pub const USER_REQUEST_KEY: &str = "user_request";
 /// Default estimate of prompt bytes per token (cautious; see the module documentation).
 pub const BYTES_PER_TOKEN: f64 = 3.0;
 
+/// Tokens the prompt's tail (state, iteration, the closing line) takes, at most, without
+/// feedback.
+pub const TAIL_TOKENS: u64 = 64;
+
 /// `AgentMeta` keys kept in `memory.json` between runs.
 mod meta {
     pub const LAST_ACTION: &str = "last_action";
@@ -177,6 +181,25 @@ impl Agent {
         if report.moved_aside > 0 {
             err!(PersistFailed, "{} unreadable memory file(s) moved aside in {}", report.moved_aside, dir.display())
                 .print_warning();
+        }
+        // The fixed part of every prompt must leave room under the limits, or the agent would
+        // page everything out and still be over them.
+        let head = (config.prompts.head().len() as f64 / BYTES_PER_TOKEN).ceil() as u64 + TAIL_TOKENS;
+        let limits = [
+            ("agent.paging_limit.max_tokens", config.agent.paging_limit.enable, config.agent.paging_limit.max_tokens),
+            ("agent.hard_limit.max_tokens", config.agent.hard_limit.enable, config.agent.hard_limit.max_tokens),
+        ];
+        for (name, on, max) in limits {
+            if on && max <= head {
+                bail!(
+                    ConfigInvalid,
+                    "{} is {} but the prompt's fixed part (base and state prompts) already needs ~{} tokens; \
+                     raise it or shorten the prompts",
+                    name,
+                    max,
+                    head
+                );
+            }
         }
         if !config.agent.is_state(memory.state.as_str()) {
             let start = config.agent.start_state.clone();
@@ -362,8 +385,11 @@ impl Agent {
         report.paged_out += self.fit(self.hard_cap(), self.paging_target(), now)?;
         let est = self.estimate(self.prompt.len());
         let p = self.config.agent.paging_limit;
+        // Paging is entered only with something to page: the fixed part is checked at open.
+        let pageable = self.memory.working.lru(|k| PINNED_KEYS.contains(&k.as_str())).is_some();
         if p.enable
             && est > p.max_tokens
+            && pageable
             && self.memory.state.as_str() != "paging"
             && self.config.agent.is_state("paging")
         {

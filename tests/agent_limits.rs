@@ -1,0 +1,55 @@
+//! A paging or hard limit below the prompt's fixed part (base and state prompts) would make the
+//! agent page out everything and still be over it, every cycle. `run` refuses such a config at
+//! start-up, before any request, with the key path and exit code 2.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn data_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lkj-limits-{}-{}", tag, std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/data/");
+    std::fs::copy(format!("{}memory.json", shipped), d.join("memory.json")).unwrap();
+    d
+}
+
+fn run_with_limit(tag: &str, key: &str, max: u64) -> (i32, String) {
+    let d = data_dir(tag);
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/config.json")).unwrap();
+    // The value after the first "max_tokens" that follows the limit's key.
+    let section = shipped.find(&format!("\"{}\"", key)).unwrap_or_else(|| panic!("{} not in the config", key));
+    let field = "\"max_tokens\": ";
+    let at = section + shipped[section..].find(field).unwrap() + field.len();
+    let end = at + shipped[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+    let config = format!("{}{}{}", &shipped[..at], max, &shipped[end..])
+        // Nothing listens on port 9 of loopback: the start-up probe fails at once.
+        .replace("http://127.0.0.1:1234/v1/chat/completions", "http://127.0.0.1:9/v1/chat/completions");
+    std::fs::write(d.join("config.json"), config).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
+        .arg("--data")
+        .arg(&d)
+        .args(["run", "--max-iterations", "1"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn a_paging_limit_below_the_fixed_prompt_is_refused_at_start() {
+    let (code, text) = run_with_limit("paging", "paging_limit", 100);
+    assert_eq!(code, 2, "{}", text);
+    assert!(text.contains("agent.paging_limit.max_tokens is 100"), "{}", text);
+    assert!(!text.contains("cycle    1"), "no cycle may run: {}", text);
+}
+
+#[test]
+fn a_hard_limit_below_the_fixed_prompt_is_refused_at_start() {
+    let (code, text) = run_with_limit("hard", "hard_limit", 200);
+    assert_eq!(code, 2, "{}", text);
+    assert!(text.contains("agent.hard_limit.max_tokens"), "{}", text);
+}
