@@ -233,11 +233,17 @@ fn read_llm(c: &mut Checker, section: Option<(Value<'_>, &str)>, dir: &Path) -> 
     (s, system_prompt)
 }
 
-/// Reads a whole file of at most `max` bytes; `NOT_FOUND` names the file and what to do.
+/// Reads a whole file of at most `max` bytes; a missing one is `CONFIG_INVALID`, naming the file
+/// and what to do.
 pub fn read_bounded(path: &Path, max: usize) -> Result<Vec<u8>> {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!(NotFound, "{} does not exist; copy the shipped data/ directory or pass --data DIR", path.display())
+            // A missing configuration is a configuration error (exit 2), like an invalid one.
+            bail!(
+                ConfigInvalid,
+                "{} does not exist; copy the shipped data/ directory or pass --data DIR",
+                path.display()
+            )
         }
         Err(e) => bail!(Io, "cannot read {}: {}", path.display(), e),
         Ok(m) if m.len() > max as u64 => {
