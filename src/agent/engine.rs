@@ -51,8 +51,8 @@ use super::settings::canonical_state;
 use crate::error::{Code, Error, Result};
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::limits::{
-    ACTIONS_PER_CYCLE_MAX, FEEDBACK_MAX_BYTES, LLM_MAX_CONTENT_BYTES, LLM_MAX_REASONING_BYTES, PROMPT_MAX_BYTES,
-    REQUEST_MAX_BYTES, WORKING_TEXT_MAX_BYTES,
+    ACTIONS_PER_CYCLE_MAX, FEEDBACK_MAX_BYTES, INBOX_MAX_BYTES, LLM_MAX_CONTENT_BYTES, LLM_MAX_REASONING_BYTES,
+    PROMPT_MAX_BYTES, WORKING_TEXT_MAX_BYTES,
 };
 use crate::llm::{self, Completion, Outcome};
 use crate::memory::file::{self as memfile, MemoryFile, Saver};
@@ -230,7 +230,8 @@ impl Agent {
                 "working-memory scratch (limits::WORKING_TEXT_MAX_BYTES)",
                 WORKING_TEXT_MAX_BYTES,
             ),
-            request: FixedBuf::with_capacity("user request (limits::REQUEST_MAX_BYTES)", REQUEST_MAX_BYTES),
+            // As large as the inbox file can be, so every waiting message always fits.
+            request: FixedBuf::with_capacity("user request (limits::INBOX_MAX_BYTES)", INBOX_MAX_BYTES),
             feedback,
             action_scratch: ActionScratch::new(),
             rotate: FixedBuf::with_capacity(
@@ -372,12 +373,23 @@ impl Agent {
         }
 
         // 1. The inbox.
-        let took_inbox = match &self.model {
+        // Waiting messages never stop the agent: a message that cannot be taken or placed now
+        // stays in the inbox (it is removed only after it was persisted) and is tried again.
+        let mut took_inbox = match &self.model {
             Model::Recorded(_) => recorded_inbox,
-            Model::Client(_) => self.inbox.take(&mut self.request)?,
+            Model::Client(_) => match self.inbox.take(&mut self.request) {
+                Ok(took) => took,
+                Err(e) => {
+                    e.context(format_args!("the inbox is left for the next cycle")).print_warning();
+                    false
+                }
+            },
         };
         if took_inbox {
-            self.add_user_request(now)?;
+            if let Err(e) = self.add_user_request(now) {
+                e.context(format_args!("the user request stays in the inbox for the next cycle")).print_warning();
+                took_inbox = false;
+            }
         }
 
         // 2. The budget: page out before asking, if needed.
