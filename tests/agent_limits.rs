@@ -53,3 +53,39 @@ fn a_hard_limit_below_the_fixed_prompt_is_refused_at_start() {
     assert_eq!(code, 2, "{}", text);
     assert!(text.contains("agent.hard_limit.max_tokens"), "{}", text);
 }
+
+/// A working memory whose escaped text would not fit the prompt buffer (PROMPT_MAX_BYTES:
+/// `<` takes 4 bytes escaped) is paged out to the store until the prompt fits; nothing is lost
+/// and the cycle runs.
+#[test]
+fn working_memory_too_big_for_the_prompt_buffer_is_paged_out() {
+    use lkjagent::agent::config;
+    use lkjagent::agent::engine::{Agent, Model};
+    let d = data_dir("escape");
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/config.json")).unwrap();
+    let script = d.join("script.jsonl");
+    std::fs::write(&script, "{\"content\": \"<agent><next_state>thinking</next_state></agent>\"}\n").unwrap();
+    let config_text = shipped
+        .replace("\"provider\": \"openai\"", &format!("\"provider\": \"replay\", \"replay_path\": {:?}", script))
+        .replace("\"context_window\": 8192", "\"context_window\": 1000000")
+        .replace("\"max_tokens\": 3000", "\"max_tokens\": 900000")
+        .replace("\"max_tokens\": 4500", "\"max_tokens\": 950000");
+    std::fs::write(d.join("config.json"), config_text).unwrap();
+    let angle = "<".repeat(30_000);
+    let memory = format!(
+        "{{\"state\":\"thinking\",\"iteration\":0,\"working_memory\":{{\"task\":\"t\",\"a\":\"{0}\",\"b\":\"{0}\",\"c\":\"{0}\",\"d\":\"{0}\"}}}}",
+        angle
+    );
+    std::fs::write(d.join("memory.json"), memory).unwrap();
+    let cfg = config::load(&d).unwrap();
+    let client = lkjagent::llm::Client::new(&cfg.llm).unwrap();
+    let mut agent = Agent::open(&d, cfg, Model::Client(Box::new(client)), false).unwrap();
+    let r = agent.cycle(&mut |_| {}, &|| false).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert!(r.paged_out >= 2, "{}", r.paged_out);
+    assert!(agent.last_prompt().len() <= lkjagent::limits::PROMPT_MAX_BYTES);
+    let log = std::fs::read_to_string(d.join("store.log")).unwrap();
+    assert!(log.matches(&angle).count() >= r.paged_out, "paged entries are in the store");
+    drop(agent);
+    let _ = std::fs::remove_dir_all(&d);
+}

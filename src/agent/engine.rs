@@ -393,7 +393,7 @@ impl Agent {
         }
 
         // 2. The budget: page out before asking, if needed.
-        self.build_prompt()?;
+        report.paged_out += self.build_prompt_fitting(now)?;
         report.paged_out += self.fit(self.hard_cap(), self.paging_target(), now)?;
         let est = self.estimate(self.prompt.len());
         let p = self.config.agent.paging_limit;
@@ -407,7 +407,7 @@ impl Agent {
         {
             self.memory.set_state("paging")?;
             report.state = short("paging");
-            self.build_prompt()?;
+            report.paged_out += self.build_prompt_fitting(now)?;
         }
 
         // 3. Ask the model (one retry after a context overflow, with a smaller prompt).
@@ -455,7 +455,7 @@ impl Agent {
                 // In `paging`, a model that did not page (an invalid reply included) is helped:
                 // the agent pages out itself, so an oversized prompt never lasts a second cycle.
                 if state_before.as_str() == "paging" && !report.model_paged {
-                    self.build_prompt()?;
+                    report.paged_out += self.build_prompt_fitting(now)?;
                     let target = self.paging_target();
                     report.paged_out += self.fit(0, target, now)?;
                 }
@@ -580,7 +580,7 @@ impl Agent {
         let first = self.memory.working.add(&key, self.scratch.as_str().unwrap_or(""), now);
         if let Err(e) = first {
             // Make room by paging out (fit does not touch `scratch`), then try once more.
-            self.build_prompt()?;
+            self.build_prompt_fitting(now)?;
             self.fit(0, 0, now)?;
             self.memory.working.add(&key, self.scratch.as_str().unwrap_or(""), now).map_err(|_| e)?;
         }
@@ -595,24 +595,43 @@ impl Agent {
             return Ok(0);
         }
         while self.estimate(self.prompt.len()) > target {
-            let Some(victim) = self.memory.working.lru(|k| PINNED_KEYS.contains(&k.as_str())) else {
-                break;
-            };
-            let r = actions::page_out(
-                ActionResult::paging(),
-                &mut self.memory.working,
-                &mut self.store,
-                &mut self.action_scratch,
-                &victim,
-                now,
-            )?;
-            if !r.ok {
+            if !self.evict_one(now)? {
                 break;
             }
             moved += 1;
-            self.build_prompt()?;
+            self.build_prompt_fitting(now)?;
         }
         Ok(moved)
+    }
+
+    /// Pages the least recently used unpinned entry out to the store; false if there is none
+    /// (or the store refused it, which leaves it in working memory).
+    fn evict_one(&mut self, now: u64) -> Result<bool> {
+        let Some(victim) = self.memory.working.lru(|k| PINNED_KEYS.contains(&k.as_str())) else {
+            return Ok(false);
+        };
+        let r = actions::page_out(
+            ActionResult::paging(),
+            &mut self.memory.working,
+            &mut self.store,
+            &mut self.action_scratch,
+            &victim,
+            now,
+        )?;
+        Ok(r.ok)
+    }
+
+    /// Builds the prompt, paging entries out while it does not fit the prompt buffer
+    /// (`PROMPT_MAX_BYTES`; possible only with a working memory full of text that needs
+    /// escaping), so no content can stop the agent. Returns how many entries were moved.
+    fn build_prompt_fitting(&mut self, now: u64) -> Result<usize> {
+        let mut moved = 0;
+        loop {
+            match self.build_prompt() {
+                Err(e) if e.code() == Code::CapacityExceeded && self.evict_one(now)? => moved += 1,
+                other => return other.map(|()| moved),
+            }
+        }
     }
 
     /// Builds the prompt for the current state into the prompt buffer: the stable head (base
