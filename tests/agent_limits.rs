@@ -54,6 +54,52 @@ fn a_hard_limit_below_the_fixed_prompt_is_refused_at_start() {
     assert!(text.contains("agent.hard_limit.max_tokens"), "{}", text);
 }
 
+/// An agent in a fresh data directory on the shipped config, answering from `replies` (a replay
+/// script), with `memory` as memory.json and a context window large enough for any prompt here.
+fn replay_agent(tag: &str, replies: &[&str], memory: &str) -> (PathBuf, lkjagent::agent::engine::Agent) {
+    use lkjagent::agent::config;
+    use lkjagent::agent::engine::{Agent, Model};
+    let d = data_dir(tag);
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/config.json")).unwrap();
+    let script = d.join("script.jsonl");
+    let lines: String = replies.iter().map(|r| format!("{{\"content\": {:?}}}\n", r)).collect();
+    std::fs::write(&script, lines).unwrap();
+    let config_text = shipped
+        .replace("\"provider\": \"openai\"", &format!("\"provider\": \"replay\", \"replay_path\": {:?}", script))
+        .replace("\"context_window\": 8192", "\"context_window\": 1000000")
+        .replace("\"max_tokens\": 3000", "\"max_tokens\": 900000")
+        .replace("\"max_tokens\": 4500", "\"max_tokens\": 950000");
+    std::fs::write(d.join("config.json"), config_text).unwrap();
+    std::fs::write(d.join("memory.json"), memory).unwrap();
+    let cfg = config::load(&d).unwrap();
+    let client = lkjagent::llm::Client::new(&cfg.llm).unwrap();
+    let agent = Agent::open(&d, cfg, Model::Client(Box::new(client)), false).unwrap();
+    (d, agent)
+}
+
+/// A log line written into a working memory that is full (WORKING_MAX_ENTRIES entries) pages
+/// the least recently used entry out to the store to make room; the agent goes on.
+#[test]
+fn a_log_line_into_a_full_working_memory_pages_out_instead_of_stopping() {
+    let entries: Vec<String> =
+        (0..lkjagent::limits::WORKING_MAX_ENTRIES - 1).map(|i| format!("\"note_{:03}\":\"n{}\"", i, i)).collect();
+    let memory = format!(
+        "{{\"state\":\"thinking\",\"iteration\":0,\"working_memory\":{{\"task\":\"t\",{}}}}}",
+        entries.join(",")
+    );
+    let reply = "<agent><next_state>thinking</next_state><think_log>still room for this</think_log></agent>";
+    let (d, mut agent) = replay_agent("full-wm", &[reply], &memory);
+    let r = agent.cycle(&mut |_| {}, &|| false).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let saved = std::fs::read_to_string(d.join("memory.json")).unwrap();
+    assert!(saved.contains("still room for this"), "the log line is kept");
+    assert!(saved.contains("\"note_001\": \"n1\""), "the other notes stay: {}", &saved[..300]);
+    assert!(!saved.contains("\"note_000\": \"n0\""), "the oldest note made room");
+    assert!(std::fs::read_to_string(d.join("store.log")).unwrap().contains("\"n0\""), "and is in the store");
+    drop(agent);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// A working memory whose escaped text would not fit the prompt buffer (PROMPT_MAX_BYTES:
 /// `<` takes 4 bytes escaped) is paged out to the store until the prompt fits; nothing is lost
 /// and the cycle runs.

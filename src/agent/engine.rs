@@ -734,7 +734,15 @@ impl Agent {
                 it.problems().len()
             ))?;
             let line = self.scratch.as_str().unwrap_or("");
-            logs::append(&mut mem.working, &self.config.agent.command_log, line, now, &mut self.rotate)?;
+            log_line(
+                &mut mem.working,
+                &mut self.store,
+                &mut self.action_scratch,
+                &self.config.agent.command_log,
+                line,
+                now,
+                &mut self.rotate,
+            )?;
             report.invalid_reply = true;
             return Ok(());
         }
@@ -759,12 +767,24 @@ impl Agent {
         for ins in it.instructions() {
             match ins {
                 Instruction::NextState(s) => requested = Some(s),
-                Instruction::ThinkLog(t) => {
-                    logs::append(&mut mem.working, &self.config.agent.think_log, t, now, &mut self.scratch)?
-                }
-                Instruction::EvaluationLog(t) => {
-                    logs::append(&mut mem.working, &self.config.agent.evaluation_log, t, now, &mut self.scratch)?
-                }
+                Instruction::ThinkLog(t) => log_line(
+                    &mut mem.working,
+                    &mut self.store,
+                    &mut self.action_scratch,
+                    &self.config.agent.think_log,
+                    t,
+                    now,
+                    &mut self.scratch,
+                )?,
+                Instruction::EvaluationLog(t) => log_line(
+                    &mut mem.working,
+                    &mut self.store,
+                    &mut self.action_scratch,
+                    &self.config.agent.evaluation_log,
+                    t,
+                    now,
+                    &mut self.scratch,
+                )?,
                 Instruction::StateDelete(_) => requested = Some("thinking"),
                 Instruction::Action(a) => {
                     if self.results.is_full() {
@@ -796,7 +816,15 @@ impl Agent {
                         result.message.as_str()
                     ))?;
                     let line = self.scratch.as_str().unwrap_or("");
-                    logs::append(&mut mem.working, &self.config.agent.command_log, line, now, &mut self.rotate)?;
+                    log_line(
+                        &mut mem.working,
+                        &mut self.store,
+                        &mut self.action_scratch,
+                        &self.config.agent.command_log,
+                        line,
+                        now,
+                        &mut self.rotate,
+                    )?;
                     let _ = self.results.push(result);
                     mem = &mut self.memory;
                 }
@@ -819,7 +847,15 @@ impl Agent {
                     }
                     self.scratch.push_str("); defaulting to thinking")?;
                     let line = self.scratch.as_str().unwrap_or("");
-                    logs::append(&mut mem.working, &self.config.agent.command_log, line, now, &mut self.rotate)?;
+                    log_line(
+                        &mut mem.working,
+                        &mut self.store,
+                        &mut self.action_scratch,
+                        &self.config.agent.command_log,
+                        line,
+                        now,
+                        &mut self.rotate,
+                    )?;
                     "thinking"
                 }
                 None => "thinking",
@@ -879,6 +915,33 @@ impl Agent {
         self.last_prefix_equal = same;
         let _ = (self.prev_prompt_len, self.prev_prompt_hash);
         (same, cur.len())
+    }
+}
+
+/// Appends a log line; when working memory is full, pages its least recently used entry out to
+/// the store and tries once more. A line that still does not fit is reported on stderr: a full
+/// working memory must not stop the agent, and the line is also in the audit log.
+fn log_line(
+    wm: &mut crate::memory::working::WorkingSet,
+    store: &mut Store,
+    action_scratch: &mut ActionScratch,
+    log: &super::settings::LogSettings,
+    text: &str,
+    now: u64,
+    rotate: &mut FixedBuf,
+) -> Result<()> {
+    match logs::append(wm, log, text, now, rotate) {
+        Err(e) if e.code() == Code::CapacityExceeded => {
+            if let Some(victim) = wm.lru(|k| PINNED_KEYS.contains(&k.as_str())) {
+                actions::page_out(ActionResult::paging(), wm, store, action_scratch, &victim, now)?;
+                if logs::append(wm, log, text, now, rotate).is_ok() {
+                    return Ok(());
+                }
+            }
+            e.context(format_args!("a {} line was not kept in working memory", log.key_prefix)).print_warning();
+            Ok(())
+        }
+        other => other,
     }
 }
 
