@@ -727,21 +727,14 @@ impl Agent {
                 Outcome::Empty => "reply was empty",
                 Outcome::Text => "reply held no usable instruction",
             };
-            self.scratch.clear();
-            self.scratch.format(format_args!(
-                "Invalid reply: {} ({} problem(s)); feedback given",
-                text,
-                it.problems().len()
-            ))?;
-            let line = self.scratch.as_str().unwrap_or("");
-            log_line(
+            log_formatted(
                 &mut mem.working,
                 &mut self.store,
                 &mut self.action_scratch,
                 &self.config.agent.command_log,
-                line,
+                (&mut self.scratch, &mut self.rotate),
                 now,
-                &mut self.rotate,
+                format_args!("Invalid reply: {} ({} problem(s)); feedback given", text, it.problems().len()),
             )?;
             report.invalid_reply = true;
             return Ok(());
@@ -808,22 +801,19 @@ impl Agent {
                                 | ActionKind::PageOut
                                 | ActionKind::Archive
                         );
-                    self.scratch.clear();
-                    self.scratch.format(format_args!(
-                        "Action: {}, Tags: {}, Result: {}",
-                        result.kind.as_str(),
-                        if result.key.is_empty() { a.tags } else { result.key.as_str() },
-                        result.message.as_str()
-                    ))?;
-                    let line = self.scratch.as_str().unwrap_or("");
-                    log_line(
+                    log_formatted(
                         &mut mem.working,
                         &mut self.store,
                         &mut self.action_scratch,
                         &self.config.agent.command_log,
-                        line,
+                        (&mut self.scratch, &mut self.rotate),
                         now,
-                        &mut self.rotate,
+                        format_args!(
+                            "Action: {}, Tags: {}, Result: {}",
+                            result.kind.as_str(),
+                            if result.key.is_empty() { a.tags } else { result.key.as_str() },
+                            result.message.as_str()
+                        ),
                     )?;
                     let _ = self.results.push(result);
                     mem = &mut self.memory;
@@ -943,6 +933,23 @@ fn log_line(
         }
         other => other,
     }
+}
+
+/// Formats a log line into the first buffer of `bufs` (the second is the rotation scratch)
+/// and appends it with [`log_line`].
+fn log_formatted(
+    wm: &mut crate::memory::working::WorkingSet,
+    store: &mut Store,
+    action_scratch: &mut ActionScratch,
+    log: &super::settings::LogSettings,
+    bufs: (&mut FixedBuf, &mut FixedBuf),
+    now: u64,
+    args: core::fmt::Arguments<'_>,
+) -> Result<()> {
+    let (text, rotate) = bufs;
+    text.clear();
+    text.format(args)?;
+    log_line(wm, store, action_scratch, log, text.as_str().unwrap_or(""), now, rotate)
 }
 
 /// The last reply, copied out of the model source into buffers reserved once, so the cycle
