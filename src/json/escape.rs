@@ -28,7 +28,7 @@ fn escape_for(b: u8) -> Option<&'static str> {
 /// 1 for the bytes that need an escape (`"`, `\`, U+0000..U+001F), 0 for the rest.
 // Const evaluation: an index out of range here fails the build, it cannot panic at run time.
 #[allow(clippy::indexing_slicing)]
-static NEEDS_ESCAPE: [u8; 256] = {
+pub(crate) static NEEDS_ESCAPE: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
     while i < 0x20 {

@@ -161,20 +161,9 @@ impl Default for Parser {
 }
 
 /// Byte classes for strings: 0 = plain (copied as is), 1 = needs attention (`"`, `\`, a
-/// control character, or a non-ASCII byte whose UTF-8 is checked by the caller of the scan).
-// Const evaluation: an index out of range here fails the build, it cannot panic at run time.
-#[allow(clippy::indexing_slicing)]
-static STRING_CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = 1;
-        i += 1;
-    }
-    t[b'"' as usize] = 1;
-    t[b'\\' as usize] = 1;
-    t
-};
+/// control character). These are exactly the bytes a writer must escape, so the table is the
+/// escaper's; non-ASCII bytes (class 0) have their UTF-8 checked by the caller of the scan.
+use super::escape::NEEDS_ESCAPE as STRING_CLASS;
 
 impl Parser {
     /// A parser at the start of a document.
