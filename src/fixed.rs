@@ -11,7 +11,7 @@
 //! buffer as `fmt::Error` (that trait cannot carry more); callers that format use the
 //! `write_fmt`-style helpers (`ArrayString::format`, `FixedBuf::format`) to get a proper error.
 //!
-//! No `unsafe` here: `ArrayVec` needs `T: Copy + Default` to initialise its slots, and
+//! Safe Rust only: `ArrayVec` needs `T: Copy + Default` to initialise its slots, and
 //! `ArrayString::as_str` re-validates UTF-8 (a fast, bounded check) rather than assume it.
 
 use crate::error::Result;
@@ -205,7 +205,7 @@ impl<const N: usize> fmt::Debug for ArrayString<N> {
 }
 
 /// A list of up to `N` items stored inline. Items are `Copy + Default` so every slot can be
-/// initialised without `unsafe`.
+/// initialised in safe Rust.
 #[derive(Clone, Copy)]
 pub struct ArrayVec<T: Copy + Default, const N: usize> {
     items: [T; N],

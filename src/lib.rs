@@ -8,7 +8,7 @@
 //! - [`error`]: the error type (stable code, source location, message).
 //! - [`fixed`]: fixed-capacity string, list and buffers.
 //! - [`sha256`], [`clock`]: SHA-256 (FIPS 180-4) and UTC time, for the audit log.
-//! - [`signal`]: SIGINT/SIGTERM (the one module allowed `unsafe`).
+//! - [`signal`]: SIGINT/SIGTERM (the one module that may declare C functions).
 //! - [`json`]: RFC 8259 parser, document arena, serializer.
 //! - [`tag`]: the tolerant tag parser for model replies and the tag renderer for prompts.
 //! - [`reply`]: the reply protocol (instructions, problems, feedback for the model).

@@ -145,8 +145,7 @@ pub fn apply(
             }
             match store.set_archived(&k, true, now) {
                 Ok(_) => Ok(r.done(true, format_args!("archived (kept on disk, out of default search)"))),
-                Err(e) if is_fault(e.code()) => Err(e),
-                Err(e) => Ok(r.done(false, format_args!("{}", e.message()))),
+                Err(e) => failed(r, e),
             }
         }
         (ActionKind::RecordUpdate, Some(k)) => {
@@ -181,8 +180,7 @@ pub fn apply(
             let _ = r.key.push_str(issue_key.as_str());
             match store.put(&issue_key, text, now) {
                 Ok(_) => Ok(r.done(true, format_args!("issue recorded"))),
-                Err(e) if is_fault(e.code()) => Err(e),
-                Err(e) => Ok(r.done(false, format_args!("{}", e.message()))),
+                Err(e) => failed(r, e),
             }
         }
         (ActionKind::StorageSearch, key) => search(r, wm, store, scratch, key.as_ref(), a.query, now),
@@ -195,6 +193,16 @@ fn is_fault(code: Code) -> bool {
     matches!(code, Code::PersistFailed | Code::Io)
 }
 
+/// The result of a store operation that failed: a storage fault is passed up (the cycle stops
+/// before anything is persisted); any other error is a failed action carrying its message.
+fn failed(r: ActionResult, e: crate::error::Error) -> Result<ActionResult> {
+    if is_fault(e.code()) {
+        Err(e)
+    } else {
+        Ok(r.done(false, format_args!("{}", e.message())))
+    }
+}
+
 fn store_put(r: ActionResult, store: &mut Store, k: &Key, value: &str, now: u64) -> Result<ActionResult> {
     match store.put(k, value, now) {
         Ok(p) => Ok(match p.outcome {
@@ -202,8 +210,7 @@ fn store_put(r: ActionResult, store: &mut Store, k: &Key, value: &str, now: u64)
             Outcome::Updated => r.done(true, format_args!("saved to storage (replaced version {})", p.version - 1)),
             Outcome::Unchanged => r.done(true, format_args!("storage already holds this value")),
         }),
-        Err(e) if is_fault(e.code()) => Err(e),
-        Err(e) => Ok(r.done(false, format_args!("{}", e.message()))),
+        Err(e) => failed(r, e),
     }
 }
 
@@ -221,8 +228,7 @@ fn load_into(
         Ok(None) => {
             return Ok(r.done(false, format_args!("'{}' is not in storage; use storage_search to find keys", k)))
         }
-        Err(e) if is_fault(e.code()) => return Err(e),
-        Err(e) => return Ok(r.done(false, format_args!("{}", e.message()))),
+        Err(e) => return failed(r, e),
     }
     let text = scratch.text.as_str().unwrap_or("");
     Ok(match wm.add(k, text, now) {
@@ -250,8 +256,7 @@ pub fn page_out(
     if !text.trim().is_empty() {
         match store.put(k, text, now) {
             Ok(_) => {}
-            Err(e) if is_fault(e.code()) => return Err(e),
-            Err(e) => return Ok(r.done(false, format_args!("{}", e.message()))),
+            Err(e) => return failed(r, e),
         }
     }
     wm.remove(k);

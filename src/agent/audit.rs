@@ -159,14 +159,7 @@ fn write_record(out: &mut FixedBuf, r: &CycleRecord<'_>) -> Result<()> {
     w.u64(r.latency_ms)?;
     w.key("usage")?;
     match r.usage {
-        Some((p, c)) => {
-            w.begin_object()?;
-            w.key("prompt_tokens")?;
-            w.u64(p)?;
-            w.key("completion_tokens")?;
-            w.u64(c)?;
-            w.end_object()?;
-        }
+        Some(usage) => write_usage(&mut w, usage)?,
         None => w.null()?,
     }
     w.key("actions")?;
@@ -195,6 +188,17 @@ fn write_record(out: &mut FixedBuf, r: &CycleRecord<'_>) -> Result<()> {
         Some(code) => w.string(code.as_str())?,
         None => w.null()?,
     }
+    w.end_object()
+}
+
+/// Writes the token usage a server reported as `{"prompt_tokens": p, "completion_tokens": c}`
+/// (the field names of the OpenAI API and of the replay script), for the audit and exchange logs.
+pub fn write_usage(w: &mut Writer<'_, FixedBuf>, (prompt, completion): (u64, u64)) -> Result<()> {
+    w.begin_object()?;
+    w.key("prompt_tokens")?;
+    w.u64(prompt)?;
+    w.key("completion_tokens")?;
+    w.u64(completion)?;
     w.end_object()
 }
 

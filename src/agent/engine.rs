@@ -147,8 +147,6 @@ pub struct Agent {
     audit: AuditLog,
     exchange: Option<ExchangeLog>,
     prompt: FixedBuf,
-    prev_prompt_len: usize,
-    prev_prompt_hash: u64,
     scratch: FixedBuf,
     request: FixedBuf,
     feedback: FixedBuf,
@@ -224,8 +222,6 @@ impl Agent {
             audit: AuditLog::open(dir)?,
             exchange,
             prompt: FixedBuf::with_capacity("prompt (limits::PROMPT_MAX_BYTES)", PROMPT_MAX_BYTES),
-            prev_prompt_len: 0,
-            prev_prompt_hash: 0,
             scratch: FixedBuf::with_capacity(
                 "working-memory scratch (limits::WORKING_TEXT_MAX_BYTES)",
                 WORKING_TEXT_MAX_BYTES,
@@ -903,7 +899,6 @@ impl Agent {
         self.prev_prompt.clear();
         let _ = self.prev_prompt.extend_from_slice(cur);
         self.last_prefix_equal = same;
-        let _ = (self.prev_prompt_len, self.prev_prompt_hash);
         (same, cur.len())
     }
 }

@@ -142,14 +142,9 @@ fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
             w.key("finish_reason")?;
             w.string(f)?;
         }
-        if let Some((p, c)) = r.usage {
+        if let Some(usage) = r.usage {
             w.key("usage")?;
-            w.begin_object()?;
-            w.key("prompt_tokens")?;
-            w.u64(p)?;
-            w.key("completion_tokens")?;
-            w.u64(c)?;
-            w.end_object()?;
+            super::audit::write_usage(&mut w, usage)?;
         }
     }
     w.end_object()
