@@ -251,6 +251,16 @@ fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
                         st.entries, st.log_bytes, st.corrupt_records
                     ),
                 )
+            } else if st.unfinished_tail_bytes > 0 {
+                r.ok(
+                    "store.log",
+                    format_args!(
+                        "{} entries ({} archived) of {}, {} bytes, no damaged records; {} bytes at the end are not \
+                         a whole record yet (a write in progress, or cut short by a crash: the agent drops such a \
+                         tail at its next start)",
+                        st.entries, st.archived, st.capacity, st.log_bytes, st.unfinished_tail_bytes
+                    ),
+                )
             } else {
                 r.ok(
                     "store.log",

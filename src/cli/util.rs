@@ -4,7 +4,6 @@
 //! ([`read_limited`]) and time formatting ([`Time`]).
 
 use crate::error::Result;
-use crate::limits::STORE_RECORD_MAX_BYTES;
 use crate::memory::log::{self as storelog, Record};
 use crate::memory::store::{Store, LOG_NAME};
 use core::fmt;
@@ -21,24 +20,22 @@ use std::path::Path;
 pub enum StoreRead {
     /// No `store.log` yet (the agent creates it).
     Absent,
-    /// Opening the store now would change the log (the reason says how); it was not opened.
-    /// `damaged` when the file is not a store log at all (the agent would move it aside and
-    /// start an empty store); otherwise a state the agent repairs on its own.
+    /// The file there is not a store log this program can read (the reason says why); it was
+    /// not opened. `damaged` when it is not a store log at all (the agent would keep it aside
+    /// and start an empty store); otherwise a state the agent sets right on its own.
     NotOpened { why: String, damaged: bool },
-    /// The store, opened in place.
+    /// The store, opened read-only.
     Open(Box<Store>),
 }
 
-/// Opens the store only if [`Store::open`] would write nothing: the log exists and is not
-/// empty, its first line is this format's header, its last line is a whole record, and no
-/// compaction temp file is there. Otherwise says why, without opening it (the agent repairs
-/// these at its next start: it writes a header, drops a torn tail, moves a foreign file aside,
-/// removes a compaction's leftover).
+/// Opens the store for the commands that only look, while an agent may be running beside them.
 ///
-/// A torn tail seen here can also be a record the running agent is writing right now; that
-/// is why this never opens such a log (the store's open would cut the record short). What
-/// remains is a race of a few microseconds between this check and the store's own read; a
-/// read-only `Store::open` would close it.
+/// Only the holder of `lkjagent.lock` repairs, truncates, compacts or moves a file. So this
+/// opens the log with [`Store::open_read_only`]: nothing is written, and an incomplete last
+/// record is a record the agent has not finished writing yet, ignored rather than cut off.
+/// A compaction's temporary file is the writer's and is ignored too: the reader reads the live
+/// log, which a compaction replaces in one rename. Before opening, the first line is checked to
+/// be this format's header, so a foreign file is reported as damaged rather than as an error.
 pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
     let path = data.join(LOG_NAME);
     let meta = match fs::metadata(&path) {
@@ -49,14 +46,8 @@ pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
     if !meta.is_file() {
         return Ok(StoreRead::NotOpened { why: "it is not a regular file".into(), damaged: true });
     }
-    let len = meta.len();
-    if len == 0 {
+    if meta.len() == 0 {
         let why = "it is empty; the agent writes its header at its next start".into();
-        return Ok(StoreRead::NotOpened { why, damaged: false });
-    }
-    if data.join(format!(".{}.compact", LOG_NAME)).exists() {
-        let why =
-            "a compaction is under way (or was cut short; the agent removes its temp file at its next start)".into();
         return Ok(StoreRead::NotOpened { why, damaged: false });
     }
     let f = File::open(&path).map_err(|e| err!(Io, "cannot open {}: {}", path.display(), e))?;
@@ -75,35 +66,8 @@ pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
         );
         return Ok(StoreRead::NotOpened { why, damaged: true });
     }
-    // The tail: the last line must be a whole record.
-    let window = len.min(STORE_RECORD_MAX_BYTES as u64 + 1);
-    let start = len - window;
-    let mut tail = vec![0u8; window as usize];
-    f.read_exact_at(&mut tail, start).map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
-    let torn = |at: u64| StoreRead::NotOpened {
-        why: format!(
-            "a torn tail of {} bytes at byte {} (a write cut short by a crash, or one in progress); \
-             the agent drops it at its next start",
-            len - at,
-            at
-        ),
-        damaged: false,
-    };
-    let Some((&last, body)) = tail.split_last() else { return Ok(StoreRead::Absent) };
-    if last != b'\n' {
-        let at = tail.iter().rposition(|&b| b == b'\n').map_or(start, |i| start + i as u64 + 1);
-        return Ok(torn(at));
-    }
-    let line_start = match body.iter().rposition(|&b| b == b'\n') {
-        Some(i) => i + 1,
-        None if start == 0 => 0,
-        None => return Ok(torn(start)),
-    };
-    if storelog::decode(body.get(line_start..).unwrap_or(&[])).is_err() {
-        return Ok(torn(start + line_start as u64));
-    }
-    drop(tail);
-    Ok(StoreRead::Open(Box::new(Store::open(data)?)))
+    drop(f);
+    Ok(StoreRead::Open(Box::new(Store::open_read_only(data)?)))
 }
 
 /// Reads up to `buf.len()` bytes at `offset` (fewer at the end of the file).

@@ -204,6 +204,10 @@ pub struct Stats {
     pub total_hits: u64,
     /// Damaged records skipped when the log was read.
     pub corrupt_records: u64,
+    /// Bytes at the end of the log that were not a whole record yet when a read-only store
+    /// read it (a record the agent is writing, or one a crash cut short; only the agent, which
+    /// holds the lock, drops such a tail). Always 0 for the writer.
+    pub unfinished_tail_bytes: u64,
     /// RAM held by the index, bytes.
     pub ram_bytes: usize,
 }
@@ -237,6 +241,8 @@ pub struct Store {
     live_bytes: u64,
     header_bytes: u64,
     corrupt: u64,
+    /// See [`Stats::unfinished_tail_bytes`].
+    unfinished_tail: u64,
     wbuf: FixedBuf,
     rbuf: Vec<u8>,
     vbuf: String,
@@ -306,6 +312,7 @@ impl Store {
             live_bytes: 0,
             header_bytes: 0,
             corrupt: 0,
+            unfinished_tail: 0,
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
@@ -1111,6 +1118,7 @@ impl Store {
             live_bytes: self.live_bytes.min(self.len),
             garbage_bytes: self.garbage(),
             corrupt_records: self.corrupt,
+            unfinished_tail_bytes: self.unfinished_tail,
             ram_bytes: self.ram_bytes(),
             ..Stats::default()
         };
@@ -1262,6 +1270,7 @@ impl Store {
         self.live_bytes = 0;
         self.header_bytes = 0;
         self.corrupt = 0;
+        self.unfinished_tail = 0;
         self.len = 0;
     }
 
@@ -1363,6 +1372,7 @@ impl Store {
             return self.move_aside_and_start_fresh();
         }
         if good_end < file_len && self.read_only {
+            self.unfinished_tail = file_len - good_end;
             err!(
                 Io,
                 "{}: ignored {} bytes at the end that are not a whole record yet (opened read-only; \
