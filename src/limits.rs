@@ -82,6 +82,11 @@ pub const TAG_TEXT_BYTES: usize = REPLY_WORK_BYTES + 16 * 1024;
 /// never recursion, so this bounds work per end tag, not stack use. Cost: none by itself.
 pub const TAG_MAX_DEPTH: usize = 64;
 
+/// Most JSON nodes of a reply in the JSON dialect (`{"next_state": ..., "action": {...}}`);
+/// a larger JSON reply is read as text. Cost: 24 bytes each, plus [`REPLY_MAX_BYTES`] of decoded
+/// text, reserved once by the reader.
+pub const REPLY_JSON_MAX_NODES: usize = 4096;
+
 /// Most instructions one reply yields (actions, next state, logs). Past this, the rest are
 /// dropped with a `TOO_MANY_INSTRUCTIONS` problem. Cost: 72 bytes each (4.5 KiB), inline in the
 /// reader.
@@ -282,6 +287,41 @@ pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;
 
 /// ... and the log holds at least this many bytes of garbage (small logs are left alone).
 pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Constrained decoding: the reply grammar and schema (`grammar`)
+// ---------------------------------------------------------------------------------------------
+
+/// Largest generated grammar or JSON Schema, in bytes. The fixed part is under 2 KiB; the rest
+/// is two key lists of at most [`GRAMMAR_KEYS_PER_LIST`] keys of at most [`KEY_MAX_BYTES`]
+/// bytes, each written at most twice as long (escapes): about 66 KiB at worst. Cost: one buffer
+/// of this size, reserved once by the agent (and one by `lkjagent grammar`).
+pub const GRAMMAR_MAX_BYTES: usize = 128 * 1024;
+
+/// Most keys a grammar lists by name for a `working_memory_remove`, and for a `storage_load`
+/// (the newest stored ones). Keys past it are not offered that cycle (nothing is lost: the
+/// model can still search and load them later).
+pub const GRAMMAR_KEYS_PER_LIST: u32 = 32;
+
+/// Longest log text (`think_log`, `evaluation_log`) a grammar allows, in characters.
+pub const GRAMMAR_LOG_MAX_CHARS: u32 = 240;
+
+/// Longest value (`working_memory_add`, `storage_save`) a grammar allows, in characters (the
+/// shipped prompt asks for values of about 100 tokens).
+pub const GRAMMAR_VALUE_MAX_CHARS: u32 = 400;
+
+/// Longest tag a grammar allows, in characters (within [`TAG_MAX_BYTES`]).
+pub const GRAMMAR_TAG_MAX_CHARS: u32 = 16;
+
+/// Most tags in one key a grammar allows (within [`KEY_MAX_TAGS`]).
+pub const GRAMMAR_TAGS_PER_KEY: u32 = 3;
+
+/// Longest `<think>` block a grammar allows a reasoning model (`llm.thinks`), in characters.
+pub const GRAMMAR_THINK_MAX_CHARS: u32 = 1500;
+
+/// llama.cpp refuses a grammar whose nested bounded repetitions multiply to this or more
+/// (`MAX_REPETITION_THRESHOLD`); every bound the generator writes stays below it.
+pub const GRAMMAR_MAX_REPETITION: u32 = 2000;
 
 // ---------------------------------------------------------------------------------------------
 // The agent

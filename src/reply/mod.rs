@@ -4,6 +4,8 @@
 //! - [`clean`]: what is removed before parsing (`<think>` blocks, harmony analysis channels,
 //!   invalid UTF-8).
 //! - [`read`]: the [`Reader`] and its [`Interpretation`] (every accepted dialect, one list).
+//! - [`json_reply`]: the JSON dialect a JSON Schema constrains a server to, read as the tags it
+//!   stands for.
 //! - [`instruction`]: [`Instruction`], [`Action`], [`ActionKind`].
 //! - [`problem`]: [`Problem`] and the stable [`ProblemCode`]s.
 //! - [`feedback`]: the message for the model after a reply it must correct.
@@ -18,6 +20,7 @@
 pub mod clean;
 pub mod feedback;
 pub mod instruction;
+pub mod json_reply;
 pub mod problem;
 pub mod read;
 pub mod report;

@@ -95,6 +95,8 @@ codes! {
     OutsideAgent = "OUTSIDE_AGENT", Warning;
     /// A field given twice (e.g. two `<next_state>`); the last one was taken.
     DuplicateField = "DUPLICATE_FIELD", Warning;
+    /// The same action (kind, tags, value and query) twice in one reply; it was taken once.
+    DuplicateAction = "DUPLICATE_ACTION", Warning;
     /// The whole answer was written with escaped tags (`&lt;agent&gt;`); read after decoding.
     EscapedTags = "ESCAPED_TAGS", Warning;
     /// Action fields (`<type>`, `<tags>`...) without an `<action>` around them; read as one.

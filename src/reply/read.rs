@@ -35,6 +35,11 @@
 //! value from `value`, `data`, `content`. Free-text fields are *text elements* for the parser,
 //! so tags written inside a value or a log stay text.
 //!
+//! **JSON replies.** A reply that is one JSON object with a member the protocol knows
+//! (`next_state`, `think_log`, `action`, ...) is the JSON dialect (what a JSON Schema
+//! constrains a server to): it is rendered as the canonical tags it stands for
+//! ([`super::json_reply`]) and read as those, so it yields the same instructions and problems.
+//!
 //! **Escaped answers.** When a reply yields nothing and holds `&lt;`, it is read once more with
 //! entities decoded (the C original's prompts showed the templates escaped, and models answer
 //! in kind); if that finds instructions they are taken with an `ESCAPED_TAGS` warning, else the
@@ -48,9 +53,10 @@ use super::clean::{clean, CleanReport, OffsetMap};
 use super::instruction::{same_name, Action, ActionKind, Form, Instruction};
 use super::problem::{Problem, ProblemCode, Severity};
 use crate::fixed::ArrayVec;
+use crate::json::Document;
 use crate::limits::{
-    REPLY_DEFAULT_MAX_ACTIONS, REPLY_MAX_INSTRUCTIONS, REPLY_MAX_LIST_ITEMS, REPLY_MAX_PROBLEMS, REPLY_WORK_BYTES,
-    TAG_MAX_NODES, TAG_TEXT_BYTES,
+    REPLY_DEFAULT_MAX_ACTIONS, REPLY_JSON_MAX_NODES, REPLY_MAX_BYTES, REPLY_MAX_INSTRUCTIONS, REPLY_MAX_LIST_ITEMS,
+    REPLY_MAX_PROBLEMS, REPLY_WORK_BYTES, TAG_MAX_NODES, TAG_TEXT_BYTES,
 };
 use crate::tag::tree::Span;
 use crate::tag::{Limit, Node, ParseOptions, TagTree};
@@ -128,13 +134,17 @@ pub struct Dialect {
     pub era_a: bool,
     /// Some instruction was a kjxlkj instruction.
     pub kjxlkj: bool,
+    /// The reply was the JSON dialect (`{"next_state": ..., "action": {...}}`, the one a JSON
+    /// Schema constrains a server to), read as the canonical tags it stands for.
+    pub json: bool,
 }
 
 impl Dialect {
-    /// A one-word summary: `none`, `canonical`, `era_a`, `kjxlkj` or `mixed`.
+    /// A one-word summary: `none`, `canonical`, `json`, `era_a`, `kjxlkj` or `mixed`.
     pub fn as_str(&self) -> &'static str {
         match (self.canonical, self.era_a, self.kjxlkj) {
             (false, false, false) => "none",
+            (true, false, false) if self.json => "json",
             (true, false, false) => "canonical",
             (false, true, false) => "era_a",
             (false, false, true) => "kjxlkj",
@@ -147,6 +157,12 @@ impl Dialect {
 /// (about 2.5 MiB, see the `limits.rs` section "Tagged reply format"); reading allocates nothing.
 pub struct Reader {
     work: String,
+    /// The canonical tag text a JSON reply stands for (swapped with `work` when used).
+    alt: String,
+    /// A JSON reply, parsed.
+    json_doc: Document,
+    /// The last reply was read as the JSON dialect.
+    json: bool,
     map: OffsetMap,
     clean: CleanReport,
     tree: TagTree,
@@ -175,6 +191,9 @@ impl Reader {
     pub fn new() -> Reader {
         Reader {
             work: String::with_capacity(REPLY_WORK_BYTES),
+            alt: String::with_capacity(REPLY_WORK_BYTES),
+            json_doc: Document::with_capacity(REPLY_JSON_MAX_NODES, REPLY_MAX_BYTES),
+            json: false,
             map: OffsetMap::default(),
             clean: CleanReport::default(),
             tree: TagTree::with_capacity(TAG_MAX_NODES, TAG_TEXT_BYTES),
@@ -197,7 +216,22 @@ impl Reader {
     pub fn read(&mut self, reply: &[u8], max_actions: usize) -> Interpretation<'_> {
         self.max_actions = max_actions;
         self.clean = clean(reply, &mut self.work, &mut self.map);
+        // The JSON dialect: read as the canonical tags it stands for.
+        self.json = false;
+        let t = self.work.trim();
+        if t.starts_with('{')
+            && self.json_doc.parse(t.as_bytes()).is_ok()
+            && super::json_reply::render(self.json_doc.root(), &mut self.alt)
+        {
+            core::mem::swap(&mut self.work, &mut self.alt);
+            // Offsets now point into the rendered tags, not the reply.
+            self.map.approximate = true;
+            self.json = true;
+        }
         self.pass();
+        if self.json {
+            return Interpretation { r: self };
+        }
         if self.stored.is_empty() && self.work.contains("&lt;") {
             // Models shown escaped templates (`&lt;action&gt;`, as the C original's prompts
             // were) sometimes answer in kind. Read the reply once more with entities decoded;
@@ -233,7 +267,7 @@ impl Reader {
         self.problems.clear();
         self.problems_dropped = 0;
         self.actions_found = 0;
-        self.dialect = Dialect::default();
+        self.dialect = Dialect { json: self.json, ..Dialect::default() };
         self.unwrapped = u32::MAX;
         self.scope = 0;
         self.tree.parse(&self.work, &ParseOptions { text_elements: TEXT_ELEMENTS });
@@ -651,6 +685,30 @@ impl Reader {
 
     /// Counts an action and stores it if the cap allows.
     fn push_action(&mut self, kind: ActionKind, form: Form, f: Fields, element: Span, work_at: u32) {
+        // The same action twice in one reply is taken once: the second would be refused as a
+        // repeat, or fail (a key removed twice).
+        let t = &self.tree;
+        let same = |a: Option<Span>, b: Option<Span>| match (a, b) {
+            (Some(a), Some(b)) => t.str_at(a) == t.str_at(b),
+            (None, None) => true,
+            _ => false,
+        };
+        let tags = f.tags.unwrap_or_default();
+        let duplicate = self.stored.iter().any(|s| {
+            s.what == What::Action
+                && s.kind == kind
+                && t.str_at(s.text) == t.str_at(tags)
+                && same(s.value, f.value)
+                && same(s.query, f.query)
+        });
+        if duplicate {
+            self.problem(
+                ProblemCode::DuplicateAction,
+                Some(work_at),
+                format_args!("the same {} action twice in one reply; it was taken once", kind.as_str()),
+            );
+            return;
+        }
         self.actions_found += 1;
         if self.actions_found as usize > self.max_actions {
             return;
