@@ -12,6 +12,8 @@
 //! - [`json`]: RFC 8259 parser, document arena, serializer.
 //! - [`tag`]: the tolerant tag parser for model replies and the tag renderer for prompts.
 //! - [`reply`]: the reply protocol (instructions, problems, feedback for the model).
+//! - [`grammar`]: the same protocol the other way: the live state to a GBNF grammar or a JSON
+//!   Schema the server constrains replies with.
 //! - [`http`]: the HTTP/1.1 client.
 //! - [`llm`]: the LLM providers and the health probe.
 //! - [`memory`]: the working set and the crash-safe tagged store.
@@ -24,6 +26,7 @@ pub mod agent;
 pub mod cli;
 pub mod clock;
 pub mod fixed;
+pub mod grammar;
 pub mod http;
 pub mod json;
 pub mod limits;

@@ -260,6 +260,20 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
         })
     }
 
+    /// A value given as JSON text, written as it is (compact output stays compact only if the
+    /// text is). The caller vouches that `json` is exactly one complete JSON value: it is used
+    /// for documents this crate generated itself (the reply grammar's JSON Schema), never for
+    /// outside input. An empty text is `JSON_INVALID`.
+    pub fn raw_value(&mut self, json: &str) -> Result<()> {
+        if json.trim().is_empty() {
+            bail!(JsonInvalid, "JSON writer: an empty raw value");
+        }
+        self.before_value()?;
+        self.put(json)?;
+        self.after_value();
+        Ok(())
+    }
+
     /// A string value.
     pub fn string(&mut self, s: &str) -> Result<()> {
         self.before_value()?;

@@ -1,0 +1,230 @@
+//! The reply language as a GBNF grammar (llama.cpp's grammar format; grammars/README.md in
+//! llama.cpp), for the canonical tag reply:
+//!
+//! ```text
+//! <agent>
+//! <think_log>why</think_log>
+//! <next_state>commanding</next_state>
+//! <action><type>storage_save</type><tags>dictionary,terms</tags><value>text</value></action>
+//! </agent>
+//! ```
+//!
+//! Only the parts the current [`Shape`](super::Shape) holds are written, always in that order
+//! (the log first, so a model reasons before it decides), one per line, with no other
+//! whitespace: a model cannot spend tokens on layout. Text is one line of characters other
+//! than `<`, `&` and line breaks, starting with a visible one; tags are `[a-z0-9_]`, the
+//! characters key normalisation keeps. Keys a remove or a load may name are listed as
+//! literals.
+//!
+//! Syntax used, and nothing else: `::=`, `|`, `( )`, `?`, `{m,n}`, `"literal"` with the escapes
+//! `\\`, `\"` and `\xHH`, and `[...]` / `[^...]` classes. Bounded repetitions never nest past a
+//! product of 2,000 (llama.cpp's `MAX_REPETITION_THRESHOLD`; [`super::Bounds::clamped`]).
+//! Several actions are written as explicit alternatives, not as a repetition, for the same
+//! reason.
+
+use super::Language;
+use crate::error::Result;
+use crate::fixed::FixedBuf;
+use crate::reply::ActionKind;
+
+/// Writes the GBNF grammar of `lang` into `out` (cleared first). `CAPACITY_EXCEEDED` if it
+/// does not fit (`limits::GRAMMAR_MAX_BYTES` is sized for the largest key lists).
+pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
+    out.clear();
+    let b = lang.bounds.clamped();
+    let shape = lang.effective_shape();
+    out.push_str("# lkjagent reply grammar (generated each cycle)\n")?;
+    if b.think_chars > 0 {
+        out.push_str("root ::= think? agent\n")?;
+        out.format(format_args!("think ::= \"<think>\" [^<]{{0,{}}} \"</think>\\n\"\n", b.think_chars))?;
+    } else {
+        out.push_str("root ::= agent\n")?;
+    }
+    out.push_str("agent ::= \"<agent>\\n\"")?;
+    if shape.log.is_some() {
+        out.push_str(" log")?;
+    }
+    if shape.next_state {
+        out.push_str(" next")?;
+    }
+    if !shape.actions.is_empty() {
+        out.push_str(" actions")?;
+    }
+    out.push_str(" \"</agent>\"\n")?;
+    if let Some(log) = shape.log {
+        let name = log.name();
+        out.format(format_args!("log ::= \"<{}>\" log-text \"</{}>\\n\"\n", name, name))?;
+        // Reasoning in words: no digits (small models drift into number lists).
+        text_rule(out, "log-text", b.log_chars, "0-9")?;
+    }
+    if shape.next_state {
+        out.push_str("next ::= \"<next_state>\" (")?;
+        for (i, s) in lang.next_states().enumerate() {
+            out.push_str(if i == 0 { " " } else { " | " })?;
+            literal(out, s)?;
+        }
+        out.push_str(" ) \"</next_state>\\n\"\n")?;
+    }
+    if !shape.actions.is_empty() {
+        // actions ::= action | action action | ... (explicit: no nested bounded repetition).
+        out.push_str("actions ::= action")?;
+        for n in 2..=b.max_actions {
+            out.push_str(" | action")?;
+            for _ in 1..n {
+                out.push_str(" action")?;
+            }
+        }
+        out.push_str("\naction ::= \"<action><type>\" (")?;
+        for (i, kind) in shape.actions.iter().enumerate() {
+            out.format(format_args!("{}a-{}", if i == 0 { " " } else { " | " }, rule_name(kind)))?;
+        }
+        out.push_str(" ) \"</action>\\n\"\n")?;
+        let mut free_key = false;
+        let mut value = false;
+        for kind in shape.actions.iter() {
+            out.format(format_args!("a-{} ::= \"{}</type><tags>\" ", rule_name(kind), kind.as_str()))?;
+            match kind {
+                ActionKind::WorkingMemoryRemove | ActionKind::StorageLoad | ActionKind::StorageSearch => {
+                    out.push_str("(")?;
+                    let mut first = true;
+                    let mut failed = None;
+                    lang.each_key(kind, &mut |k| {
+                        if failed.is_some() {
+                            return;
+                        }
+                        let r = out.push_str(if first { " " } else { " | " }).and_then(|()| literal(out, k));
+                        if let Err(e) = r {
+                            failed = Some(e);
+                        }
+                        first = false;
+                    });
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                    out.push_str(" ) \"</tags>\"\n")?;
+                }
+                _ => {
+                    free_key = true;
+                    value = true;
+                    out.push_str("key \"</tags><value>\" value \"</value>\"\n")?;
+                }
+            }
+        }
+        if free_key {
+            out.format(format_args!("key ::= tag (\",\" tag){{0,{}}}\n", b.tags_per_key.saturating_sub(1)))?;
+            // A tag starts with a letter: a key of numbers means nothing to a reader.
+            out.format(format_args!("tag ::= [a-z] [a-z0-9_]{{0,{}}}\n", b.tag_chars.saturating_sub(1)))?;
+        }
+        if value {
+            text_rule(out, "value", b.value_chars, "")?;
+        }
+    }
+    Ok(())
+}
+
+/// `name ::= [A-Za-z\u00C0-\U0010FFFF] [^<&\n\r<also>]{0,max-1}`: one line of text that
+/// starts with a letter (ASCII, or any character past Latin-1's symbols), without the
+/// characters in `also` (a class fragment such as `0-9`).
+fn text_rule(out: &mut FixedBuf, name: &str, max_chars: u32, also: &str) -> Result<()> {
+    out.format(format_args!(
+        "{} ::= [A-Za-z\\u00C0-\\U0010FFFF] [^<&\\n\\r{}]{{0,{}}}\n",
+        name,
+        also,
+        max_chars.saturating_sub(1)
+    ))
+}
+
+fn rule_name(kind: ActionKind) -> &'static str {
+    match kind {
+        ActionKind::WorkingMemoryAdd => "wm-add",
+        ActionKind::WorkingMemoryRemove => "wm-remove",
+        ActionKind::StorageSave => "save",
+        ActionKind::StorageLoad => "load",
+        ActionKind::StorageSearch => "search",
+        ActionKind::PageOut => "page-out",
+        ActionKind::PageIn => "page-in",
+        ActionKind::Archive => "archive",
+        ActionKind::RecordUpdate => "record-update",
+        ActionKind::RecordIssue => "record-issue",
+    }
+}
+
+/// Writes `s` as a GBNF string literal: `"` and `\` escaped, control characters as `\xHH`,
+/// everything else (UTF-8 included, which llama.cpp decodes) as is. Text inside a tag reply
+/// that the reader would decode as markup (`<`, `&`) is written as the entity the reader
+/// decodes back, so a listed key reads back as itself.
+pub fn literal(out: &mut FixedBuf, s: &str) -> Result<()> {
+    out.push_str("\"")?;
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\"")?,
+            '\\' => out.push_str("\\\\")?,
+            '<' => out.push_str("&lt;")?,
+            '&' => out.push_str("&amp;")?,
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.format(format_args!("\\x{:02X}", c as u32))?,
+            c => {
+                let mut b = [0u8; 4];
+                out.push_str(c.encode_utf8(&mut b))?;
+            }
+        }
+    }
+    out.push_str("\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ActionSet, Bounds, LogField, NoKeys, Shape};
+    use super::*;
+
+    fn grammar(lang: &Language<'_>) -> String {
+        let mut out = FixedBuf::with_capacity("test grammar", 64 * 1024);
+        write(lang, &mut out).unwrap();
+        out.as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn thinking_state_names_states_and_writes_a_think_log() {
+        let states = vec!["thinking".to_string(), "commanding".to_string()];
+        let lang = Language {
+            states: &states,
+            shape: Shape { next_state: true, next_mask: 0, log: Some(LogField::Think), actions: ActionSet::NONE },
+            bounds: Bounds::default(),
+            working_keys: &NoKeys,
+            stored_keys: &NoKeys,
+            search_tags: &NoKeys,
+            pinned: &[],
+            managed: &[],
+            recent: &[],
+            in_working: &NoKeys,
+        };
+        let g = grammar(&lang);
+        assert!(g.contains("agent ::= \"<agent>\\n\" log next \"</agent>\""), "{g}");
+        assert!(g.contains("next ::= \"<next_state>\" ( \"thinking\" | \"commanding\" ) \"</next_state>\\n\""), "{g}");
+        assert!(g.contains("log ::= \"<think_log>\" log-text \"</think_log>\\n\""), "{g}");
+        assert!(!g.contains("action"), "{g}");
+    }
+
+    #[test]
+    fn keys_are_listed_escaped_and_pinned_ones_left_out() {
+        let states = vec!["thinking".to_string()];
+        let wm: &[&str] = &["task", "notes", "a\"b\\c<d", "x\u{1}y"];
+        let stored: &[&str] = &["fruit,apple"];
+        let lang = Language {
+            states: &states,
+            shape: Shape { next_state: false, next_mask: 0, log: None, actions: ActionSet::ALL },
+            bounds: Bounds { max_actions: 3, ..Bounds::default() },
+            working_keys: &wm,
+            stored_keys: &stored,
+            search_tags: &NoKeys,
+            pinned: &["task"],
+            managed: &[],
+            recent: &[],
+            in_working: &NoKeys,
+        };
+        let g = grammar(&lang);
+        assert!(g.contains(r#"a-wm-remove ::= "working_memory_remove</type><tags>" ( "notes" | "a\"b\\c&lt;d" | "x\x01y" ) "</tags>""#), "{g}");
+        assert!(g.contains(r#"a-load ::= "storage_load</type><tags>" ( "fruit,apple" ) "</tags>""#), "{g}");
+        assert!(g.contains("actions ::= action | action action | action action action\n"), "{g}");
+        assert!(g.contains("tag ::= [a-z] [a-z0-9_]{0,"), "{g}");
+    }
+}

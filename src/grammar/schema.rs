@@ -1,0 +1,204 @@
+//! The reply language as a JSON Schema, for servers that constrain only JSON (Ollama `format`,
+//! LM Studio and OpenAI `response_format` `json_schema`, llama.cpp `json_schema`). The reply it
+//! describes is the JSON dialect the reader also reads:
+//!
+//! ```json
+//! {"think_log": "why", "next_state": "commanding",
+//!  "action": {"type": "storage_save", "tags": "dictionary,terms", "value": "text"}}
+//! ```
+//!
+//! (`"actions": [...]` where more than one action is allowed). The schema follows OpenAI's
+//! strict-mode rules, which every other server accepts too: the root is an object, every
+//! object lists all its properties as `required` and sets `additionalProperties: false`, no
+//! `allOf`/`not`/`if`; strings are bounded with `maxLength` below 2,000 (llama.cpp breaks at
+//! 2,000) and tags with a `^...$` pattern.
+
+use super::{Language, Shape};
+use crate::error::Result;
+use crate::fixed::FixedBuf;
+use crate::json::Writer;
+use crate::reply::ActionKind;
+
+/// The schema's name where a server wants one (`response_format.json_schema.name`).
+pub const NAME: &str = "lkjagent_reply";
+
+/// Writes the JSON Schema of `lang` into `out` (cleared first), as compact JSON.
+pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
+    out.clear();
+    let b = lang.bounds.clamped();
+    let shape: Shape = lang.effective_shape();
+    let mut pattern = crate::fixed::ArrayString::<96>::new();
+    pattern.format(format_args!(
+        "^[a-z][a-z0-9_]{{0,{t}}}(,[a-z][a-z0-9_]{{0,{t}}}){{0,{n}}}$",
+        t = b.tag_chars.saturating_sub(1),
+        n = b.tags_per_key.saturating_sub(1)
+    ))?;
+    let mut w = Writer::compact(out);
+    w.begin_object()?;
+    w.key("type")?;
+    w.string("object")?;
+    w.key("properties")?;
+    w.begin_object()?;
+    if let Some(log) = shape.log {
+        w.key(log.name())?;
+        bounded_string(&mut w, b.log_chars)?;
+    }
+    if shape.next_state {
+        w.key("next_state")?;
+        w.begin_object()?;
+        w.key("type")?;
+        w.string("string")?;
+        w.key("enum")?;
+        w.begin_array()?;
+        for s in lang.next_states() {
+            w.string(s)?;
+        }
+        w.end_array()?;
+        w.end_object()?;
+    }
+    let many = b.max_actions > 1;
+    if !shape.actions.is_empty() {
+        w.key(if many { "actions" } else { "action" })?;
+        if many {
+            w.begin_object()?;
+            w.key("type")?;
+            w.string("array")?;
+            w.key("minItems")?;
+            w.u64(1)?;
+            w.key("maxItems")?;
+            w.u64(u64::from(b.max_actions))?;
+            w.key("items")?;
+        }
+        w.begin_object()?;
+        w.key("anyOf")?;
+        w.begin_array()?;
+        for kind in shape.actions.iter() {
+            let with_value = matches!(kind, ActionKind::WorkingMemoryAdd | ActionKind::StorageSave);
+            w.begin_object()?;
+            w.key("type")?;
+            w.string("object")?;
+            w.key("properties")?;
+            w.begin_object()?;
+            w.key("type")?;
+            w.begin_object()?;
+            w.key("type")?;
+            w.string("string")?;
+            w.key("enum")?;
+            w.begin_array()?;
+            w.string(kind.as_str())?;
+            w.end_array()?;
+            w.end_object()?;
+            w.key("tags")?;
+            w.begin_object()?;
+            w.key("type")?;
+            w.string("string")?;
+            match kind {
+                ActionKind::WorkingMemoryRemove | ActionKind::StorageLoad | ActionKind::StorageSearch => {
+                    w.key("enum")?;
+                    w.begin_array()?;
+                    let mut failed = None;
+                    lang.each_key(kind, &mut |k| {
+                        if failed.is_none() {
+                            failed = w.string(k).err();
+                        }
+                    });
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                    w.end_array()?;
+                }
+                _ => {
+                    w.key("pattern")?;
+                    w.string(pattern.as_str())?;
+                }
+            }
+            w.end_object()?;
+            if with_value {
+                w.key("value")?;
+                bounded_string(&mut w, b.value_chars)?;
+            }
+            w.end_object()?;
+            w.key("required")?;
+            w.begin_array()?;
+            w.string("type")?;
+            w.string("tags")?;
+            if with_value {
+                w.string("value")?;
+            }
+            w.end_array()?;
+            w.key("additionalProperties")?;
+            w.bool(false)?;
+            w.end_object()?;
+        }
+        w.end_array()?;
+        w.end_object()?;
+        if many {
+            w.end_object()?;
+        }
+    }
+    w.end_object()?;
+    w.key("required")?;
+    w.begin_array()?;
+    if let Some(log) = shape.log {
+        w.string(log.name())?;
+    }
+    if shape.next_state {
+        w.string("next_state")?;
+    }
+    if !shape.actions.is_empty() {
+        w.string(if many { "actions" } else { "action" })?;
+    }
+    w.end_array()?;
+    w.key("additionalProperties")?;
+    w.bool(false)?;
+    w.end_object()?;
+    w.finish()
+}
+
+fn bounded_string<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, max_chars: u32) -> Result<()> {
+    w.begin_object()?;
+    w.key("type")?;
+    w.string("string")?;
+    w.key("minLength")?;
+    w.u64(1)?;
+    w.key("maxLength")?;
+    w.u64(u64::from(max_chars))?;
+    w.end_object()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ActionSet, Bounds, LogField, NoKeys};
+    use super::*;
+    use crate::json::Document;
+
+    #[test]
+    fn schema_is_json_and_strict() {
+        let states = vec!["thinking".to_string(), "commanding".to_string()];
+        let wm: &[&str] = &["notes"];
+        let lang = Language {
+            states: &states,
+            shape: Shape { next_state: true, next_mask: 0, log: Some(LogField::Evaluation), actions: ActionSet::ALL },
+            bounds: Bounds::default(),
+            working_keys: &wm,
+            stored_keys: &NoKeys,
+            search_tags: &NoKeys,
+            pinned: &[],
+            managed: &[],
+            recent: &[],
+            in_working: &NoKeys,
+        };
+        let mut out = FixedBuf::with_capacity("schema", 64 * 1024);
+        write(&lang, &mut out).unwrap();
+        let mut doc = Document::with_capacity(4096, 64 * 1024);
+        doc.parse(out.as_slice()).unwrap();
+        let root = doc.root();
+        assert_eq!(root.path("required.[0]").and_then(|v| v.as_str()), Some("evaluation_log"));
+        assert_eq!(root.path("properties.next_state.enum.[1]").and_then(|v| v.as_str()), Some("commanding"));
+        let variants = root.path("properties.action.anyOf").unwrap();
+        assert_eq!(variants.len(), 3, "no load or search with nothing stored");
+        let text = out.as_str().unwrap();
+        assert!(text.contains(r#""enum":["notes"]"#), "{text}");
+        assert_eq!(text.matches(r#""additionalProperties":false"#).count(), 4, "{text}");
+    }
+}
