@@ -116,7 +116,7 @@ pub fn run() {
         ..lkjagent::llm::Settings::default()
     };
     let mut llm = lkjagent::llm::Client::new(&settings).unwrap();
-    let prompt = lkjagent::llm::Prompt { system: Some("system"), user: "what next?" };
+    let prompt = lkjagent::llm::Prompt::new(Some("system"), "what next?");
     let ask = |llm: &mut lkjagent::llm::Client| {
         let c = llm.complete(&prompt, &mut |_| {}, &stop).unwrap();
         assert_eq!(c.content, "<act>ok</act>");

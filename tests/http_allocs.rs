@@ -73,7 +73,7 @@ fn no_allocation_per_completion_on_a_kept_alive_connection() {
         ..Settings::default()
     };
     let mut client = Client::new(&settings).unwrap();
-    let prompt = Prompt { system: Some("sys"), user: "what next? é" };
+    let prompt = Prompt::new(Some("sys"), "what next? é");
     let stop = || false;
     let run = |client: &mut Client| {
         let c = client.complete(&prompt, &mut |_| {}, &stop).unwrap();

@@ -29,7 +29,7 @@ fn settings(endpoint: &str) -> Settings {
     }
 }
 
-const PROMPT: Prompt<'static> = Prompt { system: None, user: "What next?" };
+const PROMPT: Prompt<'static> = Prompt::new(None, "What next?");
 const NO_STOP: &dyn Fn() -> bool = &|| false;
 
 /// The outcome of one completion, owned, for comparisons.
@@ -64,7 +64,7 @@ fn one(provider: ProviderKind, reply: Vec<u8>) -> (Result<Got, (Code, String)>, 
 }
 
 fn usage(p: u64, c: u64, t: u64) -> Option<Usage> {
-    Some(Usage { prompt_tokens: p, completion_tokens: c, total_tokens: t })
+    Some(Usage { prompt_tokens: p, completion_tokens: c, total_tokens: t, cached_tokens: None })
 }
 
 #[test]
@@ -268,9 +268,7 @@ fn openai_request_body_with_system_stop_extra_and_bearer() {
         ..settings(&server.url("/v1/chat/completions"))
     };
     let mut client = Client::new(&s).unwrap();
-    let c = client
-        .complete(&Prompt { system: Some("You are \"lkj\".\n"), user: "line1\nline2 é" }, &mut |_| {}, NO_STOP)
-        .unwrap();
+    let c = client.complete(&Prompt::new(Some("You are \"lkj\".\n"), "line1\nline2 é"), &mut |_| {}, NO_STOP).unwrap();
     assert_eq!((c.content, c.http_status, c.attempts), ("ok", 200, 1));
     let seen = &server.seen()[0];
     assert_eq!(

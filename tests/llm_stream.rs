@@ -29,7 +29,7 @@ fn settings(endpoint: &str, provider: ProviderKind) -> Settings {
     }
 }
 
-const PROMPT: Prompt<'static> = Prompt { system: None, user: "go" };
+const PROMPT: Prompt<'static> = Prompt::new(None, "go");
 
 /// A chunked response whose chunks are written with short pauses, so the client really sees
 /// them arrive separately.
@@ -68,7 +68,7 @@ fn sse_events_straddle_chunks_share_chunks_and_skip_pings() {
     assert_eq!(c.content, "<agent>héllo</agent>");
     assert_eq!(c.reasoning, Some("Thinking."));
     assert_eq!((c.finish_reason, c.outcome), (FinishReason::Stop, Outcome::Text));
-    assert_eq!(c.usage, Some(Usage { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 }));
+    assert_eq!(c.usage, Some(Usage { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13, cached_tokens: None }));
     assert_eq!(ticks, vec![1, 2, 3, 4], "one progress tick per piece of text");
     let seen = &server.seen()[0];
     assert!(seen.body_str().contains("\"stream\":true"));
@@ -140,7 +140,7 @@ fn ollama_ndjson_stream_and_mid_stream_error() {
     let mut last = 0;
     let c = client.complete(&PROMPT, &mut |n| last = n, &|| false).unwrap();
     assert_eq!((c.content, c.reasoning), ("<agent>ok</agent>", Some("Hmm.")));
-    assert_eq!(c.usage, Some(Usage { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 }));
+    assert_eq!(c.usage, Some(Usage { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15, cached_tokens: None }));
     assert_eq!((c.finish_reason, last), (FinishReason::Stop, 3));
     assert_eq!(server.seen()[0].header("accept"), Some("application/x-ndjson"));
     let e = client.complete(&PROMPT, &mut |_| {}, &|| false).unwrap_err();
@@ -195,7 +195,7 @@ fn replay_script_in_order_then_exhausted() {
     assert_eq!(h.models_listed, 1);
     let c = client.complete(&PROMPT, &mut |_| {}, &|| false).unwrap();
     assert_eq!((c.content, c.reasoning, c.finish_reason), ("<agent>one</agent>", Some("first"), FinishReason::Stop));
-    assert_eq!(c.usage, Some(Usage { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }));
+    assert_eq!(c.usage, Some(Usage { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, cached_tokens: None }));
     let c = client.complete(&PROMPT, &mut |_| {}, &|| false).unwrap();
     assert_eq!((c.content, c.reasoning, c.finish_reason), ("<agent>two</agent>", Some("hidden"), FinishReason::Length));
     assert_eq!(c.usage, None);

@@ -549,7 +549,7 @@ impl Agent {
                     (None, text)
                 };
                 self.reply.clear();
-                let comp = c.complete(&llm::Prompt { system, user }, progress, should_stop)?;
+                let comp = c.complete(&llm::Prompt::new(system, user), progress, should_stop)?;
                 self.reply.fill(&comp)
             }
             Model::Recorded(_) => match self.pending_error.take() {

@@ -20,6 +20,7 @@ use super::settings::{ProviderKind, Settings};
 use super::stream::StreamSink;
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
+use crate::grammar::{schema, Constraint};
 use crate::http::{self, Method, Request, Scheme, Transport, Url};
 use crate::json::{Document, Kind, Writer};
 use crate::limits::{
@@ -29,13 +30,29 @@ use crate::limits::{
 use core::fmt;
 use std::time::{Duration, Instant};
 
-/// What to send: an optional system message and the user message (the agent's prompt).
+/// What to send: an optional system message and the user message (the agent's prompt), with
+/// the constraint, sampling seed and token cap of this request.
 #[derive(Clone, Copy, Debug)]
 pub struct Prompt<'a> {
     /// The system message, if any.
     pub system: Option<&'a str>,
     /// The user message.
     pub user: &'a str,
+    /// A grammar or JSON Schema the server should constrain the reply with (see
+    /// [`Client::complete`] for how each provider is sent it).
+    pub constraint: Option<Constraint<'a>>,
+    /// The sampling seed (servers default to a fixed one, so a near-identical prompt would get
+    /// the same reply again).
+    pub seed: Option<u64>,
+    /// Overrides `llm.max_tokens` for this request (the constraint probe asks for a few).
+    pub max_tokens: Option<u32>,
+}
+
+impl<'a> Prompt<'a> {
+    /// A plain request: these messages, no constraint, no seed, the configured token cap.
+    pub const fn new(system: Option<&'a str>, user: &'a str) -> Prompt<'a> {
+        Prompt { system, user, constraint: None, seed: None, max_tokens: None }
+    }
 }
 
 /// A model's answer. The text borrows from the client's buffers until the next call.
@@ -113,6 +130,8 @@ pub struct Client {
     acc: Accumulator,
     line: FixedBuf,
     data: FixedBuf,
+    /// The last answer's HTTP status, attempts and latency (see [`Client::last_completion`]).
+    last: (u16, u32, Duration),
 }
 
 impl fmt::Debug for Client {
@@ -167,6 +186,7 @@ impl Client {
             acc: Accumulator::new(LLM_MAX_CONTENT_BYTES, LLM_MAX_REASONING_BYTES),
             line: FixedBuf::with_capacity("streamed line (LLM_MAX_EVENT_BYTES)", LLM_MAX_EVENT_BYTES),
             data: FixedBuf::with_capacity("streamed event (LLM_MAX_EVENT_BYTES)", LLM_MAX_EVENT_BYTES),
+            last: (0, 0, Duration::ZERO),
         };
         if settings.provider == ProviderKind::Replay {
             let Some(path) = &settings.replay_path else {
@@ -246,17 +266,25 @@ impl Client {
             self.exchange(prompt, progress, should_stop)?
         };
         split_think(&mut self.acc);
-        Ok(Completion {
+        self.last = (status, attempts, start.elapsed());
+        Ok(self.last_completion())
+    }
+
+    /// The answer of the last successful [`Client::complete`] again (its text stays in the
+    /// client's buffers until the next call).
+    pub fn last_completion(&self) -> Completion<'_> {
+        let (http_status, attempts, latency) = self.last;
+        Completion {
             content: self.acc.content_str(),
             reasoning: self.acc.reasoning_str(),
             reasoning_cut: self.acc.reasoning_cut,
             outcome: self.acc.outcome(),
             finish_reason: self.acc.finish,
             usage: self.acc.usage,
-            http_status: status,
+            http_status,
             attempts,
-            latency: start.elapsed(),
-        })
+            latency,
+        }
     }
 
     /// Sends the request and reads the answer into the accumulator; (status, attempts).
@@ -360,9 +388,13 @@ impl Client {
                         w.key("temperature")?;
                         w.f64(t)?;
                     }
-                    if let Some(n) = self.max_tokens {
+                    if let Some(n) = prompt.max_tokens.or(self.max_tokens) {
                         w.key("num_predict")?;
                         w.u64(u64::from(n))?;
+                    }
+                    if let Some(seed) = prompt.seed {
+                        w.key("seed")?;
+                        w.u64(seed)?;
                     }
                     if let Some(n) = self.context_window {
                         w.key("num_ctx")?;
@@ -384,9 +416,13 @@ impl Client {
                     w.key("temperature")?;
                     w.f64(t)?;
                 }
-                if let Some(n) = self.max_tokens.filter(|_| !has("max_tokens")) {
+                if let Some(n) = prompt.max_tokens.or(self.max_tokens).filter(|_| !has("max_tokens")) {
                     w.key("max_tokens")?;
                     w.u64(u64::from(n))?;
+                }
+                if let Some(seed) = prompt.seed.filter(|_| !has("seed")) {
+                    w.key("seed")?;
+                    w.u64(seed)?;
                 }
                 if !self.stop.is_empty() && !has("stop") {
                     w.key("stop")?;
@@ -395,6 +431,56 @@ impl Client {
                         w.string(s)?;
                     }
                     w.end_array()?;
+                }
+            }
+        }
+        // The constraint, in each server's field (constrained-decoding.md): a grammar as
+        // llama.cpp's and llama-cpp-python's `grammar` and vLLM's `structured_outputs.grammar`
+        // (each server ignores the other's field); a schema as OpenAI's `response_format`
+        // (LM Studio, llama.cpp, vLLM, OpenAI) or Ollama's `format`. A field of the same name
+        // in `llm.extra` wins.
+        match (prompt.constraint, self.provider) {
+            (None, _) => {}
+            (Some(Constraint::Grammar(g)), ProviderKind::Ollama) => {
+                // Ollama has no grammar field; the agent never asks for one (see
+                // `agent::constrain`), and a caller that does gets a plain request.
+                let _ = g;
+            }
+            (Some(Constraint::Grammar(g)), _) => {
+                if !has("grammar") {
+                    w.key("grammar")?;
+                    w.string(g)?;
+                }
+                if !has("structured_outputs") {
+                    w.key("structured_outputs")?;
+                    w.begin_object()?;
+                    w.key("grammar")?;
+                    w.string(g)?;
+                    w.end_object()?;
+                }
+            }
+            (Some(Constraint::JsonSchema(s)), ProviderKind::Ollama) => {
+                if !has("format") {
+                    w.key("format")?;
+                    w.raw_value(s)?;
+                }
+            }
+            (Some(Constraint::JsonSchema(s)), _) => {
+                if !has("response_format") {
+                    w.key("response_format")?;
+                    w.begin_object()?;
+                    w.key("type")?;
+                    w.string("json_schema")?;
+                    w.key("json_schema")?;
+                    w.begin_object()?;
+                    w.key("name")?;
+                    w.string(schema::NAME)?;
+                    w.key("strict")?;
+                    w.bool(true)?;
+                    w.key("schema")?;
+                    w.raw_value(s)?;
+                    w.end_object()?;
+                    w.end_object()?;
                 }
             }
         }

@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! let mut llm = llm::Client::new(&settings)?;                       // start-up: checks, reserves
-//! let c = llm.complete(&Prompt { system: None, user: &prompt }, &mut |n| status(n), &|| stopping())?;
+//! let c = llm.complete(&Prompt::new(None, &prompt), &mut |n| status(n), &|| stopping())?;
 //! match c.outcome { Outcome::Text => act(c.content), Outcome::ReasoningOnly | Outcome::Empty => ... }
 //! ```
 

@@ -139,7 +139,8 @@ impl Replay {
             let n = |k: &str| u.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
             let (p, c) = (n("prompt_tokens"), n("completion_tokens"));
             let total = u.get("total_tokens").and_then(|v| v.as_u64()).unwrap_or(p.saturating_add(c));
-            acc.usage = Some(Usage { prompt_tokens: p, completion_tokens: c, total_tokens: total });
+            acc.usage =
+                Some(Usage { prompt_tokens: p, completion_tokens: c, total_tokens: total, cached_tokens: None });
         }
         acc.pieces = 1;
         Ok(())

@@ -68,6 +68,10 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Their sum (as reported, or computed when not reported).
     pub total_tokens: u64,
+    /// Prompt tokens the server took from its prompt cache instead of evaluating them
+    /// (llama.cpp `timings.cache_n`; `usage.prompt_tokens_details.cached_tokens` of OpenAI,
+    /// llama.cpp and vLLM). `None`: the server did not say (unknown, not 0).
+    pub cached_tokens: Option<u64>,
 }
 
 /// What kind of answer came back.
@@ -207,6 +211,11 @@ pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumula
             if let Some(u) = read_usage(root.get("usage")) {
                 acc.usage = Some(u);
             }
+            // llama.cpp's own figure of prompt tokens reused from its cache.
+            if let Some(n) = root.path("timings.cache_n").and_then(|x| x.as_u64()) {
+                let u = acc.usage.get_or_insert_with(Usage::default);
+                u.cached_tokens = Some(n);
+            }
             Ok(false)
         }
         Wire::Ollama => {
@@ -224,7 +233,12 @@ pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumula
             let eval = root.get("eval_count").and_then(|v| v.as_u64());
             if prompt.is_some() || eval.is_some() {
                 let (p, c) = (prompt.unwrap_or(0), eval.unwrap_or(0));
-                acc.usage = Some(Usage { prompt_tokens: p, completion_tokens: c, total_tokens: p.saturating_add(c) });
+                acc.usage = Some(Usage {
+                    prompt_tokens: p,
+                    completion_tokens: c,
+                    total_tokens: p.saturating_add(c),
+                    cached_tokens: None,
+                });
             }
             Ok(done)
         }
@@ -274,6 +288,7 @@ fn read_usage(v: Option<Value<'_>>) -> Option<Usage> {
         prompt_tokens: p,
         completion_tokens: c,
         total_tokens: n("total_tokens").unwrap_or(p.saturating_add(c)),
+        cached_tokens: v.path("prompt_tokens_details.cached_tokens").and_then(|x| x.as_u64()),
     })
 }
 

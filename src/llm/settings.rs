@@ -87,6 +87,12 @@ pub struct Settings {
     pub retry: RetryPolicy,
     /// The replay script, for [`ProviderKind::Replay`]. Default none.
     pub replay_path: Option<PathBuf>,
+    /// How replies are constrained while the server samples them (`llm.constrain`): `auto`
+    /// (the default: probe what the endpoint honours), `grammar`, `json_schema` or `off`.
+    pub constrain: crate::grammar::Mode,
+    /// The model writes a `<think>` block before its answer (`llm.thinks`, a reasoning model):
+    /// the grammar allows one, of bounded length. Default `false`.
+    pub thinks: bool,
 }
 
 impl Default for Settings {
@@ -107,6 +113,8 @@ impl Default for Settings {
             read_timeout: Duration::from_secs(600),
             retry: RetryPolicy::default(),
             replay_path: None,
+            constrain: crate::grammar::Mode::Auto,
+            thinks: false,
         }
     }
 }
