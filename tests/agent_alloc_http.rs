@@ -80,27 +80,42 @@ impl Drop for TempDir {
 
 #[test]
 fn a_cycle_over_http_allocates_nothing_after_warm_up() {
-    measure(false);
+    measure(false, "off");
 }
 
 #[test]
 fn a_streamed_cycle_allocates_nothing_after_warm_up() {
-    measure(true);
+    measure(true, "off");
 }
 
-/// Runs the agent against the scripted server (`stream` on or off) and asserts zero
-/// allocations per measured cycle on this thread.
-fn measure(stream: bool) {
+/// The reply grammar is generated from the live state every cycle (its key lists included)
+/// and sent with a fresh seed: all in buffers reserved at start.
+#[test]
+fn a_constrained_cycle_allocates_nothing_after_warm_up() {
+    measure(false, "grammar");
+}
+
+/// Runs the agent against the scripted server (`stream` on or off, replies constrained by
+/// `constrain`, which the scripted server ignores) and asserts zero allocations per measured
+/// cycle on this thread.
+fn measure(stream: bool, constrain: &str) {
     let script = (0..WARM_UP + MEASURED).map(|i| content(&cycle_reply(i))).collect();
     let server = LlmServer::start(script, content("<agent><next_state>thinking</next_state></agent>"));
-    let dir = TempDir(std::env::temp_dir().join(format!("lkjagent-alloc-http-{}-{}", stream, std::process::id())));
+    let dir = TempDir(std::env::temp_dir().join(format!(
+        "lkjagent-alloc-http-{}-{}-{}",
+        stream,
+        constrain,
+        std::process::id()
+    )));
     let _ = std::fs::remove_dir_all(&dir.0);
     std::fs::create_dir_all(&dir.0).unwrap();
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
     let cfg = std::fs::read_to_string(data.join("config.json"))
         .unwrap()
         .replace("http://127.0.0.1:1234/v1/chat/completions", &server.endpoint())
-        .replace("\"stream\": false", if stream { "\"stream\": true" } else { "\"stream\": false" });
+        .replace("\"stream\": false", if stream { "\"stream\": true" } else { "\"stream\": false" })
+        // One request per cycle: no constraint probe (`auto` probes once at the start).
+        .replace("\"constrain\": \"auto\"", &format!("\"constrain\": \"{}\"", constrain));
     std::fs::write(dir.0.join("config.json"), cfg).unwrap();
     std::fs::copy(data.join("memory.json"), dir.0.join("memory.json")).unwrap();
 
@@ -134,6 +149,7 @@ fn measure(stream: bool) {
     COUNTED.with(|c| c.set(false));
     assert_eq!(server.chat_count(), WARM_UP + MEASURED, "one request per cycle");
     assert_eq!(server.chats()[0].body.contains("\"stream\":true"), stream);
+    assert_eq!(server.chats().iter().all(|c| c.body.contains("\"grammar\"")), constrain == "grammar");
     assert!(actions >= MEASURED / 4);
     assert!(
         allocating.is_empty(),

@@ -91,6 +91,9 @@ fn write_config(dir: &Path, endpoint: &str, tweak: impl FnOnce(&mut String)) {
     set(&mut c, "\"base_delay_ms\": 100", "\"base_delay_ms\": 10");
     set(&mut c, "\"max_delay_ms\": 5000", "\"max_delay_ms\": 20");
     set(&mut c, "\"invalid_reply_backoff_ms\": 5000", "\"invalid_reply_backoff_ms\": 300");
+    // Scripted replies drive the free (unconstrained) path here, one request per cycle; the
+    // constrained path, its probe and its fallbacks are tested in tests/constrained.rs.
+    set(&mut c, "\"constrain\": \"auto\"", "\"constrain\": \"off\"");
     tweak(&mut c);
     std::fs::write(dir.join("config.json"), c).unwrap();
 }

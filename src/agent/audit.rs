@@ -1,8 +1,9 @@
 //! The audit log: one JSON line per cycle in `logs/audit.jsonl` (DESIGN.md §4), size-capped.
 //!
 //! Each line holds the time, run id, cycle, state and next state, the prompt's SHA-256, size and
-//! estimated tokens, the reply's size, the latency, the token usage the server reported, every
-//! action with its result, and the error code if the cycle failed. A user can answer "what did
+//! estimated tokens, the reply's size, the latency, the token usage the server reported (and the
+//! prompt tokens it reused from its cache), whether the reply was valid, why the model stopped,
+//! how the reply was constrained and with which seed, every action with its result, and the error code if the cycle failed. A user can answer "what did
 //! the agent do at 3 a.m., and what did it send?" with `grep`, and tell from the digests whether
 //! two cycles sent the same prompt.
 //!
@@ -47,6 +48,16 @@ pub struct CycleRecord<'a> {
     pub latency_ms: u64,
     /// `(prompt_tokens, completion_tokens)` as the server reported them.
     pub usage: Option<(u64, u64)>,
+    /// Prompt tokens the server reused from its cache; `None` (written `null`): it did not say.
+    pub cached_tokens: Option<u64>,
+    /// The reply held a usable instruction.
+    pub valid: bool,
+    /// Why the model stopped (`stop`, `length`, ...).
+    pub finish: &'a str,
+    /// How the reply was constrained: `grammar`, `json_schema` or `off`.
+    pub constrain: &'a str,
+    /// The sampling seed sent (`None` for the replay provider's script and recorded runs).
+    pub seed: Option<u64>,
     pub actions: &'a [ActionRecord<'a>],
     /// Problems found in the reply (stable codes of the reply protocol).
     pub problems: &'a [&'a str],
@@ -162,6 +173,22 @@ fn write_record(out: &mut FixedBuf, r: &CycleRecord<'_>) -> Result<()> {
         Some(usage) => write_usage(&mut w, usage)?,
         None => w.null()?,
     }
+    w.key("cached_tokens")?;
+    match r.cached_tokens {
+        Some(n) => w.u64(n)?,
+        None => w.null()?,
+    }
+    w.key("valid")?;
+    w.bool(r.valid)?;
+    w.key("finish")?;
+    w.string(r.finish)?;
+    w.key("constrain")?;
+    w.string(r.constrain)?;
+    w.key("seed")?;
+    match r.seed {
+        Some(n) => w.u64(n)?,
+        None => w.null()?,
+    }
     w.key("actions")?;
     w.begin_array()?;
     for a in r.actions {
@@ -240,6 +267,11 @@ mod tests {
             reply_bytes: 5,
             latency_ms: 12,
             usage: Some((3, 4)),
+            cached_tokens: Some(2),
+            valid: true,
+            finish: "stop",
+            constrain: "grammar",
+            seed: Some(7),
             actions: &actions,
             problems: &["UNKNOWN_ACTION"],
             error: None,

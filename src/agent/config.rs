@@ -63,6 +63,8 @@ const LLM_KEYS: &[&str] = &[
     "system_prompt",
     "transport",
     "replay_path",
+    "constrain",
+    "thinks",
     "extra",
     "base_url",
     "tag_format_enforced",
@@ -216,6 +218,15 @@ fn read_llm(c: &mut Checker, section: Option<(Value<'_>, &str)>, dir: &Path) -> 
         let path = PathBuf::from(r.trim());
         s.replay_path = Some(if path.is_absolute() { path } else { dir.join(path) });
     }
+    if let Some(m) = c.string(o, p, "constrain", 16) {
+        match crate::grammar::Mode::from_name(m.trim()) {
+            Some(mode) => s.constrain = mode,
+            None => {
+                c.problem(&join(p, "constrain"), format_args!("'{}' is not one of auto, grammar, json_schema, off", m))
+            }
+        }
+    }
+    s.thinks = c.boolean(o, p, "thinks", false);
     if s.provider == ProviderKind::Replay && s.replay_path.is_none() {
         c.problem(&join(p, "replay_path"), "the replay provider needs the path of its script");
     }

@@ -44,6 +44,7 @@
 use super::actions::{self, ActionResult, ActionScratch};
 use super::audit::{ActionRecord, AuditLog, CycleRecord};
 use super::config::Config;
+use super::constrain::Constrainer;
 use super::exchange::{ExchangeLog, ExchangeRecord, Recorded};
 use super::inbox::Inbox;
 use super::logs;
@@ -123,6 +124,12 @@ pub struct CycleReport {
     pub pause: Duration,
     /// The model source is exhausted (end of a replay script or recorded log).
     pub finished: bool,
+    /// Prompt tokens the server reused from its cache (`None`: it did not say).
+    pub cached_tokens: Option<u64>,
+    /// How the reply was constrained: `grammar`, `json_schema` or `off`.
+    pub constrain: &'static str,
+    /// The reply stopped at `max_tokens`.
+    pub hit_max_tokens: bool,
 }
 
 /// One action in a [`CycleReport`].
@@ -142,6 +149,7 @@ pub struct Agent {
     pub store: Store,
     model: Model,
     reader: Reader,
+    constrainer: Constrainer,
     saver: Saver,
     inbox: Inbox,
     audit: AuditLog,
@@ -204,6 +212,7 @@ impl Agent {
             memory.set_state(&start)?;
         }
         let run_id = make_run_id(now);
+        let constrainer = Constrainer::new(&config.llm, fnv1a(run_id.as_bytes()));
         let exchange = if exchange_log { Some(ExchangeLog::start(dir, run_id.as_str(), now)?) } else { None };
         let mut feedback = FixedBuf::with_capacity("feedback (limits::FEEDBACK_MAX_BYTES)", FEEDBACK_MAX_BYTES);
         if let Some(f) = memory.agent.get(meta::FEEDBACK) {
@@ -217,6 +226,7 @@ impl Agent {
             store,
             model,
             reader: Reader::new(),
+            constrainer,
             saver: Saver::new(dir),
             inbox: Inbox::new(dir),
             audit: AuditLog::open(dir)?,
@@ -327,6 +337,9 @@ impl Agent {
             error: None,
             pause: Duration::ZERO,
             finished: false,
+            cached_tokens: None,
+            constrain: "off",
+            hit_max_tokens: false,
         };
 
         // The clock: real, or the recorded one on replay (peeked before anything uses it).
@@ -388,6 +401,12 @@ impl Agent {
             }
         }
 
+        // What the endpoint honours (once per run, before the first prompt is built: the
+        // prompt's head depends on it).
+        if let Model::Client(c) = &mut self.model {
+            self.constrainer.probe(c, should_stop);
+        }
+
         // 2. The budget: page out before asking, if needed.
         report.paged_out += self.build_prompt_fitting(now)?;
         report.paged_out += self.fit(self.hard_cap(), self.paging_target(), now)?;
@@ -434,6 +453,10 @@ impl Agent {
             }
         }
         report.latency = asked.elapsed();
+        report.constrain = match &self.model {
+            Model::Client(_) => self.constrainer.active().name(),
+            Model::Recorded(_) => "off",
+        };
         report.prompt_bytes = self.prompt.len();
         report.tokens_est = self.estimate(self.prompt.len());
         let mut digest = [0u8; 32];
@@ -518,6 +541,11 @@ impl Agent {
             reply_bytes: self.reply_len(),
             latency_ms: report.latency.as_millis() as u64,
             usage: report.usage,
+            cached_tokens: report.cached_tokens,
+            valid: report.error.is_none() && !report.invalid_reply,
+            finish: self.reply.finish.as_str(),
+            constrain: report.constrain,
+            seed: if matches!(self.model, Model::Client(_)) { self.constrainer.last_seed() } else { None },
             actions: records.as_slice(),
             problems: problems.as_slice(),
             error: report.error.as_ref().map(Error::code),
@@ -540,16 +568,28 @@ impl Agent {
     fn ask(&mut self, progress: &mut dyn FnMut(u64), should_stop: &dyn Fn() -> bool) -> Result<()> {
         match &mut self.model {
             Model::Client(c) => {
+                let state = self.memory.state;
+                self.constrainer.prepare(
+                    None,
+                    self.config.prompts.shape(state.as_str()),
+                    &self.config.agent.states,
+                    self.config.agent.max_actions_per_cycle,
+                    &self.memory.working,
+                    Some(&self.store),
+                    &PINNED_KEYS,
+                    &self.config.agent.log_prefixes(),
+                )?;
                 let text = self.prompt.as_str().unwrap_or("");
                 let (system, user) = if self.config.system_prompt {
                     // The head (base and state prompts) is the system message.
-                    let base = self.config.prompts.head().len().min(text.len());
+                    let base = head_of(&self.config, &self.constrainer).len().min(text.len());
                     (Some(text.get(..base).unwrap_or("")), text.get(base..).unwrap_or(text))
                 } else {
                     (None, text)
                 };
                 self.reply.clear();
-                let comp = c.complete(&llm::Prompt::new(system, user), progress, should_stop)?;
+                let cycle = self.memory.iteration + 1;
+                let comp = self.constrainer.ask(c, system, user, cycle, progress, should_stop)?;
                 self.reply.fill(&comp)
             }
             Model::Recorded(_) => match self.pending_error.take() {
@@ -637,7 +677,7 @@ impl Agent {
         let state = self.memory.state;
         let p = &mut self.prompt;
         p.clear();
-        p.push_str(self.config.prompts.head())?;
+        p.push_str(head_of(&self.config, &self.constrainer))?;
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         render_pairs(p, wm.iter().map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
@@ -652,11 +692,20 @@ impl Agent {
             p.extend_from_slice(self.feedback.as_slice())?;
             p.push_str("\n</feedback>\n")?;
         }
-        p.format(format_args!(
-            "You are in the state {}: follow <{}> under <states> and answer with one <agent> element.\n",
-            state.as_str(),
-            state.as_str()
-        ))?;
+        if self.constrainer.constrained() {
+            // The format is enforced by the grammar: no need to ask for it.
+            p.format(format_args!(
+                "You are in the state {}: follow <{}> under <states>.\n",
+                state.as_str(),
+                state.as_str()
+            ))?;
+        } else {
+            p.format(format_args!(
+                "You are in the state {}: follow <{}> under <states> and answer with one <agent> element.\n",
+                state.as_str(),
+                state.as_str()
+            ))?;
+        }
         Ok(())
     }
 
@@ -686,6 +735,8 @@ impl Agent {
         let it = self.reader.read(content.as_bytes(), max_actions);
         let problem_count = it.problems().len();
         report.usage = usage;
+        report.cached_tokens = self.reply.cached;
+        report.hit_max_tokens = finish_length;
         report.problems = problem_count;
         for p in it.problems() {
             let _ = problem_codes.push(p.code.as_str());
@@ -811,6 +862,7 @@ impl Agent {
                             result.message.as_str()
                         ),
                     )?;
+                    self.constrainer.note_action(result.kind, result.key.as_str());
                     let _ = self.results.push(result);
                     mem = &mut self.memory;
                 }
@@ -955,6 +1007,8 @@ struct LastReply {
     outcome: Outcome,
     finish: llm::FinishReason,
     usage: Option<(u64, u64)>,
+    /// Prompt tokens the server reused from its cache (`None`: it did not say).
+    cached: Option<u64>,
 }
 
 impl LastReply {
@@ -965,6 +1019,7 @@ impl LastReply {
             outcome: Outcome::Empty,
             finish: llm::FinishReason::Missing,
             usage: None,
+            cached: None,
         }
     }
 
@@ -974,6 +1029,7 @@ impl LastReply {
         self.outcome = Outcome::Empty;
         self.finish = llm::FinishReason::Missing;
         self.usage = None;
+        self.cached = None;
     }
 
     fn fill(&mut self, c: &Completion<'_>) -> Result<()> {
@@ -984,6 +1040,7 @@ impl LastReply {
         self.outcome = c.outcome;
         self.finish = c.finish_reason;
         self.usage = c.usage.map(|u| (u.prompt_tokens, u.completion_tokens));
+        self.cached = c.usage.and_then(|u| u.cached_tokens);
         Ok(())
     }
 }
@@ -1056,4 +1113,18 @@ fn make_run_id(now: u64) -> ArrayString<16> {
         let _ = a.format(format_args!("{:02x}", b));
     }
     a
+}
+
+/// The prompt's stable head: without the format-teaching parts when replies are constrained.
+fn head_of<'c>(config: &'c Config, constrainer: &Constrainer) -> &'c str {
+    if constrainer.constrained() {
+        config.prompts.constrained_head()
+    } else {
+        config.prompts.head()
+    }
+}
+
+/// FNV-1a of `bytes` (the seed base from the run id).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }

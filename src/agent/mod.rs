@@ -10,6 +10,7 @@ pub mod actions;
 pub mod audit;
 pub mod check;
 pub mod config;
+pub mod constrain;
 pub mod engine;
 pub mod exchange;
 pub mod inbox;

@@ -21,8 +21,10 @@
 use super::check::{join, Checker};
 use super::segments::Segments;
 use super::settings::canonical_state;
+use crate::grammar::{ActionSet, LogField, Shape};
 use crate::json::{Kind, Value};
-use crate::tag::render::{render_tree, Style};
+use crate::reply::ActionKind;
+use crate::tag::render::{render_tree, Source, Style};
 
 /// Rendered prompt texts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,7 +32,19 @@ pub struct Prompts {
     base: String,
     states: Vec<(String, String)>,
     head: String,
+    /// The head for constrained replies: the same, less the parts that teach the reply format
+    /// (the base's `output_contract`, each state's `example` and `output_requirements`), which
+    /// the grammar enforces. Small models copy examples into their answers, and every token of
+    /// the head is one a small host evaluates at least once.
+    constrained_head: String,
+    /// What each state's reply holds, for the reply grammar (see [`shape_of`]).
+    shapes: Vec<(String, Shape)>,
 }
+
+/// Top-level members of the base prompt left out of the constrained head.
+const FORMAT_ONLY_BASE: &[&str] = &["output_contract"];
+/// Top-level members of a state's prompt left out of the constrained head.
+const FORMAT_ONLY_STATE: &[&str] = &["example", "output_requirements"];
 
 impl Prompts {
     /// Renders the prompt trees under `agent` for `states`; missing or unrenderable trees are
@@ -44,8 +58,12 @@ impl Prompts {
         let era_a = path == "agent.state_prompts";
         let mut out = Prompts::default();
         // Base prompt: optional in era A (which had none), required in era B.
+        let mut constrained_base = String::new();
         match section.and_then(|s| s.get("base")) {
-            Some(b) => out.base = render_part(c, b, &join(path, "base"), era_a),
+            Some(b) => {
+                out.base = render_part(c, b, &join(path, "base"), era_a);
+                constrained_base = render_without(b, era_a, FORMAT_ONLY_BASE);
+            }
             None if !era_a && section.is_some() => {
                 c.problem(&join(path, "base"), "missing; the base prompt says what the agent is")
             }
@@ -53,10 +71,19 @@ impl Prompts {
         }
         if let Some(seg) = seg {
             append(&mut out.base, &seg.default);
+            append(&mut constrained_base, &seg.default);
         }
+        let mut constrained_states = Vec::new();
         for state in states {
             // The state's entry, under its own name or (for commanding) the alias executing.
             let entry = section.and_then(|s| s.members().find(|(k, _)| canonical_state(k) == state.as_str()));
+            let tree = entry.and_then(|(_, v)| if era_a { Some(v) } else { v.get("prompt") });
+            out.shapes.push((state.clone(), tree.map_or(Shape::FREE, |t| shape_of(t, states))));
+            let mut constrained = entry.map_or_else(String::new, |(_, v)| render_without(v, era_a, FORMAT_ONLY_STATE));
+            if let Some(seg) = seg {
+                append(&mut constrained, seg.for_state(state));
+            }
+            constrained_states.push((state.clone(), constrained));
             let mut text = match entry {
                 Some((k, v)) => render_part(c, v, &join(path, k), era_a),
                 None if section.is_some() => {
@@ -73,22 +100,19 @@ impl Prompts {
         // The head: the base prompt, then every state's prompt under its name. It is the same
         // in every cycle, so a server's prompt cache keeps it; the prompt's tail names the
         // current state.
-        out.head.push_str(&out.base);
-        out.head.push_str("<states>\n");
-        for (name, text) in &out.states {
-            out.head.push('<');
-            out.head.push_str(name);
-            out.head.push_str(">\n");
-            out.head.push_str(text);
-            if !text.is_empty() && !text.ends_with('\n') {
-                out.head.push('\n');
-            }
-            out.head.push_str("</");
-            out.head.push_str(name);
-            out.head.push_str(">\n");
-        }
-        out.head.push_str("</states>\n");
+        out.head = head_of(&out.base, &out.states);
+        out.constrained_head = head_of(&constrained_base, &constrained_states);
         out
+    }
+
+    /// The head for constrained replies (see the field's documentation).
+    pub fn constrained_head(&self) -> &str {
+        &self.constrained_head
+    }
+
+    /// What `state`'s reply holds (a free shape for a state the config does not describe).
+    pub fn shape(&self, state: &str) -> Shape {
+        self.shapes.iter().find(|(s, _)| s == state).map_or(Shape::FREE, |(_, sh)| *sh)
     }
 
     /// The stable head of every prompt: the base prompt and every state's prompt.
@@ -122,6 +146,106 @@ fn render_part(c: &mut Checker, entry: Value<'_>, path: &str, era_a: bool) -> St
     let mut text = String::new();
     if let Err(e) = render_tree(&mut text, tree, None, Style::Lines) {
         c.problem(&tree_path, e.message());
+    }
+    text
+}
+
+/// The base prompt, then every state's prompt under its name, inside `<states>`.
+fn head_of(base: &str, states: &[(String, String)]) -> String {
+    let mut head = String::new();
+    head.push_str(base);
+    head.push_str("<states>\n");
+    for (name, text) in states {
+        head.push('<');
+        head.push_str(name);
+        head.push_str(">\n");
+        head.push_str(text);
+        if !text.is_empty() && !text.ends_with('\n') {
+            head.push('\n');
+        }
+        head.push_str("</");
+        head.push_str(name);
+        head.push_str(">\n");
+    }
+    head.push_str("</states>\n");
+    head
+}
+
+/// What a state's reply holds, read from its prompt tree: the action types are the keys of
+/// its `actions` object (else the type its example's action has); it names a next state and
+/// writes a log when its `example.agent` does. A prompt with neither an example nor actions
+/// (era A's) gets a free shape: a next state, a think log, any action.
+///
+/// The states it may name are those its prompt gives a `choose_<state>_when` for, when it gives
+/// any (the shipped thinking prompt: `choose_commanding_when`); else every state.
+pub fn shape_of(tree: Value<'_>, states: &[String]) -> Shape {
+    let mut next_mask = 0u16;
+    for (i, state) in states.iter().enumerate().take(16) {
+        let named = tree
+            .members()
+            .any(|(k, _)| k.strip_prefix("choose_").and_then(|r| r.strip_suffix("_when")) == Some(state.as_str()));
+        if named {
+            next_mask |= 1 << i;
+        }
+    }
+    let example = tree.get("example").and_then(|e| e.get("agent"));
+    let mut actions = ActionSet::NONE;
+    if let Some(list) = tree.get("actions").filter(|a| a.kind() == Kind::Object) {
+        for (name, _) in list.members() {
+            if let Some(kind) = ActionKind::from_name(name) {
+                actions = actions.with(kind);
+            }
+        }
+    } else if let Some(kind) =
+        example.and_then(|e| e.path("action.type")).and_then(|t| t.as_str()).and_then(ActionKind::from_name)
+    {
+        actions = actions.with(kind);
+    }
+    let Some(example) = example else {
+        return Shape { actions: if actions.is_empty() { ActionSet::ALL } else { actions }, next_mask, ..Shape::FREE };
+    };
+    let log = if example.get("think_log").is_some() {
+        Some(LogField::Think)
+    } else if example.get("evaluation_log").is_some() {
+        Some(LogField::Evaluation)
+    } else {
+        None
+    };
+    let next_state = example.get("next_state").is_some() || example.get("state").is_some();
+    Shape { next_state, next_mask, log, actions }
+}
+
+/// A prompt tree less some top-level members (see [`FORMAT_ONLY_STATE`]).
+#[derive(Clone, Copy)]
+struct Without<'a> {
+    v: Value<'a>,
+    skip: &'static [&'static str],
+}
+
+impl<'a> Source<'a> for Without<'a> {
+    fn shape(&self) -> crate::tag::render::Shape<'a> {
+        self.v.shape()
+    }
+
+    fn child(&self, i: usize) -> Option<(&'a str, Self)> {
+        if self.v.kind() == Kind::Object {
+            let skip = self.skip;
+            self.v.members().filter(|(k, _)| !skip.contains(k)).nth(i).map(|(k, v)| (k, Without { v, skip: &[] }))
+        } else {
+            self.v.child(i).map(|(k, v)| (k, Without { v, skip: &[] }))
+        }
+    }
+}
+
+/// Renders one state entry like [`render_part`], less the top-level members in `skip`;
+/// problems were reported by `render_part` already, so here a failure is just empty text.
+fn render_without(entry: Value<'_>, era_a: bool, skip: &'static [&'static str]) -> String {
+    let tree = if era_a { Some(entry) } else { entry.get("prompt") };
+    let mut text = String::new();
+    if let Some(tree) = tree.filter(|t| matches!(t.kind(), Kind::Object | Kind::String)) {
+        if render_tree(&mut text, Without { v: tree, skip }, None, Style::Lines).is_err() {
+            text.clear();
+        }
     }
     text
 }

@@ -85,6 +85,11 @@ const AGENT_KEYS: &[&str] = &[
 ];
 
 impl AgentSettings {
+    /// The key prefixes of the three rotating logs (entries the agent manages itself).
+    pub fn log_prefixes(&self) -> [&str; 3] {
+        [&self.think_log.key_prefix, &self.evaluation_log.key_prefix, &self.command_log.key_prefix]
+    }
+
     /// Reads `agent` (which may be absent: every setting has a default).
     pub fn read(c: &mut Checker, agent: Option<Value<'_>>) -> AgentSettings {
         let p = "agent";

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod check;
+pub mod grammar;
 pub mod json;
 pub mod memory;
 pub mod parse_reply;
@@ -41,6 +42,7 @@ commands:
   json FILE     validate and print a JSON file ('-' for stdin)
   parse-reply FILE
                 show what the agent would take from a model reply ('-' for stdin)
+  grammar       print the reply grammar (or JSON Schema) the agent would send now
 
 options:
   --data DIR    data directory (default: $LKJAGENT_DATA, else 'data')
@@ -112,6 +114,7 @@ fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
     match command.as_str() {
         "json" => json::run(args),
         "parse-reply" => parse_reply::run(args),
+        "grammar" => grammar::run(args, &data),
         "run" => run::run(args, &data),
         "demo" => run::demo(args, &data),
         "replay" => run::replay(args, &data),

@@ -334,7 +334,17 @@ fn print_status(r: &CycleReport, agent: &Agent) {
     }
     let _ = write!(line, " | {:.1}s | ~{} tok", r.latency.as_secs_f64(), r.tokens_est);
     if let Some((p, c)) = r.usage {
-        let _ = write!(line, " (server {}+{})", p, c);
+        let _ = write!(line, " (server {}+{}", p, c);
+        if let Some(cached) = r.cached_tokens {
+            let _ = write!(line, ", {} cached", cached);
+        }
+        let _ = write!(line, ")");
+    }
+    if r.hit_max_tokens {
+        let _ = write!(line, " cut at max_tokens");
+    }
+    if r.constrain != "off" {
+        let _ = write!(line, " | {}", r.constrain);
     }
     let _ = write!(
         line,

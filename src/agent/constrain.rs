@@ -1,0 +1,407 @@
+//! Constrained decoding for the agent: which constraint the endpoint honours, the reply
+//! language of this cycle, and asking the model with it (DESIGN.md §5).
+//!
+//! - **What the endpoint honours.** `llm.constrain` is `auto` (the default), `grammar`,
+//!   `json_schema` or `off`. With `auto` the agent sends a tiny probe before its first cycle: a
+//!   grammar that allows one fixed word, then (if the reply is anything else, or the request is
+//!   refused) a JSON Schema that allows one fixed object. The first the server obeys is used for
+//!   the run; none means `off`. Servers that silently ignore a field they do not know (vLLM's
+//!   removed `guided_*`, Ollama, llama-cpp-python's unknown fields) are caught this way, since a
+//!   200 does not prove the constraint was applied. Ollama has no grammar field, so it starts at
+//!   the schema; the replay provider is never constrained.
+//! - **This cycle's language** ([`Constrainer::prepare`]): the current state's
+//!   [`Shape`](crate::grammar::Shape) from the configuration, the [`Bounds`] fitted to
+//!   `llm.max_tokens`, the working-memory keys a remove may name, the newest stored keys a load
+//!   may name, less the keys of the last few removes, loads and searches and loads of what is
+//!   already in working memory. Written as GBNF or JSON Schema
+//!   into one buffer reserved at start ([`GRAMMAR_MAX_BYTES`]).
+//! - **Asking** ([`Constrainer::ask`]): the request carries the constraint and a sampling seed
+//!   that changes per cycle and per attempt (servers default to a fixed seed, so a near-identical
+//!   prompt would get the same reply again). When a request with a constraint fails (refused
+//!   with 400/500, or the connection dropped), it is sent once more one step down (grammar →
+//!   JSON Schema → none); if that works the run goes on one step down, with a warning.
+//!
+//! Every reply is still read and checked by the reply reader: the constraint makes a valid
+//! reply the likely one, the reader decides what is taken.
+
+use crate::error::{Code, Result};
+use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
+use crate::grammar::{self, Bounds, Constraint, KeyList, Language, Mode};
+use crate::limits::{GRAMMAR_KEYS_PER_LIST, GRAMMAR_MAX_BYTES, GRAMMAR_THINK_MAX_CHARS, KEY_MAX_BYTES, TAG_MAX_BYTES};
+use crate::llm::{self, Client, Completion, ProviderKind};
+use crate::memory::query::{Query, Results};
+use crate::memory::store::Store;
+use crate::memory::working::WorkingSet as Working;
+use crate::reply::ActionKind;
+
+/// How many of the last keyed actions (removes, loads, searches) are not offered again.
+pub const RECENT_ACTIONS: usize = 4;
+
+/// The word the probe's grammar and schema allow.
+const PROBE_WORD: &str = "lkjok";
+/// The probe's grammar.
+const PROBE_GRAMMAR: &str = "root ::= \"lkjok\"\n";
+/// The probe's schema: one object with one member that can only be the probe word.
+const PROBE_SCHEMA: &str = r#"{"type":"object","properties":{"w":{"type":"string","enum":["lkjok"]}},"required":["w"],"additionalProperties":false}"#;
+/// The probe's prompt.
+const PROBE_PROMPT: &str = "Reply with the single word lkjok.";
+/// Tokens the probe may generate.
+const PROBE_MAX_TOKENS: u32 = 16;
+
+/// Working-memory keys, for a grammar's remove list.
+struct WorkingKeys<'a>(&'a Working);
+
+impl KeyList for WorkingKeys<'_> {
+    fn each(&self, f: &mut dyn FnMut(&str) -> bool) {
+        for (k, _, _) in self.0.iter() {
+            if !f(k.as_str()) {
+                break;
+            }
+        }
+    }
+}
+
+/// The newest stored keys (a query's results), for a grammar's load list.
+struct StoredKeys<'a> {
+    store: Option<&'a Store>,
+    results: &'a Results,
+}
+
+impl KeyList for StoredKeys<'_> {
+    fn each(&self, f: &mut dyn FnMut(&str) -> bool) {
+        let Some(store) = self.store else { return };
+        for id in self.results.ids() {
+            if let Some(k) = store.key(id) {
+                if !f(k.as_str()) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Distinct tags of the newest stored keys, for a grammar's search list.
+struct SearchTags<'a>(&'a [ArrayString<TAG_MAX_BYTES>]);
+
+impl KeyList for SearchTags<'_> {
+    fn each(&self, f: &mut dyn FnMut(&str) -> bool) {
+        for t in self.0 {
+            if !f(t.as_str()) {
+                break;
+            }
+        }
+    }
+}
+
+/// See the module documentation.
+pub struct Constrainer {
+    /// What the configuration asks for.
+    configured: Mode,
+    /// What is sent now: `Grammar`, `JsonSchema` or `Off` (`Auto` until the probe ran).
+    active: Mode,
+    /// This cycle's grammar or schema.
+    text: FixedBuf,
+    /// The newest stored entries (for the load list), reserved once.
+    stored: Results,
+    /// Their distinct tags (for the search list).
+    tags: ArrayVec<ArrayString<TAG_MAX_BYTES>, { GRAMMAR_KEYS_PER_LIST as usize }>,
+    /// The last keyed actions (removes, loads, searches), newest last, not offered again.
+    recent: ArrayVec<(ActionKind, ArrayString<KEY_MAX_BYTES>), RECENT_ACTIONS>,
+    /// Mixed into every seed: differs from run to run.
+    seed_base: u64,
+    /// The seed of the last request.
+    last_seed: Option<u64>,
+    thinks: bool,
+    max_tokens: u64,
+}
+
+impl Constrainer {
+    /// A constrainer for `settings`, with its buffers reserved. `seed_base` makes the seeds of
+    /// one run differ from another's (the run id's hash, say).
+    pub fn new(settings: &llm::Settings, seed_base: u64) -> Constrainer {
+        let active = match (settings.provider, settings.constrain) {
+            (ProviderKind::Replay, _) => Mode::Off,
+            // Ollama has no grammar field: the schema is its best.
+            (ProviderKind::Ollama, Mode::Grammar) => Mode::JsonSchema,
+            (_, m) => m,
+        };
+        Constrainer {
+            configured: settings.constrain,
+            active,
+            text: FixedBuf::with_capacity("reply grammar (limits::GRAMMAR_MAX_BYTES)", GRAMMAR_MAX_BYTES),
+            stored: Results::with_capacity(GRAMMAR_KEYS_PER_LIST as usize),
+            tags: ArrayVec::new(),
+            recent: ArrayVec::new(),
+            seed_base,
+            last_seed: None,
+            thinks: settings.thinks,
+            max_tokens: u64::from(settings.max_tokens.unwrap_or(4096)),
+        }
+    }
+
+    /// What the configuration asked for.
+    pub fn configured(&self) -> Mode {
+        self.configured
+    }
+
+    /// What is sent now (`auto` before the probe ran).
+    pub fn active(&self) -> Mode {
+        self.active
+    }
+
+    /// Whether replies are constrained now (or will be, once probed): the prompt's head then
+    /// leaves out the parts that teach the format.
+    pub fn constrained(&self) -> bool {
+        self.active != Mode::Off
+    }
+
+    /// The seed of the last request, if one was sent.
+    pub fn last_seed(&self) -> Option<u64> {
+        self.last_seed
+    }
+
+    /// The grammar or schema of this cycle (empty when off).
+    pub fn text(&self) -> &str {
+        self.text.as_str().unwrap_or("")
+    }
+
+    /// Remembers the action the agent just carried out: a remove or a load is not offered
+    /// again with the same key next cycle (it would be refused as a repeat).
+    pub fn note_action(&mut self, kind: ActionKind, key: &str) {
+        if matches!(kind, ActionKind::WorkingMemoryRemove | ActionKind::StorageLoad | ActionKind::StorageSearch) {
+            if let Ok(k) = ArrayString::try_from_str(key) {
+                if self.recent.is_full() {
+                    self.recent.remove(0);
+                }
+                let _ = self.recent.push((kind, k));
+            }
+        }
+    }
+
+    /// The bounds for `shape`, fitted to `llm.max_tokens`.
+    pub fn bounds(&self, shape: &grammar::Shape, states: &[String], max_actions: usize) -> Bounds {
+        let longest = states.iter().map(String::len).max().unwrap_or(0);
+        let b = Bounds {
+            think_chars: if self.thinks { GRAMMAR_THINK_MAX_CHARS } else { 0 },
+            max_actions: max_actions as u32,
+            ..Bounds::default()
+        };
+        b.fit(shape, longest, self.max_tokens)
+    }
+
+    /// Writes this cycle's grammar (or schema) for `state` into the buffer; with `mode`
+    /// overriding the active one (for `lkjagent grammar`). Nothing is written when off.
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare(
+        &mut self,
+        mode: Option<Mode>,
+        shape: grammar::Shape,
+        states: &[String],
+        max_actions: usize,
+        working: &Working,
+        store: Option<&Store>,
+        pinned: &[&str],
+        managed: &[&str],
+    ) -> Result<()> {
+        self.text.clear();
+        let mode = mode.unwrap_or(self.active);
+        if mode == Mode::Off {
+            return Ok(());
+        }
+        let q = Query { max_results: GRAMMAR_KEYS_PER_LIST as usize, ..Query::default() };
+        self.stored.clear();
+        self.tags.clear();
+        if let Some(store) = store {
+            store.query(&q, &mut self.stored);
+            for key in self.stored.ids().filter_map(|id| store.key(id)) {
+                for tag in key.tags() {
+                    if self.tags.is_full() {
+                        break;
+                    }
+                    if !self.tags.iter().any(|t| t.as_str() == tag) {
+                        if let Ok(t) = ArrayString::try_from_str(tag) {
+                            let _ = self.tags.push(t);
+                        }
+                    }
+                }
+            }
+        }
+        let bounds = self.bounds(&shape, states, max_actions);
+        let stored = StoredKeys { store, results: &self.stored };
+        let mut recent: ArrayVec<(ActionKind, &str), RECENT_ACTIONS> = ArrayVec::new();
+        for (k, key) in self.recent.iter() {
+            let _ = recent.push((*k, key.as_str()));
+        }
+        let lang = Language {
+            states,
+            shape,
+            bounds,
+            working_keys: &WorkingKeys(working),
+            stored_keys: &stored,
+            search_tags: &SearchTags(self.tags.as_slice()),
+            pinned,
+            managed,
+            recent: recent.as_slice(),
+            in_working: &WorkingKeys(working),
+        };
+        match mode {
+            Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text),
+            _ => grammar::gbnf::write(&lang, &mut self.text),
+        }
+    }
+
+    /// The seed for `cycle`'s `attempt`-th request (splitmix64 of the run's base, the cycle and
+    /// the attempt), kept below 2^53 so every JSON reader reads it exactly.
+    fn seed(&self, cycle: u64, attempt: u64) -> u64 {
+        let mut z =
+            self.seed_base ^ cycle.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ attempt.wrapping_mul(0xD1B5_4A32_D192_ED03);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) & ((1 << 53) - 1)
+    }
+
+    /// Learns what the endpoint honours, if `auto` has not yet: see the module documentation.
+    /// A server that cannot be reached leaves it unlearned (asked again next cycle).
+    pub fn probe(&mut self, client: &mut Client, should_stop: &dyn Fn() -> bool) {
+        if self.active != Mode::Auto {
+            return;
+        }
+        let mut mode = if client.provider() == ProviderKind::Ollama { Mode::JsonSchema } else { Mode::Grammar };
+        loop {
+            let constraint = match mode {
+                Mode::Grammar => Constraint::Grammar(PROBE_GRAMMAR),
+                Mode::JsonSchema => Constraint::JsonSchema(PROBE_SCHEMA),
+                _ => break,
+            };
+            let prompt = llm::Prompt {
+                constraint: Some(constraint),
+                seed: Some(self.seed(0, 0)),
+                max_tokens: Some(PROBE_MAX_TOKENS),
+                ..llm::Prompt::new(None, PROBE_PROMPT)
+            };
+            match client.complete(&prompt, &mut |_| {}, should_stop) {
+                Ok(c) if obeyed(mode, &c) => {
+                    self.active = mode;
+                    eprintln!(
+                        "lkjagent: constrained decoding: the endpoint honours a {}; replies are constrained by one",
+                        noun(mode)
+                    );
+                    return;
+                }
+                Ok(_) => eprintln!(
+                    "lkjagent: constrained decoding: the endpoint ignored a {} (the probe's reply did not follow it)",
+                    noun(mode)
+                ),
+                Err(e) if matches!(e.code(), Code::LlmTimeout | Code::Interrupted) => {
+                    // Slow, loading or stopping: learn it next cycle.
+                    return;
+                }
+                Err(e) if matches!(e.code(), Code::LlmUnavailable | Code::HttpProtocol) => {
+                    // The connection failed: the server is down, or it drops requests that
+                    // carry this field. A plain request tells which.
+                    let plain =
+                        llm::Prompt { max_tokens: Some(PROBE_MAX_TOKENS), ..llm::Prompt::new(None, PROBE_PROMPT) };
+                    if client.complete(&plain, &mut |_| {}, should_stop).is_err() {
+                        return;
+                    }
+                    eprintln!(
+                        "lkjagent: constrained decoding: the endpoint failed a request with a {} ({}: {}) but answers without one",
+                        noun(mode),
+                        e.code(),
+                        e.message()
+                    );
+                }
+                Err(e) => eprintln!(
+                    "lkjagent: constrained decoding: the endpoint refused a {}: {}: {}",
+                    noun(mode),
+                    e.code(),
+                    e.message()
+                ),
+            }
+            mode = mode.step_down();
+        }
+        self.active = Mode::Off;
+        eprintln!("lkjagent: constrained decoding: off (the endpoint honours neither a grammar nor a JSON Schema); replies are checked as they come");
+    }
+
+    /// Asks the model with this cycle's constraint and seed; on a failure with a constraint,
+    /// once more one step down (see the module documentation). `cycle` numbers the seed.
+    pub fn ask<'c>(
+        &mut self,
+        client: &'c mut Client,
+        system: Option<&str>,
+        user: &str,
+        cycle: u64,
+        progress: &mut dyn FnMut(u64),
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Completion<'c>> {
+        let seed = self.seed(cycle, 0);
+        self.last_seed = Some(seed);
+        let text = self.text.as_str().unwrap_or("");
+        let constraint = match self.active {
+            Mode::Grammar if !text.is_empty() => Some(Constraint::Grammar(text)),
+            Mode::JsonSchema if !text.is_empty() => Some(Constraint::JsonSchema(text)),
+            _ => None,
+        };
+        let prompt = llm::Prompt { constraint, seed: Some(seed), ..llm::Prompt::new(system, user) };
+        let Some(_) = constraint else {
+            return client.complete(&prompt, progress, should_stop);
+        };
+        // Two borrows of the client cannot both live: try, and on a failure that may be the
+        // constraint's fault, drop the first result before asking again.
+        let failure = client.complete(&prompt, progress, should_stop).err();
+        let Some(e) = failure else {
+            return Ok(client.last_completion());
+        };
+        if !may_be_the_constraint(&e) {
+            return Err(e);
+        }
+        let from = self.active;
+        let down = from.step_down();
+        let seed = self.seed(cycle, 1);
+        self.last_seed = Some(seed);
+        // One step down: a schema needs this cycle's schema, which the grammar buffer does not
+        // hold; the plain request is the safe step when it cannot be written here.
+        let retry = llm::Prompt { constraint: None, seed: Some(seed), ..llm::Prompt::new(system, user) };
+        match client.complete(&retry, progress, should_stop) {
+            Ok(_) => {
+                self.active = if down == Mode::JsonSchema { Mode::JsonSchema } else { Mode::Off };
+                eprintln!(
+                    "lkjagent: constrained decoding: the request with a {} failed ({}: {}); it went through without one, so the run goes on with {}",
+                    noun(from),
+                    e.code(),
+                    e.message(),
+                    if self.active == Mode::Off { "no constraint" } else { "a JSON Schema" }
+                );
+                Ok(client.last_completion())
+            }
+            Err(e2) => Err(e2),
+        }
+    }
+}
+
+/// Whether a failed request may have failed because of its constraint: a refusal (400/500
+/// come back as `LLM_ERROR`) or a dropped connection; not a timeout, an overflow or a stop.
+fn may_be_the_constraint(e: &crate::error::Error) -> bool {
+    matches!(e.code(), Code::LlmError | Code::HttpProtocol | Code::LlmUnavailable)
+}
+
+fn noun(mode: Mode) -> &'static str {
+    match mode {
+        Mode::JsonSchema => "JSON Schema",
+        _ => "grammar",
+    }
+}
+
+/// Whether the probe's reply followed the probe's constraint.
+fn obeyed(mode: Mode, c: &Completion<'_>) -> bool {
+    let text = c.content.trim();
+    match mode {
+        Mode::Grammar => text == PROBE_WORD,
+        Mode::JsonSchema => {
+            let mut doc = crate::json::Document::with_capacity(16, 64);
+            doc.parse(text.as_bytes()).is_ok() && doc.root().get("w").and_then(|w| w.as_str()) == Some(PROBE_WORD)
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,674 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! Constrained decoding: the reply language the agent generates agrees with the reply reader,
+//! and the agent sends it the way each server takes it.
+//!
+//! - **Grammar ⇒ reader.** Replies sampled at random from the generated GBNF grammar (with an
+//!   independent GBNF reader and sampler, `support/gbnf.rs`) and from the generated JSON Schema
+//!   (a sampler for the schema subset the generator writes), for every state of the shipped
+//!   config and for random shapes and live states, all read with no error-class problem, name
+//!   only allowed states, and every action in them succeeds against the working memory and
+//!   store the grammar was generated from (a random walk: each sample is applied, the next
+//!   grammar is generated from the state it left). Every grammar stays under llama.cpp's
+//!   repetition limit.
+//! - **Reader ⇐ grammar.** Invalid replies (a missing key, a state that does not exist, a tag
+//!   that is not one, markup in text, an unclosed element) are rejected by the grammar.
+//! - **Servers** (loopback): one that follows the grammar it is sent (it samples its reply from
+//!   the request's own grammar), one that refuses the field with 400, one that ignores it, one
+//!   that drops the connection on a grammar.
+
+#[path = "support/gbnf.rs"]
+mod gbnf;
+#[path = "support/http_server.rs"]
+mod http_server;
+
+use gbnf::Grammar;
+use http_server::{json_ok, response, Action as Do, Seen, Server};
+use lkjagent::agent::actions::{self, ActionScratch};
+use lkjagent::agent::config::{self, Config};
+use lkjagent::agent::constrain::Constrainer;
+use lkjagent::agent::engine::{Agent, Model, PINNED_KEYS};
+use lkjagent::fixed::FixedBuf;
+use lkjagent::grammar::{self, ActionSet, Bounds, LogField, Mode, Shape};
+use lkjagent::json::{Document, Kind, Value, Writer};
+use lkjagent::llm;
+use lkjagent::memory::key::normalize;
+use lkjagent::memory::store::Store;
+use lkjagent::memory::working::WorkingSet;
+use lkjagent::reply::{ActionKind, Instruction, Reader};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("lkjagent-constrained-{}-{}-{}", tag, std::process::id(), n));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn shipped_dir(tag: &str, endpoint: &str, constrain: &str) -> TempDir {
+    let d = TempDir::new(tag);
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    let cfg = std::fs::read_to_string(data.join("config.json"))
+        .unwrap()
+        .replace("http://127.0.0.1:1234/v1/chat/completions", endpoint)
+        .replace("\"constrain\": \"auto\"", &format!("\"constrain\": \"{}\"", constrain))
+        .replace("\"max_retries\": 3", "\"max_retries\": 1")
+        .replace("\"base_delay_ms\": 100", "\"base_delay_ms\": 10")
+        .replace("\"connect_timeout_ms\": 10000", "\"connect_timeout_ms\": 500")
+        .replace("\"read_timeout_ms\": 600000", "\"read_timeout_ms\": 20000");
+    std::fs::write(d.0.join("config.json"), cfg).unwrap();
+    std::fs::copy(data.join("memory.json"), d.0.join("memory.json")).unwrap();
+    d
+}
+
+// ---------------------------------------------------------------------------------------------
+// A sampler for the JSON Schema subset the generator writes
+// ---------------------------------------------------------------------------------------------
+
+/// Writes a random instance of `schema` (object, anyOf, array, enum, bounded string, and the
+/// tag `pattern`, sampled through the GBNF sampler after a mechanical translation).
+fn sample_schema(schema: Value<'_>, r: &mut dyn FnMut() -> u64, w: &mut Writer<'_, String>) {
+    if let Some(any) = schema.get("anyOf") {
+        let n = any.len();
+        return sample_schema(any.at((r() % n as u64) as usize).unwrap(), r, w);
+    }
+    if let Some(e) = schema.get("enum") {
+        let n = e.len();
+        return w.string(e.at((r() % n as u64) as usize).unwrap().as_str().unwrap()).unwrap();
+    }
+    match schema.get("type").and_then(|t| t.as_str()).unwrap() {
+        "object" => {
+            w.begin_object().unwrap();
+            let props = schema.get("properties").unwrap();
+            // Members in the schema's order: all of them are required (strict mode).
+            for (k, v) in props.members() {
+                w.key(k).unwrap();
+                sample_schema(v, r, w);
+            }
+            w.end_object().unwrap();
+        }
+        "array" => {
+            let min = schema.get("minItems").and_then(|v| v.as_u64()).unwrap();
+            let max = schema.get("maxItems").and_then(|v| v.as_u64()).unwrap();
+            w.begin_array().unwrap();
+            for _ in 0..min + r() % (max - min + 1) {
+                sample_schema(schema.get("items").unwrap(), r, w);
+            }
+            w.end_array().unwrap();
+        }
+        "string" => {
+            if let Some(p) = schema.get("pattern").and_then(|p| p.as_str()) {
+                let g = pattern_grammar(p);
+                return w.string(&g.sample(r)).unwrap();
+            }
+            let min = schema.get("minLength").and_then(|v| v.as_u64()).unwrap_or(0);
+            let max = schema.get("maxLength").and_then(|v| v.as_u64()).unwrap();
+            // Any characters at all: JSON escapes them, the reader must take them as text.
+            const POOL: &[&str] = &["a", "Z", " ", "<", "&", "\"", "\\", "é", "中", "😀", "\n", "lt;", "</value>"];
+            let len = min + r() % (max - min + 1);
+            let mut s = String::new();
+            let mut chars = 0;
+            while chars < len {
+                let piece = POOL[(r() % POOL.len() as u64) as usize];
+                if chars + piece.chars().count() as u64 > len {
+                    break;
+                }
+                chars += piece.chars().count() as u64;
+                s.push_str(piece);
+            }
+            if s.trim().is_empty() {
+                s = "x".into();
+            }
+            w.string(&s).unwrap();
+        }
+        other => panic!("the sampler does not know type {other}"),
+    }
+}
+
+/// The tag pattern `^[a-z][a-z0-9_]{0,t}(,[a-z][a-z0-9_]{0,t}){0,n}$` as a GBNF grammar.
+fn pattern_grammar(p: &str) -> Grammar {
+    let body = p.strip_prefix('^').unwrap().strip_suffix('$').unwrap();
+    let mut g = String::from("root ::= ");
+    let (mut in_class, mut in_braces) = (false, false);
+    for c in body.chars() {
+        match c {
+            '[' => {
+                in_class = true;
+                g.push_str(" [");
+            }
+            ']' => {
+                in_class = false;
+                g.push(']');
+            }
+            '{' => {
+                in_braces = true;
+                g.push('{');
+            }
+            '}' => {
+                in_braces = false;
+                g.push('}');
+            }
+            ',' if !in_class && !in_braces => g.push_str(" \",\" "),
+            '(' => g.push_str(" ( "),
+            ')' => g.push_str(" )"),
+            c => g.push(c),
+        }
+    }
+    g.push('\n');
+    Grammar::parse(&g).unwrap_or_else(|e| panic!("{e}: {g}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grammar ⇒ reader: every sampled reply is read and executes
+// ---------------------------------------------------------------------------------------------
+
+struct Live {
+    _dir: TempDir,
+    working: WorkingSet,
+    store: Store,
+    scratch: ActionScratch,
+}
+
+impl Live {
+    fn new(seed: u64) -> Live {
+        let dir = TempDir::new("live");
+        let mut store = Store::open_with_capacity(&dir.0, 4096).unwrap();
+        let mut working = WorkingSet::new();
+        let mut r = rng(seed);
+        working.add(&normalize("task").unwrap(), "Build a glossary of cooking terms.", 1).unwrap();
+        for i in 0..r() % 6 {
+            working.add(&normalize(&format!("note_{i},draft")).unwrap(), "a note", 1).unwrap();
+        }
+        for i in 0..r() % 8 {
+            store.put(&normalize(&format!("glossary,term_{i}")).unwrap(), "a stored definition", 1).unwrap();
+        }
+        Live { _dir: dir, working, store, scratch: ActionScratch::new() }
+    }
+}
+
+/// Reads `reply` and carries out its actions against `live`; panics with the reason when the
+/// reply has an error-class problem, names a state outside `allowed`, or an action fails.
+fn read_and_apply(reader: &mut Reader, reply: &str, max_actions: usize, allowed: &[&str], live: &mut Live, what: &str) {
+    let it = reader.read(reply.as_bytes(), max_actions);
+    assert!(!it.has_errors() && !it.is_empty(), "{what}: reply not taken: {:?}\n{reply}", it.problems());
+    for ins in it.instructions() {
+        match ins {
+            Instruction::NextState(s) => assert!(allowed.contains(&s), "{what}: state {s:?} not allowed\n{reply}"),
+            Instruction::Action(a) => {
+                let r = actions::apply(&a, &mut live.working, &mut live.store, &mut live.scratch, 2).unwrap();
+                assert!(
+                    r.ok,
+                    "{what}: action {} {:?} failed: {}\n{reply}",
+                    a.kind.as_str(),
+                    a.tags,
+                    r.message.as_str()
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A random walk of `steps` cycles in `state` of `cfg`: each generates the grammar and the
+/// schema from the live state, samples one reply from each, reads and applies them.
+fn walk(cfg: &Config, state: &str, seed: u64, steps: usize) {
+    let mut live = Live::new(seed);
+    let mut r = rng(seed ^ 0xABCD);
+    let mut reader = Reader::new();
+    let mut settings = cfg.llm.clone();
+    settings.thinks = seed.is_multiple_of(3);
+    let mut c = Constrainer::new(&settings, seed);
+    let max_actions = 1 + (seed % 3) as usize;
+    let shape = cfg.prompts.shape(state);
+    for step in 0..steps {
+        for mode in [Mode::Grammar, Mode::JsonSchema] {
+            c.prepare(
+                Some(mode),
+                shape,
+                &cfg.agent.states,
+                max_actions,
+                &live.working,
+                Some(&live.store),
+                &PINNED_KEYS,
+                &cfg.agent.log_prefixes(),
+            )
+            .unwrap();
+            let text = c.text().to_string();
+            let lang_states: Vec<&str> = {
+                let lang = grammar::Language {
+                    states: &cfg.agent.states,
+                    shape,
+                    bounds: Bounds::default(),
+                    working_keys: &grammar::NoKeys,
+                    stored_keys: &grammar::NoKeys,
+                    search_tags: &grammar::NoKeys,
+                    pinned: &[],
+                    managed: &[],
+                    recent: &[],
+                    in_working: &grammar::NoKeys,
+                };
+                lang.next_states().map(|s| cfg.agent.states.iter().find(|x| *x == s).unwrap().as_str()).collect()
+            };
+            let reply = match mode {
+                Mode::Grammar => {
+                    let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                    assert!(g.max_repetition_product() < 2000, "{}\n{text}", g.max_repetition_product());
+                    g.sample(&mut r)
+                }
+                _ => {
+                    let mut doc = Document::with_capacity(4096, 1 << 16);
+                    doc.parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+                    assert_eq!(doc.root().kind(), Kind::Object);
+                    let mut out = String::new();
+                    sample_schema(doc.root(), &mut r, &mut Writer::compact(&mut out));
+                    out
+                }
+            };
+            let what = format!("state {state}, seed {seed}, step {step}, {}", mode.name());
+            read_and_apply(&mut reader, &reply, max_actions, &lang_states, &mut live, &what);
+            // The agent tells the constrainer what it did; do the same.
+            let it = reader.last();
+            if let Some(a) = it.actions().last() {
+                c.note_action(a.kind, normalize(a.tags).map(|k| k.as_str().to_string()).unwrap_or_default().as_str());
+            }
+        }
+    }
+}
+
+#[test]
+fn replies_sampled_from_the_shipped_grammars_are_read_and_executed() {
+    let d = shipped_dir("shipped", "http://127.0.0.1:9/v1/chat/completions", "auto");
+    let cfg = config::load(&d.0).unwrap();
+    for state in cfg.agent.states.clone() {
+        for seed in 0..12 {
+            walk(&cfg, &state, seed * 7919 + 1, 40);
+        }
+    }
+}
+
+#[test]
+fn replies_sampled_from_random_shapes_are_read_and_executed() {
+    let mut r = rng(42);
+    let states: Vec<String> = ["thinking", "commanding", "evaluating", "paging", "planning"].map(String::from).to_vec();
+    let mut reader = Reader::new();
+    let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
+    for case in 0..300u64 {
+        // One live state for the grammar's samples and an identical one for the schema's.
+        let mut live = Live::new(case);
+        let mut live_json = Live::new(case);
+        let shape = Shape {
+            next_state: r().is_multiple_of(2),
+            next_mask: (r() % 32) as u16,
+            log: match r() % 3 {
+                0 => None,
+                1 => Some(LogField::Think),
+                _ => Some(LogField::Evaluation),
+            },
+            actions: grammar::OFFERED_ACTIONS
+                .iter()
+                .filter(|_| r().is_multiple_of(2))
+                .fold(ActionSet::NONE, |s, &k| s.with(k)),
+        };
+        let bounds = Bounds {
+            think_chars: if r().is_multiple_of(4) { 1 + (r() % 300) as u32 } else { 0 },
+            log_chars: 1 + (r() % 500) as u32,
+            value_chars: 1 + (r() % 3000) as u32,
+            tag_chars: 1 + (r() % 80) as u32,
+            tags_per_key: 1 + (r() % 10) as u32,
+            max_actions: 1 + (r() % 4) as u32,
+            keys_per_list: (r() % 40) as u32,
+        };
+        let wm: Vec<String> = live.working.iter().map(|(k, _, _)| k.as_str().to_string()).collect();
+        let wm_refs: Vec<&str> = wm.iter().map(String::as_str).collect();
+        let wm_slice: &[&str] = &wm_refs;
+        let stored: Vec<String> =
+            live.store.ids().filter_map(|id| live.store.key(id)).map(|k| k.as_str().to_string()).collect();
+        let st_refs: Vec<&str> = stored.iter().map(String::as_str).collect();
+        let st_slice: &[&str] = &st_refs;
+        let mut tags: Vec<String> = stored.iter().flat_map(|k| k.split(',').map(str::to_string)).collect();
+        tags.sort();
+        tags.dedup();
+        let tag_refs: Vec<&str> = tags.iter().map(String::as_str).collect();
+        let tag_slice: &[&str] = &tag_refs;
+        let lang = grammar::Language {
+            states: &states,
+            shape,
+            bounds,
+            working_keys: &wm_slice,
+            stored_keys: &st_slice,
+            search_tags: &tag_slice,
+            pinned: &PINNED_KEYS,
+            managed: &[],
+            recent: &[],
+            in_working: &grammar::NoKeys,
+        };
+        let allowed: Vec<&str> = lang.next_states().collect();
+        let max_actions = bounds.clamped().max_actions as usize;
+        grammar::gbnf::write(&lang, &mut buf).unwrap();
+        let text = buf.as_str().unwrap().to_string();
+        let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
+        assert!(g.max_repetition_product() < 2000, "case {case}: {}\n{text}", g.max_repetition_product());
+        grammar::schema::write(&lang, &mut buf).unwrap();
+        let schema = buf.as_str().unwrap().to_string();
+        let mut doc = Document::with_capacity(4096, 1 << 16);
+        doc.parse(schema.as_bytes()).unwrap();
+        for k in 0..4 {
+            let reply = g.sample(&mut r);
+            read_and_apply(&mut reader, &reply, max_actions, &allowed, &mut live, &format!("case {case}.{k} gbnf"));
+            let mut json = String::new();
+            sample_schema(doc.root(), &mut r, &mut Writer::compact(&mut json));
+            read_and_apply(&mut reader, &json, max_actions, &allowed, &mut live_json, &format!("case {case}.{k} json"));
+            // Applying may have removed a key the grammar lists: start the next case afresh.
+            if shape.actions.contains(ActionKind::WorkingMemoryRemove) {
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn invalid_replies_are_outside_the_grammar() {
+    let states: Vec<String> = ["thinking", "commanding"].map(String::from).to_vec();
+    let wm: &[&str] = &["task", "notes"];
+    let lang = grammar::Language {
+        states: &states,
+        shape: Shape { next_state: true, next_mask: 0, log: Some(LogField::Think), actions: ActionSet::ALL },
+        bounds: Bounds::default(),
+        working_keys: &wm,
+        stored_keys: &grammar::NoKeys,
+        search_tags: &grammar::NoKeys,
+        pinned: &PINNED_KEYS,
+        managed: &[],
+        recent: &[],
+        in_working: &grammar::NoKeys,
+    };
+    let mut buf = FixedBuf::with_capacity("test grammar", 1 << 16);
+    grammar::gbnf::write(&lang, &mut buf).unwrap();
+    let g = Grammar::parse(buf.as_str().unwrap()).unwrap();
+    let ok = "<agent>\n<think_log>Save a term.</think_log>\n<next_state>commanding</next_state>\n\
+              <action><type>working_memory_remove</type><tags>notes</tags></action>\n</agent>";
+    assert!(g.matches(ok), "{}", buf.as_str().unwrap());
+    let bad = [
+        // a key that does not exist, and the pinned task
+        ok.replace("<tags>notes</tags>", "<tags>missing</tags>"),
+        ok.replace("<tags>notes</tags>", "<tags>task</tags>"),
+        // a state that is not configured
+        ok.replace(">commanding<", ">sleeping<"),
+        // no log, or the other log
+        ok.replace("<think_log>Save a term.</think_log>\n", ""),
+        ok.replace("think_log", "evaluation_log"),
+        // markup or a line break in text, a log starting with a digit
+        ok.replace("Save a term.", "Save <b>a</b> term."),
+        ok.replace("Save a term.", "Save\na term."),
+        ok.replace("Save a term.", "42 terms."),
+        // an unclosed element, prose after the answer, a second agent
+        ok.replace("</action>", ""),
+        format!("{ok} Done!"),
+        format!("{ok}{ok}"),
+        // a load, with nothing stored to load
+        ok.replace(
+            "<type>working_memory_remove</type><tags>notes</tags>",
+            "<type>storage_load</type><tags>notes</tags>",
+        ),
+        // a tag that is not one, too many tags, a tag too long, an empty value
+        ok.replace(
+            "<type>working_memory_remove</type><tags>notes</tags>",
+            "<type>storage_save</type><tags>Fruit</tags><value>x</value>",
+        ),
+        ok.replace(
+            "<type>working_memory_remove</type><tags>notes</tags>",
+            "<type>storage_save</type><tags>a,b,c,d</tags><value>x</value>",
+        ),
+        ok.replace(
+            "<type>working_memory_remove</type><tags>notes</tags>",
+            &format!("<type>storage_save</type><tags>{}</tags><value>x</value>", "a".repeat(40)),
+        ),
+        ok.replace(
+            "<type>working_memory_remove</type><tags>notes</tags>",
+            "<type>storage_save</type><tags>a</tags><value></value>",
+        ),
+        // a value past its bound
+        ok.replace(
+            "<type>working_memory_remove</type><tags>notes</tags>",
+            &format!("<type>storage_save</type><tags>a</tags><value>{}</value>", "w".repeat(401)),
+        ),
+    ];
+    for b in &bad {
+        assert!(!g.matches(b), "the grammar accepts an invalid reply:\n{b}");
+    }
+    // The previous cycle's remove is not offered again.
+    let lang = grammar::Language { recent: &[(ActionKind::WorkingMemoryRemove, "notes")], ..lang };
+    grammar::gbnf::write(&lang, &mut buf).unwrap();
+    let g = Grammar::parse(buf.as_str().unwrap()).unwrap();
+    assert!(!g.matches(ok));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers
+// ---------------------------------------------------------------------------------------------
+
+fn chat_body(content: &str) -> String {
+    let mut out = String::new();
+    let mut w = Writer::compact(&mut out);
+    w.begin_object().unwrap();
+    w.key("choices").unwrap();
+    w.begin_array().unwrap();
+    w.begin_object().unwrap();
+    w.key("message").unwrap();
+    w.begin_object().unwrap();
+    w.key("role").unwrap();
+    w.string("assistant").unwrap();
+    w.key("content").unwrap();
+    w.string(content).unwrap();
+    w.end_object().unwrap();
+    w.key("finish_reason").unwrap();
+    w.string("stop").unwrap();
+    w.end_object().unwrap();
+    w.end_array().unwrap();
+    w.key("usage").unwrap();
+    w.begin_object().unwrap();
+    w.key("prompt_tokens").unwrap();
+    w.u64(100).unwrap();
+    w.key("completion_tokens").unwrap();
+    w.u64(10).unwrap();
+    w.key("prompt_tokens_details").unwrap();
+    w.begin_object().unwrap();
+    w.key("cached_tokens").unwrap();
+    w.u64(80).unwrap();
+    w.end_object().unwrap();
+    w.end_object().unwrap();
+    w.end_object().unwrap();
+    out
+}
+
+/// A string member of a request body (`path` as `a.b`).
+fn field(seen: &Seen, path: &str) -> Option<String> {
+    let mut doc = Document::with_capacity(1 << 14, 1 << 20);
+    doc.parse(&seen.body).ok()?;
+    doc.root().path(path).and_then(|v| v.as_str()).map(str::to_string)
+}
+
+fn is_chat(seen: &Seen) -> bool {
+    seen.method == "POST" && seen.path.ends_with("/chat/completions")
+}
+
+fn has_constraint(seen: &Seen) -> bool {
+    let b = seen.body_str();
+    b.contains("\"grammar\"") || b.contains("\"response_format\"")
+}
+
+/// A free reply every state takes (the unconstrained path).
+const FREE_REPLY: &str = "<agent><next_state>commanding</next_state><think_log>Go on.</think_log>\
+    <action><type>storage_save</type><tags>glossary,roux</tags><value>Roux: flour cooked in fat.</value></action></agent>";
+
+fn agent(d: &TempDir) -> Agent {
+    let cfg = config::load(&d.0).unwrap();
+    let client = llm::Client::new(&cfg.llm).unwrap();
+    Agent::open(&d.0, cfg, Model::Client(Box::new(client)), false).unwrap()
+}
+
+fn cycles(a: &mut Agent, n: usize) -> Vec<lkjagent::agent::engine::CycleReport> {
+    (0..n).map(|_| a.cycle(&mut |_| {}, &|| false).unwrap()).collect()
+}
+
+#[test]
+fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
+    // The server answers from the grammar it is sent: the probe's word, or a reply sampled
+    // from the agent's grammar. Without a grammar it would answer nothing useful.
+    let counter = std::sync::Arc::new(AtomicUsize::new(0));
+    let n = counter.clone();
+    let server = Server::start(move |_, seen| {
+        if !is_chat(seen) {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        let Some(g) = field(seen, "grammar") else { return Do::Reply(json_ok(&chat_body("no grammar"))) };
+        assert_eq!(field(seen, "structured_outputs.grammar").as_deref(), Some(g.as_str()), "vLLM's field too");
+        let grammar = Grammar::parse(&g).unwrap_or_else(|e| panic!("the agent sent a malformed grammar: {e}\n{g}"));
+        let mut r = rng(n.fetch_add(1, Ordering::Relaxed) as u64);
+        Do::Reply(json_ok(&chat_body(&grammar.sample(&mut r))))
+    });
+    let d = shipped_dir("follows", &server.url("/v1/chat/completions"), "auto");
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 12);
+    for r in &reports {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+        assert_eq!(r.constrain, "grammar");
+        assert_eq!(r.cached_tokens, Some(80));
+    }
+    assert!(reports.iter().any(|r| !r.actions.is_empty()), "no action in 12 cycles");
+    let chats: Vec<Seen> = server.seen().into_iter().filter(is_chat).collect();
+    assert_eq!(chats.len(), 13, "one probe, then one request per cycle");
+    assert_eq!(field(&chats[0], "grammar").as_deref(), Some("root ::= \"lkjok\"\n"));
+    // Every cycle's seed differs; the grammar lists the working-memory keys it may remove.
+    let seeds: std::collections::BTreeSet<String> = chats[1..]
+        .iter()
+        .map(|s| {
+            let b = s.body_str();
+            let at = b.find("\"seed\":").unwrap() + 7;
+            b[at..].chars().take_while(char::is_ascii_digit).collect()
+        })
+        .collect();
+    assert_eq!(seeds.len(), 12, "a seed per cycle");
+    let audit = std::fs::read_to_string(d.0.join("logs/audit.jsonl")).unwrap();
+    assert_eq!(audit.matches("\"constrain\":\"grammar\"").count(), 12);
+    assert_eq!(audit.matches("\"cached_tokens\":80").count(), 12);
+}
+
+#[test]
+fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
+    let server = Server::start(|_, seen| {
+        if !is_chat(seen) {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        if has_constraint(seen) {
+            let body = r#"{"error":{"code":400,"message":"Failed to parse grammar","type":"invalid_request_error"}}"#;
+            return Do::Reply(response("400 Bad Request", &["Content-Type: application/json"], body));
+        }
+        Do::Reply(json_ok(&chat_body(FREE_REPLY)))
+    });
+    let d = shipped_dir("refuses", &server.url("/v1/chat/completions"), "grammar");
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 4);
+    for r in &reports {
+        assert!(r.error.is_none(), "cycle {}: {:?}", r.cycle, r.error);
+    }
+    let chats: Vec<Seen> = server.seen().into_iter().filter(is_chat).collect();
+    let kinds: Vec<&str> = chats
+        .iter()
+        .map(|s| {
+            let b = s.body_str();
+            if b.contains("\"grammar\"") {
+                "grammar"
+            } else if b.contains("\"response_format\"") {
+                "schema"
+            } else {
+                "plain"
+            }
+        })
+        .collect();
+    // Cycle 1: the grammar is refused, sent again without it; cycle 2: the JSON Schema (one
+    // step down) is refused, sent again without it; from then on, no constraint.
+    assert_eq!(kinds, ["grammar", "plain", "schema", "plain", "plain", "plain"], "{kinds:?}");
+    assert_eq!(reports[0].constrain, "json_schema");
+    assert_eq!(reports[3].constrain, "off");
+}
+
+#[test]
+fn a_server_that_ignores_the_field_is_caught_by_the_probe() {
+    let server = Server::start(|_, seen| {
+        if !is_chat(seen) {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        // A 200 whatever the request says: the constraint is dropped silently.
+        Do::Reply(json_ok(&chat_body(FREE_REPLY)))
+    });
+    let d = shipped_dir("ignores", &server.url("/v1/chat/completions"), "auto");
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 3);
+    for r in &reports {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+        assert_eq!(r.constrain, "off");
+    }
+    let chats: Vec<Seen> = server.seen().into_iter().filter(is_chat).collect();
+    assert_eq!(chats.len(), 5, "two probes (grammar, schema), then one request per cycle");
+    assert!(chats[0].body_str().contains("\"grammar\""));
+    assert!(chats[1].body_str().contains("\"response_format\""));
+    assert!(chats[2..].iter().all(|s| !has_constraint(s)), "no constraint once the probe found it ignored");
+}
+
+#[test]
+fn a_server_that_drops_the_connection_on_a_grammar_is_sent_none() {
+    let server = Server::start(|_, seen| {
+        if !is_chat(seen) {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        if seen.body_str().contains("\"grammar\"") {
+            return Do::Close;
+        }
+        Do::Reply(json_ok(&chat_body(FREE_REPLY)))
+    });
+    // Configured: the cycle's request drops, is sent once more without, and the run goes on.
+    let d = shipped_dir("drops", &server.url("/v1/chat/completions"), "grammar");
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 3);
+    for r in &reports {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+    }
+    assert_ne!(reports[2].constrain, "grammar");
+    // Probed: the probe notices and the grammar is never sent in a cycle.
+    let before = server.seen().len();
+    let d2 = shipped_dir("drops-auto", &server.url("/v1/chat/completions"), "auto");
+    let mut a2 = agent(&d2);
+    let reports = cycles(&mut a2, 2);
+    for r in &reports {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+        assert_ne!(r.constrain, "grammar");
+    }
+    let later: Vec<Seen> = server.seen().into_iter().skip(before).filter(is_chat).collect();
+    let cycle_requests = &later[later.len() - 2..];
+    assert!(cycle_requests.iter().all(|s| !s.body_str().contains("\"grammar\"")));
+}
