@@ -21,7 +21,7 @@ mod gbnf;
 #[path = "support/http_server.rs"]
 mod http_server;
 
-use gbnf::Grammar;
+use gbnf::{rng, Grammar};
 use http_server::{json_ok, response, Action as Do, Seen, Server};
 use lkjagent::agent::actions::{self, ActionScratch};
 use lkjagent::agent::config::{self, Config};
@@ -55,17 +55,6 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

@@ -5,7 +5,7 @@
 #[path = "support/gbnf.rs"]
 mod gbnf;
 
-use gbnf::Grammar;
+use gbnf::{rng, Grammar};
 use std::time::Instant;
 
 const AGENT: &str = r#"root ::= "<agent>" ws ( next | action ) ws "</agent>"
@@ -14,17 +14,6 @@ next ::= "<next_state>" ("thinking" | "commanding") "</next_state>"
 action ::= "<action><type>storage_save</type><tags>" tag ("," tag){0,7} "</tags><value>" [^<&]{1,400} "</value></action>"
 tag ::= [a-z0-9_]{1,32}
 "#;
-
-fn rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 fn parse(text: &str) -> Grammar {
     Grammar::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"))

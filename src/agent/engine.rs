@@ -692,7 +692,14 @@ impl Agent {
             p.extend_from_slice(self.feedback.as_slice())?;
             p.push_str("\n</feedback>\n")?;
         }
-        if self.constrainer.constrained() {
+        if self.constrainer.active() == crate::grammar::Mode::JsonSchema {
+            // The schema enforces the JSON dialect; the model is told which form to write.
+            p.format(format_args!(
+                "You are in the state {}: follow <{}> under <states> and answer with one JSON object.\n",
+                state.as_str(),
+                state.as_str()
+            ))?;
+        } else if self.constrainer.constrained() {
             // The format is enforced by the grammar: no need to ask for it.
             p.format(format_args!(
                 "You are in the state {}: follow <{}> under <states>.\n",

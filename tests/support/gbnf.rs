@@ -23,6 +23,18 @@ use std::collections::{HashMap, HashSet};
 
 /// llama.cpp's `MAX_REPETITION_THRESHOLD`.
 pub const MAX_REPETITION_THRESHOLD: u64 = 2000;
+
+/// A small deterministic random source for samplers (splitmix64 from `seed`).
+pub fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
 /// Rule-reference depth past which [`Grammar::sample`] takes the quickest way out.
 const SAMPLE_DEPTH: usize = 64;
 /// Output length (bytes) past which [`Grammar::sample`] also takes the quickest way out, so a
