@@ -7,7 +7,7 @@ HOST    := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 BIN     := target/release/lkjagent
 STATIC  := target/static/$(HOST)/release/lkjagent
 
-.PHONY: build run demo test conformance bench static lint clean
+.PHONY: build run demo test conformance bench static lint model-check clean
 
 build:
 	$(CARGO) build --release --locked
@@ -39,6 +39,11 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps
+
+# A real-model check: installs llama-cpp-python and SmolLM2-135M outside the repository
+# (~/.cache/lkjagent-model-check), runs the agent against it and reports figures.
+model-check: build
+	python3 tools/model_check.py
 
 clean:
 	$(CARGO) clean

