@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 #[path = "../tests/support/alloc_counter.rs"]
 mod alloc_counter;
 mod bench_agent;
+mod bench_grammar;
 mod bench_http;
 mod bench_json;
 mod bench_store;
@@ -102,6 +103,9 @@ fn main() {
     }
     if wanted("agent") {
         bench_agent::run();
+    }
+    if wanted("grammar") {
+        bench_grammar::run();
     }
     if let Some(kib) = peak_rss_kib() {
         report("bench_process_peak_rss", kib as f64 / 1024.0, "MiB");
