@@ -142,3 +142,27 @@ fn read_only_commands_beside_a_running_agent_lose_nothing() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A compaction's temporary file belongs to the writer: every command that only looks reads
+/// the live log beside it, leaves it in place and succeeds (they used to remove it, or refuse
+/// with "compaction is under way", which made the agent's rename fail).
+#[test]
+fn read_only_commands_leave_a_compaction_file_alone() {
+    let d = temp_dir("readers-compaction");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/memory.json"), d.join("memory.json")).unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/config.json"), d.join("config.json")).unwrap();
+    {
+        let mut s = Store::open(&d).unwrap();
+        s.put(&normalize("fruit,apple").unwrap(), "An apple.", 1).unwrap();
+    }
+    let compact = d.join(".store.log.compact");
+    std::fs::write(&compact, b"half a compaction").unwrap();
+    for args in [&["status"][..], &["memory", "list"], &["memory", "export"], &["check", "--no-network"]] {
+        let out = lkjagent(&d, args).stdout(Stdio::piped()).output().unwrap();
+        assert!(out.status.success(), "{:?}: {:?}", args, out.status);
+        assert_eq!(std::fs::read(&compact).unwrap(), b"half a compaction", "{:?} touched the writer's file", args);
+    }
+    let out = lkjagent(&d, &["memory", "export"]).stdout(Stdio::piped()).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("An apple."));
+    let _ = std::fs::remove_dir_all(&d);
+}
