@@ -4,12 +4,12 @@
 //!
 //! The server runs in this process on other threads and allocates freely, so the counting
 //! allocator here counts per thread, and only on threads that opted in (each test's own
-//! thread, which runs the agent). It is `support/alloc_counter.rs` with the counter moved into
-//! `const`-initialised thread-local `Cell`s without destructors, which the allocator can read
-//! and bump without allocating. Two tests: unstreamed and streamed (SSE) replies.
-#![allow(unsafe_code)]
+//! thread, which runs the agent): `support/alloc_counter.rs`'s `ThreadCountingAlloc`. Three
+//! tests: unstreamed, streamed (SSE) and constrained (a grammar per cycle) replies.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/alloc_counter.rs"]
+mod alloc_counter;
 #[path = "support/llm_script_server.rs"]
 mod llm_script_server;
 
@@ -17,55 +17,10 @@ use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
 use lkjagent::llm;
 use llm_script_server::{content, cycle_reply, LlmServer};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
-struct ThreadCountingAlloc;
-
-thread_local! {
-    /// Whether this thread's allocations are counted.
-    static COUNTED: Cell<bool> = const { Cell::new(false) };
-    /// This thread's count (per thread, so tests running side by side do not mix).
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note() {
-    if COUNTED.try_with(Cell::get).unwrap_or(false) {
-        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
-    }
-}
-
-fn allocations() -> u64 {
-    ALLOCS.with(Cell::get)
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the only addition is reading and bumping two thread-locals.
-unsafe impl GlobalAlloc for ThreadCountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: the caller's guarantees for `alloc` are passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: the caller's guarantees for `alloc_zeroed` are passed on unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's guarantees for `dealloc` are passed on unchanged.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: the caller's guarantees for `realloc` are passed on unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: ThreadCountingAlloc = ThreadCountingAlloc;
+static GLOBAL: alloc_counter::ThreadCountingAlloc = alloc_counter::ThreadCountingAlloc;
 
 const WARM_UP: usize = 12;
 const MEASURED: usize = 120;
@@ -129,24 +84,24 @@ fn measure(stream: bool, constrain: &str) {
         assert!(r.error.is_none() && !r.invalid_reply, "warm-up cycle {} failed: {:?}", r.cycle, r);
     }
 
-    COUNTED.with(|c| c.set(true));
-    let sanity = allocations();
+    alloc_counter::count_this_thread(true);
+    let sanity = alloc_counter::thread_allocations();
     drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    assert!(allocations() > sanity, "the counting allocator is not counting");
+    assert!(alloc_counter::thread_allocations() > sanity, "the counting allocator is not counting");
 
     let mut allocating = Vec::new();
     let mut actions = 0;
     for _ in 0..MEASURED {
-        let before = allocations();
+        let before = alloc_counter::thread_allocations();
         let r = agent.cycle(&mut progress, &stop).unwrap();
-        let n = allocations() - before;
+        let n = alloc_counter::thread_allocations() - before;
         if n > 0 {
             allocating.push((r.cycle, r.actions.iter().next().map_or("no action", |a| a.kind), n));
         }
         assert!(r.error.is_none() && !r.invalid_reply, "cycle {} failed: {:?}", r.cycle, r);
         actions += r.actions.len();
     }
-    COUNTED.with(|c| c.set(false));
+    alloc_counter::count_this_thread(false);
     assert_eq!(server.chat_count(), WARM_UP + MEASURED, "one request per cycle");
     assert_eq!(server.chats()[0].body.contains("\"stream\":true"), stream);
     assert_eq!(server.chats().iter().all(|c| c.body.contains("\"grammar\"")), constrain == "grammar");
