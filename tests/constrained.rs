@@ -20,6 +20,8 @@
 mod gbnf;
 #[path = "support/http_server.rs"]
 mod http_server;
+#[path = "support/llm_script_server.rs"]
+mod llm_script_server;
 
 use gbnf::{rng, Grammar};
 use http_server::{json_ok, response, Action as Do, Seen, Server};
@@ -460,38 +462,12 @@ fn invalid_replies_are_outside_the_grammar() {
 // Servers
 // ---------------------------------------------------------------------------------------------
 
+/// An OpenAI-compatible answer with `content`, whose usage says 80 prompt tokens were cached.
 fn chat_body(content: &str) -> String {
-    let mut out = String::new();
-    let mut w = Writer::compact(&mut out);
-    w.begin_object().unwrap();
-    w.key("choices").unwrap();
-    w.begin_array().unwrap();
-    w.begin_object().unwrap();
-    w.key("message").unwrap();
-    w.begin_object().unwrap();
-    w.key("role").unwrap();
-    w.string("assistant").unwrap();
-    w.key("content").unwrap();
-    w.string(content).unwrap();
-    w.end_object().unwrap();
-    w.key("finish_reason").unwrap();
-    w.string("stop").unwrap();
-    w.end_object().unwrap();
-    w.end_array().unwrap();
-    w.key("usage").unwrap();
-    w.begin_object().unwrap();
-    w.key("prompt_tokens").unwrap();
-    w.u64(100).unwrap();
-    w.key("completion_tokens").unwrap();
-    w.u64(10).unwrap();
-    w.key("prompt_tokens_details").unwrap();
-    w.begin_object().unwrap();
-    w.key("cached_tokens").unwrap();
-    w.u64(80).unwrap();
-    w.end_object().unwrap();
-    w.end_object().unwrap();
-    w.end_object().unwrap();
-    out
+    let body = llm_script_server::completion_body(content, None);
+    let usage = "\"completion_tokens\":40}";
+    assert!(body.contains(usage));
+    body.replace(usage, "\"completion_tokens\":40,\"prompt_tokens_details\":{\"cached_tokens\":80}}")
 }
 
 /// A string member of a request body (`path` as `a.b`).
