@@ -12,14 +12,16 @@
 //! - **This cycle's language** ([`Constrainer::prepare`]): the current state's
 //!   [`Shape`](crate::grammar::Shape) from the configuration, the [`Bounds`] fitted to
 //!   `llm.max_tokens`, the working-memory keys a remove may name, the newest stored keys a load
-//!   may name, less the keys of the last few removes, loads and searches and loads of what is
-//!   already in working memory. Written as GBNF or JSON Schema
-//!   into one buffer reserved at start ([`GRAMMAR_MAX_BYTES`]).
+//!   may name, the tags of stored entries a search may name, less the keys of the last few
+//!   removes, loads and searches and loads of what is already in working memory. Written as
+//!   GBNF or JSON Schema into one buffer reserved at start ([`GRAMMAR_MAX_BYTES`]).
 //! - **Asking** ([`Constrainer::ask`]): the request carries the constraint and a sampling seed
 //!   that changes per cycle and per attempt (servers default to a fixed seed, so a near-identical
 //!   prompt would get the same reply again). When a request with a constraint fails (refused
-//!   with 400/500, or the connection dropped), it is sent once more one step down (grammar →
-//!   JSON Schema → none); if that works the run goes on one step down, with a warning.
+//!   with 400/500, or the connection dropped without an answer), it is sent once more without
+//!   the constraint (this cycle's buffer holds one encoding only); if that works, the run goes
+//!   on one step down (grammar → JSON Schema → none), with a warning, so a server that refuses
+//!   the schema as well steps down again the next cycle.
 //!
 //! Every reply is still read and checked by the reply reader: the constraint makes a valid
 //! reply the likely one, the reader decides what is taken.
@@ -95,8 +97,6 @@ impl KeyList for SearchTags<'_> {
 
 /// See the module documentation.
 pub struct Constrainer {
-    /// What the configuration asks for.
-    configured: Mode,
     /// What is sent now: `Grammar`, `JsonSchema` or `Off` (`Auto` until the probe ran).
     active: Mode,
     /// This cycle's grammar or schema.
@@ -111,6 +111,8 @@ pub struct Constrainer {
     seed_base: u64,
     /// The seed of the last request.
     last_seed: Option<u64>,
+    /// See [`UNAVAILABLE_STEP_DOWN`].
+    unavailable_in_a_row: u32,
     thinks: bool,
     max_tokens: u64,
 }
@@ -126,7 +128,6 @@ impl Constrainer {
             (_, m) => m,
         };
         Constrainer {
-            configured: settings.constrain,
             active,
             text: FixedBuf::with_capacity("reply grammar (limits::GRAMMAR_MAX_BYTES)", GRAMMAR_MAX_BYTES),
             stored: Results::with_capacity(GRAMMAR_KEYS_PER_LIST as usize),
@@ -134,14 +135,10 @@ impl Constrainer {
             recent: ArrayVec::new(),
             seed_base,
             last_seed: None,
+            unavailable_in_a_row: 0,
             thinks: settings.thinks,
             max_tokens: u64::from(settings.max_tokens.unwrap_or(4096)),
         }
-    }
-
-    /// What the configuration asked for.
-    pub fn configured(&self) -> Mode {
-        self.configured
     }
 
     /// What is sent now (`auto` before the probe ran).
@@ -165,8 +162,9 @@ impl Constrainer {
         self.text.as_str().unwrap_or("")
     }
 
-    /// Remembers the action the agent just carried out: a remove or a load is not offered
-    /// again with the same key next cycle (it would be refused as a repeat).
+    /// Remembers the action the agent just carried out: a remove, load or search is not offered
+    /// again with the same key for the next [`RECENT_ACTIONS`] keyed actions (the same again
+    /// would be refused as a repeat, or go round in circles).
     pub fn note_action(&mut self, kind: ActionKind, key: &str) {
         if matches!(kind, ActionKind::WorkingMemoryRemove | ActionKind::StorageLoad | ActionKind::StorageSearch) {
             if let Ok(k) = ArrayString::try_from_str(key) {
@@ -189,8 +187,8 @@ impl Constrainer {
         b.fit(shape, longest, self.max_tokens)
     }
 
-    /// Writes this cycle's grammar (or schema) for `state` into the buffer; with `mode`
-    /// overriding the active one (for `lkjagent grammar`). Nothing is written when off.
+    /// Writes this cycle's grammar (or schema) for a state of `shape` into the buffer; `mode`
+    /// overrides the active one (for `lkjagent grammar`). Nothing is written when off.
     #[allow(clippy::too_many_arguments)]
     pub fn prepare(
         &mut self,
@@ -344,28 +342,39 @@ impl Constrainer {
             _ => None,
         };
         let prompt = llm::Prompt { constraint, seed: Some(seed), ..llm::Prompt::new(system, user) };
-        let Some(_) = constraint else {
+        if constraint.is_none() {
             return client.complete(&prompt, progress, should_stop);
-        };
+        }
         // Two borrows of the client cannot both live: try, and on a failure that may be the
         // constraint's fault, drop the first result before asking again.
         let failure = client.complete(&prompt, progress, should_stop).err();
         let Some(e) = failure else {
+            self.unavailable_in_a_row = 0;
             return Ok(client.last_completion());
         };
         if !may_be_the_constraint(&e) {
             return Err(e);
         }
         let from = self.active;
-        let down = from.step_down();
         let seed = self.seed(cycle, 1);
         self.last_seed = Some(seed);
-        // One step down: a schema needs this cycle's schema, which the grammar buffer does not
-        // hold; the plain request is the safe step when it cannot be written here.
         let retry = llm::Prompt { constraint: None, seed: Some(seed), ..llm::Prompt::new(system, user) };
         match client.complete(&retry, progress, should_stop) {
+            Ok(_) if e.code() == Code::LlmUnavailable && self.unavailable_in_a_row + 1 < UNAVAILABLE_STEP_DOWN => {
+                self.unavailable_in_a_row += 1;
+                eprintln!(
+                    "lkjagent: constrained decoding: the request with a {} failed ({}: {}) and went through without one; \
+                     the {} stays for the next cycle",
+                    noun(from),
+                    e.code(),
+                    e.message(),
+                    noun(from)
+                );
+                Ok(client.last_completion())
+            }
             Ok(_) => {
-                self.active = if down == Mode::JsonSchema { Mode::JsonSchema } else { Mode::Off };
+                self.unavailable_in_a_row = 0;
+                self.active = from.step_down();
                 eprintln!(
                     "lkjagent: constrained decoding: the request with a {} failed ({}: {}); it went through without one, so the run goes on with {}",
                     noun(from),
@@ -381,10 +390,17 @@ impl Constrainer {
 }
 
 /// Whether a failed request may have failed because of its constraint: a refusal (400/500
-/// come back as `LLM_ERROR`) or a dropped connection; not a timeout, an overflow or a stop.
+/// come back as `LLM_ERROR`), an unreadable answer (`HTTP_PROTOCOL`), or a connection dropped
+/// without an answer (`LLM_UNAVAILABLE`, which is also a server that is busy or restarting);
+/// not a timeout, an overflow or a stop.
 fn may_be_the_constraint(e: &crate::error::Error) -> bool {
     matches!(e.code(), Code::LlmError | Code::HttpProtocol | Code::LlmUnavailable)
 }
+
+/// Constrained requests that failed as unavailable while the same request without the
+/// constraint went through, in a row, before the run steps down for good: one such failure can
+/// be a passing fault (a restart, a 503) rather than a server that drops constrained requests.
+const UNAVAILABLE_STEP_DOWN: u32 = 2;
 
 fn noun(mode: Mode) -> &'static str {
     match mode {

@@ -692,27 +692,19 @@ impl Agent {
             p.extend_from_slice(self.feedback.as_slice())?;
             p.push_str("\n</feedback>\n")?;
         }
-        if self.constrainer.active() == crate::grammar::Mode::JsonSchema {
-            // The schema enforces the JSON dialect; the model is told which form to write.
-            p.format(format_args!(
-                "You are in the state {}: follow <{}> under <states> and answer with one JSON object.\n",
-                state.as_str(),
-                state.as_str()
-            ))?;
-        } else if self.constrainer.constrained() {
-            // The format is enforced by the grammar: no need to ask for it.
-            p.format(format_args!(
-                "You are in the state {}: follow <{}> under <states>.\n",
-                state.as_str(),
-                state.as_str()
-            ))?;
-        } else {
-            p.format(format_args!(
-                "You are in the state {}: follow <{}> under <states> and answer with one <agent> element.\n",
-                state.as_str(),
-                state.as_str()
-            ))?;
-        }
+        // What to answer with: a grammar enforces the tag format (nothing to ask for); the JSON
+        // Schema enforces the JSON dialect, which the model must be told to write.
+        let answer = match self.constrainer.active() {
+            crate::grammar::Mode::JsonSchema => " and answer with one JSON object",
+            _ if self.constrainer.constrained() => "",
+            _ => " and answer with one <agent> element",
+        };
+        p.format(format_args!(
+            "You are in the state {}: follow <{}> under <states>{}.\n",
+            state.as_str(),
+            state.as_str(),
+            answer
+        ))?;
         Ok(())
     }
 
