@@ -16,8 +16,8 @@
 //! whether it names a next state, which log element it writes, which actions it may take),
 //! the [`Bounds`] (lengths and counts, sized so a reply always ends well inside
 //! `llm.max_tokens`) and the live state (the working-memory keys a remove may name, the stored
-//! keys a load may name, the recent cycles' removes, loads and searches, which are not offered
-//! again).
+//! keys a load may name, the stored tags a search may name, less the recent cycles' removes,
+//! loads and searches, which are not offered again).
 //! Both encodings are written into a caller's fixed buffer; generating allocates nothing.
 //!
 //! Every grammar written here is well-formed by construction (literals are escaped, every rule
