@@ -6,13 +6,15 @@
 //!
 //! Environment: `LKJAGENT_CORPUS` (default `../shared/corpus`) for the public JSON corpora; a
 //! figure that needs a missing corpus is reported as skipped, not faked.
-//! `LKJAGENT_BENCH_ONLY=json,tag` runs only the named areas.
+//! `LKJAGENT_BENCH_ONLY=json,tag` runs only the named areas (json, tag, http, store, agent, grammar,
+//! bytes).
 
 use std::time::{Duration, Instant};
 
 #[path = "../tests/support/alloc_counter.rs"]
 mod alloc_counter;
 mod bench_agent;
+mod bench_bytes;
 mod bench_grammar;
 mod bench_http;
 mod bench_json;
@@ -106,6 +108,9 @@ fn main() {
     }
     if wanted("grammar") {
         bench_grammar::run();
+    }
+    if wanted("bytes") {
+        bench_bytes::run();
     }
     if let Some(kib) = peak_rss_kib() {
         report("bench_process_peak_rss", kib as f64 / 1024.0, "MiB");

@@ -7,6 +7,7 @@
 //! - [`limits`]: every capacity, with its memory cost.
 //! - [`error`]: the error type (stable code, source location, message).
 //! - [`fixed`]: fixed-capacity string, list and buffers.
+//! - [`bytes`]: byte and substring search (exact and ASCII case-insensitive), word at a time.
 //! - [`sha256`], [`clock`]: SHA-256 (FIPS 180-4) and UTC time, for the audit log.
 //! - [`signal`]: SIGINT/SIGTERM (the one module that may declare C functions).
 //! - [`json`]: RFC 8259 parser, document arena, serializer.
@@ -23,6 +24,7 @@
 #[macro_use]
 pub mod error;
 pub mod agent;
+pub mod bytes;
 pub mod cli;
 pub mod clock;
 pub mod fixed;
