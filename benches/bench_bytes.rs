@@ -1,6 +1,7 @@
 //! Figures for the byte-search area (see bench.rs for the shared helpers): `lkjagent::bytes`
 //! on 16 MiB of lorem-ipsum-like text, in GB/s (10^9 bytes per second), beside the naive
-//! `windows().any(eq_ignore_ascii_case)` loop it replaces.
+//! `windows().any(eq_ignore_ascii_case)` loop it replaces; and the store's CRC-32 (slice-by-8)
+//! on the same bytes, beside the one-table, byte-at-a-time loop it replaced.
 //!
 //! The no-match needle, "quantum flux capacity" (21 bytes), has only letters that occur in the
 //! text: its rarest byte, 'q', starts words such as "quis" and "aliqua", so the scan has
@@ -8,6 +9,7 @@
 //! alone.
 
 use lkjagent::bytes::{find_byte, find_either, find_ignore_ascii_case, rfind_ignore_ascii_case};
+use lkjagent::memory::hash::{crc32, crc32_continue};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -110,6 +112,23 @@ fn lorem() -> Vec<u8> {
     out
 }
 
+/// The CRC-32 as it was before slice-by-8: one table, one byte per step.
+fn crc32_bytewise(bytes: &[u8]) -> u32 {
+    let mut table = [0u32; 256];
+    for (i, e) in table.iter_mut().enumerate() {
+        let mut c = i as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+        }
+        *e = c;
+    }
+    let mut c = !0u32;
+    for &b in bytes {
+        c = table[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
 fn gb_per_s(bytes: usize, t: Duration) -> f64 {
     super::mb_per_s(bytes, t) / 1000.0
 }
@@ -152,4 +171,22 @@ pub fn run() {
         assert!(!black_box(black_box(&text).windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))));
     });
     super::report("bytes_naive_windows_ignore_case_no_match_16mib", gb_per_s(SIZE, t), "GB/s");
+
+    let want = crc32(&text);
+    let t = super::best_time(budget, 5, || {
+        assert_eq!(black_box(crc32(black_box(&text))), want);
+    });
+    super::report("crc32_slice_by_8_16mib", gb_per_s(SIZE, t), "GB/s");
+
+    // In 64 KiB blocks, as a file reader would.
+    let t = super::best_time(budget, 5, || {
+        let c = black_box(&text).chunks(64 << 10).fold(0, crc32_continue);
+        assert_eq!(black_box(c), want);
+    });
+    super::report("crc32_continue_64kib_blocks_16mib", gb_per_s(SIZE, t), "GB/s");
+
+    let t = super::best_time(budget, 3, || {
+        assert_eq!(black_box(crc32_bytewise(black_box(&text))), want);
+    });
+    super::report("crc32_bytewise_16mib", gb_per_s(SIZE, t), "GB/s");
 }
