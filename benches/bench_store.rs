@@ -44,7 +44,7 @@ fn build_log(dir: &Path, n: usize, seed: u64) {
     let mut rng = Rng(seed);
     let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(LOG_NAME)).unwrap());
     let mut buf = FixedBuf::with_capacity("bench", STORE_RECORD_MAX_BYTES);
-    log::encode_header(&mut buf).unwrap();
+    log::encode_header(&mut buf, 1).unwrap();
     let mut seen = std::collections::HashSet::new();
     let mut id = 0u32;
     while (id as usize) < n {

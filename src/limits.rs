@@ -250,18 +250,38 @@ pub const EXCHANGE_FILE_MAX_BYTES: usize = 64 * 1024 * 1024;
 /// Most JSON nodes in an import file. Cost: one document node each, only during an import.
 pub const EXCHANGE_FILE_MAX_NODES: usize = 2 * 1024 * 1024;
 
-/// Most entries in the tagged store. Cost: a 32-byte index slot, a 16-byte tag set and 8 bytes
-/// of key hash table each, reserved once at open; with the tag and link tables below, 62 bytes
-/// per entry in all (`Store::ram_bytes`, about 3.9 MiB at this capacity).
-pub const STORE_MAX_ENTRIES: usize = 65_536;
+/// Entries the tagged store has room for unless `memory.store_capacity` in `config.json` says
+/// otherwise. Every table of the store is sized once, at open, from the capacity.
+pub const STORE_DEFAULT_ENTRIES: usize = 65_536;
 
-/// Most distinct tags in use across the store at once. Tags are interned: entries refer to
-/// them by 16-bit id. Cost: 9 bytes of table each plus 8 bytes of hash table.
-pub const STORE_MAX_TAGS: usize = 8_192;
+/// The largest `memory.store_capacity`. Cost per entry of capacity, reserved once at open but
+/// allocated zeroed, so only the part in use is backed by RAM: 40 bytes of entry table (log
+/// place and flags, created, accessed, hits, version, 8 tag ids) plus 1/64 more ids of room
+/// (ids freed by deletes are reclaimed at compaction), 6 bytes of key table, and the posting
+/// lists: 4 bytes per tag an entry carries, plus an eighth of slack. About 48 bytes per entry
+/// of capacity plus 4 per tag in use; `Store::ram_bytes` measures it.
+pub const STORE_MAX_ENTRIES: usize = 1_048_576;
 
-/// Bytes of tag text interned in the tag table (all distinct tags together). Cost: this many
-/// bytes, reserved once.
-pub const STORE_TAG_ARENA_BYTES: usize = 128 * 1024;
+/// The smallest `memory.store_capacity`.
+pub const STORE_MIN_ENTRIES: usize = 1;
+
+/// Most distinct tags in use across the store at once, for a capacity of `entries`: half the
+/// capacity, at least 8,192, at most 65,534 (tags are 16-bit ids). Cost per tag: about 40
+/// bytes of tables and [`STORE_TAG_ARENA_BYTES_PER_TAG`] of text, allocated zeroed.
+pub const fn store_max_tags(entries: usize) -> usize {
+    let half = entries / 2;
+    if half < 8_192 {
+        8_192
+    } else if half > 65_534 {
+        65_534
+    } else {
+        half
+    }
+}
+
+/// Bytes of tag text the tag table holds per distinct tag it has room for (tags average far
+/// less than [`TAG_MAX_BYTES`]; the text is compacted when it fills with dead tags).
+pub const STORE_TAG_ARENA_BYTES_PER_TAG: usize = 24;
 
 /// Most links between related entries. Cost: 8 bytes each, reserved once.
 pub const STORE_MAX_LINKS: usize = 16_384;
@@ -281,6 +301,12 @@ pub const STORE_QUERY_MAX_RESULTS: usize = 1024;
 /// Most value bytes one text search reads from the log before it stops (and says so). Cost:
 /// none in memory; bounds the time of a search over a large store.
 pub const STORE_SEARCH_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The store writes a checkpoint of its index (`store.ckpt`) once this many bytes were
+/// appended to the log since the last one (and at compaction and a clean stop), so an open
+/// replays at most about this much log. Cost: none in memory; one sequential write of about
+/// 44 bytes per entry each time.
+pub const STORE_CHECKPOINT_EVERY_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Compaction runs when garbage (superseded records) passes this percentage of the log ...
 pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;

@@ -171,7 +171,8 @@ fn query_combines_and_or_not_with_orders_and_limits() {
 #[test]
 fn search_finds_text_in_values() {
     let d = populated();
-    assert_eq!(keys(&ok(&d.0, &["search", "FRUIT"])), ["apple,fruit", "fruit,pear", "fruit,tomato,vegetable"]);
+    // Most recently written first.
+    assert_eq!(keys(&ok(&d.0, &["search", "FRUIT"])), ["fruit,tomato,vegetable", "fruit,pear", "apple,fruit"]);
     assert_eq!(keys(&ok(&d.0, &["search", "fruit", "--archived", "only"])), ["fruit,old"]);
     assert_eq!(keys(&ok(&d.0, &["search", "root"])), ["carrot,vegetable"]);
     assert_eq!(keys(&ok(&d.0, &["search", "fruit", "--limit", "2"])).len(), 2);

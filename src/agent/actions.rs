@@ -16,7 +16,7 @@ use crate::fixed::{ArrayString, FixedBuf};
 use crate::limits::{ACTION_RESULT_MAX_BYTES, SEARCH_RESULTS_SHOWN};
 use crate::memory::key::{normalize, Key};
 use crate::memory::query::{Archived, Query, Results, Sort};
-use crate::memory::store::{Outcome, Store};
+use crate::memory::store::{Change, Store};
 use crate::memory::working::WorkingSet;
 use crate::reply::{Action, ActionKind};
 use core::fmt::Write as _;
@@ -205,10 +205,10 @@ fn failed(r: ActionResult, e: crate::error::Error) -> Result<ActionResult> {
 
 fn store_put(r: ActionResult, store: &mut Store, k: &Key, value: &str, now: u64) -> Result<ActionResult> {
     match store.put(k, value, now) {
-        Ok(p) => Ok(match p.outcome {
-            Outcome::Created => r.done(true, format_args!("saved to storage")),
-            Outcome::Updated => r.done(true, format_args!("saved to storage (replaced version {})", p.version - 1)),
-            Outcome::Unchanged => r.done(true, format_args!("storage already holds this value")),
+        Ok(p) => Ok(match p.change {
+            Change::Created => r.done(true, format_args!("saved to storage")),
+            Change::Updated => r.done(true, format_args!("saved to storage (replaced version {})", p.version - 1)),
+            Change::Unchanged => r.done(true, format_args!("storage already holds this value")),
         }),
         Err(e) => failed(r, e),
     }

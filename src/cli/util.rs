@@ -55,13 +55,15 @@ pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
     let mut head = [0u8; 256];
     let n = read_at_most(&f, &mut head, 0).map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
     let head = head.get(..n).unwrap_or(&[]);
-    let header_ok = head.iter().position(|&b| b == b'\n').and_then(|end| head.get(..end)).is_some_and(
-        |line| matches!(storelog::decode(line), Ok(Record::Header { version }) if version == storelog::FORMAT_VERSION),
-    );
+    let header_ok = head.iter().position(|&b| b == b'\n').and_then(|end| head.get(..end)).is_some_and(|line| {
+        matches!(storelog::decode(line), Ok(Record::Header { version, .. })
+                if (storelog::FORMAT_VERSION_OLDEST..=storelog::FORMAT_VERSION).contains(&version))
+    });
     if !header_ok {
         let why = format!(
-            "its first line is not a {} version {} header; the agent keeps it aside and starts a new store at its next start",
+            "its first line is not a {} version {} to {} header; the agent keeps it aside and starts a new store at its next start",
             storelog::FORMAT_NAME,
+            storelog::FORMAT_VERSION_OLDEST,
             storelog::FORMAT_VERSION
         );
         return Ok(StoreRead::NotOpened { why, damaged: true });

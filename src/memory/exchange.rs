@@ -32,7 +32,7 @@ use crate::json::{Document, Kind, Value, Writer};
 use crate::limits::{EXCHANGE_FILE_MAX_BYTES, EXCHANGE_FILE_MAX_NODES, STORE_VALUE_MAX_BYTES};
 use crate::memory::file::{value_text, MemoryFile};
 use crate::memory::key::{self, normalize, Key};
-use crate::memory::store::{Outcome, Store};
+use crate::memory::store::{Change, Store};
 use core::fmt;
 
 /// What an export wrote.
@@ -280,10 +280,10 @@ impl Import {
         for (k, v) in storage.iter().flat_map(|o| o.members()) {
             let key = normalize(k)?;
             value_text(v, &mut text)?;
-            match store.put(&key, &text, now)?.outcome {
-                Outcome::Created => report.stored.added += 1,
-                Outcome::Updated => report.stored.replaced += 1,
-                Outcome::Unchanged => report.stored.unchanged += 1,
+            match store.put(&key, &text, now)?.change {
+                Change::Created => report.stored.added += 1,
+                Change::Updated => report.stored.replaced += 1,
+                Change::Unchanged => report.stored.unchanged += 1,
             }
         }
         for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {

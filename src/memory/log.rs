@@ -1,12 +1,14 @@
 //! The store's log format: one record per line, each line framed by its own checksum.
 //!
 //! ```text
-//! 1c291ca3 {"op":"header","format":"lkjagent-store","version":1}
+//! 3f0a9c12 {"op":"header","format":"lkjagent-store","version":2,"store":"5be1a0c47d2e9f31"}
 //! 5d0e7f1a {"op":"put","id":0,"ver":1,"created":1700000000,"accessed":1700000000,"hits":0,"archived":false,"tags":["dictionary","terms"],"value":"a word list"}
 //! 0b6a3c55 {"op":"touch","id":0,"accessed":1700000100,"hits":3}
 //! 9e1f2a7b {"op":"link","a":0,"b":4}
 //! 77c0d2e9 {"op":"unlink","a":0,"b":4}
 //! 2f4b8a61 {"op":"del","id":0}
+//! 6a1d33b0 {"op":"batch","entries":65536}
+//! 1e7f0c42 {"op":"batch_end"}
 //! ```
 //!
 //! Why this shape:
@@ -23,8 +25,19 @@
 //!   simple to audit, bounded, and independent of any document arena. Hand-edited lines that
 //!   change the order fail the checksum anyway. The full JSON parser is used for `memory.json`
 //!   and for import files, which people do edit.
-//! - **Ids are persistent.** `id` is the entry's slot in the in-RAM index; records name it, so
-//!   ids (and therefore links) survive reloads and compaction.
+//! - **Ids are creation order.** `id` is the entry's slot in the in-RAM index and its creation
+//!   sequence number: ids are handed out in increasing order, and compaction renumbers them
+//!   densely in the same order (rewriting every record that names one), so "newest" never
+//!   depends on the clock.
+//! - **Identified.** The header names the log with a random `store` id, new at every
+//!   compaction; a checkpoint of the index names the log it was taken of (see
+//!   `store::checkpoint`).
+//! - **Batches.** An import writes `batch` (with its size), its records, then `batch_end`, and
+//!   syncs once. A batch cut short by a crash is a clean prefix of it, and the next open says
+//!   how much of it is there.
+//!
+//! Version 1 logs (no `store` id; ids were reused slots, not creation order) are read; the
+//! agent rewrites them as version 2 when it opens them.
 //!
 //! `put` carries the whole entry (tags, value and metadata): replaying the log from the top
 //! rebuilds the index; the last `put` for an id wins, a later `del` removes it. `touch` records
@@ -42,8 +55,10 @@ use std::os::unix::fs::FileExt;
 
 /// The log's format name, in its header record.
 pub const FORMAT_NAME: &str = "lkjagent-store";
-/// The log format version this code writes and reads.
-pub const FORMAT_VERSION: u64 = 1;
+/// The log format version this code writes.
+pub const FORMAT_VERSION: u64 = 2;
+/// The oldest log format version this code reads.
+pub const FORMAT_VERSION_OLDEST: u64 = 1;
 /// Bytes before the JSON: 8 hex digits and a space.
 pub const PREFIX_BYTES: usize = 9;
 
@@ -74,6 +89,8 @@ pub enum Record<'a> {
     Header {
         /// Format version.
         version: u64,
+        /// The log's identity (0 in a version 1 log).
+        store: u64,
     },
     /// An entry's whole state.
     Put {
@@ -112,6 +129,13 @@ pub enum Record<'a> {
         /// Entry id.
         id: u32,
     },
+    /// A batch of records begins (an import); synced once at its end.
+    Batch {
+        /// Entries the batch will write.
+        entries: u64,
+    },
+    /// The batch is complete.
+    BatchEnd,
 }
 
 /// Appends one framed record to `out`: the checksum placeholder, the JSON from `body`, the
@@ -140,9 +164,25 @@ pub fn encode(out: &mut FixedBuf, body: impl FnOnce(&mut FixedBuf) -> core::fmt:
     res
 }
 
-/// Appends the header record.
-pub fn encode_header(out: &mut FixedBuf) -> Result<()> {
-    encode(out, |o| write!(o, "{{\"op\":\"header\",\"format\":\"{}\",\"version\":{}}}", FORMAT_NAME, FORMAT_VERSION))
+/// Appends the header record of a log whose identity is `store`.
+pub fn encode_header(out: &mut FixedBuf, store: u64) -> Result<()> {
+    encode(out, |o| {
+        write!(
+            o,
+            "{{\"op\":\"header\",\"format\":\"{}\",\"version\":{},\"store\":\"{:016x}\"}}",
+            FORMAT_NAME, FORMAT_VERSION, store
+        )
+    })
+}
+
+/// Appends a `batch` record announcing `entries` records.
+pub fn encode_batch(out: &mut FixedBuf, entries: u64) -> Result<()> {
+    encode(out, |o| write!(o, "{{\"op\":\"batch\",\"entries\":{}}}", entries))
+}
+
+/// Appends a `batch_end` record.
+pub fn encode_batch_end(out: &mut FixedBuf) -> Result<()> {
+    encode(out, |o| o.write_str("{\"op\":\"batch_end\"}"))
 }
 
 /// Appends a `put` record.
@@ -218,7 +258,18 @@ pub fn decode(line: &[u8]) -> Result<Record<'_>> {
                 bail!(JsonInvalid, "not a {} log", FORMAT_NAME);
             }
             c.lit(",\"version\":")?;
-            Record::Header { version: c.number()? }
+            let version = c.number()?;
+            let store = if version >= 2 {
+                c.lit(",\"store\":\"")?;
+                let hex = c.until_quote()?;
+                if hex.len() != 16 {
+                    bail!(JsonInvalid, "the header's store id is not 16 hex digits");
+                }
+                u64::from_str_radix(hex, 16).map_err(|_| err!(JsonInvalid, "the header's store id is not hex"))?
+            } else {
+                0
+            };
+            Record::Header { version, store }
         }
         "put" => {
             let id = c.field_u32(",\"id\":")?;
@@ -264,6 +315,8 @@ pub fn decode(line: &[u8]) -> Result<Record<'_>> {
             }
         }
         "del" => Record::Del { id: c.field_u32(",\"id\":")? },
+        "batch" => Record::Batch { entries: c.field(",\"entries\":")? },
+        "batch_end" => Record::BatchEnd,
         _ => bail!(JsonInvalid, "unknown record op \"{}\"", crate::memory::key::prefix(op, 32)),
     };
     c.lit("}")?;
@@ -459,7 +512,12 @@ pub struct LineReader<'f> {
 impl<'f> LineReader<'f> {
     /// A reader of `file_len` bytes of `file`.
     pub fn new(file: &'f File, file_len: u64) -> LineReader<'f> {
-        LineReader { file, file_len, base: 0, filled: 0, line_start: 0, next_start: 0 }
+        LineReader::starting_at(file, 0, file_len)
+    }
+
+    /// A reader of `file` from byte `offset` (the start of a line) to byte `file_len`.
+    pub fn starting_at(file: &'f File, offset: u64, file_len: u64) -> LineReader<'f> {
+        LineReader { file, file_len, base: offset, filled: 0, line_start: 0, next_start: 0 }
     }
 
     /// The text of the line last returned by [`LineReader::next`], `len` bytes long.
@@ -497,7 +555,7 @@ impl<'f> LineReader<'f> {
             self.filled -= self.next_start;
             self.next_start = 0;
             self.line_start = 0;
-            let want = READ_CHUNK.min((self.file_len - self.base - self.filled as u64) as usize);
+            let want = READ_CHUNK.min(self.file_len.saturating_sub(self.base + self.filled as u64) as usize);
             scratch.resize(self.filled + want, 0);
             let got = read_full(
                 self.file,
@@ -581,8 +639,22 @@ mod tests {
     #[test]
     fn other_records_round_trip() {
         let mut buf = FixedBuf::with_capacity("test", 4096);
-        encode_header(&mut buf).unwrap();
-        assert!(matches!(decode(line(&buf)).unwrap(), Record::Header { version: 1 }));
+        encode_header(&mut buf, 0x0123_4567_89ab_cdef).unwrap();
+        assert!(matches!(
+            decode(line(&buf)).unwrap(),
+            Record::Header { version: FORMAT_VERSION, store: 0x0123_4567_89ab_cdef }
+        ));
+        // A version 1 header (no store id) still reads.
+        buf.clear();
+        encode(&mut buf, |o| o.write_str("{\"op\":\"header\",\"format\":\"lkjagent-store\",\"version\":1}")).unwrap();
+        assert!(matches!(decode(line(&buf)).unwrap(), Record::Header { version: 1, store: 0 }));
+        buf.clear();
+        encode_batch(&mut buf, 65_536).unwrap();
+        encode_batch_end(&mut buf).unwrap();
+        let text = buf.as_slice();
+        let nl = text.iter().position(|&b| b == b'\n').unwrap();
+        assert!(matches!(decode(&text[..nl]).unwrap(), Record::Batch { entries: 65_536 }));
+        assert!(matches!(decode(&text[nl + 1..text.len() - 1]).unwrap(), Record::BatchEnd));
         buf.clear();
         encode_touch(&mut buf, 1, 2, 3).unwrap();
         assert!(matches!(decode(line(&buf)).unwrap(), Record::Touch { id: 1, accessed: 2, hits: 3 }));

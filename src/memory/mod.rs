@@ -5,9 +5,9 @@
 //! - [`atomic`]: crash-safe whole-file writes that keep the previous version.
 //! - [`working`]: the working set, fixed capacity, in insertion order, with LRU candidates.
 //! - [`log`]: the store's on-disk record format (checksummed JSON lines).
-//! - [`index`]: the store's fixed in-RAM tables (id hash table, interned tags).
-//! - [`query`]: query filters, orders and the reusable result list.
-//! - [`store`]: the persistent tagged store (append-only log, fixed index, compaction).
+//! - [`query`]: entry ids, query filters, orders and the reusable result list.
+//! - [`store`]: the persistent tagged store (append-only log, index with posting lists,
+//!   checkpoint, compaction), in rooms of its own.
 //! - [`exchange`]: export and import in the era-B shape `{state, working_memory, storage}`.
 //! - [`file`](mod@file): `memory.json` (state, iteration, working set, agent map), era-B migration.
 
@@ -15,7 +15,6 @@ pub mod atomic;
 pub mod exchange;
 pub mod file;
 pub mod hash;
-pub mod index;
 pub mod key;
 pub mod log;
 pub mod query;

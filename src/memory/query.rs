@@ -6,6 +6,10 @@
 //! to the entry id), so a query's answer is fully determined by the store's contents: the
 //! property tests compare it with a naive reference implementation.
 //!
+//! "Newest" is creation order, not the clock: the store numbers entries in the order it
+//! creates them ([`EntryId`]) and keeps that order across restarts and compaction, so entries
+//! saved in the same second, or after the clock stepped back, still come out newest first.
+//!
 //! Relevance is the Jaccard similarity of the entry's tag set and the query's `required` and
 //! `optional` tags together: |shared| / |either|, in parts per million. It favours entries that
 //! carry many of the asked tags and few others, and needs no corpus statistics.
@@ -15,16 +19,21 @@
 
 use crate::limits::STORE_QUERY_MAX_RESULTS;
 use crate::memory::key::Key;
-use crate::memory::store::EntryId;
 use core::cmp::Ordering;
+
+/// An entry's id: its creation sequence number. The store hands ids out in increasing order as
+/// it creates entries and renumbers them densely, in the same order, when it compacts; a higher
+/// id is a newer entry. Ids live in RAM and in the store's log only, never in files a user
+/// edits.
+pub type EntryId = u32;
 
 /// Result order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Sort {
-    /// Newest `created` first.
+    /// Newest first (creation order, see the module documentation).
     #[default]
     Newest,
-    /// Oldest `created` first.
+    /// Oldest first.
     Oldest,
     /// Most accessed first.
     MostAccessed,
@@ -109,12 +118,10 @@ impl Hit {
     /// `Less` when `self` comes before `other` in `sort` order.
     pub fn order(&self, other: &Hit, sort: Sort) -> Ordering {
         let primary = match sort {
-            Sort::Newest => other.created.cmp(&self.created),
-            Sort::Oldest => self.created.cmp(&other.created),
-            Sort::MostAccessed => other.hits.cmp(&self.hits),
-            Sort::Relevance => {
-                other.relevance_ppm.cmp(&self.relevance_ppm).then_with(|| other.created.cmp(&self.created))
-            }
+            Sort::Newest => other.id.cmp(&self.id),
+            Sort::Oldest => self.id.cmp(&other.id),
+            Sort::MostAccessed => other.hits.cmp(&self.hits).then_with(|| other.id.cmp(&self.id)),
+            Sort::Relevance => other.relevance_ppm.cmp(&self.relevance_ppm).then_with(|| other.id.cmp(&self.id)),
         };
         primary.then_with(|| self.id.cmp(&other.id))
     }
@@ -178,13 +185,19 @@ impl Results {
         self.matched
     }
 
-    /// Whether a text search stopped early at its byte budget (`STORE_SEARCH_MAX_BYTES`).
+    /// Whether a text search stopped before reading the whole store: its results were full
+    /// (more may match) or it reached its byte budget (`STORE_SEARCH_MAX_BYTES`).
     pub fn truncated(&self) -> bool {
         self.truncated
     }
 
     pub(crate) fn set_truncated(&mut self) {
         self.truncated = true;
+    }
+
+    /// Sets the count of matches when the store knows it without offering each one.
+    pub(crate) fn set_matched(&mut self, n: usize) {
+        self.matched = n;
     }
 
     /// The effective limit for `max`.
@@ -238,23 +251,29 @@ pub fn relevance_ppm(shared: usize, n_entry: usize, n_query: usize) -> u32 {
 mod tests {
     use super::*;
 
-    fn hit(id: u32, created: u64) -> Hit {
-        Hit { id, created, ..Hit::default() }
+    fn hit(id: u32, hits: u64) -> Hit {
+        Hit { id, hits, ..Hit::default() }
     }
 
     #[test]
     fn top_k_keeps_best_in_order() {
         let mut r = Results::with_capacity(8);
-        for (id, c) in [(0, 5), (1, 9), (2, 1), (3, 9), (4, 7)] {
-            r.offer(hit(id, c), Sort::Newest, 3);
+        for (id, h) in [(0, 5), (1, 9), (2, 1), (3, 9), (4, 7)] {
+            r.offer(hit(id, h), Sort::MostAccessed, 3);
         }
-        assert_eq!(r.ids().collect::<Vec<_>>(), [1, 3, 4]);
+        // Ties on hits: the newer (higher id) first.
+        assert_eq!(r.ids().collect::<Vec<_>>(), [3, 1, 4]);
         assert_eq!(r.matched(), 5);
         r.clear();
-        for (id, c) in [(0, 5), (1, 9), (2, 1)] {
-            r.offer(hit(id, c), Sort::Oldest, 10);
+        for (id, h) in [(0, 5), (1, 9), (2, 1)] {
+            r.offer(hit(id, h), Sort::Oldest, 10);
         }
-        assert_eq!(r.ids().collect::<Vec<_>>(), [2, 0, 1]);
+        assert_eq!(r.ids().collect::<Vec<_>>(), [0, 1, 2]);
+        r.clear();
+        for (id, h) in [(2, 5), (0, 9), (1, 1)] {
+            r.offer(hit(id, h), Sort::Newest, 2);
+        }
+        assert_eq!(r.ids().collect::<Vec<_>>(), [2, 1], "newest is creation order, not a clock");
     }
 
     #[test]

@@ -1,0 +1,194 @@
+//! Tag queries over the posting lists.
+//!
+//! With required tags, the rarest one's list drives: each of its entries is checked against the
+//! other required tags, the excluded and optional ones (one 16-byte tag set each) and the
+//! filters. With optional tags only, their lists are merged. With no tags at all, every entry
+//! is a candidate (the only case whose cost grows with the store). Lists are in id order, which
+//! is creation order, so "newest first" walks a list backwards; when the count of matches is
+//! known from list lengths (one required tag, no other filter), the walk stops as soon as the
+//! results are full. Allocates nothing.
+
+use super::Store;
+use crate::limits::KEY_MAX_TAGS;
+use crate::memory::key::Key;
+use crate::memory::query::{relevance_ppm, Archived, EntryId, Hit, Query, Results, Sort};
+
+/// Known tag ids of a key's tags (unknown ones left out), and whether every tag was known.
+fn resolve(store: &Store, key: Option<&Key>, out: &mut [u16; KEY_MAX_TAGS]) -> (usize, bool) {
+    let mut n = 0;
+    let mut all = true;
+    for t in key.into_iter().flat_map(|k| k.tags()) {
+        match store.tags.find(t) {
+            Some(id) => {
+                if let Some(slot) = out.get_mut(n) {
+                    *slot = id;
+                    n += 1;
+                }
+            }
+            None => all = false,
+        }
+    }
+    (n, all)
+}
+
+/// What a candidate is checked against.
+struct Filter<'a> {
+    req: &'a [u16],
+    opt: &'a [u16],
+    exc: &'a [u16],
+    rel: &'a [u16],
+    n_query: usize,
+    q: &'a Query,
+}
+
+impl Store {
+    /// Runs `q`, leaving the best results in `out` (cleared first). Allocates nothing.
+    pub fn query(&self, q: &Query, out: &mut Results) {
+        out.clear();
+        let limit = out.limit(q.max_results);
+        let mut req = [0u16; KEY_MAX_TAGS];
+        let (nreq, all_known) = resolve(self, q.required.as_ref(), &mut req);
+        if !all_known {
+            return; // nobody carries an unknown tag
+        }
+        let mut opt = [0u16; KEY_MAX_TAGS];
+        let (nopt, _) = resolve(self, q.optional.as_ref(), &mut opt);
+        if q.optional.is_some() && nopt == 0 {
+            return; // nobody carries any of them
+        }
+        let mut exc = [0u16; KEY_MAX_TAGS];
+        let (nexc, _) = resolve(self, q.excluded.as_ref(), &mut exc);
+        let req = req.get(..nreq).unwrap_or(&[]);
+        let opt = opt.get(..nopt).unwrap_or(&[]);
+        let exc = exc.get(..nexc).unwrap_or(&[]);
+        // Relevance compares the entry's tags with required ∪ optional (as a set).
+        let n_query = q.required.map_or(0, |k| k.tag_count())
+            + q.optional.map_or(0, |o| o.tags().filter(|t| !q.required.is_some_and(|r| r.has_tag(t))).count());
+        let mut rel = [0u16; 2 * KEY_MAX_TAGS];
+        let mut nrel = 0;
+        for &t in req.iter().chain(opt.iter()) {
+            if !rel.contains(&t) {
+                if let Some(slot) = rel.get_mut(nrel) {
+                    *slot = t;
+                    nrel += 1;
+                }
+            }
+        }
+        let f = Filter { req, opt, exc, rel: rel.get(..nrel).unwrap_or(&[]), n_query, q };
+        let plain = q.created == (0, u64::MAX) && q.hits == (0, u64::MAX);
+        let newest_first = q.sort != Sort::Oldest;
+        let ordered = matches!(q.sort, Sort::Newest | Sort::Oldest);
+        if let Some(&driver) = req.iter().min_by_key(|&&t| self.tags.count(t)) {
+            let list = self.tags.list(driver);
+            // One tag and nothing else: the count is known, the walk can stop when full.
+            let known = (nreq == 1 && opt.is_empty() && exc.is_empty() && plain).then(|| {
+                let (all, archived) = (self.tags.count(driver) as usize, self.tags.archived_count(driver) as usize);
+                match q.archived {
+                    Archived::Include => all,
+                    Archived::Exclude => all - archived.min(all),
+                    Archived::Only => archived,
+                }
+            });
+            let ids: &mut dyn Iterator<Item = &u32> =
+                if newest_first { &mut list.iter().rev() } else { &mut list.iter() };
+            self.walk(ids.copied(), &f, out, limit, known.filter(|_| ordered));
+            if let Some(n) = known {
+                out.set_matched(n);
+            }
+        } else if !opt.is_empty() {
+            self.merge(opt, newest_first, &f, out, limit);
+        } else {
+            let known = (exc.is_empty() && plain).then(|| {
+                let (all, archived) = (self.slots.live(), self.slots.archived_count());
+                match q.archived {
+                    Archived::Include => all,
+                    Archived::Exclude => all - archived,
+                    Archived::Only => archived,
+                }
+            });
+            let ids: &mut dyn Iterator<Item = EntryId> =
+                if newest_first { &mut self.slots.ids().rev() } else { &mut self.slots.ids() };
+            self.walk(ids, &f, out, limit, known.filter(|_| ordered));
+            if let Some(n) = known {
+                out.set_matched(n);
+            }
+        }
+    }
+
+    /// Offers every candidate that passes; with `stop_when_full`, stops once `limit` are kept
+    /// (the caller knows the count and walks in the result order).
+    fn walk(
+        &self,
+        ids: impl Iterator<Item = EntryId>,
+        f: &Filter<'_>,
+        out: &mut Results,
+        limit: usize,
+        stop_when_full: Option<usize>,
+    ) {
+        for id in ids {
+            if let Some(hit) = self.check(id, f) {
+                out.offer(hit, f.q.sort, limit);
+                if stop_when_full.is_some() && out.len() >= limit {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Merges the optional tags' lists (each in id order) into one walk without repeats.
+    fn merge(&self, opt: &[u16], newest_first: bool, f: &Filter<'_>, out: &mut Results, limit: usize) {
+        let mut lists: [&[u32]; KEY_MAX_TAGS] = [&[]; KEY_MAX_TAGS];
+        for (slot, &t) in lists.iter_mut().zip(opt) {
+            *slot = self.tags.list(t);
+        }
+        // Positions: from the front (oldest first) or the back (newest first).
+        let mut pos = [0usize; KEY_MAX_TAGS];
+        loop {
+            let mut best: Option<u32> = None;
+            for (l, &p) in lists.iter().zip(pos.iter()).take(opt.len()) {
+                let head = if newest_first { l.len().checked_sub(p + 1).and_then(|i| l.get(i)) } else { l.get(p) };
+                if let Some(&id) = head {
+                    best = Some(match best {
+                        Some(b) if (newest_first && b >= id) || (!newest_first && b <= id) => b,
+                        _ => id,
+                    });
+                }
+            }
+            let Some(id) = best else { break };
+            for (l, p) in lists.iter().zip(pos.iter_mut()).take(opt.len()) {
+                let head = if newest_first { l.len().checked_sub(*p + 1).and_then(|i| l.get(i)) } else { l.get(*p) };
+                if head == Some(&id) {
+                    *p += 1;
+                }
+            }
+            if let Some(hit) = self.check(id, f) {
+                out.offer(hit, f.q.sort, limit);
+            }
+        }
+    }
+
+    /// The hit for `id` if it passes every filter.
+    fn check(&self, id: EntryId, f: &Filter<'_>) -> Option<Hit> {
+        let set = self.slots.tagset(id);
+        if !f.req.iter().all(|t| set.contains(t))
+            || f.exc.iter().any(|t| set.contains(t))
+            || (!f.opt.is_empty() && !f.opt.iter().any(|t| set.contains(t)))
+        {
+            return None;
+        }
+        let s = self.slots.get(id)?;
+        if !f.q.archived.admits(s.archived) {
+            return None;
+        }
+        let created = u64::from(s.created);
+        let hits = u64::from(s.hits);
+        let (cmin, cmax) = f.q.created;
+        let (hmin, hmax) = f.q.hits;
+        if created < cmin || created > cmax || hits < hmin || hits > hmax {
+            return None;
+        }
+        let ntags = set.iter().filter(|&&t| t != 0).count();
+        let shared = f.rel.iter().filter(|t| set.contains(t)).count();
+        Some(Hit { id, relevance_ppm: relevance_ppm(shared, ntags, f.n_query), created, hits })
+    }
+}

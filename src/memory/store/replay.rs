@@ -1,0 +1,371 @@
+//! Opening: the log's header, the checkpoint if it matches, the records after it, and the
+//! repair of a torn tail (see the store's module documentation for the rules).
+
+use super::slots::{clamp32, Slot};
+use super::{checkpoint, corrupt_name, EntryId, Store, LINK_RECORD_BYTES, LOG_NAME};
+use crate::error::{Error, Result};
+use crate::limits::{STORE_CHECKPOINT_EVERY_BYTES, STORE_MAX_LINKS};
+use crate::memory::key::Key;
+use crate::memory::log::{self, LineReader, Record};
+
+/// A batch found open while replaying: where it started, its announced size, puts seen.
+#[derive(Clone, Copy)]
+struct OpenBatch {
+    at: u64,
+    entries: u64,
+    puts: u64,
+}
+
+impl Store {
+    fn reset(&mut self) {
+        self.slots.clear();
+        self.keys.clear();
+        self.tags.clear();
+        self.links.clear();
+        self.live_bytes = 0;
+        self.header_bytes = 0;
+        self.corrupt = 0;
+        self.unfinished_tail = 0;
+        self.from_checkpoint = false;
+        self.replayed_bytes = 0;
+        self.checkpointed = 0;
+        self.log.len = 0;
+    }
+
+    /// Reads the store from disk into a fresh index: header, checkpoint, the rest of the log.
+    pub(super) fn open_index(&mut self) -> Result<()> {
+        self.reset();
+        let file_len = self.log.file_len()?;
+        if file_len == 0 {
+            if self.log.read_only() {
+                return Ok(());
+            }
+            // An empty file (a crash while the log was first written): start it.
+            self.store_id = super::new_store_id();
+            self.format = log::FORMAT_VERSION;
+            self.wbuf.clear();
+            log::encode_header(&mut self.wbuf, self.store_id)?;
+            self.header_bytes = self.wbuf.len() as u64;
+            self.log.append(self.wbuf.as_slice())?;
+            return crate::memory::atomic::sync_dir(&self.dir);
+        }
+        let Some(header_end) = self.read_header(file_len)? else {
+            return self.move_aside_and_start_fresh();
+        };
+        let mut from = header_end;
+        match checkpoint::read(self, file_len) {
+            Ok(Some(covered)) => {
+                from = covered;
+                self.from_checkpoint = true;
+                self.checkpointed = covered;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                e.context(format_args!("{}: the checkpoint was not used; reading the whole log", self.dir.display()))
+                    .print_warning();
+                self.reset();
+                self.read_header(file_len)?;
+            }
+        }
+        let born = self.replay(from, file_len)?;
+        self.replayed_bytes = self.log.len.saturating_sub(from);
+        self.tags.build_lists(&self.slots)?;
+        if self.slots.live() > self.cap {
+            bail!(
+                CapacityExceeded,
+                "{} holds {} entries, more than memory.store_capacity ({}); raise memory.store_capacity in config.json",
+                self.log.path.display(),
+                self.slots.live(),
+                self.cap
+            );
+        }
+        if self.log.read_only() {
+            return Ok(());
+        }
+        if self.format < log::FORMAT_VERSION {
+            // Version 1: ids were reused slots. Rewrite in creation order (by creation time,
+            // then by where each entry was created in the log).
+            let mut order: Vec<EntryId> = self.slots.ids().collect();
+            order.sort_by_key(|&id| (self.slots.created(id), born.get(id as usize).copied().unwrap_or(0), id));
+            self.compact_ordered(Some(&order))?;
+            err!(
+                Io,
+                "{}: upgraded the store log to format version {} ({} entries, in creation order)",
+                self.log.path.display(),
+                log::FORMAT_VERSION,
+                self.slots.live()
+            )
+            .print_warning();
+        } else if self.replayed_bytes >= STORE_CHECKPOINT_EVERY_BYTES {
+            self.checkpoint_quietly();
+        }
+        Ok(())
+    }
+
+    /// Reads and checks the header line; sets the format and the store id and returns where
+    /// the records start, or `None` when the file is not a store log at all.
+    fn read_header(&mut self, file_len: u64) -> Result<Option<u64>> {
+        let mut scratch = core::mem::take(&mut self.rbuf);
+        let res = (|| {
+            let mut reader = LineReader::new(&self.log.file, file_len);
+            let Some(line) = reader.next(&mut scratch)? else { return Ok(None) };
+            if !line.complete {
+                return Ok(None);
+            }
+            match log::decode(reader.text(&scratch, line.len)) {
+                Ok(Record::Header { version, store })
+                    if (log::FORMAT_VERSION_OLDEST..=log::FORMAT_VERSION).contains(&version) =>
+                {
+                    self.format = version;
+                    self.store_id = store;
+                    self.header_bytes = line.len as u64 + 1;
+                    self.log.len = self.header_bytes;
+                    Ok(Some(self.header_bytes))
+                }
+                Ok(Record::Header { version, .. }) => bail!(
+                    Io,
+                    "{} has format version {}; this program reads versions {} to {}",
+                    self.log.path.display(),
+                    version,
+                    log::FORMAT_VERSION_OLDEST,
+                    log::FORMAT_VERSION
+                ),
+                _ => Ok(None),
+            }
+        })();
+        self.rbuf = scratch;
+        res
+    }
+
+    /// Replays records from byte `from` to the end; returns, for a version 1 log, where each
+    /// live entry was created (empty otherwise).
+    fn replay(&mut self, from: u64, file_len: u64) -> Result<Vec<u64>> {
+        let mut born = if self.format < log::FORMAT_VERSION { vec![0u64; self.slots.room()] } else { Vec::new() };
+        // A second handle on the same open file (a dup'd descriptor, no copy) lets the reader
+        // borrow it while records are applied to `self`.
+        let read_handle = self
+            .log
+            .file
+            .try_clone()
+            .map_err(|e| err!(Io, "duplicating the handle of {} failed: {}", self.log.path.display(), e))?;
+        let mut reader = LineReader::starting_at(&read_handle, from, file_len);
+        let mut good_end = from;
+        let mut bad_after_good: Option<(u64, Error)> = None;
+        let mut batch: Option<OpenBatch> = None;
+        let mut scratch = core::mem::take(&mut self.rbuf);
+        let res = loop {
+            let line = match reader.next(&mut scratch) {
+                Ok(Some(l)) => l,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e.context(format_args!("reading {}", self.log.path.display()))),
+            };
+            let log::Line { offset, len, complete } = line;
+            let text = reader.text(&scratch, len);
+            let decoded = if complete {
+                log::decode(text)
+            } else {
+                Err(err!(JsonInvalid, "record has no newline (cut short, or longer than STORE_RECORD_MAX_BYTES)"))
+            };
+            match decoded {
+                Ok(rec) => {
+                    if let Some((at, e)) = bad_after_good.take() {
+                        self.corrupt += 1;
+                        e.context(format_args!("{}: skipped a damaged record at byte {}", self.log.path.display(), at))
+                            .print_warning();
+                    }
+                    if let Err(e) = self.apply(rec, offset, len as u32 + 1, &mut batch, &mut born) {
+                        break Err(e.context(format_args!("{} at byte {}", self.log.path.display(), offset)));
+                    }
+                    good_end = offset + len as u64 + 1;
+                }
+                Err(e) => {
+                    if bad_after_good.is_none() {
+                        bad_after_good = Some((offset, e));
+                    } else {
+                        self.corrupt += 1;
+                    }
+                }
+            }
+        };
+        self.rbuf = scratch;
+        res?;
+        self.log.len = good_end;
+        if good_end < file_len && self.log.read_only() {
+            self.unfinished_tail = file_len - good_end;
+            err!(
+                Io,
+                "{}: ignored {} bytes at the end that are not a whole record yet (opened read-only; \
+                 a running agent may be writing them)",
+                self.log.path.display(),
+                file_len - good_end
+            )
+            .print_warning();
+        } else if good_end < file_len {
+            let why = bad_after_good.map(|(_, e)| e);
+            err!(
+                Io,
+                "{}: dropped a torn tail of {} bytes at byte {} (a write cut short by a crash){}{}",
+                self.log.path.display(),
+                file_len - good_end,
+                good_end,
+                if why.is_some() { ": " } else { "" },
+                why.as_ref().map_or("", |e| e.message())
+            )
+            .print_warning();
+            self.log.truncate(good_end)?;
+        }
+        if let Some(b) = batch {
+            self.report_cut_batch(b)?;
+        }
+        Ok(born)
+    }
+
+    /// Says how much of a batch a crash cut short, and (as the writer) closes it in the log so
+    /// that it is said once.
+    fn report_cut_batch(&mut self, b: OpenBatch) -> Result<()> {
+        err!(
+            PersistFailed,
+            "{}: a batch (an import) of {} entries starting at byte {} was cut short by a crash: the first {} of \
+             them are in the store, the rest are not; import the file again to finish it",
+            self.log.path.display(),
+            b.entries,
+            b.at,
+            b.puts
+        )
+        .print_warning();
+        if self.log.read_only() {
+            return Ok(());
+        }
+        self.wbuf.clear();
+        log::encode_batch_end(&mut self.wbuf)?;
+        self.log.append(self.wbuf.as_slice())?;
+        Ok(())
+    }
+
+    /// Applies one replayed record.
+    fn apply(
+        &mut self,
+        rec: Record<'_>,
+        offset: u64,
+        rec_len: u32,
+        batch: &mut Option<OpenBatch>,
+        born: &mut [u64],
+    ) -> Result<()> {
+        match rec {
+            Record::Header { .. } => bail!(Io, "a second header record"),
+            Record::Put { head, tags, .. } => {
+                if head.id as usize >= self.slots.room() {
+                    bail!(
+                        CapacityExceeded,
+                        "the log names entry id {}, beyond the {} ids memory.store_capacity ({}) leaves room for; \
+                         raise memory.store_capacity in config.json",
+                        head.id,
+                        self.slots.room(),
+                        self.cap
+                    );
+                }
+                let key = Key::from_tags(tags.iter().map(|t| t.as_str()))?;
+                let was_live = self.slots.is_live(head.id);
+                self.unindex(head.id);
+                if let Some(other) = self.find(&key) {
+                    self.uninstall(other); // a later put for the same key wins
+                }
+                let set = self.intern_replayed(&key)?;
+                let slot = Slot {
+                    offset,
+                    len: rec_len,
+                    archived: head.archived,
+                    dirty: false,
+                    created: clamp32(head.created),
+                    accessed: clamp32(head.accessed),
+                    hits: clamp32(head.hits),
+                    ver: head.ver,
+                };
+                self.install(head.id, &slot, &set)?;
+                if !was_live {
+                    if let Some(b) = born.get_mut(head.id as usize) {
+                        *b = offset;
+                    }
+                }
+                if let Some(b) = batch.as_mut() {
+                    b.puts += 1;
+                }
+            }
+            Record::Touch { id, accessed, hits } => self.slots.set_access(id, accessed, hits),
+            Record::Link { a, b } => {
+                if self.contains(a)
+                    && self.contains(b)
+                    && a != b
+                    && !self.links.contains(a, b)
+                    && self.links.len() < STORE_MAX_LINKS
+                {
+                    self.links.add(a, b)?;
+                    self.live_bytes += LINK_RECORD_BYTES;
+                }
+            }
+            Record::Unlink { a, b } => {
+                if self.links.remove(a, b) {
+                    self.live_bytes = self.live_bytes.saturating_sub(LINK_RECORD_BYTES);
+                }
+            }
+            Record::Del { id } => {
+                self.uninstall(id);
+                if (id as usize) < self.slots.room() {
+                    self.slots.note_id(id);
+                }
+            }
+            Record::Batch { entries } => {
+                if let Some(b) = batch.take() {
+                    self.report_cut_batch_in_replay(b);
+                }
+                *batch = Some(OpenBatch { at: offset, entries, puts: 0 });
+            }
+            Record::BatchEnd => *batch = None,
+        }
+        Ok(())
+    }
+
+    /// A batch followed by another batch: the first was cut short (and not closed).
+    fn report_cut_batch_in_replay(&self, b: OpenBatch) {
+        err!(
+            PersistFailed,
+            "{}: a batch of {} entries starting at byte {} was cut short by a crash; {} of them are in the store",
+            self.log.path.display(),
+            b.entries,
+            b.at,
+            b.puts
+        )
+        .print_warning();
+    }
+
+    /// The tag ids of a replayed key (interning as needed).
+    fn intern_replayed(&mut self, key: &Key) -> Result<super::slots::TagSet> {
+        let mut set = [0u16; crate::limits::KEY_MAX_TAGS];
+        for (s, tag) in set.iter_mut().zip(key.tags()) {
+            *s = self.tags.intern(tag)?;
+        }
+        Ok(set)
+    }
+
+    /// The log is not a store log at all: keep it under another name, never overwrite it,
+    /// and start an empty log.
+    fn move_aside_and_start_fresh(&mut self) -> Result<()> {
+        if self.log.read_only() {
+            bail!(Io, "{} is not a store log (bad or missing header)", self.log.path.display());
+        }
+        let aside = corrupt_name(&self.dir, LOG_NAME);
+        std::fs::rename(&self.log.path, &aside).map_err(|e| {
+            err!(PersistFailed, "moving the unreadable {} aside failed: {}", self.log.path.display(), e)
+        })?;
+        err!(
+            Io,
+            "{} is not a store log (bad or missing header); kept it as {} and started an empty store",
+            self.log.path.display(),
+            aside.display()
+        )
+        .print_warning();
+        checkpoint::remove(&self.dir);
+        self.log.reopen()?;
+        self.open_index()
+    }
+}

@@ -1,0 +1,499 @@
+//! The entry table: one slot per entry id, kept as parallel arrays of plain integers (the
+//! layout a query reads is dense, and every array is allocated zeroed, so pages of ids never
+//! used cost no RAM), and the key table that finds an entry by its exact tags.
+//!
+//! Per id: the record's place in the log with two flag bits (8 bytes), created, last access,
+//! access count and version (4 bytes each), and the tag ids (16 bytes): 40 bytes. The key table
+//! adds 6 bytes per entry of capacity. See `limits.rs` for the totals.
+
+use crate::error::Result;
+use crate::limits::KEY_MAX_TAGS;
+use crate::memory::hash::fnv1a64_continue;
+use crate::memory::query::EntryId;
+
+/// The tag ids of one entry, in key order, then zeros (tag id 0 is never used, see
+/// [`super::tags`]).
+pub type TagSet = [u16; KEY_MAX_TAGS];
+
+/// Bits of a location that hold the log offset: logs up to 1 TiB.
+const OFFSET_BITS: u32 = 40;
+/// Bits of a location that hold the record length: records up to 4 MiB
+/// (`STORE_RECORD_MAX_BYTES` is about 400 KiB).
+const LEN_BITS: u32 = 22;
+const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
+const LEN_MASK: u64 = (1 << LEN_BITS) - 1;
+const ARCHIVED: u64 = 1 << 62;
+const DIRTY: u64 = 1 << 63;
+
+/// Largest log offset a location can hold.
+pub const MAX_OFFSET: u64 = OFFSET_MASK;
+
+/// Times are kept as `u32` Unix seconds (valid until 2106; later times are clamped).
+pub fn clamp32(t: u64) -> u32 {
+    u32::try_from(t).unwrap_or(u32::MAX)
+}
+
+/// One entry's fields, as a copy (the table stores them column by column).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Slot {
+    /// Offset of the entry's current `put` record in the log (never 0: the header is there).
+    pub offset: u64,
+    /// Length of that record, newline included.
+    pub len: u32,
+    /// Out of default query results.
+    pub archived: bool,
+    /// Access statistics changed since they were last written.
+    pub dirty: bool,
+    /// Creation time, Unix seconds.
+    pub created: u32,
+    /// Last access, Unix seconds.
+    pub accessed: u32,
+    /// Access count.
+    pub hits: u32,
+    /// Version.
+    pub ver: u32,
+}
+
+impl Slot {
+    /// A slot from its packed location (as [`Slot::pack`] makes it) and its other fields.
+    pub fn from_packed(loc: u64, created: u32, accessed: u32, hits: u32, ver: u32) -> Slot {
+        Slot {
+            offset: loc & OFFSET_MASK,
+            len: ((loc >> OFFSET_BITS) & LEN_MASK) as u32,
+            archived: loc & ARCHIVED != 0,
+            dirty: loc & DIRTY != 0,
+            created,
+            accessed,
+            hits,
+            ver,
+        }
+    }
+
+    /// Offset, length and flags in one word.
+    pub fn pack(&self) -> u64 {
+        (self.offset & OFFSET_MASK)
+            | ((u64::from(self.len) & LEN_MASK) << OFFSET_BITS)
+            | if self.archived { ARCHIVED } else { 0 }
+            | if self.dirty { DIRTY } else { 0 }
+    }
+}
+
+/// The entry table. Ids below `ids_room` fit; see the module documentation.
+pub struct Slots {
+    loc: Vec<u64>,
+    created: Vec<u32>,
+    accessed: Vec<u32>,
+    hits: Vec<u32>,
+    ver: Vec<u32>,
+    tags: Vec<TagSet>,
+    /// One past the highest id in use (live or dead): the next id to hand out.
+    next: usize,
+    live: usize,
+    archived: usize,
+}
+
+impl Slots {
+    /// A table for ids below `room`, allocated zeroed now.
+    pub fn new(room: usize) -> Slots {
+        Slots {
+            loc: vec![0; room],
+            created: vec![0; room],
+            accessed: vec![0; room],
+            hits: vec![0; room],
+            ver: vec![0; room],
+            tags: vec![[0; KEY_MAX_TAGS]; room],
+            next: 0,
+            live: 0,
+            archived: 0,
+        }
+    }
+
+    /// Bytes of RAM reserved (whether touched or not).
+    pub fn ram_bytes(&self) -> usize {
+        self.loc.capacity() * 8
+            + (self.created.capacity() + self.accessed.capacity() + self.hits.capacity() + self.ver.capacity()) * 4
+            + self.tags.capacity() * core::mem::size_of::<TagSet>()
+    }
+
+    /// Ids that fit.
+    pub fn room(&self) -> usize {
+        self.loc.len()
+    }
+
+    /// The next id to hand out (one past the highest id ever used since the last
+    /// renumbering).
+    pub fn next_id(&self) -> usize {
+        self.next
+    }
+
+    /// Live entries.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Live archived entries.
+    pub fn archived_count(&self) -> usize {
+        self.archived
+    }
+
+    /// Forgets every entry (touching only the ids used).
+    pub fn clear(&mut self) {
+        let n = self.next.min(self.loc.len());
+        for a in [&mut self.created, &mut self.accessed, &mut self.hits, &mut self.ver] {
+            a.iter_mut().take(n).for_each(|x| *x = 0);
+        }
+        self.loc.iter_mut().take(n).for_each(|x| *x = 0);
+        self.tags.iter_mut().take(n).for_each(|t| *t = [0; KEY_MAX_TAGS]);
+        self.next = 0;
+        self.live = 0;
+        self.archived = 0;
+    }
+
+    /// Whether `id` is a live entry.
+    #[inline]
+    pub fn is_live(&self, id: EntryId) -> bool {
+        self.loc.get(id as usize).is_some_and(|&l| l & OFFSET_MASK != 0)
+    }
+
+    /// The fields of live entry `id`.
+    pub fn get(&self, id: EntryId) -> Option<Slot> {
+        let i = id as usize;
+        let l = *self.loc.get(i)?;
+        if l & OFFSET_MASK == 0 {
+            return None;
+        }
+        Some(Slot {
+            offset: l & OFFSET_MASK,
+            len: ((l >> OFFSET_BITS) & LEN_MASK) as u32,
+            archived: l & ARCHIVED != 0,
+            dirty: l & DIRTY != 0,
+            created: self.created.get(i).copied().unwrap_or(0),
+            accessed: self.accessed.get(i).copied().unwrap_or(0),
+            hits: self.hits.get(i).copied().unwrap_or(0),
+            ver: self.ver.get(i).copied().unwrap_or(0),
+        })
+    }
+
+    /// Whether live entry `id` is archived (false for a dead id).
+    #[inline]
+    pub fn archived(&self, id: EntryId) -> bool {
+        self.loc.get(id as usize).is_some_and(|&l| l & ARCHIVED != 0 && l & OFFSET_MASK != 0)
+    }
+
+    /// Creation time of `id` (0 for a dead id).
+    #[inline]
+    pub fn created(&self, id: EntryId) -> u32 {
+        self.created.get(id as usize).copied().unwrap_or(0)
+    }
+
+    /// Access count of `id` (0 for a dead id).
+    #[inline]
+    pub fn hits(&self, id: EntryId) -> u32 {
+        self.hits.get(id as usize).copied().unwrap_or(0)
+    }
+
+    /// The tag ids of `id`, padded with zeros (all zeros for a dead id).
+    #[inline]
+    pub fn tagset(&self, id: EntryId) -> TagSet {
+        self.tags.get(id as usize).copied().unwrap_or([0; KEY_MAX_TAGS])
+    }
+
+    /// The tag ids of `id` without padding.
+    pub fn tag_ids(&self, id: EntryId) -> &[u16] {
+        let Some(t) = self.tags.get(id as usize) else { return &[] };
+        let n = t.iter().position(|&x| x == 0).unwrap_or(KEY_MAX_TAGS);
+        t.get(..n).unwrap_or(&[])
+    }
+
+    /// Writes the fields of `id` (live or not; a slot with offset 0 is dead). `CAPACITY_EXCEEDED`
+    /// past the table.
+    pub fn set(&mut self, id: EntryId, s: &Slot, tags: Option<&TagSet>) -> Result<()> {
+        let i = id as usize;
+        let was = self.get(id);
+        let (Some(loc), Some(c), Some(a), Some(h), Some(v)) = (
+            self.loc.get_mut(i),
+            self.created.get_mut(i),
+            self.accessed.get_mut(i),
+            self.hits.get_mut(i),
+            self.ver.get_mut(i),
+        ) else {
+            bail!(
+                CapacityExceeded,
+                "entry id {} is beyond the store's room of {} ids (memory.store_capacity)",
+                id,
+                self.loc.len()
+            );
+        };
+        *loc = s.pack();
+        *c = s.created;
+        *a = s.accessed;
+        *h = s.hits;
+        *v = s.ver;
+        if let (Some(t), Some(new)) = (self.tags.get_mut(i), tags) {
+            *t = *new;
+        }
+        let now_live = s.offset != 0;
+        match (was, now_live) {
+            (None, true) => self.live += 1,
+            (Some(_), false) => self.live -= 1,
+            _ => {}
+        }
+        let was_archived = was.is_some_and(|w| w.archived);
+        let is_archived = now_live && s.archived;
+        match (was_archived, is_archived) {
+            (false, true) => self.archived += 1,
+            (true, false) => self.archived -= 1,
+            _ => {}
+        }
+        if !now_live {
+            if let Some(t) = self.tags.get_mut(i) {
+                *t = [0; KEY_MAX_TAGS];
+            }
+        }
+        self.next = self.next.max(i + 1);
+        Ok(())
+    }
+
+    /// Marks `id` as one more id handed out, even if it is not live (a replayed log names ids
+    /// that were deleted since; they are never handed out again until a renumbering).
+    pub fn note_id(&mut self, id: EntryId) {
+        self.next = self.next.max(id as usize + 1);
+    }
+
+    /// Makes `next` the next id to hand out, if it is higher (a checkpoint's ids of deleted
+    /// entries).
+    pub fn note_next(&mut self, next: usize) {
+        self.next = self.next.max(next.min(self.loc.len()));
+    }
+
+    /// Counts an access in RAM.
+    pub fn touch(&mut self, id: EntryId, now: u64) {
+        let i = id as usize;
+        if !self.is_live(id) {
+            return;
+        }
+        if let (Some(l), Some(a), Some(h)) = (self.loc.get_mut(i), self.accessed.get_mut(i), self.hits.get_mut(i)) {
+            *h = h.saturating_add(1);
+            *a = clamp32(now);
+            *l |= DIRTY;
+        }
+    }
+
+    /// Sets the access statistics of `id` as a replayed `touch` record says.
+    pub fn set_access(&mut self, id: EntryId, accessed: u64, hits: u64) {
+        let i = id as usize;
+        if !self.is_live(id) {
+            return;
+        }
+        if let (Some(a), Some(h)) = (self.accessed.get_mut(i), self.hits.get_mut(i)) {
+            *a = clamp32(accessed);
+            *h = clamp32(hits);
+        }
+    }
+
+    /// Clears the dirty flag of `id`.
+    pub fn clean(&mut self, id: EntryId) {
+        if let Some(l) = self.loc.get_mut(id as usize) {
+            *l &= !DIRTY;
+        }
+    }
+
+    /// Live ids with dirty access statistics, from `from` on.
+    pub fn next_dirty(&self, from: usize) -> Option<EntryId> {
+        let end = self.next.min(self.loc.len());
+        let rest = self.loc.get(from..end)?;
+        rest.iter().position(|&l| l & DIRTY != 0 && l & OFFSET_MASK != 0).map(|p| (from + p) as EntryId)
+    }
+
+    /// Live ids in increasing order (oldest first).
+    pub fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
+        self.loc.iter().take(self.next).enumerate().filter(|(_, &l)| l & OFFSET_MASK != 0).map(|(i, _)| i as EntryId)
+    }
+}
+
+/// The hash of a key given as tag ids (what the key table is keyed by).
+pub fn key_hash(ids: &[u16]) -> u64 {
+    let mut h = crate::memory::hash::fnv1a64(&[]);
+    for id in ids {
+        h = fnv1a64_continue(h, &id.to_le_bytes());
+    }
+    h
+}
+
+/// An open-addressing table of entry ids keyed by a caller-computed hash; the caller decides
+/// equality (the table stores ids only). Linear probing with backward-shift deletion (no
+/// tombstones, so a long-running store never degrades), at most two thirds full. A slot holds
+/// `id + 1`; 0 is empty. The table length need not be a power of two: a hash is mapped to a
+/// home slot by a multiply-shift ("fast range").
+pub struct KeyTable {
+    slots: Vec<u32>,
+}
+
+impl KeyTable {
+    /// A table for up to `max_ids` ids: one and a half slots each.
+    pub fn new(max_ids: usize) -> KeyTable {
+        let n = max_ids.max(1).saturating_add(max_ids / 2).saturating_add(1);
+        KeyTable { slots: vec![0; n] }
+    }
+
+    /// Bytes of RAM reserved.
+    pub fn ram_bytes(&self) -> usize {
+        self.slots.capacity() * 4
+    }
+
+    /// Empties the table.
+    pub fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = 0);
+    }
+
+    fn home(&self, hash: u64) -> usize {
+        // Fold the high bits in (FNV's low bits alone are weaker), then map to [0, len).
+        let h = (hash ^ (hash >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (((h >> 32) * self.slots.len() as u64) >> 32) as usize
+    }
+
+    fn step(&self, i: usize) -> usize {
+        if i + 1 >= self.slots.len() {
+            0
+        } else {
+            i + 1
+        }
+    }
+
+    /// The id with this hash for which `eq` holds.
+    pub fn find(&self, hash: u64, mut eq: impl FnMut(EntryId) -> bool) -> Option<EntryId> {
+        let mut i = self.home(hash);
+        for _ in 0..self.slots.len() {
+            let v = *self.slots.get(i)?;
+            if v == 0 {
+                return None;
+            }
+            if eq(v - 1) {
+                return Some(v - 1);
+            }
+            i = self.step(i);
+        }
+        None
+    }
+
+    /// Inserts `id` (the caller has checked it is not present). `CAPACITY_EXCEEDED` only if the
+    /// caller inserts more ids than it sized the table for.
+    pub fn insert(&mut self, hash: u64, id: EntryId) -> Result<()> {
+        let mut i = self.home(hash);
+        for _ in 0..self.slots.len() {
+            match self.slots.get_mut(i) {
+                Some(s) if *s == 0 => {
+                    *s = id + 1;
+                    return Ok(());
+                }
+                _ => i = self.step(i),
+            }
+        }
+        bail!(CapacityExceeded, "the store's key table is full ({} slots)", self.slots.len())
+    }
+
+    /// Removes `id`, stored under `hash`; `hash_of` gives the hash of any other stored id (for
+    /// the backward shift). Returns whether it was found.
+    pub fn remove(&mut self, hash: u64, id: EntryId, mut hash_of: impl FnMut(EntryId) -> u64) -> bool {
+        let n = self.slots.len();
+        let mut i = self.home(hash);
+        let mut found = false;
+        for _ in 0..n {
+            match self.slots.get(i) {
+                Some(&v) if v == id + 1 => {
+                    found = true;
+                    break;
+                }
+                Some(&0) | None => return false,
+                _ => i = self.step(i),
+            }
+        }
+        if !found {
+            return false;
+        }
+        // Backward shift: move later members of the probe run into the hole when their home
+        // does not lie cyclically in (hole, position].
+        let mut j = i;
+        for _ in 0..n {
+            j = self.step(j);
+            let v = self.slots.get(j).copied().unwrap_or(0);
+            if v == 0 {
+                break;
+            }
+            let k = self.home(hash_of(v - 1));
+            let stays = if i <= j { i < k && k <= j } else { i < k || k <= j };
+            if !stays {
+                if let Some(s) = self.slots.get_mut(i) {
+                    *s = v;
+                }
+                i = j;
+            }
+        }
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = 0;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_table_insert_find_remove_under_collisions() {
+        let mut t = KeyTable::new(64);
+        // Everything hashes to the same home: the worst case for backward shift.
+        let h = |_: u32| 5u64;
+        for id in 0..64u32 {
+            t.insert(h(id), id).unwrap();
+        }
+        for id in (0..64u32).step_by(3) {
+            assert!(t.remove(h(id), id, h));
+        }
+        for id in 0..64u32 {
+            let found = t.find(h(id), |x| x == id);
+            assert_eq!(found.is_some(), id % 3 != 0, "{}", id);
+        }
+        assert!(!t.remove(h(0), 0, h));
+    }
+
+    #[test]
+    fn key_table_wraps_around_the_end() {
+        let mut t = KeyTable::new(8);
+        let last = (0..u64::MAX).step_by(7919).find(|&h| t.home(h) == t.slots.len() - 1).unwrap();
+        for id in 0..4 {
+            t.insert(last, id).unwrap();
+        }
+        assert!(t.remove(last, 1, |_| last));
+        for id in [0, 2, 3] {
+            assert_eq!(t.find(last, |x| x == id), Some(id));
+        }
+    }
+
+    #[test]
+    fn slots_pack_and_count() {
+        let mut s = Slots::new(4);
+        let slot = Slot {
+            offset: MAX_OFFSET,
+            len: 400_000,
+            archived: true,
+            dirty: false,
+            created: 7,
+            accessed: 8,
+            hits: 9,
+            ver: 10,
+        };
+        s.set(2, &slot, Some(&[3, 4, 0, 0, 0, 0, 0, 0])).unwrap();
+        assert_eq!(s.get(2), Some(slot));
+        assert_eq!((s.live(), s.archived_count(), s.next_id()), (1, 1, 3));
+        assert_eq!(s.tag_ids(2), [3, 4]);
+        s.touch(2, 99);
+        assert_eq!(s.next_dirty(0), Some(2));
+        s.set(2, &Slot::default(), None).unwrap();
+        assert_eq!((s.live(), s.archived_count()), (0, 0));
+        assert!(s.tag_ids(2).is_empty());
+        assert!(s.set(4, &slot, None).is_err());
+        assert_eq!(s.ids().count(), 0);
+    }
+}
