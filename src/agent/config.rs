@@ -21,7 +21,7 @@ use super::settings::AgentSettings;
 use crate::error::{Code, Result};
 use crate::http::{RetryPolicy, Transport};
 use crate::json::{Document, Kind, Value, Writer};
-use crate::limits::CONFIG_FILE_MAX_BYTES;
+use crate::limits::{CONFIG_FILE_MAX_BYTES, STORE_DEFAULT_ENTRIES, STORE_MAX_ENTRIES, STORE_MIN_ENTRIES};
 use crate::llm::{ProviderKind, Settings};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -41,11 +41,14 @@ pub struct Config {
     pub agent: AgentSettings,
     /// The prompt texts, rendered once.
     pub prompts: Prompts,
+    /// `memory.store_capacity`: entries the store has room for (its tables are sized from it
+    /// at open).
+    pub store_capacity: usize,
     /// Where the config was read from.
     pub path: PathBuf,
 }
 
-const TOP_KEYS: &[&str] = &["version", "llm", "lmstudio", "agent", "documentation", "tag_format", "http"];
+const TOP_KEYS: &[&str] = &["version", "llm", "lmstudio", "agent", "memory", "documentation", "tag_format", "http"];
 const LLM_KEYS: &[&str] = &[
     "provider",
     "endpoint",
@@ -116,11 +119,21 @@ pub fn parse(bytes: &[u8], dir: &Path) -> Result<(Config, Vec<String>)> {
     let agent = AgentSettings::read(&mut c, agent_v);
     let seg: Option<Segments> = segments::load(dir, &agent.states)?;
     let prompts = Prompts::render(&mut c, agent_v, &agent.states, seg.as_ref());
+    let memory_v = c.object(Some(root), "", "memory");
+    c.note_unknown(memory_v, "memory", &["store_capacity"]);
+    let store_capacity = c.integer(
+        memory_v,
+        "memory",
+        "store_capacity",
+        STORE_DEFAULT_ENTRIES as i64,
+        STORE_MIN_ENTRIES as i64,
+        STORE_MAX_ENTRIES as i64,
+    ) as usize;
     if !c.unknown_keys().is_empty() {
         err!(ConfigInvalid, "unknown keys ignored: {}", c.unknown_keys().join(", ")).print_warning();
     }
     let problems = c.problems().to_vec();
-    Ok((Config { llm, system_prompt, agent, prompts, path: dir.join(FILE_NAME) }, problems))
+    Ok((Config { llm, system_prompt, agent, prompts, store_capacity, path: dir.join(FILE_NAME) }, problems))
 }
 
 fn read_llm(c: &mut Checker, section: Option<(Value<'_>, &str)>, dir: &Path) -> (Settings, bool) {

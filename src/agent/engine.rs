@@ -182,7 +182,7 @@ impl Agent {
     /// carry no times with it, so `replay` opens at the recorded run's start.
     pub fn open_at(dir: &Path, config: Config, model: Model, exchange_log: bool, now: u64) -> Result<Agent> {
         let lock = super::lock::DataLock::acquire(dir)?;
-        let mut store = Store::open(dir)?;
+        let mut store = Store::open_with_capacity(dir, config.store_capacity)?;
         let (mut memory, report) = memfile::load(dir, &mut store, now)?;
         if report.moved_aside > 0 {
             err!(PersistFailed, "{} unreadable memory file(s) moved aside in {}", report.moved_aside, dir.display())
@@ -253,6 +253,13 @@ impl Agent {
             last_prefix_equal: 0,
             prev_prompt: FixedBuf::with_capacity("previous prompt (limits::PROMPT_MAX_BYTES)", PROMPT_MAX_BYTES),
         })
+    }
+
+    /// A clean stop: the store writes its access statistics and a checkpoint of its index,
+    /// so the next start reads it instead of the whole log. Nothing durable depends on it.
+    pub fn close_store(&mut self) -> Result<()> {
+        self.store.flush_access()?;
+        self.store.checkpoint()
     }
 
     /// The data directory.

@@ -247,6 +247,7 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
                 ("archived", st.archived as u64),
                 ("capacity", st.capacity as u64),
                 ("tags", st.tags as u64),
+                ("max_tags", st.max_tags as u64),
                 ("links", st.links as u64),
                 ("log_bytes", st.log_bytes),
                 ("live_bytes", st.live_bytes),
@@ -255,6 +256,7 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
                 ("newest_created", st.newest_created),
                 ("total_hits", st.total_hits),
                 ("corrupt_records", st.corrupt_records),
+                ("replayed_bytes", st.replayed_bytes),
                 ("ram_bytes", st.ram_bytes as u64),
             ] {
                 w.key(k)?;
@@ -273,7 +275,7 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         return Ok(super::EXIT_OK);
     }
     say(out, format_args!("entries          {} ({} archived) of {}", st.entries, st.archived, st.capacity))?;
-    say(out, format_args!("tags             {}", st.tags))?;
+    say(out, format_args!("tags             {} of {}", st.tags, st.max_tags))?;
     say(out, format_args!("links            {}", st.links))?;
     say(
         out,
@@ -293,7 +295,15 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         say(out, format_args!("most accessed    {}", k))?;
     }
     say(out, format_args!("damaged records  {}", st.corrupt_records))?;
-    say(out, format_args!("index RAM        {} bytes", st.ram_bytes))?;
+    say(
+        out,
+        format_args!(
+            "opened           {}, {} bytes of log read",
+            if st.from_checkpoint { "from the checkpoint" } else { "from the whole log" },
+            st.replayed_bytes
+        ),
+    )?;
+    say(out, format_args!("index RAM        {} bytes reserved", st.ram_bytes))?;
     Ok(super::EXIT_OK)
 }
 
@@ -376,7 +386,7 @@ fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write
         }
     }
     let now = crate::clock::now_unix();
-    let mut store = Store::open(data)?;
+    let mut store = Store::open_with_capacity(data, super::util::store_capacity(data))?;
     let (mut memory, _) = memfile::load(data, &mut store, now)?;
     // Store first (each put is durable on return), memory.json last (one atomic rename): a
     // crash in between leaves some entries imported, and importing again completes the job.
@@ -384,6 +394,7 @@ fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write
     if r.working.added + r.working.replaced > 0 {
         memfile::save(data, &memory)?;
     }
+    store.close()?;
     let (wm, st) = (r.working, r.stored);
     say(
         out,
@@ -402,7 +413,7 @@ fn compact(args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         say(out, format_args!("no store yet in {}; nothing to compact", data.display()))?;
         return Ok(super::EXIT_OK);
     }
-    let mut store = Store::open(data)?;
+    let mut store = Store::open_with_capacity(data, super::util::store_capacity(data))?;
     let (before, after) = store.compact()?;
     say(out, format_args!("store.log: {} bytes -> {} bytes ({} entries)", before, after, store.len()))?;
     Ok(super::EXIT_OK)
@@ -471,6 +482,8 @@ fn print_hits(store: &Store, results: &Results, out: &mut dyn Write) -> Result<(
     }
     if results.matched() > results.len() {
         say(out, format_args!("... {} more (raise --limit)", results.matched() - results.len()))?;
+    } else if results.truncated() {
+        say(out, format_args!("... more may match (raise --limit)"))?;
     }
     Ok(())
 }

@@ -300,6 +300,10 @@ fn drive(mut agent: Agent) -> Result<i32> {
             break;
         }
     }
+    if let Err(e) = agent.close_store() {
+        e.context(format_args!("the store's checkpoint was not written (the next start reads more log)"))
+            .print_warning();
+    }
     if signal::stop_requested() {
         println!("lkjagent: stopped by signal after persisting; memory is intact");
     }

@@ -69,7 +69,37 @@ pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
         return Ok(StoreRead::NotOpened { why, damaged: true });
     }
     drop(f);
-    Ok(StoreRead::Open(Box::new(Store::open_read_only(data)?)))
+    Ok(StoreRead::Open(Box::new(Store::open_read_only_with_capacity(data, store_capacity(data))?)))
+}
+
+/// `memory.store_capacity` from the data directory's `config.json`, or the default when the
+/// file or the setting is absent or unreadable (the run itself reports a bad config; a command
+/// that only looks at the store still works).
+pub fn store_capacity(data: &Path) -> usize {
+    use crate::limits::{CONFIG_FILE_MAX_BYTES, STORE_DEFAULT_ENTRIES, STORE_MAX_ENTRIES, STORE_MIN_ENTRIES};
+    let Ok(bytes) = read_limited_file(&data.join(crate::agent::config::FILE_NAME), CONFIG_FILE_MAX_BYTES) else {
+        return STORE_DEFAULT_ENTRIES;
+    };
+    let mut doc = crate::json::Document::with_capacity(bytes.len() / 2 + 64, bytes.len() + 64);
+    if doc.parse(&bytes).is_err() {
+        return STORE_DEFAULT_ENTRIES;
+    }
+    let n = doc.root().get("memory").and_then(|m| m.get("store_capacity")).and_then(|v| v.as_i64());
+    match n {
+        Some(n) if n >= STORE_MIN_ENTRIES as i64 && n <= STORE_MAX_ENTRIES as i64 => n as usize,
+        _ => STORE_DEFAULT_ENTRIES,
+    }
+}
+
+/// The whole of a regular file of at most `max` bytes.
+fn read_limited_file(path: &Path, max: usize) -> io::Result<Vec<u8>> {
+    let f = File::open(path)?;
+    let mut bytes = Vec::new();
+    f.take(max as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > max {
+        return Err(io::Error::other("too large"));
+    }
+    Ok(bytes)
 }
 
 /// Reads up to `buf.len()` bytes at `offset` (fewer at the end of the file).

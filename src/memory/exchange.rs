@@ -246,7 +246,8 @@ impl Import {
     }
 
     /// Imports the checked document: `working_memory` into `memory` (the caller saves it),
-    /// then `storage` into `store` (each put durable on return), then archives the listed keys.
+    /// then `storage` into `store` and archives the listed keys, as one batch synced once (durable
+    /// when this returns `Ok`).
     /// A working set or store too small for the document is `CAPACITY_EXCEEDED` before the
     /// store is written; `memory` may then hold part of the document and should be dropped.
     pub fn apply(&self, store: &mut Store, memory: &mut MemoryFile, now: u64) -> Result<ImportReport> {
@@ -277,22 +278,31 @@ impl Import {
                 new_keys
             );
         }
-        for (k, v) in storage.iter().flat_map(|o| o.members()) {
-            let key = normalize(k)?;
-            value_text(v, &mut text)?;
-            match store.put(&key, &text, now)?.change {
-                Change::Created => report.stored.added += 1,
-                Change::Updated => report.stored.replaced += 1,
-                Change::Unchanged => report.stored.unchanged += 1,
+        // One batch: written as it comes, synced once at the end (a crash leaves a clean prefix
+        // of it, and the next open says how much).
+        let entries = storage.map_or(0, |o| o.members().count()) as u64;
+        store.begin_batch(entries)?;
+        let res = (|| {
+            for (k, v) in storage.iter().flat_map(|o| o.members()) {
+                let key = normalize(k)?;
+                value_text(v, &mut text)?;
+                match store.put(&key, &text, now)?.change {
+                    Change::Created => report.stored.added += 1,
+                    Change::Updated => report.stored.replaced += 1,
+                    Change::Unchanged => report.stored.unchanged += 1,
+                }
             }
-        }
-        for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
-            let key = normalize(k)?;
-            if store.find(&key).is_some() {
-                store.set_archived(&key, true, now)?;
-                report.archived += 1;
+            for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
+                let key = normalize(k)?;
+                if store.find(&key).is_some() {
+                    store.set_archived(&key, true, now)?;
+                    report.archived += 1;
+                }
             }
-        }
+            Ok(())
+        })();
+        let synced = store.end_batch();
+        res.and(synced)?;
         Ok(report)
     }
 }

@@ -381,11 +381,16 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
             report.skipped += 1;
         }
         report.paged_out = decoded.overflow.len();
-        page_out(&decoded.overflow, &m, store, now)?;
-        if decoded.storage > 0 {
-            migrate(doc.root().get("storage"), store, now, &mut report)?;
-        }
         if decoded.storage > 0 || report.paged_out > 0 {
+            // One batch, synced once, however many entries an era-B file holds; memory.json is
+            // rewritten only after it (a crash in between migrates the rest at the next start).
+            store.begin_batch((decoded.storage + report.paged_out) as u64)?;
+            let res = page_out(&decoded.overflow, &m, store, now).and_then(|()| match decoded.storage {
+                0 => Ok(()),
+                _ => migrate(doc.root().get("storage"), store, now, &mut report),
+            });
+            let synced = store.end_batch();
+            res.and(synced)?;
             save(dir, &m)?;
         }
         return Ok((m, report));
