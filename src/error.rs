@@ -11,8 +11,7 @@
 //! This is the C original's `RETURN_ERR` done right: its lines were not valid JSON (unbalanced
 //! quotes) and carried the NUL bytes of its string literals.
 
-use crate::fixed::ArrayString;
-use crate::json::escape::write_json_str;
+use crate::escape::write_json_str;
 use crate::limits::ERROR_MESSAGE_BYTES;
 use core::fmt;
 use std::io::Write as _;
@@ -154,7 +153,7 @@ pub struct Error {
     code: Code,
     file: &'static str,
     line: u32,
-    message: ArrayString<ERROR_MESSAGE_BYTES>,
+    message: Text<ERROR_MESSAGE_BYTES>,
 }
 
 impl Error {
@@ -162,11 +161,10 @@ impl Error {
     /// A message longer than [`ERROR_MESSAGE_BYTES`] is cut at a character boundary and ends in
     /// `...`, so the cut is visible.
     pub fn new(code: Code, file: &'static str, line: u32, args: fmt::Arguments<'_>) -> Error {
-        let mut message = ArrayString::new();
-        let mut sink = Clipping { out: &mut message, clipped: false };
-        let _ = fmt::write(&mut sink, args);
-        if sink.clipped {
-            message.clip_with_marker("...");
+        let mut message = Text::new();
+        let _ = fmt::write(&mut message, args);
+        if message.clipped {
+            message.mark_cut("...");
         }
         Error { code, file, line, message }
     }
@@ -233,13 +231,15 @@ impl Error {
 /// from several threads never interleave and printing never allocates.
 fn print_line(e: &Error, level: &str) {
     // Worst case: every message byte escaped as \u00XX (6x) plus the fixed fields.
-    let mut line: ArrayString<{ ERROR_MESSAGE_BYTES * 6 + 512 }> = ArrayString::new();
-    if e.write_json(level, &mut line).is_err() || line.push_str("\n").is_err() {
-        line.clear();
-        let _ =
-            line.push_str("{\"level\":\"error\",\"code\":\"CAPACITY_EXCEEDED\",\"message\":\"error line too long\"}\n");
-    }
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    let mut line: Text<{ ERROR_MESSAGE_BYTES * 6 + 512 }> = Text::new();
+    let _ = e.write_json(level, &mut line);
+    let _ = fmt::Write::write_str(&mut line, "\n");
+    let bytes = if line.clipped {
+        &b"{\"level\":\"error\",\"code\":\"CAPACITY_EXCEEDED\",\"message\":\"error line too long\"}\n"[..]
+    } else {
+        line.as_str().as_bytes()
+    };
+    let _ = std::io::stderr().lock().write_all(bytes);
 }
 
 impl fmt::Display for Error {
@@ -256,25 +256,56 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {}
 
-/// A `fmt::Write` that fills an `ArrayString` and records, instead of failing, when text did
-/// not fit; the part that fits (cut at a character boundary) is kept.
-struct Clipping<'a, const N: usize> {
-    out: &'a mut ArrayString<N>,
+/// Text in a fixed inline buffer of `N` bytes, for messages and the printed line (the error
+/// type sits below every other module, so it keeps its own). Writing past the end keeps what
+/// fits, cut at a character boundary, and records the cut instead of failing.
+#[derive(Clone, PartialEq, Eq)]
+struct Text<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
     clipped: bool,
 }
 
-impl<const N: usize> fmt::Write for Clipping<'_, N> {
+impl<const N: usize> Text<N> {
+    fn new() -> Self {
+        Text { bytes: [0; N], len: 0, clipped: false }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only whole characters are ever copied in, so this never fails.
+        self.bytes.get(..self.len).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("")
+    }
+
+    /// Ends the text with `marker` (cutting whole characters to make room), so a cut shows.
+    fn mark_cut(&mut self, marker: &str) {
+        if marker.len() > N {
+            return;
+        }
+        let mut keep = self.len.min(N - marker.len());
+        while keep > 0 && !self.as_str().is_char_boundary(keep) {
+            keep -= 1;
+        }
+        self.len = keep;
+        self.clipped = false;
+        let _ = fmt::Write::write_str(self, marker);
+    }
+}
+
+impl<const N: usize> fmt::Write for Text<N> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         if self.clipped {
             return Ok(());
         }
-        if self.out.push_str(s).is_err() {
-            let room = self.out.capacity() - self.out.len();
-            let mut cut = room.min(s.len());
-            while cut > 0 && !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let _ = self.out.push_str(s.get(..cut).unwrap_or(""));
+        let room = N - self.len;
+        let mut cut = room.min(s.len());
+        while cut > 0 && !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if let (Some(dst), Some(src)) = (self.bytes.get_mut(self.len..self.len + cut), s.as_bytes().get(..cut)) {
+            dst.copy_from_slice(src);
+            self.len += cut;
+        }
+        if cut < s.len() {
             self.clipped = true;
         }
         Ok(())
@@ -304,6 +335,7 @@ pub type Result<T> = core::result::Result<T, Error>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixed::ArrayString;
 
     #[test]
     fn carries_code_location_and_message() {

@@ -5,6 +5,7 @@
 //! Modules, from the bottom up (each file starts with a note on its role):
 //!
 //! - [`limits`]: every capacity, with its memory cost.
+//! - [`escape`]: JSON string escaping, below the error type so errors print as JSON.
 //! - [`error`]: the error type (stable code, source location, message).
 //! - [`fixed`]: fixed-capacity string, list and buffers.
 //! - [`bytes`]: byte and substring search (exact and ASCII case-insensitive), word at a time.
@@ -27,6 +28,7 @@ pub mod agent;
 pub mod bytes;
 pub mod cli;
 pub mod clock;
+pub mod escape;
 pub mod fixed;
 pub mod grammar;
 pub mod http;

@@ -7,7 +7,8 @@
 //! - [`document`]: [`Document`], the arena (nodes plus decoded text) the parser fills.
 //! - [`value`]: [`Value`], a read-only view of one value, with accessors and path look-up.
 //! - [`write`](mod@write): [`Writer`], the streaming serializer into any `fmt::Write`.
-//! - [`escape`]: string escaping, shared by the writer and the error printer.
+//! - [`escape`]: string escaping (the crate-level [`crate::escape`], which sits below the
+//!   error type; re-exported here where JSON writers look for it).
 //!
 //! The rules, each argued in its module: strict RFC 8259 (no BOM, comments, trailing commas);
 //! nesting up to [`JSON_MAX_DEPTH`](crate::limits::JSON_MAX_DEPTH); numbers kept as their
@@ -40,7 +41,7 @@
 //! ```
 
 pub mod document;
-pub mod escape;
+pub use crate::escape;
 pub mod event;
 pub mod number;
 pub mod value;
