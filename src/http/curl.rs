@@ -17,7 +17,7 @@
 //! allocates (a config text per attempt, a child process): it is for remote APIs, where a
 //! process spawn is noise next to the network.
 
-use super::client::{BodySink, Meta, Request, Secret, Settings};
+use super::request::{BodySink, Meta, Request, Secret, Settings};
 use super::response::Shown;
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
@@ -76,7 +76,7 @@ pub(crate) fn config_text(settings: &Settings, bearer: Option<&Secret>, req: &Re
     line("url", url.as_str());
     line("request", req.method.as_str());
     line("header", &header("Accept", req.accept)?);
-    line("user-agent", super::client::USER_AGENT);
+    line("user-agent", super::request::USER_AGENT);
     if let Some(ct) = req.content_type {
         line("header", &header("Content-Type", ct)?);
     }

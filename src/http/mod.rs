@@ -4,15 +4,19 @@
 //! - [`url`]: endpoint URLs (`http://host[:port]/path?query`, IPv6 literals).
 //! - [`response`]: response heads and body framing.
 //! - [`retry`]: what is retried, capped exponential backoff, a sleep SIGTERM can cut short.
+//! - [`request`]: what a request and its answer are (settings, method, body sink), shared by
+//!   both transports.
 //! - [`client`]: the client (keep-alive, timeouts, caps, retries).
 //! - [`curl`]: the `curl` transport.
 
 pub mod client;
 pub mod curl;
+pub mod request;
 pub mod response;
 pub mod retry;
 pub mod url;
 
-pub use client::{BodySink, Client, Method, Request, Response, Settings, Transport, USER_AGENT};
+pub use client::Client;
+pub use request::{BodySink, Method, Request, Response, Settings, Transport, USER_AGENT};
 pub use retry::RetryPolicy;
 pub use url::{Scheme, Url};

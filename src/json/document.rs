@@ -16,37 +16,10 @@
 //! [`Value::members`](super::Value::members) yields every one.
 
 use super::event::{Event, Handler, Parser};
-use super::value::{Kind, Value};
+use super::node::{Kind, Node, Span};
+use super::value::Value;
 use crate::error::Result;
 use crate::limits::JSON_MAX_DEPTH;
-
-/// A span of the text arena.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Span {
-    pub(crate) off: u32,
-    pub(crate) len: u32,
-}
-
-impl Span {
-    /// The text this span covers in `text` ("" if it does not lie within it).
-    #[inline]
-    pub(crate) fn in_text(self, text: &str) -> &str {
-        let off = self.off as usize;
-        off.checked_add(self.len as usize).and_then(|end| text.get(off..end)).unwrap_or("")
-    }
-}
-
-/// One value of the document. `a` is: the text span for keys, strings and numbers; `len` = the
-/// number of children for containers; `len` = 0/1 for booleans.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Node {
-    pub(crate) kind: Kind,
-    /// The member's key, if the parent is an object (empty otherwise).
-    pub(crate) key: Span,
-    pub(crate) a: Span,
-    /// Index just past this node's subtree.
-    pub(crate) end: u32,
-}
 
 /// What the text currently being collected belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //!   no recursion, any input slicing. `lkjagent json` uses it directly.
 //! - [`number`]: the number grammar, shared by the parser and the writer.
 //! - [`document`]: [`Document`], the arena (nodes plus decoded text) the parser fills.
+//! - `node`: the arena's node, span and value kind, shared by the document and its values.
 //! - [`value`]: [`Value`], a read-only view of one value, with accessors and path look-up.
 //! - [`write`](mod@write): [`Writer`], the streaming serializer into any `fmt::Write`.
 //! - [`escape`]: string escaping (the crate-level [`crate::escape`], which sits below the
@@ -43,6 +44,7 @@
 pub mod document;
 pub use crate::escape;
 pub mod event;
+mod node;
 pub mod number;
 pub mod value;
 pub mod write;

@@ -7,46 +7,9 @@
 //! documents are small (a config, a memory file, one LLM response) and a scan over a few dozen
 //! keys is faster than building an index. For duplicate keys, [`Value::get`] returns the last.
 
-use super::document::{Node, Span};
+pub use super::node::Kind;
+use super::node::{Node, Span};
 use super::number;
-
-/// The kind of a JSON value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// `null`
-    Null,
-    /// `true` or `false`
-    Bool,
-    /// A number (kept as its text).
-    Number,
-    /// A string.
-    String,
-    /// An array.
-    Array,
-    /// An object.
-    Object,
-}
-
-impl Kind {
-    /// The kind's name for messages: `"null"`, `"boolean"`, `"number"`, `"string"`, `"array"`,
-    /// `"object"`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Kind::Null => "null",
-            Kind::Bool => "boolean",
-            Kind::Number => "number",
-            Kind::String => "string",
-            Kind::Array => "array",
-            Kind::Object => "object",
-        }
-    }
-}
-
-impl core::fmt::Display for Kind {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// The node a missing value reads as.
 const NULL: Node = Node { kind: Kind::Null, key: Span { off: 0, len: 0 }, a: Span { off: 0, len: 0 }, end: 0 };
