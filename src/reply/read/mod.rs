@@ -1,0 +1,504 @@
+//! The interpreter: from a raw model reply to one list of instructions plus problems.
+//!
+//! ```text
+//! raw bytes ──clean──► text ──TagTree::parse──► tree ──scope──► walk ──► instructions, problems
+//! ```
+//!
+//! **Scope.** When the reply holds `<agent>` elements, only the last *complete* one is read
+//! (models restate the format in prose, or start over; the last finished answer is the one
+//! they mean); with none complete, the last one. Without `<agent>`, the whole reply is read.
+//!
+//! **Walk.** The scope is walked in document order (a loop over the tree's links). Elements that
+//! are instructions are read and their subtree skipped; any other element (`<response>`,
+//! `<actions>`, junk the model wrapped around its answer) is descended into, so wrappers do not
+//! hide instructions. Which elements mean what:
+//!
+//! | element | instruction |
+//! |---|---|
+//! | `next_state`, `state` | `NextState` |
+//! | `think_log` (also `thinking_log`) | `ThinkLog` |
+//! | `evaluation_log` | `EvaluationLog` |
+//! | `action` with `<type>` or `type="..."` | an action of that kind ([`ActionKind::from_name`]) |
+//! | `action` with `<operation>` (era A) | kind from operation and type (see [`era_a_kind`]) |
+//! | `thinking` / `evaluation` (era A) | `ThinkLog` / `EvaluationLog`: its text, or its children as `name: text` lines |
+//! | `paging` (era A): `move_to_disk`, `retrieve_from_disk`, `archive_old` | `PageOut`, `PageIn`, `Archive` actions |
+//! | `ram_add` (`key`, `value`) | `WorkingMemoryAdd`; key `think_log`/`evaluation_log`/`state` give that instruction instead |
+//! | `ram_delete` (`key`) | `WorkingMemoryRemove` |
+//! | `state_add` / `state_delete` (`state`) | `NextState` / `StateDelete` |
+//! | `record_add` (`keywords`, `value`) | `StorageSave` |
+//! | `record_update` (`key`, `value`, optional `version`/`base_version`) | `RecordUpdate` |
+//! | `record_search` (`query`, or `keywords`/`tags`, or `ids`) | `StorageSearch` (`ids`: `StorageLoad`) |
+//! | `record_issue` (`key`, `value`, `metadata`) | `RecordIssue` |
+//! | `type` outside any action | its parent read as an action (`ACTION_WITHOUT_WRAPPER`) |
+//!
+//! Field names have aliases: tags from `tags`, `tag`, `key`, `keys`, `keywords`, `context_key`;
+//! value from `value`, `data`, `content`. Free-text fields are *text elements* for the parser,
+//! so tags written inside a value or a log stay text.
+//!
+//! **JSON replies.** A reply that is one JSON object with a member the protocol knows
+//! (`next_state`, `think_log`, `action`, ...) is the JSON dialect (what a JSON Schema
+//! constrains a server to): it is rendered as the canonical tags it stands for
+//! ([`super::json_reply`]) and read as those, so it yields the same instructions and problems.
+//!
+//! **Escaped answers.** When a reply yields nothing and holds `&lt;`, it is read once more with
+//! entities decoded (the C original's prompts showed the templates escaped, and models answer
+//! in kind); if that finds instructions they are taken with an `ESCAPED_TAGS` warning, else the
+//! reply is reported as it was.
+//!
+//! **Bounds.** At most `max_actions` actions are taken (the first ones); more is
+//! `TOO_MANY_ACTIONS`. `next_state`, `think_log` and `evaluation_log` are taken once each (the
+//! last one wins, `DUPLICATE_FIELD`). Everything is stored in the reader's fixed arenas.
+
+mod elements;
+mod state;
+mod view;
+
+use crate::reply::clean::clean;
+use crate::reply::instruction::same_name;
+use crate::reply::problem::ProblemCode;
+use crate::tag::{Limit, Node, ParseOptions};
+pub use elements::era_a_kind;
+use elements::KJXLKJ;
+use state::*;
+pub use state::{Dialect, Reader, TEXT_ELEMENTS};
+pub use view::Interpretation;
+
+impl Reader {
+    /// Reads `reply` (the model's message content, as bytes: invalid UTF-8 is tolerated) and
+    /// returns what the agent should take from it, taking at most `max_actions` actions
+    /// (`REPLY_DEFAULT_MAX_ACTIONS` is 1; 0 takes none and reports each as `TOO_MANY_ACTIONS`).
+    /// Never fails and never allocates; the result borrows the reader until the next `read`.
+    pub fn read(&mut self, reply: &[u8], max_actions: usize) -> Interpretation<'_> {
+        self.max_actions = max_actions;
+        self.clean = clean(reply, &mut self.work, &mut self.map);
+        // The JSON dialect: read as the canonical tags it stands for.
+        self.json = false;
+        let t = self.work.trim();
+        if t.starts_with('{')
+            && self.json_doc.parse(t.as_bytes()).is_ok()
+            && super::json_reply::render(self.json_doc.root(), &mut self.alt)
+        {
+            core::mem::swap(&mut self.work, &mut self.alt);
+            // Offsets now point into the rendered tags, not the reply.
+            self.map.approximate = true;
+            self.json = true;
+        }
+        self.pass();
+        if self.json {
+            return Interpretation { r: self };
+        }
+        if self.stored.is_empty() && self.work.contains("&lt;") {
+            // Models shown escaped templates (`&lt;action&gt;`, as the C original's prompts
+            // were) sometimes answer in kind. Read the reply once more with entities decoded;
+            // if that finds nothing either, report the reply as it was.
+            let mut bytes = core::mem::take(&mut self.work).into_bytes();
+            decode_in_place(&mut bytes);
+            self.work = String::from_utf8(bytes).unwrap_or_else(|e| {
+                let mut b = e.into_bytes();
+                b.clear();
+                String::from_utf8(b).unwrap_or_default()
+            });
+            self.map.approximate = true;
+            self.pass();
+            if self.stored.is_empty() {
+                self.clean = clean(reply, &mut self.work, &mut self.map);
+                self.pass();
+            } else {
+                self.problem(
+                    ProblemCode::EscapedTags,
+                    None,
+                    format_args!(
+                        "the tags were written escaped (&lt;agent&gt;); read after decoding (offsets approximate)"
+                    ),
+                );
+            }
+        }
+        Interpretation { r: self }
+    }
+
+    /// Parses the working text and interprets it, from a clean slate.
+    pub(super) fn pass(&mut self) {
+        self.stored.clear();
+        self.problems.clear();
+        self.problems_dropped = 0;
+        self.actions_found = 0;
+        self.dialect = Dialect { json: self.json, ..Dialect::default() };
+        self.unwrapped = u32::MAX;
+        self.scope = 0;
+        self.tree.parse(&self.work, &ParseOptions { text_elements: TEXT_ELEMENTS });
+        self.interpret();
+    }
+
+    /// The result of the last [`Reader::read`].
+    pub fn last(&self) -> Interpretation<'_> {
+        Interpretation { r: self }
+    }
+
+    pub(super) fn interpret(&mut self) {
+        let c = self.clean;
+        if c.too_large {
+            let max = crate::limits::REPLY_MAX_BYTES;
+            if c.raw_bytes as usize > max {
+                self.problem_raw(
+                    ProblemCode::ReplyTooLarge,
+                    None,
+                    format_args!("the reply is {} bytes; at most {} are read (REPLY_MAX_BYTES)", c.raw_bytes, max),
+                );
+            } else {
+                self.problem_raw(
+                    ProblemCode::ReplyTooLarge,
+                    None,
+                    format_args!(
+                        "the reply holds so many bytes that are not UTF-8 that it no longer fits once they are replaced (REPLY_WORK_BYTES)"
+                    ),
+                );
+            }
+            return;
+        }
+        if let Some(at) = c.first_invalid_utf8 {
+            self.problem_raw(
+                ProblemCode::InvalidUtf8,
+                Some(at),
+                format_args!("{} byte sequence(s) that are not UTF-8 were replaced by U+FFFD", c.invalid_utf8),
+            );
+        }
+        if let Some(at) = c.unclosed_think {
+            self.problem_raw(
+                ProblemCode::UnclosedThink,
+                Some(at),
+                format_args!(
+                    "the reasoning never ends (<think> without </think>); everything after it was dropped. Close it before the answer"
+                ),
+            );
+        }
+        self.parse_problems();
+        if self.work.trim().is_empty() {
+            if c.unclosed_think.is_none() {
+                let what = if c.raw_bytes == 0 {
+                    "the reply is empty"
+                } else if c.think_blocks > 0 || c.orphan_think_end.is_some() {
+                    "the reply holds only reasoning (<think>), no answer after it"
+                } else {
+                    "the reply holds only whitespace"
+                };
+                self.problem_raw(ProblemCode::EmptyReply, None, format_args!("{}", what));
+            }
+            return;
+        }
+        self.choose_scope();
+        self.walk();
+        self.outside_scope();
+        let dropped = (self.actions_found as usize).saturating_sub(self.max_actions);
+        if dropped > 0 {
+            let (found, max) = (self.actions_found, self.max_actions);
+            self.problem(
+                ProblemCode::TooManyActions,
+                None,
+                format_args!(
+                    "found {} actions; at most {} per reply are taken, the first {} were kept",
+                    found, max, max
+                ),
+            );
+        }
+        if self.stored.is_empty() {
+            self.no_instruction();
+        }
+    }
+
+    pub(super) fn parse_problems(&mut self) {
+        let r = *self.tree.report();
+        if let Some((limit, at)) = r.limit {
+            let code = match limit {
+                Limit::Nodes => ProblemCode::TooManyTags,
+                Limit::Text => ProblemCode::ReplyTooLarge,
+                Limit::Depth => ProblemCode::TooDeep,
+            };
+            self.problem(
+                code,
+                Some(at),
+                format_args!("the reply exceeds the {} limit of the tag parser here", limit.as_str()),
+            );
+        }
+        if let Some(at) = r.truncated_at {
+            self.problem(
+                ProblemCode::Truncated,
+                Some(at),
+                format_args!("the reply ends inside a tag (cut by the token limit?)"),
+            );
+        }
+        if let Some(at) = r.first_unclosed_at_end {
+            let name = self.name_at(at);
+            let p = self.mk(
+                ProblemCode::UnclosedTag,
+                Some(at),
+                format_args!("{} element(s) never closed, the outermost <{}>", r.unclosed_at_end, name),
+            );
+            self.push_problem(p);
+        }
+        if let Some(at) = r.first_implicitly_closed {
+            let name = self.name_at(at);
+            let p = self.mk(
+                ProblemCode::MismatchedTag,
+                Some(at),
+                format_args!("<{}> has no end tag before its parent's end tag (closed with it)", name),
+            );
+            self.push_problem(p);
+        }
+        if let Some(at) = r.first_unmatched_end_tag {
+            self.problem(
+                ProblemCode::MismatchedTag,
+                Some(at),
+                format_args!("{} end tag(s) that match no open element were ignored", r.unmatched_end_tags),
+            );
+        }
+    }
+
+    /// The name of the element starting at work offset `offset` (for messages).
+    pub(super) fn name_at(&self, offset: u32) -> &str {
+        self.tree.root().descendants().find(|n| n.is_element() && n.offset() == offset).map(|n| n.name()).unwrap_or("?")
+    }
+
+    pub(super) fn choose_scope(&mut self) {
+        let mut last_closed = None;
+        let mut last_any = None;
+        let mut count = 0u32;
+        for n in self.tree.root().descendants() {
+            if n.is("agent") {
+                count += 1;
+                last_any = Some((n.id(), n.offset()));
+                if n.is_closed() {
+                    last_closed = Some((n.id(), n.offset()));
+                }
+            }
+        }
+        if let Some((id, at)) = last_closed.or(last_any) {
+            self.scope = id;
+            self.dialect.envelope = true;
+            if count > 1 {
+                let which = if last_closed.is_some() { "the last complete one" } else { "the last one" };
+                self.problem(
+                    ProblemCode::MultipleAgents,
+                    Some(at),
+                    format_args!("{} <agent> blocks; {} was read", count, which),
+                );
+            }
+        }
+    }
+
+    /// Reports instruction elements outside every `<agent>` when an `<agent>` was read: they
+    /// were ignored, and the model (or the user tuning a prompt) should know.
+    pub(super) fn outside_scope(&mut self) {
+        if self.scope == 0 {
+            return;
+        }
+        let mut found: Option<(u32, u32)> = None;
+        let mut count = 0u32;
+        let root = self.tree.root();
+        let mut walk = root.descendants();
+        while let Some(n) = walk.next() {
+            if !n.is_element() || n.id() == 0 {
+                continue;
+            }
+            if n.is("agent") {
+                walk.skip_subtree(n);
+                continue;
+            }
+            let name = n.name();
+            let instruction =
+                ["next_state", "think_log", "evaluation_log", "action", "thinking", "evaluation", "paging"]
+                    .iter()
+                    .chain(KJXLKJ.iter())
+                    .any(|k| same_name(k, name));
+            if instruction {
+                count += 1;
+                found.get_or_insert((n.id(), n.offset()));
+                walk.skip_subtree(n);
+            }
+        }
+        if let Some((id, at)) = found {
+            let name = self.tree.node(id).map(|n| n.name()).unwrap_or("?");
+            let p = self.mk(
+                ProblemCode::OutsideAgent,
+                Some(at),
+                format_args!("{} instruction element(s) outside <agent> were ignored, the first <{}>", count, name),
+            );
+            self.push_problem(p);
+        }
+    }
+
+    pub(super) fn walk(&mut self) {
+        // Node handles borrow the tree, and reading an instruction appends to the tree's text
+        // arena (joined lists and logs), so the walk goes by node ids.
+        let scope = self.scope;
+        let mut next = self.tree.node(scope).and_then(|s| s.first_child()).map(|n| n.id());
+        while let Some(id) = next {
+            let descend = self.visit(id);
+            let Some(n) = self.tree.node(id) else { break };
+            next = if descend { n.first_child().map(|c| c.id()) } else { None };
+            if next.is_none() {
+                next = after_in_scope(n, scope);
+            }
+        }
+    }
+
+    /// Reads the node `id`; returns whether to walk into it.
+    pub(super) fn visit(&mut self, id: u32) -> bool {
+        let Some(n) = self.tree.node(id) else { return false };
+        if !n.is_element() {
+            return false;
+        }
+        let name = n.name();
+        let at = n.offset();
+        let parent = n.parent().map(|p| p.id()).unwrap_or(0);
+        let is = |c: &str| same_name(c, name);
+        let kj = KJXLKJ.iter().position(|k| is(k));
+        if is("next_state") || is("state") {
+            self.single(id, What::NextState);
+        } else if is("think_log") || is("thinking_log") {
+            self.single(id, What::ThinkLog);
+        } else if is("evaluation_log") {
+            self.single(id, What::EvaluationLog);
+        } else if is("action") {
+            self.action(id, false);
+        } else if is("thinking") {
+            self.joined(id, What::ThinkLog);
+        } else if is("evaluation") {
+            self.joined(id, What::EvaluationLog);
+        } else if is("paging") {
+            self.paging(id);
+        } else if is("move_to_disk") || is("retrieve_from_disk") || is("archive_old") {
+            self.directive(id);
+        } else if let Some(k) = kj {
+            self.kjxlkj(id, k);
+        } else if is("type") {
+            if parent != self.unwrapped {
+                self.unwrapped = parent;
+                self.problem(
+                    ProblemCode::ActionWithoutWrapper,
+                    Some(at),
+                    format_args!("<type> outside an <action>: it and its siblings were read as one action"),
+                );
+                self.action(parent, true);
+            }
+        } else if FIELD_NAMES.iter().any(|f| is(f)) || is("think") {
+            // Fields of an action met elsewhere (read with their action, if any).
+        } else {
+            return true;
+        }
+        false
+    }
+}
+
+/// Decodes entities in place (decoding never lengthens text, so writes stay behind reads).
+/// The result is UTF-8 if the input was: whole characters are copied or produced.
+fn decode_in_place(b: &mut Vec<u8>) {
+    let (mut r, mut w) = (0, 0);
+    let n = b.len();
+    while r < n {
+        let entity =
+            if b.get(r) == Some(&b'&') { b.get(r..).and_then(crate::tag::syntax::decode_entity) } else { None };
+        match entity {
+            Some((c, used)) => {
+                let mut tmp = [0u8; 4];
+                let enc = c.encode_utf8(&mut tmp).as_bytes();
+                if let Some(dst) = b.get_mut(w..w + enc.len()) {
+                    dst.copy_from_slice(enc);
+                }
+                w += enc.len();
+                r += used;
+            }
+            None => {
+                let byte = b.get(r).copied().unwrap_or(b' ');
+                if let Some(dst) = b.get_mut(w) {
+                    *dst = byte;
+                }
+                w += 1;
+                r += 1;
+            }
+        }
+    }
+    b.truncate(w);
+}
+
+/// The node after `n`'s subtree in a walk limited to `scope`'s subtree.
+fn after_in_scope(n: Node<'_>, scope: u32) -> Option<u32> {
+    let mut cur = n;
+    loop {
+        if cur.id() == scope {
+            return None;
+        }
+        if let Some(s) = cur.next_sibling() {
+            return Some(s.id());
+        }
+        cur = cur.parent()?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reply::instruction::ActionKind;
+
+    #[test]
+    fn offsets_point_into_the_original_reply() {
+        let reply = "<think>a <b> c</think>\n<agent><action><type>bad</type></action></agent>";
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        let p = it.problems()[0];
+        assert_eq!(p.code, ProblemCode::UnknownAction);
+        assert_eq!(p.offset, Some(reply.find("<action>").unwrap() as u32));
+        let ok = "<think>x</think><agent><next_state>thinking</next_state></agent>";
+        let it = r.read(ok.as_bytes(), 1);
+        assert_eq!(it.offsets().next(), Some(ok.find("<next_state>").unwrap() as u32));
+    }
+
+    #[test]
+    fn accessors_and_caps() {
+        let mut r = Reader::new();
+        let reply = b"<agent><state>evaluating</state><think_log>t</think_log><evaluation_log>e</evaluation_log>\
+            <action><type>storage_load</type><tags>a</tags></action><action><type>storage_load</type><tags>b</tags></action></agent>";
+        let it = r.read(reply, 0);
+        assert_eq!((it.next_state(), it.think_log(), it.evaluation_log()), (Some("evaluating"), Some("t"), Some("e")));
+        assert_eq!((it.actions().count(), it.actions_found()), (0, 2));
+        assert_eq!(it.problems()[0].code, ProblemCode::TooManyActions);
+        let it = r.read(reply, 5);
+        let tags: Vec<_> = it.actions().map(|a| a.tags).collect();
+        assert_eq!(tags, ["a", "b"]);
+        assert!(!it.has_errors());
+        assert_eq!(r.last().len(), 5);
+    }
+
+    #[test]
+    fn era_a_kinds() {
+        assert_eq!(era_a_kind("working_memory", "store"), Some(ActionKind::WorkingMemoryAdd));
+        assert_eq!(era_a_kind("disk_storage", "store"), Some(ActionKind::StorageSave));
+        assert_eq!(era_a_kind("disk_storage", "Retrieve"), Some(ActionKind::StorageLoad));
+        assert_eq!(era_a_kind("", "search"), Some(ActionKind::StorageSearch));
+        assert_eq!(era_a_kind("context", "delete"), Some(ActionKind::WorkingMemoryRemove));
+        assert_eq!(era_a_kind("", "move_to_disk"), Some(ActionKind::PageOut));
+        assert_eq!(era_a_kind("x", "compress"), None);
+    }
+
+    #[test]
+    fn problems_past_the_cap_are_counted() {
+        let mut reply = String::from("<agent>");
+        for _ in 0..40 {
+            reply.push_str("<action><type>nope</type></action>");
+        }
+        reply.push_str("</agent>");
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        assert_eq!(it.problems().len(), crate::limits::REPLY_MAX_PROBLEMS);
+        assert_eq!(it.problems_dropped() as usize, 40 - crate::limits::REPLY_MAX_PROBLEMS);
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn record_sizes_match_limits_docs() {
+        // limits.rs: REPLY_MAX_INSTRUCTIONS at 72 bytes each, REPLY_MAX_PROBLEMS at about 180.
+        assert_eq!(core::mem::size_of::<super::Stored>(), 72);
+        assert!(core::mem::size_of::<crate::reply::problem::Problem>() <= 184);
+    }
+}
