@@ -231,6 +231,62 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The files named `inbox.bad-*` in `dir`, with their contents.
+    fn bad_files(dir: &Path) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("inbox.bad-"))
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn bad_lines_are_set_aside_and_good_ones_taken() {
+        let dir = temp_dir("d");
+        let taken = "{\"time\":1,\"text\":\"one\"}\n{\"time\":2,\"te\n{\"time\":3}\n\n{\"time\":4,\"text\":\"two\"}\n";
+        std::fs::write(dir.join("inbox.taken"), taken).unwrap();
+        send(&dir, "three", 5).unwrap();
+        let mut inbox = Inbox::new(&dir);
+        let mut out = FixedBuf::with_capacity("t", INBOX_MAX_BYTES);
+        assert!(inbox.take(&mut out).unwrap());
+        assert_eq!(out.as_str().unwrap(), "one\n\ntwo");
+        let bad = bad_files(&dir);
+        assert_eq!(bad.len(), 1, "{:?}", bad);
+        assert_eq!(bad[0].1, "{\"time\":2,\"te\n{\"time\":3}\n");
+        // Moved, not copied: taking again (as after a crash before `done`) sets nothing aside twice.
+        let mut again = Inbox::new(&dir);
+        assert!(again.take(&mut out).unwrap());
+        assert_eq!(out.as_str().unwrap(), "one\n\ntwo");
+        assert_eq!(bad_files(&dir), bad);
+        again.done().unwrap();
+        assert!(again.take(&mut out).unwrap());
+        assert_eq!(out.as_str().unwrap(), "three");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_inbox_of_bad_lines_only_does_not_jam() {
+        let dir = temp_dir("e");
+        std::fs::write(dir.join("inbox.taken"), "not json\n").unwrap();
+        send(&dir, "waiting", 5).unwrap();
+        let mut inbox = Inbox::new(&dir);
+        let mut out = FixedBuf::with_capacity("t", INBOX_MAX_BYTES);
+        assert!(inbox.take(&mut out).unwrap(), "the waiting message is taken in the same call");
+        assert_eq!(out.as_str().unwrap(), "waiting");
+        assert_eq!(bad_files(&dir).iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(), ["not json\n"]);
+        inbox.done().unwrap();
+        // Bad lines only and nothing waiting: set aside, nothing taken, nothing left behind.
+        std::fs::write(dir.join("inbox.taken"), "{\"text\":7}\n").unwrap();
+        assert!(!inbox.take(&mut out).unwrap());
+        assert!(!dir.join("inbox.taken").exists());
+        let all: String = bad_files(&dir).into_iter().map(|(_, t)| t).collect();
+        assert!(all.contains("not json\n") && all.contains("{\"text\":7}\n"), "{}", all);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn torn_line_is_skipped_and_empty_message_refused() {
         let dir = temp_dir("b");
