@@ -31,8 +31,14 @@ pub const JSON_MAX_DEPTH: usize = 512;
 /// calls against memory. Cost: this many bytes, once, for the `json` subcommand.
 pub const JSON_CLI_CHUNK_BYTES: usize = 64 * 1024;
 
-/// Output buffer of `lkjagent json` in front of stdout. Cost: this many bytes, once.
-pub const JSON_CLI_OUTPUT_BYTES: usize = 64 * 1024;
+/// Most bytes `lkjagent json` prints. The formatted document is held in a buffer of this size
+/// and printed only once the whole input is known valid (so an invalid input prints nothing);
+/// a document whose output would be larger is a `CAPACITY_EXCEEDED` error and prints nothing.
+/// Compact output is at most the input's size plus a newline, so this is also the largest
+/// input compact formatting accepts; pretty output adds indentation. Cost: this much address
+/// space, reserved once for the `json` subcommand; memory is used only as output is written
+/// (the pages of an untouched reservation are never faulted in).
+pub const JSON_CLI_MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Arena size of one parsed JSON node ([`crate::json::Document`]): kind, key span, text span or
 /// child count, subtree end. A document's footprint is `JSON_NODE_BYTES * max_nodes +

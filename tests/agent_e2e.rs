@@ -1069,6 +1069,97 @@ fn send_to_a_running_agent() {
     assert!(prompts[1].contains("Please add quince."), "{}", prompts[1]);
 }
 
+/// A line of `inbox.taken` that is not a message (a torn `send`, then a crash) used to jam the
+/// inbox for good: a warning every cycle, no message taken again. It is set aside in
+/// `inbox.bad-<unix seconds>` with one warning naming that file, and the waiting message is the
+/// first cycle's user_request.
+#[test]
+fn a_bad_inbox_line_is_set_aside_and_the_inbox_works_on() {
+    let server = LlmServer::start(
+        vec![think("commanding", "Got the request."), think("commanding", "Working on it.")],
+        evaluate("used up"),
+    );
+    let d = TempDir::new("inbox-bad");
+    write_config(d.path(), &server.endpoint(), |_| {});
+    write_memory(d.path(), "thinking", &[]);
+    let torn = "{\"time\":1,\"text\":\"half a mess";
+    std::fs::write(d.path().join("inbox.taken"), format!("{}\n", torn)).unwrap();
+    let sent = lkjagent(d.path(), &["send", "Please add quince."]).output().unwrap();
+    assert!(sent.status.success(), "send: {}", String::from_utf8_lossy(&sent.stderr));
+
+    let o = lkjagent(d.path(), &["run", "--max-iterations", "2"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "run: {:?}\n{}", o.status, err);
+    let prompts = server.prompts();
+    assert_eq!(prompts.len(), 2, "{}", err);
+    assert!(prompts[0].contains("Please add quince."), "not taken in the first cycle: {}", prompts[0]);
+    assert_eq!(prompts[1].matches("Please add quince.").count(), 1);
+
+    // Set aside where the user finds it, byte for byte, with one warning that names the file.
+    let bad: Vec<PathBuf> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("inbox.bad-"))
+        .collect();
+    assert_eq!(bad.len(), 1, "one inbox.bad-<seconds> file expected: {:?}\n{}", bad, err);
+    assert_eq!(std::fs::read_to_string(&bad[0]).unwrap(), format!("{}\n", torn));
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("inbox")).collect();
+    assert_eq!(warnings.len(), 1, "one warning about the inbox expected:\n{}", err);
+    let name = bad[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(warnings[0].contains("\"warning\"") && warnings[0].contains(&name), "{}", warnings[0]);
+    assert!(!d.path().join("inbox.taken").exists() && !d.path().join("inbox").exists());
+}
+
+/// A `logs` entry that is not a usable directory is named, with what to do: a dangling
+/// symbolic link used to be refused as "cannot create .../exchange-<run>/start: File exists"
+/// (or ".../logs: File exists" without the exchange log). A link to a directory is used.
+#[test]
+fn a_logs_entry_that_is_no_directory_is_named_with_what_to_do() {
+    let d = TempDir::new("logs-link");
+    write_config(d.path(), "http://127.0.0.1:9/v1/chat/completions", |c| {
+        set(c, "\"provider\": \"openai\"", "\"provider\": \"replay\", \"replay_path\": \"demo.jsonl\"")
+    });
+    std::fs::write(d.path().join("demo.jsonl"), shipped("demo.jsonl")).unwrap();
+    std::fs::write(d.path().join("memory.json"), shipped("memory.json")).unwrap();
+    let logs = d.path().join("logs");
+    let target = d.path().join("elsewhere");
+    std::os::unix::fs::symlink(&target, &logs).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--max-iterations", "1"];
+        args.extend_from_slice(extra);
+        let o = lkjagent(d.path(), &args).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    for extra in [&[][..], &["--exchange-log"][..]] {
+        let (code, err) = run(extra);
+        assert_eq!(code, Some(1), "{:?}: {}", extra, err);
+        let says = format!("{} is a symbolic link to {}, which does not exist", logs.display(), target.display());
+        assert!(err.contains(&says), "{:?}: want '{}' in\n{}", extra, says, err);
+        assert!(err.contains("remove the link or point it at a directory"), "{:?}: {}", extra, err);
+        assert!(!err.contains("File exists"), "{:?}: {}", extra, err);
+    }
+
+    // A plain file there is named too.
+    std::fs::remove_file(&logs).unwrap();
+    std::fs::write(&logs, "not a directory").unwrap();
+    let (code, err) = run(&["--exchange-log"]);
+    assert_eq!(code, Some(1), "{}", err);
+    assert!(err.contains(&format!("{} is a file, not a directory", logs.display())), "{}", err);
+    assert!(err.contains("move it away"), "{}", err);
+
+    // A link to a directory is used as the logs directory.
+    std::fs::remove_file(&logs).unwrap();
+    std::os::unix::fs::symlink(&target, &logs).unwrap();
+    std::fs::create_dir(&target).unwrap();
+    let (code, err) = run(&["--exchange-log"]);
+    assert_eq!(code, Some(0), "{}", err);
+    assert!(target.join("audit.jsonl").is_file(), "{}", err);
+    let exchanges = std::fs::read_dir(&target)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("exchange-"));
+    assert_eq!(exchanges.count(), 1);
+}
+
 /// The audit log: one JSON line per cycle whose prompt SHA-256 and size are those of the
 /// prompt the server received, with the actions and their results, and the error of a failed
 /// cycle.

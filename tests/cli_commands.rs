@@ -101,3 +101,41 @@ fn every_command_has_help() {
         assert!(stdout(&o).contains(&format!("usage: lkjagent [--data DIR] {cmd}")), "{cmd}: {}", stdout(&o));
     }
 }
+
+/// One damaged store record is one finding: `check` names it once on stderr (with its byte
+/// offset) and counts it once on its store.log line, wherever the record is in the log. (Issue
+/// 15 reported six copies of one warning; this pins the one-copy behaviour.)
+#[test]
+fn check_reports_a_damaged_record_once() {
+    let d = Dir::shipped("damaged");
+    let data = d.0.to_str().unwrap();
+    let doc = br#"{"storage": {"fruit,apple": "A red fruit.", "fruit,pear": "A green fruit.", "veg,leek": "A long vegetable.", "nut,walnut": "Hard shell."}}"#;
+    let o = lkjagent(&["--data", data, "memory", "import", "-"], None, doc);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = d.0.join("store.log");
+    let good = std::fs::read(&log).unwrap();
+    let starts: Vec<usize> =
+        std::iter::once(0).chain(good.iter().enumerate().filter(|(_, &b)| b == b'\n').map(|(i, _)| i + 1)).collect();
+    // Every record but the header and the last (a damaged last record reads as an unfinished
+    // tail); one byte flipped inside its JSON.
+    for w in starts.windows(2).skip(1).take(starts.len().saturating_sub(4)) {
+        let (at, end) = (w[0], w[1]);
+        let mut bytes = good.clone();
+        bytes[at + (end - at) / 2] ^= 0x01;
+        std::fs::write(&log, &bytes).unwrap();
+        let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+        let named: Vec<&str> = err.lines().filter(|l| l.contains("damaged record")).collect();
+        assert_eq!(named.len(), 1, "record at byte {at}:\n{err}");
+        assert!(named[0].contains(&format!("at byte {at}:")), "{}", named[0]);
+        let mut lines: Vec<&str> = err.lines().collect();
+        lines.sort_unstable();
+        lines.dedup();
+        assert_eq!(lines.len(), err.lines().count(), "a warning printed twice:\n{err}");
+        assert_eq!(out.matches("store.log").count(), 1, "{out}");
+        assert!(out.contains("FAIL store.log: ") && out.contains(" 1 damaged records"), "{out}");
+    }
+    std::fs::write(&log, &good).unwrap();
+}

@@ -113,6 +113,49 @@ fn invalid_file_prints_nothing_and_the_error_with_offset() {
     assert!(msg.contains("at byte 12 (line 1, column 13): expected a value after ','"), "{}", msg);
 }
 
+/// Nothing reaches stdout unless the whole input is valid, whatever the input is: a file,
+/// stdin, or a path that names a pipe. (`["` used to be printed before the error for an
+/// encoded surrogate, so `lkjagent json in.json --pretty > out.json` left a half file.)
+#[test]
+fn invalid_input_prints_nothing_from_a_file_stdin_or_a_pipe() {
+    let dir = TempDir::new();
+    for bad in [&b"[\"\xed\xa0\x80\"]"[..], b"{\"a\": [1, 2, {\"b\": null}", b"[1, 2] 3", b"[\"ok\", \"\x80\"]"] {
+        let f = dir.file("in.json", bad);
+        for pretty in [false, true] {
+            let p: &[&str] = if pretty { &["--pretty"] } else { &[] };
+            for (path, stdin) in [(f.as_str(), None), ("-", Some(bad)), ("/dev/stdin", Some(bad))] {
+                let mut args = vec!["json", path];
+                args.extend_from_slice(p);
+                let out = run(&args, stdin);
+                let what = format!("{:?} {} {:?}", String::from_utf8_lossy(bad), path, p);
+                assert_eq!(out.status.code(), Some(1), "{}", what);
+                assert!(out.stdout.is_empty(), "{}: printed {:?}", what, text(&out.stdout));
+                error_line(&out, "JSON_INVALID");
+            }
+        }
+    }
+}
+
+/// The output is held until the input is known valid, so it is bounded
+/// (limits::JSON_CLI_MAX_OUTPUT_BYTES): a document whose output would pass it is a clear
+/// error, and nothing is printed. Here 70,000 numbers 500 levels deep: 140 KB in, about 70 MB
+/// pretty.
+#[test]
+fn output_past_its_limit_is_an_error_and_prints_nothing() {
+    let mut doc = "[".repeat(500);
+    doc.push_str(&vec!["0"; 70_000].join(","));
+    doc.push_str(&"]".repeat(500));
+    let out = run(&["json", "-", "--pretty"], Some(doc.as_bytes()));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "printed {} bytes", out.stdout.len());
+    let msg = error_line(&out, "CAPACITY_EXCEEDED");
+    assert!(msg.contains("JSON_CLI_MAX_OUTPUT_BYTES") && msg.contains("<stdin>"), "{}", msg);
+    // Compact, the same document is small and printed whole.
+    let out = run(&["json", "-"], Some(doc.as_bytes()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), format!("{}\n", doc));
+}
+
 #[test]
 fn invalid_stdin_is_exit_1() {
     let out = run(&["json", "-"], Some(b"[\"\\uD800\"]"));

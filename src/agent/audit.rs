@@ -64,6 +64,38 @@ pub struct CycleRecord<'a> {
     pub error: Option<Code>,
 }
 
+/// `logs/` of data directory `dir`, created if needed. A link to a directory is followed. An
+/// entry there that is not a directory (a symbolic link whose target is missing, a file) is an
+/// `IO` error that names it and says what to do: creating the directory fails on it with a
+/// bare "File exists", which names neither.
+pub fn logs_dir(dir: &Path) -> Result<PathBuf> {
+    let logs = dir.join("logs");
+    let Err(e) = std::fs::create_dir_all(&logs) else { return Ok(logs) };
+    match std::fs::symlink_metadata(&logs) {
+        Ok(m) if m.file_type().is_symlink() => match (std::fs::read_link(&logs), std::fs::metadata(&logs)) {
+            (Ok(target), Err(t)) if t.kind() == std::io::ErrorKind::NotFound => bail!(
+                Io,
+                "{} is a symbolic link to {}, which does not exist; remove the link or point it at a directory",
+                logs.display(),
+                target.display()
+            ),
+            (Ok(target), Ok(t)) if !t.is_dir() => bail!(
+                Io,
+                "{} is a symbolic link to {}, which is not a directory; remove the link or point it at a directory",
+                logs.display(),
+                target.display()
+            ),
+            _ => bail!(Io, "cannot create {} (a symbolic link): {}", logs.display(), e),
+        },
+        Ok(m) if !m.is_dir() => bail!(
+            Io,
+            "{} is a file, not a directory; move it away so the agent can create its logs directory there",
+            logs.display()
+        ),
+        _ => bail!(Io, "cannot create {}: {}", logs.display(), e),
+    }
+}
+
 /// The audit log file and its line buffer (reserved once).
 pub struct AuditLog {
     path: PathBuf,
@@ -82,8 +114,7 @@ impl AuditLog {
 
     /// Opens the audit log with another size cap (tests use a small one).
     pub fn open_capped(dir: &Path, cap: u64) -> Result<AuditLog> {
-        let logs = dir.join("logs");
-        std::fs::create_dir_all(&logs).map_err(|e| err!(Io, "cannot create {}: {}", logs.display(), e))?;
+        let logs = logs_dir(dir)?;
         let path = logs.join("audit.jsonl");
         let mut log = AuditLog {
             old: logs.join("audit.jsonl.1"),

@@ -59,7 +59,7 @@ impl ExchangeLog {
     /// Starts the exchange log of run `run` in data directory `data`, copying the starting
     /// `memory.json` and store log.
     pub fn start(data: &Path, run: &str, opened_at: u64) -> Result<ExchangeLog> {
-        let dir = data.join("logs").join(format!("exchange-{}", run));
+        let dir = super::audit::logs_dir(data)?.join(format!("exchange-{}", run));
         let start = dir.join("start");
         std::fs::create_dir_all(&start).map_err(|e| err!(Io, "cannot create {}: {}", start.display(), e))?;
         let clock = dir.join(OPENED_AT_FILE);

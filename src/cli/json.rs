@@ -1,20 +1,21 @@
 //! `lkjagent json FILE [--pretty]`: validate and print a JSON document; a JSON checker and
 //! formatter for air-gapped machines with no `jq` or Python.
 //!
-//! The file is read in [`JSON_CLI_CHUNK_BYTES`] slices and fed to the streaming parser, whose
-//! events go straight to a [`Writer`] on a buffered stdout, so a document of any size is
-//! formatted in bounded memory (no arena: the document is never held whole).
-//!
-//! A regular file is read twice: once to validate, once to print. So an invalid file prints
-//! nothing on stdout, only the error line on stderr (exit 1). Standard input (`-`) and other
-//! streams (a pipe such as `<(cmd)` or `/dev/stdin`) cannot be read twice; they are printed as
-//! they are read, and if they turn out invalid the output so far stays on stdout, cut short,
-//! and the error line and exit status say so.
+//! The input is read in [`JSON_CLI_CHUNK_BYTES`] slices and fed to the streaming parser, whose
+//! events go to a [`Writer`] into an output buffer of at most [`JSON_CLI_MAX_OUTPUT_BYTES`]
+//! (no arena: the document is never held parsed). The buffer reaches stdout only once the
+//! parser has read the whole input and found it valid, so an invalid input prints nothing on
+//! stdout, only the error line on stderr (exit 1), whether it is a file, standard input (`-`)
+//! or another stream (a pipe such as `<(cmd)` or `/dev/stdin`). Validation and printing are
+//! one pass over the same bytes: a file that changes while it is read cannot pass one and fail
+//! the other. An output that would pass the limit is a `CAPACITY_EXCEEDED` error, and prints
+//! nothing either.
 
 use super::args::Args;
-use crate::error::{Error, Result};
-use crate::json::{Handler, Parser, Validate, Writer};
-use crate::limits::{JSON_CLI_CHUNK_BYTES, JSON_CLI_OUTPUT_BYTES};
+use crate::error::Result;
+use crate::fixed::FixedBuf;
+use crate::json::{Handler, Parser, Writer};
+use crate::limits::{JSON_CLI_CHUNK_BYTES, JSON_CLI_MAX_OUTPUT_BYTES};
 use core::fmt;
 use std::io::{self, Read, Write};
 
@@ -25,8 +26,10 @@ usage: lkjagent json FILE [--pretty]
        lkjagent json - [--pretty]      (read standard input)
 
 Prints the document compact (no whitespace), or with --pretty indented by two spaces, and
-exits 0. Invalid JSON prints one error line on stderr with the byte offset, line and column,
-and what was expected there, and exits 1. Documents of any size are handled in bounded memory.
+exits 0. Invalid JSON prints nothing on stdout and one error line on stderr with the byte
+offset, line and column, and what was expected there, and exits 1. The output is held until
+the whole input is known valid, so it is bounded: past 64 MiB it is an error (exit 1) and
+nothing is printed.
 
 options:
   --pretty      indent the output
@@ -46,22 +49,19 @@ pub fn run(mut args: Args) -> Result<i32> {
         bail!(Usage, "'lkjagent json' needs a FILE (or '-' for stdin); see 'lkjagent json --help'");
     };
     let mut chunk = vec![0u8; JSON_CLI_CHUNK_BYTES];
+    let mut out = FixedBuf::with_capacity("json output (limits::JSON_CLI_MAX_OUTPUT_BYTES)", JSON_CLI_MAX_OUTPUT_BYTES);
     let res = if path == "-" {
-        format(&mut io::stdin().lock(), &mut chunk, pretty)
-    } else if std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
-        two_pass(&path, &mut chunk, pretty)
+        format(&mut io::stdin().lock(), &mut chunk, &mut out, pretty)
     } else {
-        open(&path).and_then(|mut f| format(&mut f, &mut chunk, pretty))
+        open(&path).and_then(|mut f| format(&mut f, &mut chunk, &mut out, pretty))
     };
     res.map_err(|e| e.context(format_args!("{}", if path == "-" { "<stdin>" } else { &path })))?;
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_all(out.as_slice())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| err!(Io, "cannot write to stdout: {}", e))?;
     Ok(super::EXIT_OK)
-}
-
-/// Validates the file, then prints it: nothing reaches stdout for an invalid file.
-fn two_pass(path: &str, chunk: &mut [u8], pretty: bool) -> Result<()> {
-    let mut parser = Parser::new();
-    feed_all(&mut open(path)?, chunk, &mut parser, &mut Validate)?;
-    format(&mut open(path)?, chunk, pretty)
 }
 
 fn open(path: &str) -> Result<std::fs::File> {
@@ -82,39 +82,40 @@ fn feed_all<H: Handler + ?Sized>(input: &mut dyn Read, chunk: &mut [u8], parser:
     parser.finish(h)
 }
 
-/// Parses `input` and prints it, compact or pretty, followed by a newline.
-fn format(input: &mut dyn Read, chunk: &mut [u8], pretty: bool) -> Result<()> {
-    let stdout = io::stdout();
-    let mut sink = IoSink { out: io::BufWriter::with_capacity(JSON_CLI_OUTPUT_BYTES, stdout.lock()), error: None };
+/// Parses `input` and formats it into `out`, compact or pretty, followed by a newline. `out`
+/// holds a valid document only if this returns `Ok`.
+fn format(input: &mut dyn Read, chunk: &mut [u8], out: &mut FixedBuf, pretty: bool) -> Result<()> {
+    let mut sink = Sink { out, full: false };
     let res = {
         let mut w = if pretty { Writer::pretty(&mut sink) } else { Writer::compact(&mut sink) };
         let mut parser = Parser::new();
         feed_all(input, chunk, &mut parser, &mut w)
     };
-    let res = res.and_then(|()| sink.out.write_all(b"\n").map_err(write_error));
-    // Whatever was printed is flushed, even before an error.
-    let flushed = sink.out.flush().map_err(write_error);
-    match sink.error.take() {
-        // The writer reports a failed write as a full buffer; the I/O error says what happened.
-        Some(e) => Err(write_error(e)),
-        None => res.and(flushed),
+    if res.is_ok() {
+        let _ = fmt::Write::write_str(&mut sink, "\n"); // a refusal sets `full`
     }
+    if sink.full {
+        bail!(
+            CapacityExceeded,
+            "the formatted output passes {} MiB (limits::JSON_CLI_MAX_OUTPUT_BYTES), so nothing was printed; \
+             try without --pretty, or split the document",
+            JSON_CLI_MAX_OUTPUT_BYTES >> 20
+        );
+    }
+    res
 }
 
-fn write_error(e: io::Error) -> Error {
-    err!(Io, "cannot write to stdout: {}", e)
+/// The output buffer as the writer's sink, remembering that it refused a write (the writer
+/// reports any refusal as a full buffer; this says it was this one).
+struct Sink<'a> {
+    out: &'a mut FixedBuf,
+    full: bool,
 }
 
-/// A `fmt::Write` onto an `io::Write` that keeps the I/O error (`fmt::Error` cannot carry it).
-struct IoSink<W: Write> {
-    out: W,
-    error: Option<io::Error>,
-}
-
-impl<W: Write> fmt::Write for IoSink<W> {
+impl fmt::Write for Sink<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.out.write_all(s.as_bytes()).map_err(|e| {
-            self.error = Some(e);
+        self.out.push_str(s).map_err(|_| {
+            self.full = true;
             fmt::Error
         })
     }
