@@ -237,3 +237,24 @@ fn memory_and_store_damage_is_reported_and_left_in_place() {
     assert!(line(&out, "store.log").starts_with("FAIL store.log: its first line is not"), "{out}");
     assert_eq!(std::fs::read(&log).unwrap(), b"hello\n");
 }
+
+#[test]
+fn damage_inside_what_the_checkpoint_covers_is_found() {
+    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    let mut s = Store::open(&d.0).unwrap();
+    for i in 0..50 {
+        s.put(&normalize(&format!("entry,e{i}")).unwrap(), &format!("value number {i}"), 1).unwrap();
+    }
+    // A clean stop: the checkpoint covers the whole log.
+    s.close().unwrap();
+    assert!(d.0.join("store.ckpt").exists());
+    let log = d.0.join("store.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let at = bytes.windows(15).position(|w| w == b"value number 10").unwrap();
+    bytes[at] = b'V';
+    std::fs::write(&log, &bytes).unwrap();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(1), "{out}");
+    assert!(line(&out, "store.log").starts_with("FAIL store.log: 49 entries, "), "{out}");
+    assert!(line(&out, "store.log").contains("1 damaged records"), "{out}");
+}

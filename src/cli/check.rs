@@ -20,7 +20,7 @@
 
 use super::args::Args;
 use super::memory::{read_memory, MemoryRead};
-use super::util::{open_store_read_only, say, write_all, StoreRead};
+use super::util::{open_store_read_only_with, say, write_all, StoreRead};
 use crate::agent::config::{self, Config};
 use crate::agent::segments;
 use crate::error::{Code, Result};
@@ -234,7 +234,7 @@ fn check_memory(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Res
 }
 
 fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
-    match open_store_read_only(data) {
+    match open_store_read_only_with(data, true) {
         Ok(StoreRead::Absent) => r.ok("store.log", format_args!("none yet (the agent creates it)")),
         Ok(StoreRead::NotOpened { why, damaged: false }) => r.skip("store.log", format_args!("not read now: {}", why)),
         Ok(StoreRead::NotOpened { why, damaged: true }) => r.fail("store.log", Worst::Failure, format_args!("{}", why)),

@@ -37,6 +37,12 @@ pub enum StoreRead {
 /// log, which a compaction replaces in one rename. Before opening, the first line is checked to
 /// be this format's header, so a foreign file is reported as damaged rather than as an error.
 pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
+    open_store_read_only_with(data, false)
+}
+
+/// [`open_store_read_only`]; with `whole_log`, every record of the log is read and checked
+/// and the checkpoint is not used (for `check`).
+pub fn open_store_read_only_with(data: &Path, whole_log: bool) -> Result<StoreRead> {
     let path = data.join(LOG_NAME);
     let meta = match fs::metadata(&path) {
         Ok(m) => m,
@@ -69,7 +75,13 @@ pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
         return Ok(StoreRead::NotOpened { why, damaged: true });
     }
     drop(f);
-    Ok(StoreRead::Open(Box::new(Store::open_read_only_with_capacity(data, store_capacity(data))?)))
+    let capacity = store_capacity(data);
+    let store = if whole_log {
+        Store::open_read_only_whole_log(data, capacity)?
+    } else {
+        Store::open_read_only_with_capacity(data, capacity)?
+    };
+    Ok(StoreRead::Open(Box::new(store)))
 }
 
 /// `memory.store_capacity` from the data directory's `config.json`, or the default when the

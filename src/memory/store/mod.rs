@@ -190,6 +190,8 @@ pub struct Store {
     replayed_bytes: u64,
     /// Log length the last checkpoint covers (0: none).
     checkpointed: u64,
+    /// Read the whole log, never the checkpoint.
+    whole_log: bool,
     wbuf: FixedBuf,
     rbuf: Vec<u8>,
     vbuf: String,
@@ -244,6 +246,17 @@ impl Store {
         Ok(s)
     }
 
+    /// [`Store::open_read_only_with_capacity`] that reads and checks every record of the log
+    /// and ignores the checkpoint (`lkjagent check`: damage inside the part of the log a
+    /// checkpoint covers is found only this way, or when that record is read).
+    pub fn open_read_only_whole_log(dir: &Path, entries: usize) -> Result<Store> {
+        let log = LogFile::open_read_only(&dir.join(LOG_NAME))?;
+        let mut s = Store::with(dir, log, entries);
+        s.whole_log = true;
+        s.open_index()?;
+        Ok(s)
+    }
+
     /// [`Store::open_read_only_with_capacity`] with the default capacity.
     pub fn open_read_only(dir: &Path) -> Result<Store> {
         Store::open_read_only_with_capacity(dir, STORE_DEFAULT_ENTRIES)
@@ -269,6 +282,7 @@ impl Store {
             from_checkpoint: false,
             replayed_bytes: 0,
             checkpointed: 0,
+            whole_log: false,
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),

@@ -53,7 +53,8 @@ impl Store {
             return self.move_aside_and_start_fresh();
         };
         let mut from = header_end;
-        match checkpoint::read(self, file_len) {
+        let found = if self.whole_log { Ok(None) } else { checkpoint::read(self, file_len) };
+        match found {
             Ok(Some(covered)) => {
                 from = covered;
                 self.from_checkpoint = true;
