@@ -16,6 +16,7 @@ pub mod exchange;
 pub mod inbox;
 pub mod lock;
 pub mod logs;
+pub mod model;
 pub mod prompts;
 pub mod segments;
 pub mod settings;

@@ -1,0 +1,322 @@
+//! Step 4 of the cycle: the reply read and carried out. An invalid reply gets feedback (and,
+//! after too many in a row, a pause and `thinking`); a usable one has its logs kept, its
+//! actions applied (an action identical to the previous cycle's is refused), and the next
+//! state chosen (see the engine's module documentation for the state machine).
+
+use super::{hex64, itoa, meta, Agent, Cycle, PINNED_KEYS};
+use crate::agent::actions::{self, ActionResult, ActionScratch};
+use crate::agent::config::Config;
+use crate::agent::constrain::Constrainer;
+use crate::agent::logs;
+use crate::agent::settings::{canonical_state, LogSettings};
+use crate::error::{Code, Error, Result};
+use crate::fixed::{ArrayVec, FixedBuf};
+use crate::limits::ACTIONS_PER_CYCLE_MAX;
+use crate::llm::{self, Outcome};
+use crate::memory::file::MemoryFile;
+use crate::memory::key::normalize;
+use crate::memory::store::Store;
+use crate::reply::{ActionKind, Instruction, Interpretation};
+use core::fmt::Write as _;
+use std::time::Duration;
+
+impl Agent {
+    /// Step 4: carries out the reply, or notes why there is none. A `replay` script that is
+    /// used up ends the run with nothing done this cycle.
+    pub(super) fn carry_out(&mut self, c: &mut Cycle, outcome: Result<()>) -> Result<()> {
+        self.results.clear();
+        match outcome {
+            Ok(()) => {
+                self.apply_reply(c)?;
+                // In `paging`, a model that did not page (an invalid reply included) is helped:
+                // the agent pages out itself, so an oversized prompt never lasts a second cycle.
+                if c.state_asked.as_str() == "paging" && !c.report.model_paged {
+                    c.report.paged_out += self.build_prompt_fitting(c.now)?;
+                    let target = self.paging_target();
+                    c.report.paged_out += self.fit(0, target, c.now)?;
+                }
+            }
+            Err(e) if self.model.ended(&e) => {
+                self.memory.state = c.state_at_start;
+                c.report.finished = true;
+            }
+            Err(e) => {
+                // A stop asked for by the user is not an error to report later in `status`.
+                if e.code() != Code::Interrupted {
+                    self.note_error(&e)?;
+                }
+                c.report.error = Some(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the reply and carries it out; fills the usage, invalid-reply and problem fields
+    /// of the report.
+    fn apply_reply(&mut self, c: &mut Cycle) -> Result<()> {
+        let usage = self.reply.usage;
+        if let Some((p, _)) = usage {
+            // Calibrate the estimate: never more optimistic than the server's own count.
+            if p > 0 {
+                let observed = self.prompt.len() as f64 / p as f64;
+                if observed < self.bytes_per_token {
+                    self.bytes_per_token = observed.max(1.0);
+                }
+            }
+        }
+        let content = self.reply.content.as_str().unwrap_or("");
+        let it = self.reader.read(content.as_bytes(), self.config.agent.max_actions_per_cycle);
+        c.report.usage = usage;
+        c.report.cached_tokens = self.reply.cached;
+        c.report.hit_max_tokens = self.reply.finish == llm::FinishReason::Length;
+        c.report.problems = it.problems().len();
+        for p in it.problems() {
+            let _ = c.problems.push(p.code.as_str());
+        }
+        let mut doing = Doing {
+            memory: &mut self.memory,
+            store: &mut self.store,
+            action_scratch: &mut self.action_scratch,
+            config: &self.config,
+            constrainer: &mut self.constrainer,
+            scratch: &mut self.scratch,
+            rotate: &mut self.rotate,
+            feedback: &mut self.feedback,
+            results: &mut self.results,
+            now: c.now,
+        };
+        let outcome = self.reply.outcome;
+        if outcome != Outcome::Text || it.is_empty() {
+            c.report.pause = doing.invalid(&it, outcome, c.report.hit_max_tokens)?;
+            c.report.invalid_reply = true;
+            return Ok(());
+        }
+        c.report.model_paged = doing.usable(&it)?;
+        Ok(())
+    }
+
+    fn note_error(&mut self, e: &Error) -> Result<()> {
+        self.scratch.clear();
+        self.scratch.format(format_args!("{}: {}", e.code(), e.message()))?;
+        let text = self.scratch.as_str().unwrap_or("");
+        self.memory.agent.set(meta::LAST_ERROR, text)
+    }
+}
+
+/// What carrying out a reply works on: the agent's parts other than the reader, which holds
+/// the reply being read.
+struct Doing<'a> {
+    memory: &'a mut MemoryFile,
+    store: &'a mut Store,
+    action_scratch: &'a mut ActionScratch,
+    config: &'a Config,
+    constrainer: &'a mut Constrainer,
+    scratch: &'a mut FixedBuf,
+    rotate: &'a mut FixedBuf,
+    feedback: &'a mut FixedBuf,
+    results: &'a mut ArrayVec<ActionResult, ACTIONS_PER_CYCLE_MAX>,
+    now: u64,
+}
+
+impl Doing<'_> {
+    /// A reply with no usable instruction: feedback for the next prompt, the streak counted,
+    /// and after `invalid_reply_limit` in a row a return to `thinking`; returns the pause the
+    /// loop should take.
+    fn invalid(&mut self, it: &Interpretation<'_>, outcome: Outcome, finish_length: bool) -> Result<Duration> {
+        let state = self.memory.state;
+        self.feedback.clear();
+        let mut fb = FeedbackSink(self.feedback);
+        let wrote = match outcome {
+            Outcome::ReasoningOnly => writeln!(
+                fb,
+                "Your last reply had reasoning but no answer text{}. Answer with the agent element only.",
+                if finish_length { " (it ran out of tokens while thinking)" } else { "" }
+            )
+            .and_then(|()| crate::reply::write_example(&mut fb, state.as_str())),
+            _ => crate::reply::write_feedback(&mut fb, it, state.as_str()),
+        };
+        if wrote.is_err() {
+            self.feedback.clear();
+            let _ = crate::reply::write_example(&mut FeedbackSink(self.feedback), state.as_str());
+        }
+        let mem = &mut *self.memory;
+        let streak = mem.agent.get(meta::INVALID_STREAK).and_then(|s| s.parse::<u32>().ok()).unwrap_or(0) + 1;
+        let mut pause = Duration::ZERO;
+        if streak >= self.config.agent.invalid_reply_limit {
+            mem.agent.set(meta::INVALID_STREAK, "0")?;
+            mem.set_state("thinking")?;
+            pause = Duration::from_millis(self.config.agent.invalid_reply_backoff_ms);
+        } else {
+            mem.agent.set(meta::INVALID_STREAK, itoa(u64::from(streak)).as_str())?;
+        }
+        mem.agent.set(meta::FEEDBACK, self.feedback.as_str().unwrap_or(""))?;
+        let text = match outcome {
+            Outcome::ReasoningOnly => "reply had reasoning only, no answer",
+            Outcome::Empty => "reply was empty",
+            Outcome::Text => "reply held no usable instruction",
+        };
+        let log = &self.config.agent.command_log;
+        self.log_formatted(
+            log,
+            format_args!("Invalid reply: {} ({} problem(s)); feedback given", text, it.problems().len()),
+        )?;
+        Ok(pause)
+    }
+
+    /// A usable reply: feedback on the parts that were not, logs, actions, the next state.
+    /// Returns whether the reply moved something out of working memory.
+    fn usable(&mut self, it: &Interpretation<'_>) -> Result<bool> {
+        let state = self.memory.state;
+        self.memory.agent.set(meta::INVALID_STREAK, "0")?;
+        self.feedback.clear();
+        if it.has_errors() {
+            // Parts were usable, parts not: say what was wrong, without the full example.
+            let _ = crate::reply::write_feedback(&mut FeedbackSink(self.feedback), it, state.as_str());
+        }
+        match self.feedback.as_str().unwrap_or("") {
+            "" => {
+                self.memory.agent.remove(meta::FEEDBACK);
+            }
+            text => self.memory.agent.set(meta::FEEDBACK, text)?,
+        }
+        let config = self.config;
+        let mut requested: Option<&str> = None;
+        let (mut any_action, mut any_ok, mut paged) = (false, false, false);
+        for ins in it.instructions() {
+            match ins {
+                Instruction::NextState(s) => requested = Some(s),
+                Instruction::ThinkLog(t) => self.log_line(&config.agent.think_log, t, false)?,
+                Instruction::EvaluationLog(t) => self.log_line(&config.agent.evaluation_log, t, false)?,
+                Instruction::StateDelete(_) => requested = Some("thinking"),
+                Instruction::Action(a) => {
+                    if self.results.is_full() {
+                        continue;
+                    }
+                    any_action = true;
+                    let result = self.action(&a)?;
+                    any_ok |= result.ok;
+                    paged |= result.ok
+                        && matches!(
+                            a.kind,
+                            ActionKind::StorageSave
+                                | ActionKind::WorkingMemoryRemove
+                                | ActionKind::PageOut
+                                | ActionKind::Archive
+                        );
+                    let _ = self.results.push(result);
+                }
+            }
+        }
+        let next = if any_ok {
+            "evaluating"
+        } else if any_action {
+            "thinking"
+        } else {
+            self.requested_state(requested)?
+        };
+        let next = if config.agent.is_state(next) { next } else { "thinking" };
+        self.memory.set_state(next)?;
+        Ok(paged)
+    }
+
+    /// Carries out one action (refused when identical to the previous cycle's), and logs it.
+    fn action(&mut self, a: &crate::reply::Action<'_>) -> Result<ActionResult> {
+        let fp = fingerprint(a);
+        let previous = self.memory.agent.get(meta::LAST_ACTION).and_then(|s| u64::from_str_radix(s, 16).ok());
+        let result = if previous == Some(fp) {
+            ActionResult::refused(a.kind, a.tags)
+        } else {
+            actions::apply(a, &mut self.memory.working, self.store, self.action_scratch, self.now)?
+        };
+        self.memory.agent.set(meta::LAST_ACTION, hex64(fp).as_str())?;
+        let config = self.config;
+        self.log_formatted(
+            &config.agent.command_log,
+            format_args!(
+                "Action: {}, Tags: {}, Result: {}",
+                result.kind.as_str(),
+                if result.key.is_empty() { a.tags } else { result.key.as_str() },
+                result.message.as_str()
+            ),
+        )?;
+        self.constrainer.note_action(result.kind, result.key.as_str());
+        Ok(result)
+    }
+
+    /// The state the reply asked for, if it is one (else `thinking`, with the refusal logged).
+    fn requested_state<'s>(&mut self, requested: Option<&'s str>) -> Result<&'s str> {
+        let config = self.config;
+        match requested.map(|s| canonical_state(s.trim())) {
+            Some(s) if config.agent.is_state(s) => Ok(s),
+            Some(s) => {
+                self.scratch.clear();
+                self.scratch.format(format_args!("Action: state_transition, Tags: {}, Result: not a state (", s))?;
+                for (i, name) in config.agent.states.iter().enumerate() {
+                    self.scratch.format(format_args!("{}{}", if i == 0 { "" } else { ", " }, name))?;
+                }
+                self.scratch.push_str("); defaulting to thinking")?;
+                self.log_line(&config.agent.command_log, "", true)?;
+                Ok("thinking")
+            }
+            None => Ok("thinking"),
+        }
+    }
+
+    /// Formats a log line into the scratch buffer and appends it with [`Doing::log_line`].
+    fn log_formatted(&mut self, log: &LogSettings, args: core::fmt::Arguments<'_>) -> Result<()> {
+        self.scratch.clear();
+        self.scratch.format(args)?;
+        self.log_line(log, "", true)
+    }
+
+    /// Appends a log line (`text`, or with `from_scratch` the scratch buffer's text); when
+    /// working memory is full, pages its least recently used entry out to the store and tries
+    /// once more. A line that still does not fit is reported on stderr: a full working memory
+    /// must not stop the agent, and the line is also in the audit log.
+    fn log_line(&mut self, log: &LogSettings, text: &str, from_scratch: bool) -> Result<()> {
+        let (wm, now) = (&mut self.memory.working, self.now);
+        let (line, rotate): (&str, &mut FixedBuf) = if from_scratch {
+            (self.scratch.as_str().unwrap_or(""), &mut *self.rotate)
+        } else {
+            (text, &mut *self.scratch)
+        };
+        match logs::append(wm, log, line, now, rotate) {
+            Err(e) if e.code() == Code::CapacityExceeded => {
+                if let Some(victim) = wm.lru(|k| PINNED_KEYS.contains(&k.as_str())) {
+                    actions::page_out(ActionResult::paging(), wm, self.store, self.action_scratch, &victim, now)?;
+                    if logs::append(wm, log, line, now, rotate).is_ok() {
+                        return Ok(());
+                    }
+                }
+                e.context(format_args!("a {} line was not kept in working memory", log.key_prefix)).print_warning();
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+/// A feedback writer that refuses, rather than cuts, text past the feedback buffer.
+struct FeedbackSink<'a>(&'a mut FixedBuf);
+
+impl core::fmt::Write for FeedbackSink<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.push_str(s).map_err(|_| core::fmt::Error)
+    }
+}
+
+/// The identity of an action, to refuse an identical one in the next cycle.
+fn fingerprint(a: &crate::reply::Action<'_>) -> u64 {
+    use crate::memory::hash::{fnv1a64, fnv1a64_continue};
+    let mut h = fnv1a64(a.kind.as_str().as_bytes());
+    let key = normalize(a.tags);
+    h = fnv1a64_continue(h, b"\0");
+    h = match &key {
+        Ok(k) => fnv1a64_continue(h, k.as_str().as_bytes()),
+        Err(_) => fnv1a64_continue(h, a.tags.as_bytes()),
+    };
+    h = fnv1a64_continue(h, b"\0");
+    h = fnv1a64_continue(h, a.value.unwrap_or("").trim().as_bytes());
+    h = fnv1a64_continue(h, b"\0");
+    fnv1a64_continue(h, a.query.unwrap_or("").trim().as_bytes())
+}

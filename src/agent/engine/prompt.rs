@@ -1,0 +1,274 @@
+//! The prompt and its budget: building the prompt (stable head, working memory in insertion
+//! order, the changing tail), estimating its tokens, paging working memory out to fit, and
+//! asking the model with it (see the engine's module documentation for the rules).
+
+use super::{short, Agent, Cycle, PINNED_KEYS, USER_REQUEST_KEY};
+use crate::agent::actions::{self, ActionResult};
+use crate::agent::config::Config;
+use crate::agent::constrain::Constrainer;
+use crate::error::{Code, Result};
+use crate::memory::key::normalize;
+use crate::sha256::Sha256;
+use crate::tag::render::{render_pairs, Style};
+use std::time::Instant;
+
+impl Agent {
+    /// Step 2, the budget: pages out before asking when the prompt is over the hard limit,
+    /// and moves to `paging` (the model chooses what to move) when it is over the paging limit.
+    pub(super) fn prepare_prompt(&mut self, c: &mut Cycle) -> Result<()> {
+        c.report.paged_out += self.build_prompt_fitting(c.now)?;
+        c.report.paged_out += self.fit(self.hard_cap(), self.paging_target(), c.now)?;
+        let est = self.estimate(self.prompt.len());
+        let p = self.config.agent.paging_limit;
+        // Paging is entered only with something to page: the fixed part is checked at open.
+        let pageable = self.memory.working.lru(|k| PINNED_KEYS.contains(&k.as_str())).is_some();
+        if p.enable
+            && est > p.max_tokens
+            && pageable
+            && self.memory.state.as_str() != "paging"
+            && self.config.agent.is_state("paging")
+        {
+            self.memory.set_state("paging")?;
+            c.report.state = short("paging");
+            c.report.paged_out += self.build_prompt_fitting(c.now)?;
+        }
+        c.state_asked = self.memory.state;
+        Ok(())
+    }
+
+    /// Step 3, ask the model; after a context overflow, once more with a smaller prompt. A
+    /// prompt over the budget even with working memory paged out is never sent.
+    pub(super) fn ask_fitting(
+        &mut self,
+        c: &mut Cycle,
+        progress: &mut dyn FnMut(u64),
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Result<()>> {
+        let asked = Instant::now();
+        let est = self.estimate(self.prompt.len());
+        let mut outcome = if est > self.budget() {
+            Err(err!(
+                CapacityExceeded,
+                "the prompt needs ~{} tokens but the budget is {} (llm.context_window - llm.max_tokens); \
+                 shorten the prompts in config.json or raise the context window",
+                est,
+                self.budget()
+            ))
+        } else {
+            self.ask(progress, should_stop)
+        };
+        if matches!(&outcome, Err(e) if e.code() == Code::ContextOverflow) {
+            // Page out a quarter of the prompt's estimate and ask once more. The estimate itself
+            // is calibrated from the prompt tokens servers report, not guessed from an overflow.
+            let est = self.estimate(self.prompt.len());
+            let moved = self.fit(0, est * 3 / 4, c.now)?;
+            c.report.paged_out += moved;
+            // Only a smaller prompt is worth a second request.
+            if moved > 0 {
+                c.report.overflow_retried = true;
+                outcome = self.ask(progress, should_stop);
+            }
+        }
+        c.report.latency = asked.elapsed();
+        c.report.constrain = self.model.constrain_name(&self.constrainer);
+        c.report.prompt_bytes = self.prompt.len();
+        c.report.tokens_est = self.estimate(self.prompt.len());
+        if !self.prompt.is_empty() {
+            c.digest = Sha256::digest(self.prompt.as_slice());
+        }
+        Ok(outcome)
+    }
+
+    /// Asks the model with the current prompt (the constraint for the current state is built
+    /// first; it is nothing when replies are not constrained).
+    pub(super) fn ask(&mut self, progress: &mut dyn FnMut(u64), should_stop: &dyn Fn() -> bool) -> Result<()> {
+        let state = self.memory.state;
+        self.constrainer.prepare(
+            None,
+            self.config.prompts.shape(state.as_str()),
+            &self.config.agent.states,
+            self.config.agent.max_actions_per_cycle,
+            &self.memory.working,
+            Some(&self.store),
+            &PINNED_KEYS,
+            &self.config.agent.log_prefixes(),
+        )?;
+        let text = self.prompt.as_str().unwrap_or("");
+        let (system, user) = if self.config.system_prompt {
+            // The head (base and state prompts) is the system message.
+            let base = head_of(&self.config, &self.constrainer).len().min(text.len());
+            (Some(text.get(..base).unwrap_or("")), text.get(base..).unwrap_or(text))
+        } else {
+            (None, text)
+        };
+        let cycle = self.memory.iteration + 1;
+        self.model.ask(
+            &mut self.constrainer,
+            system,
+            user,
+            cycle,
+            &mut self.reply,
+            &mut self.pending_error,
+            progress,
+            should_stop,
+        )
+    }
+
+    /// Estimated tokens of `bytes` of prompt.
+    pub fn estimate(&self, bytes: usize) -> u64 {
+        (bytes as f64 / self.bytes_per_token).ceil() as u64
+    }
+
+    /// The prompt budget in tokens: the context window minus the reply's `max_tokens` (a
+    /// quarter of the window when `max_tokens` is unset).
+    pub fn budget(&self) -> u64 {
+        let ctx = u64::from(self.config.llm.context_window.unwrap_or(8192));
+        let reply = self.config.llm.max_tokens.map_or(ctx / 4, u64::from);
+        ctx.saturating_sub(reply)
+    }
+
+    /// The estimate above which the agent pages out by itself.
+    pub(super) fn hard_cap(&self) -> u64 {
+        let h = &self.config.agent.hard_limit;
+        if h.enable {
+            h.max_tokens.min(self.budget())
+        } else {
+            self.budget()
+        }
+    }
+
+    /// The estimate to page down to.
+    pub(super) fn paging_target(&self) -> u64 {
+        let p = &self.config.agent.paging_limit;
+        if p.enable {
+            p.max_tokens.min(self.hard_cap())
+        } else {
+            self.hard_cap() * 3 / 4
+        }
+    }
+
+    pub(super) fn add_user_request(&mut self, now: u64) -> Result<()> {
+        let key = normalize(USER_REQUEST_KEY)?;
+        // A request still pending is kept: the new one is added after it.
+        self.scratch.clear();
+        if let Some(old) = self.memory.working.get(&key) {
+            self.scratch.push_str(old)?;
+            self.scratch.push_str("\n\n")?;
+        }
+        self.scratch.extend_from_slice(self.request.as_slice())?;
+        let first = self.memory.working.add(&key, self.scratch.as_str().unwrap_or(""), now);
+        if let Err(e) = first {
+            // Make room by paging out (fit does not touch `scratch`), then try once more.
+            self.build_prompt_fitting(now)?;
+            self.fit(0, 0, now)?;
+            self.memory.working.add(&key, self.scratch.as_str().unwrap_or(""), now).map_err(|_| e)?;
+        }
+        Ok(())
+    }
+
+    /// Pages least-recently-used entries out to the store while the prompt estimate is above
+    /// `trigger`, down to `target`. Returns how many were moved.
+    pub(super) fn fit(&mut self, trigger: u64, target: u64, now: u64) -> Result<usize> {
+        let mut moved = 0;
+        if self.estimate(self.prompt.len()) <= trigger {
+            return Ok(0);
+        }
+        while self.estimate(self.prompt.len()) > target {
+            if !self.evict_one(now)? {
+                break;
+            }
+            moved += 1;
+            self.build_prompt_fitting(now)?;
+        }
+        Ok(moved)
+    }
+
+    /// Pages the least recently used unpinned entry out to the store; false if there is none
+    /// (or the store refused it, which leaves it in working memory).
+    pub(super) fn evict_one(&mut self, now: u64) -> Result<bool> {
+        let Some(victim) = self.memory.working.lru(|k| PINNED_KEYS.contains(&k.as_str())) else {
+            return Ok(false);
+        };
+        let r = actions::page_out(
+            ActionResult::paging(),
+            &mut self.memory.working,
+            &mut self.store,
+            &mut self.action_scratch,
+            &victim,
+            now,
+        )?;
+        Ok(r.ok)
+    }
+
+    /// Builds the prompt, paging entries out while it does not fit the prompt buffer
+    /// (`PROMPT_MAX_BYTES`; possible only with a working memory full of text that needs
+    /// escaping), so no content can stop the agent. Returns how many entries were moved.
+    pub(super) fn build_prompt_fitting(&mut self, now: u64) -> Result<usize> {
+        let mut moved = 0;
+        loop {
+            match self.build_prompt() {
+                Err(e) if e.code() == Code::CapacityExceeded && self.evict_one(now)? => moved += 1,
+                other => return other.map(|()| moved),
+            }
+        }
+    }
+
+    /// Builds the prompt for the current state into the prompt buffer: the stable head (base
+    /// and state prompts), working memory in the order entries were added (a cycle usually only
+    /// appends to it), then the tail that changes every cycle.
+    pub(super) fn build_prompt(&mut self) -> Result<()> {
+        let state = self.memory.state;
+        let p = &mut self.prompt;
+        p.clear();
+        p.push_str(head_of(&self.config, &self.constrainer))?;
+        p.push_str("<working_memory>\n")?;
+        let wm = &self.memory.working;
+        render_pairs(p, wm.iter().map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
+        p.push_str("</working_memory>\n")?;
+        p.format(format_args!(
+            "<current_state>{}</current_state>\n<iteration>{}</iteration>\n",
+            state.as_str(),
+            self.memory.iteration + 1
+        ))?;
+        if !self.feedback.is_empty() {
+            p.push_str("<feedback>\n")?;
+            p.extend_from_slice(self.feedback.as_slice())?;
+            p.push_str("\n</feedback>\n")?;
+        }
+        // What to answer with: a grammar enforces the tag format (nothing to ask for); the JSON
+        // Schema enforces the JSON dialect, which the model must be told to write.
+        let answer = match self.constrainer.active() {
+            crate::grammar::Mode::JsonSchema => " and answer with one JSON object",
+            _ if self.constrainer.constrained() => "",
+            _ => " and answer with one <agent> element",
+        };
+        p.format(format_args!(
+            "You are in the state {}: follow <{}> under <states>{}.\n",
+            state.as_str(),
+            state.as_str(),
+            answer
+        ))?;
+        Ok(())
+    }
+
+    /// Remembers this cycle's prompt and returns how many of its leading bytes equal the
+    /// previous cycle's prompt (the part a server's prompt cache can reuse).
+    pub fn prefix_stability(&mut self) -> (usize, usize) {
+        let cur = self.prompt.as_slice();
+        let prev = self.prev_prompt.as_slice();
+        let same = cur.iter().zip(prev.iter()).take_while(|(a, b)| a == b).count();
+        self.prev_prompt.clear();
+        let _ = self.prev_prompt.extend_from_slice(cur);
+        self.last_prefix_equal = same;
+        (same, cur.len())
+    }
+}
+
+/// The prompt's stable head: without the format-teaching parts when replies are constrained.
+pub(super) fn head_of<'c>(config: &'c Config, constrainer: &Constrainer) -> &'c str {
+    if constrainer.constrained() {
+        config.prompts.constrained_head()
+    } else {
+        config.prompts.head()
+    }
+}

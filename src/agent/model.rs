@@ -1,0 +1,190 @@
+//! Where replies come from, chosen once when the agent opens: a live server (or the `replay`
+//! provider's script) through the LLM client, or a recorded exchange log (`lkjagent replay`).
+//! The cycle asks this one type for the clock, the inbox, the reply and how it was constrained;
+//! it never branches on the kind itself.
+
+use super::constrain::Constrainer;
+use super::exchange::Recorded;
+use crate::error::{Code, Error, Result};
+use crate::fixed::FixedBuf;
+use crate::limits::{LLM_MAX_CONTENT_BYTES, LLM_MAX_REASONING_BYTES};
+use crate::llm::{self, Completion, Outcome};
+
+/// Where replies come from.
+pub enum Model {
+    /// A live server, or the `replay` provider's script.
+    Client(Box<llm::Client>),
+    /// A recorded exchange log (`lkjagent replay`), with its clock.
+    Recorded(Box<Recorded>),
+}
+
+/// What the source says as a cycle starts.
+pub(crate) struct Start {
+    /// The cycle's clock (the recorded one on replay).
+    pub now: u64,
+    /// The source has nothing more: the run is over.
+    pub finished: bool,
+    /// A recording's cycle took a message from the inbox; its text is in the request buffer.
+    pub recorded_inbox: bool,
+}
+
+impl Model {
+    /// Starts a cycle: the clock, and for a recording its next cycle, whose reply (or error)
+    /// is staged in `reply` and `pending` for [`Model::ask`] and whose inbox text goes to
+    /// `request`.
+    pub(crate) fn start(
+        &mut self,
+        reply: &mut LastReply,
+        pending: &mut Option<Error>,
+        request: &mut FixedBuf,
+    ) -> Result<Start> {
+        let mut start = Start { now: crate::clock::now_unix(), finished: false, recorded_inbox: false };
+        let Model::Recorded(rec) = self else { return Ok(start) };
+        let Some(r) = rec.next_cycle()? else {
+            start.finished = true;
+            return Ok(start);
+        };
+        start.now = r.time;
+        request.clear();
+        if let Some(i) = r.inbox {
+            request.push_str(i)?;
+            start.recorded_inbox = true;
+        }
+        reply.clear();
+        *pending = None;
+        match r.reply {
+            Ok(x) => {
+                reply.content.push_str(x.content)?;
+                if let Some(t) = x.reasoning {
+                    reply.reasoning.push_str(t)?;
+                }
+                reply.finish = llm::FinishReason::from_name(x.finish_reason);
+                reply.usage = x.usage;
+                reply.outcome = outcome_of(x.content, x.reasoning);
+            }
+            Err(e) => *pending = Some(e),
+        }
+        if r.overflow_retried && pending.is_none() {
+            *pending = Some(err!(ContextOverflow, "recorded: the server said the prompt overflowed its context"));
+        }
+        Ok(start)
+    }
+
+    /// Whether this source reads the inbox and lets go of it (a recording replays the
+    /// messages it recorded instead).
+    pub(crate) fn reads_inbox(&self) -> bool {
+        matches!(self, Model::Client(_))
+    }
+
+    /// Finds out once what the endpoint honours (a recording needs nothing).
+    pub(crate) fn probe(&mut self, constrainer: &mut Constrainer, should_stop: &dyn Fn() -> bool) {
+        if let Model::Client(c) = self {
+            constrainer.probe(c, should_stop);
+        }
+    }
+
+    /// How replies are constrained now: `grammar`, `json_schema` or `off`.
+    pub(crate) fn constrain_name(&self, constrainer: &Constrainer) -> &'static str {
+        match self {
+            Model::Client(_) => constrainer.active().name(),
+            Model::Recorded(_) => "off",
+        }
+    }
+
+    /// The seed the last request carried, if any.
+    pub(crate) fn seed(&self, constrainer: &Constrainer) -> Option<u64> {
+        match self {
+            Model::Client(_) => constrainer.last_seed(),
+            Model::Recorded(_) => None,
+        }
+    }
+
+    /// Whether `e` means the source is used up (the `replay` provider's script is over).
+    pub(crate) fn ended(&self, e: &Error) -> bool {
+        e.code() == Code::NotFound && matches!(self, Model::Client(c) if c.provider() == llm::ProviderKind::Replay)
+    }
+
+    /// Asks for a reply to `user` (after `system`, when the head goes as a system message)
+    /// into `reply`; a recording hands over the reply or error [`Model::start`] staged.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn ask(
+        &mut self,
+        constrainer: &mut Constrainer,
+        system: Option<&str>,
+        user: &str,
+        cycle: u64,
+        reply: &mut LastReply,
+        pending: &mut Option<Error>,
+        progress: &mut dyn FnMut(u64),
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<()> {
+        match self {
+            Model::Client(c) => {
+                reply.clear();
+                let comp = constrainer.ask(c, system, user, cycle, progress, should_stop)?;
+                reply.fill(&comp)
+            }
+            Model::Recorded(_) => match pending.take() {
+                Some(e) => Err(e),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// The last reply, copied out of the model source into buffers reserved once, so the cycle
+/// can read it while it changes memory.
+pub(crate) struct LastReply {
+    pub content: FixedBuf,
+    pub reasoning: FixedBuf,
+    pub outcome: Outcome,
+    pub finish: llm::FinishReason,
+    pub usage: Option<(u64, u64)>,
+    /// Prompt tokens the server reused from its cache (`None`: it did not say).
+    pub cached: Option<u64>,
+}
+
+impl LastReply {
+    pub fn new() -> LastReply {
+        LastReply {
+            content: FixedBuf::with_capacity("reply (limits::LLM_MAX_CONTENT_BYTES)", LLM_MAX_CONTENT_BYTES),
+            reasoning: FixedBuf::with_capacity("reasoning (limits::LLM_MAX_REASONING_BYTES)", LLM_MAX_REASONING_BYTES),
+            outcome: Outcome::Empty,
+            finish: llm::FinishReason::Missing,
+            usage: None,
+            cached: None,
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.content.clear();
+        self.reasoning.clear();
+        self.outcome = Outcome::Empty;
+        self.finish = llm::FinishReason::Missing;
+        self.usage = None;
+        self.cached = None;
+    }
+
+    pub fn fill(&mut self, c: &Completion<'_>) -> Result<()> {
+        self.content.push_str(c.content)?;
+        if let Some(r) = c.reasoning {
+            self.reasoning.push_str(r)?;
+        }
+        self.outcome = c.outcome;
+        self.finish = c.finish_reason;
+        self.usage = c.usage.map(|u| (u.prompt_tokens, u.completion_tokens));
+        self.cached = c.usage.and_then(|u| u.cached_tokens);
+        Ok(())
+    }
+}
+
+/// What a recorded reply was, by the same rule the client applies.
+fn outcome_of(content: &str, reasoning: Option<&str>) -> Outcome {
+    if !content.trim().is_empty() {
+        Outcome::Text
+    } else if reasoning.is_some_and(|r| !r.trim().is_empty()) {
+        Outcome::ReasoningOnly
+    } else {
+        Outcome::Empty
+    }
+}
