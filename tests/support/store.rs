@@ -1,0 +1,272 @@
+//! Helpers shared by the store's file and crash tests: a seeded RNG, temp directories, a full
+//! snapshot of a store's index (every entry's metadata and value, links, a set of queries and the
+//! statistics) with a readable first difference, and spawning this test binary again as a child
+//! process. Include it with `#[path = "support/store.rs"] mod store_support;`.
+#![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+use lkjagent::memory::key::{normalize, Key};
+use lkjagent::memory::query::{Archived, Query, Results, Sort};
+use lkjagent::memory::store::Store;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// xorshift64*: small, seeded, the same on every machine.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("lkj-{}-{}-{}", tag, std::process::id(), n));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// A fresh subdirectory.
+    pub fn sub(&self, name: &str) -> PathBuf {
+        let p = self.0.join(name);
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Copies the regular files of `from` into a fresh `to` (the store's directory is flat).
+pub fn copy_dir(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Every file of a flat directory with its bytes, sorted by name.
+pub fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+pub fn key(text: &str) -> Key {
+    normalize(text).unwrap()
+}
+
+/// One entry as the index and the log give it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub id: u32,
+    pub key: String,
+    /// The value, or the error code reading it gave.
+    pub value: Result<String, String>,
+    pub version: u32,
+    pub created: u64,
+    pub accessed: u64,
+    pub hits: u64,
+    pub archived: bool,
+    /// Ids linked to this one, sorted.
+    pub related: Vec<u32>,
+}
+
+/// Everything a reader can observe of a store, except how it was opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snap {
+    pub entries: Vec<Entry>,
+    /// (ids in result order, matched) per query of [`queries`].
+    pub queries: Vec<(Vec<u32>, usize)>,
+    /// The statistics that describe the contents (not `from_checkpoint`, `replayed_bytes`).
+    pub stats: Vec<(&'static str, u64)>,
+}
+
+/// The queries a snapshot runs: every order, AND/OR/NOT, the archived filter and ranges.
+pub fn queries(tags: &[&str]) -> Vec<Query> {
+    let t = |i: usize| normalize(tags[i % tags.len()]).ok();
+    let two = |i: usize, j: usize| normalize(&format!("{},{}", tags[i % tags.len()], tags[j % tags.len()])).ok();
+    let mut qs = vec![
+        Query::default(),
+        Query { sort: Sort::Oldest, ..Query::default() },
+        Query { sort: Sort::MostAccessed, archived: Archived::Include, ..Query::default() },
+        Query { archived: Archived::Only, ..Query::default() },
+        Query { max_results: 16, ..Query::default() },
+    ];
+    if !tags.is_empty() {
+        qs.extend([
+            Query { required: t(0), ..Query::default() },
+            Query { required: t(1), max_results: 5, ..Query::default() },
+            Query { required: two(0, 1), archived: Archived::Include, ..Query::default() },
+            Query { optional: two(2, 3), sort: Sort::Relevance, ..Query::default() },
+            Query { required: t(2), excluded: t(3), sort: Sort::Oldest, ..Query::default() },
+            Query { optional: two(0, 4), excluded: t(1), archived: Archived::Include, ..Query::default() },
+            Query { required: t(4), hits: (1, u64::MAX), ..Query::default() },
+            Query { created: (0, 1_700_000_100), archived: Archived::Include, ..Query::default() },
+        ]);
+    }
+    qs
+}
+
+/// Reads everything out of `store` (values included).
+pub fn snapshot(store: &mut Store, tags: &[&str]) -> Snap {
+    let ids: Vec<u32> = store.ids().collect();
+    let mut entries = Vec::with_capacity(ids.len());
+    let mut rel = Results::new();
+    for &id in &ids {
+        let info = store.info(id).expect("a live id has its info");
+        store.related(id, &mut rel);
+        let mut related: Vec<u32> = rel.ids().collect();
+        related.sort_unstable();
+        let value = store.value(id).map(|v| v.to_string()).map_err(|e| format!("{:?}", e.code()));
+        entries.push(Entry {
+            id,
+            key: info.key.to_string(),
+            value,
+            version: info.version,
+            created: info.created,
+            accessed: info.accessed,
+            hits: info.hits,
+            archived: info.archived,
+            related,
+        });
+    }
+    let mut out = Vec::new();
+    let mut r = Results::new();
+    for q in queries(tags) {
+        store.query(&q, &mut r);
+        out.push((r.ids().collect(), r.matched()));
+    }
+    let st = store.stats();
+    let stats = vec![
+        ("entries", st.entries as u64),
+        ("archived", st.archived as u64),
+        ("capacity", st.capacity as u64),
+        ("tags", st.tags as u64),
+        ("links", st.links as u64),
+        ("log_bytes", st.log_bytes),
+        ("live_bytes", st.live_bytes),
+        ("garbage_bytes", st.garbage_bytes),
+        ("oldest_created", st.oldest_created),
+        ("newest_created", st.newest_created),
+        ("most_accessed", st.most_accessed.map_or(u64::MAX, u64::from)),
+        ("total_hits", st.total_hits),
+        ("corrupt_records", st.corrupt_records),
+        ("unfinished_tail_bytes", st.unfinished_tail_bytes),
+        ("len", store.len() as u64),
+    ];
+    Snap { entries, queries: out, stats }
+}
+
+/// The first difference between two snapshots, said plainly; `None` when they are the same.
+pub fn diff(got: &Snap, want: &Snap) -> Option<String> {
+    if got.entries.len() != want.entries.len() {
+        let gi: Vec<u32> = got.entries.iter().map(|e| e.id).collect();
+        let wi: Vec<u32> = want.entries.iter().map(|e| e.id).collect();
+        let only_got: Vec<_> = gi.iter().filter(|i| !wi.contains(i)).take(8).collect();
+        let only_want: Vec<_> = wi.iter().filter(|i| !gi.contains(i)).take(8).collect();
+        return Some(format!(
+            "{} entries, want {} (ids only here {:?}, only in the full replay {:?})",
+            gi.len(),
+            wi.len(),
+            only_got,
+            only_want
+        ));
+    }
+    for (g, w) in got.entries.iter().zip(&want.entries) {
+        if g != w {
+            return Some(format!("entry differs:\n  got  {:?}\n  want {:?}", g, w));
+        }
+    }
+    for (i, (g, w)) in got.queries.iter().zip(&want.queries).enumerate() {
+        if g != w {
+            return Some(format!("query {} differs: got {:?}, want {:?}", i, g, w));
+        }
+    }
+    for (g, w) in got.stats.iter().zip(&want.stats) {
+        if g != w {
+            return Some(format!("stats.{} is {}, want {}", g.0, g.1, w.1));
+        }
+    }
+    None
+}
+
+/// Panics with `what` and the first difference unless the snapshots are equal.
+pub fn assert_same(what: &str, got: &Snap, want: &Snap) {
+    if let Some(d) = diff(got, want) {
+        panic!("{}: the index differs from a full replay of the log: {}", what, d);
+    }
+}
+
+/// Spawns this test binary again to run the ignored test `name` alone, with `env` set, stdout
+/// piped (the child's lines) and stderr piped or dropped.
+pub fn spawn_child(name: &str, env: &[(&str, String)], stderr: bool) -> Child {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", name, "--nocapture", "--ignored", "--test-threads=1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(if stderr { Stdio::piped() } else { Stdio::null() });
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Reads the child's stdout up to and including the line `ready`; the lines before it are
+/// returned. Panics if the child ends first.
+pub fn wait_ready(out: &mut BufReader<ChildStdout>) -> Vec<String> {
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        let n = out.read_line(&mut line).unwrap();
+        assert!(n > 0, "the child ended before it was ready; it said:\n{}", lines.join("\n"));
+        if line.trim_end() == "ready" {
+            return lines;
+        }
+        lines.push(line.trim_end().to_string());
+    }
+}
+
+/// The rest of the child's stdout.
+pub fn read_rest(mut out: BufReader<ChildStdout>) -> String {
+    let mut s = String::new();
+    out.read_to_string(&mut s).unwrap();
+    s
+}
