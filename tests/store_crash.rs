@@ -614,14 +614,14 @@ fn open_child() {
     println!("entries {}", store.len());
 }
 
-/// What the stderr of an open says about a cut batch: (announced entries, entries in the store).
+/// What the stderr of an open says about a cut batch: (announced changes, changes in the store).
 fn cut_batch_warning(stderr: &str) -> Option<(u64, u64)> {
     let line = stderr.lines().find(|l| l.contains("cut short"))?;
     let num_after = |pat: &str| -> u64 {
         let at = line.find(pat).unwrap_or_else(|| panic!("no {:?} in {}", pat, line)) + pat.len();
         line[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
     };
-    Some((num_after("a batch (an import) of "), num_after("the first ")))
+    Some((num_after("a batch (an import) of "), num_after("cut short by a crash: ")))
 }
 
 /// Whether the log holds a whole `batch` record and a whole `batch_end` record.
@@ -820,8 +820,9 @@ fn cut_batch_warning_after_the_ids_ran_out_counts_the_whole_import() {
     );
 }
 
-/// An import that archives some of its entries writes those as puts inside the batch too; the
-/// warning should count entries, not put records.
+/// An import that archives some of its entries writes those as records of the batch too: the
+/// batch announces every change it will make (20 entries and 5 archivings), and a crash just
+/// before its end mark finds them all.
 #[test]
 fn cut_batch_warning_counts_entries_not_archive_records() {
     let t = TempDir::new("cut-batch-archived");
@@ -840,14 +841,16 @@ fn cut_batch_warning_counts_entries_not_archive_records() {
     assert_eq!(n, 20);
     assert_eq!(
         cut_batch_warning(&stderr),
-        Some((20, 20)),
-        "all 20 of the import's 20 entries are in the store; the warning said:\n{}",
+        Some((25, 25)),
+        "all 25 changes of the import are in the store; the warning said:\n{}",
         stderr
     );
+    assert!(stderr.contains("all it had to make"), "{}", stderr);
 }
 
-/// Importing a file again writes only the entries that changed; cut short, the warning should
-/// not say that the unchanged ones (in the store all along) are missing.
+/// Importing a file again writes only the entries that changed, and the batch announces only
+/// those: cut short, the warning does not count the unchanged ones (in the store all along) as
+/// missing.
 #[test]
 fn cut_batch_warning_counts_unchanged_entries_as_there() {
     let t = TempDir::new("cut-batch-unchanged");
@@ -871,18 +874,19 @@ fn cut_batch_warning_counts_unchanged_entries_as_there() {
     let w = cut_batch_warning(&stderr).expect("a cut batch is reported");
     assert_eq!(
         w,
-        (30, 30),
-        "all 30 of the file's entries are in the store, as the file has them; the warning said:\n{}",
+        (10, 10),
+        "all 10 changes are in the store, and the 20 unchanged entries were never missing; the warning said:\n{}",
         stderr
     );
+    assert!(!stderr.contains("the rest are not"), "{}", stderr);
 }
 
-/// The same import, killed inside the compaction it ran into: the log then holds the batch's
-/// first part closed by the `batch_end` that `create` wrote before compacting (which this test
-/// writes the same way, with `end_batch`), and nothing says the import stopped part way.
+/// A batch that needs the ids of deleted entries compacts before its first record, never in
+/// the middle: the batch record follows the compacted entries, and the batch is whole in the
+/// new log.
 #[test]
-fn cut_batch_warning_when_killed_in_the_compaction_a_batch_ran_into() {
-    let t = TempDir::new("cut-batch-ids-compacting");
+fn a_batch_that_needs_room_compacts_before_it_begins() {
+    let t = TempDir::new("cut-batch-room-first");
     let dir = t.sub("store");
     let mut s = Store::open_with_capacity(&dir, 256).unwrap();
     for i in 0..200u64 {
@@ -892,20 +896,21 @@ fn cut_batch_warning_when_killed_in_the_compaction_a_batch_ran_into() {
         s.delete(&normalize(&format!("old,o{}", i)).unwrap()).unwrap();
     }
     s.begin_batch(150).unwrap();
-    // 200 ids used, room for 276: the 77th entry finds no free id.
-    for i in 0..76 {
+    // The compaction came first: 50 entries, then the batch record, nothing deleted left.
+    let bytes = std::fs::read(dir.join("store.log")).unwrap();
+    let records: Vec<_> = bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| lkjagent::memory::log::decode(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 1 + 50 + 1, "header, the 50 live entries, the batch record");
+    assert!(matches!(records.last(), Some(lkjagent::memory::log::Record::Batch { entries: 150 })));
+    for i in 0..150 {
         s.put(&batch_key(i), &batch_value(i), 1_700_000_000).unwrap();
     }
-    // What `create` does for the 77th before compacting (store/write.rs): end the batch.
     s.end_batch().unwrap();
-    drop(s); // a kill inside the compaction that follows, before its rename
-
+    drop(s);
     let (n, stderr) = writer_open_stderr(&dir);
-    assert_eq!(n, 50 + 76);
-    assert_eq!(
-        cut_batch_warning(&stderr),
-        Some((150, 76)),
-        "76 of the import's 150 entries are in the store and nothing says so; stderr:\n{}",
-        stderr
-    );
+    assert_eq!(n, 50 + 150);
+    assert_eq!(cut_batch_warning(&stderr), None, "{}", stderr);
 }

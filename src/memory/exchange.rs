@@ -265,23 +265,51 @@ impl Import {
             *counter += 1;
             memory.working.add(&key, &text, now).map_err(|e| e.context(format_args!("working_memory \"{}\"", key)))?;
         }
+        // Everything the store is asked to hold is checked before anything is written: the
+        // entries, the new tags, and how many records the import will write (the batch
+        // announces them, so that a crash part way can say how much is in).
         let mut new_keys = 0;
-        for (k, _) in storage.iter().flat_map(|o| o.members()) {
-            new_keys += usize::from(store.find(&normalize(k)?).is_none());
+        let mut changes = 0u64;
+        let mut keys: Vec<Key> = Vec::new();
+        let mut new_tags: Vec<String> = Vec::new();
+        for (k, v) in storage.iter().flat_map(|o| o.members()) {
+            let key = normalize(k)?;
+            value_text(v, &mut text)?;
+            match store.find(&key) {
+                None => {
+                    new_keys += 1;
+                    changes += 1;
+                    for t in key.tags().filter(|t| !store.has_tag(t)) {
+                        new_tags.push(t.to_string());
+                    }
+                }
+                Some(id) => changes += u64::from(store.value(id)? != text),
+            }
+            keys.push(key);
         }
         if store.len() + new_keys > store.capacity() {
             bail!(
                 CapacityExceeded,
-                "the store holds {} of {} entries; {} new ones do not fit (limits::STORE_MAX_ENTRIES)",
+                "the store holds {} of {} entries; {} new ones do not fit (memory.store_capacity); nothing was imported",
                 store.len(),
                 store.capacity(),
                 new_keys
             );
         }
-        // One batch: written as it comes, synced once at the end (a crash leaves a clean prefix
-        // of it, and the next open says how much).
-        let entries = storage.map_or(0, |o| o.members().count()) as u64;
-        store.begin_batch(entries)?;
+        new_tags.sort_unstable();
+        new_tags.dedup();
+        store.check_tag_room(new_tags.len(), new_tags.iter().map(String::len).sum()).map_err(|e| {
+            e.context(format_args!("the import brings {} new tags; nothing was imported", new_tags.len()))
+        })?;
+        keys.sort_unstable();
+        for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
+            let key = normalize(k)?;
+            changes += u64::from(match store.find(&key) {
+                Some(id) => store.info(id).is_some_and(|i| !i.archived),
+                None => keys.binary_search(&key).is_ok(),
+            });
+        }
+        store.begin_batch(changes)?;
         let res = (|| {
             for (k, v) in storage.iter().flat_map(|o| o.members()) {
                 let key = normalize(k)?;

@@ -384,7 +384,11 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
         if decoded.storage > 0 || report.paged_out > 0 {
             // One batch, synced once, however many entries an era-B file holds; memory.json is
             // rewritten only after it (a crash in between migrates the rest at the next start).
-            store.begin_batch((decoded.storage + report.paged_out) as u64)?;
+            let paged =
+                decoded.overflow.iter().filter(|(k, _)| m.working.position(k).is_none() && store.find(k).is_none());
+            let storage = doc.root().get("storage").into_iter().flat_map(|v| v.members());
+            let migrated = storage.filter(|(k, _)| normalize(k).is_ok_and(|key| store.find(&key).is_none()));
+            store.begin_batch((paged.count() + migrated.count()) as u64)?;
             let res = page_out(&decoded.overflow, &m, store, now).and_then(|()| match decoded.storage {
                 0 => Ok(()),
                 _ => migrate(doc.root().get("storage"), store, now, &mut report),

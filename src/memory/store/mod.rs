@@ -354,6 +354,17 @@ impl Store {
         self.keys.find(hash, |id| self.slots.tagset(id) == set)
     }
 
+    /// Whether some entry carries `tag`.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.find(tag).is_some()
+    }
+
+    /// `CAPACITY_EXCEEDED` unless `count` new tags of `bytes` bytes in all fit the tag table
+    /// (checked before an import writes anything).
+    pub fn check_tag_room(&self, count: usize, bytes: usize) -> Result<()> {
+        self.tags.check_room(count, bytes)
+    }
+
     /// Whether `id` is a live entry.
     pub fn contains(&self, id: EntryId) -> bool {
         self.slots.is_live(id)

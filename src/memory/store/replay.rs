@@ -8,11 +8,12 @@ use crate::limits::{STORE_CHECKPOINT_EVERY_BYTES, STORE_MAX_LINKS};
 use crate::memory::key::Key;
 use crate::memory::log::{self, LineReader, Record};
 
-/// A batch found open while replaying: where it started, its announced size, puts seen.
+/// A batch found open while replaying: where it started, the changes it announced, the
+/// changes (put records) seen.
 #[derive(Clone, Copy)]
 struct OpenBatch {
     at: u64,
-    entries: u64,
+    changes: u64,
     puts: u64,
 }
 
@@ -224,16 +225,7 @@ impl Store {
     /// Says how much of a batch a crash cut short, and (as the writer) closes it in the log so
     /// that it is said once.
     fn report_cut_batch(&mut self, b: OpenBatch) -> Result<()> {
-        err!(
-            PersistFailed,
-            "{}: a batch (an import) of {} entries starting at byte {} was cut short by a crash: the first {} of \
-             them are in the store, the rest are not; import the file again to finish it",
-            self.log.path.display(),
-            b.entries,
-            b.at,
-            b.puts
-        )
-        .print_warning();
+        cut_batch_warning(&self.log.path, &b).print_warning();
         if self.log.read_only() {
             return Ok(());
         }
@@ -319,7 +311,7 @@ impl Store {
                 if let Some(b) = batch.take() {
                     self.report_cut_batch_in_replay(b);
                 }
-                *batch = Some(OpenBatch { at: offset, entries, puts: 0 });
+                *batch = Some(OpenBatch { at: offset, changes: entries, puts: 0 });
             }
             Record::BatchEnd => *batch = None,
         }
@@ -328,15 +320,7 @@ impl Store {
 
     /// A batch followed by another batch: the first was cut short (and not closed).
     fn report_cut_batch_in_replay(&self, b: OpenBatch) {
-        err!(
-            PersistFailed,
-            "{}: a batch of {} entries starting at byte {} was cut short by a crash; {} of them are in the store",
-            self.log.path.display(),
-            b.entries,
-            b.at,
-            b.puts
-        )
-        .print_warning();
+        cut_batch_warning(&self.log.path, &b).print_warning();
     }
 
     /// The tag ids of a replayed key (interning as needed).
@@ -368,5 +352,32 @@ impl Store {
         checkpoint::remove(&self.dir);
         self.log.reopen()?;
         self.open_index()
+    }
+}
+
+/// The warning for a batch a crash cut short: how many of its changes are in the store (always
+/// the first ones: records are written in order).
+fn cut_batch_warning(path: &std::path::Path, b: &OpenBatch) -> Error {
+    if b.puts >= b.changes {
+        err!(
+            PersistFailed,
+            "{}: a batch (an import) of {} changes starting at byte {} was cut short by a crash: {} of them are \
+             in the store, all it had to make (only its end mark was lost)",
+            path.display(),
+            b.changes,
+            b.at,
+            b.puts
+        )
+    } else {
+        err!(
+            PersistFailed,
+            "{}: a batch (an import) of {} changes starting at byte {} was cut short by a crash: {} of them are \
+             in the store (the first ones, in the order of the import), the rest are not; import the file again \
+             to finish it",
+            path.display(),
+            b.changes,
+            b.at,
+            b.puts
+        )
     }
 }

@@ -200,6 +200,32 @@ impl Tags {
         Ok(id)
     }
 
+    /// `CAPACITY_EXCEEDED` unless `count` new tags of `bytes` bytes in all fit.
+    pub fn check_room(&self, count: usize, bytes: usize) -> Result<()> {
+        if self.in_use + count > self.max {
+            bail!(
+                CapacityExceeded,
+                "the store uses {} of its {} distinct tags; {} more do not fit (reuse existing tags, or raise \
+                 memory.store_capacity)",
+                self.in_use,
+                self.max,
+                count
+            );
+        }
+        let live: usize =
+            (1..self.fresh as usize).map(|i| usize::from(self.text_len.get(i).copied().unwrap_or(0))).sum();
+        if live + bytes > self.text_max {
+            bail!(
+                CapacityExceeded,
+                "the store's tag text holds {} of {} bytes; {} more do not fit (STORE_TAG_ARENA_BYTES_PER_TAG)",
+                live,
+                self.text_max,
+                bytes
+            );
+        }
+        Ok(())
+    }
+
     /// Frees `id` if no entry carries it (after an [`Tags::intern`] whose entry was not made).
     pub fn forget_if_unused(&mut self, id: u16) {
         let i = usize::from(id);

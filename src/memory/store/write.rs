@@ -186,16 +186,21 @@ impl Store {
         Ok(n)
     }
 
-    /// Starts a batch of `entries` changes (an import): they are written as they come and
-    /// synced once, by [`Store::end_batch`]. A crash in between leaves a clean prefix of the
-    /// batch, and the next open says how much of it is there. Changes inside a batch are not
-    /// durable until `end_batch` returns `Ok`.
-    pub fn begin_batch(&mut self, entries: u64) -> Result<()> {
+    /// Starts a batch of `changes` changes (an import: the records it will write): they are
+    /// written as they come and synced once, by [`Store::end_batch`]. A crash in between leaves
+    /// a clean prefix of the batch, and the next open says how much of it is there. Changes
+    /// inside a batch are not durable until `end_batch` returns `Ok`. When the ids of deleted
+    /// entries are needed to make room for the batch, the store compacts first.
+    pub fn begin_batch(&mut self, changes: u64) -> Result<()> {
         if self.log.in_batch() {
             bail!(PersistFailed, "a batch is already open on {}", self.log.path.display());
         }
+        let wanted = self.slots.next_id().saturating_add(usize::try_from(changes).unwrap_or(usize::MAX));
+        if wanted > self.slots.room() && self.slots.next_id() > self.slots.live() {
+            self.compact()?;
+        }
         self.wbuf.clear();
-        log::encode_batch(&mut self.wbuf, entries)?;
+        log::encode_batch(&mut self.wbuf, changes)?;
         self.log.begin_batch();
         if let Err(e) = self.log.append(self.wbuf.as_slice()) {
             self.log.end_batch().ok();
@@ -228,23 +233,18 @@ impl Store {
                 self.cap
             );
         }
-        if self.slots.next_id() >= self.slots.room() {
-            // The ids of deleted entries come back at compaction. Inside a batch, the part
-            // written so far is closed and synced first, and a new batch carries on after.
-            let in_batch = self.log.in_batch();
-            if in_batch {
-                self.end_batch()?;
-            }
-            if self.slots.next_id() >= self.slots.room() {
-                self.compact()?;
-            }
-            if in_batch {
-                self.begin_batch(0)?;
-            }
+        if self.slots.next_id() >= self.slots.room() && !self.log.in_batch() {
+            // The ids of deleted entries come back at compaction (a batch makes room for the
+            // entries it announced before it starts).
+            self.compact()?;
         }
         let id = self.slots.next_id() as EntryId;
         if id as usize >= self.slots.room() {
-            bail!(CapacityExceeded, "the store has no free entry id after compacting ({} ids)", self.slots.room());
+            bail!(
+                CapacityExceeded,
+                "the store has no free entry id ({} ids; a batch creates at most the entries it announced)",
+                self.slots.room()
+            );
         }
         let set = self.intern_all(key)?;
         let head = PutHead { id, ver: 1, created: now, accessed: now, hits: 0, archived: false };
