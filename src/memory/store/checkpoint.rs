@@ -22,6 +22,7 @@
 //!     id u32, location u64 (offset, length, archived), created u32, accessed u32,
 //!     hits u32, version u32, tag ids 8 × u16
 //! links u32                                then per link: a u32, b u32
+//! key table u32 (its length)               then its slots, u32 each (0 = empty, else id + 1)
 //! crc u32
 //! ```
 
@@ -191,6 +192,15 @@ impl Store {
                 out.extend_from_slice(&b.to_le_bytes());
                 flush(&mut out, &mut crc, false)?;
             }
+            // The key table as it is: rebuilding it costs a random memory access per entry.
+            let keys = self.keys.raw();
+            out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+            for chunk in keys.chunks(16 * 1024) {
+                for v in chunk {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                flush(&mut out, &mut crc, false)?;
+            }
             flush(&mut out, &mut crc, true)
         })();
         self.rbuf = out;
@@ -350,12 +360,12 @@ fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) ->
         let n = set.iter().position(|&t| t == 0).unwrap_or(KEY_MAX_TAGS);
         if n == 0
             || set.get(n..).is_some_and(|rest| rest.iter().any(|&t| t != 0))
-            || set.iter().take(n).any(|&t| t >= tags as u16 || store.tags.reserved_name(t).is_empty())
+            || set.iter().take(n).any(|&t| t >= tags as u16 || !store.tags.is_interned(t))
         {
             bail!(Io, "entry {} names a tag that is not there", id);
         }
         last = Some(id);
-        store.install(id, &slot, &set)?;
+        store.install_keyed(id, &slot, &set, false)?;
     }
     store.slots.note_next(next_id);
     let links = r.u32()? as usize;
@@ -368,6 +378,35 @@ fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) ->
             bail!(Io, "a link between {} and {} that cannot be", a, b);
         }
         store.links.add(a, b)?;
+    }
+    // The key table: used as it is when this capacity sizes it the same (every slot names a
+    // live entry, each once: the count must match), else rebuilt.
+    let n = r.u32()? as usize;
+    let same = n == store.keys.raw().len();
+    let mut filled = 0usize;
+    let mut at = 0usize;
+    while at < n {
+        let k = (n - at).min(16 * 1024);
+        let b = r.take(4 * k)?;
+        if same {
+            let dst = store.keys.raw_mut().get_mut(at..at + k).unwrap_or(&mut []);
+            for (d, src) in dst.iter_mut().zip(b.chunks_exact(4)) {
+                let v = src.try_into().map_or(0, u32::from_le_bytes);
+                if v != 0 {
+                    if !store.slots.is_live(v - 1) {
+                        bail!(Io, "the key table names entry {}, which is not there", v - 1);
+                    }
+                    filled += 1;
+                }
+                *d = v;
+            }
+        }
+        at += k;
+    }
+    if !same {
+        store.rebuild_keys()?;
+    } else if filled != store.slots.live() {
+        bail!(Io, "the key table holds {} entries, the checkpoint {}", filled, store.slots.live());
     }
     let want = r.crc;
     let got = r.u32()?;

@@ -63,7 +63,10 @@ impl Store {
             );
         }
         // From here the new log is in place: read it back (verifying it) or refuse writes.
+        // The new log has no checkpoint yet (one is written below): read it whole, quietly.
+        self.whole_log = true;
         let res = sync_dir(&self.dir).and_then(|_| self.reload());
+        self.whole_log = false;
         if let Err(e) = res {
             self.log.poison();
             return Err(e);

@@ -4,9 +4,11 @@
 //! other required tags, the excluded and optional ones (one 16-byte tag set each) and the
 //! filters. With optional tags only, their lists are merged. With no tags at all, every entry
 //! is a candidate (the only case whose cost grows with the store). Lists are in id order, which
-//! is creation order, so "newest first" walks a list backwards; when the count of matches is
-//! known from list lengths (one required tag, no other filter), the walk stops as soon as the
-//! results are full. Allocates nothing.
+//! is creation order, so "newest first" (and "oldest first") walks the lists in result order
+//! and stops as soon as the results are full: the count of matches is then exact when list
+//! lengths give it (one required tag, no other filter, or no tag at all), and otherwise a lower
+//! bound, with [`Results::truncated`] set. Orders by access count or relevance read every
+//! candidate. Allocates nothing.
 
 use super::Store;
 use crate::limits::KEY_MAX_TAGS;
@@ -91,12 +93,16 @@ impl Store {
             });
             let ids: &mut dyn Iterator<Item = &u32> =
                 if newest_first { &mut list.iter().rev() } else { &mut list.iter() };
-            self.walk(ids.copied(), &f, out, limit, known.filter(|_| ordered));
-            if let Some(n) = known {
-                out.set_matched(n);
+            let stopped = self.walk(ids.copied(), &f, out, limit, ordered);
+            match known {
+                Some(n) => out.set_matched(n),
+                None if stopped => out.set_truncated(),
+                None => {}
             }
         } else if !opt.is_empty() {
-            self.merge(opt, newest_first, &f, out, limit);
+            if self.merge(opt, newest_first, &f, out, limit, ordered) {
+                out.set_truncated();
+            }
         } else {
             let known = (exc.is_empty() && plain).then(|| {
                 let (all, archived) = (self.slots.live(), self.slots.archived_count());
@@ -108,35 +114,47 @@ impl Store {
             });
             let ids: &mut dyn Iterator<Item = EntryId> =
                 if newest_first { &mut self.slots.ids().rev() } else { &mut self.slots.ids() };
-            self.walk(ids, &f, out, limit, known.filter(|_| ordered));
-            if let Some(n) = known {
-                out.set_matched(n);
+            let stopped = self.walk(ids, &f, out, limit, ordered);
+            match known {
+                Some(n) => out.set_matched(n),
+                None if stopped => out.set_truncated(),
+                None => {}
             }
         }
     }
 
-    /// Offers every candidate that passes; with `stop_when_full`, stops once `limit` are kept
-    /// (the caller knows the count and walks in the result order).
+    /// Offers every candidate that passes; with `stop_when_full` (the walk is in result order),
+    /// stops once `limit` are kept. Returns whether it stopped with candidates left unread.
     fn walk(
         &self,
-        ids: impl Iterator<Item = EntryId>,
+        mut ids: impl Iterator<Item = EntryId>,
         f: &Filter<'_>,
         out: &mut Results,
         limit: usize,
-        stop_when_full: Option<usize>,
-    ) {
-        for id in ids {
+        stop_when_full: bool,
+    ) -> bool {
+        while let Some(id) = ids.next() {
             if let Some(hit) = self.check(id, f) {
                 out.offer(hit, f.q.sort, limit);
-                if stop_when_full.is_some() && out.len() >= limit {
-                    break;
+                if stop_when_full && out.len() >= limit {
+                    return ids.next().is_some();
                 }
             }
         }
+        false
     }
 
-    /// Merges the optional tags' lists (each in id order) into one walk without repeats.
-    fn merge(&self, opt: &[u16], newest_first: bool, f: &Filter<'_>, out: &mut Results, limit: usize) {
+    /// Merges the optional tags' lists (each in id order) into one walk without repeats; with
+    /// `stop_when_full`, stops once `limit` are kept. Returns whether it stopped early.
+    fn merge(
+        &self,
+        opt: &[u16],
+        newest_first: bool,
+        f: &Filter<'_>,
+        out: &mut Results,
+        limit: usize,
+        stop_when_full: bool,
+    ) -> bool {
         let mut lists: [&[u32]; KEY_MAX_TAGS] = [&[]; KEY_MAX_TAGS];
         for (slot, &t) in lists.iter_mut().zip(opt) {
             *slot = self.tags.list(t);
@@ -154,7 +172,10 @@ impl Store {
                     });
                 }
             }
-            let Some(id) = best else { break };
+            let Some(id) = best else { return false };
+            if stop_when_full && out.len() >= limit {
+                return true;
+            }
             for (l, p) in lists.iter().zip(pos.iter_mut()).take(opt.len()) {
                 let head = if newest_first { l.len().checked_sub(*p + 1).and_then(|i| l.get(i)) } else { l.get(*p) };
                 if head == Some(&id) {

@@ -346,6 +346,16 @@ impl KeyTable {
         self.slots.iter_mut().for_each(|s| *s = 0);
     }
 
+    /// The raw slots (for the checkpoint).
+    pub fn raw(&self) -> &[u32] {
+        &self.slots
+    }
+
+    /// The raw slots to fill from a checkpoint (same length as [`KeyTable::raw`]).
+    pub fn raw_mut(&mut self) -> &mut [u32] {
+        &mut self.slots
+    }
+
     fn home(&self, hash: u64) -> usize {
         // Fold the high bits in (FNV's low bits alone are weaker), then map to [0, len).
         let h = (hash ^ (hash >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);

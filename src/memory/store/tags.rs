@@ -131,6 +131,11 @@ impl Tags {
         self.raw_name(i)
     }
 
+    /// Whether tag `id` is interned (carried or reserved).
+    pub fn is_interned(&self, id: u16) -> bool {
+        id != 0 && self.text_len.get(usize::from(id)).is_some_and(|&l| l > 0)
+    }
+
     /// The text of tag `id` even while no entry carries it yet ("" for a free id).
     pub fn reserved_name(&self, id: u16) -> &str {
         self.raw_name(usize::from(id))

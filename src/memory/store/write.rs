@@ -440,14 +440,34 @@ impl Store {
     /// Puts entry `id` (whose record is written) into the index: slot, key table, posting
     /// lists.
     pub(super) fn install(&mut self, id: EntryId, slot: &Slot, set: &TagSet) -> Result<()> {
+        self.install_keyed(id, slot, set, true)
+    }
+
+    /// [`Store::install`]; without `key`, the key table is left alone (a checkpoint brings
+    /// its own).
+    pub(super) fn install_keyed(&mut self, id: EntryId, slot: &Slot, set: &TagSet, key: bool) -> Result<()> {
         self.slots.set(id, slot, Some(set))?;
         let n = set.iter().position(|&t| t == 0).unwrap_or(KEY_MAX_TAGS);
         let ids = set.get(..n).unwrap_or(&[]);
-        self.keys.insert(key_hash(ids), id)?;
+        if key {
+            self.keys.insert(key_hash(ids), id)?;
+        }
         for &t in ids {
             self.tags.add(t, id, slot.archived)?;
         }
         self.live_bytes += u64::from(slot.len);
+        Ok(())
+    }
+
+    /// Fills the key table from the entry table (after a checkpoint of another capacity).
+    pub(super) fn rebuild_keys(&mut self) -> Result<()> {
+        self.keys.clear();
+        let end = self.slots.next_id() as EntryId;
+        for id in 0..end {
+            if self.slots.is_live(id) {
+                self.keys.insert(key_hash(self.slots.tag_ids(id)), id)?;
+            }
+        }
         Ok(())
     }
 
