@@ -47,16 +47,20 @@ subcommands:
         [--limit N] [--archived include|only]
                             store entries carrying all of --tags, at least one of --any and
                             none of --not; one line each: key, version, created, hits
-                            (default: newest first, at most 50, archived entries left out)
+                            (default: newest first, at most 50, archived entries left out;
+                            newest is the order the store created them in, not the clock)
   search TEXT [--limit N] [--archived include|only]
-                            store entries whose value contains TEXT (ASCII case-insensitive)
+                            store entries whose value contains TEXT (ASCII case-insensitive),
+                            most recently written first
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
                             ({state, iteration, working_memory, storage, archived}); stdout
                             by default
   import FILE|-             merge an era-B document: working_memory entries into memory.json,
                             storage entries into the store, and archives the keys listed
-                            under archived; state and iteration stay as they are
+                            under archived; state and iteration stay as they are. Checked
+                            whole before anything is written, then written as one batch with
+                            one sync
   compact                   rewrite store.log with only live records
 
 Keys are tag sets: 'b, A' and 'a,b' are the same key. list, show, query, search, stats and
