@@ -6,6 +6,7 @@
 //!
 //! - [`limits`]: every capacity, with its memory cost.
 //! - [`escape`]: JSON string escaping, below the error type so errors print as JSON.
+//! - [`states`]: the agent's states, named once.
 //! - [`error`]: the error type (stable code, source location, message).
 //! - [`fixed`]: fixed-capacity string, list and buffers.
 //! - [`bytes`]: byte and substring search (exact and ASCII case-insensitive), word at a time.
@@ -39,4 +40,5 @@ pub mod memory;
 pub mod reply;
 pub mod sha256;
 pub mod signal;
+pub mod states;
 pub mod tag;

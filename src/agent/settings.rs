@@ -15,6 +15,7 @@
 use super::check::{join, Checker};
 use crate::json::Value;
 use crate::limits::{ACTIONS_PER_CYCLE_MAX, LOG_MAX_ENTRIES, STATES_MAX, STATE_NAME_MAX_BYTES};
+use crate::states;
 
 /// One rotating log kept in working memory (`think_log_001`, ...).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +65,7 @@ pub struct AgentSettings {
 }
 
 /// The default states, used when the config names none (era-A configs without `state`).
-pub const DEFAULT_STATES: [&str; 4] = ["thinking", "commanding", "evaluating", "paging"];
+pub const DEFAULT_STATES: [&str; 4] = states::DEFAULT;
 
 const AGENT_KEYS: &[&str] = &[
     "think_log",
@@ -125,7 +126,8 @@ impl AgentSettings {
         let invalid_reply_backoff_ms = c.integer(agent, p, "invalid_reply_backoff_ms", 5000, 0, 3_600_000) as u64;
 
         let states = read_states(c, agent);
-        let start_state = c.string(agent, p, "start_state", STATE_NAME_MAX_BYTES).unwrap_or_else(|| "thinking".into());
+        let start_state =
+            c.string(agent, p, "start_state", STATE_NAME_MAX_BYTES).unwrap_or_else(|| states::THINKING.into());
         let start_state = canonical_state(&start_state).to_string();
         if !states.contains(&start_state) {
             c.problem(&join(p, "start_state"), format_args!("'{}' is not one of the states {:?}", start_state, states));
@@ -163,10 +165,7 @@ impl AgentSettings {
 
 /// `executing` (era A and early B) is the same state as `commanding`.
 pub fn canonical_state(name: &str) -> &str {
-    match name {
-        "executing" => "commanding",
-        other => other,
-    }
+    states::canonical(name)
 }
 
 fn read_log(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default_max: i64) -> LogSettings {
@@ -233,7 +232,7 @@ fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {
         }
         None => states.extend(DEFAULT_STATES.iter().map(|s| s.to_string())),
     }
-    if !states.iter().any(|s| s == "thinking") {
+    if !states.iter().any(|s| s == crate::states::THINKING) {
         c.problem("agent.state", "the state 'thinking' is required: the agent returns to it after invalid replies");
     }
     states

@@ -68,7 +68,7 @@ use std::path::Path;
 pub const MEMORY_FILE: &str = "memory.json";
 
 /// The state a fresh memory starts in.
-pub const INITIAL_STATE: &str = "thinking";
+pub const INITIAL_STATE: &str = crate::states::THINKING;
 
 /// The agent layer's own small string map (last action, invalid-reply streak, pending
 /// feedback, ...), persisted verbatim in `memory.json` under `agent`. Fixed capacity:

@@ -10,6 +10,7 @@
 use super::problem::Severity;
 use super::read::Interpretation;
 use crate::limits::REPLY_FEEDBACK_MAX_PROBLEMS;
+use crate::states;
 use core::fmt;
 
 /// Writes the feedback for `it` (the model's last reply, read in state `state`). Writes
@@ -48,7 +49,7 @@ pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: 
 pub fn write_example(out: &mut dyn fmt::Write, state: &str) -> fmt::Result {
     let s = state.trim();
     let is = |name: &str| s.eq_ignore_ascii_case(name);
-    if is("commanding") || is("executing") {
+    if is(states::COMMANDING) || is(states::EXECUTING) {
         out.write_str(concat!(
             "<agent>\n",
             "  <action>\n",
@@ -59,14 +60,14 @@ pub fn write_example(out: &mut dyn fmt::Write, state: &str) -> fmt::Result {
             "</agent>\n",
             "The type is one of working_memory_add, working_memory_remove, storage_save, storage_load, storage_search.\n",
         ))
-    } else if is("evaluating") {
+    } else if is(states::EVALUATING) {
         out.write_str(concat!(
             "<agent>\n",
             "  <next_state>thinking</next_state>\n",
             "  <evaluation_log>what the last action achieved and what is still missing</evaluation_log>\n",
             "</agent>\n",
         ))
-    } else if is("paging") {
+    } else if is(states::PAGING) {
         out.write_str(concat!(
             "<agent>\n",
             "  <action>\n",

@@ -8,7 +8,7 @@ use crate::agent::actions::{self, ActionResult, ActionScratch};
 use crate::agent::config::Config;
 use crate::agent::constrain::Constrainer;
 use crate::agent::logs;
-use crate::agent::settings::{canonical_state, LogSettings};
+use crate::agent::settings::LogSettings;
 use crate::error::{Code, Error, Result};
 use crate::fixed::{ArrayVec, FixedBuf};
 use crate::limits::ACTIONS_PER_CYCLE_MAX;
@@ -17,6 +17,7 @@ use crate::memory::file::MemoryFile;
 use crate::memory::key::normalize;
 use crate::memory::store::Store;
 use crate::reply::{ActionKind, Instruction, Interpretation};
+use crate::states::{self, canonical as canonical_state};
 use core::fmt::Write as _;
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ impl Agent {
                 self.apply_reply(c)?;
                 // In `paging`, a model that did not page (an invalid reply included) is helped:
                 // the agent pages out itself, so an oversized prompt never lasts a second cycle.
-                if c.state_asked.as_str() == "paging" && !c.report.model_paged {
+                if c.state_asked.as_str() == states::PAGING && !c.report.model_paged {
                     c.report.paged_out += self.build_prompt_fitting(c.now)?;
                     let target = self.paging_target();
                     c.report.paged_out += self.fit(0, target, c.now)?;
@@ -144,7 +145,7 @@ impl Doing<'_> {
         let mut pause = Duration::ZERO;
         if streak >= self.config.agent.invalid_reply_limit {
             mem.agent.set(meta::INVALID_STREAK, "0")?;
-            mem.set_state("thinking")?;
+            mem.set_state(states::THINKING)?;
             pause = Duration::from_millis(self.config.agent.invalid_reply_backoff_ms);
         } else {
             mem.agent.set(meta::INVALID_STREAK, itoa(u64::from(streak)).as_str())?;
@@ -187,7 +188,7 @@ impl Doing<'_> {
                 Instruction::NextState(s) => requested = Some(s),
                 Instruction::ThinkLog(t) => self.log_line(&config.agent.think_log, t, false)?,
                 Instruction::EvaluationLog(t) => self.log_line(&config.agent.evaluation_log, t, false)?,
-                Instruction::StateDelete(_) => requested = Some("thinking"),
+                Instruction::StateDelete(_) => requested = Some(states::THINKING),
                 Instruction::Action(a) => {
                     if self.results.is_full() {
                         continue;
@@ -208,13 +209,13 @@ impl Doing<'_> {
             }
         }
         let next = if any_ok {
-            "evaluating"
+            states::EVALUATING
         } else if any_action {
-            "thinking"
+            states::THINKING
         } else {
             self.requested_state(requested)?
         };
-        let next = if config.agent.is_state(next) { next } else { "thinking" };
+        let next = if config.agent.is_state(next) { next } else { states::THINKING };
         self.memory.set_state(next)?;
         Ok(paged)
     }
@@ -256,9 +257,9 @@ impl Doing<'_> {
                 }
                 self.scratch.push_str("); defaulting to thinking")?;
                 self.log_line(&config.agent.command_log, "", true)?;
-                Ok("thinking")
+                Ok(states::THINKING)
             }
-            None => Ok("thinking"),
+            None => Ok(states::THINKING),
         }
     }
 

@@ -9,6 +9,7 @@ use crate::agent::constrain::Constrainer;
 use crate::error::{Code, Result};
 use crate::memory::key::normalize;
 use crate::sha256::Sha256;
+use crate::states;
 use crate::tag::render::{render_pairs, Style};
 use std::time::Instant;
 
@@ -25,11 +26,11 @@ impl Agent {
         if p.enable
             && est > p.max_tokens
             && pageable
-            && self.memory.state.as_str() != "paging"
-            && self.config.agent.is_state("paging")
+            && self.memory.state.as_str() != states::PAGING
+            && self.config.agent.is_state(states::PAGING)
         {
-            self.memory.set_state("paging")?;
-            c.report.state = short("paging");
+            self.memory.set_state(states::PAGING)?;
+            c.report.state = short(states::PAGING);
             c.report.paged_out += self.build_prompt_fitting(c.now)?;
         }
         c.state_asked = self.memory.state;
