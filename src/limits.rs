@@ -1,6 +1,6 @@
 //! Every capacity of the program, in one place.
 //!
-//! lkjagent runs with bounded memory (DESIGN.md §2): each buffer, count and depth below is
+//! lkjagent runs with bounded memory (docs/design.md §2): each buffer, count and depth below is
 //! reserved once (inline in a type, or on the heap at start-up) and never grows. Running out of
 //! any of them is a `CAPACITY_EXCEEDED` error that names the constant, never a panic and never
 //! a silent cut. Each constant says what it bounds and what it costs in memory, so the total
@@ -106,7 +106,7 @@ pub const REPLY_MAX_PROBLEMS: usize = 16;
 /// is cut visibly. Cost: this many bytes per problem slot.
 pub const REPLY_PROBLEM_DETAIL_BYTES: usize = 160;
 
-/// Actions taken from one reply when the caller does not say otherwise (DESIGN.md §5: "up to
+/// Actions taken from one reply when the caller does not say otherwise (docs/design.md §5: "up to
 /// a configured number per cycle, default 1").
 pub const REPLY_DEFAULT_MAX_ACTIONS: usize = 1;
 

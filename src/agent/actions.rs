@@ -1,4 +1,4 @@
-//! Carrying out the model's memory actions (DESIGN.md §5) against the working set and the store.
+//! Carrying out the model's memory actions (docs/design.md §5) against the working set and the store.
 //!
 //! Every action ends in an [`ActionResult`]: success or failure, and a one-line message that
 //! goes into `command_log` and the audit log, worded so the model can correct itself ("not in

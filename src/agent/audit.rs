@@ -1,4 +1,4 @@
-//! The audit log: one JSON line per cycle in `logs/audit.jsonl` (DESIGN.md §4), size-capped.
+//! The audit log: one JSON line per cycle in `logs/audit.jsonl` (docs/design.md §4), size-capped.
 //!
 //! Each line holds the time, run id, cycle, state and next state, the prompt's SHA-256, size and
 //! estimated tokens, the reply's size, the latency, the token usage the server reported (and the

@@ -1,5 +1,5 @@
 //! `config.json`: read once at start-up into typed settings, with defaults, every problem
-//! reported with its key path (exit 2), and unknown keys named in one warning (DESIGN.md §4).
+//! reported with its key path (exit 2), and unknown keys named in one warning (docs/design.md §4).
 //!
 //! Canonical (era B, plus the additions a user expects):
 //!

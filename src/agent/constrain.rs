@@ -1,5 +1,5 @@
 //! Constrained decoding for the agent: which constraint the endpoint honours, the reply
-//! language of this cycle, and asking the model with it (DESIGN.md §5).
+//! language of this cycle, and asking the model with it (docs/design.md §5).
 //!
 //! - **What the endpoint honours.** `llm.constrain` is `auto` (the default), `grammar`,
 //!   `json_schema` or `off`. With `auto` the agent sends a tiny probe before its first cycle: a

@@ -1,4 +1,4 @@
-//! Rotating logs inside working memory: `think_log_001`, `think_log_002`, ... (DESIGN.md §6).
+//! Rotating logs inside working memory: `think_log_001`, `think_log_002`, ... (docs/design.md §6).
 //!
 //! Each entry gets the next number of its log and is appended at the end of working memory, so
 //! the prompt, which shows working memory in insertion order, only grows at its end from one

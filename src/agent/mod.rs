@@ -1,10 +1,17 @@
-//! The agent: configuration, prompts, the state machine, paging and the loop.
+//! The agent: configuration, prompts, the state machine, paging and the cycle.
 //!
-//! - [`check`]: reading typed settings with every problem collected (start-up only).
-//! - [`settings`]: the `agent` section of `config.json`.
-//! - [`segments`]: the optional kjxlkj `agent-prompt.json`.
-//! - [`inbox`]: messages queued by `lkjagent send`.
-//! - [`audit`]: the size-capped per-cycle audit log.
+//! - [`config`]: `config.json` read once into typed settings; [`check`]: the reader that
+//!   collects every problem with its key path; [`settings`]: the `agent` section;
+//!   [`prompts`]: the prompt texts rendered once; [`segments`]: the optional kjxlkj
+//!   `agent-prompt.json`.
+//! - [`engine`]: the [`engine::Agent`] and its cycle, one pipeline (prompt and budget, the
+//!   reply carried out); [`model`]: where replies come from, chosen once.
+//! - [`actions`]: the memory actions against the working set and the store; [`logs`]: the
+//!   rotating logs inside working memory; [`constrain`]: which constraint the server honours
+//!   and the reply language of this cycle.
+//! - [`inbox`]: messages queued by `lkjagent send`; [`lock`]: one writer per data directory.
+//! - [`audit`]: the size-capped per-cycle audit log; [`exchange`]: the optional exchange log
+//!   and the recorded replies `lkjagent replay` runs again.
 
 pub mod actions;
 pub mod audit;

@@ -1,5 +1,5 @@
 //! The `agent` section of `config.json`: logs, limits, iteration, reply handling, and the set of
-//! states (DESIGN.md §4, §6), with defaults and validation.
+//! states (docs/design.md §4, §6), with defaults and validation.
 //!
 //! Era-B shape (canonical):
 //! `agent.{think_log, evaluation_log, command_log}.{enable, max_entries, key_prefix}`,

@@ -1,4 +1,4 @@
-//! A hand-written HTTP/1.1 client on `std::net::TcpStream` (DESIGN.md §7), and an opt-in
+//! A hand-written HTTP/1.1 client on `std::net::TcpStream` (docs/design.md §7), and an opt-in
 //! transport through the system `curl` for `https://` endpoints.
 //!
 //! - [`url`]: endpoint URLs (`http://host[:port]/path?query`, IPv6 literals).

@@ -1,4 +1,4 @@
-//! The LLM providers (DESIGN.md §7): OpenAI-compatible chat completions (the default: LM
+//! The LLM providers (docs/design.md §7): OpenAI-compatible chat completions (the default: LM
 //! Studio, llama.cpp, vLLM, Ollama's `/v1`, OpenAI, OpenRouter), Ollama's native `/api/chat`,
 //! and `replay` (scripted replies from a file); streamed or whole replies; and the health probe.
 //! See `spec/llm-servers.md` for what real servers send.

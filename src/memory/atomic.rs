@@ -1,5 +1,5 @@
 //! Crash-safe whole-file writes: after a `kill -9` or a power cut at any instant, the file holds
-//! either its previous content or the new one, never a mix (DESIGN.md §2, "Nothing lost").
+//! either its previous content or the new one, never a mix (docs/design.md §2, "Nothing lost").
 //!
 //! [`write_file`] does, in order:
 //!

@@ -1,7 +1,7 @@
 //! Memory keys: one normalisation for every layer (working set, store, queries, migration).
 //!
 //! A key is a set of tags. [`normalize`] turns what a model or a user wrote into the canonical
-//! form (DESIGN.md §5):
+//! form (docs/design.md §5):
 //!
 //! 1. split on `,`;
 //! 2. trim each part (Unicode white space);

@@ -2,7 +2,7 @@
 //! document order, whatever dialect the model wrote them in.
 //!
 //! Text fields borrow from the [`Reader`](super::Reader) that produced them: trimmed, entities
-//! decoded, **not normalised** (the memory layer owns key normalisation; DESIGN.md §5).
+//! decoded, **not normalised** (the memory layer owns key normalisation; docs/design.md §5).
 
 /// One instruction. The names of the variants and kinds (`as_str`) are stable: they appear in
 /// `parse-reply` output, the audit log and the feedback to the model.

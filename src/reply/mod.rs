@@ -1,5 +1,5 @@
 //! The reply protocol: from a model's reply to the list of instructions the agent carries out,
-//! the problems found, and the feedback for the model (DESIGN.md §5).
+//! the problems found, and the feedback for the model (docs/design.md §5).
 //!
 //! - [`clean`]: what is removed before parsing (`<think>` blocks, harmony analysis channels,
 //!   invalid UTF-8).

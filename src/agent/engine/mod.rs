@@ -1,4 +1,4 @@
-//! One agent and its cycle (DESIGN.md §3, §5, §6):
+//! One agent and its cycle (docs/design.md §3, §5, §6):
 //!
 //! ```text
 //! inbox -> fit the budget (page out) -> prompt -> model -> reply -> instructions
