@@ -17,6 +17,23 @@ pub fn now_unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// Sleeps for `d`, waking every [`HTTP_STOP_POLL_MS`](crate::limits::HTTP_STOP_POLL_MS) to ask
+/// `should_stop`; `INTERRUPTED` if it said yes (a retry's wait, the pause between cycles).
+pub fn sleep_unless_stopped(d: std::time::Duration, should_stop: &dyn Fn() -> bool) -> crate::error::Result<()> {
+    use std::time::{Duration, Instant};
+    let end = Instant::now() + d;
+    loop {
+        if should_stop() {
+            bail!(Interrupted, "stopped while waiting {} ms", d.as_millis());
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(());
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(crate::limits::HTTP_STOP_POLL_MS)));
+    }
+}
+
 /// A calendar date and time of day in UTC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Utc {

@@ -9,6 +9,7 @@
 //! - [`actions`]: the memory actions against the working set and the store; [`logs`]: the
 //!   rotating logs inside working memory; [`constrain`]: which constraint the server honours
 //!   and the reply language of this cycle.
+//! - [`run`]: the run loop (pacing, back-off, stop requests), shown through an observer.
 //! - [`inbox`]: messages queued by `lkjagent send`; [`lock`]: one writer per data directory.
 //! - [`audit`]: the size-capped per-cycle audit log; [`exchange`]: the optional exchange log
 //!   and the recorded replies `lkjagent replay` runs again.
@@ -25,5 +26,6 @@ pub mod lock;
 pub mod logs;
 pub mod model;
 pub mod prompts;
+pub mod run;
 pub mod segments;
 pub mod settings;

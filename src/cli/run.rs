@@ -17,7 +17,8 @@ use super::args::Args;
 use crate::agent::config::{self, Config};
 use crate::agent::engine::{Agent, CycleReport, Model};
 use crate::agent::exchange::Recorded;
-use crate::error::{Code, Result};
+use crate::agent::run::{End, Observer};
+use crate::error::Result;
 use crate::llm::{self, ProviderKind};
 use crate::signal;
 use std::io::{IsTerminal, Write};
@@ -234,86 +235,73 @@ fn probe(config: &Config) {
     }
 }
 
-/// The loop shared by `run`, `demo` and `replay`.
+/// The loop shared by `run`, `demo` and `replay` (the agent's run loop, shown on stdout).
 fn drive(mut agent: Agent) -> Result<i32> {
-    let max = agent.config.agent.max_iterations;
-    let delay = Duration::from_millis(agent.config.agent.delay_ms);
-    let streaming = agent.config.llm.stream;
-    let tty = std::io::stdout().is_terminal();
-    let mut done: i64 = 0;
-    let mut failures: u32 = 0;
-    let mut stdout = std::io::stdout();
-    println!(
-        "lkjagent: run {} in {} ({} cycle{}), state {}, iteration {}",
-        agent.run_id(),
-        agent.dir().display(),
-        if max < 0 { "unbounded".to_string() } else { max.to_string() },
-        if max == 1 { "" } else { "s" },
-        agent.memory.state.as_str(),
-        agent.memory.iteration
-    );
-    while max < 0 || done < max {
-        if signal::stop_requested() {
-            break;
+    let mut shown = Shown { streaming: agent.config.llm.stream, tty: std::io::stdout().is_terminal() };
+    match crate::agent::run::run(&mut agent, &signal::stop_requested, &mut shown)? {
+        End::CannotFit(e) => {
+            e.print();
+            Ok(1)
         }
-        let cycle = agent.memory.iteration + 1;
-        let mut progress = |pieces: u64| {
-            if streaming && tty {
-                let _ = write!(stdout, "\rcycle {} receiving: {} pieces", cycle, pieces);
-                let _ = stdout.flush();
-            }
-        };
-        let report = agent.cycle(&mut progress, &signal::stop_requested)?;
-        if streaming && tty {
+        _ => Ok(0),
+    }
+}
+
+/// The command line's view of the run loop: a start line, a status line per cycle, progress
+/// of a streamed reply on a terminal, and an end line.
+struct Shown {
+    streaming: bool,
+    tty: bool,
+}
+
+impl Observer for Shown {
+    fn start(&mut self, agent: &Agent, max: i64) {
+        println!(
+            "lkjagent: run {} in {} ({} cycle{}), state {}, iteration {}",
+            agent.run_id(),
+            agent.dir().display(),
+            if max < 0 { "unbounded".to_string() } else { max.to_string() },
+            if max == 1 { "" } else { "s" },
+            agent.memory.state.as_str(),
+            agent.memory.iteration
+        );
+    }
+
+    fn progress(&mut self, cycle: u64, pieces: u64) {
+        if self.streaming && self.tty {
+            let mut stdout = std::io::stdout();
+            let _ = write!(stdout, "\rcycle {} receiving: {} pieces", cycle, pieces);
+            let _ = stdout.flush();
+        }
+    }
+
+    fn cycle(&mut self, report: &CycleReport, agent: &Agent) {
+        if self.streaming && self.tty {
             print!("\r\x1b[K");
         }
-        if report.finished {
-            println!("lkjagent: the scripted replies are used up; stopping");
-            break;
-        }
-        print_status(&report, &agent);
-        let mut pause = report.pause.max(delay);
-        match &report.error {
-            Some(e) if e.code() == Code::Interrupted => break,
-            Some(e) if e.code() == Code::CapacityExceeded => {
-                // The prompt cannot fit even with working memory paged out: waiting will not
-                // change that, so the run stops and says what to change.
-                e.print();
-                return Ok(1);
-            }
-            Some(_) => {
-                failures += 1;
-                let backoff =
-                    Duration::from_secs(1u64 << failures.min(6).saturating_sub(1)).min(Duration::from_secs(60));
-                println!("           retrying in {} s", backoff.as_secs());
-                pause = pause.max(backoff);
-            }
-            None => {
-                failures = 0;
-                done += 1;
-            }
-        }
-        if (max < 0 || done < max)
-            && !pause.is_zero()
-            && crate::http::retry::sleep_unless_stopped(pause, &signal::stop_requested).is_err()
-        {
-            break;
-        }
+        print_status(report, agent);
     }
-    if let Err(e) = agent.close_store() {
-        e.context(format_args!("the store's checkpoint was not written (the next start reads more log)"))
-            .print_warning();
+
+    fn retry(&mut self, wait: Duration) {
+        println!("           retrying in {} s", wait.as_secs());
     }
-    if signal::stop_requested() {
-        println!("lkjagent: stopped by signal after persisting; memory is intact");
+
+    fn end(&mut self, agent: &Agent, done: i64, why: &End) {
+        match why {
+            End::SourceUsedUp => println!("lkjagent: the scripted replies are used up; stopping"),
+            End::CannotFit(_) => return,
+            End::Done | End::Stopped => {}
+        }
+        if signal::stop_requested() {
+            println!("lkjagent: stopped by signal after persisting; memory is intact");
+        }
+        println!(
+            "lkjagent: {} cycle(s) done; state {}, iteration {}",
+            done,
+            agent.memory.state.as_str(),
+            agent.memory.iteration
+        );
     }
-    println!(
-        "lkjagent: {} cycle(s) done; state {}, iteration {}",
-        done,
-        agent.memory.state.as_str(),
-        agent.memory.iteration
-    );
-    Ok(0)
 }
 
 /// One status line: cycle, states, actions and results, latency, tokens, memory use, store.

@@ -11,8 +11,8 @@
 //! reproducible.
 
 use crate::error::{Code, Error};
-use crate::limits::{HTTP_RETRY_AFTER_MAX_SECS, HTTP_STOP_POLL_MS};
-use std::time::{Duration, Instant};
+use crate::limits::HTTP_RETRY_AFTER_MAX_SECS;
+use std::time::Duration;
 
 /// How many times, and how patiently, a failed request is tried again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,25 +59,12 @@ pub fn error_is_retryable(e: &Error) -> bool {
     matches!(e.code(), Code::LlmUnavailable | Code::LlmTimeout)
 }
 
-/// Sleeps for `d`, waking every [`HTTP_STOP_POLL_MS`] to ask `should_stop`. Returns
-/// `INTERRUPTED` if it said yes.
-pub fn sleep_unless_stopped(d: Duration, should_stop: &dyn Fn() -> bool) -> crate::error::Result<()> {
-    let end = Instant::now() + d;
-    loop {
-        if should_stop() {
-            bail!(Interrupted, "stopped while waiting {} ms to retry the LLM request", d.as_millis());
-        }
-        let now = Instant::now();
-        if now >= end {
-            return Ok(());
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(HTTP_STOP_POLL_MS)));
-    }
-}
+pub use crate::clock::sleep_unless_stopped;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn backoff_doubles_and_caps() {
