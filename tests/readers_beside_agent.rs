@@ -10,6 +10,8 @@
 //! acknowledged (all of them: the run ends cleanly) must be in the store with its last value,
 //! and the log must hold no byte the agent did not write.
 
+#[path = "support/temp.rs"]
+mod temp;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
 use std::path::{Path, PathBuf};
@@ -17,18 +19,12 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use temp::temp_dir;
 
 /// Cycles the agent runs: each saves one fact.
 const CYCLES: usize = 2000;
 /// Distinct keys the facts rotate over, so most keys are overwritten many times.
 const KEYS: usize = 40;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("lkjagent-{}-{}", name, std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).unwrap();
-    p
-}
 
 fn fact_key(i: usize) -> String {
     format!("fact,k{}", i % KEYS)

@@ -12,6 +12,8 @@
 
 #[path = "support/store.rs"]
 mod store_support;
+#[path = "support/temp.rs"]
+mod temp;
 
 use lkjagent::error::Code;
 use lkjagent::memory::store::{Store, LOG_NAME};

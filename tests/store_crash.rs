@@ -263,6 +263,8 @@ fn store_survives_sigkill() {
 
 #[path = "support/store.rs"]
 mod store_support;
+#[path = "support/temp.rs"]
+mod temp;
 
 use std::io::{BufRead, BufReader};
 use store_support::{copy_dir, read_rest, snapshot as full_snapshot, spawn_child, wait_ready, TempDir};

@@ -4,19 +4,12 @@
 //! check out, every entry it reports readable) or fails with a clean error; and a crash-style
 //! damage (a cut at any byte) always opens with exactly the records before the cut.
 
+#[path = "support/temp.rs"]
+mod temp;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::{Store, LOG_NAME};
 use proptest::prelude::*;
-use std::path::PathBuf;
-
-fn temp_dir(tag: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("lkj-store-fuzz-{}-{}-{}", tag, std::process::id(), n));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use temp::temp_dir;
 
 /// A small valid log: puts, an overwrite, a delete, a link, an archive, touches.
 fn valid_log(dir: &std::path::Path) -> Vec<u8> {

@@ -7,6 +7,8 @@
 
 #[path = "support/store.rs"]
 mod store_support;
+#[path = "support/temp.rs"]
+mod temp;
 
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;

@@ -5,21 +5,14 @@
 //! own: "newest" is the order in which the model created each entry (a delete and a new save
 //! is a new entry), never a clock.
 
+#[path = "support/temp.rs"]
+mod temp;
 use lkjagent::memory::key::Key;
 use lkjagent::memory::query::{relevance_ppm, Archived, Query, Results, Sort};
 use lkjagent::memory::store::Store;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-
-fn temp_dir(tag: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("lkj-index-props-{}-{}-{}", tag, std::process::id(), n));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use temp::temp_dir;
 
 const ALPHABET: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
 

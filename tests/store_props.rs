@@ -7,21 +7,14 @@
 //! - what is stored comes back exactly after the store is closed and reopened (non-ASCII text,
 //!   empty values, quotes, newlines, control characters, keys of several tags).
 
+#[path = "support/temp.rs"]
+mod temp;
 use lkjagent::memory::key::{normalize, Key};
 use lkjagent::memory::query::{relevance_ppm, Archived, Hit, Query, Results, Sort};
 use lkjagent::memory::store::Store;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-
-fn temp_dir(tag: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("lkj-store-props-{}-{}-{}", tag, std::process::id(), n));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use temp::temp_dir;
 
 const ALPHABET: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
 

@@ -6,6 +6,8 @@
 
 #[path = "support/store.rs"]
 mod store_support;
+#[path = "support/temp.rs"]
+mod temp;
 
 use lkjagent::memory::hash::crc32;
 use lkjagent::memory::log::{self, Record};

@@ -9,9 +9,8 @@ use lkjagent::memory::key::{normalize, Key};
 use lkjagent::memory::query::{Archived, Query, Results, Sort};
 use lkjagent::memory::store::Store;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// xorshift64*: small, seeded, the same on every machine.
 pub struct Rng(pub u64);
@@ -31,38 +30,7 @@ impl Rng {
     }
 }
 
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A directory under the system temp dir, removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("lkj-{}-{}-{}", tag, std::process::id(), n));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// A fresh subdirectory.
-    pub fn sub(&self, name: &str) -> PathBuf {
-        let p = self.0.join(name);
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use super::temp::TempDir;
 
 /// Copies the regular files of `from` into a fresh `to` (the store's directory is flat).
 pub fn copy_dir(from: &Path, to: &Path) {
