@@ -12,22 +12,25 @@
 //! ([`Store::close`]), and when [`STORE_CHECKPOINT_EVERY_BYTES`] were appended since the last.
 //! Readers never write it.
 //!
-//! Layout (little-endian), checksummed as a whole by a trailing CRC-32:
+//! Layout (little-endian): a fixed header with its own CRC-32, then the index column by column,
+//! so that opening copies each column straight into its table (no per-entry decoding); the
+//! header holds the CRC-32 of everything after it.
 //!
 //! ```text
-//! "LKJSTCK\0"  format u32  store u64  covered u64  tail_crc u32
-//! header_bytes u64  live_bytes u64  corrupt u64  next_id u32
-//! tags u32 (one past the highest tag id)   then per tag id from 1: len u8, text
-//! entries u32                              then per live entry, oldest first:
-//!     id u32, location u64 (offset, length, archived), created u32, accessed u32,
-//!     hits u32, version u32, tag ids 8 × u16
-//! links u32                                then per link: a u32, b u32
-//! key table u32 (its length)               then its slots, u32 each (0 = empty, else id + 1)
-//! crc u32
+//! header, 104 bytes:
+//!   "LKJSTCK\0"  format u32  tags u32 (one past the highest tag id)  store u64  covered u64
+//!   header_bytes u64  live_bytes u64  corrupt u64  next_id u32  links u32  key_slots u32
+//!   tag_text u32  tail_crc u32  body_crc u32  (8 bytes unused)  header_crc u32 (of the rest)
+//! body:
+//!   tag lengths u8 × (tags - 1), tag text (tag_text bytes, ids 1.. in order)
+//!   locations u64 × next_id (offset, length and archived flag; 0 for an id not in use)
+//!   created, accessed, hits, version: u32 × next_id each
+//!   tag ids: 8 × u16 × next_id
+//!   links: (a u32, b u32) × links
+//!   key table: u32 × key_slots (0 = empty, else id + 1)
 //! ```
 
-use super::slots::Slot;
-use super::Store;
+use super::{EntryId, Store};
 use crate::error::Result;
 use crate::limits::{KEY_MAX_TAGS, STORE_CHECKPOINT_EVERY_BYTES, STORE_MAX_LINKS, TAG_MAX_BYTES};
 use crate::memory::hash::{crc32, crc32_continue};
@@ -39,11 +42,13 @@ use std::path::Path;
 pub const CHECKPOINT_NAME: &str = "store.ckpt";
 const TEMP_NAME: &str = ".store.ckpt.tmp";
 const MAGIC: &[u8; 8] = b"LKJSTCK\0";
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
+/// Bytes of the header.
+const HEADER_BYTES: usize = 104;
+/// Bytes read or written per block.
+const BLOCK: usize = 256 << 10;
 /// Bytes of log before the covered length whose checksum the checkpoint keeps.
 const TAIL_BYTES: u64 = 4096;
-/// Bytes per entry.
-const ENTRY_BYTES: usize = 4 + 8 + 16 + 2 * KEY_MAX_TAGS;
 
 /// Removes a temp file a crash left (the writer only).
 pub(super) fn remove_temp(dir: &Path) {
@@ -136,75 +141,134 @@ impl Store {
 
     fn write_checkpoint(&mut self, mut file: File, covered: u64, tail: u32) -> Result<()> {
         let mut out = core::mem::take(&mut self.rbuf);
-        out.clear();
-        let mut crc = 0u32;
+        let res = self.write_body(&mut file, &mut out).and_then(|(body_crc, sizes)| {
+            let mut h = [0u8; HEADER_BYTES];
+            let mut w = Put { buf: &mut h, at: 0 };
+            w.bytes(MAGIC);
+            w.u32(FORMAT);
+            w.u32(u32::from(self.tags.id_limit()));
+            w.u64(self.store_id);
+            w.u64(covered);
+            w.u64(self.header_bytes);
+            w.u64(self.live_bytes);
+            w.u64(self.corrupt);
+            w.u32(self.slots.next_id() as u32);
+            w.u32(sizes.links as u32);
+            w.u32(sizes.key_slots as u32);
+            w.u32(sizes.tag_text as u32);
+            w.u32(tail);
+            w.u32(body_crc);
+            let crc = crc32(h.get(..HEADER_BYTES - 4).unwrap_or(&[]));
+            if let Some(dst) = h.get_mut(HEADER_BYTES - 4..) {
+                dst.copy_from_slice(&crc.to_le_bytes());
+            }
+            let path = self.dir.join(TEMP_NAME);
+            use std::os::unix::fs::FileExt;
+            file.write_all_at(&h, 0)
+                .and_then(|_| file.sync_all())
+                .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))
+        });
+        self.rbuf = out;
+        res
+    }
+
+    /// Writes everything after the header (which is written last, at offset 0, with the
+    /// body's CRC); returns the CRC and the section sizes.
+    fn write_body(&self, file: &mut File, out: &mut Vec<u8>) -> Result<(u32, Sizes)> {
         let path = self.dir.join(TEMP_NAME);
-        let mut flush = |out: &mut Vec<u8>, crc: &mut u32, last: bool| -> Result<()> {
-            if out.len() < (256 << 10) && !last {
+        // Room for the header, written last.
+        file.write_all(&[0u8; HEADER_BYTES])
+            .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
+        let mut crc = 0u32;
+        let mut flush = |out: &mut Vec<u8>, crc: &mut u32, force: bool| -> Result<()> {
+            if out.len() < BLOCK && !force {
                 return Ok(());
             }
             *crc = crc32_continue(*crc, out);
-            if last {
-                out.extend_from_slice(&crc.to_le_bytes());
-            }
             file.write_all(out).map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
             out.clear();
-            if last {
-                file.sync_all().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", path.display(), e))?;
-            }
             Ok(())
         };
-        let res = (|| {
-            out.extend_from_slice(MAGIC);
-            out.extend_from_slice(&FORMAT.to_le_bytes());
-            out.extend_from_slice(&self.store_id.to_le_bytes());
-            out.extend_from_slice(&covered.to_le_bytes());
-            out.extend_from_slice(&tail.to_le_bytes());
-            out.extend_from_slice(&self.header_bytes.to_le_bytes());
-            out.extend_from_slice(&self.live_bytes.to_le_bytes());
-            out.extend_from_slice(&self.corrupt.to_le_bytes());
-            out.extend_from_slice(&(self.slots.next_id() as u32).to_le_bytes());
-            let limit = self.tags.id_limit();
-            out.extend_from_slice(&u32::from(limit).to_le_bytes());
-            for id in 1..limit {
-                let name = self.tags.name(id);
-                out.push(name.len() as u8);
-                out.extend_from_slice(name.as_bytes());
-                flush(&mut out, &mut crc, false)?;
+        out.clear();
+        let limit = self.tags.id_limit();
+        let mut tag_text = 0usize;
+        for id in 1..limit {
+            let n = self.tags.name(id).len();
+            out.push(n as u8);
+            tag_text += n;
+            flush(out, &mut crc, false)?;
+        }
+        for id in 1..limit {
+            out.extend_from_slice(self.tags.name(id).as_bytes());
+            flush(out, &mut crc, false)?;
+        }
+        let n = self.slots.next_id();
+        let Some((loc, fields, tags)) = self.slots.columns(n) else { bail!(PersistFailed, "entry table out of range") };
+        for chunk in loc.chunks(BLOCK / 8) {
+            for &l in chunk {
+                out.extend_from_slice(&(l & !(1u64 << 63)).to_le_bytes());
             }
-            out.extend_from_slice(&(self.slots.live() as u32).to_le_bytes());
-            for id in self.slots.ids() {
-                let Some(s) = self.slots.get(id) else { continue };
-                let clean = Slot { dirty: false, ..s };
-                out.extend_from_slice(&id.to_le_bytes());
-                out.extend_from_slice(&clean.pack().to_le_bytes());
-                for x in [s.created, s.accessed, s.hits, s.ver] {
+            flush(out, &mut crc, false)?;
+        }
+        for column in fields {
+            for chunk in column.chunks(BLOCK / 4) {
+                for &x in chunk {
                     out.extend_from_slice(&x.to_le_bytes());
                 }
-                for t in self.slots.tagset(id) {
+                flush(out, &mut crc, false)?;
+            }
+        }
+        for chunk in tags.chunks(BLOCK / 16) {
+            for set in chunk {
+                for t in set {
                     out.extend_from_slice(&t.to_le_bytes());
                 }
-                flush(&mut out, &mut crc, false)?;
             }
-            out.extend_from_slice(&(self.links.len() as u32).to_le_bytes());
-            for &(a, b) in self.links.pairs() {
-                out.extend_from_slice(&a.to_le_bytes());
-                out.extend_from_slice(&b.to_le_bytes());
-                flush(&mut out, &mut crc, false)?;
+            flush(out, &mut crc, false)?;
+        }
+        for &(a, b) in self.links.pairs() {
+            out.extend_from_slice(&a.to_le_bytes());
+            out.extend_from_slice(&b.to_le_bytes());
+            flush(out, &mut crc, false)?;
+        }
+        // The key table as it is: rebuilding it costs a random memory access per entry.
+        let keys = self.keys.raw();
+        for chunk in keys.chunks(BLOCK / 4) {
+            for v in chunk {
+                out.extend_from_slice(&v.to_le_bytes());
             }
-            // The key table as it is: rebuilding it costs a random memory access per entry.
-            let keys = self.keys.raw();
-            out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
-            for chunk in keys.chunks(16 * 1024) {
-                for v in chunk {
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-                flush(&mut out, &mut crc, false)?;
-            }
-            flush(&mut out, &mut crc, true)
-        })();
-        self.rbuf = out;
-        res
+            flush(out, &mut crc, false)?;
+        }
+        flush(out, &mut crc, true)?;
+        Ok((crc, Sizes { links: self.links.len(), key_slots: keys.len(), tag_text }))
+    }
+}
+
+/// Sizes of the variable sections, for the header.
+struct Sizes {
+    links: usize,
+    key_slots: usize,
+    tag_text: usize,
+}
+
+/// Writes little-endian fields into the header.
+struct Put<'b> {
+    buf: &'b mut [u8],
+    at: usize,
+}
+
+impl Put<'_> {
+    fn bytes(&mut self, b: &[u8]) {
+        if let Some(dst) = self.buf.get_mut(self.at..self.at + b.len()) {
+            dst.copy_from_slice(b);
+        }
+        self.at += b.len();
+    }
+    fn u32(&mut self, v: u32) {
+        self.bytes(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
     }
 }
 
@@ -270,18 +334,9 @@ impl In<'_> {
         Ok(s)
     }
 
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?.first().copied().unwrap_or(0))
-    }
-
     fn u32(&mut self) -> Result<u32> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
-    }
-
-    fn u64(&mut self) -> Result<u64> {
-        let b = self.take(8)?;
-        Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
     }
 }
 
@@ -292,85 +347,82 @@ fn le32(b: &[u8], at: usize) -> u32 {
 fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) -> Result<u64> {
     buf.clear();
     let mut r = In { file, buf, pos: 0, crc: 0 };
-    if r.take(8)? != MAGIC {
+    let mut hdr = [0u8; HEADER_BYTES];
+    hdr.copy_from_slice(r.take(HEADER_BYTES)?);
+    let field = |at: usize, n: usize| hdr.get(at..at + n).unwrap_or(&[]);
+    let u32_at = |at: usize| le32(&hdr, at);
+    let u64_at = |at: usize| field(at, 8).try_into().map_or(0, u64::from_le_bytes);
+    if field(0, 8) != MAGIC {
         bail!(Io, "not a store checkpoint");
     }
-    let format = r.u32()?;
-    if format != FORMAT {
-        bail!(Io, "checkpoint format {} (this program reads {})", format, FORMAT);
+    if u32_at(8) != FORMAT {
+        bail!(Io, "checkpoint format {} (this program reads {})", u32_at(8), FORMAT);
     }
-    let id = r.u64()?;
+    if crc32(field(0, HEADER_BYTES - 4)) != u32_at(HEADER_BYTES - 4) {
+        bail!(Io, "the checkpoint's header is damaged");
+    }
+    let tags = u32_at(12) as usize;
+    let id = u64_at(16);
+    let covered = u64_at(24);
+    let header_bytes = u64_at(32);
+    let live_bytes = u64_at(40);
+    let corrupt = u64_at(48);
+    let next_id = u32_at(56) as usize;
+    let links = u32_at(60) as usize;
+    let key_slots = u32_at(64) as usize;
+    let tag_text = u32_at(68) as usize;
+    let tail = u32_at(72);
+    let body_crc = u32_at(76);
     if id != store.store_id {
         bail!(Io, "the checkpoint is of another log (store {:016x}, the log is {:016x})", id, store.store_id);
     }
-    let covered = r.u64()?;
-    let tail = r.u32()?;
-    let header_bytes = r.u64()?;
-    let live_bytes = r.u64()?;
-    let corrupt = r.u64()?;
-    let next_id = r.u32()? as usize;
     if covered > file_len || covered < header_bytes || header_bytes != store.header_bytes {
         bail!(Io, "the checkpoint covers {} bytes of log; the log has {}", covered, file_len);
     }
     if next_id > store.slots.room() {
         bail!(Io, "the checkpoint names {} ids, more than this capacity has room for", next_id);
     }
-    let tags = r.u32()?;
-    if tags as usize > store.tags.max() + 1 {
-        bail!(Io, "the checkpoint has {} tag ids, more than this capacity has room for", tags);
+    if tags == 0 || tags > store.tags.max() + 1 || tag_text > tags * TAG_MAX_BYTES || links > STORE_MAX_LINKS {
+        bail!(Io, "the checkpoint's tag or link counts are out of range");
     }
-    let mut name = [0u8; TAG_MAX_BYTES];
-    for id in 1..tags {
-        let n = usize::from(r.u8()?);
-        if n > TAG_MAX_BYTES {
-            bail!(Io, "a tag of {} bytes", n);
-        }
-        let text = r.take(n)?;
-        if let Some(dst) = name.get_mut(..n) {
-            dst.copy_from_slice(text);
-        }
-        if n > 0 {
-            let s = core::str::from_utf8(name.get(..n).unwrap_or(&[]))
-                .map_err(|_| err!(Io, "tag id {} is not UTF-8", id))?;
-            store.tags.restore(id as u16, s)?;
-        }
+    // The body's CRC is counted from here on.
+    r.crc = 0;
+    load_tags(store, &mut r, tags, tag_text)?;
+    // The entry table, column by column, straight into place.
+    let Some(cols) = store.slots.columns_mut(next_id) else { bail!(Io, "entry table out of range") };
+    fill(&mut r, cols.loc, 8, |b| b.try_into().map_or(0, u64::from_le_bytes))?;
+    for col in [cols.created, cols.accessed, cols.hits, cols.ver] {
+        fill(&mut r, col, 4, |b| b.try_into().map_or(0, u32::from_le_bytes))?;
     }
-    store.tags.finish_restore();
-    let entries = r.u32()? as usize;
-    if entries > store.cap {
-        bail!(Io, "the checkpoint holds {} entries, more than memory.store_capacity", entries);
-    }
-    let mut last: Option<u32> = None;
-    for _ in 0..entries {
-        let b = r.take(ENTRY_BYTES)?;
-        let id = le32(b, 0);
-        let loc = b.get(4..12).and_then(|s| s.try_into().ok()).map_or(0, u64::from_le_bytes);
-        let slot = Slot::from_packed(loc, le32(b, 12), le32(b, 16), le32(b, 20), le32(b, 24));
+    fill(&mut r, cols.tags, 16, |b| {
         let mut set = [0u16; KEY_MAX_TAGS];
-        for (i, t) in set.iter_mut().enumerate() {
-            let at = 28 + 2 * i;
-            *t = b.get(at..at + 2).and_then(|s| s.try_into().ok()).map_or(0, u16::from_le_bytes);
+        for (t, pair) in set.iter_mut().zip(b.chunks_exact(2)) {
+            *t = pair.try_into().map_or(0, u16::from_le_bytes);
         }
-        if last.is_some_and(|l| id <= l) || id as usize >= next_id || slot.offset < header_bytes || slot.dirty {
-            bail!(Io, "entry {} is out of order or out of range", id);
+        set
+    })?;
+    store.slots.finish_bulk(next_id);
+    if store.slots.live() > store.cap {
+        bail!(Io, "the checkpoint holds {} entries, more than memory.store_capacity", store.slots.live());
+    }
+    // Every live entry: within the covered log, tags that exist, in order and padded with zeros;
+    // each tag counted.
+    for i in 0..next_id as EntryId {
+        let Some(slot) = store.slots.get(i) else { continue };
+        if slot.offset < header_bytes || slot.len == 0 || slot.offset + u64::from(slot.len) > covered {
+            bail!(Io, "entry {} points outside the covered log", i);
         }
-        if slot.offset + u64::from(slot.len) > covered || slot.len == 0 {
-            bail!(Io, "entry {} points past the covered log", id);
-        }
+        let set = store.slots.tagset(i);
         let n = set.iter().position(|&t| t == 0).unwrap_or(KEY_MAX_TAGS);
         if n == 0
             || set.get(n..).is_some_and(|rest| rest.iter().any(|&t| t != 0))
-            || set.iter().take(n).any(|&t| t >= tags as u16 || !store.tags.is_interned(t))
+            || set.iter().take(n).any(|&t| usize::from(t) >= tags || !store.tags.is_interned(t))
         {
-            bail!(Io, "entry {} names a tag that is not there", id);
+            bail!(Io, "entry {} names a tag that is not there", i);
         }
-        last = Some(id);
-        store.install_keyed(id, &slot, &set, false)?;
-    }
-    store.slots.note_next(next_id);
-    let links = r.u32()? as usize;
-    if links > STORE_MAX_LINKS {
-        bail!(Io, "{} links", links);
+        for &t in set.get(..n).unwrap_or(&[]) {
+            store.tags.add(t, i, slot.archived)?;
+        }
     }
     for _ in 0..links {
         let (a, b) = (r.u32()?, r.u32()?);
@@ -380,13 +432,12 @@ fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) ->
         store.links.add(a, b)?;
     }
     // The key table: used as it is when this capacity sizes it the same (every slot names a
-    // live entry, each once: the count must match), else rebuilt.
-    let n = r.u32()? as usize;
-    let same = n == store.keys.raw().len();
+    // live entry, the count matches), else rebuilt.
+    let same = key_slots == store.keys.raw().len();
     let mut filled = 0usize;
     let mut at = 0usize;
-    while at < n {
-        let k = (n - at).min(16 * 1024);
+    while at < key_slots {
+        let k = (key_slots - at).min(BLOCK / 4);
         let b = r.take(4 * k)?;
         if same {
             let dst = store.keys.raw_mut().get_mut(at..at + k).unwrap_or(&mut []);
@@ -403,18 +454,16 @@ fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) ->
         }
         at += k;
     }
+    if r.crc != body_crc {
+        bail!(Io, "checksum mismatch");
+    }
+    if r.pos != r.buf.len() || r.file.read(&mut [0u8; 1]).map_err(|e| err!(Io, "reading failed: {}", e))? != 0 {
+        bail!(Io, "unexpected bytes after the checkpoint's end");
+    }
     if !same {
         store.rebuild_keys()?;
     } else if filled != store.slots.live() {
         bail!(Io, "the key table holds {} entries, the checkpoint {}", filled, store.slots.live());
-    }
-    let want = r.crc;
-    let got = r.u32()?;
-    if want != got {
-        bail!(Io, "checksum mismatch");
-    }
-    if r.pos != r.buf.len() || r.file.read(&mut [0u8; 1]).map_err(|e| err!(Io, "reading failed: {}", e))? != 0 {
-        bail!(Io, "unexpected bytes after the checksum");
     }
     // Last: the log must still hold what the checkpoint was taken of.
     if tail_crc(store, covered)? != tail {
@@ -425,4 +474,44 @@ fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) ->
     store.corrupt = corrupt;
     store.log.len = covered;
     Ok(covered)
+}
+
+/// Reads the tag names (all lengths, then all text) and interns each under its id. The
+/// lengths are copied out first (at most 64 KiB, once per open).
+fn load_tags(store: &mut Store, r: &mut In<'_>, tags: usize, tag_text: usize) -> Result<()> {
+    let mut name = [0u8; TAG_MAX_BYTES];
+    let mut all_lens: Vec<u8> = Vec::with_capacity(tags);
+    all_lens.extend_from_slice(r.take(tags - 1)?);
+    if all_lens.iter().map(|&l| usize::from(l)).sum::<usize>() != tag_text {
+        bail!(Io, "the tag lengths do not add up to the tag text");
+    }
+    for (i, &n) in all_lens.iter().enumerate() {
+        let n = usize::from(n);
+        if n > TAG_MAX_BYTES {
+            bail!(Io, "a tag of {} bytes", n);
+        }
+        let text = r.take(n)?;
+        if let Some(dst) = name.get_mut(..n) {
+            dst.copy_from_slice(text);
+        }
+        if n > 0 {
+            let s = core::str::from_utf8(name.get(..n).unwrap_or(&[]))
+                .map_err(|_| err!(Io, "tag id {} is not UTF-8", i + 1))?;
+            store.tags.restore((i + 1) as u16, s)?;
+        }
+    }
+    store.tags.finish_restore();
+    Ok(())
+}
+
+/// Fills `dst` from the next `dst.len() * width` bytes, converting each `width`-byte group.
+fn fill<T>(r: &mut In<'_>, dst: &mut [T], width: usize, convert: impl Fn(&[u8]) -> T) -> Result<()> {
+    let per_block = (BLOCK / width).max(1);
+    for chunk in dst.chunks_mut(per_block) {
+        let b = r.take(chunk.len() * width)?;
+        for (d, src) in chunk.iter_mut().zip(b.chunks_exact(width)) {
+            *d = convert(src);
+        }
+    }
+    Ok(())
 }

@@ -15,6 +15,22 @@ use crate::memory::query::EntryId;
 /// [`super::tags`]).
 pub type TagSet = [u16; KEY_MAX_TAGS];
 
+/// The entry table's columns for ids `0..n` (see [`Slots::columns_mut`]).
+pub struct Columns<'a> {
+    /// Packed locations (see [`Slot::pack`]).
+    pub loc: &'a mut [u64],
+    /// Creation times.
+    pub created: &'a mut [u32],
+    /// Last accesses.
+    pub accessed: &'a mut [u32],
+    /// Access counts.
+    pub hits: &'a mut [u32],
+    /// Versions.
+    pub ver: &'a mut [u32],
+    /// Tag sets.
+    pub tags: &'a mut [TagSet],
+}
+
 /// Bits of a location that hold the log offset: logs up to 1 TiB.
 const OFFSET_BITS: u32 = 40;
 /// Bits of a location that hold the record length: records up to 4 MiB
@@ -235,14 +251,14 @@ impl Slots {
         let now_live = s.offset != 0;
         match (was, now_live) {
             (None, true) => self.live += 1,
-            (Some(_), false) => self.live -= 1,
+            (Some(_), false) => self.live = self.live.saturating_sub(1),
             _ => {}
         }
         let was_archived = was.is_some_and(|w| w.archived);
         let is_archived = now_live && s.archived;
         match (was_archived, is_archived) {
             (false, true) => self.archived += 1,
-            (true, false) => self.archived -= 1,
+            (true, false) => self.archived = self.archived.saturating_sub(1),
             _ => {}
         }
         if !now_live {
@@ -258,6 +274,56 @@ impl Slots {
     /// that were deleted since; they are never handed out again until a renumbering).
     pub fn note_id(&mut self, id: EntryId) {
         self.next = self.next.max(id as usize + 1);
+    }
+
+    /// The columns of ids `0..n`, to be filled in bulk (from a checkpoint, into a cleared
+    /// table); [`Slots::finish_bulk`] then counts what they hold. `None` past the table.
+    pub fn columns_mut(&mut self, n: usize) -> Option<Columns<'_>> {
+        if n > self.loc.len() {
+            return None;
+        }
+        // Counted as handed out at once, so that `clear` covers them even when a fill stops
+        // part way (a damaged checkpoint).
+        self.next = self.next.max(n);
+        Some(Columns {
+            loc: self.loc.get_mut(..n)?,
+            created: self.created.get_mut(..n)?,
+            accessed: self.accessed.get_mut(..n)?,
+            hits: self.hits.get_mut(..n)?,
+            ver: self.ver.get_mut(..n)?,
+            tags: self.tags.get_mut(..n)?,
+        })
+    }
+
+    /// The columns of ids `0..n` as they are (for the checkpoint): locations (dirty flags
+    /// included), created, accessed, hits, versions, tag sets.
+    #[allow(clippy::type_complexity)]
+    pub fn columns(&self, n: usize) -> Option<(&[u64], [&[u32]; 4], &[TagSet])> {
+        Some((
+            self.loc.get(..n)?,
+            [self.created.get(..n)?, self.accessed.get(..n)?, self.hits.get(..n)?, self.ver.get(..n)?],
+            self.tags.get(..n)?,
+        ))
+    }
+
+    /// After [`Slots::columns_mut`]: `n` ids are handed out; counts the live and archived ones
+    /// and clears the dirty flags.
+    pub fn finish_bulk(&mut self, n: usize) {
+        self.next = n.min(self.loc.len());
+        self.live = 0;
+        self.archived = 0;
+        for l in self.loc.iter_mut().take(self.next) {
+            *l &= !DIRTY;
+            if *l & OFFSET_MASK != 0 {
+                self.live += 1;
+                self.archived += usize::from(*l & ARCHIVED != 0);
+            }
+        }
+    }
+
+    /// The packed location of live entry `id` (0 for a dead one), for the checkpoint.
+    pub fn packed(&self, id: EntryId) -> u64 {
+        self.loc.get(id as usize).copied().unwrap_or(0) & !DIRTY
     }
 
     /// Makes `next` the next id to hand out, if it is higher (a checkpoint's ids of deleted

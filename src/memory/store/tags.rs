@@ -253,7 +253,7 @@ impl Tags {
                 *c = 0;
             }
             self.free.push(id);
-            self.in_use -= 1;
+            self.in_use = self.in_use.saturating_sub(1);
         }
     }
 
@@ -362,7 +362,7 @@ impl Tags {
                 return;
             }
             list.copy_within(at + 1..n, at);
-            self.total -= 1;
+            self.total = self.total.saturating_sub(1);
             if archived {
                 if let Some(a) = self.archived.get_mut(i) {
                     *a = a.saturating_sub(1);
@@ -370,7 +370,7 @@ impl Tags {
             }
         }
         if let Some(c) = self.count.get_mut(i) {
-            *c -= 1;
+            *c = c.saturating_sub(1);
         }
         if n == 1 && !keep {
             self.forget_if_unused(id);
