@@ -127,9 +127,17 @@ fn run_and_check(tag: &str, cycles: u32, tweak: impl FnOnce(&mut String), chat: 
     });
     let d = TempDir::new(tag);
     let mut c = shipped("config.json");
-    set(&mut c, "\"http://127.0.0.1:1234/v1/chat/completions\"", &format!("\"{}\"", server.url("/v1/chat/completions")));
+    set(
+        &mut c,
+        "\"http://127.0.0.1:1234/v1/chat/completions\"",
+        &format!("\"{}\"", server.url("/v1/chat/completions")),
+    );
     set(&mut c, "\"connect_timeout_ms\": 10000", "\"connect_timeout_ms\": 500");
-    set(&mut c, "\"read_timeout_ms\": 600000", &format!("\"read_timeout_ms\": 20000, \"api_key_env\": \"{}\"", KEY_VAR));
+    set(
+        &mut c,
+        "\"read_timeout_ms\": 600000",
+        &format!("\"read_timeout_ms\": 20000, \"api_key_env\": \"{}\"", KEY_VAR),
+    );
     set(&mut c, "\"max_retries\": 3", "\"max_retries\": 1");
     set(&mut c, "\"base_delay_ms\": 100", "\"base_delay_ms\": 10");
     set(&mut c, "\"max_delay_ms\": 5000", "\"max_delay_ms\": 20");
@@ -191,6 +199,11 @@ fn run_and_check(tag: &str, cycles: u32, tweak: impl FnOnce(&mut String), chat: 
             panic!("{}: the key is in {}: ...{}...\n{}", tag, f.display(), l, shown);
         }
     }
+    // The echo did reach what the user sees and what is kept, as the marker.
+    let memory = std::fs::read_to_string(d.0.join("memory.json")).unwrap()
+        + &std::fs::read_to_string(d.0.join("memory.json.prev")).unwrap();
+    let redacted = format!("{}{}", String::from_utf8_lossy(&out), memory);
+    assert!(redacted.contains("[REDACTED]"), "{}: no marker anywhere\n{}\n{}", tag, memory, shown);
 }
 
 /// OpenAI's shape: a 401 whose message repeats the header it refused.
