@@ -67,8 +67,11 @@ fn no_allocation_per_completion_on_a_kept_alive_connection() {
             serve(s);
         }
     });
+    // With an API key, so every answer is scanned for it (see `http::redact`).
+    std::env::set_var("LKJAGENT_ALLOC_TEST_KEY", "sk-Q7wX2mR9pL4vK8nB3cZ6hT1yF5gJ0dSa");
     let settings = Settings {
         endpoint: format!("http://{}/v1", addr),
+        api_key_env: Some("LKJAGENT_ALLOC_TEST_KEY".into()),
         stop: vec!["</act>".into()],
         extra: r#"{"reasoning_effort":"none"}"#.into(),
         ..Settings::default()

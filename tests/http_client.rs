@@ -407,3 +407,65 @@ fn ipv6_loopback_literal() {
     assert_eq!(fetch(&mut client, &get(&url)).unwrap().1, "{\"v6\":true}");
     assert_eq!(server.seen()[0].header("host"), Some(format!("[::1]:{}", server.addr.port()).as_str()));
 }
+
+/// Nothing the client hands on holds the bearer token (or 12 characters of it): bodies, however
+/// they are framed and split, streamed bodies, and the wire bytes quoted in protocol errors.
+#[test]
+fn the_bearer_token_is_redacted_from_everything_handed_on() {
+    const KEY: &str = "sk-Q7wX2mR9pL4vK8nB3cZ6hT1yF5gJ0dSa";
+    let leaks = |text: &[u8]| (0..=KEY.len() - 12).any(|i| text.windows(12).any(|w| w == &KEY.as_bytes()[i..i + 12]));
+    let echo = format!("{{\"error\":\"Authorization: Bearer {}\"}}", KEY);
+    let (a, b) = echo.split_at(30);
+    let chunked_echo = chunked("401 Unauthorized", "application/json", &[a, b]);
+    let dripped: Vec<(Duration, Vec<u8>)> =
+        chunked_echo.chunks(5).map(|c| (Duration::from_millis(1), c.to_vec())).collect();
+    let plain = response("401 Unauthorized", &["Content-Type: application/json"], &echo);
+    let plain_too = plain.clone();
+    let server = Server::start(move |n, _| match n {
+        0 => Action::Reply(plain.clone()),
+        1 => Action::Reply(json_ok("{\"ok\":true}")),
+        2 => Action::Pieces(dripped.clone()),
+        _ => Action::Reply(plain_too.clone()),
+    });
+    let url = Url::parse(&server.url("/v1/chat/completions")).unwrap();
+    let mut client = Client::new(settings()).unwrap();
+    client.set_bearer(KEY).unwrap();
+    let want = "{\"error\":\"Authorization: Bearer [REDACTED]\"}";
+    let (status, body, _) = fetch(&mut client, &post(&url, b"{}")).unwrap();
+    assert_eq!((status, body.as_str()), (401, want));
+    // The framing was read before redaction: the next answer on the connection is intact.
+    let (status, body, _) = fetch(&mut client, &post(&url, b"{}")).unwrap();
+    assert_eq!((status, body.as_str()), (200, "{\"ok\":true}"));
+    assert_eq!(server.connections(), 1);
+    // Split across chunks, and the chunks across reads.
+    let (status, body, _) = fetch(&mut client, &post(&url, b"{}")).unwrap();
+    assert_eq!((status, body.as_str()), (401, want));
+
+    // A 2xx body streamed to a sink, in pieces of 7 bytes.
+    let sse = format!("data: {{\"x\":\"{}\"}}\n\n", KEY);
+    let dripped: Vec<(Duration, Vec<u8>)> = chunked("200 OK", "text/event-stream", &[&sse])
+        .chunks(7)
+        .map(|c| (Duration::from_millis(1), c.to_vec()))
+        .collect();
+    let server = Server::start(move |_, _| Action::Pieces(dripped.clone()));
+    let url = Url::parse(&server.url("/")).unwrap();
+    let mut sink = Collect(Vec::new(), 0);
+    let r = client.send(&post(&url, b"{}"), Some(&mut sink), NO_STOP).unwrap();
+    assert!(r.streamed);
+    assert_eq!(String::from_utf8(sink.0.concat()).unwrap(), "data: {\"x\":\"[REDACTED]\"}\n\n");
+
+    // Wire bytes quoted in errors: a header line, a chunk size line, a head cut short.
+    for bytes in [
+        format!("HTTP/1.1 200 OK\r\nAuthorization Bearer {}\r\n\r\n", KEY),
+        format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{}\r\n", KEY),
+        format!("HTTP/1.1 200 OK\r\nX-Echo: Bearer {}", KEY),
+        format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc{}\r\n0\r\n\r\n", KEY),
+    ] {
+        let b = bytes.clone().into_bytes();
+        let server = Server::start(move |_, _| Action::ReplyClose(b.clone()));
+        let url = Url::parse(&server.url("/")).unwrap();
+        let (code, msg) = fetch(&mut client, &get(&url)).unwrap_err();
+        assert_eq!(code, Code::HttpProtocol, "{}", msg);
+        assert!(!leaks(msg.as_bytes()), "{:?}: {}", bytes, msg);
+    }
+}

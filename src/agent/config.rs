@@ -1,5 +1,8 @@
 //! `config.json`: read once at start-up into typed settings, with defaults, every problem
-//! reported with its key path (exit 2), and unknown keys named in one warning (docs/design.md §4).
+//! reported with its key path (exit 2). A key no setting reads is a problem too, named with the
+//! known key it is closest to (a typo must not leave the agent on a default the user did not
+//! choose); `llm.extra` (raw request fields) and the prompt trees (text) are free-form
+//! (docs/design.md §4).
 //!
 //! Canonical (era B, plus the additions a user expects):
 //!
@@ -109,7 +112,7 @@ pub fn parse(bytes: &[u8], dir: &Path) -> Result<(Config, Vec<String>)> {
     if root.kind() != Kind::Object {
         c.problem("(root)", "the configuration must be a JSON object");
     }
-    c.note_unknown(Some(root), "", TOP_KEYS);
+    c.reject_unknown(Some(root), "", TOP_KEYS);
     let llm_section = match root.get("llm") {
         Some(_) => c.object(Some(root), "", "llm").map(|v| (v, "llm")),
         None => c.object(Some(root), "", "lmstudio").map(|v| (v, "lmstudio")),
@@ -120,7 +123,7 @@ pub fn parse(bytes: &[u8], dir: &Path) -> Result<(Config, Vec<String>)> {
     let seg: Option<Segments> = segments::load(dir, &agent.states)?;
     let prompts = Prompts::render(&mut c, agent_v, &agent.states, seg.as_ref());
     let memory_v = c.object(Some(root), "", "memory");
-    c.note_unknown(memory_v, "memory", &["store_capacity"]);
+    c.reject_unknown(memory_v, "memory", &["store_capacity"]);
     let store_capacity = c.integer(
         memory_v,
         "memory",
@@ -129,9 +132,6 @@ pub fn parse(bytes: &[u8], dir: &Path) -> Result<(Config, Vec<String>)> {
         STORE_MIN_ENTRIES as i64,
         STORE_MAX_ENTRIES as i64,
     ) as usize;
-    if !c.unknown_keys().is_empty() {
-        err!(ConfigInvalid, "unknown keys ignored: {}", c.unknown_keys().join(", ")).print_warning();
-    }
     let problems = c.problems().to_vec();
     Ok((Config { llm, system_prompt, agent, prompts, store_capacity, path: dir.join(FILE_NAME) }, problems))
 }
@@ -143,7 +143,7 @@ fn read_llm(c: &mut Checker, section: Option<(Value<'_>, &str)>, dir: &Path) -> 
         return (s, false);
     };
     let o = Some(v);
-    c.note_unknown(o, p, LLM_KEYS);
+    c.reject_unknown(o, p, LLM_KEYS);
     if let Some(name) = c.string(o, p, "provider", 16) {
         match ProviderKind::from_name(name.trim()) {
             Some(k) => s.provider = k,
@@ -188,7 +188,7 @@ fn read_llm(c: &mut Checker, section: Option<(Value<'_>, &str)>, dir: &Path) -> 
     s.read_timeout = Duration::from_millis(c.integer(o, p, "read_timeout_ms", legacy_timeout, 1, 86_400_000) as u64);
     let retry = c.object(o, p, "retry");
     let rp = join(p, "retry");
-    c.note_unknown(retry, &rp, &["max_retries", "base_delay_ms", "max_delay_ms"]);
+    c.reject_unknown(retry, &rp, &["max_retries", "base_delay_ms", "max_delay_ms"]);
     let d = RetryPolicy::default();
     s.retry = RetryPolicy {
         max_retries: c.integer(retry, &rp, "max_retries", i64::from(d.max_retries), 0, 100) as u32,

@@ -1,6 +1,6 @@
 //! The optional exchange log, and the recorded replies `lkjagent replay` runs again.
 //!
-//! With `agent.exchange_log` on, each run writes `logs/exchange-<run>/`:
+//! With `run --exchange-log`, each run writes `logs/exchange-<run>/`:
 //! - `opened_at`: the clock when the run loaded its memory (entries with no times get it);
 //! - `start/`: copies of `config.json`, `agent-prompt.json`, `memory.json` and the store log as
 //!   they were when the run started;

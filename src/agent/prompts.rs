@@ -56,6 +56,15 @@ impl Prompts {
             _ => (None, "agent.state"),
         };
         let era_a = path == "agent.state_prompts";
+        // An era-B state entry holds its prompt tree and nothing else; the tree itself is the
+        // user's text, any keys. (Era A's entries are rendered whole: free-form too.)
+        if !era_a {
+            for (name, entry) in section.filter(|s| s.kind() == Kind::Object).into_iter().flat_map(|s| s.members()) {
+                if entry.kind() == Kind::Object {
+                    c.reject_unknown(Some(entry), &join(path, name), &["prompt"]);
+                }
+            }
+        }
         let mut out = Prompts::default();
         // Base prompt: optional in era A (which had none), required in era B.
         let mut constrained_base = String::new();

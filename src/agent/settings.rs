@@ -94,7 +94,7 @@ impl AgentSettings {
     /// Reads `agent` (which may be absent: every setting has a default).
     pub fn read(c: &mut Checker, agent: Option<Value<'_>>) -> AgentSettings {
         let p = "agent";
-        c.note_unknown(agent, p, AGENT_KEYS);
+        c.reject_unknown(agent, p, AGENT_KEYS);
         let think_log = read_log(c, agent, "think_log", 4);
         let evaluation_log = read_log(c, agent, "evaluation_log", 2);
         // `execution_log` is the pre-08-08 name of `command_log`.
@@ -118,7 +118,7 @@ impl AgentSettings {
             c.problem(&join(&ip, "max_iterations"), "0 cycles would do nothing; use -1 to run forever or a count >= 1");
             max_iterations = 5;
         }
-        c.note_unknown(iterate, &ip, &["enable", "max_iterations", "delay_ms"]);
+        c.reject_unknown(iterate, &ip, &["enable", "max_iterations", "delay_ms"]);
         let delay_ms = c.integer(iterate, &ip, "delay_ms", 0, 0, 86_400_000) as u64;
         let max_actions_per_cycle =
             c.integer(agent, p, "max_actions_per_cycle", 1, 1, ACTIONS_PER_CYCLE_MAX as i64) as usize;
@@ -171,7 +171,7 @@ pub fn canonical_state(name: &str) -> &str {
 fn read_log(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default_max: i64) -> LogSettings {
     let o = c.object(agent, "agent", key);
     let p = join("agent", key);
-    c.note_unknown(o, &p, &["enable", "max_entries", "key_prefix"]);
+    c.reject_unknown(o, &p, &["enable", "max_entries", "key_prefix"]);
     let enable = c.boolean(o, &p, "enable", true);
     let max_entries = c.integer(o, &p, "max_entries", default_max, 1, LOG_MAX_ENTRIES as i64) as u32;
     let default_prefix = format!("{}_", key);
@@ -187,7 +187,7 @@ fn read_log(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default_max: i
 fn read_limit(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default: i64) -> Limit {
     let o = c.object(agent, "agent", key);
     let p = join("agent", key);
-    c.note_unknown(o, &p, &["enable", "enabled", "max_tokens"]);
+    c.reject_unknown(o, &p, &["enable", "enabled", "max_tokens"]);
     // Era B0 spelled it `enabled`.
     let legacy = c.boolean(o, &p, "enabled", true);
     let enable = c.boolean(o, &p, "enable", legacy);

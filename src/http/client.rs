@@ -23,6 +23,7 @@
 //! inline values). `make bench` measures it.
 
 use super::curl;
+use super::redact::{Redactor, StreamRedactor};
 use super::request::{BodySink, Meta, Method, Request, Response, Secret, Settings, Transport, USER_AGENT};
 use super::response::{head_end, parse_chunk_size, parse_head, Framing, Shown};
 use super::retry::{error_is_retryable, sleep_unless_stopped, status_is_retryable};
@@ -61,6 +62,24 @@ impl Rx {
         self.start = 0;
     }
 
+    /// Redacts the key from the first `n` unconsumed bytes, in place (what follows moves up),
+    /// and returns their new length.
+    fn redact_front(&mut self, n: usize, redactor: &Redactor) -> usize {
+        if !redactor.is_active() {
+            return n;
+        }
+        let (start, len) = (self.start, self.buf.len());
+        let end = (start + n).min(len);
+        let Some(front) = self.buf.as_mut_slice().get_mut(start..end) else { return n };
+        let m = redactor.redact_in_place(front);
+        let gap = (end - start) - m;
+        if gap > 0 {
+            self.buf.as_mut_slice().copy_within(end..len, start + m);
+            self.buf.truncate(len - gap);
+        }
+        m
+    }
+
     /// Moves unconsumed bytes to the front so the whole buffer is free for reading.
     fn compact(&mut self) {
         if self.start > 0 {
@@ -82,6 +101,8 @@ struct Conn {
 pub struct Client {
     settings: Settings,
     bearer: Option<Secret>,
+    /// Finds the bearer token in what servers send back (see [`super::redact`]).
+    redactor: Redactor,
     conn: Option<Conn>,
     head: FixedBuf,
     rx: Rx,
@@ -130,6 +151,7 @@ impl Client {
         Ok(Client {
             settings,
             bearer: None,
+            redactor: Redactor::none(),
             conn: None,
             head: FixedBuf::with_capacity(
                 "HTTP request head (HTTP_MAX_REQUEST_HEAD_BYTES)",
@@ -169,8 +191,16 @@ impl Client {
         }
         let token = ArrayString::try_from_str(token)
             .map_err(|_| err!(ConfigInvalid, "the API key is longer than {} bytes", HTTP_MAX_TOKEN_BYTES))?;
+        self.redactor = Redactor::new(token.as_bytes());
         self.bearer = Some(Secret(token));
         Ok(())
+    }
+
+    /// What finds the bearer token in text a server sent. Every response head and body the
+    /// client hands on has been through it already; the caller needs it for text it decodes
+    /// further (a JSON escape can hide the key from a scan of the raw bytes).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     /// New TCP connections opened so far.
@@ -215,6 +245,7 @@ impl Client {
                 Transport::Curl => curl::attempt(
                     &self.settings,
                     self.bearer.as_ref(),
+                    &self.redactor,
                     req,
                     &mut self.body,
                     reborrow(&mut sink),
@@ -347,6 +378,7 @@ impl Client {
             read_timeout: self.settings.read_timeout,
             should_stop,
             got_bytes: &mut self.got_bytes,
+            redactor: &self.redactor,
         };
         // Heads until a final one: interim 1xx answers (100 Continue, 103 Early Hints) are skipped.
         let head = loop {
@@ -366,13 +398,18 @@ impl Client {
                     if reader.rx.data().is_empty() {
                         bail!(LlmUnavailable, "the server closed the connection without answering");
                     }
+                    let n = reader.rx.data().len();
+                    let n = reader.rx.redact_front(n, reader.redactor);
                     bail!(
                         HttpProtocol,
                         "the connection closed inside the response head: {:?}",
-                        Shown(reader.rx.data())
+                        Shown(reader.rx.data().get(..n).unwrap_or(&[]))
                     );
                 }
             };
+            // Redacted before it is read: a header may echo the key, and a malformed one is
+            // quoted in the error.
+            let end = reader.rx.redact_front(end, reader.redactor);
             let head = parse_head(reader.rx.data().get(..end).unwrap_or(&[]), req.method == Method::Head)?;
             reader.rx.consume(end);
             match head.status {
@@ -385,12 +422,15 @@ impl Client {
         let max = self.settings.max_body_bytes;
         self.body.clear();
         let mut buffered = BufferSink { buf: &mut self.body };
-        let target: &mut dyn BodySink = match reborrow(&mut sink) {
+        let inner: &mut dyn BodySink = match reborrow(&mut sink) {
             Some(s) if to_sink => s,
             _ => &mut buffered,
         };
+        // Every body byte is redacted on its way to the sink, however the body is framed.
+        let mut target = RedactingSink { inner, redactor: reader.redactor, stream: StreamRedactor::new() };
         target.reset();
-        read_body(&mut reader, head.framing, max, target)?;
+        read_body(&mut reader, head.framing, max, &mut target)?;
+        target.finish()?;
         let leftover = !reader.rx.data().is_empty();
         if head.close || leftover || head.framing == Framing::UntilClose {
             self.conn = None;
@@ -453,6 +493,33 @@ impl BodySink for BufferSink<'_> {
     }
 }
 
+/// A sink that redacts the key from the body before the inner sink sees it (see
+/// [`super::redact`]); a key split across reads or chunks is still found.
+struct RedactingSink<'a> {
+    inner: &'a mut dyn BodySink,
+    redactor: &'a Redactor,
+    stream: StreamRedactor,
+}
+
+impl RedactingSink<'_> {
+    /// Passes on what was held back at the end of the body.
+    fn finish(&mut self) -> Result<()> {
+        let inner = &mut *self.inner;
+        self.stream.finish(self.redactor, &mut |b| inner.write(b))
+    }
+}
+
+impl BodySink for RedactingSink<'_> {
+    fn reset(&mut self) {
+        self.stream.reset();
+        self.inner.reset();
+    }
+    fn write(&mut self, data: &[u8]) -> Result<()> {
+        let inner = &mut *self.inner;
+        self.stream.write(self.redactor, data, &mut |b| inner.write(b))
+    }
+}
+
 /// Reads from the socket into the receive buffer, with the per-read timeout and stop checks.
 struct Reader<'a> {
     stream: &'a mut TcpStream,
@@ -460,6 +527,7 @@ struct Reader<'a> {
     read_timeout: Duration,
     should_stop: &'a dyn Fn() -> bool,
     got_bytes: &'a mut bool,
+    redactor: &'a Redactor,
 }
 
 impl Reader<'_> {
@@ -493,12 +561,13 @@ impl Reader<'_> {
         }
     }
 
-    /// Makes sure a whole line is buffered and returns its length including the LF. Lines are
-    /// at most [`HTTP_MAX_HEAD_BYTES`]; `what` names the line in errors.
+    /// Makes sure a whole line is buffered, redacts it (it may be quoted in an error), and
+    /// returns its length including the LF. Lines are at most [`HTTP_MAX_HEAD_BYTES`]; `what`
+    /// names the line in errors.
     fn line(&mut self, what: &str) -> Result<usize> {
         loop {
             if let Some(i) = self.rx.data().iter().position(|&b| b == b'\n') {
-                return Ok(i + 1);
+                return Ok(self.rx.redact_front(i + 1, self.redactor));
             }
             if self.rx.data().len() >= HTTP_MAX_HEAD_BYTES {
                 bail!(HttpProtocol, "{} is longer than {} bytes", what, HTTP_MAX_HEAD_BYTES);

@@ -17,6 +17,7 @@
 //! allocates (a config text per attempt, a child process): it is for remote APIs, where a
 //! process spawn is noise next to the network.
 
+use super::redact::Redactor;
 use super::request::{BodySink, Meta, Request, Secret, Settings};
 use super::response::Shown;
 use crate::error::Result;
@@ -129,6 +130,7 @@ fn read_capped(out: Option<std::process::ChildStdout>, body: &mut FixedBuf) -> b
 pub(crate) fn attempt(
     settings: &Settings,
     bearer: Option<&Secret>,
+    redactor: &Redactor,
     req: &Request<'_>,
     body: &mut FixedBuf,
     sink: Option<&mut dyn BodySink>,
@@ -184,6 +186,7 @@ pub(crate) fn attempt(
     if let Some(mut err) = child.stderr.take() {
         let mut buf = [0u8; 200];
         let n = err.read(&mut buf).unwrap_or(0);
+        let n = redactor.redact_in_place(buf.get_mut(..n).unwrap_or(&mut []));
         let _ = errtext.format(format_args!("{:?}", Shown(buf.get(..n).unwrap_or(&[]).trim_ascii())));
     }
     let status = child.wait().map_err(|e| err!(Io, "waiting for curl failed: {}", e))?;
@@ -206,9 +209,22 @@ pub(crate) fn attempt(
     let code_text = nl.and_then(|i| all.get(i + 1..)).unwrap_or(&[]);
     let code = core::str::from_utf8(code_text).ok().and_then(|t| t.trim().parse::<u16>().ok()).unwrap_or(0);
     if !(100..1000).contains(&code) {
-        bail!(HttpProtocol, "curl reported no HTTP status for {} (got {:?})", req.url, Shown(code_text));
+        let mut shown = [0u8; 128];
+        let n = code_text.len().min(shown.len());
+        let got = shown.get_mut(..n).unwrap_or(&mut []);
+        got.copy_from_slice(code_text.get(..n).unwrap_or(&[]));
+        let n = redactor.redact_in_place(got);
+        bail!(
+            HttpProtocol,
+            "curl reported no HTTP status for {} (got {:?})",
+            req.url,
+            Shown(shown.get(..n).unwrap_or(&[]))
+        );
     }
     body.truncate(nl.unwrap_or(0));
+    // The body is redacted whole, before anyone sees it (see `super::redact`).
+    let n = redactor.redact_in_place(body.as_mut_slice());
+    body.truncate(n);
     if body.len() > settings.max_body_bytes {
         bail!(ResponseTooLarge, "the response body is larger than {} bytes", settings.max_body_bytes);
     }

@@ -8,15 +8,18 @@
 //!   both transports.
 //! - [`client`]: the client (keep-alive, timeouts, caps, retries).
 //! - [`curl`]: the `curl` transport.
+//! - [`redact`]: keeping the API key out of everything a server sends back.
 
 pub mod client;
 pub mod curl;
+pub mod redact;
 pub mod request;
 pub mod response;
 pub mod retry;
 pub mod url;
 
 pub use client::Client;
+pub use redact::{Redactor, StreamRedactor};
 pub use request::{BodySink, Method, Request, Response, Settings, Transport, USER_AGENT};
 pub use retry::RetryPolicy;
 pub use url::{Scheme, Url};

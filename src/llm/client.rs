@@ -21,7 +21,7 @@ use super::stream::StreamSink;
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::grammar::{schema, Constraint};
-use crate::http::{self, Method, Request, Scheme, Transport, Url};
+use crate::http::{self, Method, Redactor, Request, Scheme, Transport, Url};
 use crate::json::{Document, Kind, Writer};
 use crate::limits::{
     HTTP_MAX_BODY_BYTES, HTTP_MAX_URL_BYTES, LLM_MAX_CONTENT_BYTES, LLM_MAX_EVENT_BYTES, LLM_MAX_JSON_NODES,
@@ -123,6 +123,8 @@ pub struct Client {
     context_window: Option<u32>,
     extra: Option<Document>,
     http: Option<http::Client>,
+    /// Finds the API key in what the server sends (a copy of the HTTP client's).
+    redactor: Redactor,
     endpoints: Option<Endpoints>,
     replay: Option<Replay>,
     request: FixedBuf,
@@ -179,6 +181,7 @@ impl Client {
             context_window: settings.context_window,
             extra,
             http: None,
+            redactor: Redactor::none(),
             endpoints: None,
             replay: None,
             request: FixedBuf::with_capacity("LLM request body (LLM_MAX_REQUEST_BYTES)", LLM_MAX_REQUEST_BYTES),
@@ -217,6 +220,7 @@ impl Client {
         })?;
         if let Some(var) = &settings.api_key_env {
             h.set_bearer_from_env(var)?;
+            client.redactor = h.redactor().clone();
         }
         client.http = Some(h);
         Ok(client)
@@ -265,6 +269,8 @@ impl Client {
         } else {
             self.exchange(prompt, progress, should_stop)?
         };
+        // Before anything reads the reply: the key, echoed by a server, is never kept.
+        self.acc.redact(&self.redactor);
         split_think(&mut self.acc);
         self.last = (status, attempts, start.elapsed());
         Ok(self.last_completion())
@@ -321,6 +327,7 @@ impl Client {
                 data: &mut self.data,
                 doc: &mut self.doc,
                 acc: &mut self.acc,
+                redactor: &self.redactor,
                 progress,
                 should_stop,
                 done: false,
@@ -329,7 +336,7 @@ impl Client {
             let resp = http.send(&req, Some(&mut sink), should_stop)?;
             let (status, attempts, streamed) = (resp.status, resp.attempts, resp.streamed);
             if !streamed {
-                return Err(server_error(status, resp.body, sink.doc));
+                return Err(server_error(status, resp.body, sink.doc, &self.redactor));
             }
             sink.finish()?;
             Ok((status, attempts))
@@ -337,10 +344,10 @@ impl Client {
             let resp = http.send(&req, None, should_stop)?;
             let (status, attempts) = (resp.status, resp.attempts);
             if !(200..300).contains(&status) {
-                return Err(server_error(status, resp.body, &mut self.doc));
+                return Err(server_error(status, resp.body, &mut self.doc, &self.redactor));
             }
             self.doc.parse(resp.body).map_err(|e| e.context(format_args!("the reply of {}", ep.chat)))?;
-            apply(self.doc.root(), wire, status, &mut self.acc)?;
+            apply(self.doc.root(), wire, status, &mut self.acc, &self.redactor)?;
             Ok((status, attempts))
         }
     }
@@ -520,7 +527,7 @@ impl Client {
                     return Ok(health);
                 }
                 404 | 405 if !core::ptr::eq(url, &ep.health) => continue,
-                s => return Err(server_error(s, resp.body, &mut self.doc)),
+                s => return Err(server_error(s, resp.body, &mut self.doc, &self.redactor)),
             }
             if core::ptr::eq(url, &ep.health) {
                 health.model = ModelState::Ready;

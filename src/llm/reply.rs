@@ -13,6 +13,7 @@
 
 use crate::error::{Code, Error, Result};
 use crate::fixed::FixedBuf;
+use crate::http::Redactor;
 use crate::json::{Document, Kind, Value};
 use core::fmt;
 
@@ -154,6 +155,19 @@ impl Accumulator {
         }
     }
 
+    /// Redacts the API key from the content and the reasoning, in place (the key is ASCII, so
+    /// both stay UTF-8). Done once the reply is whole, so a key spread over several streamed
+    /// pieces, or hidden by a JSON escape, is found too.
+    pub(crate) fn redact(&mut self, r: &Redactor) {
+        if !r.is_active() {
+            return;
+        }
+        for buf in [&mut self.content, &mut self.reasoning] {
+            let n = r.redact_in_place(buf.as_mut_slice());
+            buf.truncate(n);
+        }
+    }
+
     /// The content as text (always UTF-8: only `&str`s go in).
     pub(crate) fn content_str(&self) -> &str {
         self.content.as_str().unwrap_or("")
@@ -176,13 +190,15 @@ impl Accumulator {
 }
 
 /// Reads one reply object (whole or a streamed piece) into `acc`. Returns whether it said it is
-/// the last one (Ollama `done: true`). A body with an `error` member is the server's error.
-pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumulator) -> Result<bool> {
+/// the last one (Ollama `done: true`). A body with an `error` member is the server's error (its
+/// text redacted by `r`); the text that lands in `acc` is redacted by [`Accumulator::redact`]
+/// once the reply is whole.
+pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumulator, r: &Redactor) -> Result<bool> {
     if root.kind() != Kind::Object {
         bail!(LlmError, "the server's reply is a JSON {}, not an object", root.kind().name());
     }
     if root.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(error_from_json(status, root));
+        return Err(error_from_json(status, root, r));
     }
     match wire {
         Wire::OpenAi => {
@@ -339,19 +355,22 @@ const OVERFLOW_WORDS: [&str; 6] = [
 ];
 
 /// The typed error for a non-`2xx` answer (or a `2xx` whose body is an error): see
-/// [`classify`]. Works on any body; non-JSON bodies are quoted as text.
-pub(crate) fn server_error(status: u16, body: &[u8], doc: &mut Document) -> Error {
+/// [`classify`]. Works on any body; non-JSON bodies are quoted as text. The HTTP client has
+/// redacted the body's bytes already; the strings decoded from JSON are redacted again by `r`
+/// (an escape such as `\/` can hide the key from the byte scan), before the message is cut to
+/// its length.
+pub(crate) fn server_error(status: u16, body: &[u8], doc: &mut Document, r: &Redactor) -> Error {
     if doc.parse(body).is_ok() && doc.root().kind() == Kind::Object {
-        return error_from_json(status, doc.root());
+        return error_from_json(status, doc.root(), r);
     }
     let text = String8(body);
-    classify(status, None, None, &text)
+    classify(status, None, None, &text, r)
 }
 
 /// The error object of a JSON body, in each server's shape: `{"error":"..."}` (Ollama native),
 /// `{"error":{"message","type","code"}}` (OpenAI, llama.cpp, vLLM, Ollama `/v1`),
 /// `{"object":"error","message",...}` (older vLLM), `{"detail":"..."}` (FastAPI servers).
-fn error_from_json(status: u16, root: Value<'_>) -> Error {
+fn error_from_json(status: u16, root: Value<'_>, r: &Redactor) -> Error {
     let err = root.get("error");
     let (obj, message) = match err {
         Some(e) if e.kind() == Kind::String => (root, e.as_str()),
@@ -361,12 +380,12 @@ fn error_from_json(status: u16, root: Value<'_>) -> Error {
     let kind = obj.get("type").and_then(|t| t.as_str());
     let code = obj.get("code").and_then(|c| c.as_str().or_else(|| c.number_text()));
     let message = message.unwrap_or("(no message)");
-    classify(status, kind, code, &message)
+    classify(status, kind, code, &message, r)
 }
 
 /// Picks the code: context overflow by the servers' words, `LLM_UNAVAILABLE` for 429 and the
 /// "not ready" statuses (502, 503, 504), `LLM_TIMEOUT` for 408, `LLM_ERROR` for the rest.
-fn classify(status: u16, kind: Option<&str>, code: Option<&str>, message: &dyn Msg) -> Error {
+fn classify(status: u16, kind: Option<&str>, code: Option<&str>, message: &dyn Msg, r: &Redactor) -> Error {
     let overflow = kind == Some("exceed_context_size_error")
         || code == Some("context_length_exceeded")
         || OVERFLOW_WORDS.iter().any(|w| message.contains_ignore_case(w));
@@ -386,16 +405,23 @@ fn classify(status: u16, kind: Option<&str>, code: Option<&str>, message: &dyn M
         c,
         file!(),
         line!(),
-        format_args!("the LLM server answered {}{}{}{}: {}", status, Typed(kind), Typed(code), hint, message.show()),
+        format_args!(
+            "the LLM server answered {}{}{}{}: {}",
+            status,
+            Typed(kind, r),
+            Typed(code, r),
+            hint,
+            Said(message, r)
+        ),
     )
 }
 
 /// ` [type]` when known.
-struct Typed<'a>(Option<&'a str>);
+struct Typed<'a>(Option<&'a str>, &'a Redactor);
 impl fmt::Display for Typed<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Some(t) if !t.is_empty() => write!(f, " [{}]", t),
+            Some(t) if !t.is_empty() => write!(f, " [{}]", self.1.show(t)),
             _ => Ok(()),
         }
     }
@@ -404,15 +430,23 @@ impl fmt::Display for Typed<'_> {
 /// A message that may be a `&str` or raw bytes.
 trait Msg {
     fn contains_ignore_case(&self, needle: &str) -> bool;
-    fn show(&self) -> &dyn fmt::Display;
+    fn write(&self, f: &mut fmt::Formatter<'_>, r: &Redactor) -> fmt::Result;
+}
+
+/// A message shown with the key redacted.
+struct Said<'a>(&'a dyn Msg, &'a Redactor);
+impl fmt::Display for Said<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write(f, self.1)
+    }
 }
 
 impl Msg for &str {
     fn contains_ignore_case(&self, needle: &str) -> bool {
         contains_ignore_case(self.as_bytes(), needle)
     }
-    fn show(&self) -> &dyn fmt::Display {
-        self
+    fn write(&self, f: &mut fmt::Formatter<'_>, r: &Redactor) -> fmt::Result {
+        write!(f, "{}", r.show(self))
     }
 }
 
@@ -423,8 +457,9 @@ impl Msg for String8<'_> {
     fn contains_ignore_case(&self, needle: &str) -> bool {
         contains_ignore_case(self.0, needle)
     }
-    fn show(&self) -> &dyn fmt::Display {
-        self
+    /// Raw body bytes come from the HTTP client, which has redacted them whole already.
+    fn write(&self, f: &mut fmt::Formatter<'_>, _: &Redactor) -> fmt::Result {
+        write!(f, "{}", self)
     }
 }
 
@@ -505,11 +540,38 @@ mod tests {
     #[test]
     fn non_json_error_bodies_are_quoted() {
         let mut doc = Document::with_capacity(64, 1024);
-        let e = server_error(500, b"Internal Server Error\n\n  trace", &mut doc);
+        let e = server_error(500, b"Internal Server Error\n\n  trace", &mut doc, &Redactor::none());
         assert_eq!(e.code(), Code::LlmError);
         assert!(e.message().ends_with("answered 500: Internal Server Error trace"), "{}", e);
-        let e = server_error(503, b"", &mut doc);
+        let e = server_error(503, b"", &mut doc, &Redactor::none());
         assert_eq!(e.code(), Code::LlmUnavailable);
         assert!(e.message().contains("(empty body)"));
+    }
+
+    #[test]
+    fn the_key_is_redacted_before_the_message_is_cut() {
+        let key = "sk-Q7wX2mR9pL4vK8nB3cZ6hT1yF5gJ0dSa";
+        let r = Redactor::new(key.as_bytes());
+        let mut doc = Document::with_capacity(64, 4096);
+        // Decoded from an escape: the raw body holds no run of the key.
+        let body = format!(r#"{{"error":{{"message":"bad {}","type":"{}"}}}}"#, key.replacen('Q', "\\u0051", 1), key);
+        let e = server_error(401, body.as_bytes(), &mut doc, &r);
+        assert!(
+            e.message().ends_with("answered 401 [[REDACTED]] (check the API key named by api_key_env): bad [REDACTED]"),
+            "{}",
+            e
+        );
+        // A message long enough to be cut inside the key: the marker is cut instead.
+        for pad in 150..240 {
+            let body = format!(r#"{{"error":"{} Bearer {} end"}}"#, "x".repeat(pad), key);
+            let e = server_error(500, body.as_bytes(), &mut doc, &r);
+            assert!(!e.message().contains(&key[..12]) && !e.message().contains(&key[20..]), "{}", e);
+        }
+        let mut acc = acc();
+        acc.push_content(&key[..10]).unwrap();
+        acc.push_content(&format!("{} and {}", &key[10..], &key[3..15])).unwrap();
+        acc.push_reasoning(key);
+        acc.redact(&r);
+        assert_eq!((acc.content_str(), acc.reasoning_str()), ("[REDACTED] and [REDACTED]", Some("[REDACTED]")));
     }
 }

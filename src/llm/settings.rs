@@ -68,7 +68,8 @@ pub struct Settings {
     /// client's. Empty (the default) for none.
     pub extra: String,
     /// Name of the environment variable holding the API key, sent as `Authorization: Bearer`.
-    /// The key itself never appears in the config, the logs or `Debug` output. Default none.
+    /// The key itself never appears in the config, the logs or `Debug` output, and is redacted
+    /// from everything the server sends back ([`crate::http::redact`]). Default none.
     pub api_key_env: Option<String>,
     /// Ask for a streamed reply (SSE, or NDJSON for Ollama native), so progress can be shown.
     /// Default `false`.

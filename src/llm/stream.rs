@@ -20,7 +20,7 @@
 use super::reply::{apply, Accumulator, Wire};
 use crate::error::Result;
 use crate::fixed::FixedBuf;
-use crate::http::BodySink;
+use crate::http::{BodySink, Redactor};
 use crate::json::Document;
 
 /// A [`BodySink`] that decodes a streamed reply into an [`Accumulator`].
@@ -30,6 +30,8 @@ pub(crate) struct StreamSink<'a> {
     pub(crate) data: &'a mut FixedBuf,
     pub(crate) doc: &'a mut Document,
     pub(crate) acc: &'a mut Accumulator,
+    /// Redacts the key from a mid-stream error's message.
+    pub(crate) redactor: &'a Redactor,
     pub(crate) progress: &'a mut dyn FnMut(u64),
     pub(crate) should_stop: &'a dyn Fn() -> bool,
     /// The end marker (`[DONE]`, `done: true`) was seen; later bytes are ignored.
@@ -130,7 +132,9 @@ impl StreamSink<'_> {
         } else {
             let before = self.acc.pieces;
             self.doc.parse(self.data.as_slice()).map_err(|e| e.context(format_args!("a streamed event")))?;
-            apply(self.doc.root(), self.wire, 200, self.acc).map(|_| ()).and_then(|_| self.after_piece(before))
+            apply(self.doc.root(), self.wire, 200, self.acc, self.redactor)
+                .map(|_| ())
+                .and_then(|_| self.after_piece(before))
         };
         self.data.clear();
         r
@@ -140,7 +144,7 @@ impl StreamSink<'_> {
     fn dispatch_line(&mut self) -> Result<()> {
         let before = self.acc.pieces;
         self.doc.parse(self.line.as_slice()).map_err(|e| e.context(format_args!("a streamed line")))?;
-        if apply(self.doc.root(), self.wire, 200, self.acc)? {
+        if apply(self.doc.root(), self.wire, 200, self.acc, self.redactor)? {
             self.done = true;
         }
         self.after_piece(before)
@@ -200,6 +204,7 @@ mod tests {
             data: &mut p.data,
             doc: &mut p.doc,
             acc: &mut p.acc,
+            redactor: &crate::http::Redactor::none(),
             progress: &mut progress,
             should_stop: &|| false,
             done: false,
