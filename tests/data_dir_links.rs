@@ -171,7 +171,7 @@ fn the_agents_own_names_as_links_are_refused_naming_the_link() {
             let o = s.run_one_cycle();
             if let Err(why) = refused(&s, &o, &link, &to, dangling) {
                 failed.push(format!("{} -> {}: {}", name, to.display(), why));
-            } else if s.data().join("logs/audit.jsonl").is_file() {
+            } else if !is_link(&s.data().join("logs/audit.jsonl")) && s.data().join("logs/audit.jsonl").is_file() {
                 failed.push(format!("{}: a cycle ran", name));
             }
         }

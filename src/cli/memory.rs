@@ -524,6 +524,18 @@ pub fn read_memory(data: &Path) -> Result<MemoryRead> {
     let main = data.join(MEMORY_FILE);
     let prev = crate::memory::atomic::prev_path(data, MEMORY_FILE);
     for path in [main, prev] {
+        if crate::memory::nofollow::is_link(&path) {
+            // The agent refuses it (it would cut the link when it saves); not read here either.
+            let why = crate::memory::nofollow::link_refused(&path).message().to_string();
+            let view = MemoryView {
+                path,
+                file: MemoryFile::new(),
+                problems: vec![why],
+                notes: Vec::new(),
+                overflow: Vec::new(),
+            };
+            return Ok(MemoryRead::Found(Box::new(view)));
+        }
         let view = match memfile::read_bounded(&path) {
             Ok(None) => continue,
             Ok(Some(bytes)) => view_of(path, &bytes),

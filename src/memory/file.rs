@@ -28,7 +28,9 @@
 //! `memory.json.corrupt-<time>` (never overwritten, never deleted) with a warning, and
 //! `memory.json.prev` is tried the same way, then a fresh state. An I/O error other than
 //! "not found" is returned as is (a transient error must not cost the user their file), and so
-//! is a file larger than [`MEMORY_FILE_MAX_BYTES`].
+//! is a file larger than [`MEMORY_FILE_MAX_BYTES`]. Either name being a symbolic link is an
+//! `IO` error naming it, before anything is read: saving replaces the file by renaming, which
+//! would silently cut the link.
 //!
 //! Era-B files are read too: a value that is a number or boolean (the C writer dropped the
 //! quotes of "42" and "true") becomes its text, a nested object (`search_results`) becomes its
@@ -357,6 +359,11 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
     let mut doc = Document::with_capacity(MEMORY_FILE_MAX_NODES, MEMORY_FILE_MAX_BYTES);
     let main = dir.join(MEMORY_FILE);
     let prev = crate::memory::atomic::prev_path(dir, MEMORY_FILE);
+    // Both are replaced by renaming, which would silently cut a link the user made: refused
+    // before anything is read or written (see `memory::nofollow`).
+    for path in [&main, &prev] {
+        crate::memory::nofollow::refuse_link(path)?;
+    }
     for (path, source) in [(&main, Source::Main), (&prev, Source::Previous)] {
         let Some(bytes) = read_bounded(path)? else { continue };
         let (m, decoded) = decode_bytes(&mut doc, &bytes, now);
