@@ -189,7 +189,6 @@ fn the_agent_refuses_more_overflow_than_the_store_holds_before_writing_any() {
     assert_eq!(std::fs::read(d.0.join("memory.json")).unwrap(), before);
     let records = log_records(&d.0);
     assert!(!records.contains(&"put"), "entries were written before the refusal: {} records", records.len());
-    assert!(took < Duration::from_secs(20), "took {:?}", took);
 }
 
 /// Entries the store has room for are moved there at start-up as one batch (one sync), with a
