@@ -249,6 +249,18 @@ pub const MEMORY_FILE_MAX_BYTES: usize = 4 * 1024 * 1024;
 /// needs one node per key and per value). Cost: one document node each, only while loading.
 pub const MEMORY_FILE_MAX_NODES: usize = 256 * 1024;
 
+/// Most problems, left-out entries and per-entry warnings about one `memory.json` that are
+/// reported one by one (by the agent's start-up, `status`, `check` and `memory list`); past it,
+/// one more line gives the count of the rest. The `working_memory` entries that do not fit the
+/// working set are not collected at all: a load keeps only their positions in the file (4 bytes
+/// each, so at most 4 × [`MEMORY_FILE_MAX_NODES`] = 1 MiB) and reads them again from the parsed
+/// document. So reading a `memory.json` of any shape costs at most the file buffer, the
+/// document (`JSON_NODE_BYTES` × nodes + text) and that 1 MiB, about 15 MiB of address space
+/// at the caps, of which only what the file fills is touched: `status` and `check` peak at
+/// about 11 MiB resident on a 2 MB file of 130,000 entries (`tests/memory_json_bounded.rs`
+/// holds them to 16 MiB). Cost: an error value (about 260 bytes) per line kept.
+pub const MEMORY_FILE_REPORT_MAX: usize = 16;
+
 /// Largest era-B export file `memory import` reads, in bytes. Cost: the file buffer and the
 /// document's string arena, each this size, only during an import.
 pub const EXCHANGE_FILE_MAX_BYTES: usize = 64 * 1024 * 1024;

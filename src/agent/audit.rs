@@ -10,12 +10,15 @@
 //! Lines are appended with one `write` each and `fdatasync`ed. When the file passes
 //! [`AUDIT_LOG_MAX_BYTES`] it is renamed to `audit.jsonl.1` (replacing the older one) and a new
 //! file starts, so the log never holds more than twice the cap. A crash can leave a torn last
-//! line; readers skip a line that does not parse.
+//! line; readers skip a line that does not parse. The file is never opened through a symbolic
+//! link (an `IO` error that names it; see `memory::nofollow`); rotation renames, which replaces
+//! a link at `audit.jsonl.1` rather than writing through it.
 
 use crate::error::{Code, Result};
 use crate::fixed::FixedBuf;
 use crate::json::Writer;
 use crate::limits::{AUDIT_LINE_MAX_BYTES, AUDIT_LOG_MAX_BYTES};
+use crate::memory::nofollow;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -129,10 +132,8 @@ impl AuditLog {
     }
 
     fn reopen(&mut self) -> Result<()> {
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
+        // Never through a link (the `logs` directory itself may be one, on purpose).
+        let f = nofollow::open(&self.path, OpenOptions::new().create(true).append(true))?
             .map_err(|e| err!(PersistFailed, "cannot open {}: {}", self.path.display(), e))?;
         self.size = f.metadata().map(|m| m.len()).unwrap_or(0);
         self.file = Some(f);

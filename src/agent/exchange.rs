@@ -14,12 +14,15 @@
 //! and the same inbox requests, cycle by cycle, so a replay from the `start/` copies reproduces
 //! `memory.json` byte for byte. The prompt is recorded for people (and compared on replay); the
 //! SHA-256 of every prompt is also in the audit log.
+//!
+//! The run's directory is created new by the run, and every file in it exclusively, so none is
+//! ever written through a symbolic link planted at its name.
 
 use crate::error::{Code, Result};
 use crate::fixed::FixedBuf;
 use crate::json::{Document, Writer};
 use crate::limits::{EXCHANGE_LINE_MAX_BYTES, EXCHANGE_LINE_MAX_NODES};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
@@ -61,9 +64,21 @@ impl ExchangeLog {
     pub fn start(data: &Path, run: &str, opened_at: u64) -> Result<ExchangeLog> {
         let dir = super::audit::logs_dir(data)?.join(format!("exchange-{}", run));
         let start = dir.join("start");
-        std::fs::create_dir_all(&start).map_err(|e| err!(Io, "cannot create {}: {}", start.display(), e))?;
+        // The run's own directory, new (an existing one, or a link at its name, is refused), so
+        // nothing can wait in it; each file in it is created exclusively, never through a link.
+        for d in [&dir, &start] {
+            std::fs::create_dir(d).map_err(|e| err!(Io, "cannot create {}: {}", d.display(), e))?;
+        }
+        let create = |path: &Path| {
+            File::options()
+                .append(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|e| err!(Io, "cannot create {}: {}", path.display(), e))
+        };
         let clock = dir.join(OPENED_AT_FILE);
-        std::fs::write(&clock, format!("{}\n", opened_at))
+        create(&clock)?
+            .write_all(format!("{}\n", opened_at).as_bytes())
             .map_err(|e| err!(Io, "cannot write {}: {}", clock.display(), e))?;
         for name in [
             crate::memory::file::MEMORY_FILE,
@@ -72,17 +87,15 @@ impl ExchangeLog {
             super::segments::FILE_NAME,
         ] {
             let from = data.join(name);
-            if from.exists() {
-                std::fs::copy(&from, start.join(name))
-                    .map_err(|e| err!(Io, "cannot copy {} for the exchange log: {}", from.display(), e))?;
-            }
+            let mut source = match File::open(&from) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => bail!(Io, "cannot copy {} for the exchange log: {}", from.display(), e),
+            };
+            std::io::copy(&mut source, &mut create(&start.join(name))?)
+                .map_err(|e| err!(Io, "cannot copy {} for the exchange log: {}", from.display(), e))?;
         }
-        let path = dir.join("exchange.jsonl");
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| err!(Io, "cannot open {}: {}", path.display(), e))?;
+        let file = create(&dir.join("exchange.jsonl"))?;
         Ok(ExchangeLog {
             file,
             line: FixedBuf::with_capacity("exchange line (limits::EXCHANGE_LINE_MAX_BYTES)", EXCHANGE_LINE_MAX_BYTES),

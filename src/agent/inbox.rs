@@ -16,12 +16,17 @@
 //! is moved to `inbox.bad-<unix seconds>` beside it (appended and fsynced before `inbox.taken`
 //! is rewritten without it), one warning names that file, and the good lines are taken in the
 //! same cycle. A taken file with no message left is removed and the waiting inbox taken at once.
+//!
+//! None of these files is ever opened through a symbolic link, for reading or writing (a link
+//! at one of these names is an `IO` error that names it; see `memory::nofollow`), and the
+//! rewritten `inbox.taken` is made in a new temporary file, never a link's target.
 
 use crate::error::Result;
 use crate::fixed::FixedBuf;
 use crate::json::{Document, Writer};
 use crate::limits::{INBOX_MAX_BYTES, REQUEST_MAX_BYTES};
 use crate::memory::atomic::sync_dir;
+use crate::memory::nofollow;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -105,7 +110,8 @@ impl Inbox {
     /// Reads `inbox.taken` into `raw`.
     fn read_taken(&mut self) -> Result<()> {
         self.raw.clear();
-        let file = File::open(&self.taken).map_err(|e| err!(Io, "cannot open {}: {}", self.taken.display(), e))?;
+        let file = nofollow::open(&self.taken, OpenOptions::new().read(true))?
+            .map_err(|e| err!(Io, "cannot open {}: {}", self.taken.display(), e))?;
         let mut reader = file.take(INBOX_MAX_BYTES as u64);
         loop {
             let got = self.raw.fill_with(64 * 1024, |spare| reader.read(spare));
@@ -130,7 +136,7 @@ impl Inbox {
         let fail = |e: std::io::Error| {
             err!(PersistFailed, "cannot set bad inbox lines aside in {}: {}", bad_path.display(), e)
         };
-        let mut f = OpenOptions::new().create(true).append(true).open(&bad_path).map_err(fail)?;
+        let mut f = nofollow::open(&bad_path, OpenOptions::new().create(true).append(true))?.map_err(fail)?;
         for line in self.raw.as_slice().split(|&b| b == b'\n') {
             if line.iter().all(u8::is_ascii_whitespace) || message(&mut self.doc, line).is_some() {
                 continue;
@@ -144,7 +150,7 @@ impl Inbox {
         if any_good {
             let tmp = &self.taken_tmp;
             let written = (|| -> std::io::Result<()> {
-                let mut t = File::create(tmp)?;
+                let mut t = nofollow::create_temp(tmp)?;
                 for line in self.raw.as_slice().split(|&b| b == b'\n') {
                     if !line.iter().all(u8::is_ascii_whitespace) && message(&mut self.doc, line).is_some() {
                         t.write_all(line)?;
@@ -225,10 +231,7 @@ pub fn send(dir: &Path, text: &str, now_unix: u64) -> Result<()> {
             size
         );
     }
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
+    let mut f = nofollow::open(&path, OpenOptions::new().create(true).append(true))?
         .map_err(|e| err!(PersistFailed, "cannot open {}: {}", path.display(), e))?;
     f.write_all(line.as_bytes()).map_err(|e| err!(PersistFailed, "cannot append to {}: {}", path.display(), e))?;
     f.sync_all().map_err(|e| err!(PersistFailed, "cannot fsync {}: {}", path.display(), e))?;
@@ -259,11 +262,7 @@ fn exists(path: &Path) -> Result<bool> {
 
 /// An exclusive lock on `path` (created if needed), released when the file is dropped.
 fn lock_file(path: &Path) -> Result<File> {
-    let f = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
+    let f = nofollow::open(path, OpenOptions::new().create(true).truncate(false).write(true))?
         .map_err(|e| err!(Io, "cannot open lock file {}: {}", path.display(), e))?;
     f.lock().map_err(|e| err!(Io, "cannot lock {}: {}", path.display(), e))?;
     Ok(f)

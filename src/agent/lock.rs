@@ -5,6 +5,7 @@
 //! ends, however it ends, so a crash never leaves a stale lock behind.
 
 use crate::error::Result;
+use crate::memory::nofollow;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::Path;
 
@@ -21,11 +22,8 @@ impl DataLock {
     /// Takes the lock of data directory `dir`, or fails at once if another process holds it.
     pub fn acquire(dir: &Path) -> Result<DataLock> {
         let path = dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
+        // Never through a link: opening one with `create` would make its target appear.
+        let file = nofollow::open(&path, OpenOptions::new().create(true).truncate(false).write(true))?
             .map_err(|e| err!(Io, "cannot open {}: {}", path.display(), e))?;
         match file.try_lock() {
             Ok(()) => Ok(DataLock { _file: file }),

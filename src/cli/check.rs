@@ -201,7 +201,8 @@ fn check_memory(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Res
         }
         r.note(format_args!(
             "the agent cannot use this file as it is: it keeps a malformed file aside \
-             (memory.json.corrupt-<time>) and starts from the previous version or fresh"
+             (memory.json.corrupt-<time>) and starts from the previous version or fresh; it refuses \
+             to start on one that is a link or whose entries fit nowhere, leaving it as it is"
         ))?;
         return Ok(());
     }

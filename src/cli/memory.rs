@@ -23,8 +23,8 @@ use super::util::{
 use crate::error::{Code, Result};
 use crate::json::{Document, Writer};
 use crate::limits::{
-    EXCHANGE_FILE_MAX_BYTES, MEMORY_FILE_MAX_BYTES, MEMORY_FILE_MAX_NODES, STORE_QUERY_MAX_RESULTS,
-    STORE_VALUE_MAX_BYTES,
+    EXCHANGE_FILE_MAX_BYTES, MEMORY_FILE_MAX_BYTES, MEMORY_FILE_MAX_NODES, MEMORY_FILE_REPORT_MAX,
+    STORE_QUERY_MAX_RESULTS, STORE_VALUE_MAX_BYTES,
 };
 use crate::memory::exchange::{self, Import, IoText};
 use crate::memory::file::{self as memfile, MemoryFile, MEMORY_FILE};
@@ -124,22 +124,26 @@ fn list(args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         bail!(JsonInvalid, "{} is unusable: {}", view.path.display(), p);
     }
     let wm = &view.file.working;
-    if wm.is_empty() && view.overflow.is_empty() {
+    let overflow = view.overflow();
+    if wm.is_empty() && overflow.is_empty() {
         say(out, format_args!("working memory is empty"))?;
         return Ok(super::EXIT_OK);
     }
-    let width = wm.iter().map(|(k, _, _)| k.as_str().len()).chain(view.overflow.iter().map(|(k, _)| k.as_str().len()));
-    let width = width.max().unwrap_or(3).max(3);
+    let mut width = wm.iter().map(|(k, _, _)| k.as_str().len()).max().unwrap_or(3).max(3);
+    overflow.for_each(|k, _| {
+        width = width.max(k.as_str().len());
+        Ok(())
+    })?;
     say(out, format_args!("{:<width$}  {:>7}  {:<20}  {:>5}", "KEY", "BYTES", "UPDATED", "HITS"))?;
     for (k, text, m) in wm.iter() {
         say(out, format_args!("{:<width$}  {:>7}  {:<20}  {:>5}", k.as_str(), text.len(), Time(m.updated), m.hits))?;
     }
-    for (k, text) in &view.overflow {
+    overflow.for_each(|k, text| {
         say(
             out,
             format_args!("{:<width$}  {:>7}  (does not fit; the agent moves it to the store)", k.as_str(), text.len()),
-        )?;
-    }
+        )
+    })?;
     say(out, format_args!("{} entries, {} of {} bytes", wm.len(), wm.text_bytes(), wm.text_capacity()))?;
     Ok(super::EXIT_OK)
 }
@@ -152,15 +156,23 @@ fn show(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     if let MemoryRead::Found(view) = read_memory(data)? {
         if let Some(p) = view.problems.first() {
             err!(JsonInvalid, "{} is unusable ({}); looking in the store only", view.path.display(), p).print_warning();
-        } else if let Some(text) = view
-            .file
-            .working
-            .get(&key)
-            .or_else(|| view.overflow.iter().find(|(k, _)| *k == key).map(|(_, t)| t.as_str()))
-        {
+        } else if let Some(text) = view.file.working.get(&key) {
             write_all(out, text)?;
             write_all(out, "\n")?;
             return Ok(super::EXIT_OK);
+        } else {
+            let mut found = false;
+            view.overflow().for_each(|k, text| {
+                if *k != key || found {
+                    return Ok(());
+                }
+                found = true;
+                write_all(out, text)?;
+                write_all(out, "\n")
+            })?;
+            if found {
+                return Ok(super::EXIT_OK);
+            }
         }
     }
     match open_store_read_only(data)? {
@@ -314,13 +326,16 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
 fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let target = args.positional().unwrap_or_else(|| "-".to_string());
     args.finish("memory export")?;
-    let (file, overflow) = match read_memory(data)? {
-        MemoryRead::Missing => (MemoryFile::new(), Vec::new()),
+    let view = match read_memory(data)? {
+        MemoryRead::Missing => None,
         MemoryRead::Found(v) => match v.problems.first() {
             Some(p) => bail!(JsonInvalid, "{} is unusable ({}); fix it or move it aside first", v.path.display(), p),
-            None => (v.file, v.overflow),
+            None => Some(v),
         },
     };
+    let fresh = MemoryFile::new();
+    let file = view.as_ref().map_or(&fresh, |v| &v.file);
+    let overflow = view.as_ref().map_or(memfile::Overflow::none(), |v| v.overflow());
     let mut store = match open_store_read_only(data)? {
         StoreRead::Open(s) => Some(s),
         StoreRead::Absent => None,
@@ -330,7 +345,7 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     // agent puts them (unless the store already holds their key).
     if target == "-" {
         let mut text = IoText::new(&mut *out);
-        let res = exchange::export(store.as_deref_mut(), Some(&file), &overflow, &mut text);
+        let res = exchange::export(store.as_deref_mut(), Some(file), overflow, &mut text);
         return text.finish().and(res).map(|_| super::EXIT_OK);
     }
     // A file: written beside its final name, synced, then renamed over it, so an interrupted
@@ -349,7 +364,7 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
             .open(&tmp)
             .map_err(|e| err!(Io, "cannot create {}: {}", tmp.display(), e))?;
         let mut text = IoText::new(io::BufWriter::new(&f));
-        let res = exchange::export(store.as_deref_mut(), Some(&file), &overflow, &mut text);
+        let res = exchange::export(store.as_deref_mut(), Some(file), overflow, &mut text);
         let report = text.finish().map_err(|e| e.context(format_args!("{}", tmp.display()))).and(res)?;
         f.sync_all().map_err(|e| err!(Io, "cannot sync {}: {}", tmp.display(), e))?;
         fs::rename(&tmp, &path)
@@ -508,9 +523,31 @@ pub struct MemoryView {
     /// Things the agent handles on its own: entries it leaves out, era-B storage it migrates,
     /// working-memory entries it moves to the store because they do not fit.
     pub notes: Vec<String>,
-    /// `working_memory` entries that do not fit the working set (an era-B file that grew
-    /// without bound); the agent stores them in the store at its next start.
-    pub overflow: Vec<(Key, String)>,
+    /// The parsed file, from which [`MemoryView::overflow`] reads the `working_memory` entries
+    /// that do not fit the working set (an era-B file that grew without bound; the agent
+    /// stores them in the store at its next start): they are never collected.
+    doc: Document,
+    /// Their positions (see `memory::file::DecodeReport::overflow`).
+    overflow_at: Vec<u32>,
+}
+
+impl MemoryView {
+    /// A view of a file that was not decoded (`problems` say why).
+    fn unread(path: PathBuf, why: String) -> MemoryView {
+        MemoryView {
+            path,
+            file: MemoryFile::new(),
+            problems: vec![why],
+            notes: Vec::new(),
+            doc: Document::with_capacity(0, 0),
+            overflow_at: Vec::new(),
+        }
+    }
+
+    /// The `working_memory` entries that do not fit the working set, read from the file.
+    pub fn overflow(&self) -> memfile::Overflow<'_> {
+        memfile::Overflow::new(&self.doc, &self.overflow_at)
+    }
 }
 
 /// What [`read_memory`] found.
@@ -528,18 +565,17 @@ pub fn read_memory(data: &Path) -> Result<MemoryRead> {
     let main = data.join(MEMORY_FILE);
     let prev = crate::memory::atomic::prev_path(data, MEMORY_FILE);
     for path in [main, prev] {
+        if crate::memory::nofollow::is_link(&path) {
+            // The agent refuses it (it would cut the link when it saves); not read here either.
+            let why = crate::memory::nofollow::link_refused(&path).message().to_string();
+            return Ok(MemoryRead::Found(Box::new(MemoryView::unread(path, why))));
+        }
         let view = match memfile::read_bounded(&path) {
             Ok(None) => continue,
-            Ok(Some(bytes)) => view_of(path, &bytes),
+            Ok(Some(bytes)) => view_of(path, &bytes, super::util::store_capacity(data)),
             Err(e) if e.code() == Code::CapacityExceeded => {
                 let why = format!("larger than {} bytes (limits::MEMORY_FILE_MAX_BYTES)", MEMORY_FILE_MAX_BYTES);
-                MemoryView {
-                    path,
-                    file: MemoryFile::new(),
-                    problems: vec![why],
-                    notes: Vec::new(),
-                    overflow: Vec::new(),
-                }
+                MemoryView::unread(path, why)
             }
             Err(e) => return Err(e),
         };
@@ -548,41 +584,69 @@ pub fn read_memory(data: &Path) -> Result<MemoryRead> {
     Ok(MemoryRead::Missing)
 }
 
-/// Decodes the file's bytes and says what the agent would make of them.
-fn view_of(path: PathBuf, bytes: &[u8]) -> MemoryView {
+/// Decodes the file's bytes and says what the agent would make of them, in a bounded number
+/// of lines (`limits::MEMORY_FILE_REPORT_MAX`). `store_capacity` is `memory.store_capacity`.
+fn view_of(path: PathBuf, bytes: &[u8], store_capacity: usize) -> MemoryView {
     // Sized by the input rather than at the agent's MEMORY_FILE_MAX_* (one read, one file).
     let mut doc = Document::with_capacity((bytes.len() / 2 + 64).min(MEMORY_FILE_MAX_NODES), bytes.len() + 64);
     let (file, report) = memfile::decode_bytes(&mut doc, bytes, 0);
-    let mut view = MemoryView {
-        path,
-        file,
-        problems: report.problems.iter().map(|e| e.message().to_string()).collect(),
-        notes: report.left_out.iter().map(|e| e.message().to_string()).collect(),
-        overflow: Vec::with_capacity(report.overflow.len()),
-    };
-    for (key, text) in report.overflow {
-        if text.len() > STORE_VALUE_MAX_BYTES {
-            view.problems.push(format!(
-                "working_memory \"{}\" ({} bytes) fits neither the working set nor the store \
-                 (limits::STORE_VALUE_MAX_BYTES); shorten it",
-                key,
-                text.len()
-            ));
-            continue;
-        }
-        view.notes.push(format!(
-            "working_memory \"{}\" does not fit the working set; the agent moves it to the store at its next start",
-            key
+    let mut problems: Vec<String> = report.problems.iter().map(|e| e.message().to_string()).collect();
+    let mut notes: Vec<String> = report.left_out.iter().map(|e| e.message().to_string()).collect();
+    if report.left_out_count > report.left_out.len() {
+        notes.push(format!(
+            "{} working_memory entries are left out in all (keys that do not normalise)",
+            report.left_out_count
         ));
-        view.overflow.push((key, text));
+    }
+    let overflow = memfile::Overflow::new(&doc, &report.overflow);
+    let (mut too_big, mut first) = (0usize, None);
+    let _ = overflow.for_each(|key, text| {
+        if text.len() > STORE_VALUE_MAX_BYTES {
+            too_big += 1;
+            if too_big <= MEMORY_FILE_REPORT_MAX {
+                problems.push(format!(
+                    "working_memory \"{}\" ({} bytes) fits neither the working set nor the store \
+                     (limits::STORE_VALUE_MAX_BYTES); shorten it",
+                    key,
+                    text.len()
+                ));
+            }
+        } else if first.is_none() {
+            first = Some(key.to_string());
+        }
+        Ok(())
+    });
+    if too_big > MEMORY_FILE_REPORT_MAX {
+        problems.push(format!("{} working_memory entries in all are too big for the store", too_big));
+    }
+    let fitting = overflow.len() - too_big;
+    if fitting > store_capacity {
+        problems.push(format!(
+            "{} working_memory entries do not fit the working set, more than the store holds \
+             (memory.store_capacity {}); the agent refuses the file",
+            fitting, store_capacity
+        ));
+    } else if fitting == 1 {
+        notes.push(format!(
+            "working_memory \"{}\" does not fit the working set; the agent moves it to the store at its next start",
+            first.unwrap_or_default()
+        ));
+    } else if fitting > 1 {
+        notes.push(format!(
+            "{} working_memory entries, from \"{}\" on, do not fit the working set; the agent moves them to the \
+             store at its next start",
+            fitting,
+            first.unwrap_or_default()
+        ));
     }
     if report.storage > 0 {
-        view.notes.push(format!(
+        notes.push(format!(
             "{} era-B \"storage\" entries, moved into the store at the agent's next start",
             report.storage
         ));
     }
-    view
+    let overflow_at = report.overflow;
+    MemoryView { path, file, problems, notes, doc, overflow_at }
 }
 
 #[cfg(test)]
@@ -594,6 +658,7 @@ mod tests {
         let v = view_of(
             PathBuf::from("memory.json"),
             br#"{"state":3,"iteration":-1,"working_memory":{"ok":"x"," , ":"gone"},"agent":[],"storage":{"a":"b"}}"#,
+            16,
         );
         let p = v.problems.join("\n");
         assert!(p.contains("\"state\" is not a string"), "{p}");

@@ -44,6 +44,10 @@ pub fn open_store_read_only(data: &Path) -> Result<StoreRead> {
 /// and the checkpoint is not used (for `check`).
 pub fn open_store_read_only_with(data: &Path, whole_log: bool) -> Result<StoreRead> {
     let path = data.join(LOG_NAME);
+    if crate::memory::nofollow::is_link(&path) {
+        let why = "it is a symbolic link; the agent refuses to write through it: replace it by a plain file".into();
+        return Ok(StoreRead::NotOpened { why, damaged: true });
+    }
     let meta = match fs::metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StoreRead::Absent),

@@ -4,7 +4,10 @@
 //! [`write_file`] does, in order:
 //!
 //! 1. write the bytes to `.<name>.tmp` in the same directory (same file system, so the rename
-//!    below is atomic) and `fsync` it;
+//!    below is atomic) and `fsync` it. The temp file is always a new file: whatever a crash (or
+//!    anyone) left at that name, a symbolic link included, is removed first and the file is
+//!    created exclusively, so the bytes never land in a link's target
+//!    ([`crate::memory::nofollow::create_temp`]);
 //! 2. keep the current file as `<name>.prev`: hard-link it to `.<name>.prev.tmp` and rename that
 //!    over `<name>.prev` (a link, not a copy: no bytes written, and `<name>` never disappears);
 //! 3. rename the temp file over `<name>`;
@@ -20,7 +23,8 @@
 //! append discipline (`memory::log`).
 
 use crate::error::Result;
-use std::fs::{self, File, OpenOptions};
+use crate::memory::nofollow::create_temp;
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -105,13 +109,13 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     d.sync_all().map_err(|e| err!(PersistFailed, "syncing directory {} failed: {}", dir.display(), e))
 }
 
+/// Writes `bytes` to the new temporary file `path` (see the module documentation) and syncs it.
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| err!(PersistFailed, "creating {} failed: {}", path.display(), e))?;
+    let f = create_temp(path).map_err(|e| err!(PersistFailed, "creating {} failed: {}", path.display(), e))?;
+    fill_synced(f, path, bytes)
+}
+
+fn fill_synced(mut f: File, path: &Path, bytes: &[u8]) -> Result<()> {
     f.write_all(bytes).map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
     f.sync_all().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", path.display(), e))
 }
@@ -181,15 +185,29 @@ mod tests {
 
     #[test]
     fn enospc_is_persist_failed() {
-        // /dev/full answers every write with ENOSPC; a symlink to it stands for a full disk.
-        let d = temp_dir("full");
-        if !Path::new("/dev/full").exists() {
-            return;
-        }
-        std::os::unix::fs::symlink("/dev/full", d.join(".m.json.tmp")).unwrap();
-        let e = write_file(&d, "m.json", b"data").unwrap_err();
+        // /dev/full answers every write with ENOSPC: it stands for a full disk. (A link to it at
+        // the temp name no longer does: the link is removed, never written through.)
+        let Ok(full) = fs::OpenOptions::new().write(true).open("/dev/full") else { return };
+        let e = fill_synced(full, Path::new(".m.json.tmp"), b"data").unwrap_err();
         assert_eq!(e.code(), Code::PersistFailed);
-        assert!(!d.join("m.json").exists());
+        assert!(e.message().contains("writing .m.json.tmp failed"), "{}", e.message());
+    }
+
+    #[test]
+    fn a_link_at_a_temp_name_is_replaced_not_followed() {
+        let d = temp_dir("link");
+        let outside = temp_dir("link-outside");
+        fs::write(outside.join("victim"), b"keep").unwrap();
+        write_file(&d, "m.json", b"one").unwrap();
+        std::os::unix::fs::symlink(outside.join("victim"), d.join(".m.json.tmp")).unwrap();
+        std::os::unix::fs::symlink(outside.join("created"), d.join(".m.json.prev.tmp")).unwrap();
+        write_file(&d, "m.json", b"two").unwrap();
+        assert_eq!(fs::read(d.join("m.json")).unwrap(), b"two");
+        assert_eq!(fs::read(prev_path(&d, "m.json")).unwrap(), b"one");
+        assert_eq!(fs::read(outside.join("victim")).unwrap(), b"keep");
+        assert!(!outside.join("created").exists());
+        assert!(!fs::symlink_metadata(d.join("m.json")).unwrap().file_type().is_symlink());
         fs::remove_dir_all(&d).unwrap();
+        fs::remove_dir_all(&outside).unwrap();
     }
 }

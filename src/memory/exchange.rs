@@ -30,7 +30,7 @@
 use crate::error::Result;
 use crate::json::{Document, Kind, Value, Writer};
 use crate::limits::{EXCHANGE_FILE_MAX_BYTES, EXCHANGE_FILE_MAX_NODES, STORE_VALUE_MAX_BYTES};
-use crate::memory::file::{value_text, MemoryFile};
+use crate::memory::file::{value_text, MemoryFile, Overflow};
 use crate::memory::key::{self, normalize, Key};
 use crate::memory::store::{Change, Store};
 use core::fmt;
@@ -57,7 +57,7 @@ pub struct ExportReport {
 pub fn export(
     mut store: Option<&mut Store>,
     memory: Option<&MemoryFile>,
-    pending: &[(Key, String)],
+    pending: Overflow<'_>,
     out: &mut dyn fmt::Write,
 ) -> Result<ExportReport> {
     let mut report = ExportReport::default();
@@ -78,14 +78,15 @@ pub fn export(
             report.entries += 1;
         }
     }
-    for (k, text) in pending {
+    pending.for_each(|k, text| {
         if store.as_deref().is_some_and(|s| s.find(k).is_some()) {
-            continue;
+            return Ok(());
         }
         w.key(k.as_str())?;
         w.string(text)?;
         report.pending += 1;
-    }
+        Ok(())
+    })?;
     w.end_object()?;
     w.key("archived")?;
     w.begin_array()?;
@@ -358,7 +359,7 @@ mod tests {
         let mut m = MemoryFile::new();
         m.working.add(&normalize("task").unwrap(), "do it", 4).unwrap();
         let mut out = String::new();
-        let r = export(Some(&mut s), Some(&m), &[], &mut out).unwrap();
+        let r = export(Some(&mut s), Some(&m), Overflow::none(), &mut out).unwrap();
         assert_eq!((r.entries, r.archived, r.working), (2, 1, 1));
         assert!(out.contains("\"dictionary,terms\": \"words → \\\"list\\\"\\n\""), "{}", out);
 
@@ -371,7 +372,7 @@ mod tests {
         assert_eq!(m2.working.get(&normalize("task").unwrap()), Some("do it"));
         // Streaming to an io::Write gives the same text.
         let mut io = IoText::new(Vec::new());
-        export(Some(&mut s), Some(&m), &[], &mut io).unwrap();
+        export(Some(&mut s), Some(&m), Overflow::none(), &mut io).unwrap();
         assert_eq!(io.finish().unwrap(), out.as_bytes());
         // Importing the same again changes nothing.
         let r = import(out.as_bytes(), &mut s2, &mut MemoryFile::new(), 11).unwrap();

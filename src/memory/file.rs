@@ -28,7 +28,9 @@
 //! `memory.json.corrupt-<time>` (never overwritten, never deleted) with a warning, and
 //! `memory.json.prev` is tried the same way, then a fresh state. An I/O error other than
 //! "not found" is returned as is (a transient error must not cost the user their file), and so
-//! is a file larger than [`MEMORY_FILE_MAX_BYTES`].
+//! is a file larger than [`MEMORY_FILE_MAX_BYTES`]. Either name being a symbolic link is an
+//! `IO` error naming it, before anything is read: saving replaces the file by renaming, which
+//! would silently cut the link.
 //!
 //! Era-B files are read too: a value that is a number or boolean (the C writer dropped the
 //! quotes of "42" and "true") becomes its text, a nested object (`search_results`) becomes its
@@ -45,16 +47,21 @@
 //! they judge a file exactly as the agent will.
 //!
 //! A `working_memory` larger than the working set (an era-B file grew without bound) is not
-//! refused: the entries that do not fit are stored in the store under the same keys, with a
-//! warning each, and the file is saved without them. An entry too big for the store as well
-//! (more than `STORE_VALUE_MAX_BYTES`) is an error, and the file is left untouched.
+//! refused: the entries that do not fit are stored in the store under the same keys, in one
+//! batch (one sync), with a warning each for the first [`MEMORY_FILE_REPORT_MAX`] and one that
+//! counts the rest, and the file is saved without them. They are never collected: decoding
+//! keeps only their positions in the file ([`DecodeReport::overflow`]) and [`Overflow`] reads
+//! them again from the parsed document, so a file's cost is bounded by its document whatever
+//! its shape (see `limits::MEMORY_FILE_REPORT_MAX`). More of them than the store has room for
+//! (`memory.store_capacity`), or one too big for the store as well (more than
+//! `STORE_VALUE_MAX_BYTES`), is an error, and the file and the store are left untouched.
 
 use crate::error::{Error, Result};
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::json::{Document, Kind, Value, Writer};
 use crate::limits::{
     AGENT_META_KEY_MAX_BYTES, AGENT_META_MAX_ENTRIES, AGENT_META_VALUE_MAX_BYTES, MEMORY_FILE_MAX_BYTES,
-    MEMORY_FILE_MAX_NODES, MEMORY_STATE_MAX_BYTES,
+    MEMORY_FILE_MAX_NODES, MEMORY_FILE_REPORT_MAX, MEMORY_STATE_MAX_BYTES,
 };
 use crate::memory::atomic::AtomicFile;
 use crate::memory::key::{self, normalize, Key};
@@ -318,20 +325,94 @@ pub struct LoadReport {
 
 /// What [`decode_bytes`] found besides the memory itself. Decoding acts on none of it: [`load`]
 /// does (it moves an unusable file aside, stores the overflow, migrates `storage`), and the
-/// read-only commands (`status`, `check`, `memory list`) only show it.
+/// read-only commands (`status`, `check`, `memory list`) only show it. Bounded whatever the
+/// file holds (see `limits::MEMORY_FILE_REPORT_MAX`).
 #[derive(Default)]
 pub struct DecodeReport {
-    /// Why the file cannot be used as it is, every reason found, in file order (empty: it can
-    /// be). The memory returned beside it holds what could be read.
+    /// Why the file cannot be used as it is, in file order (empty: it can be): the first
+    /// [`MEMORY_FILE_REPORT_MAX`], then one that counts the rest. The memory returned beside it
+    /// holds what could be read.
     pub problems: Vec<Error>,
-    /// `working_memory` entries left out because their key does not normalise.
+    /// `working_memory` entries left out because their key does not normalise: the first
+    /// [`MEMORY_FILE_REPORT_MAX`] ([`DecodeReport::left_out_count`] counts them all).
     pub left_out: Vec<Error>,
+    /// How many `working_memory` entries were left out.
+    pub left_out_count: usize,
     /// `working_memory` entries that did not fit the working set (an era-B file that grew
-    /// without bound), with their text, in file order. [`load`] stores them in the store.
-    pub overflow: Vec<(Key, String)>,
+    /// without bound): their positions among `working_memory`'s members, in file order (4
+    /// bytes each, never their keys or texts). [`Overflow`] reads them from the document;
+    /// [`load`] stores them in the store.
+    pub overflow: Vec<u32>,
     /// Entries of an era-B `storage` map (0 when it is absent, `null` or empty). [`load`]
     /// migrates them into the store.
     pub storage: usize,
+    /// Problems found past the first [`MEMORY_FILE_REPORT_MAX`].
+    more_problems: usize,
+}
+
+impl DecodeReport {
+    fn problem(&mut self, e: Error) {
+        if self.problems.len() < MEMORY_FILE_REPORT_MAX {
+            self.problems.push(e);
+        } else {
+            self.more_problems += 1;
+        }
+    }
+}
+
+/// The `working_memory` entries of a decoded file that did not fit its working set, read from
+/// the parsed document each time they are needed (see [`DecodeReport::overflow`]).
+#[derive(Clone, Copy)]
+pub struct Overflow<'a> {
+    working: Option<Value<'a>>,
+    at: &'a [u32],
+}
+
+impl<'a> Overflow<'a> {
+    /// None at all.
+    pub fn none() -> Overflow<'static> {
+        Overflow { working: None, at: &[] }
+    }
+
+    /// The entries at positions `at` (a [`DecodeReport::overflow`]) of the `working_memory` of
+    /// `doc`, the document [`decode_bytes`] parsed.
+    pub fn new(doc: &'a Document, at: &'a [u32]) -> Overflow<'a> {
+        let working = doc.root().get("working_memory").filter(|v| v.kind() == Kind::Object);
+        Overflow { working, at }
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        if self.working.is_some() {
+            self.at.len()
+        } else {
+            0
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f` with each entry's key and text, in file order, until it fails.
+    pub fn for_each(&self, mut f: impl FnMut(&Key, &str) -> Result<()>) -> Result<()> {
+        let Some(working) = self.working else { return Ok(()) };
+        let mut text = String::new();
+        let mut wanted = self.at.iter().copied().peekable();
+        for (i, (k, val)) in working.members().enumerate() {
+            let Some(&next) = wanted.peek() else { break };
+            if i as u64 != u64::from(next) {
+                continue;
+            }
+            wanted.next();
+            // Positions come from decoding this document: the key normalised then.
+            let Ok(key) = normalize(k) else { continue };
+            value_text(val, &mut text)?;
+            f(&key, &text)?;
+        }
+        Ok(())
+    }
 }
 
 /// Decodes the bytes of a `memory.json` into `doc` and from there into a [`MemoryFile`]: no
@@ -344,7 +425,10 @@ pub fn decode_bytes(doc: &mut Document, bytes: &[u8], now: u64) -> (MemoryFile, 
     let mut report = DecodeReport::default();
     match doc.parse(bytes) {
         Ok(()) => decode(doc.root(), &mut m, now, &mut report),
-        Err(e) => report.problems.push(e.context(format_args!("not valid JSON"))),
+        Err(e) => report.problem(e.context(format_args!("not valid JSON"))),
+    }
+    if report.more_problems > 0 {
+        report.problems.push(err!(JsonInvalid, "and {} more problems", report.more_problems));
     }
     (m, report)
 }
@@ -357,6 +441,11 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
     let mut doc = Document::with_capacity(MEMORY_FILE_MAX_NODES, MEMORY_FILE_MAX_BYTES);
     let main = dir.join(MEMORY_FILE);
     let prev = crate::memory::atomic::prev_path(dir, MEMORY_FILE);
+    // Both are replaced by renaming, which would silently cut a link the user made: refused
+    // before anything is read or written (see `memory::nofollow`).
+    for path in [&main, &prev] {
+        crate::memory::nofollow::refuse_link(path)?;
+    }
     for (path, source) in [(&main, Source::Main), (&prev, Source::Previous)] {
         let Some(bytes) = read_bounded(path)? else { continue };
         let (m, decoded) = decode_bytes(&mut doc, &bytes, now);
@@ -378,18 +467,43 @@ pub fn load(dir: &Path, store: &mut Store, now: u64) -> Result<(MemoryFile, Load
         report.source = source;
         for e in decoded.left_out {
             e.print_warning();
-            report.skipped += 1;
         }
-        report.paged_out = decoded.overflow.len();
+        report.skipped += decoded.left_out_count;
+        if decoded.left_out_count > MEMORY_FILE_REPORT_MAX {
+            err!(
+                KeyInvalid,
+                "{} working_memory entries left out in all (keys that do not normalise; the first {} named above)",
+                decoded.left_out_count,
+                MEMORY_FILE_REPORT_MAX
+            )
+            .print_warning();
+        }
+        let overflow = Overflow::new(&doc, &decoded.overflow);
+        report.paged_out = overflow.len();
         if decoded.storage > 0 || report.paged_out > 0 {
             // One batch, synced once, however many entries an era-B file holds; memory.json is
             // rewritten only after it (a crash in between migrates the rest at the next start).
-            let paged =
-                decoded.overflow.iter().filter(|(k, _)| m.working.position(k).is_none() && store.find(k).is_none());
+            let mut paged = 0usize;
+            overflow.for_each(|k, _| {
+                paged += usize::from(m.working.position(k).is_none() && store.find(k).is_none());
+                Ok(())
+            })?;
+            // The store must have room for all of them before any is written.
+            let room = store.capacity().saturating_sub(store.len());
+            if paged > room {
+                bail!(
+                    CapacityExceeded,
+                    "{}: {} working_memory entries do not fit the working set, and the store has room for {} \
+                     (memory.store_capacity); raise it or trim working_memory; nothing was changed",
+                    path.display(),
+                    paged,
+                    room
+                );
+            }
             let storage = doc.root().get("storage").into_iter().flat_map(|v| v.members());
             let migrated = storage.filter(|(k, _)| normalize(k).is_ok_and(|key| store.find(&key).is_none()));
-            store.begin_batch((paged.count() + migrated.count()) as u64)?;
-            let res = page_out(&decoded.overflow, &m, store, now).and_then(|()| match decoded.storage {
+            store.begin_batch((paged + migrated.count()) as u64)?;
+            let res = page_out(overflow, &m, store, now).and_then(|()| match decoded.storage {
                 0 => Ok(()),
                 _ => migrate(doc.root().get("storage"), store, now, &mut report),
             });
@@ -410,7 +524,9 @@ pub fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
     };
-    let mut data = Vec::new();
+    // Sized once from the file's length (no doubling past it), at most the cap and one byte.
+    let size = f.metadata().map_or(0, |m| m.len()).min(MEMORY_FILE_MAX_BYTES as u64 + 1);
+    let mut data = Vec::with_capacity(size as usize);
     f.take(MEMORY_FILE_MAX_BYTES as u64 + 1)
         .read_to_end(&mut data)
         .map_err(|e| err!(Io, "reading {} failed: {}", path.display(), e))?;
@@ -428,28 +544,28 @@ pub fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>> {
 /// Fills `m` from a parsed file, collecting into `report` what it cannot take.
 fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut DecodeReport) {
     if root.kind() != Kind::Object {
-        report.problems.push(err!(JsonInvalid, "the top level is {}, not an object", root.kind().name()));
+        report.problem(err!(JsonInvalid, "the top level is {}, not an object", root.kind().name()));
         return;
     }
     match root.get("state").map(|v| v.as_str()) {
         None => {}
         Some(Some(s)) => {
             if let Err(e) = m.set_state(s) {
-                report.problems.push(e.context(format_args!("\"state\"")));
+                report.problem(e.context(format_args!("\"state\"")));
             }
         }
-        Some(None) => report.problems.push(err!(JsonInvalid, "\"state\" is not a string")),
+        Some(None) => report.problem(err!(JsonInvalid, "\"state\" is not a string")),
     }
     match root.get("iteration").map(|v| v.as_u64()) {
         None => {}
         Some(Some(n)) => m.iteration = n,
-        Some(None) => report.problems.push(err!(JsonInvalid, "\"iteration\" is not a non-negative integer")),
+        Some(None) => report.problem(err!(JsonInvalid, "\"iteration\" is not a non-negative integer")),
     }
     match root.get("working_memory") {
         None => {}
         Some(v) if v.is_null() => {}
         Some(v) if v.kind() == Kind::Object => decode_working(v, m, now, report),
-        Some(_) => report.problems.push(err!(JsonInvalid, "\"working_memory\" is not an object")),
+        Some(_) => report.problem(err!(JsonInvalid, "\"working_memory\" is not an object")),
     }
     if let Some(meta) = root.get("working_memory_meta").filter(|v| v.kind() == Kind::Object) {
         for (k, val) in meta.members() {
@@ -469,16 +585,18 @@ fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut DecodeRepo
                     Some(s) => m.agent.set(k, s).map_err(|e| e.context(format_args!("\"agent\""))),
                     None => Err(err!(JsonInvalid, "\"agent\".\"{}\" is not a string", key::prefix(k, 64))),
                 };
-                report.problems.extend(res.err());
+                if let Err(e) = res {
+                    report.problem(e);
+                }
             }
         }
-        Some(_) => report.problems.push(err!(JsonInvalid, "\"agent\" is not an object")),
+        Some(_) => report.problem(err!(JsonInvalid, "\"agent\" is not an object")),
     }
     match root.get("storage") {
         None => {}
         Some(v) if v.is_null() => {}
         Some(v) if v.kind() == Kind::Object => report.storage = v.len(),
-        Some(_) => report.problems.push(err!(JsonInvalid, "\"storage\" is not an object")),
+        Some(_) => report.problem(err!(JsonInvalid, "\"storage\" is not an object")),
     }
 }
 
@@ -486,21 +604,25 @@ fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut DecodeRepo
 /// `report.overflow`, the ones whose key does not normalise to `report.left_out`.
 fn decode_working(working: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut DecodeReport) {
     let mut text = String::new();
-    for (k, val) in working.members() {
+    for (i, (k, val)) in working.members().enumerate() {
         let key = match normalize(k) {
             Ok(key) => key,
             Err(e) => {
-                report
-                    .left_out
-                    .push(e.context(format_args!("working_memory entry \"{}\" left out", key::prefix(k, 64))));
+                report.left_out_count += 1;
+                if report.left_out.len() < MEMORY_FILE_REPORT_MAX {
+                    report
+                        .left_out
+                        .push(e.context(format_args!("working_memory entry \"{}\" left out", key::prefix(k, 64))));
+                }
                 continue;
             }
         };
         let res = value_text(val, &mut text).and_then(|()| m.working.add(&key, &text, now));
         match res {
             Ok(()) => {}
-            Err(e) if e.code() == crate::error::Code::CapacityExceeded => report.overflow.push((key, text.clone())),
-            Err(e) => report.problems.push(e.context(format_args!("working_memory \"{}\"", key))),
+            // Members of a document of at most MEMORY_FILE_MAX_NODES nodes: fits in 32 bits.
+            Err(e) if e.code() == crate::error::Code::CapacityExceeded => report.overflow.push(i as u32),
+            Err(e) => report.problem(e.context(format_args!("working_memory \"{}\"", key))),
         }
     }
 }
@@ -522,12 +644,14 @@ pub(crate) fn value_text(v: Value<'_>, out: &mut String) -> Result<()> {
     Ok(())
 }
 
-/// Stores the `working_memory` entries that did not fit the working set, with a warning each.
-/// Like the migration, it never overwrites what the store holds (so it can run again).
-fn page_out(overflow: &[(Key, String)], m: &MemoryFile, store: &mut Store, now: u64) -> Result<()> {
-    for (key, text) in overflow {
+/// Stores the `working_memory` entries that did not fit the working set, with a warning each
+/// for the first [`MEMORY_FILE_REPORT_MAX`] and one that counts them all. Like the migration,
+/// it never overwrites what the store holds (so it can run again).
+fn page_out(overflow: Overflow<'_>, m: &MemoryFile, store: &mut Store, now: u64) -> Result<()> {
+    let mut stored = 0usize;
+    overflow.for_each(|key, text| {
         if m.working.position(key).is_some() || store.find(key).is_some() {
-            continue;
+            return Ok(());
         }
         store.put(key, text, now).map_err(|e| {
             e.context(format_args!(
@@ -535,11 +659,25 @@ fn page_out(overflow: &[(Key, String)], m: &MemoryFile, store: &mut Store, now: 
                 key
             ))
         })?;
+        stored += 1;
+        if stored <= MEMORY_FILE_REPORT_MAX {
+            err!(
+                CapacityExceeded,
+                "working_memory entry \"{}\" did not fit the working set (WORKING_MAX_ENTRIES, WORKING_TEXT_MAX_BYTES); \
+                 stored it in the store under the same key",
+                key
+            )
+            .print_warning();
+        }
+        Ok(())
+    })?;
+    if stored > MEMORY_FILE_REPORT_MAX {
         err!(
             CapacityExceeded,
-            "working_memory entry \"{}\" did not fit the working set (WORKING_MAX_ENTRIES, WORKING_TEXT_MAX_BYTES); \
-             stored it in the store under the same key",
-            key
+            "{} working_memory entries in all did not fit the working set; stored them in the store under the same \
+             keys (the first {} named above)",
+            stored,
+            MEMORY_FILE_REPORT_MAX
         )
         .print_warning();
     }
@@ -629,8 +767,15 @@ mod tests {
         let (m, r) = decode_bytes(&mut doc, era_b.as_bytes(), 5);
         assert!(r.problems.is_empty());
         assert_eq!((m.state.as_str(), m.iteration, m.working.len()), ("paging", 3, 2));
-        assert_eq!(r.overflow.iter().map(|(k, t)| (k.as_str(), t.len())).collect::<Vec<_>>(), [("c", 50_000)]);
-        assert_eq!((r.left_out.len(), r.storage), (1, 2));
+        let mut overflow = Vec::new();
+        Overflow::new(&doc, &r.overflow)
+            .for_each(|k, t| {
+                overflow.push((k.to_string(), t.len()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(overflow, [("c".to_string(), 50_000)]);
+        assert_eq!((r.left_out.len(), r.left_out_count, r.storage), (1, 1, 2));
         // Every problem, not only the first; what could be read is kept.
         let (m, r) = decode_bytes(&mut doc, br#"{"state":3,"iteration":"x","working_memory":{"a":"b"},"agent":[]}"#, 5);
         let p: Vec<_> = r.problems.iter().map(|e| e.message()).collect();
@@ -639,6 +784,42 @@ mod tests {
         assert_eq!(m.working.get(&normalize("a").unwrap()), Some("b"));
         let (_, r) = decode_bytes(&mut doc, b"[1", 5);
         assert!(r.problems[0].message().starts_with("not valid JSON"), "{}", r.problems[0].message());
+    }
+
+    #[test]
+    fn what_decoding_keeps_is_bounded_whatever_the_file_holds() {
+        // 3,000 entries (the working set holds 256), 100 keys that do not normalise, 100 agent
+        // values of the wrong type.
+        let mut f = String::from("{\"working_memory\":{");
+        for i in 0..3_000 {
+            f.push_str(&format!("\"k{}\":\"v{}\",", i, i));
+        }
+        for i in 1..=100 {
+            f.push_str(&format!("\"{}\":\"x\",", " ".repeat(i)));
+        }
+        f.push_str("\"last\":\"y\"},\"agent\":{");
+        let agent: Vec<String> = (0..100).map(|i| format!("\"a{}\":{}", i, i)).collect();
+        f.push_str(&agent.join(","));
+        f.push_str("}}");
+        let mut doc = Document::with_capacity(8_192, 256 * 1024);
+        let (m, r) = decode_bytes(&mut doc, f.as_bytes(), 1);
+        assert_eq!(m.working.len(), crate::limits::WORKING_MAX_ENTRIES);
+        assert_eq!(r.problems.len(), MEMORY_FILE_REPORT_MAX + 1);
+        assert_eq!(r.problems.last().unwrap().message(), "and 84 more problems");
+        assert_eq!((r.left_out.len(), r.left_out_count), (MEMORY_FILE_REPORT_MAX, 100));
+        // Positions only; the entries are read back from the document, in file order.
+        let overflow = Overflow::new(&doc, &r.overflow);
+        assert_eq!(overflow.len(), 3_000 - 256 + 1);
+        let mut seen = Vec::new();
+        overflow
+            .for_each(|k, t| {
+                seen.push(format!("{}={}", k, t));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen.len(), overflow.len());
+        assert_eq!((seen[0].as_str(), seen.last().unwrap().as_str()), ("k256=v256", "last=y"));
+        assert!(Overflow::none().is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! - [`key`]: the one key normalisation for every layer, and the [`key::Key`] type.
 //! - [`hash`]: FNV-1a 64 (content de-duplication) and CRC-32 (log record framing).
 //! - [`atomic`]: crash-safe whole-file writes that keep the previous version.
+//! - [`nofollow`]: the agent's own files, opened or created without following a symbolic link.
 //! - [`working`]: the working set, fixed capacity, in insertion order, with LRU candidates.
 //! - [`log`]: the store's on-disk record format (checksummed JSON lines).
 //! - [`query`]: entry ids, query filters, orders and the reusable result list.
@@ -17,6 +18,7 @@ pub mod file;
 pub mod hash;
 pub mod key;
 pub mod log;
+pub mod nofollow;
 pub mod query;
 pub mod store;
 pub mod working;

@@ -9,6 +9,7 @@
 //! dropped the dirty pages, so retrying it and trusting the answer would be a lie.
 
 use crate::error::Result;
+use crate::memory::nofollow;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -29,16 +30,18 @@ pub struct LogFile {
 }
 
 impl LogFile {
-    /// Opens (creating if absent) the log at `path` for reading and appending.
+    /// Opens (creating if absent) the log at `path` for reading and appending; never through a
+    /// symbolic link (`IO`, naming it: see [`crate::memory::nofollow`]).
     pub fn open(path: &Path) -> Result<LogFile> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
+        let file = nofollow::open(path, OpenOptions::new().read(true).write(true).create(true).truncate(false))?
             .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
         Ok(LogFile::with(path, file, false))
+    }
+
+    /// A writable log over an open file (tests: `/dev/full` stands for a full disk).
+    #[cfg(test)]
+    pub(super) fn over(path: &Path, file: File) -> LogFile {
+        LogFile::with(path, file, false)
     }
 
     /// Opens the log at `path` for reading only; a missing log is `NOT_FOUND`.

@@ -218,6 +218,9 @@ impl Store {
     /// `CAPACITY_EXCEEDED`, naming `memory.store_capacity`.
     pub fn open_with_capacity(dir: &Path, entries: usize) -> Result<Store> {
         let path = dir.join(LOG_NAME);
+        // The writer appends to the log in place and replaces it by renaming: never through a
+        // link, and never replacing one (see `memory::nofollow`).
+        crate::memory::nofollow::refuse_link(&path)?;
         if !path.exists() {
             // A new log appears whole (header included) or not at all.
             let mut header = FixedBuf::with_capacity("store log header", 128);

@@ -331,18 +331,30 @@ mod enospc_tests {
 
     #[test]
     fn a_full_disk_is_persist_failed() {
-        // /dev/full answers every write with ENOSPC: a log that is a link to it stands for a
-        // full disk at the first write (the header of a new log).
-        if !Path::new("/dev/full").exists() {
-            return;
-        }
-        let d = std::env::temp_dir().join(format!("lkj-store-enospc-{}", std::process::id()));
+        // /dev/full answers every write with ENOSPC: a log over it stands for a full disk.
+        // (A link to it at store.log no longer does: the writer refuses to open a link.)
+        let Ok(full) = fs::OpenOptions::new().read(true).write(true).open("/dev/full") else { return };
+        let mut log = super::append::LogFile::over(Path::new("/dev/full"), full);
+        let e = log.append(b"record\n").unwrap_err();
+        assert_eq!(e.code(), Code::PersistFailed);
+        assert!(e.message().contains("No space left"), "{}", e.message());
+        // Refused until reopened (the failed write may have left dirty pages behind).
+        assert_eq!(log.append(b"again\n").unwrap_err().code(), Code::PersistFailed);
+    }
+
+    #[test]
+    fn a_link_at_the_log_is_refused_by_the_writer() {
+        let d = std::env::temp_dir().join(format!("lkj-store-link-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
         std::os::unix::fs::symlink("/dev/full", d.join(LOG_NAME)).unwrap();
         let e = Store::open_with_capacity(&d, 4).err().unwrap();
-        assert_eq!(e.code(), Code::PersistFailed);
-        assert!(e.message().contains("No space left"), "{}", e.message());
+        assert_eq!(e.code(), Code::Io);
+        let says = format!("{} is a symbolic link", d.join(LOG_NAME).display());
+        assert!(e.message().starts_with(&says), "{}", e.message());
+        // The log itself, opened for appending: refused by the kernel, named the same way.
+        let e = super::append::LogFile::open(&d.join(LOG_NAME)).err().unwrap();
+        assert!(e.message().starts_with(&says), "{}", e.message());
         fs::remove_dir_all(&d).unwrap();
     }
 }
