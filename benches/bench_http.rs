@@ -5,7 +5,7 @@
 //! The server is a plain thread with stack buffers (it must not allocate per request either,
 //! because the counting allocator counts every thread).
 
-use lkjagent::http::{Client, Method, Request, Settings, Url};
+use lkjagent::http::{HttpClient, HttpSettings, Method, Request, Url};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -75,8 +75,9 @@ pub fn run() {
         body: BODY,
     };
     let stop = || false;
-    let mut client = Client::new(Settings { read_timeout: Duration::from_secs(5), ..Settings::default() }).unwrap();
-    let one = |client: &mut Client| {
+    let mut client =
+        HttpClient::new(HttpSettings { read_timeout: Duration::from_secs(5), ..HttpSettings::default() }).unwrap();
+    let one = |client: &mut HttpClient| {
         let r = client.send(&req, None, &stop).unwrap();
         assert_eq!(r.status, 200);
         r.body.len()

@@ -9,11 +9,11 @@ mod http_server;
 
 use http_server::{chunked, json_ok, refused_port, response, Action, Server};
 use lkjagent::error::Code;
-use lkjagent::http::{BodySink, Client, Method, Request, RetryPolicy, Settings, Transport, Url};
+use lkjagent::http::{BodySink, HttpClient, HttpSettings, Method, Request, RetryPolicy, Transport, Url};
 use std::time::{Duration, Instant};
 
-fn settings() -> Settings {
-    Settings {
+fn settings() -> HttpSettings {
+    HttpSettings {
         connect_timeout: Duration::from_millis(500),
         read_timeout: Duration::from_millis(300),
         retry: RetryPolicy {
@@ -21,7 +21,7 @@ fn settings() -> Settings {
             base_delay: Duration::from_millis(2),
             max_delay: Duration::from_millis(10),
         },
-        ..Settings::default()
+        ..HttpSettings::default()
     }
 }
 
@@ -36,7 +36,7 @@ fn post<'a>(url: &'a Url, body: &'a [u8]) -> Request<'a> {
 const NO_STOP: &dyn Fn() -> bool = &|| false;
 
 /// Sends one request and returns (status, body, attempts) or the error code and message.
-fn fetch(client: &mut Client, req: &Request<'_>) -> Result<(u16, String, u32), (Code, String)> {
+fn fetch(client: &mut HttpClient, req: &Request<'_>) -> Result<(u16, String, u32), (Code, String)> {
     match client.send(req, None, NO_STOP) {
         Ok(r) => Ok((r.status, String::from_utf8_lossy(r.body).into_owned(), r.attempts)),
         Err(e) => Err((e.code(), e.message().to_string())),
@@ -47,7 +47,7 @@ fn fetch(client: &mut Client, req: &Request<'_>) -> Result<(u16, String, u32), (
 fn content_length_keep_alive_and_request_headers() {
     let server = Server::always(json_ok("{\"ok\":true}"));
     let url = Url::parse(&server.url("/v1/chat/completions?x=1")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     client.set_bearer("sk-test-123").unwrap();
     for _ in 0..3 {
         let (status, body, attempts) = fetch(&mut client, &post(&url, b"{\"a\":1}")).unwrap();
@@ -82,7 +82,7 @@ fn chunked_with_extensions_trailers_and_split_writes() {
         }
     });
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     assert_eq!(fetch(&mut client, &get(&url)).unwrap().1, "abc");
     assert_eq!(fetch(&mut client, &get(&url)).unwrap().1, "hello, world");
     assert_eq!(server.connections(), 1, "a chunked body keeps the connection reusable");
@@ -100,7 +100,7 @@ fn close_delimited_and_interim_responses() {
     }
     });
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     assert_eq!(fetch(&mut client, &get(&url)).unwrap().1, "until close");
     assert_eq!(fetch(&mut client, &get(&url)).unwrap().1, "ok");
     assert_eq!(server.connections(), 2, "a close-delimited body ends its connection");
@@ -109,7 +109,7 @@ fn close_delimited_and_interim_responses() {
 #[test]
 fn connection_refused_is_unavailable_after_bounded_retries() {
     let url = Url::parse(&format!("http://127.0.0.1:{}/v1", refused_port())).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     let t = Instant::now();
     let (code, msg) = fetch(&mut client, &get(&url)).unwrap_err();
     assert_eq!(code, Code::LlmUnavailable, "{}", msg);
@@ -123,7 +123,7 @@ fn silence_times_out_per_read() {
     let url = Url::parse(&server.url("/")).unwrap();
     let mut s = settings();
     s.retry.max_retries = 1;
-    let mut client = Client::new(s).unwrap();
+    let mut client = HttpClient::new(s).unwrap();
     let t = Instant::now();
     let (code, msg) = fetch(&mut client, &get(&url)).unwrap_err();
     assert_eq!(code, Code::LlmTimeout, "{}", msg);
@@ -139,7 +139,7 @@ fn slow_drip_within_the_read_timeout_succeeds() {
     let pieces: Vec<(Duration, Vec<u8>)> = bytes.chunks(4).map(|c| (Duration::from_millis(30), c.to_vec())).collect();
     let server = Server::start(move |_, _| Action::Pieces(pieces.clone()));
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     let t = Instant::now();
     let (status, body, attempts) = fetch(&mut client, &get(&url)).unwrap();
     assert_eq!((status, body.as_str(), attempts), (200, "drip, drip, drip", 1));
@@ -173,7 +173,7 @@ fn framing_faults_are_protocol_errors() {
         let b = bytes.clone();
         let server = Server::start(move |_, _| Action::ReplyClose(b.clone()));
         let url = Url::parse(&server.url("/")).unwrap();
-        let mut client = Client::new(settings()).unwrap();
+        let mut client = HttpClient::new(settings()).unwrap();
         let (got, msg) = fetch(&mut client, &get(&url)).unwrap_err();
         assert_eq!(got, code, "{:?}: {}", String::from_utf8_lossy(&bytes), msg);
         assert!(msg.contains(words), "{:?}: {}", String::from_utf8_lossy(&bytes), msg);
@@ -192,7 +192,7 @@ fn oversize_head_and_body_are_refused_before_buffering() {
         let b = bytes.clone();
         let server = Server::start(move |_, _| Action::ReplyClose(b.clone()));
         let url = Url::parse(&server.url("/")).unwrap();
-        let mut client = Client::new(Settings { max_body_bytes: 4096, ..settings() }).unwrap();
+        let mut client = HttpClient::new(HttpSettings { max_body_bytes: 4096, ..settings() }).unwrap();
         let (code, msg) = fetch(&mut client, &get(&url)).unwrap_err();
         assert_eq!(code, Code::ResponseTooLarge, "{}", msg);
     }
@@ -213,7 +213,7 @@ fn server_errors_are_retried_and_client_errors_are_not() {
         _ => Action::Reply(json_ok("{}")),
     });
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     assert_eq!(fetch(&mut client, &get(&url)).unwrap(), (200, "{}".to_string(), 3));
 
     // A 503 that never ends: the last answer is returned with its body once retries are spent.
@@ -251,7 +251,7 @@ fn kept_alive_connection_closed_by_server_is_resent_once() {
         _ => Action::Reply(json_ok("{}")),
     });
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     assert_eq!(fetch(&mut client, &get(&url)).unwrap().2, 1);
     assert_eq!(fetch(&mut client, &get(&url)).unwrap(), (200, "{}".to_string(), 1));
     assert_eq!(server.connections(), 2);
@@ -261,7 +261,7 @@ fn kept_alive_connection_closed_by_server_is_resent_once() {
     // connection dead (EOF or reset) and is resent on a fresh one.
     let server = Server::start(|_, _| Action::ReplyClose(json_ok("{}")));
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     for _ in 0..3 {
         assert_eq!(fetch(&mut client, &get(&url)).unwrap(), (200, "{}".to_string(), 1));
         std::thread::sleep(Duration::from_millis(20));
@@ -271,7 +271,7 @@ fn kept_alive_connection_closed_by_server_is_resent_once() {
     // Connection: close is honoured: a fresh connection for the next request.
     let server = Server::start(|_, _| Action::ReplyClose(response("200 OK", &["Connection: close"], "x")));
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     for _ in 0..3 {
         assert_eq!(fetch(&mut client, &get(&url)).unwrap(), (200, "x".to_string(), 1));
     }
@@ -283,7 +283,7 @@ fn kept_alive_connection_closed_by_server_is_resent_once() {
 fn stop_request_cuts_a_wait_short() {
     let server = Server::start(|_, _| Action::Silence(Duration::from_secs(5)));
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(Settings { read_timeout: Duration::from_secs(60), ..settings() }).unwrap();
+    let mut client = HttpClient::new(HttpSettings { read_timeout: Duration::from_secs(60), ..settings() }).unwrap();
     let start = Instant::now();
     let stop = move || start.elapsed() > Duration::from_millis(100);
     let t = Instant::now();
@@ -314,7 +314,7 @@ fn streamed_bodies_go_to_the_sink_and_errors_to_the_buffer() {
         _ => Action::Reply(response("400 Bad Request", &[], "{\"error\":\"bad\"}")),
     });
     let url = Url::parse(&server.url("/")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     let mut sink = Collect(Vec::new(), 0);
     let r = client.send(&post(&url, b"{}"), Some(&mut sink), NO_STOP).unwrap();
     assert!(r.streamed && r.body.is_empty());
@@ -327,7 +327,7 @@ fn streamed_bodies_go_to_the_sink_and_errors_to_the_buffer() {
 #[test]
 fn https_needs_the_curl_transport() {
     let url = Url::parse("https://127.0.0.1:9/v1").unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     let (code, msg) = fetch(&mut client, &get(&url)).unwrap_err();
     assert_eq!(code, Code::ConfigInvalid);
     assert!(msg.contains("TLS") && msg.contains("curl"), "{}", msg);
@@ -335,7 +335,7 @@ fn https_needs_the_curl_transport() {
 
 #[test]
 fn bearer_from_missing_env_is_a_config_error_without_the_value() {
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     let e = client.set_bearer_from_env("LKJAGENT_TEST_SURELY_UNSET_VAR").unwrap_err();
     assert_eq!(e.code(), Code::ConfigInvalid);
     assert!(e.message().contains("LKJAGENT_TEST_SURELY_UNSET_VAR"));
@@ -358,7 +358,7 @@ fn curl_transport_round_trip() {
         _ => Action::Reply(response("404 Not Found", &[], "{\"detail\":\"Not Found\"}")),
     });
     let url = Url::parse(&server.url("/v1/chat/completions")).unwrap();
-    let mut client = Client::new(Settings { transport: Transport::Curl, ..settings() }).unwrap();
+    let mut client = HttpClient::new(HttpSettings { transport: Transport::Curl, ..settings() }).unwrap();
     client.set_bearer("sk-curl-secret").unwrap();
     let body = "{\"q\":\"quote \\\" backslash \\\\ newline \\n tab \\t é\"}";
     let (status, got, attempts) = fetch(&mut client, &post(&url, body.as_bytes())).unwrap();
@@ -377,16 +377,19 @@ fn curl_transport_round_trip() {
     // A stop request kills curl while it waits.
     let silent = Server::start(|_, _| Action::Silence(Duration::from_secs(5)));
     let url = Url::parse(&silent.url("/")).unwrap();
-    let mut client =
-        Client::new(Settings { transport: Transport::Curl, read_timeout: Duration::from_secs(30), ..settings() })
-            .unwrap();
+    let mut client = HttpClient::new(HttpSettings {
+        transport: Transport::Curl,
+        read_timeout: Duration::from_secs(30),
+        ..settings()
+    })
+    .unwrap();
     let start = Instant::now();
     let e = client.send(&get(&url), None, &move || start.elapsed() > Duration::from_millis(200)).unwrap_err();
     assert_eq!(e.code(), Code::Interrupted);
     assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
 
     // curl's own read timeout (speed-time, whole seconds) ends a silent answer as LLM_TIMEOUT.
-    let mut client = Client::new(Settings {
+    let mut client = HttpClient::new(HttpSettings {
         transport: Transport::Curl,
         read_timeout: Duration::from_secs(1),
         retry: RetryPolicy { max_retries: 0, ..RetryPolicy::default() },
@@ -403,7 +406,7 @@ fn ipv6_loopback_literal() {
         return;
     };
     let url = Url::parse(&format!("http://[::1]:{}/v1/models", server.addr.port())).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     assert_eq!(fetch(&mut client, &get(&url)).unwrap().1, "{\"v6\":true}");
     assert_eq!(server.seen()[0].header("host"), Some(format!("[::1]:{}", server.addr.port()).as_str()));
 }
@@ -428,7 +431,7 @@ fn the_bearer_token_is_redacted_from_everything_handed_on() {
         _ => Action::Reply(plain_too.clone()),
     });
     let url = Url::parse(&server.url("/v1/chat/completions")).unwrap();
-    let mut client = Client::new(settings()).unwrap();
+    let mut client = HttpClient::new(settings()).unwrap();
     client.set_bearer(KEY).unwrap();
     let want = "{\"error\":\"Authorization: Bearer [REDACTED]\"}";
     let (status, body, _) = fetch(&mut client, &post(&url, b"{}")).unwrap();

@@ -618,7 +618,7 @@ fn open_child() {
 
 /// What the stderr of an open says about a cut batch: (announced changes, changes in the store).
 fn cut_batch_warning(stderr: &str) -> Option<(u64, u64)> {
-    let line = stderr.lines().find(|l| l.contains("cut short"))?;
+    let line = stderr.lines().find(|l| l.contains("a batch (an import) of "))?;
     let num_after = |pat: &str| -> u64 {
         let at = line.find(pat).unwrap_or_else(|| panic!("no {:?} in {}", pat, line)) + pat.len();
         line[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
@@ -834,7 +834,7 @@ fn cut_batch_warning_counts_entries_not_archive_records() {
     let doc = format!("{{\"storage\": {{{}}}, \"archived\": [{}]}}", storage.join(", "), archived.join(", "));
     let mut s = Store::open_with_capacity(&dir, BATCH_CAP).unwrap();
     let mut m = lkjagent::memory::file::MemoryFile::new();
-    let r = lkjagent::memory::exchange::import(doc.as_bytes(), &mut s, &mut m, 1_700_000_000).unwrap();
+    let r = lkjagent::memory::era_b::import(doc.as_bytes(), &mut s, &mut m, 1_700_000_000).unwrap();
     assert_eq!((r.stored.added, r.archived), (20, 5));
     drop(s);
     drop_last_record(&dir); // killed just before the batch_end record
@@ -865,8 +865,8 @@ fn cut_batch_warning_counts_unchanged_entries_as_there() {
     };
     let mut s = Store::open_with_capacity(&dir, BATCH_CAP).unwrap();
     let mut m = lkjagent::memory::file::MemoryFile::new();
-    lkjagent::memory::exchange::import(doc(30).as_bytes(), &mut s, &mut m, 1_700_000_000).unwrap();
-    let r = lkjagent::memory::exchange::import(doc(20).as_bytes(), &mut s, &mut m, 1_700_000_001).unwrap();
+    lkjagent::memory::era_b::import(doc(30).as_bytes(), &mut s, &mut m, 1_700_000_000).unwrap();
+    let r = lkjagent::memory::era_b::import(doc(20).as_bytes(), &mut s, &mut m, 1_700_000_001).unwrap();
     assert_eq!((r.stored.unchanged, r.stored.replaced), (20, 10));
     drop(s);
     drop_last_record(&dir);

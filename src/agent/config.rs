@@ -17,7 +17,7 @@
 //! Era A is accepted too: `lmstudio.{base_url, model, temperature, max_tokens, timeout_ms}` and
 //! `agent.{max_iterations, state_prompts.<state>.{system_prompt, objectives}}`.
 
-use super::check::{join, Checker};
+use super::checker::{join, Checker};
 use super::prompts::Prompts;
 use super::segments::{self, Segments};
 use super::settings::AgentSettings;

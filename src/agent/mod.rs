@@ -1,6 +1,6 @@
 //! The agent: configuration, prompts, the state machine, paging and the cycle.
 //!
-//! - [`config`]: `config.json` read once into typed settings; [`check`]: the reader that
+//! - [`config`]: `config.json` read once into typed settings; [`checker`]: the reader that
 //!   collects every problem with its key path; [`settings`]: the `agent` section;
 //!   [`prompts`]: the prompt texts rendered once; [`segments`]: the optional kjxlkj
 //!   `agent-prompt.json`.
@@ -16,7 +16,7 @@
 
 pub mod actions;
 pub mod audit;
-pub mod check;
+pub mod checker;
 pub mod config;
 pub mod constrain;
 pub mod engine;

@@ -18,7 +18,7 @@
 //! Era A's `agent.state_prompts.<state>` objects (`system_prompt`, `objectives`, ...) are
 //! rendered the same way; `executing` is filed under `commanding`.
 
-use super::check::{join, Checker};
+use super::checker::{join, Checker};
 use super::segments::Segments;
 use super::settings::canonical_state;
 use crate::grammar::{ActionSet, LogField, Shape};

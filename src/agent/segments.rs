@@ -13,7 +13,7 @@
 //! prompt is `PROMPT_SEGMENT_EMPTY`; unknown keys are one warning, then ignored. All of these
 //! stop the start-up (exit 2) with the key path.
 
-use super::check::{describe, Checker};
+use super::checker::{describe, Checker};
 use crate::error::{Code, Error, Result};
 use crate::json::{Document, Kind};
 use crate::limits::{SEGMENTS_FILE_MAX_BYTES, SEGMENTS_MAX};

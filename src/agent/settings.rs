@@ -12,7 +12,7 @@
 //! Fixes over the C original (spec §11): a missing log `enable` means on, not off; `base` is not
 //! a state; `hard_limit` is enforced; `iterate.delay_ms` is read.
 
-use super::check::{join, Checker};
+use super::checker::{join, Checker};
 use crate::json::Value;
 use crate::limits::{ACTIONS_PER_CYCLE_MAX, LOG_MAX_ENTRIES, STATES_MAX, STATE_NAME_MAX_BYTES};
 use crate::states;
@@ -30,7 +30,7 @@ pub struct LogSettings {
 
 /// A token limit that can be switched off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limit {
+pub struct TokenLimit {
     /// Whether the limit applies.
     pub enable: bool,
     /// Estimated prompt tokens at which it applies.
@@ -44,9 +44,9 @@ pub struct AgentSettings {
     pub evaluation_log: LogSettings,
     pub command_log: LogSettings,
     /// Above this estimate the next state is `paging` (the model chooses what to move out).
-    pub paging_limit: Limit,
+    pub paging_limit: TokenLimit,
     /// Above this estimate the agent evicts least-recently-used entries itself.
-    pub hard_limit: Limit,
+    pub hard_limit: TokenLimit,
     /// Cycles to run: -1 runs until stopped.
     pub max_iterations: i64,
     /// Pause between cycles, in milliseconds.
@@ -184,7 +184,7 @@ fn read_log(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default_max: i
     LogSettings { enable, max_entries, key_prefix }
 }
 
-fn read_limit(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default: i64) -> Limit {
+fn read_limit(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default: i64) -> TokenLimit {
     let o = c.object(agent, "agent", key);
     let p = join("agent", key);
     c.reject_unknown(o, &p, &["enable", "enabled", "max_tokens"]);
@@ -192,7 +192,7 @@ fn read_limit(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default: i64
     let legacy = c.boolean(o, &p, "enabled", true);
     let enable = c.boolean(o, &p, "enable", legacy);
     let max_tokens = c.integer(o, &p, "max_tokens", default, 1, 100_000_000) as u64;
-    Limit { enable, max_tokens }
+    TokenLimit { enable, max_tokens }
 }
 
 fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {

@@ -26,7 +26,7 @@ use crate::limits::{
     EXCHANGE_FILE_MAX_BYTES, MEMORY_FILE_MAX_BYTES, MEMORY_FILE_MAX_NODES, MEMORY_FILE_REPORT_MAX,
     STORE_QUERY_MAX_RESULTS, STORE_VALUE_MAX_BYTES,
 };
-use crate::memory::exchange::{self, Import, IoText};
+use crate::memory::era_b::{self, Import, IoText};
 use crate::memory::file::{self as memfile, MemoryFile, MEMORY_FILE};
 use crate::memory::key::{normalize, normalize_optional, Key};
 use crate::memory::query::{Archived, Query, Results, Sort};
@@ -345,7 +345,7 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     // agent puts them (unless the store already holds their key).
     if target == "-" {
         let mut text = IoText::new(&mut *out);
-        let res = exchange::export(store.as_deref_mut(), Some(file), overflow, &mut text);
+        let res = era_b::export(store.as_deref_mut(), Some(file), overflow, &mut text);
         return text.finish().and(res).map(|_| super::EXIT_OK);
     }
     // A file: written beside its final name, synced, then renamed over it, so an interrupted
@@ -357,14 +357,14 @@ fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         _ => PathBuf::from("."),
     };
     let tmp = dir.join(format!(".{}.tmp-{}", name, std::process::id()));
-    let res = (|| -> Result<exchange::ExportReport> {
+    let res = (|| -> Result<era_b::ExportReport> {
         let f = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)
             .map_err(|e| err!(Io, "cannot create {}: {}", tmp.display(), e))?;
         let mut text = IoText::new(io::BufWriter::new(&f));
-        let res = exchange::export(store.as_deref_mut(), Some(file), overflow, &mut text);
+        let res = era_b::export(store.as_deref_mut(), Some(file), overflow, &mut text);
         let report = text.finish().map_err(|e| e.context(format_args!("{}", tmp.display()))).and(res)?;
         f.sync_all().map_err(|e| err!(Io, "cannot sync {}: {}", tmp.display(), e))?;
         fs::rename(&tmp, &path)

@@ -24,7 +24,7 @@
 
 use super::curl;
 use super::redact::{Redactor, StreamRedactor};
-use super::request::{BodySink, Meta, Method, Request, Response, Secret, Settings, Transport, USER_AGENT};
+use super::request::{BodySink, HttpSettings, Meta, Method, Request, Response, Secret, Transport, USER_AGENT};
 use super::response::{head_end, parse_chunk_size, parse_head, Framing, Shown};
 use super::retry::{error_is_retryable, sleep_unless_stopped, status_is_retryable};
 use super::url::{Scheme, Url};
@@ -98,8 +98,8 @@ struct Conn {
 }
 
 /// The HTTP client. See the module documentation.
-pub struct Client {
-    settings: Settings,
+pub struct HttpClient {
+    settings: HttpSettings,
     bearer: Option<Secret>,
     /// Finds the bearer token in what servers send back (see [`super::redact`]).
     redactor: Redactor,
@@ -123,9 +123,9 @@ fn reborrow<'s>(sink: &'s mut Option<&mut dyn BodySink>) -> Option<&'s mut dyn B
     }
 }
 
-impl fmt::Debug for Client {
+impl fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client")
+        f.debug_struct("HttpClient")
             .field("settings", &self.settings)
             .field("bearer", &self.bearer)
             .field("connected", &self.conn.is_some())
@@ -134,11 +134,11 @@ impl fmt::Debug for Client {
     }
 }
 
-impl Client {
+impl HttpClient {
     /// A client with its buffers reserved. Fails with `CONFIG_INVALID` on settings it cannot
     /// honour (a zero timeout, a body cap above [`HTTP_MAX_BODY_BYTES`], `curl` missing for the
     /// curl transport).
-    pub fn new(settings: Settings) -> Result<Client> {
+    pub fn new(settings: HttpSettings) -> Result<HttpClient> {
         if settings.connect_timeout.is_zero() || settings.read_timeout.is_zero() {
             bail!(ConfigInvalid, "HTTP connect and read timeouts must be greater than zero");
         }
@@ -148,7 +148,7 @@ impl Client {
         if settings.transport == Transport::Curl {
             curl::check_available()?;
         }
-        Ok(Client {
+        Ok(HttpClient {
             settings,
             bearer: None,
             redactor: Redactor::none(),
@@ -166,7 +166,7 @@ impl Client {
     }
 
     /// The settings.
-    pub fn settings(&self) -> &Settings {
+    pub fn settings(&self) -> &HttpSettings {
         &self.settings
     }
 

@@ -18,7 +18,7 @@
 //! process spawn is noise next to the network.
 
 use super::redact::Redactor;
-use super::request::{BodySink, Meta, Request, Secret, Settings};
+use super::request::{BodySink, HttpSettings, Meta, Request, Secret};
 use super::response::Shown;
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
@@ -61,7 +61,7 @@ fn quoted(out: &mut String, value: &str) {
 }
 
 /// The config text for one request (see the module documentation).
-pub(crate) fn config_text(settings: &Settings, bearer: Option<&Secret>, req: &Request<'_>) -> Result<String> {
+pub(crate) fn config_text(settings: &HttpSettings, bearer: Option<&Secret>, req: &Request<'_>) -> Result<String> {
     let Ok(body) = core::str::from_utf8(req.body) else {
         bail!(Io, "the curl transport sends UTF-8 request bodies only");
     };
@@ -128,7 +128,7 @@ fn read_capped(out: Option<std::process::ChildStdout>, body: &mut FixedBuf) -> b
 /// One attempt through `curl`. The body lands in `body` (or, for a `2xx` with a sink, in the
 /// sink at the end).
 pub(crate) fn attempt(
-    settings: &Settings,
+    settings: &HttpSettings,
     bearer: Option<&Secret>,
     redactor: &Redactor,
     req: &Request<'_>,
@@ -255,7 +255,7 @@ mod tests {
             body: b"{\"a\":\"x\\\"y\\\\z\"}",
         };
         let secret = Secret(ArrayString::try_from_str("sk-123").unwrap());
-        let c = config_text(&Settings::default(), Some(&secret), &req).unwrap();
+        let c = config_text(&HttpSettings::default(), Some(&secret), &req).unwrap();
         assert!(c.contains("url = \"https://api.example.org/v1/chat/completions\"\n"));
         assert!(c.contains("header = \"Authorization: Bearer sk-123\"\n"));
         assert!(c.contains("data-raw = \"{\\\"a\\\":\\\"x\\\\\\\"y\\\\\\\\z\\\"}\"\n"));

@@ -18,8 +18,8 @@ pub mod response;
 pub mod retry;
 pub mod url;
 
-pub use client::Client;
+pub use client::HttpClient;
 pub use redact::{Redactor, StreamRedactor};
-pub use request::{BodySink, Method, Request, Response, Settings, Transport, USER_AGENT};
+pub use request::{BodySink, HttpSettings, Method, Request, Response, Transport, USER_AGENT};
 pub use retry::RetryPolicy;
 pub use url::{Scheme, Url};

@@ -73,7 +73,7 @@ impl Redactor {
     }
 
     /// A redactor for `key`. Only ASCII is matched (an API key is ASCII: see
-    /// `http::Client::set_bearer`), so a redacted stretch never splits a character; windows
+    /// `http::HttpClient::set_bearer`), so a redacted stretch never splits a character; windows
     /// holding other bytes are left out. Allocates (once, at start-up).
     pub fn new(key: &[u8]) -> Redactor {
         let width = key.len().min(MIN_RUN);

@@ -25,7 +25,7 @@ pub enum Transport {
 
 /// The client's settings. `Default` gives the documented defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Settings {
+pub struct HttpSettings {
     /// Longest wait for a connection to open. Default 10 s.
     pub connect_timeout: Duration,
     /// Longest silence while waiting for the next byte of a response (not for the whole
@@ -39,9 +39,9 @@ pub struct Settings {
     pub transport: Transport,
 }
 
-impl Default for Settings {
+impl Default for HttpSettings {
     fn default() -> Self {
-        Settings {
+        HttpSettings {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(600),
             retry: RetryPolicy::default(),

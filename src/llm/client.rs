@@ -122,7 +122,7 @@ pub struct Client {
     stream: bool,
     context_window: Option<u32>,
     extra: Option<Document>,
-    http: Option<http::Client>,
+    http: Option<http::HttpClient>,
     /// Finds the API key in what the server sends (a copy of the HTTP client's).
     redactor: Redactor,
     endpoints: Option<Endpoints>,
@@ -211,7 +211,7 @@ impl Client {
             );
         }
         client.endpoints = Some(endpoints(&base, settings.provider)?);
-        let mut h = http::Client::new(http::Settings {
+        let mut h = http::HttpClient::new(http::HttpSettings {
             connect_timeout: settings.connect_timeout,
             read_timeout: settings.read_timeout,
             retry: settings.retry,

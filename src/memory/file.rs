@@ -210,7 +210,7 @@ impl MemoryFile {
     }
 
     /// Writes the members `state`, `iteration` and `working_memory` (the era-B part, shared
-    /// by this file and `memory::exchange`'s export) into an open object.
+    /// by this file and `memory::era_b`'s export) into an open object.
     pub(crate) fn write_head<W: core::fmt::Write + ?Sized>(&self, w: &mut Writer<'_, W>) -> Result<()> {
         w.key("state")?;
         w.string(self.state.as_str())?;

@@ -9,11 +9,11 @@
 //! - [`query`]: entry ids, query filters, orders and the reusable result list.
 //! - [`store`]: the persistent tagged store (append-only log, index with posting lists,
 //!   checkpoint, compaction), in rooms of its own.
-//! - [`exchange`]: export and import in the era-B shape `{state, working_memory, storage}`.
+//! - [`era_b`]: export and import in the era-B shape `{state, working_memory, storage}`.
 //! - [`file`](mod@file): `memory.json` (state, iteration, working set, agent map), era-B migration.
 
 pub mod atomic;
-pub mod exchange;
+pub mod era_b;
 pub mod file;
 pub mod hash;
 pub mod key;
