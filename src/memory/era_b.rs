@@ -271,22 +271,33 @@ impl Import {
         // announces them, so that a crash part way can say how much is in).
         let mut new_keys = 0;
         let mut changes = 0u64;
-        let mut keys: Vec<Key> = Vec::new();
         let mut new_tags: Vec<String> = Vec::new();
+        // The keys to archive (a short list, usually): one change each for an entry the store
+        // holds unarchived, or one the import creates.
+        let mut to_archive: Vec<Key> = Vec::new();
+        for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
+            to_archive.push(normalize(k)?);
+        }
+        to_archive.sort_unstable();
+        to_archive.dedup();
+        for key in &to_archive {
+            if let Some(id) = store.find(key) {
+                changes += u64::from(store.info(id).is_some_and(|i| !i.archived));
+            }
+        }
         for (k, v) in storage.iter().flat_map(|o| o.members()) {
             let key = normalize(k)?;
             value_text(v, &mut text)?;
             match store.find(&key) {
                 None => {
                     new_keys += 1;
-                    changes += 1;
+                    changes += 1 + u64::from(to_archive.binary_search(&key).is_ok());
                     for t in key.tags().filter(|t| !store.has_tag(t)) {
                         new_tags.push(t.to_string());
                     }
                 }
                 Some(id) => changes += u64::from(store.value(id)? != text),
             }
-            keys.push(key);
         }
         if store.len() + new_keys > store.capacity() {
             bail!(
@@ -302,14 +313,6 @@ impl Import {
         store.check_tag_room(new_tags.len(), new_tags.iter().map(String::len).sum()).map_err(|e| {
             e.context(format_args!("the import brings {} new tags; nothing was imported", new_tags.len()))
         })?;
-        keys.sort_unstable();
-        for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
-            let key = normalize(k)?;
-            changes += u64::from(match store.find(&key) {
-                Some(id) => store.info(id).is_some_and(|i| !i.archived),
-                None => keys.binary_search(&key).is_ok(),
-            });
-        }
         store.begin_batch(changes)?;
         let res = (|| {
             for (k, v) in storage.iter().flat_map(|o| o.members()) {
