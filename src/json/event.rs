@@ -988,6 +988,12 @@ mod tests {
         (b"[\"\xff\"]", 2, "valid UTF-8"),
         (b"[\"\xc3\"]", 2, "valid UTF-8"),
         (b"[\"\xed\xa0\x80\"]", 2, "valid UTF-8"),
+        // Sequences that cannot be completed, cut by the end of the input: the same offset
+        // whether the bytes after the first came in the same slice or later ones.
+        (b"[\"\xe0\x80", 2, "valid UTF-8 in a string, found byte 0xE0"),
+        (b"[\"\xf4\x90", 2, "valid UTF-8 in a string, found byte 0xF4"),
+        (b"[\"a\xed\xa0", 3, "valid UTF-8 in a string, found byte 0xED"),
+        (b"[\"\xf0\x9f\x98\"", 2, "valid UTF-8 in a string, found byte 0xF0"),
         (b"\xef\xbb\xbf{}", 0, "expected a JSON value, found byte 0xEF (if it starts a byte order mark"),
         (b"[\"abc", 5, "closing '\"'"),
         (b"{\"a\":", 5, "a value after ':'"),
