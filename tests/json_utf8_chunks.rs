@@ -29,9 +29,33 @@ fn offset(msg: &str) -> Option<usize> {
 /// Strings with multi-byte characters, invalid and cut sequences, around JSON punctuation.
 fn pieces() -> impl Strategy<Value = Vec<u8>> {
     let piece = prop::sample::select(vec![
-        &b"\""[..], b"[", b"]", b"{", b"}", b":", b",", b"a", b" ", b"\n", b"\\", b"\\u00e9", b"\\ud83d",
-        "é".as_bytes(), "日".as_bytes(), "😀".as_bytes(), b"\xc3", b"\xe6\x97", b"\xf0\x9f\x98", b"\xff",
-        b"\x80", b"\xed\xa0\x80", b"\xe0\x80", b"\xf4\x90", b"\xc0\xaf", b"1", b"true",
+        &b"\""[..],
+        b"[",
+        b"]",
+        b"{",
+        b"}",
+        b":",
+        b",",
+        b"a",
+        b" ",
+        b"\n",
+        b"\\",
+        b"\\u00e9",
+        b"\\ud83d",
+        "é".as_bytes(),
+        "日".as_bytes(),
+        "😀".as_bytes(),
+        b"\xc3",
+        b"\xe6\x97",
+        b"\xf0\x9f\x98",
+        b"\xff",
+        b"\x80",
+        b"\xed\xa0\x80",
+        b"\xe0\x80",
+        b"\xf4\x90",
+        b"\xc0\xaf",
+        b"1",
+        b"true",
     ]);
     prop::collection::vec(piece, 0..24).prop_map(|v| {
         let mut out = b"[\"".to_vec();
