@@ -480,6 +480,33 @@ mod tests {
     }
 
     #[test]
+    fn a_paging_block_is_one_set_of_directives() {
+        let paging = "<paging><move_to_disk>a,b</move_to_disk><retrieve_from_disk>c</retrieve_from_disk>\
+            <archive_old>d</archive_old></paging>";
+        let mut r = Reader::new();
+        let it = r.read(paging.as_bytes(), 1);
+        let kinds: Vec<_> = it.actions().map(|a| (a.kind, a.tags)).collect();
+        assert_eq!(kinds, [(ActionKind::PageOut, "a,b"), (ActionKind::PageIn, "c"), (ActionKind::Archive, "d")]);
+        assert_eq!(it.actions_found(), 1);
+        assert!(it.problems().is_empty(), "{:?}", it.problems());
+        // After another action, the block is the second action: past a cap of 1 it is dropped
+        // whole, within a cap of 2 it is taken whole.
+        let both = format!("<action><type>storage_load</type><tags>x</tags></action>{paging}");
+        let it = r.read(both.as_bytes(), 1);
+        assert_eq!(it.actions().map(|a| a.kind).collect::<Vec<_>>(), [ActionKind::StorageLoad]);
+        assert_eq!(it.actions_found(), 2);
+        assert_eq!(it.problems().iter().map(|p| p.code).collect::<Vec<_>>(), [ProblemCode::TooManyActions]);
+        let it = r.read(both.as_bytes(), 2);
+        assert_eq!(it.actions().count(), 4);
+        assert!(it.problems().is_empty(), "{:?}", it.problems());
+        // A block before another action: taken whole, the action is the second.
+        let first = format!("{paging}<action><type>storage_load</type><tags>x</tags></action>");
+        let it = r.read(first.as_bytes(), 1);
+        assert_eq!(it.actions().count(), 3);
+        assert_eq!(it.actions_found(), 2);
+    }
+
+    #[test]
     fn problems_past_the_cap_are_counted() {
         let mut reply = String::from("<agent>");
         for _ in 0..40 {
