@@ -46,7 +46,8 @@
 //! reply is reported as it was.
 //!
 //! **Bounds.** At most `max_actions` actions are taken (the first ones); more is
-//! `TOO_MANY_ACTIONS`. `next_state`, `think_log` and `evaluation_log` are taken once each (the
+//! `TOO_MANY_ACTIONS`. An era-A `<paging>` block counts as one action: its directives are one
+//! set, taken or dropped together. `next_state`, `think_log` and `evaluation_log` are taken once each (the
 //! last one wins, `DUPLICATE_FIELD`). Everything is stored in the reader's fixed arenas.
 
 mod elements;
@@ -122,6 +123,7 @@ impl Reader {
         self.problems.clear();
         self.problems_dropped = 0;
         self.actions_found = 0;
+        self.paging_base = None;
         self.dialect = Dialect { json: self.json, ..Dialect::default() };
         self.unwrapped = u32::MAX;
         self.scope = 0;
@@ -504,6 +506,11 @@ mod tests {
         let it = r.read(first.as_bytes(), 1);
         assert_eq!(it.actions().count(), 3);
         assert_eq!(it.actions_found(), 2);
+        // No more directives than the agent carries out from one reply.
+        let many: String = (0..12).map(|i| format!("<move_to_disk>k{i}</move_to_disk>")).collect();
+        let it = r.read(format!("<paging>{many}</paging>").as_bytes(), 1);
+        assert_eq!(it.actions().count(), crate::limits::ACTIONS_PER_CYCLE_MAX);
+        assert_eq!(it.problems().iter().map(|p| p.code).collect::<Vec<_>>(), [ProblemCode::TooManyActions]);
     }
 
     #[test]
