@@ -514,6 +514,35 @@ mod tests {
     }
 
     #[test]
+    fn fields_without_action_at_the_top_level_are_placed_at_their_type() {
+        let reply = "Sure.\n<type>storage_save</type><tags>a</tags><value>v</value>";
+        let at = reply.find("<type>").unwrap() as u32;
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        let a = it.actions().next().unwrap();
+        assert_eq!((a.element, a.offset), ("type", at));
+        let p = it.problems()[0];
+        assert_eq!((p.code, p.offset), (ProblemCode::ActionWithoutWrapper, Some(at)));
+        assert!(p.detail.as_str().contains("<action>"), "{}", p.detail.as_str());
+        let it = r.read(b"<type>nope</type><tags>a</tags>", 1);
+        let p = it.problems().iter().find(|p| p.code == ProblemCode::UnknownAction).unwrap();
+        assert_eq!(p.offset, Some(0));
+        assert!(!it.problems().iter().any(|p| p.detail.as_str().contains("<>")), "{:?}", it.problems());
+    }
+
+    #[test]
+    fn unclosed_elements_are_named_with_what_to_do() {
+        // The outermost unclosed element starts the reply, where the tree's root also "is".
+        let mut r = Reader::new();
+        let it = r.read(b"<agent><next_state>thinking</next_state><think_log>x", 1);
+        let p = it.problems().iter().find(|p| p.code == ProblemCode::UnclosedTag).unwrap();
+        let d = p.detail.as_str();
+        assert!(!d.contains("<>"), "{d}");
+        assert!(d.contains("<agent>") && d.contains("</agent>"), "{d}");
+        assert_eq!(p.offset, Some(0));
+    }
+
+    #[test]
     fn problems_past_the_cap_are_counted() {
         let mut reply = String::from("<agent>");
         for _ in 0..40 {
