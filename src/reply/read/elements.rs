@@ -226,11 +226,17 @@ impl Reader {
         ok.then(|| Span { start: start as u32, len: (self.tree.text_len() - start) as u32 })
     }
 
-    /// `<action>` (canonical, or era A with `<operation>`), or the parent of a bare `<type>`.
-    pub(super) fn action(&mut self, id: u32, unwrapped: bool) {
+    /// `<action>` (canonical, or era A with `<operation>`), or the parent of a bare `<type>`
+    /// (`unwrapped` is then that `<type>`; at the top level of the reply, where the parent is no
+    /// element the model wrote, the action is placed and named at it).
+    pub(super) fn action(&mut self, id: u32, unwrapped: Option<u32>) {
         self.field_failed = false;
         let Some(n) = self.tree.node(id) else { return };
-        let (at, element) = (n.offset(), n.name_span());
+        let anchor = match unwrapped {
+            Some(t) if id == 0 => self.tree.node(t).unwrap_or(n),
+            _ => n,
+        };
+        let (at, element) = (anchor.offset(), anchor.name_span());
         let type_span = match n.attr_type_span() {
             Some(s) => Some(s),
             None => self.field(id, &["type"], false),
@@ -247,7 +253,7 @@ impl Reader {
             None => (None, Form::Canonical),
         };
         let Some(kind) = kind else {
-            let wrap = if unwrapped { " (fields without <action>)" } else { "" };
+            let wrap = if unwrapped.is_some() { " (fields without <action>)" } else { "" };
             let p = if !op_text.is_empty() {
                 self.mk(
                     ProblemCode::UnknownAction,

@@ -233,7 +233,10 @@ impl Reader {
             let p = self.mk(
                 ProblemCode::UnclosedTag,
                 Some(at),
-                format_args!("{} element(s) never closed, the outermost <{}>", r.unclosed_at_end, name),
+                format_args!(
+                    "the reply ended with {} element(s) still open, the outermost <{}>: end each with its end tag, </{}> last",
+                    r.unclosed_at_end, name, name
+                ),
             );
             self.push_problem(p);
         }
@@ -255,9 +258,11 @@ impl Reader {
         }
     }
 
-    /// The name of the element starting at work offset `offset` (for messages).
+    /// The name of the element starting at work offset `offset` (for messages). The root is
+    /// no element the reply wrote (its offset, 0, is also that of an element starting the reply).
     pub(super) fn name_at(&self, offset: u32) -> &str {
-        self.tree.root().descendants().find(|n| n.is_element() && n.offset() == offset).map(|n| n.name()).unwrap_or("?")
+        let mut elements = self.tree.root().descendants().skip(1).filter(|n| n.is_element());
+        elements.find(|n| n.offset() == offset).map(|n| n.name()).unwrap_or("?")
     }
 
     pub(super) fn choose_scope(&mut self) {
@@ -361,7 +366,7 @@ impl Reader {
         } else if is("evaluation_log") {
             self.single(id, What::EvaluationLog);
         } else if is("action") {
-            self.action(id, false);
+            self.action(id, None);
         } else if is("thinking") {
             self.joined(id, What::ThinkLog);
         } else if is("evaluation") {
@@ -378,9 +383,11 @@ impl Reader {
                 self.problem(
                     ProblemCode::ActionWithoutWrapper,
                     Some(at),
-                    format_args!("<type> outside an <action>: it and its siblings were read as one action"),
+                    format_args!(
+                        "<type> outside an <action>: it and its siblings were read as one action; wrap them in <action></action>"
+                    ),
                 );
-                self.action(parent, true);
+                self.action(parent, Some(id));
             }
         } else if FIELD_NAMES.iter().any(|f| is(f)) || is("think") {
             // Fields of an action met elsewhere (read with their action, if any).
