@@ -52,8 +52,41 @@ enum Markup {
     Done(usize),
 }
 
+/// Bytes the parser's searches examined on this thread (tests only): from where a search
+/// starts to the end of what it found, or to the end of the input when it found nothing. A
+/// parse is linear when this stays within a small multiple of the input's length.
+#[cfg(test)]
+pub(crate) mod examined {
+    use std::cell::Cell;
+    thread_local! {
+        static BYTES: Cell<usize> = const { Cell::new(0) };
+    }
+    pub(crate) fn add(n: usize) {
+        BYTES.with(|c| c.set(c.get().saturating_add(n)));
+    }
+    /// The count so far, set back to 0.
+    pub(crate) fn take() -> usize {
+        BYTES.with(|c| c.replace(0))
+    }
+}
+
+/// Counts the bytes a search examined (tests only, see [`examined`]).
+#[inline(always)]
+fn examined(hay_len: usize, from: usize, found_end: Option<usize>) {
+    #[cfg(test)]
+    examined::add(found_end.unwrap_or(hay_len).saturating_sub(from));
+    #[cfg(not(test))]
+    let _ = (hay_len, from, found_end);
+}
+
 /// Finds `needle` in `hay` from `from`; returns its offset.
 fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    let found = find_uncounted(hay, from, needle);
+    examined(hay.len(), from, found.map(|f| f + needle.len()));
+    found
+}
+
+fn find_uncounted(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     let first = *needle.first()?;
     let mut i = from;
     while let Some(rel) = hay.get(i..).and_then(|r| r.iter().position(|&c| c == first)) {
@@ -67,7 +100,9 @@ fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
 }
 
 fn find_byte(hay: &[u8], from: usize, b: u8) -> Option<usize> {
-    hay.get(from..)?.iter().position(|&c| c == b).map(|r| from + r)
+    let found = hay.get(from..)?.iter().position(|&c| c == b).map(|r| from + r);
+    examined(hay.len(), from, found.map(|f| f + 1));
+    found
 }
 
 struct Parser<'a, 'o> {
@@ -685,6 +720,40 @@ mod tests {
         assert_eq!(r.limit.map(|l| l.0), Some(Limit::Depth));
         assert_eq!(r.unmatched_end_tags, 0);
         assert_eq!(t.root().descendants().filter(|n| n.is_element()).count(), TAG_MAX_DEPTH + 1);
+    }
+
+    /// Bytes the searches of one parse of `input` examined, per byte of input.
+    fn examined_per_byte(input: &str, text_elements: &[&str]) -> f64 {
+        let mut t = TagTree::with_capacity(1 << 16, 1 << 22);
+        examined::take();
+        t.parse(input, &ParseOptions { text_elements });
+        assert!(t.report().limit.is_none(), "{:?}", t.report());
+        examined::take() as f64 / input.len().max(1) as f64
+    }
+
+    #[test]
+    fn every_search_stays_within_a_few_passes_over_the_input() {
+        let te = &["value", "think_log", "query"];
+        let value = |i: usize| {
+            format!("<action><type>t</type><tags>k{i}</tags><value>text {i} &amp; more words</value></action>\n")
+        };
+        let cases: Vec<(&str, String)> = vec![
+            ("values", (0..3000).map(value).collect()),
+            ("values with CDATA", (0..3000).map(|i| format!("<value>a <![CDATA[<b>{i}</b>]]> b</value>")).collect()),
+            ("comments", (0..3000).map(|i| format!("<a>x<!-- note {i} -->y</a>")).collect()),
+            ("declarations", (0..3000).map(|i| format!("<?pi {i}?><!DOCTYPE d{i}><a>x</a>")).collect()),
+            ("less-than noise", "x < y, a<3, <<>> </ 2 ".repeat(3000)),
+            ("unclosed text elements", "<value>x".repeat(3000)),
+            ("end tags", (0..3000).map(|i| format!("<a>{i}</b></a junk>")).collect()),
+        ];
+        for (name, input) in &cases {
+            let per_byte = examined_per_byte(input, te);
+            assert!(per_byte <= 4.0, "{name}: {per_byte:.1} bytes examined per input byte");
+        }
+        // Doubling the input doubles the work, give or take.
+        let (n, n2): (String, String) = ((0..2000).map(value).collect(), (0..4000).map(value).collect());
+        let (a, b) = (examined_per_byte(&n, te), examined_per_byte(&n2, te));
+        assert!(b <= a * 1.1, "{a:.2} then {b:.2} bytes examined per input byte");
     }
 
     #[test]

@@ -549,6 +549,31 @@ mod tests {
         assert_eq!(p.offset, Some(0));
     }
 
+    /// Bytes the tag parser's searches examined reading `reply`, per byte of the reply.
+    fn parse_work_per_byte(reply: &str) -> f64 {
+        let mut r = Reader::new();
+        crate::tag::parse::examined::take();
+        r.read(reply.as_bytes(), 1);
+        crate::tag::parse::examined::take() as f64 / reply.len() as f64
+    }
+
+    #[test]
+    fn a_reply_is_parsed_once_unless_it_holds_escaped_tags() {
+        // Prose with `&lt;`, no instruction: nothing escaped could be a tag; one parse.
+        let prose = "if a &lt; b then c &lt;= d, and 3 &lt; 4.\n".repeat(2000);
+        let once = parse_work_per_byte(&prose);
+        assert!(once <= 1.1, "{once:.2}");
+        // Escaped tags that decode to an instruction: the reply, then the decoded reply.
+        let escaped = "&lt;next_state&gt;thinking&lt;/next_state&gt; and some words".repeat(100);
+        let twice = parse_work_per_byte(&escaped);
+        assert!(twice <= 2.2, "{twice:.2}");
+        // Escaped tags that decode to nothing usable: at most the reply, the decoded reply and
+        // the reply again (for the tree it reports).
+        let useless = "&lt;action&gt;&lt;type&gt;nope&lt;/type&gt;&lt;/action&gt; words".repeat(100);
+        let at_most_thrice = parse_work_per_byte(&useless);
+        assert!(at_most_thrice <= 3.3, "{at_most_thrice:.2}");
+    }
+
     #[test]
     fn problems_past_the_cap_are_counted() {
         let mut reply = String::from("<agent>");
