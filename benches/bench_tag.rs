@@ -164,9 +164,9 @@ fn prose(len: usize, seed: usize) -> String {
     while out.len() < len {
         out.push_str(WORDS[i % WORDS.len()]);
         i = i.wrapping_mul(31).wrapping_add(7);
-        out.push_str(if i % 13 == 0 {
+        out.push_str(if i.is_multiple_of(13) {
             ".\n"
-        } else if i % 7 == 0 {
+        } else if i.is_multiple_of(7) {
             ", "
         } else {
             " "
