@@ -97,7 +97,7 @@ pub fn decode_into(out: &mut String, raw: &str) {
     let bytes = raw.as_bytes();
     let mut start = 0;
     let mut i = 0;
-    while let Some(rel) = bytes.get(i..).and_then(|r| r.iter().position(|&c| c == b'&')) {
+    while let Some(rel) = bytes.get(i..).and_then(|r| crate::bytes::find_byte(r, b'&')) {
         let amp = i + rel;
         match bytes.get(amp..).and_then(decode_entity) {
             Some((c, used)) => {
