@@ -40,10 +40,11 @@
 //! constrains a server to): it is rendered as the canonical tags it stands for
 //! ([`super::json_reply`]) and read as those, so it yields the same instructions and problems.
 //!
-//! **Escaped answers.** When a reply yields nothing and holds `&lt;`, it is read once more with
-//! entities decoded (the C original's prompts showed the templates escaped, and models answer
-//! in kind); if that finds instructions they are taken with an `ESCAPED_TAGS` warning, else the
-//! reply is reported as it was.
+//! **Escaped answers.** When a reply yields nothing and holds `&lt;` before what could start a
+//! tag (a name, `/`, `!`, `?`; not `a &lt; b`), it is read once more with entities decoded
+//! (the C original's prompts showed the templates escaped, and models answer in kind); if that
+//! finds instructions they are taken with an `ESCAPED_TAGS` warning, else the reply is reported
+//! as it was. Any other reply is parsed once.
 //!
 //! **Bounds.** At most `max_actions` actions are taken (the first ones); more is
 //! `TOO_MANY_ACTIONS`. An era-A `<paging>` block counts as one action: its directives are one
@@ -57,6 +58,7 @@ mod view;
 use crate::reply::clean::clean;
 use crate::reply::instruction::same_name;
 use crate::reply::problem::ProblemCode;
+use crate::tag::syntax::is_name_start;
 use crate::tag::{Limit, Node, ParseOptions};
 pub use elements::era_a_kind;
 use elements::KJXLKJ;
@@ -88,21 +90,22 @@ impl Reader {
         if self.json {
             return Interpretation { r: self };
         }
-        if self.stored.is_empty() && self.work.contains("&lt;") {
+        if self.stored.is_empty() && might_hold_escaped_tags(self.work.as_bytes()) {
             // Models shown escaped templates (`&lt;action&gt;`, as the C original's prompts
             // were) sometimes answer in kind. Read the reply once more with entities decoded;
-            // if that finds nothing either, report the reply as it was.
-            let mut bytes = core::mem::take(&mut self.work).into_bytes();
-            decode_in_place(&mut bytes);
-            self.work = String::from_utf8(bytes).unwrap_or_else(|e| {
-                let mut b = e.into_bytes();
-                b.clear();
-                String::from_utf8(b).unwrap_or_default()
-            });
+            // if that finds nothing either, report the reply as it was. (Decoding never
+            // lengthens text, so `alt`, reserved as large as `work`, holds it.)
+            self.alt.clear();
+            crate::tag::syntax::decode_into(&mut self.alt, &self.work);
+            core::mem::swap(&mut self.work, &mut self.alt);
+            let approximate = self.map.approximate;
             self.map.approximate = true;
             self.pass();
             if self.stored.is_empty() {
-                self.clean = clean(reply, &mut self.work, &mut self.map);
+                // Back to the reply as it was (cleaned once, kept in `alt`): parsed again, for
+                // its own tree and problems.
+                core::mem::swap(&mut self.work, &mut self.alt);
+                self.map.approximate = approximate;
                 self.pass();
             } else {
                 self.problem(
@@ -398,35 +401,19 @@ impl Reader {
     }
 }
 
-/// Decodes entities in place (decoding never lengthens text, so writes stay behind reads).
-/// The result is UTF-8 if the input was: whole characters are copied or produced.
-fn decode_in_place(b: &mut Vec<u8>) {
-    let (mut r, mut w) = (0, 0);
-    let n = b.len();
-    while r < n {
-        let entity =
-            if b.get(r) == Some(&b'&') { b.get(r..).and_then(crate::tag::syntax::decode_entity) } else { None };
-        match entity {
-            Some((c, used)) => {
-                let mut tmp = [0u8; 4];
-                let enc = c.encode_utf8(&mut tmp).as_bytes();
-                if let Some(dst) = b.get_mut(w..w + enc.len()) {
-                    dst.copy_from_slice(enc);
-                }
-                w += enc.len();
-                r += used;
-            }
-            None => {
-                let byte = b.get(r).copied().unwrap_or(b' ');
-                if let Some(dst) = b.get_mut(w) {
-                    *dst = byte;
-                }
-                w += 1;
-                r += 1;
-            }
+/// Whether decoding entities could make tags: some `&lt;` is followed by what starts markup
+/// (a name, `/`, `!` or `?`). Prose such as `a &lt; b` or `x &lt;= 3` cannot, and is not read
+/// a second time.
+fn might_hold_escaped_tags(text: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(at) = text.get(i..).and_then(|t| crate::bytes::find(t, b"&lt;")) {
+        let next = i + at + 4;
+        if text.get(next).is_some_and(|&c| is_name_start(c) || matches!(c, b'/' | b'!' | b'?')) {
+            return true;
         }
+        i = next;
     }
-    b.truncate(w);
+    false
 }
 
 /// The node after `n`'s subtree in a walk limited to `scope`'s subtree.
