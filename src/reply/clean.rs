@@ -30,6 +30,7 @@
 //! original reply through an offset map, so a user reading `parse-reply` output can find the
 //! spot in the file the model wrote.
 
+use crate::bytes;
 use crate::fixed::ArrayVec;
 use crate::limits::{REPLY_MAX_BYTES, REPLY_MAX_OFFSET_SEGMENTS, REPLY_WORK_BYTES};
 
@@ -108,16 +109,12 @@ fn marker_at(b: &[u8], i: usize) -> Option<bool> {
 
 /// Finds `needle` in `hay` at or after `from`.
 fn find_bytes(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
-    let first = *needle.first()?;
-    let mut i = from;
-    while let Some(rel) = hay.get(i..).and_then(|r| r.iter().position(|&c| c == first)) {
-        let at = i + rel;
-        if hay.get(at..at + needle.len()) == Some(needle) {
-            return Some(at);
-        }
-        i = at + 1;
-    }
-    None
+    bytes::find(hay.get(from..)?, needle).map(|r| from + r)
+}
+
+/// The first `<` in `hay[from..end]`, as an offset into `hay`.
+fn find_lt(hay: &[u8], from: usize, end: usize) -> Option<usize> {
+    bytes::find_byte(hay.get(from..end)?, b'<').map(|r| from + r)
 }
 
 /// Where harmony channels put the answer.
@@ -151,14 +148,7 @@ fn harmony(raw: &[u8]) -> Harmony {
 
 /// Whether `raw[from..end]` holds a `</think>`.
 fn has_close(raw: &[u8], from: usize, end: usize) -> bool {
-    let mut i = from;
-    while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
-        if marker_at(raw, i + rel) == Some(true) {
-            return true;
-        }
-        i += rel + 1;
-    }
-    false
+    raw.get(from..end).is_some_and(|r| bytes::contains_ignore_ascii_case(r, b"</think>"))
 }
 
 /// Cleans `raw` into `work` (emptied first; its reservation is kept and never exceeded).
@@ -191,8 +181,7 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
     let mut leading = !starts_with_think && has_close(raw, keep_from, end);
     let mut open_at: Option<usize> = if leading { Some(keep_from) } else { None };
     let mut i = keep_from;
-    while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
-        let lt = i + rel;
+    while let Some(lt) = find_lt(raw, i, end) {
         i = lt + 1;
         match (marker_at(raw, lt), open_at) {
             (Some(false), None) => {

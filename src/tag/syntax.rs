@@ -60,7 +60,7 @@ const ENTITY_MAX: usize = 10;
 /// Decodes the entity or character reference at the start of `b` (which starts with `&`).
 /// Returns the character and the bytes consumed, or `None` to keep the `&` literally.
 pub fn decode_entity(b: &[u8]) -> Option<(char, usize)> {
-    let semi = b.iter().take(ENTITY_MAX).position(|&c| c == b';')?;
+    let semi = crate::bytes::find_byte(b.get(..ENTITY_MAX.min(b.len()))?, b';')?;
     let body = b.get(1..semi)?;
     let c = match body {
         b"lt" => '<',

@@ -521,9 +521,7 @@ pub(super) const KINDS_LIST: &str =
 /// search/find/query/lookup search; delete/remove/forget/clear remove from working memory;
 /// archive archives. Anything else is unknown.
 pub fn era_a_kind(type_text: &str, op: &str) -> Option<ActionKind> {
-    let has = |hay: &str, needle: &str| {
-        hay.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
-    };
+    let has = |hay: &str, needle: &str| crate::bytes::contains_ignore_ascii_case(hay.as_bytes(), needle.as_bytes());
     let op = op.trim();
     let any = |list: &[&str]| list.iter().any(|o| same_name(o, op));
     let to_working =
