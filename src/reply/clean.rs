@@ -146,11 +146,6 @@ fn harmony(raw: &[u8]) -> Harmony {
     }
 }
 
-/// Whether `raw[from..end]` holds a `</think>`.
-fn has_close(raw: &[u8], from: usize, end: usize) -> bool {
-    raw.get(from..end).is_some_and(|r| bytes::contains_ignore_ascii_case(r, b"</think>"))
-}
-
 /// Cleans `raw` into `work` (emptied first; its reservation is kept and never exceeded).
 pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> CleanReport {
     work.clear();
@@ -174,16 +169,36 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
     };
     // A reply that does not start with `<think>` but holds a `</think>` starts inside the
     // reasoning (the template opened it): up to the first `</think>` is reasoning, whatever it
-    // mentions (even a literal `<think>`).
+    // mentions (even a literal `<think>`). Until that `</think>` is met, `leading` holds and
+    // only the first `<think>` is noted: if the reply holds no `</think>` at all, it is read as
+    // one without reasoning before it (that `<think>` then opens a block that never ends). One
+    // scan either way.
     let first =
         keep_from + raw.get(keep_from..end).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_whitespace()).count());
-    let starts_with_think = marker_at(raw, first) == Some(false);
-    let mut leading = !starts_with_think && has_close(raw, keep_from, end);
-    let mut open_at: Option<usize> = if leading { Some(keep_from) } else { None };
+    let mut leading = marker_at(raw, first) != Some(false);
+    let mut first_open: Option<usize> = None;
+    let mut open_at: Option<usize> = None;
     let mut i = keep_from;
     while let Some(lt) = find_lt(raw, i, end) {
         i = lt + 1;
-        match (marker_at(raw, lt), open_at) {
+        let marker = marker_at(raw, lt);
+        if leading {
+            match marker {
+                Some(true) => {
+                    leading = false;
+                    rep.orphan_think_end = Some(lt as u32);
+                    keep_from = lt + 8;
+                    i = keep_from;
+                }
+                Some(false) => {
+                    first_open.get_or_insert(lt);
+                    i = lt + 7;
+                }
+                None => {}
+            }
+            continue;
+        }
+        match (marker, open_at) {
             (Some(false), None) => {
                 if copy(raw, keep_from, lt, work, map, &mut rep).is_err() {
                     return rep;
@@ -192,12 +207,7 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
                 i = lt + 7;
             }
             (Some(true), Some(_)) => {
-                if leading {
-                    leading = false;
-                    rep.orphan_think_end = Some(lt as u32);
-                } else {
-                    rep.think_blocks += 1;
-                }
+                rep.think_blocks += 1;
                 open_at = None;
                 keep_from = lt + 8;
                 i = keep_from;
@@ -215,6 +225,15 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
                 i = keep_from;
             }
             _ => {}
+        }
+    }
+    if leading {
+        // No `</think>` anywhere: no reasoning before the answer.
+        if let Some(at) = first_open {
+            if copy(raw, keep_from, at, work, map, &mut rep).is_ok() {
+                rep.unclosed_think = Some(at as u32);
+            }
+            return rep;
         }
     }
     match open_at {

@@ -256,8 +256,11 @@ impl Parser<'_, '_> {
         if n == 0 {
             return Ok(Markup::Text);
         }
-        // Tolerate junk between the name and `>`, but not another `<`.
-        let i = match find_either(b, name_at + n, b'>', b'<') {
+        // Tolerate junk between the name and `>`, but not another `<`. (Most end tags have
+        // none: no search for those.)
+        let after = name_at + n;
+        let gt = if b.get(after) == Some(&b'>') { Some(after) } else { find_either(b, after, b'>', b'<') };
+        let i = match gt {
             None => return Ok(Markup::Truncated),
             Some(i) if b.get(i) == Some(&b'<') => return Ok(Markup::Text),
             Some(i) => i,
