@@ -98,13 +98,12 @@ pub struct CleanReport {
 /// marker length is 7 or 8.
 fn marker_at(b: &[u8], i: usize) -> Option<bool> {
     let rest = b.get(i..)?;
-    if rest.len() >= 7 && rest.get(..7).is_some_and(|m| m.eq_ignore_ascii_case(b"<think>")) {
-        return Some(false);
+    // The byte after `<` rules out most tags before any comparison.
+    match rest.get(1) {
+        Some(b't' | b'T') => rest.get(..7).is_some_and(|m| m.eq_ignore_ascii_case(b"<think>")).then_some(false),
+        Some(b'/') => rest.get(..8).is_some_and(|m| m.eq_ignore_ascii_case(b"</think>")).then_some(true),
+        _ => None,
     }
-    if rest.len() >= 8 && rest.get(..8).is_some_and(|m| m.eq_ignore_ascii_case(b"</think>")) {
-        return Some(true);
-    }
-    None
 }
 
 /// Finds `needle` in `hay` at or after `from`.
