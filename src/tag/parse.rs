@@ -813,6 +813,15 @@ mod tests {
             let per_byte = examined_per_byte(input, te);
             assert!(per_byte <= 4.0, "{name}: {per_byte:.1} bytes examined per input byte");
         }
+        // Every text element opened and never closed: one search finds that none of them is
+        // closed, not one search each.
+        let all = &["value", "data", "think_log", "thinking_log", "evaluation_log", "query", "metadata", "rationale"];
+        let opened: String = all.iter().map(|t| format!("<{t}>")).collect();
+        let cases = [("all text elements unclosed", opened.clone() + &"x<y ".repeat(20_000))];
+        for (name, input) in &cases {
+            let per_byte = examined_per_byte(input, all);
+            assert!(per_byte <= 4.0, "{name}: {per_byte:.1} bytes examined per input byte");
+        }
         // Doubling the input doubles the work, give or take.
         let (n, n2): (String, String) = ((0..2000).map(value).collect(), (0..4000).map(value).collect());
         let (a, b) = (examined_per_byte(&n, te), examined_per_byte(&n2, te));
