@@ -39,6 +39,8 @@ use crate::limits::{TAG_MAX_DEPTH, TAG_MAX_TEXT_ELEMENTS};
 /// Most text-element names a parse distinguishes (for remembering failed searches); names past
 /// this are parsed as ordinary elements, so the memo covers every text element.
 const MAX_TEXT_ELEMENTS: usize = TAG_MAX_TEXT_ELEMENTS;
+// A search notes the text elements it met in the bits of a `u32`.
+const _: () = assert!(MAX_TEXT_ELEMENTS <= 32);
 
 /// What starts a CDATA section.
 const CDATA: &[u8] = b"<![CDATA[";
@@ -404,8 +406,7 @@ impl Parser<'_, '_> {
         let name = self.src.get(name_at..name_at + n).unwrap_or("");
         let opened = self.open(name, lt, type_attr, key_attr, self_closing)?;
         if opened && !self_closing {
-            let mut known = self.opts.text_elements.iter().take(MAX_TEXT_ELEMENTS);
-            if let Some(idx) = known.position(|t| t.eq_ignore_ascii_case(name)) {
+            if let Some(idx) = self.text_element_index(name.as_bytes()) {
                 if let Some(done) = self.text_element(idx, name, end)? {
                     return Ok(Markup::Done(done));
                 }
@@ -477,25 +478,35 @@ impl Parser<'_, '_> {
         if known_absent {
             return Ok(None);
         }
-        // Find `</name` + spaces + `>`, skipping CDATA sections.
+        // Find `</name` + spaces + `>`, skipping CDATA sections. The end tags of the other text
+        // elements met on the way are noted (`seen`, a bit each): when the search fails having
+        // looked at every `<` to the end (no CDATA section skipped: what a section hides from
+        // this search, the parse may read as markup, if the `<![CDATA[` is inside a comment,
+        // say), those not met have no end tag from here on either, and their searches need not
+        // be made. Otherwise only this element's failure is remembered.
         let mut i = from;
         let mut first_cdata = None;
+        let mut seen = 0u32;
         let (content_end, resume) = loop {
             let Some(lt) = find_byte(b, i, b'<') else {
-                self.no_close_after(idx, from);
+                self.no_close_after(if first_cdata.is_none() { seen } else { !(1 << idx) }, from);
                 return Ok(None);
             };
             match b.get(lt + 1) {
                 Some(b'/') => {
                     let ns = lt + 2;
-                    let ne = ns + name.len();
-                    if b.get(ns..ne).is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes())) {
-                        let mut j = ne;
-                        while b.get(j).is_some_and(|&c| is_space(c)) {
-                            j += 1;
-                        }
-                        if b.get(j) == Some(&b'>') {
+                    let n = name_len(b.get(ns..).unwrap_or(&[]));
+                    let mut j = ns + n;
+                    while b.get(j).is_some_and(|&c| is_space(c)) {
+                        j += 1;
+                    }
+                    if n > 0 && b.get(j) == Some(&b'>') {
+                        let end_name = b.get(ns..ns + n).unwrap_or(&[]);
+                        if end_name.eq_ignore_ascii_case(name.as_bytes()) {
                             break (lt, j + 1);
+                        }
+                        if let Some(k) = self.text_element_index(end_name) {
+                            seen |= 1 << k;
                         }
                     }
                 }
@@ -507,7 +518,7 @@ impl Parser<'_, '_> {
                             continue;
                         }
                         None => {
-                            self.no_close_after(idx, from);
+                            self.no_close_after(!(1 << idx), from);
                             return Ok(None);
                         }
                     }
@@ -535,11 +546,20 @@ impl Parser<'_, '_> {
         Ok(Some(resume))
     }
 
-    /// Remembers that text element `idx` has no end tag at or after `from`.
-    fn no_close_after(&mut self, idx: usize, from: usize) {
-        if let Some(f) = self.no_close_from.get_mut(idx) {
-            *f = (*f).min(from);
+    /// Remembers that no text element outside `seen` (a bit per index) has an end tag at or
+    /// after `from`.
+    fn no_close_after(&mut self, seen: u32, from: usize) {
+        for (k, f) in self.no_close_from.iter_mut().enumerate() {
+            if seen & (1 << k) == 0 {
+                *f = (*f).min(from);
+            }
         }
+    }
+
+    /// The index of text element `name` in the options (ASCII case-insensitive), if it is one.
+    fn text_element_index(&self, name: &[u8]) -> Option<usize> {
+        let mut known = self.opts.text_elements.iter().take(MAX_TEXT_ELEMENTS);
+        known.position(|t| t.len() == name.len() && t.as_bytes().eq_ignore_ascii_case(name))
     }
 
     /// Adds the text `src[from..to]` to the current element (decoding entities if `decode`),
