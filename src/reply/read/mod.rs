@@ -18,7 +18,7 @@
 //! | `next_state`, `state` | `NextState` |
 //! | `think_log` (also `thinking_log`) | `ThinkLog` |
 //! | `evaluation_log` | `EvaluationLog` |
-//! | `action` with `<type>` or `type="..."` | an action of that kind ([`ActionKind::from_name`]) |
+//! | `action` with `<type>` or `type="..."` | an action of that kind ([`ActionKind::from_name`](crate::reply::ActionKind::from_name)) |
 //! | `action` with `<operation>` (era A) | kind from operation and type (see [`era_a_kind`]) |
 //! | `thinking` / `evaluation` (era A) | `ThinkLog` / `EvaluationLog`: its text, or its children as `name: text` lines |
 //! | `paging` (era A): `move_to_disk`, `retrieve_from_disk`, `archive_old` | `PageOut`, `PageIn`, `Archive` actions |

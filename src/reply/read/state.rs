@@ -14,7 +14,7 @@ use crate::tag::tree::Span;
 use crate::tag::TagTree;
 use core::fmt;
 
-/// Elements whose content is text for the parser (see [`ParseOptions::text_elements`]): the
+/// Elements whose content is text for the parser (see [`ParseOptions::text_elements`](crate::tag::ParseOptions::text_elements)): the
 /// free-text fields. `content` is a value alias but not here: models also use it as a wrapper
 /// around their whole answer, which must stay markup.
 pub const TEXT_ELEMENTS: &[&str] = &[
