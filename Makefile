@@ -7,7 +7,7 @@ HOST    := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 BIN     := target/release/lkjagent
 STATIC  := target/static/$(HOST)/release/lkjagent
 
-.PHONY: build run demo test conformance bench static lint model-check clean
+.PHONY: build run demo test conformance bench fuzz static lint model-check clean
 
 build:
 	$(CARGO) build --release --locked
@@ -28,6 +28,12 @@ conformance:
 # `static` first, so the static binary's size in the figures is of this tree.
 bench: static
 	LKJAGENT_CORPUS=$(CORPUS) $(CARGO) bench --locked --bench bench
+
+# The input parsers (replies, JSON, HTTP heads, the store log, memory.json, config.json) on
+# random and mutated inputs, FUZZ_SECONDS per target; prints the seed (FUZZ_SEED replays).
+FUZZ_SECONDS ?= 60
+fuzz:
+	LKJAGENT_CORPUS=$(CORPUS) FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --release --locked --test fuzz
 
 # A statically linked binary (static glibc; no extra toolchain needed).
 static:

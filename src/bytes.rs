@@ -54,6 +54,14 @@ const fn last(mask: u64) -> usize {
 /// [`zero_bytes`]-style mask of the bytes `hit` accepts; the two must agree.
 #[inline(always)]
 fn scan_fwd(hay: &[u8], mask: impl Fn(u64) -> u64, hit: impl Fn(u8) -> bool) -> Option<usize> {
+    // A hit in the first word (dense haystacks: a tag every few bytes) is found without setting
+    // up the unrolled loop, which then looks at that word again when there is none.
+    if let Some((w, _)) = hay.split_first_chunk::<8>() {
+        let m = mask(u64::from_le_bytes(*w));
+        if m != 0 {
+            return Some(first(m));
+        }
+    }
     let (words, rest) = hay.as_chunks::<8>();
     let (quads, tail) = words.as_chunks::<4>();
     let mut at = 0usize;

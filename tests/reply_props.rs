@@ -2,7 +2,7 @@
 //! Property tests of the tag parser and the reply reader: no input makes them panic or break
 //! their bounds, and what the renderer writes the parser reads back to the same tree.
 
-use lkjagent::limits::{REPLY_MAX_INSTRUCTIONS, REPLY_MAX_PROBLEMS};
+use lkjagent::limits::{ACTIONS_PER_CYCLE_MAX, REPLY_MAX_INSTRUCTIONS, REPLY_MAX_PROBLEMS};
 use lkjagent::reply::Reader;
 use lkjagent::tag::{render_tree, Node, ParseOptions, Shape, Source, Style, TagTree};
 use proptest::prelude::*;
@@ -74,7 +74,12 @@ fn tagish() -> impl Strategy<Value = String> {
 fn check_bounds(reader: &mut Reader, input: &[u8], max_actions: usize) {
     let it = reader.read(input, max_actions);
     assert!(it.len() <= REPLY_MAX_INSTRUCTIONS);
-    assert!(it.actions().count() <= max_actions);
+    // A `<paging>` block is one action however many directives it holds; all of them together
+    // stay within what the agent carries out from one reply.
+    let paging = |e: &str| ["move_to_disk", "retrieve_from_disk", "archive_old"].contains(&e);
+    assert!(it.actions().filter(|a| !paging(a.element)).count() <= max_actions);
+    assert!(it.actions().count() <= max_actions.max(ACTIONS_PER_CYCLE_MAX));
+    assert!(it.actions_found() >= it.actions().filter(|a| !paging(a.element)).count());
     assert!(it.problems().len() <= REPLY_MAX_PROBLEMS);
     // Every reply either yields an instruction or says why not.
     assert!(!it.is_empty() || it.has_errors(), "{:?}", String::from_utf8_lossy(input));

@@ -657,26 +657,39 @@ impl Parser {
         err!(JsonInvalid, "invalid JSON at {}: expected {}", self.pos(i), expected)
     }
 
-    /// Completes a UTF-8 sequence cut by the previous slice's end.
+    /// Completes a UTF-8 sequence cut by the previous slice's end. Each byte is checked as it
+    /// comes, as `from_utf8` checks a whole input (`E0 80` can never start a character, so it is
+    /// an error at the `E0` now, not at the end of the input later): the error and its offset do
+    /// not depend on where the input was cut.
     fn utf8_rest<H: Handler + ?Sized>(&mut self, input: &[u8], mut i: usize, h: &mut H) -> Result<usize> {
         while self.utf8_len < self.utf8_need {
             let Some(&b) = input.get(i) else { return Ok(i) };
-            if !(0x80..=0xBF).contains(&b) {
-                return Err(self.error_at(self.utf8_at.wrapping_sub(self.base), "valid UTF-8 in a string"));
-            }
             if let Some(slot) = self.utf8.get_mut(self.utf8_len) {
                 *slot = b;
             }
             self.utf8_len += 1;
+            let seq = self.utf8.get(..self.utf8_len).unwrap_or(&[]);
+            if core::str::from_utf8(seq).is_err_and(|e| e.error_len().is_some()) {
+                return Err(self.utf8_error());
+            }
             i += 1;
         }
         let seq = self.utf8.get(..self.utf8_len).unwrap_or(&[]);
         match core::str::from_utf8(seq) {
             Ok(s) => self.emit(h, i, Event::Text(s))?,
-            Err(_) => return Err(self.error_at(self.utf8_at.wrapping_sub(self.base), "valid UTF-8 in a string")),
+            Err(_) => return Err(self.utf8_error()),
         }
         self.state = State::Str;
         Ok(i)
+    }
+
+    /// The error for the cut UTF-8 sequence: at its first byte, worded as when the sequence
+    /// lies in one slice.
+    #[cold]
+    fn utf8_error(&self) -> crate::error::Error {
+        let first = self.utf8.first().copied().unwrap_or(0);
+        let pos = self.pos(self.utf8_at.wrapping_sub(self.base));
+        err!(JsonInvalid, "invalid JSON at {}: expected valid UTF-8 in a string, found {}", pos, Found(first))
     }
 
     /// Inside a number: runs the automaton over the digits in this slice and reports them as
@@ -988,6 +1001,12 @@ mod tests {
         (b"[\"\xff\"]", 2, "valid UTF-8"),
         (b"[\"\xc3\"]", 2, "valid UTF-8"),
         (b"[\"\xed\xa0\x80\"]", 2, "valid UTF-8"),
+        // Sequences that cannot be completed, cut by the end of the input: the same offset
+        // whether the bytes after the first came in the same slice or later ones.
+        (b"[\"\xe0\x80", 2, "valid UTF-8 in a string, found byte 0xE0"),
+        (b"[\"\xf4\x90", 2, "valid UTF-8 in a string, found byte 0xF4"),
+        (b"[\"a\xed\xa0", 3, "valid UTF-8 in a string, found byte 0xED"),
+        (b"[\"\xf0\x9f\x98\"", 2, "valid UTF-8 in a string, found byte 0xF0"),
         (b"\xef\xbb\xbf{}", 0, "expected a JSON value, found byte 0xEF (if it starts a byte order mark"),
         (b"[\"abc", 5, "closing '\"'"),
         (b"{\"a\":", 5, "a value after ':'"),

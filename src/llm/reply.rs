@@ -317,7 +317,7 @@ pub(crate) fn split_think(acc: &mut Accumulator) {
         let text = acc.content_str();
         let lead = text.len() - text.trim_start().len();
         let opened = text.get(lead..).is_some_and(|t| t.starts_with(OPEN));
-        match (opened, text.find(CLOSE)) {
+        match (opened, crate::bytes::find(text.as_bytes(), CLOSE.as_bytes())) {
             (true, Some(c)) if c >= lead + OPEN.len() => (lead + OPEN.len(), c, c + CLOSE.len()),
             (true, None) => (lead + OPEN.len(), text.len(), text.len()),
             (false, Some(c)) => (0, c, c + CLOSE.len()),
@@ -491,8 +491,7 @@ impl fmt::Display for String8<'_> {
 }
 
 fn contains_ignore_case(hay: &[u8], needle: &str) -> bool {
-    let n = needle.as_bytes();
-    !n.is_empty() && hay.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+    !needle.is_empty() && crate::bytes::contains_ignore_ascii_case(hay, needle.as_bytes())
 }
 
 #[cfg(test)]

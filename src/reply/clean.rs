@@ -30,6 +30,7 @@
 //! original reply through an offset map, so a user reading `parse-reply` output can find the
 //! spot in the file the model wrote.
 
+use crate::bytes;
 use crate::fixed::ArrayVec;
 use crate::limits::{REPLY_MAX_BYTES, REPLY_MAX_OFFSET_SEGMENTS, REPLY_WORK_BYTES};
 
@@ -97,27 +98,22 @@ pub struct CleanReport {
 /// marker length is 7 or 8.
 fn marker_at(b: &[u8], i: usize) -> Option<bool> {
     let rest = b.get(i..)?;
-    if rest.len() >= 7 && rest.get(..7).is_some_and(|m| m.eq_ignore_ascii_case(b"<think>")) {
-        return Some(false);
+    // The byte after `<` rules out most tags before any comparison.
+    match rest.get(1) {
+        Some(b't' | b'T') => rest.get(..7).is_some_and(|m| m.eq_ignore_ascii_case(b"<think>")).then_some(false),
+        Some(b'/') => rest.get(..8).is_some_and(|m| m.eq_ignore_ascii_case(b"</think>")).then_some(true),
+        _ => None,
     }
-    if rest.len() >= 8 && rest.get(..8).is_some_and(|m| m.eq_ignore_ascii_case(b"</think>")) {
-        return Some(true);
-    }
-    None
 }
 
 /// Finds `needle` in `hay` at or after `from`.
 fn find_bytes(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
-    let first = *needle.first()?;
-    let mut i = from;
-    while let Some(rel) = hay.get(i..).and_then(|r| r.iter().position(|&c| c == first)) {
-        let at = i + rel;
-        if hay.get(at..at + needle.len()) == Some(needle) {
-            return Some(at);
-        }
-        i = at + 1;
-    }
-    None
+    bytes::find(hay.get(from..)?, needle).map(|r| from + r)
+}
+
+/// The first `<` in `hay[from..end]`, as an offset into `hay`.
+fn find_lt(hay: &[u8], from: usize, end: usize) -> Option<usize> {
+    bytes::find_byte(hay.get(from..end)?, b'<').map(|r| from + r)
 }
 
 /// Where harmony channels put the answer.
@@ -149,18 +145,6 @@ fn harmony(raw: &[u8]) -> Harmony {
     }
 }
 
-/// Whether `raw[from..end]` holds a `</think>`.
-fn has_close(raw: &[u8], from: usize, end: usize) -> bool {
-    let mut i = from;
-    while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
-        if marker_at(raw, i + rel) == Some(true) {
-            return true;
-        }
-        i += rel + 1;
-    }
-    false
-}
-
 /// Cleans `raw` into `work` (emptied first; its reservation is kept and never exceeded).
 pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> CleanReport {
     work.clear();
@@ -184,17 +168,36 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
     };
     // A reply that does not start with `<think>` but holds a `</think>` starts inside the
     // reasoning (the template opened it): up to the first `</think>` is reasoning, whatever it
-    // mentions (even a literal `<think>`).
+    // mentions (even a literal `<think>`). Until that `</think>` is met, `leading` holds and
+    // only the first `<think>` is noted: if the reply holds no `</think>` at all, it is read as
+    // one without reasoning before it (that `<think>` then opens a block that never ends). One
+    // scan either way.
     let first =
         keep_from + raw.get(keep_from..end).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_whitespace()).count());
-    let starts_with_think = marker_at(raw, first) == Some(false);
-    let mut leading = !starts_with_think && has_close(raw, keep_from, end);
-    let mut open_at: Option<usize> = if leading { Some(keep_from) } else { None };
+    let mut leading = marker_at(raw, first) != Some(false);
+    let mut first_open: Option<usize> = None;
+    let mut open_at: Option<usize> = None;
     let mut i = keep_from;
-    while let Some(rel) = raw.get(i..end).and_then(|r| r.iter().position(|&c| c == b'<')) {
-        let lt = i + rel;
+    while let Some(lt) = find_lt(raw, i, end) {
         i = lt + 1;
-        match (marker_at(raw, lt), open_at) {
+        let marker = marker_at(raw, lt);
+        if leading {
+            match marker {
+                Some(true) => {
+                    leading = false;
+                    rep.orphan_think_end = Some(lt as u32);
+                    keep_from = lt + 8;
+                    i = keep_from;
+                }
+                Some(false) => {
+                    first_open.get_or_insert(lt);
+                    i = lt + 7;
+                }
+                None => {}
+            }
+            continue;
+        }
+        match (marker, open_at) {
             (Some(false), None) => {
                 if copy(raw, keep_from, lt, work, map, &mut rep).is_err() {
                     return rep;
@@ -203,12 +206,7 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
                 i = lt + 7;
             }
             (Some(true), Some(_)) => {
-                if leading {
-                    leading = false;
-                    rep.orphan_think_end = Some(lt as u32);
-                } else {
-                    rep.think_blocks += 1;
-                }
+                rep.think_blocks += 1;
                 open_at = None;
                 keep_from = lt + 8;
                 i = keep_from;
@@ -226,6 +224,15 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
                 i = keep_from;
             }
             _ => {}
+        }
+    }
+    if leading {
+        // No `</think>` anywhere: no reasoning before the answer.
+        if let Some(at) = first_open {
+            if copy(raw, keep_from, at, work, map, &mut rep).is_ok() {
+                rep.unclosed_think = Some(at as u32);
+            }
+            return rep;
         }
     }
     match open_at {

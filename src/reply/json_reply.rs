@@ -119,7 +119,7 @@ impl Bounded<'_> {
     /// Text with `<` and `&` as the entities the tag reader decodes.
     fn text(&mut self, s: &str) {
         let mut rest = s;
-        while let Some(i) = rest.find(['<', '&']) {
+        while let Some(i) = crate::bytes::find_either(rest.as_bytes(), b'<', b'&') {
             self.put(rest.get(..i).unwrap_or(""));
             self.put(if rest.get(i..).is_some_and(|r| r.starts_with('<')) { "&lt;" } else { "&amp;" });
             rest = rest.get(i + 1..).unwrap_or("");

@@ -60,7 +60,7 @@ const ENTITY_MAX: usize = 10;
 /// Decodes the entity or character reference at the start of `b` (which starts with `&`).
 /// Returns the character and the bytes consumed, or `None` to keep the `&` literally.
 pub fn decode_entity(b: &[u8]) -> Option<(char, usize)> {
-    let semi = b.iter().take(ENTITY_MAX).position(|&c| c == b';')?;
+    let semi = crate::bytes::find_byte(b.get(..ENTITY_MAX.min(b.len()))?, b';')?;
     let body = b.get(1..semi)?;
     let c = match body {
         b"lt" => '<',
@@ -97,7 +97,7 @@ pub fn decode_into(out: &mut String, raw: &str) {
     let bytes = raw.as_bytes();
     let mut start = 0;
     let mut i = 0;
-    while let Some(rel) = bytes.get(i..).and_then(|r| r.iter().position(|&c| c == b'&')) {
+    while let Some(rel) = bytes.get(i..).and_then(|r| crate::bytes::find_byte(r, b'&')) {
         let amp = i + rel;
         match bytes.get(amp..).and_then(decode_entity) {
             Some((c, used)) => {

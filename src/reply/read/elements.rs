@@ -4,7 +4,7 @@
 
 use super::state::*;
 use crate::fixed::ArrayVec;
-use crate::limits::REPLY_MAX_LIST_ITEMS;
+use crate::limits::{ACTIONS_PER_CYCLE_MAX, REPLY_MAX_LIST_ITEMS};
 use crate::reply::instruction::{same_name, ActionKind, Form};
 use crate::reply::problem::{ProblemCode, Severity};
 use crate::tag::tree::Span;
@@ -124,8 +124,28 @@ impl Reader {
             );
             return;
         }
-        self.actions_found += 1;
-        if self.actions_found as usize > self.max_actions {
+        // The directives of one `<paging>` block are one action: each counts as the block.
+        let counted = match self.paging_base {
+            Some(base) => base + 1,
+            None => self.actions_found + 1,
+        };
+        self.actions_found = counted;
+        if counted as usize > self.max_actions {
+            return;
+        }
+        // A `<paging>` block may hold more directives than the agent carries out from one reply.
+        let room = self.max_actions.max(ACTIONS_PER_CYCLE_MAX);
+        if self.stored.iter().filter(|s| s.what == What::Action).count() >= room {
+            if !self.problems.iter().any(|p| p.code == ProblemCode::TooManyActions) {
+                self.problem(
+                    ProblemCode::TooManyActions,
+                    Some(work_at),
+                    format_args!(
+                        "more than {} actions, <paging> directives included; the first {} were kept",
+                        room, room
+                    ),
+                );
+            }
             return;
         }
         let s = Stored {
@@ -206,11 +226,17 @@ impl Reader {
         ok.then(|| Span { start: start as u32, len: (self.tree.text_len() - start) as u32 })
     }
 
-    /// `<action>` (canonical, or era A with `<operation>`), or the parent of a bare `<type>`.
-    pub(super) fn action(&mut self, id: u32, unwrapped: bool) {
+    /// `<action>` (canonical, or era A with `<operation>`), or the parent of a bare `<type>`
+    /// (`unwrapped` is then that `<type>`; at the top level of the reply, where the parent is no
+    /// element the model wrote, the action is placed and named at it).
+    pub(super) fn action(&mut self, id: u32, unwrapped: Option<u32>) {
         self.field_failed = false;
         let Some(n) = self.tree.node(id) else { return };
-        let (at, element) = (n.offset(), n.name_span());
+        let anchor = match unwrapped {
+            Some(t) if id == 0 => self.tree.node(t).unwrap_or(n),
+            _ => n,
+        };
+        let (at, element) = (anchor.offset(), anchor.name_span());
         let type_span = match n.attr_type_span() {
             Some(s) => Some(s),
             None => self.field(id, &["type"], false),
@@ -227,7 +253,7 @@ impl Reader {
             None => (None, Form::Canonical),
         };
         let Some(kind) = kind else {
-            let wrap = if unwrapped { " (fields without <action>)" } else { "" };
+            let wrap = if unwrapped.is_some() { " (fields without <action>)" } else { "" };
             let p = if !op_text.is_empty() {
                 self.mk(
                     ProblemCode::UnknownAction,
@@ -287,25 +313,29 @@ impl Reader {
         true
     }
 
-    /// Era-A `<paging>`: its directives, in order.
+    /// Era-A `<paging>`: its directives, in order, counted as one action (see `push_action`).
     pub(super) fn paging(&mut self, id: u32) {
         let Some(n) = self.tree.node(id) else { return };
         let at = n.offset();
-        let mut kids: ArrayVec<u32, 16> = ArrayVec::new();
-        for c in n.elements() {
-            if PAGING.iter().any(|d| same_name(d, c.name())) && kids.push(c.id()).is_err() {
-                break;
+        let is_directive = |c: &crate::tag::Node<'_>| c.is_element() && PAGING.iter().any(|d| same_name(d, c.name()));
+        // By ids: reading a directive appends to the tree's text arena, which node handles borrow.
+        let mut next = n.first_child().map(|c| (c.id(), is_directive(&c)));
+        let mut any = false;
+        self.paging_base = Some(self.actions_found);
+        while let Some((k, directive)) = next {
+            if directive {
+                any = true;
+                self.directive(k);
             }
+            next = self.tree.node(k).and_then(|c| c.next_sibling()).map(|c| (c.id(), is_directive(&c)));
         }
-        if kids.is_empty() {
+        self.paging_base = None;
+        if !any {
             self.problem(
                 ProblemCode::MissingField,
                 Some(at),
                 format_args!("<paging> without <move_to_disk>, <retrieve_from_disk> or <archive_old>"),
             );
-        }
-        for &k in kids.iter() {
-            self.directive(k);
         }
     }
 
@@ -491,9 +521,7 @@ pub(super) const KINDS_LIST: &str =
 /// search/find/query/lookup search; delete/remove/forget/clear remove from working memory;
 /// archive archives. Anything else is unknown.
 pub fn era_a_kind(type_text: &str, op: &str) -> Option<ActionKind> {
-    let has = |hay: &str, needle: &str| {
-        hay.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
-    };
+    let has = |hay: &str, needle: &str| crate::bytes::contains_ignore_ascii_case(hay.as_bytes(), needle.as_bytes());
     let op = op.trim();
     let any = |list: &[&str]| list.iter().any(|o| same_name(o, op));
     let to_working =

@@ -40,13 +40,15 @@
 //! constrains a server to): it is rendered as the canonical tags it stands for
 //! ([`super::json_reply`]) and read as those, so it yields the same instructions and problems.
 //!
-//! **Escaped answers.** When a reply yields nothing and holds `&lt;`, it is read once more with
-//! entities decoded (the C original's prompts showed the templates escaped, and models answer
-//! in kind); if that finds instructions they are taken with an `ESCAPED_TAGS` warning, else the
-//! reply is reported as it was.
+//! **Escaped answers.** When a reply yields nothing and holds `&lt;` before what could start a
+//! tag (a name, `/`, `!`, `?`; not `a &lt; b`), it is read once more with entities decoded
+//! (the C original's prompts showed the templates escaped, and models answer in kind); if that
+//! finds instructions they are taken with an `ESCAPED_TAGS` warning, else the reply is reported
+//! as it was. Any other reply is parsed once.
 //!
 //! **Bounds.** At most `max_actions` actions are taken (the first ones); more is
-//! `TOO_MANY_ACTIONS`. `next_state`, `think_log` and `evaluation_log` are taken once each (the
+//! `TOO_MANY_ACTIONS`. An era-A `<paging>` block counts as one action: its directives are one
+//! set, taken or dropped together. `next_state`, `think_log` and `evaluation_log` are taken once each (the
 //! last one wins, `DUPLICATE_FIELD`). Everything is stored in the reader's fixed arenas.
 
 mod elements;
@@ -56,6 +58,7 @@ mod view;
 use crate::reply::clean::clean;
 use crate::reply::instruction::same_name;
 use crate::reply::problem::ProblemCode;
+use crate::tag::syntax::is_name_start;
 use crate::tag::{Limit, Node, ParseOptions};
 pub use elements::era_a_kind;
 use elements::KJXLKJ;
@@ -87,21 +90,22 @@ impl Reader {
         if self.json {
             return Interpretation { r: self };
         }
-        if self.stored.is_empty() && self.work.contains("&lt;") {
+        if self.stored.is_empty() && might_hold_escaped_tags(self.work.as_bytes()) {
             // Models shown escaped templates (`&lt;action&gt;`, as the C original's prompts
             // were) sometimes answer in kind. Read the reply once more with entities decoded;
-            // if that finds nothing either, report the reply as it was.
-            let mut bytes = core::mem::take(&mut self.work).into_bytes();
-            decode_in_place(&mut bytes);
-            self.work = String::from_utf8(bytes).unwrap_or_else(|e| {
-                let mut b = e.into_bytes();
-                b.clear();
-                String::from_utf8(b).unwrap_or_default()
-            });
+            // if that finds nothing either, report the reply as it was. (Decoding never
+            // lengthens text, so `alt`, reserved as large as `work`, holds it.)
+            self.alt.clear();
+            crate::tag::syntax::decode_into(&mut self.alt, &self.work);
+            core::mem::swap(&mut self.work, &mut self.alt);
+            let approximate = self.map.approximate;
             self.map.approximate = true;
             self.pass();
             if self.stored.is_empty() {
-                self.clean = clean(reply, &mut self.work, &mut self.map);
+                // Back to the reply as it was (cleaned once, kept in `alt`): parsed again, for
+                // its own tree and problems.
+                core::mem::swap(&mut self.work, &mut self.alt);
+                self.map.approximate = approximate;
                 self.pass();
             } else {
                 self.problem(
@@ -122,6 +126,7 @@ impl Reader {
         self.problems.clear();
         self.problems_dropped = 0;
         self.actions_found = 0;
+        self.paging_base = None;
         self.dialect = Dialect { json: self.json, ..Dialect::default() };
         self.unwrapped = u32::MAX;
         self.scope = 0;
@@ -231,7 +236,10 @@ impl Reader {
             let p = self.mk(
                 ProblemCode::UnclosedTag,
                 Some(at),
-                format_args!("{} element(s) never closed, the outermost <{}>", r.unclosed_at_end, name),
+                format_args!(
+                    "the reply ended with {} element(s) still open, the outermost <{}>: end each with its end tag, </{}> last",
+                    r.unclosed_at_end, name, name
+                ),
             );
             self.push_problem(p);
         }
@@ -253,9 +261,11 @@ impl Reader {
         }
     }
 
-    /// The name of the element starting at work offset `offset` (for messages).
+    /// The name of the element starting at work offset `offset` (for messages). The root is
+    /// no element the reply wrote (its offset, 0, is also that of an element starting the reply).
     pub(super) fn name_at(&self, offset: u32) -> &str {
-        self.tree.root().descendants().find(|n| n.is_element() && n.offset() == offset).map(|n| n.name()).unwrap_or("?")
+        let mut elements = self.tree.root().descendants().skip(1).filter(|n| n.is_element());
+        elements.find(|n| n.offset() == offset).map(|n| n.name()).unwrap_or("?")
     }
 
     pub(super) fn choose_scope(&mut self) {
@@ -359,7 +369,7 @@ impl Reader {
         } else if is("evaluation_log") {
             self.single(id, What::EvaluationLog);
         } else if is("action") {
-            self.action(id, false);
+            self.action(id, None);
         } else if is("thinking") {
             self.joined(id, What::ThinkLog);
         } else if is("evaluation") {
@@ -376,9 +386,11 @@ impl Reader {
                 self.problem(
                     ProblemCode::ActionWithoutWrapper,
                     Some(at),
-                    format_args!("<type> outside an <action>: it and its siblings were read as one action"),
+                    format_args!(
+                        "<type> outside an <action>: it and its siblings were read as one action; wrap them in <action></action>"
+                    ),
                 );
-                self.action(parent, true);
+                self.action(parent, Some(id));
             }
         } else if FIELD_NAMES.iter().any(|f| is(f)) || is("think") {
             // Fields of an action met elsewhere (read with their action, if any).
@@ -389,35 +401,19 @@ impl Reader {
     }
 }
 
-/// Decodes entities in place (decoding never lengthens text, so writes stay behind reads).
-/// The result is UTF-8 if the input was: whole characters are copied or produced.
-fn decode_in_place(b: &mut Vec<u8>) {
-    let (mut r, mut w) = (0, 0);
-    let n = b.len();
-    while r < n {
-        let entity =
-            if b.get(r) == Some(&b'&') { b.get(r..).and_then(crate::tag::syntax::decode_entity) } else { None };
-        match entity {
-            Some((c, used)) => {
-                let mut tmp = [0u8; 4];
-                let enc = c.encode_utf8(&mut tmp).as_bytes();
-                if let Some(dst) = b.get_mut(w..w + enc.len()) {
-                    dst.copy_from_slice(enc);
-                }
-                w += enc.len();
-                r += used;
-            }
-            None => {
-                let byte = b.get(r).copied().unwrap_or(b' ');
-                if let Some(dst) = b.get_mut(w) {
-                    *dst = byte;
-                }
-                w += 1;
-                r += 1;
-            }
+/// Whether decoding entities could make tags: some `&lt;` is followed by what starts markup
+/// (a name, `/`, `!` or `?`). Prose such as `a &lt; b` or `x &lt;= 3` cannot, and is not read
+/// a second time.
+fn might_hold_escaped_tags(text: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(at) = text.get(i..).and_then(|t| crate::bytes::find(t, b"&lt;")) {
+        let next = i + at + 4;
+        if text.get(next).is_some_and(|&c| is_name_start(c) || matches!(c, b'/' | b'!' | b'?')) {
+            return true;
         }
+        i = next;
     }
-    b.truncate(w);
+    false
 }
 
 /// The node after `n`'s subtree in a walk limited to `scope`'s subtree.
@@ -477,6 +473,92 @@ mod tests {
         assert_eq!(era_a_kind("context", "delete"), Some(ActionKind::WorkingMemoryRemove));
         assert_eq!(era_a_kind("", "move_to_disk"), Some(ActionKind::PageOut));
         assert_eq!(era_a_kind("x", "compress"), None);
+    }
+
+    #[test]
+    fn a_paging_block_is_one_set_of_directives() {
+        let paging = "<paging><move_to_disk>a,b</move_to_disk><retrieve_from_disk>c</retrieve_from_disk>\
+            <archive_old>d</archive_old></paging>";
+        let mut r = Reader::new();
+        let it = r.read(paging.as_bytes(), 1);
+        let kinds: Vec<_> = it.actions().map(|a| (a.kind, a.tags)).collect();
+        assert_eq!(kinds, [(ActionKind::PageOut, "a,b"), (ActionKind::PageIn, "c"), (ActionKind::Archive, "d")]);
+        assert_eq!(it.actions_found(), 1);
+        assert!(it.problems().is_empty(), "{:?}", it.problems());
+        // After another action, the block is the second action: past a cap of 1 it is dropped
+        // whole, within a cap of 2 it is taken whole.
+        let both = format!("<action><type>storage_load</type><tags>x</tags></action>{paging}");
+        let it = r.read(both.as_bytes(), 1);
+        assert_eq!(it.actions().map(|a| a.kind).collect::<Vec<_>>(), [ActionKind::StorageLoad]);
+        assert_eq!(it.actions_found(), 2);
+        assert_eq!(it.problems().iter().map(|p| p.code).collect::<Vec<_>>(), [ProblemCode::TooManyActions]);
+        let it = r.read(both.as_bytes(), 2);
+        assert_eq!(it.actions().count(), 4);
+        assert!(it.problems().is_empty(), "{:?}", it.problems());
+        // A block before another action: taken whole, the action is the second.
+        let first = format!("{paging}<action><type>storage_load</type><tags>x</tags></action>");
+        let it = r.read(first.as_bytes(), 1);
+        assert_eq!(it.actions().count(), 3);
+        assert_eq!(it.actions_found(), 2);
+        // No more directives than the agent carries out from one reply.
+        let many: String = (0..12).map(|i| format!("<move_to_disk>k{i}</move_to_disk>")).collect();
+        let it = r.read(format!("<paging>{many}</paging>").as_bytes(), 1);
+        assert_eq!(it.actions().count(), crate::limits::ACTIONS_PER_CYCLE_MAX);
+        assert_eq!(it.problems().iter().map(|p| p.code).collect::<Vec<_>>(), [ProblemCode::TooManyActions]);
+    }
+
+    #[test]
+    fn fields_without_action_at_the_top_level_are_placed_at_their_type() {
+        let reply = "Sure.\n<type>storage_save</type><tags>a</tags><value>v</value>";
+        let at = reply.find("<type>").unwrap() as u32;
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        let a = it.actions().next().unwrap();
+        assert_eq!((a.element, a.offset), ("type", at));
+        let p = it.problems()[0];
+        assert_eq!((p.code, p.offset), (ProblemCode::ActionWithoutWrapper, Some(at)));
+        assert!(p.detail.as_str().contains("<action>"), "{}", p.detail.as_str());
+        let it = r.read(b"<type>nope</type><tags>a</tags>", 1);
+        let p = it.problems().iter().find(|p| p.code == ProblemCode::UnknownAction).unwrap();
+        assert_eq!(p.offset, Some(0));
+        assert!(!it.problems().iter().any(|p| p.detail.as_str().contains("<>")), "{:?}", it.problems());
+    }
+
+    #[test]
+    fn unclosed_elements_are_named_with_what_to_do() {
+        // The outermost unclosed element starts the reply, where the tree's root also "is".
+        let mut r = Reader::new();
+        let it = r.read(b"<agent><next_state>thinking</next_state><think_log>x", 1);
+        let p = it.problems().iter().find(|p| p.code == ProblemCode::UnclosedTag).unwrap();
+        let d = p.detail.as_str();
+        assert!(!d.contains("<>"), "{d}");
+        assert!(d.contains("<agent>") && d.contains("</agent>"), "{d}");
+        assert_eq!(p.offset, Some(0));
+    }
+
+    /// Bytes the tag parser's searches examined reading `reply`, per byte of the reply.
+    fn parse_work_per_byte(reply: &str) -> f64 {
+        let mut r = Reader::new();
+        crate::tag::parse::examined::take();
+        r.read(reply.as_bytes(), 1);
+        crate::tag::parse::examined::take() as f64 / reply.len() as f64
+    }
+
+    #[test]
+    fn a_reply_is_parsed_once_unless_it_holds_escaped_tags() {
+        // Prose with `&lt;`, no instruction: nothing escaped could be a tag; one parse.
+        let prose = "if a &lt; b then c &lt;= d, and 3 &lt; 4.\n".repeat(2000);
+        let once = parse_work_per_byte(&prose);
+        assert!(once <= 1.1, "{once:.2}");
+        // Escaped tags that decode to an instruction: the reply, then the decoded reply.
+        let escaped = "&lt;next_state&gt;thinking&lt;/next_state&gt; and some words".repeat(100);
+        let twice = parse_work_per_byte(&escaped);
+        assert!(twice <= 2.2, "{twice:.2}");
+        // Escaped tags that decode to nothing usable: at most the reply, the decoded reply and
+        // the reply again (for the tree it reports).
+        let useless = "&lt;action&gt;&lt;type&gt;nope&lt;/type&gt;&lt;/action&gt; words".repeat(100);
+        let at_most_thrice = parse_work_per_byte(&useless);
+        assert!(at_most_thrice <= 3.3, "{at_most_thrice:.2}");
     }
 
     #[test]

@@ -122,7 +122,10 @@ pub struct Reader {
     pub(super) stored: ArrayVec<Stored, REPLY_MAX_INSTRUCTIONS>,
     pub(super) problems: ArrayVec<Problem, REPLY_MAX_PROBLEMS>,
     pub(super) problems_dropped: u32,
+    /// Actions found, an era-A `<paging>` block counting as one (its directives are one set).
     pub(super) actions_found: u32,
+    /// While the directives of a `<paging>` block are read: `actions_found` before the block.
+    pub(super) paging_base: Option<u32>,
     pub(super) max_actions: usize,
     pub(super) dialect: Dialect,
     /// The element last read as an action because it held a bare `<type>`.
@@ -154,6 +157,7 @@ impl Reader {
             problems: ArrayVec::new(),
             problems_dropped: 0,
             actions_found: 0,
+            paging_base: None,
             max_actions: REPLY_DEFAULT_MAX_ACTIONS,
             dialect: Dialect::default(),
             unwrapped: u32::MAX,
