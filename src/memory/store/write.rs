@@ -251,13 +251,7 @@ impl Store {
         self.wbuf.clear();
         let written = log::encode_put(&mut self.wbuf, &head, key.tags(), value)
             .and_then(|_| self.log.append(self.wbuf.as_slice()));
-        let at = match written {
-            Ok(at) => at,
-            Err(e) => {
-                self.forget_unused(&set);
-                return Err(e);
-            }
-        };
+        let at = self.written_or_forget(written, &set)?;
         let slot = Slot {
             offset: at,
             len: self.wbuf.len() as u32,
@@ -377,13 +371,7 @@ impl Store {
             log::encode_put(&mut self.wbuf, &head, new_key.tags(), &self.vbuf)?;
             self.log.append(self.wbuf.as_slice())
         });
-        let at = match written {
-            Ok(at) => at,
-            Err(e) => {
-                self.forget_unused(&set);
-                return Err(e);
-            }
-        };
+        let at = self.written_or_forget(written, &set)?;
         let slot = Slot {
             offset: at,
             len: self.wbuf.len() as u32,
@@ -428,6 +416,15 @@ impl Store {
             }
         }
         Ok(set)
+    }
+
+    /// The offset a change was written at; when it was not written, the tags interned for it
+    /// are freed again and the error returned.
+    fn written_or_forget(&mut self, written: Result<u64>, set: &TagSet) -> Result<u64> {
+        if written.is_err() {
+            self.forget_unused(set);
+        }
+        written
     }
 
     /// Frees the tags of `set` that no entry carries (after a change that was not made).
