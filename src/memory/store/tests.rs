@@ -358,3 +358,39 @@ mod enospc_tests {
         fs::remove_dir_all(&d).unwrap();
     }
 }
+
+mod version_tests {
+    use super::*;
+    use crate::error::Code;
+    use crate::fixed::FixedBuf;
+    use crate::memory::key::normalize;
+
+    #[test]
+    fn the_highest_version_is_refused_never_wrapped() {
+        let d = std::env::temp_dir().join(format!("lkj-store-ver-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        let s = Store::open_with_capacity(&d, 8).unwrap();
+        drop(s);
+        // A record at version u32::MAX, as a damaged or hostile log may hold.
+        let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
+        let mut rec = FixedBuf::with_capacity("test", 1024);
+        let head = PutHead { id: 0, ver: u32::MAX, created: 1, accessed: 1, hits: 0, archived: false };
+        crate::memory::log::encode_put(&mut rec, &head, ["k"].into_iter(), "old").unwrap();
+        bytes.extend_from_slice(rec.as_slice());
+        fs::write(d.join(LOG_NAME), &bytes).unwrap();
+        let mut s = Store::open_with_capacity(&d, 8).unwrap();
+        let key = normalize("k").unwrap();
+        assert_eq!(s.info(s.find(&key).unwrap()).unwrap().version, u32::MAX);
+        for r in [s.put(&key, "new", 2), s.update(&key, "new", Some(u32::MAX), 2)] {
+            let e = r.unwrap_err();
+            assert_eq!(e.code(), Code::CapacityExceeded);
+            assert!(e.message().contains("highest"), "{}", e.message());
+        }
+        assert_eq!(s.set_archived(&key, true, 3).unwrap_err().code(), Code::CapacityExceeded);
+        assert_eq!(s.load(&key, 4).unwrap(), Some("old"), "the value is kept");
+        // Storing the same value again writes nothing and is fine.
+        assert_eq!(s.put(&key, "old", 5).unwrap().change, Change::Unchanged);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
