@@ -13,6 +13,8 @@
 #[path = "support/llm_script_server.rs"]
 mod llm_script_server;
 
+#[path = "support/temp.rs"]
+mod temp;
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, CycleReport, Model};
 use lkjagent::json::Document;
@@ -21,8 +23,8 @@ use llm_script_server::{content, free_port, LlmServer, Step, LLAMA_CPP_OVERFLOW}
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use temp::{set, shipped, TempDir};
 
 // ----- replies -------------------------------------------------------------------------------
 
@@ -42,43 +44,6 @@ fn action(kind: &str, tags: &str, value: Option<&str>) -> Step {
 const MALFORMED: &str = "Sure! I will save banana to the dictionary now, it is a long yellow fruit.";
 
 // ----- data directories ----------------------------------------------------------------------
-
-/// A temp data directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "lkjagent-e2e-{}-{}-{}",
-            tag,
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn shipped(name: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)).unwrap()
-}
-
-/// Replaces `from` by `to` in `text`, which must hold `from` exactly once.
-fn set(text: &mut String, from: &str, to: &str) {
-    assert_eq!(text.matches(from).count(), 1, "config text should hold '{}' once", from);
-    *text = text.replace(from, to);
-}
 
 /// The shipped config pointed at `endpoint`, with test timeouts and back-offs; `tweak` edits
 /// the text further.

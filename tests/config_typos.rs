@@ -7,10 +7,13 @@
 //! a run that wrongly goes ahead ends by itself instead of waiting for a server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/temp.rs"]
+mod temp;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use temp::{set, shipped};
 
 struct Dir(PathBuf);
 
@@ -18,15 +21,6 @@ impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn shipped(name: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)).unwrap()
-}
-
-fn set(text: &mut String, from: &str, to: &str) {
-    assert_eq!(text.matches(from).count(), 1, "config text should hold '{}' once", from);
-    *text = text.replace(from, to);
 }
 
 /// A data directory: the shipped config on the replay provider (one scripted reply), edited by

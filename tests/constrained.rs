@@ -23,6 +23,8 @@ mod http_server;
 #[path = "support/llm_script_server.rs"]
 mod llm_script_server;
 
+#[path = "support/temp.rs"]
+mod temp;
 use gbnf::{rng, Grammar};
 use http_server::{json_ok, response, Action as Do, Seen, Server};
 use lkjagent::agent::actions::{self, ActionScratch};
@@ -37,28 +39,9 @@ use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
 use lkjagent::memory::working::WorkingSet;
 use lkjagent::reply::{ActionKind, Instruction, Reader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("lkjagent-constrained-{}-{}-{}", tag, std::process::id(), n));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use temp::TempDir;
 
 fn shipped_dir(tag: &str, endpoint: &str, constrain: &str) -> TempDir {
     let d = TempDir::new(tag);

@@ -14,6 +14,8 @@ mod http_server;
 #[path = "support/llm_script_server.rs"]
 mod llm_script_server;
 
+#[path = "support/temp.rs"]
+mod temp;
 use http_server::{chunked, json_ok, response, Action, Server};
 use llm_script_server::completion_body;
 use std::io::Read;
@@ -21,44 +23,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use temp::{set, shipped, TempDir};
 
 /// The key: 32 random characters after the usual prefix.
 const KEY: &str = "sk-Q7wX2mR9pL4vK8nB3cZ6hT1yF5gJ0dSa";
 const KEY_VAR: &str = "LKJAGENT_TEST_SECRET_KEY";
 /// The shortest run of the key's characters that counts as the key.
 const RUN: usize = 12;
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "lkjagent-secrets-{}-{}-{}",
-            tag,
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn shipped(name: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)).unwrap()
-}
-
-fn set(text: &mut String, from: &str, to: &str) {
-    assert_eq!(text.matches(from).count(), 1, "config text should hold '{}' once", from);
-    *text = text.replace(from, to);
-}
 
 /// Where the key (or a run of it) appears in `text`, if anywhere.
 fn leak(text: &[u8]) -> Option<String> {

@@ -43,3 +43,14 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The text of a shipped file in `data/` (`config.json`, `memory.json`, ...).
+pub fn shipped(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)).unwrap()
+}
+
+/// Replaces `from` by `to` in `text`, which must hold `from` exactly once.
+pub fn set(text: &mut String, from: &str, to: &str) {
+    assert_eq!(text.matches(from).count(), 1, "config text should hold '{}' once", from);
+    *text = text.replace(from, to);
+}
