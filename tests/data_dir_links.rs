@@ -16,10 +16,11 @@
 //! followed on purpose: that is how a user puts them on another disk.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/temp.rs"]
+mod temp;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A temp directory holding `data/` (the data directory) and `outside/` (what links point
 /// at), removed on drop.
@@ -31,14 +32,7 @@ const PRECIOUS: &str = "precious: not the agent's to write\n";
 
 impl Setup {
     fn new(tag: &str) -> Setup {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "lkjagent-links-{}-{}-{}",
-            tag,
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = temp::temp_dir(&format!("links-{}", tag));
         std::fs::create_dir_all(root.join("data")).unwrap();
         std::fs::create_dir_all(root.join("outside")).unwrap();
         let s = Setup { root };

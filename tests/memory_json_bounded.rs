@@ -7,10 +7,11 @@
 //! it exits, which can only read low (a lower bound).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/temp.rs"]
+mod temp;
 use lkjagent::memory::log::{decode, Record};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The bound for the commands that only look (`status`, `check`), in KiB.
@@ -23,18 +24,8 @@ struct Dir(PathBuf);
 
 impl Dir {
     fn new(tag: &str) -> Dir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "lkjagent-bounded-{}-{}-{}",
-            tag,
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        let shipped = |name: &str| {
-            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)).unwrap()
-        };
+        let p = temp::temp_dir(&format!("bounded-{}", tag));
+        let shipped = temp::shipped;
         let config = shipped("config.json");
         let from = "\"provider\": \"openai\"";
         assert_eq!(config.matches(from).count(), 1);
