@@ -144,6 +144,14 @@ impl LogFile {
     pub fn append(&mut self, bytes: &[u8]) -> Result<u64> {
         self.check_writable()?;
         let at = self.len;
+        // The index keeps offsets in 40 bits: a log past 1 TiB is refused, never wrapped.
+        if at + bytes.len() as u64 > super::slots::MAX_OFFSET {
+            bail!(
+                CapacityExceeded,
+                "{} would pass 1 TiB, the most the store's index can address; compact it (lkjagent memory compact)",
+                self.path.display()
+            );
+        }
         #[cfg(test)]
         let injected = core::mem::take(&mut self.fail_next_write);
         #[cfg(not(test))]

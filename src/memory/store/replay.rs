@@ -257,6 +257,9 @@ impl Store {
                         self.cap
                     );
                 }
+                if offset + u64::from(rec_len) > super::slots::MAX_OFFSET {
+                    bail!(CapacityExceeded, "the log passes 1 TiB, the most the store's index can address");
+                }
                 let key = Key::from_tags(tags.iter().map(|t| t.as_str()))?;
                 let was_live = self.slots.is_live(head.id);
                 self.unindex(head.id);

@@ -71,20 +71,6 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// A slot from its packed location (as [`Slot::pack`] makes it) and its other fields.
-    pub fn from_packed(loc: u64, created: u32, accessed: u32, hits: u32, ver: u32) -> Slot {
-        Slot {
-            offset: loc & OFFSET_MASK,
-            len: ((loc >> OFFSET_BITS) & LEN_MASK) as u32,
-            archived: loc & ARCHIVED != 0,
-            dirty: loc & DIRTY != 0,
-            created,
-            accessed,
-            hits,
-            ver,
-        }
-    }
-
     /// Offset, length and flags in one word.
     pub fn pack(&self) -> u64 {
         (self.offset & OFFSET_MASK)
@@ -202,12 +188,6 @@ impl Slots {
         self.created.get(id as usize).copied().unwrap_or(0)
     }
 
-    /// Access count of `id` (0 for a dead id).
-    #[inline]
-    pub fn hits(&self, id: EntryId) -> u32 {
-        self.hits.get(id as usize).copied().unwrap_or(0)
-    }
-
     /// The tag ids of `id`, padded with zeros (all zeros for a dead id).
     #[inline]
     pub fn tagset(&self, id: EntryId) -> TagSet {
@@ -319,17 +299,6 @@ impl Slots {
                 self.archived += usize::from(*l & ARCHIVED != 0);
             }
         }
-    }
-
-    /// The packed location of live entry `id` (0 for a dead one), for the checkpoint.
-    pub fn packed(&self, id: EntryId) -> u64 {
-        self.loc.get(id as usize).copied().unwrap_or(0) & !DIRTY
-    }
-
-    /// Makes `next` the next id to hand out, if it is higher (a checkpoint's ids of deleted
-    /// entries).
-    pub fn note_next(&mut self, next: usize) {
-        self.next = self.next.max(next.min(self.loc.len()));
     }
 
     /// Counts an access in RAM.

@@ -91,11 +91,6 @@ impl Tags {
             + self.order.capacity() * 2
     }
 
-    /// Bytes of the posting arena in use (lists with their slack), for statistics.
-    pub fn posting_bytes(&self) -> usize {
-        self.used * 4
-    }
-
     /// Most distinct tags.
     pub fn max(&self) -> usize {
         self.max
@@ -134,11 +129,6 @@ impl Tags {
     /// Whether tag `id` is interned (carried or reserved).
     pub fn is_interned(&self, id: u16) -> bool {
         id != 0 && self.text_len.get(usize::from(id)).is_some_and(|&l| l > 0)
-    }
-
-    /// The text of tag `id` even while no entry carries it yet ("" for a free id).
-    pub fn reserved_name(&self, id: u16) -> &str {
-        self.raw_name(usize::from(id))
     }
 
     fn raw_name(&self, i: usize) -> &str {
