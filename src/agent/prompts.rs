@@ -20,7 +20,6 @@
 
 use super::checker::{join, Checker};
 use super::segments::Segments;
-use super::settings::canonical_state;
 use crate::grammar::{ActionSet, LogField, Shape};
 use crate::json::{Kind, Value};
 use crate::reply::ActionKind;
@@ -85,7 +84,7 @@ impl Prompts {
         let mut constrained_states = Vec::new();
         for state in states {
             // The state's entry, under its own name or (for commanding) the alias executing.
-            let entry = section.and_then(|s| s.members().find(|(k, _)| canonical_state(k) == state.as_str()));
+            let entry = section.and_then(|s| s.members().find(|(k, _)| crate::states::canonical(k) == state.as_str()));
             let tree = entry.and_then(|(_, v)| if era_a { Some(v) } else { v.get("prompt") });
             out.shapes.push((state.clone(), tree.map_or(Shape::FREE, |t| shape_of(t, states))));
             let mut constrained = entry.map_or_else(String::new, |(_, v)| render_without(v, era_a, FORMAT_ONLY_STATE));

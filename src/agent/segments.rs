@@ -103,7 +103,7 @@ pub fn parse(bytes: &[u8], states: &[String]) -> Result<Segments> {
                 format_args!("segments.[{}].prompt: empty; write the segment's text or remove it", i),
             ));
         }
-        let state = super::settings::canonical_state(condition);
+        let state = crate::states::canonical(condition);
         let target = if condition == "default" {
             &mut out.default
         } else if states.iter().any(|s| s == state) {

@@ -128,7 +128,7 @@ impl AgentSettings {
         let states = read_states(c, agent);
         let start_state =
             c.string(agent, p, "start_state", STATE_NAME_MAX_BYTES).unwrap_or_else(|| states::THINKING.into());
-        let start_state = canonical_state(&start_state).to_string();
+        let start_state = states::canonical(&start_state).to_string();
         if !states.contains(&start_state) {
             c.problem(&join(p, "start_state"), format_args!("'{}' is not one of the states {:?}", start_state, states));
         }
@@ -159,13 +159,8 @@ impl AgentSettings {
 
     /// Whether `name` is a state the model may ask for (`base` never is).
     pub fn is_state(&self, name: &str) -> bool {
-        self.states.iter().any(|s| s == canonical_state(name))
+        self.states.iter().any(|s| s == states::canonical(name))
     }
-}
-
-/// `executing` (era A and early B) is the same state as `commanding`.
-pub fn canonical_state(name: &str) -> &str {
-    states::canonical(name)
 }
 
 fn read_log(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default_max: i64) -> LogSettings {
@@ -210,7 +205,7 @@ fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {
                 if name == "base" {
                     continue;
                 }
-                let canon = canonical_state(name);
+                let canon = states::canonical(name);
                 let valid = !canon.is_empty()
                     && canon.len() <= STATE_NAME_MAX_BYTES
                     && canon.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');

@@ -26,8 +26,9 @@ use super::curl;
 use super::redact::{Redactor, StreamRedactor};
 use super::request::{BodySink, HttpSettings, Meta, Method, Request, Response, Secret, Transport, USER_AGENT};
 use super::response::{head_end, parse_chunk_size, parse_head, Framing, Shown};
-use super::retry::{error_is_retryable, sleep_unless_stopped, status_is_retryable};
+use super::retry::{error_is_retryable, status_is_retryable};
 use super::url::{Scheme, Url};
+use crate::clock::sleep_unless_stopped;
 use crate::error::{Code, Error, Result};
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::limits::{

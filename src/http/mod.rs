@@ -3,7 +3,8 @@
 //!
 //! - [`url`]: endpoint URLs (`http://host[:port]/path?query`, IPv6 literals).
 //! - [`response`]: response heads and body framing.
-//! - [`retry`]: what is retried, capped exponential backoff, a sleep SIGTERM can cut short.
+//! - [`retry`]: what is retried, and capped exponential backoff (the wait itself is
+//!   `clock::sleep_unless_stopped`, which SIGTERM cuts short).
 //! - [`request`]: what a request and its answer are (settings, method, body sink), shared by
 //!   both transports.
 //! - [`client`]: the client (keep-alive, timeouts, caps, retries).

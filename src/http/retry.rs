@@ -59,11 +59,10 @@ pub fn error_is_retryable(e: &Error) -> bool {
     matches!(e.code(), Code::LlmUnavailable | Code::LlmTimeout)
 }
 
-pub use crate::clock::sleep_unless_stopped;
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::sleep_unless_stopped;
     use std::time::Instant;
 
     #[test]

@@ -17,7 +17,7 @@ use crate::memory::file::MemoryFile;
 use crate::memory::key::normalize;
 use crate::memory::store::Store;
 use crate::reply::{ActionKind, Instruction, Interpretation};
-use crate::states::{self, canonical as canonical_state};
+use crate::states;
 use core::fmt::Write as _;
 use std::time::Duration;
 
@@ -247,7 +247,7 @@ impl Doing<'_> {
     /// The state the reply asked for, if it is one (else `thinking`, with the refusal logged).
     fn requested_state<'s>(&mut self, requested: Option<&'s str>) -> Result<&'s str> {
         let config = self.config;
-        match requested.map(|s| canonical_state(s.trim())) {
+        match requested.map(|s| states::canonical(s.trim())) {
             Some(s) if config.agent.is_state(s) => Ok(s),
             Some(s) => {
                 self.scratch.clear();

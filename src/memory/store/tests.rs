@@ -1,10 +1,12 @@
-//! Unit tests of the store as a whole (the rooms test their own parts).
+//! Unit tests of the store as a whole (the rooms test their own parts). The whole file is
+//! compiled for tests only (`#[cfg(test)] mod tests;` in `mod.rs`); each module says so too.
 
 use super::*;
 use crate::memory::log::PutHead;
 use crate::memory::query::{Archived, Query, Results};
 use std::fs;
 
+#[cfg(test)]
 mod whole {
     use super::*;
     use crate::error::Code;
@@ -257,6 +259,7 @@ mod whole {
     }
 }
 
+#[cfg(test)]
 mod damage_tests {
     use super::*;
     use crate::memory::key::normalize;
@@ -296,6 +299,7 @@ mod damage_tests {
     }
 }
 
+#[cfg(test)]
 mod read_only_tests {
     use super::*;
     use crate::error::Code;
@@ -325,6 +329,7 @@ mod read_only_tests {
     }
 }
 
+#[cfg(test)]
 mod enospc_tests {
     use super::*;
     use crate::error::Code;
@@ -359,6 +364,7 @@ mod enospc_tests {
     }
 }
 
+#[cfg(test)]
 mod version_tests {
     use super::*;
     use crate::error::Code;
