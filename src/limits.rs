@@ -325,6 +325,11 @@ pub const STORE_QUERY_MAX_RESULTS: usize = 1024;
 /// none in memory; bounds the time of a search over a large store.
 pub const STORE_SEARCH_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Entries whose access statistics a cycle may change and the store still lists by id, so that
+/// writing them costs what was touched; past it, the flush scans the entry table once. Cost: 4
+/// bytes each, reserved once.
+pub const STORE_DIRTY_LIST_MAX: usize = 1024;
+
 /// The store writes a checkpoint of its index (`store.ckpt`) once this many bytes were
 /// appended to the log since the last one (and at compaction and a clean stop), so an open
 /// replays at most about this much log. Cost: none in memory; one sequential write of about

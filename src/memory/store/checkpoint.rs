@@ -78,7 +78,7 @@ impl Store {
         if self.log.in_batch() {
             bail!(PersistFailed, "no checkpoint inside a batch");
         }
-        if self.slots.next_dirty(0).is_some() {
+        if self.slots.any_dirty() {
             self.flush_access_only()?;
         }
         let covered = self.log.len;

@@ -7,7 +7,7 @@
 //! adds 6 bytes per entry of capacity. See `limits.rs` for the totals.
 
 use crate::error::Result;
-use crate::limits::KEY_MAX_TAGS;
+use crate::limits::{KEY_MAX_TAGS, STORE_DIRTY_LIST_MAX};
 use crate::memory::hash::fnv1a64_continue;
 use crate::memory::query::EntryId;
 
@@ -92,6 +92,10 @@ pub struct Slots {
     next: usize,
     live: usize,
     archived: usize,
+    /// Ids whose access statistics changed since the last flush (each once), so that a flush
+    /// costs what was touched, not the table; past its capacity, `dirty_all` asks for a scan.
+    dirty: Vec<EntryId>,
+    dirty_all: bool,
 }
 
 impl Slots {
@@ -107,6 +111,8 @@ impl Slots {
             next: 0,
             live: 0,
             archived: 0,
+            dirty: Vec::with_capacity(STORE_DIRTY_LIST_MAX),
+            dirty_all: false,
         }
     }
 
@@ -149,6 +155,8 @@ impl Slots {
         self.next = 0;
         self.live = 0;
         self.archived = 0;
+        self.dirty.clear();
+        self.dirty_all = false;
     }
 
     /// Whether `id` is a live entry.
@@ -310,7 +318,14 @@ impl Slots {
         if let (Some(l), Some(a), Some(h)) = (self.loc.get_mut(i), self.accessed.get_mut(i), self.hits.get_mut(i)) {
             *h = h.saturating_add(1);
             *a = clamp32(now);
-            *l |= DIRTY;
+            if *l & DIRTY == 0 {
+                *l |= DIRTY;
+                if self.dirty.len() < STORE_DIRTY_LIST_MAX {
+                    self.dirty.push(id);
+                } else {
+                    self.dirty_all = true;
+                }
+            }
         }
     }
 
@@ -331,6 +346,29 @@ impl Slots {
         if let Some(l) = self.loc.get_mut(id as usize) {
             *l &= !DIRTY;
         }
+    }
+
+    /// Whether some entry may have access statistics to write.
+    pub fn any_dirty(&self) -> bool {
+        self.dirty_all || !self.dirty.is_empty()
+    }
+
+    /// The ids touched since the last flush, when they were few enough to list (`None`: scan
+    /// the table with [`Slots::next_dirty`]). An id may have been cleaned since (a put carries
+    /// its statistics): check [`Slot::dirty`].
+    pub fn dirty_list(&self) -> Option<&[EntryId]> {
+        (!self.dirty_all).then_some(self.dirty.as_slice())
+    }
+
+    /// After a flush wrote every dirty entry: their flags are cleared and the list forgotten.
+    pub fn flushed(&mut self) {
+        for &id in &self.dirty {
+            if let Some(l) = self.loc.get_mut(id as usize) {
+                *l &= !DIRTY;
+            }
+        }
+        self.dirty.clear();
+        self.dirty_all = false;
     }
 
     /// Live ids with dirty access statistics, from `from` on.

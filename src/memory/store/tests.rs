@@ -400,3 +400,42 @@ mod version_tests {
         fs::remove_dir_all(&d).unwrap();
     }
 }
+
+#[cfg(test)]
+mod access_tests {
+    use super::*;
+    use crate::limits::STORE_DIRTY_LIST_MAX;
+    use crate::memory::key::normalize;
+
+    #[test]
+    fn a_flush_writes_every_touched_entry_listed_or_not() {
+        let d = std::env::temp_dir().join(format!("lkj-store-dirty-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        let n = STORE_DIRTY_LIST_MAX + 300;
+        let mut s = Store::open_with_capacity(&d, n + 16).unwrap();
+        s.begin_batch(n as u64).unwrap();
+        for i in 0..n {
+            s.put(&normalize(&format!("e{}", i)).unwrap(), "v", 1).unwrap();
+        }
+        s.end_batch().unwrap();
+        assert_eq!(s.flush_access().unwrap(), 0, "nothing touched, nothing written");
+        // More than the list holds: the flush scans the table.
+        for id in 0..n as EntryId {
+            s.touch(id, 5);
+        }
+        assert_eq!(s.flush_access().unwrap(), n);
+        assert_eq!(s.flush_access().unwrap(), 0, "all written, all clean");
+        // A few: written from the list; one touched twice is written once.
+        s.touch(3, 6);
+        s.touch(3, 7);
+        s.touch(700, 7);
+        assert_eq!(s.flush_access().unwrap(), 2);
+        drop(s);
+        let s = Store::open_with_capacity(&d, n + 16).unwrap();
+        assert_eq!((s.info(3).unwrap().hits, s.info(3).unwrap().accessed), (3, 7));
+        assert_eq!(s.info(700).unwrap().hits, 2);
+        assert_eq!(s.info(701).unwrap().hits, 1);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}

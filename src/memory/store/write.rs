@@ -126,6 +126,25 @@ impl Store {
 
     /// [`Store::flush_access`] without the checkpoint and compaction.
     pub(super) fn flush_access_only(&mut self) -> Result<usize> {
+        if !self.slots.any_dirty() {
+            return Ok(0);
+        }
+        if let Some(list) = self.slots.dirty_list() {
+            // Few touched entries (the usual cycle): one record each, one append and sync,
+            // without reading the table. The list fits the write buffer many times over.
+            self.wbuf.clear();
+            let mut n = 0;
+            for &id in list {
+                let Some(s) = self.slots.get(id).filter(|s| s.dirty) else { continue };
+                log::encode_touch(&mut self.wbuf, id, u64::from(s.accessed), u64::from(s.hits))?;
+                n += 1;
+            }
+            if n > 0 {
+                self.log.append(self.wbuf.as_slice())?;
+            }
+            self.slots.flushed();
+            return Ok(n);
+        }
         let mut written = 0;
         let mut pending = 0;
         let mut first_pending = 0usize;
@@ -150,6 +169,7 @@ impl Store {
             self.clean_range(first_pending, self.slots.next_id());
             written += pending;
         }
+        self.slots.flushed();
         Ok(written)
     }
 
