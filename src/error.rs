@@ -1,8 +1,9 @@
 //! The one error type: a stable code, the source location, and a message a user can act on.
 //!
-//! Errors are plain values (no heap): the message lives in a fixed inline buffer of
-//! [`ERROR_MESSAGE_BYTES`]. They are created with the [`err!`](crate::err) macro, which captures
-//! `file!()` and `line!()`, and printed as one valid JSON line on stderr:
+//! Errors are small values (32 bytes) that never allocate: the message, of at most
+//! [`ERROR_MESSAGE_BYTES`], waits in a static slot while the error lives (see `Held`). They are
+//! created with the [`err!`](crate::err) macro, which records the caller's source location, and
+//! printed as one valid JSON line on stderr:
 //!
 //! ```text
 //! {"level":"error","code":"CONFIG_JSON_INVALID","file":"src/agent/config.rs","line":88,"message":"..."}
@@ -12,9 +13,12 @@
 //! quotes) and carried the NUL bytes of its string literals.
 
 use crate::escape::write_json_str;
-use crate::limits::ERROR_MESSAGE_BYTES;
+use crate::limits::{ERROR_MESSAGE_BYTES, ERROR_MESSAGE_SLOTS};
 use core::fmt;
+use core::panic::Location;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use std::io::Write as _;
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
 /// Stable error codes. The text form (`Code::as_str`) is part of the interface: scripts, the
 /// audit log and tests match on it, so a code is never renamed once released.
@@ -148,25 +152,32 @@ impl fmt::Display for Code {
 }
 
 /// An error: code, where it was raised, and what happened. See the module documentation.
-#[derive(Clone, PartialEq, Eq)]
+///
+/// Small on purpose (32 bytes, so a `Result` stays cheap to return through every call): the
+/// code, the raising site as a `&'static Location`, and a handle to the message, which lives in
+/// one of [`ERROR_MESSAGE_SLOTS`] static slots while the error is alive (`Held` below).
 pub struct Error {
     code: Code,
-    file: &'static str,
-    line: u32,
-    message: Text<ERROR_MESSAGE_BYTES>,
+    site: &'static Location<'static>,
+    message: Held,
 }
 
 impl Error {
-    /// Builds an error; use the [`err!`](crate::err) macro, which fills in the location.
-    /// A message longer than [`ERROR_MESSAGE_BYTES`] is cut at a character boundary and ends in
+    /// Builds an error raised at the caller's site; use the [`err!`](crate::err) macro. A
+    /// message longer than [`ERROR_MESSAGE_BYTES`] is cut at a character boundary and ends in
     /// `...`, so the cut is visible.
-    pub fn new(code: Code, file: &'static str, line: u32, args: fmt::Arguments<'_>) -> Error {
-        let mut message = Text::new();
-        let _ = fmt::write(&mut message, args);
-        if message.clipped {
-            message.mark_cut("...");
+    #[track_caller]
+    pub fn new(code: Code, args: fmt::Arguments<'_>) -> Error {
+        Error::at(code, Location::caller(), args)
+    }
+
+    fn at(code: Code, site: &'static Location<'static>, args: fmt::Arguments<'_>) -> Error {
+        let mut message = Message::new();
+        let _ = fmt::write(&mut message.0, args);
+        if message.0.clipped {
+            message.0.mark_cut("...");
         }
-        Error { code, file, line, message }
+        Error { code, site, message: Held::keep(&message) }
     }
 
     /// The stable code.
@@ -174,25 +185,25 @@ impl Error {
         self.code
     }
 
-    /// The message, without code or location.
-    pub fn message(&self) -> &str {
-        self.message.as_str()
+    /// A copy of the message, without code or location (it reads as a `&str`).
+    pub fn message(&self) -> Message {
+        self.message.read()
     }
 
     /// The source file that raised the error.
     pub fn file(&self) -> &'static str {
-        self.file
+        self.site.file()
     }
 
     /// The source line that raised the error.
     pub fn line(&self) -> u32 {
-        self.line
+        self.site.line()
     }
 
     /// Returns the same error with `context: ` put in front of its message, keeping code and
     /// location (the place that knew what failed, not the place that added context).
     pub fn context(self, context: fmt::Arguments<'_>) -> Error {
-        Error::new(self.code, self.file, self.line, format_args!("{}: {}", context, self.message.as_str()))
+        Error::at(self.code, self.site, format_args!("{}: {}", context, self.message()))
     }
 
     /// Returns the same error under another code (e.g. a JSON error in the config becomes
@@ -209,9 +220,9 @@ impl Error {
         out.write_str(",\"code\":")?;
         write_json_str(out, self.code.as_str())?;
         out.write_str(",\"file\":")?;
-        write_json_str(out, self.file)?;
-        write!(out, ",\"line\":{},\"message\":", self.line)?;
-        write_json_str(out, self.message.as_str())?;
+        write_json_str(out, self.file())?;
+        write!(out, ",\"line\":{},\"message\":", self.line())?;
+        write_json_str(out, &self.message())?;
         out.write_str("}")
     }
 
@@ -244,7 +255,7 @@ fn print_line(e: &Error, level: &str) {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} ({}:{})", self.code.as_str(), self.message.as_str(), self.file, self.line)
+        write!(f, "{}: {} ({}:{})", self.code.as_str(), self.message(), self.file(), self.line())
     }
 }
 
@@ -255,6 +266,140 @@ impl fmt::Debug for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl Clone for Error {
+    fn clone(&self) -> Error {
+        Error { code: self.code, site: self.site, message: Held::keep(&self.message()) }
+    }
+}
+
+/// Two errors are equal when code, site and message are.
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        self.code == other.code && self.site == other.site && self.message() == other.message()
+    }
+}
+
+impl Eq for Error {}
+
+/// An error's message, copied out of its slot: plain text of at most [`ERROR_MESSAGE_BYTES`]
+/// that reads as a `&str` (`e.message().contains("...")`, `&*e.message()`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Message(Text<ERROR_MESSAGE_BYTES>);
+
+impl Message {
+    const fn new() -> Message {
+        Message(Text::new())
+    }
+}
+
+impl core::ops::Deref for Message {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl PartialEq<str> for Message {
+    fn eq(&self, other: &str) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&str> for Message {
+    fn eq(&self, other: &&str) -> bool {
+        **self == **other
+    }
+}
+
+/// Where a live error's message is held.
+///
+/// Normally in one of [`ERROR_MESSAGE_SLOTS`] static slots, claimed when the error is made and
+/// given back when it is dropped, so making an error never allocates: the steady-state cycle
+/// makes errors (a model's malformed reply) and must not allocate (docs/design.md §2). Only
+/// when every slot is taken by a live error (code that collects many problems at start-up, such
+/// as a `memory.json` report) does a message go to the heap instead; nothing is ever dropped.
+enum Held {
+    Slot(u16),
+    Spilled(Box<Message>),
+}
+
+/// One slot: whether a live error holds it, and its message.
+struct Slot {
+    taken: bool,
+    message: Message,
+}
+
+/// The message slots. Each has its own lock, held only to copy a message in or out (never two
+/// at a time), so errors made on several threads do not wait on each other.
+static SLOTS: [Mutex<Slot>; ERROR_MESSAGE_SLOTS] =
+    [const { Mutex::new(Slot { taken: false, message: Message::new() }) }; ERROR_MESSAGE_SLOTS];
+
+/// Where the next search for a free slot starts, so that claiming is one try in the usual case
+/// (errors are mostly dropped in the order they are made).
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+/// Locks a slot. A slot's lock is never held across code that can panic, but if a thread died
+/// holding it anyway, its data (a flag and a byte buffer) is still consistent: use it.
+fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Held {
+    /// Stores a copy of `message` in a free slot, or on the heap when none is free.
+    fn keep(message: &Message) -> Held {
+        let start = NEXT_SLOT.load(Ordering::Relaxed);
+        for k in 0..ERROR_MESSAGE_SLOTS {
+            let i = (start + k) % ERROR_MESSAGE_SLOTS;
+            let Some(slot) = SLOTS.get(i) else { break };
+            let mut s = match slot.try_lock() {
+                Ok(s) => s,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => continue,
+            };
+            if !s.taken {
+                s.taken = true;
+                s.message = message.clone();
+                NEXT_SLOT.store((i + 1) % ERROR_MESSAGE_SLOTS, Ordering::Relaxed);
+                // `ERROR_MESSAGE_SLOTS` fits in u16 (checked below).
+                return Held::Slot(i as u16);
+            }
+        }
+        Held::Spilled(Box::new(message.clone()))
+    }
+
+    /// A copy of the message.
+    fn read(&self) -> Message {
+        match self {
+            Held::Slot(i) => SLOTS.get(usize::from(*i)).map_or_else(Message::new, |slot| lock(slot).message.clone()),
+            Held::Spilled(m) => (**m).clone(),
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Held::Slot(i) = self {
+            if let Some(slot) = SLOTS.get(usize::from(*i)) {
+                lock(slot).taken = false;
+            }
+        }
+    }
+}
+
+const _: () = assert!(ERROR_MESSAGE_SLOTS > 0 && ERROR_MESSAGE_SLOTS <= u16::MAX as usize);
 
 /// Text in a fixed inline buffer of `N` bytes, for messages and the printed line (the error
 /// type sits below every other module, so it keeps its own). Writing past the end keeps what
@@ -267,7 +412,7 @@ struct Text<const N: usize> {
 }
 
 impl<const N: usize> Text<N> {
-    fn new() -> Self {
+    const fn new() -> Self {
         Text { bytes: [0; N], len: 0, clipped: false }
     }
 
@@ -317,7 +462,7 @@ impl<const N: usize> fmt::Write for Text<N> {
 #[macro_export]
 macro_rules! err {
     ($code:ident, $($arg:tt)+) => {
-        $crate::error::Error::new($crate::error::Code::$code, file!(), line!(), format_args!($($arg)+))
+        $crate::error::Error::new($crate::error::Code::$code, format_args!($($arg)+))
     };
 }
 
@@ -374,6 +519,27 @@ mod tests {
         assert!(e.message().len() <= ERROR_MESSAGE_BYTES);
         assert!(e.message().ends_with("..."));
         assert!(e.message().starts_with("éé"));
+    }
+
+    #[test]
+    fn an_error_is_small() {
+        assert!(core::mem::size_of::<Error>() <= 32, "{}", core::mem::size_of::<Error>());
+        assert!(core::mem::size_of::<Result<()>>() <= 32);
+    }
+
+    #[test]
+    fn more_live_errors_than_slots_keep_every_message() {
+        let many: Vec<Error> = (0..ERROR_MESSAGE_SLOTS * 3).map(|i| crate::err!(Io, "error number {}", i)).collect();
+        let copies = many.clone();
+        for (i, (e, c)) in many.iter().zip(&copies).enumerate() {
+            assert_eq!(e.message(), format!("error number {}", i).as_str());
+            assert!(e == c);
+        }
+        drop(many);
+        // The copies outlive the originals: their messages are their own.
+        for (i, c) in copies.iter().enumerate() {
+            assert_eq!(c.message(), format!("error number {}", i).as_str());
+        }
     }
 
     #[test]

@@ -509,7 +509,7 @@ fn json_target() -> Target {
                 Err(e) => {
                     expect_code(e, &[Code::JsonInvalid, Code::CapacityExceeded], "Document::parse")?;
                     if e.code() == Code::JsonInvalid {
-                        let at = byte_offset(e.message()).ok_or_else(|| format!("no offset in: {}", e.message()))?;
+                        let at = byte_offset(&e.message()).ok_or_else(|| format!("no offset in: {}", e.message()))?;
                         if at > input.len() {
                             return Err(format!("offset {at} past the input ({} bytes): {}", input.len(), e.message()));
                         }

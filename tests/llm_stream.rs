@@ -200,7 +200,7 @@ fn replay_script_in_order_then_exhausted() {
     assert_eq!((c.content, c.reasoning, c.finish_reason), ("<agent>two</agent>", Some("hidden"), FinishReason::Length));
     assert_eq!(c.usage, None);
     let e = client.complete(&PROMPT, &mut |_| {}, &|| false).unwrap_err();
-    assert_eq!((e.code(), e.message()), (Code::ContextOverflow, "scripted overflow"));
+    assert_eq!((e.code(), &*e.message()), (Code::ContextOverflow, "scripted overflow"));
     assert_eq!(client.complete(&PROMPT, &mut |_| {}, &|| false).unwrap().outcome, Outcome::ReasoningOnly);
     assert_eq!(client.complete(&PROMPT, &mut |_| {}, &|| false).unwrap_err().code(), Code::LlmTimeout);
     for _ in 0..2 {

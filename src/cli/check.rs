@@ -306,7 +306,8 @@ fn check_endpoint(config: &Config, r: &mut Report<'_>) -> Result<()> {
                 _ => "",
             };
             // The transport's own short hint is replaced by the longer one above.
-            let message = e.message().strip_suffix(": is it running?").unwrap_or(e.message());
+            let said = e.message();
+            let message = said.strip_suffix(": is it running?").unwrap_or(&said);
             return r.fail("endpoint", Worst::Failure, format_args!("{}: {}: {}{}", endpoint, e.code(), message, hint));
         }
     };

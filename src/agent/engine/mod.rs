@@ -446,6 +446,7 @@ impl Agent {
         self.audit.append(&audit)?;
         let Some(x) = self.exchange.as_mut() else { return Ok(()) };
         let r = &self.reply;
+        let error = c.report.error.as_ref().map(|e| (e.code(), e.message()));
         x.append(&ExchangeRecord {
             time: c.now,
             cycle: c.cycle,
@@ -456,7 +457,7 @@ impl Agent {
             reasoning: r.reasoning.as_str().filter(|t| !t.is_empty()),
             finish_reason: Some(r.finish.as_str()),
             usage: r.usage,
-            error: c.report.error.as_ref().map(|e| (e.code(), e.message())),
+            error: error.as_ref().map(|(code, message)| (*code, &**message)),
             overflow_retried: c.report.overflow_retried,
         })
     }

@@ -211,7 +211,7 @@ impl Store {
                 file_len - good_end,
                 good_end,
                 if why.is_some() { ": " } else { "" },
-                why.as_ref().map_or("", |e| e.message())
+                why.as_ref().map(Error::message).as_deref().unwrap_or("")
             )
             .print_warning();
             self.log.truncate(good_end)?;
