@@ -1,8 +1,8 @@
 //! The one error type: a stable code, the source location, and a message a user can act on.
 //!
-//! Errors are small values (32 bytes) that never allocate: the message, of at most
+//! Errors are small values (40 bytes) that never allocate: the message, of at most
 //! [`ERROR_MESSAGE_BYTES`], waits in a static slot while the error lives (see `Held`). They are
-//! created with the [`err!`](crate::err) macro, which records the caller's source location, and
+//! created with the [`err!`](crate::err) macro, which captures `file!()` and `line!()`, and
 //! printed as one valid JSON line on stderr:
 //!
 //! ```text
@@ -15,7 +15,6 @@
 use crate::escape::write_json_str;
 use crate::limits::{ERROR_MESSAGE_BYTES, ERROR_MESSAGE_SLOTS};
 use core::fmt;
-use core::panic::Location;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use std::io::Write as _;
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
@@ -153,31 +152,30 @@ impl fmt::Display for Code {
 
 /// An error: code, where it was raised, and what happened. See the module documentation.
 ///
-/// Small on purpose (32 bytes, so a `Result` stays cheap to return through every call): the
-/// code, the raising site as a `&'static Location`, and a handle to the message, which lives in
-/// one of [`ERROR_MESSAGE_SLOTS`] static slots while the error is alive (`Held` below).
+/// Small on purpose (40 bytes, so a `Result` stays cheap to return through every call): the
+/// code, the raising file and line, and a handle to the message, which lives in one of
+/// [`ERROR_MESSAGE_SLOTS`] static slots while the error is alive (`Held` below).
 pub struct Error {
     code: Code,
-    site: &'static Location<'static>,
+    line: u32,
+    file: &'static str,
     message: Held,
 }
 
 impl Error {
-    /// Builds an error raised at the caller's site; use the [`err!`](crate::err) macro. A
-    /// message longer than [`ERROR_MESSAGE_BYTES`] is cut at a character boundary and ends in
+    /// Builds an error; use the [`err!`](crate::err) macro, which fills in the location.
+    /// A message longer than [`ERROR_MESSAGE_BYTES`] is cut at a character boundary and ends in
     /// `...`, so the cut is visible.
-    #[track_caller]
-    pub fn new(code: Code, args: fmt::Arguments<'_>) -> Error {
-        Error::at(code, Location::caller(), args)
-    }
-
-    fn at(code: Code, site: &'static Location<'static>, args: fmt::Arguments<'_>) -> Error {
+    // Out of line: every `err!` site calls it, and the error path is cold.
+    #[inline(never)]
+    #[cold]
+    pub fn new(code: Code, file: &'static str, line: u32, args: fmt::Arguments<'_>) -> Error {
         let mut message = Message::new();
         let _ = fmt::write(&mut message.0, args);
         if message.0.clipped {
             message.0.mark_cut("...");
         }
-        Error { code, site, message: Held::keep(&message) }
+        Error { code, line, file, message: Held::keep(&message) }
     }
 
     /// The stable code.
@@ -192,18 +190,18 @@ impl Error {
 
     /// The source file that raised the error.
     pub fn file(&self) -> &'static str {
-        self.site.file()
+        self.file
     }
 
     /// The source line that raised the error.
     pub fn line(&self) -> u32 {
-        self.site.line()
+        self.line
     }
 
     /// Returns the same error with `context: ` put in front of its message, keeping code and
     /// location (the place that knew what failed, not the place that added context).
     pub fn context(self, context: fmt::Arguments<'_>) -> Error {
-        Error::at(self.code, self.site, format_args!("{}: {}", context, self.message()))
+        Error::new(self.code, self.file, self.line, format_args!("{}: {}", context, self.message()))
     }
 
     /// Returns the same error under another code (e.g. a JSON error in the config becomes
@@ -269,14 +267,17 @@ impl std::error::Error for Error {}
 
 impl Clone for Error {
     fn clone(&self) -> Error {
-        Error { code: self.code, site: self.site, message: Held::keep(&self.message()) }
+        Error { code: self.code, line: self.line, file: self.file, message: Held::keep(&self.message()) }
     }
 }
 
 /// Two errors are equal when code, site and message are.
 impl PartialEq for Error {
     fn eq(&self, other: &Error) -> bool {
-        self.code == other.code && self.site == other.site && self.message() == other.message()
+        self.code == other.code
+            && self.file == other.file
+            && self.line == other.line
+            && self.message() == other.message()
     }
 }
 
@@ -392,10 +393,16 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         if let Held::Slot(i) = self {
-            if let Some(slot) = SLOTS.get(usize::from(*i)) {
-                lock(slot).taken = false;
-            }
+            give_back(*i);
         }
+    }
+}
+
+/// Frees slot `i` (out of line: every dropped `Result` may call it).
+#[inline(never)]
+fn give_back(i: u16) {
+    if let Some(slot) = SLOTS.get(usize::from(i)) {
+        lock(slot).taken = false;
     }
 }
 
@@ -462,7 +469,7 @@ impl<const N: usize> fmt::Write for Text<N> {
 #[macro_export]
 macro_rules! err {
     ($code:ident, $($arg:tt)+) => {
-        $crate::error::Error::new($crate::error::Code::$code, format_args!($($arg)+))
+        $crate::error::Error::new($crate::error::Code::$code, file!(), line!(), format_args!($($arg)+))
     };
 }
 
@@ -523,8 +530,8 @@ mod tests {
 
     #[test]
     fn an_error_is_small() {
-        assert!(core::mem::size_of::<Error>() <= 32, "{}", core::mem::size_of::<Error>());
-        assert!(core::mem::size_of::<Result<()>>() <= 32);
+        assert!(core::mem::size_of::<Error>() <= 40, "{}", core::mem::size_of::<Error>());
+        assert!(core::mem::size_of::<Result<()>>() <= 40);
     }
 
     #[test]

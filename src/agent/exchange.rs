@@ -245,7 +245,7 @@ impl Recorded {
             Some(code) => {
                 let code = Code::from_name(code).unwrap_or(Code::LlmError);
                 let message = root.get("message").and_then(|v| v.as_str()).unwrap_or("");
-                Err(crate::error::Error::new(code, format_args!("{}", message)))
+                Err(crate::error::Error::new(code, file!(), line!(), format_args!("{}", message)))
             }
             None => Ok(RecordedReply {
                 content: root.get("content").and_then(|v| v.as_str()).unwrap_or(""),

@@ -98,6 +98,8 @@ pub fn parse(bytes: &[u8], states: &[String]) -> Result<Segments> {
         if prompt.is_empty() {
             return Err(Error::new(
                 Code::PromptSegmentEmpty,
+                file!(),
+                line!(),
                 format_args!("segments.[{}].prompt: empty; write the segment's text or remove it", i),
             ));
         }

@@ -403,6 +403,8 @@ fn classify(status: u16, kind: Option<&str>, code: Option<&str>, message: &dyn M
     };
     Error::new(
         c,
+        file!(),
+        line!(),
         format_args!(
             "the LLM server answered {}{}{}{}: {}",
             status,
