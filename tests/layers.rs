@@ -201,3 +201,34 @@ fn layers_are_respected_and_files_import_no_circle() {
     }
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
+
+/// Every module file's own documentation (`//!`) names each of its submodules, as `` `name` ``
+/// or `` [`name`] ``, so the module list is where a reader starts. Test-only modules (declared
+/// under `#[cfg(test)]`) are exempt.
+#[test]
+fn module_docs_name_their_parts() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files: Vec<(String, String)> = modules(&src).into_iter().collect();
+    files.push(("lib".to_string(), std::fs::read_to_string(src.join("lib.rs")).unwrap()));
+    let mut problems = Vec::new();
+    for (name, text) in &files {
+        let docs: String = text.lines().filter_map(|l| l.trim_start().strip_prefix("//!")).collect::<Vec<_>>().join("\n");
+        let mut under_cfg_test = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with("#[cfg(test)]") {
+                under_cfg_test = true;
+                continue;
+            }
+            let decl = line.strip_prefix("pub ").or_else(|| line.strip_prefix("pub(crate) ")).unwrap_or(line);
+            if let Some(m) = decl.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+                if !under_cfg_test && !docs.contains(&format!("`{}`", m)) {
+                    problems.push(format!("src module {}: its docs do not name its part `{}`", name, m));
+                }
+            }
+            if !line.starts_with("#[") {
+                under_cfg_test = false;
+            }
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
