@@ -212,7 +212,8 @@ fn module_docs_name_their_parts() {
     files.push(("lib".to_string(), std::fs::read_to_string(src.join("lib.rs")).unwrap()));
     let mut problems = Vec::new();
     for (name, text) in &files {
-        let docs: String = text.lines().filter_map(|l| l.trim_start().strip_prefix("//!")).collect::<Vec<_>>().join("\n");
+        let docs: String =
+            text.lines().filter_map(|l| l.trim_start().strip_prefix("//!")).collect::<Vec<_>>().join("\n");
         let mut under_cfg_test = false;
         for line in text.lines().map(str::trim) {
             if line.starts_with("#[cfg(test)]") {

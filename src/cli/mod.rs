@@ -1,5 +1,16 @@
 //! The `lkjagent` command line: one subcommand per file, dispatched from here.
 //!
+//! - `run`: `run`, `demo` and `replay`, the agent loop with a status line per cycle.
+//! - `status`: where the agent stands, read without changing anything.
+//! - `memory`: list, show, query, search, stats, export, import and compact the memory.
+//! - `send`: queue a message for the agent's next cycle.
+//! - `check`: validate config, prompts, memory, store and the endpoint before a run.
+//! - `parse_reply`: what the agent would take from a model reply, as JSON.
+//! - `grammar`: the reply grammar (or JSON Schema) the agent would send now.
+//! - `json`: validate and print a JSON document.
+//! - `args`: the strict argument reader the subcommands share.
+//! - `util`: what the subcommands share besides arguments (read-only store, lock, output).
+//!
 //! Exit codes (documented in the README and in `lkjagent --help`):
 //! 0 success; 1 runtime failure (server unreachable, invalid input file, I/O); 2 usage or
 //! configuration error.

@@ -9,6 +9,9 @@
 //! reader, the action buffers, the memory.json writer, the audit line. A cycle in steady state
 //! allocates nothing (a test with a counting allocator holds it to that).
 //!
+//! The cycle's steps live in two parts beside this file: `prompt` (building the prompt, its
+//! budget and paging, asking the model) and `apply` (reading the reply and carrying it out).
+//!
 //! # The prompt
 //!
 //! Stable parts first, so a server's prompt cache (llama.cpp, LM Studio, vLLM prefix caching)

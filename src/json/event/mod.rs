@@ -33,6 +33,9 @@
 //! char   = unescaped / escape ( %x22 / %x5C / %x2F / %x62 / %x66 / %x6E / %x72 / %x74 / %x75 4HEXDIG )
 //! unescaped = %x20-21 / %x23-5B / %x5D-10FFFF
 //! ```
+//!
+//! Parts: this file is the structure (values, nesting, separators, errors); `scalars` reads
+//! strings, numbers and the literals.
 
 use super::number::NumState;
 use crate::error::Result;

@@ -50,6 +50,10 @@
 //! `TOO_MANY_ACTIONS`. An era-A `<paging>` block counts as one action: its directives are one
 //! set, taken or dropped together. `next_state`, `think_log` and `evaluation_log` are taken once each (the
 //! last one wins, `DUPLICATE_FIELD`). Everything is stored in the reader's fixed arenas.
+//!
+//! Parts: this file reads a reply (clean, parse, scope, walk); `state` holds the [`Reader`]'s
+//! arenas and what a read stored; `elements` reads each kind of element into instructions;
+//! `view` is the read-only [`Interpretation`] handed out after a read.
 
 mod elements;
 mod state;
