@@ -418,22 +418,31 @@ impl FixedBuf {
     }
 
     /// Appends bytes, or fails with `CAPACITY_EXCEEDED` and leaves the buffer unchanged.
+    // Inline: the prompt, the JSON writer and the logs append through it a few bytes at a time.
+    #[inline]
     pub fn extend_from_slice(&mut self, bytes: &[u8]) -> Result<()> {
         if bytes.len() > self.remaining() {
-            return Err(crate::err!(
-                CapacityExceeded,
-                "{} is full: {} more bytes do not fit in {} ({} used)",
-                self.name,
-                bytes.len(),
-                self.cap,
-                self.data.len()
-            ));
+            return Err(self.full(bytes.len()));
         }
         self.data.extend_from_slice(bytes);
         Ok(())
     }
 
+    #[cold]
+    #[inline(never)]
+    fn full(&self, more: usize) -> crate::error::Error {
+        crate::err!(
+            CapacityExceeded,
+            "{} is full: {} more bytes do not fit in {} ({} used)",
+            self.name,
+            more,
+            self.cap,
+            self.data.len()
+        )
+    }
+
     /// Appends text.
+    #[inline]
     pub fn push_str(&mut self, s: &str) -> Result<()> {
         self.extend_from_slice(s.as_bytes())
     }

@@ -122,9 +122,10 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
         Ok(())
     }
 
+    #[inline]
     fn idle(&self, what: &str) -> Result<()> {
         if self.text != Text::None {
-            bail!(JsonInvalid, "JSON writer: {} while a key, string or number is being written", what);
+            return Err(busy(what));
         }
         Ok(())
     }
@@ -458,6 +459,13 @@ impl<W: fmt::Write + ?Sized> Handler for Writer<'_, W> {
             }
         }
     }
+}
+
+/// The error of a value begun while a key, string or number is still being written.
+#[cold]
+#[inline(never)]
+fn busy(what: &str) -> crate::error::Error {
+    crate::err!(JsonInvalid, "JSON writer: {} while a key, string or number is being written", what)
 }
 
 #[cfg(test)]
