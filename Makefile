@@ -37,8 +37,8 @@ fuzz:
 
 # A statically linked binary (static glibc; no extra toolchain needed).
 static:
-	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --locked \
-		--target $(HOST) --target-dir target/static
+	$(CARGO) build --release --locked --target $(HOST) --target-dir target/static \
+		--config 'target.$(HOST).rustflags = ["-C", "target-feature=+crt-static"]'
 	@ls -l $(STATIC)
 
 lint:
