@@ -14,8 +14,8 @@
 #[path = "support/alloc_counter.rs"]
 mod alloc_counter;
 
-#[path = "support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "support/cycle_script.rs"]
+mod cycle_script;
 
 #[global_allocator]
 static GLOBAL: alloc_counter::CountingAlloc = alloc_counter::CountingAlloc;
@@ -44,7 +44,7 @@ fn prepare() -> TempDir {
     for f in ["config.json", "memory.json"] {
         std::fs::copy(data.join(f), dir.join(f)).unwrap();
     }
-    let script: String = (0..WARM_UP + MEASURED + 9).map(llm_script_server::cycle_reply_line).collect();
+    let script: String = (0..WARM_UP + MEASURED + 9).map(cycle_script::cycle_reply_line).collect();
     std::fs::write(dir.join("script.jsonl"), script).unwrap();
     TempDir(dir)
 }

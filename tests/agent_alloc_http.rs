@@ -10,13 +10,16 @@
 
 #[path = "support/alloc_counter.rs"]
 mod alloc_counter;
-#[path = "support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "support/cycle_script.rs"]
+mod cycle_script;
+#[path = "support/loopback.rs"]
+mod loopback;
 
+use cycle_script::cycle_reply;
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
 use lkjagent::llm;
-use llm_script_server::{content, cycle_reply, LlmServer};
+use loopback::{content, Server};
 use std::path::{Path, PathBuf};
 
 #[global_allocator]
@@ -55,7 +58,7 @@ fn a_constrained_cycle_allocates_nothing_after_warm_up() {
 /// cycle on this thread.
 fn measure(stream: bool, constrain: &str) {
     let script = (0..WARM_UP + MEASURED).map(|i| content(&cycle_reply(i))).collect();
-    let server = LlmServer::start(script, content("<agent><next_state>thinking</next_state></agent>"));
+    let server = Server::llm(script, content("<agent><next_state>thinking</next_state></agent>"));
     let dir = TempDir(std::env::temp_dir().join(format!(
         "lkjagent-alloc-http-{}-{}-{}",
         stream,
@@ -103,8 +106,8 @@ fn measure(stream: bool, constrain: &str) {
     }
     alloc_counter::count_this_thread(false);
     assert_eq!(server.chat_count(), WARM_UP + MEASURED, "one request per cycle");
-    assert_eq!(server.chats()[0].body.contains("\"stream\":true"), stream);
-    assert_eq!(server.chats().iter().all(|c| c.body.contains("\"grammar\"")), constrain == "grammar");
+    assert_eq!(server.chats()[0].body_str().contains("\"stream\":true"), stream);
+    assert_eq!(server.chats().iter().all(|c| c.body_str().contains("\"grammar\"")), constrain == "grammar");
     assert!(actions >= MEASURED / 4);
     assert!(
         allocating.is_empty(),

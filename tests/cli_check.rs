@@ -3,14 +3,14 @@
 //! segments, memory and store files (reported, never changed), and the endpoint's health
 //! against a real loopback server answering `/v1/models`, and against a closed port.
 
-#[path = "support/http_server.rs"]
-mod http_server;
+#[path = "support/loopback.rs"]
+mod loopback;
 
-use http_server::{json_ok, refused_port, response, Server};
 use lkjagent::cli::args::Args;
 use lkjagent::error::Code;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
+use loopback::{free_port, json_ok, response, Server};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -120,7 +120,7 @@ fn the_endpoint_lists_the_model_or_not() {
 
 #[test]
 fn a_closed_port_fails_fast_with_a_hint() {
-    let port = refused_port();
+    let port = free_port();
     let d = Dir::shipped(&format!("http://127.0.0.1:{port}/v1/chat/completions"));
     let started = Instant::now();
     let (res, out) = check(&d.0, &[]);

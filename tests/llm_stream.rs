@@ -3,13 +3,13 @@
 //! errors and stop requests; and the replay provider.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "support/http_server.rs"]
-mod http_server;
+#[path = "support/loopback.rs"]
+mod loopback;
 
-use http_server::{response, Action, Server};
 use lkjagent::error::Code;
 use lkjagent::http::RetryPolicy;
 use lkjagent::llm::{Client, FinishReason, Outcome, Prompt, ProviderKind, Settings, Usage};
+use loopback::{response, Action, Server};
 use std::time::{Duration, Instant};
 
 fn settings(endpoint: &str, provider: ProviderKind) -> Settings {

@@ -9,15 +9,12 @@
 //! log), nor stdout or stderr, holds the key or any run of 12 of its characters.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "support/http_server.rs"]
-mod http_server;
-#[path = "support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "support/loopback.rs"]
+mod loopback;
 
 #[path = "support/temp.rs"]
 mod temp;
-use http_server::{chunked, json_ok, response, Action, Server};
-use llm_script_server::completion_body;
+use loopback::{chunked, completion_body, json_ok, response, Action, Server};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
