@@ -14,7 +14,7 @@ mod loopback;
 
 #[path = "support/temp.rs"]
 mod temp;
-use loopback::{chunked, completion_body, json_ok, response, Action, Server};
+use loopback::{chunked, completion_body, json_ok, response, sse_content, Action, Server};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -57,26 +57,6 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 fn good_reply(log: &str) -> Vec<u8> {
     let content = format!("<agent><next_state>commanding</next_state><think_log>{}</think_log></agent>", log);
     json_ok(&completion_body(&content, None))
-}
-
-/// One SSE event carrying a content delta.
-fn sse_event(piece: &str) -> String {
-    let mut e = String::new();
-    let mut w = lkjagent::json::Writer::compact(&mut e);
-    w.begin_object().unwrap();
-    w.key("choices").unwrap();
-    w.begin_array().unwrap();
-    w.begin_object().unwrap();
-    w.key("delta").unwrap();
-    w.begin_object().unwrap();
-    w.key("content").unwrap();
-    w.string(piece).unwrap();
-    w.end_object().unwrap();
-    w.end_object().unwrap();
-    w.end_array().unwrap();
-    w.end_object().unwrap();
-    w.finish().unwrap();
-    format!("data: {}\n\n", e)
 }
 
 /// Runs `lkjagent run --max-iterations <cycles> --exchange-log` against a server whose chat
@@ -299,11 +279,11 @@ fn a_key_streamed_in_pieces() {
         |_| {
             let head = "<agent><next_state>commanding</next_state><think_log>saw Bearer ";
             let events = [
-                sse_event(head),
-                sse_event(&KEY[..10]),
-                sse_event(&KEY[10..20]),
-                sse_event(&KEY[20..]),
-                sse_event(" in the request</think_log></agent>"),
+                sse_content(head),
+                sse_content(&KEY[..10]),
+                sse_content(&KEY[10..20]),
+                sse_content(&KEY[20..]),
+                sse_content(" in the request</think_log></agent>"),
                 "data: [DONE]\n\n".to_string(),
             ];
             let all: String = events.concat();

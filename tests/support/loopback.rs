@@ -397,11 +397,35 @@ pub fn completion_body(content: &str, reasoning: Option<&str>) -> String {
     out
 }
 
+/// One Server-Sent Event of a streamed completion carrying this content delta.
+pub fn sse_content(piece: &str) -> String {
+    use lkjagent::json::Writer;
+    let mut e = String::new();
+    let mut w = Writer::compact(&mut e);
+    w.begin_object().unwrap();
+    w.key("choices").unwrap();
+    w.begin_array().unwrap();
+    w.begin_object().unwrap();
+    w.key("index").unwrap();
+    w.u64(0).unwrap();
+    w.key("delta").unwrap();
+    w.begin_object().unwrap();
+    w.key("content").unwrap();
+    w.string(piece).unwrap();
+    w.end_object().unwrap();
+    w.key("finish_reason").unwrap();
+    w.null().unwrap();
+    w.end_object().unwrap();
+    w.end_array().unwrap();
+    w.end_object().unwrap();
+    w.finish().unwrap();
+    format!("data: {}\n\n", e)
+}
+
 /// A streamed (`"stream": true`) completion: Server-Sent Events in a chunked body, the content
 /// in pieces of at most 16 bytes (one delta each, cut at character boundaries), then a final
 /// event with the finish reason and usage, then `[DONE]`.
 pub fn streamed_completion(content: &str) -> Vec<u8> {
-    use lkjagent::json::Writer;
     let mut events: Vec<String> = Vec::new();
     let mut rest = content;
     while !rest.is_empty() {
@@ -411,26 +435,7 @@ pub fn streamed_completion(content: &str) -> Vec<u8> {
         }
         let (piece, tail) = rest.split_at(cut);
         rest = tail;
-        let mut e = String::new();
-        let mut w = Writer::compact(&mut e);
-        w.begin_object().unwrap();
-        w.key("choices").unwrap();
-        w.begin_array().unwrap();
-        w.begin_object().unwrap();
-        w.key("index").unwrap();
-        w.u64(0).unwrap();
-        w.key("delta").unwrap();
-        w.begin_object().unwrap();
-        w.key("content").unwrap();
-        w.string(piece).unwrap();
-        w.end_object().unwrap();
-        w.key("finish_reason").unwrap();
-        w.null().unwrap();
-        w.end_object().unwrap();
-        w.end_array().unwrap();
-        w.end_object().unwrap();
-        w.finish().unwrap();
-        events.push(format!("data: {}\n\n", e));
+        events.push(sse_content(piece));
     }
     events.push(
         "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\
