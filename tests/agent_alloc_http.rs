@@ -14,27 +14,21 @@ mod alloc_counter;
 mod cycle_script;
 #[path = "support/loopback.rs"]
 mod loopback;
+#[path = "support/temp.rs"]
+mod temp;
 
 use cycle_script::cycle_reply;
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
 use lkjagent::llm;
 use loopback::{content, Server};
-use std::path::{Path, PathBuf};
+use temp::{shipped, TempDir};
 
 #[global_allocator]
 static GLOBAL: alloc_counter::ThreadCountingAlloc = alloc_counter::ThreadCountingAlloc;
 
 const WARM_UP: usize = 12;
 const MEASURED: usize = 120;
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn a_cycle_over_http_allocates_nothing_after_warm_up() {
@@ -59,23 +53,14 @@ fn a_constrained_cycle_allocates_nothing_after_warm_up() {
 fn measure(stream: bool, constrain: &str) {
     let script = (0..WARM_UP + MEASURED).map(|i| content(&cycle_reply(i))).collect();
     let server = Server::llm(script, content("<agent><next_state>thinking</next_state></agent>"));
-    let dir = TempDir(std::env::temp_dir().join(format!(
-        "lkjagent-alloc-http-{}-{}-{}",
-        stream,
-        constrain,
-        std::process::id()
-    )));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
-    let cfg = std::fs::read_to_string(data.join("config.json"))
-        .unwrap()
+    let dir = TempDir::new(&format!("alloc-http-{}-{}", stream, constrain));
+    let cfg = shipped("config.json")
         .replace("http://127.0.0.1:1234/v1/chat/completions", &server.endpoint())
         .replace("\"stream\": false", if stream { "\"stream\": true" } else { "\"stream\": false" })
         // One request per cycle: no constraint probe (`auto` probes once at the start).
         .replace("\"constrain\": \"auto\"", &format!("\"constrain\": \"{}\"", constrain));
-    std::fs::write(dir.0.join("config.json"), cfg).unwrap();
-    std::fs::copy(data.join("memory.json"), dir.0.join("memory.json")).unwrap();
+    dir.write("config.json", cfg);
+    dir.write("memory.json", shipped("memory.json"));
 
     let config = config::load(&dir.0).unwrap();
     let client = llm::Client::new(&config.llm).unwrap();

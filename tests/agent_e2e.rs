@@ -24,7 +24,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use temp::{set, shipped, TempDir};
+use temp::{set, shipped, test_config, TempDir};
 
 // ----- replies -------------------------------------------------------------------------------
 
@@ -48,14 +48,7 @@ const MALFORMED: &str = "Sure! I will save banana to the dictionary now, it is a
 /// The shipped config pointed at `endpoint`, with test timeouts and back-offs; `tweak` edits
 /// the text further.
 fn write_config(dir: &Path, endpoint: &str, tweak: impl FnOnce(&mut String)) {
-    let mut c = shipped("config.json");
-    set(&mut c, "\"http://127.0.0.1:1234/v1/chat/completions\"", &format!("\"{}\"", endpoint));
-    set(&mut c, "\"connect_timeout_ms\": 10000", "\"connect_timeout_ms\": 500");
-    set(&mut c, "\"read_timeout_ms\": 600000", "\"read_timeout_ms\": 20000");
-    set(&mut c, "\"max_retries\": 3", "\"max_retries\": 1");
-    set(&mut c, "\"base_delay_ms\": 100", "\"base_delay_ms\": 10");
-    set(&mut c, "\"max_delay_ms\": 5000", "\"max_delay_ms\": 20");
-    set(&mut c, "\"invalid_reply_backoff_ms\": 5000", "\"invalid_reply_backoff_ms\": 300");
+    let mut c = test_config(endpoint);
     // Scripted replies drive the free (unconstrained) path here, one request per cycle; the
     // constrained path, its probe and its fallbacks are tested in tests/constrained.rs.
     set(&mut c, "\"constrain\": \"auto\"", "\"constrain\": \"off\"");

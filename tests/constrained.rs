@@ -37,23 +37,20 @@ use lkjagent::memory::store::Store;
 use lkjagent::memory::working::WorkingSet;
 use lkjagent::reply::{ActionKind, Instruction, Reader};
 use loopback::{json_ok, response, Action as Do, Seen, Server};
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use temp::TempDir;
+use temp::{shipped, TempDir};
 
 fn shipped_dir(tag: &str, endpoint: &str, constrain: &str) -> TempDir {
     let d = TempDir::new(tag);
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
-    let cfg = std::fs::read_to_string(data.join("config.json"))
-        .unwrap()
+    let cfg = shipped("config.json")
         .replace("http://127.0.0.1:1234/v1/chat/completions", endpoint)
         .replace("\"constrain\": \"auto\"", &format!("\"constrain\": \"{}\"", constrain))
         .replace("\"max_retries\": 3", "\"max_retries\": 1")
         .replace("\"base_delay_ms\": 100", "\"base_delay_ms\": 10")
         .replace("\"connect_timeout_ms\": 10000", "\"connect_timeout_ms\": 500")
         .replace("\"read_timeout_ms\": 600000", "\"read_timeout_ms\": 20000");
-    std::fs::write(d.0.join("config.json"), cfg).unwrap();
-    std::fs::copy(data.join("memory.json"), d.0.join("memory.json")).unwrap();
+    d.write("config.json", cfg);
+    d.write("memory.json", shipped("memory.json"));
     d
 }
 

@@ -26,6 +26,8 @@
 
 #[path = "support/reply_checks.rs"]
 mod reply_checks;
+#[path = "support/temp.rs"]
+mod temp;
 
 use lkjagent::error::{Code, Error};
 use lkjagent::fixed::FixedBuf;
@@ -41,6 +43,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use temp::temp_dir;
 
 const TARGETS: &[&str] = &["json", "tag", "reply", "http", "store_log", "memory_json", "config"];
 
@@ -589,15 +592,6 @@ fn http_target() -> Target {
     }
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("lkj-fuzz-{}-{}-{}", tag, std::process::id(), n));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn store_log_target() -> Target {
     let lines = store_log_lines();
     let whole: Vec<u8> = lines.iter().flat_map(|l| l.iter().copied().chain([b'\n'])).collect();
@@ -618,7 +612,7 @@ fn store_log_target() -> Target {
             // Now and then the whole input as a store's log: it opens or fails cleanly.
             n += 1;
             if n % 32 == 1 {
-                let dir = temp_dir("store");
+                let dir = temp_dir("fuzz-store");
                 std::fs::write(dir.join(lkjagent::memory::store::LOG_NAME), input).unwrap();
                 let opened = lkjagent::memory::store::Store::open_with_capacity(&dir, 64).map(|s| s.ids().count());
                 let _ = std::fs::remove_dir_all(&dir);
@@ -655,7 +649,7 @@ fn memory_json_target() -> Target {
 fn config_target() -> Target {
     let mut seeds = Vec::new();
     files(&manifest().join("data"), &["config.json"], 1 << 20, &mut seeds);
-    let dir = temp_dir("config");
+    let dir = temp_dir("fuzz-config");
     let mut check_doc = Document::with_capacity(1 << 15, 1 << 20);
     Target {
         seeds,

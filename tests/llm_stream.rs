@@ -5,6 +5,8 @@
 
 #[path = "support/loopback.rs"]
 mod loopback;
+#[path = "support/temp.rs"]
+mod temp;
 
 use lkjagent::error::Code;
 use lkjagent::http::RetryPolicy;
@@ -169,11 +171,7 @@ fn stop_request_ends_a_stream() {
 
 /// A unique temp file holding `text`; removed by the caller.
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("lkjagent-llm-test-{}-{}", std::process::id(), n));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+    let path = temp::temp_dir("llm-test").join(name);
     std::fs::write(&path, text).unwrap();
     path
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use temp::{set, shipped, TempDir};
+use temp::{set, shipped, test_config, TempDir};
 
 /// The key: 32 random characters after the usual prefix.
 const KEY: &str = "sk-Q7wX2mR9pL4vK8nB3cZ6hT1yF5gJ0dSa";
@@ -74,22 +74,8 @@ fn run_and_check(tag: &str, cycles: u32, tweak: impl FnOnce(&mut String), chat: 
         Action::Reply(response("404 Not Found", &[], "not found"))
     });
     let d = TempDir::new(tag);
-    let mut c = shipped("config.json");
-    set(
-        &mut c,
-        "\"http://127.0.0.1:1234/v1/chat/completions\"",
-        &format!("\"{}\"", server.url("/v1/chat/completions")),
-    );
-    set(&mut c, "\"connect_timeout_ms\": 10000", "\"connect_timeout_ms\": 500");
-    set(
-        &mut c,
-        "\"read_timeout_ms\": 600000",
-        &format!("\"read_timeout_ms\": 20000, \"api_key_env\": \"{}\"", KEY_VAR),
-    );
-    set(&mut c, "\"max_retries\": 3", "\"max_retries\": 1");
-    set(&mut c, "\"base_delay_ms\": 100", "\"base_delay_ms\": 10");
-    set(&mut c, "\"max_delay_ms\": 5000", "\"max_delay_ms\": 20");
-    set(&mut c, "\"invalid_reply_backoff_ms\": 5000", "\"invalid_reply_backoff_ms\": 300");
+    let mut c = test_config(&server.url("/v1/chat/completions"));
+    set(&mut c, "\"read_timeout_ms\": 20000", &format!("\"read_timeout_ms\": 20000, \"api_key_env\": \"{}\"", KEY_VAR));
     set(&mut c, "\"constrain\": \"auto\"", "\"constrain\": \"off\"");
     tweak(&mut c);
     std::fs::write(d.0.join("config.json"), c).unwrap();
