@@ -13,9 +13,8 @@ use lkjagent::error::Code;
 use lkjagent::json::Document;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use temp::TempDir;
+use std::path::Path;
+use temp::{snapshot, TempDir};
 
 /// Runs `lkjagent memory ARGS` on `dir`; the exit code (or the error's code) and stdout.
 fn memory(dir: &Path, args: &[&str], stdin: &str) -> (Result<i32, Code>, String) {
@@ -28,23 +27,6 @@ fn memory(dir: &Path, args: &[&str], stdin: &str) -> (Result<i32, Code>, String)
 fn ok(dir: &Path, args: &[&str]) -> String {
     let (res, out) = memory(dir, args, "");
     assert_eq!(res, Ok(0), "memory {:?} failed; output:\n{}", args, out);
-    out
-}
-
-/// Every file under `dir` with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
     out
 }
 

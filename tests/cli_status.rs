@@ -12,10 +12,9 @@ use lkjagent::error::Code;
 use lkjagent::json::Document;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
-use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use temp::TempDir;
+use std::path::Path;
+use temp::{snapshot, TempDir};
 
 fn args(v: &[&str]) -> Args {
     Args::new(v.iter().map(|s| s.to_string()).collect())
@@ -31,22 +30,6 @@ fn send(dir: &Path, a: &[&str], stdin: &str) -> (Result<i32, Code>, String) {
     let mut out = Vec::new();
     let res = lkjagent::cli::send::exec(args(a), dir, &mut stdin.as_bytes(), &mut out);
     (res.map_err(|e| e.code()), String::from_utf8(out).unwrap())
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 /// A data directory as a few cycles leave it.
