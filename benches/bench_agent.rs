@@ -23,8 +23,8 @@
 //! Targets (issue 6): overhead p50 <= 1 ms excluding fsync; peak RSS <= 8 MiB with 1,000 stored
 //! entries; binary <= 600 KB dynamic, <= 1.5 MiB static; prefix stability >= 90 %.
 
-#[path = "../tests/support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "../tests/support/cycle_script.rs"]
+mod cycle_script;
 
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
@@ -113,7 +113,7 @@ fn data_copy(base: PathBuf, what: &str, from: &Path, cycles: usize) -> Option<Sc
             std::fs::copy(&p, d.0.join(p.file_name()?)).ok()?;
         }
     }
-    let script: String = (0..cycles).map(llm_script_server::cycle_reply_line).collect();
+    let script: String = (0..cycles).map(cycle_script::cycle_reply_line).collect();
     std::fs::write(d.0.join("script.jsonl"), script).ok()?;
     Some(d)
 }

@@ -14,8 +14,10 @@
 #[path = "support/alloc_counter.rs"]
 mod alloc_counter;
 
-#[path = "support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "support/cycle_script.rs"]
+mod cycle_script;
+#[path = "support/temp.rs"]
+mod temp;
 
 #[global_allocator]
 static GLOBAL: alloc_counter::CountingAlloc = alloc_counter::CountingAlloc;
@@ -23,30 +25,16 @@ static GLOBAL: alloc_counter::CountingAlloc = alloc_counter::CountingAlloc;
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
 use lkjagent::llm::{self, ProviderKind};
-use std::path::{Path, PathBuf};
+use temp::TempDir;
 
 const WARM_UP: usize = 12;
 const MEASURED: usize = 240;
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn prepare() -> TempDir {
-    let dir = std::env::temp_dir().join(format!("lkjagent-alloc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
-    for f in ["config.json", "memory.json"] {
-        std::fs::copy(data.join(f), dir.join(f)).unwrap();
-    }
-    let script: String = (0..WARM_UP + MEASURED + 9).map(llm_script_server::cycle_reply_line).collect();
-    std::fs::write(dir.join("script.jsonl"), script).unwrap();
-    TempDir(dir)
+    let dir = TempDir::shipped_data("alloc");
+    let script: String = (0..WARM_UP + MEASURED + 9).map(cycle_script::cycle_reply_line).collect();
+    dir.write("script.jsonl", script);
+    dir
 }
 
 #[test]

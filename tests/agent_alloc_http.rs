@@ -10,28 +10,25 @@
 
 #[path = "support/alloc_counter.rs"]
 mod alloc_counter;
-#[path = "support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "support/cycle_script.rs"]
+mod cycle_script;
+#[path = "support/loopback.rs"]
+mod loopback;
+#[path = "support/temp.rs"]
+mod temp;
 
+use cycle_script::cycle_reply;
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
 use lkjagent::llm;
-use llm_script_server::{content, cycle_reply, LlmServer};
-use std::path::{Path, PathBuf};
+use loopback::{content, Server};
+use temp::{shipped, TempDir};
 
 #[global_allocator]
 static GLOBAL: alloc_counter::ThreadCountingAlloc = alloc_counter::ThreadCountingAlloc;
 
 const WARM_UP: usize = 12;
 const MEASURED: usize = 120;
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn a_cycle_over_http_allocates_nothing_after_warm_up() {
@@ -55,24 +52,15 @@ fn a_constrained_cycle_allocates_nothing_after_warm_up() {
 /// cycle on this thread.
 fn measure(stream: bool, constrain: &str) {
     let script = (0..WARM_UP + MEASURED).map(|i| content(&cycle_reply(i))).collect();
-    let server = LlmServer::start(script, content("<agent><next_state>thinking</next_state></agent>"));
-    let dir = TempDir(std::env::temp_dir().join(format!(
-        "lkjagent-alloc-http-{}-{}-{}",
-        stream,
-        constrain,
-        std::process::id()
-    )));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
-    let cfg = std::fs::read_to_string(data.join("config.json"))
-        .unwrap()
+    let server = Server::llm(script, content("<agent><next_state>thinking</next_state></agent>"));
+    let dir = TempDir::new(&format!("alloc-http-{}-{}", stream, constrain));
+    let cfg = shipped("config.json")
         .replace("http://127.0.0.1:1234/v1/chat/completions", &server.endpoint())
         .replace("\"stream\": false", if stream { "\"stream\": true" } else { "\"stream\": false" })
         // One request per cycle: no constraint probe (`auto` probes once at the start).
         .replace("\"constrain\": \"auto\"", &format!("\"constrain\": \"{}\"", constrain));
-    std::fs::write(dir.0.join("config.json"), cfg).unwrap();
-    std::fs::copy(data.join("memory.json"), dir.0.join("memory.json")).unwrap();
+    dir.write("config.json", cfg);
+    dir.write("memory.json", shipped("memory.json"));
 
     let config = config::load(&dir.0).unwrap();
     let client = llm::Client::new(&config.llm).unwrap();
@@ -103,8 +91,8 @@ fn measure(stream: bool, constrain: &str) {
     }
     alloc_counter::count_this_thread(false);
     assert_eq!(server.chat_count(), WARM_UP + MEASURED, "one request per cycle");
-    assert_eq!(server.chats()[0].body.contains("\"stream\":true"), stream);
-    assert_eq!(server.chats().iter().all(|c| c.body.contains("\"grammar\"")), constrain == "grammar");
+    assert_eq!(server.chats()[0].body_str().contains("\"stream\":true"), stream);
+    assert_eq!(server.chats().iter().all(|c| c.body_str().contains("\"grammar\"")), constrain == "grammar");
     assert!(actions >= MEASURED / 4);
     assert!(
         allocating.is_empty(),

@@ -1,5 +1,5 @@
 //! End-to-end tests of the agent against a scripted OpenAI-compatible server on loopback
-//! (`support/llm_script_server.rs`): the state machine, every action, paging (by size and by a
+//! (`support/loopback.rs`): the state machine, every action, paging (by size and by a
 //! context-overflow 400), malformed replies, a server that is down and comes back, SIGTERM in
 //! the middle of a request, replay of a recorded run, and the inbox.
 //!
@@ -10,8 +10,8 @@
 //! timeouts and tiny back-offs. Every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "support/loopback.rs"]
+mod loopback;
 
 #[path = "support/temp.rs"]
 mod temp;
@@ -19,12 +19,12 @@ use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, CycleReport, Model};
 use lkjagent::json::Document;
 use lkjagent::llm;
-use llm_script_server::{content, free_port, LlmServer, Step, LLAMA_CPP_OVERFLOW};
+use loopback::{content, free_port, llm_script, Server, Step, LLAMA_CPP_OVERFLOW};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use temp::{set, shipped, TempDir};
+use temp::{set, shipped, test_config, TempDir};
 
 // ----- replies -------------------------------------------------------------------------------
 
@@ -48,14 +48,7 @@ const MALFORMED: &str = "Sure! I will save banana to the dictionary now, it is a
 /// The shipped config pointed at `endpoint`, with test timeouts and back-offs; `tweak` edits
 /// the text further.
 fn write_config(dir: &Path, endpoint: &str, tweak: impl FnOnce(&mut String)) {
-    let mut c = shipped("config.json");
-    set(&mut c, "\"http://127.0.0.1:1234/v1/chat/completions\"", &format!("\"{}\"", endpoint));
-    set(&mut c, "\"connect_timeout_ms\": 10000", "\"connect_timeout_ms\": 500");
-    set(&mut c, "\"read_timeout_ms\": 600000", "\"read_timeout_ms\": 20000");
-    set(&mut c, "\"max_retries\": 3", "\"max_retries\": 1");
-    set(&mut c, "\"base_delay_ms\": 100", "\"base_delay_ms\": 10");
-    set(&mut c, "\"max_delay_ms\": 5000", "\"max_delay_ms\": 20");
-    set(&mut c, "\"invalid_reply_backoff_ms\": 5000", "\"invalid_reply_backoff_ms\": 300");
+    let mut c = test_config(endpoint);
     // Scripted replies drive the free (unconstrained) path here, one request per cycle; the
     // constrained path, its probe and its fallbacks are tested in tests/constrained.rs.
     set(&mut c, "\"constrain\": \"auto\"", "\"constrain\": \"off\"");
@@ -193,7 +186,7 @@ fn states_follow_the_cycle_in_order() {
         evaluate("apple is saved."),
         think("commanding", "Next, banana."),
     ];
-    let server = LlmServer::start(script, evaluate("script used up"));
+    let server = Server::llm(script, evaluate("script used up"));
     let d = data_dir("states", &server.endpoint());
     let mut agent = open_agent(d.path());
 
@@ -242,7 +235,7 @@ fn run_prints_one_status_line_per_cycle() {
         action("storage_save", "dictionary,fruit,apple", Some("apple: a fruit.")),
         evaluate("apple is saved."),
     ];
-    let server = LlmServer::start(script, evaluate("script used up"));
+    let server = Server::llm(script, evaluate("script used up"));
     let d = data_dir("status", &server.endpoint());
     let mut child = lkjagent(d.path(), &["run", "--max-iterations", "3"]).spawn().unwrap();
     let status = wait_bounded(&mut child, Duration::from_secs(20));
@@ -286,7 +279,7 @@ fn every_action_does_what_it_says() {
         action("storage_search", "dictionary,fruit", None),
         action("storage_search", "dictionary,fruit", None),
     ];
-    let server = LlmServer::start(script, evaluate("script used up"));
+    let server = Server::llm(script, evaluate("script used up"));
     let d = data_dir("actions", &server.endpoint());
     let mut agent = open_agent(d.path());
 
@@ -377,7 +370,7 @@ fn paging_by_size_and_the_agent_pages_when_the_model_does_not() {
         think("thinking", "I would rather keep everything."),
         think("commanding", "Back to work."),
     ];
-    let server = LlmServer::start(script, evaluate("script used up"));
+    let server = Server::llm(script, evaluate("script used up"));
     let d = data_dir("paging", &server.endpoint());
     let mut agent = open_agent(d.path());
 
@@ -423,7 +416,7 @@ fn paging_by_size_and_the_agent_pages_when_the_model_does_not() {
 /// with a smaller prompt.
 #[test]
 fn context_overflow_pages_out_and_retries_once() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![Step::Http("400 Bad Request", LLAMA_CPP_OVERFLOW.to_string()), think("commanding", "Smaller now.")],
         evaluate("script used up"),
     );
@@ -463,7 +456,7 @@ fn context_overflow_pages_out_and_retries_once() {
 /// and `thinking`.
 #[test]
 fn malformed_replies_get_feedback_and_a_back_off() {
-    let server = LlmServer::start(vec![], content(MALFORMED));
+    let server = Server::llm(vec![], content(MALFORMED));
     let d = data_dir("malformed", &server.endpoint());
     write_memory(d.path(), "evaluating", &[]);
     let mut agent = open_agent(d.path());
@@ -498,7 +491,7 @@ fn malformed_replies_get_feedback_and_a_back_off() {
 /// The binary under a server that never stops sending malformed replies: bounded request rate.
 #[test]
 fn malformed_replies_never_loop_tightly() {
-    let server = LlmServer::start(vec![], content(MALFORMED));
+    let server = Server::llm(vec![], content(MALFORMED));
     let d = TempDir::new("tight");
     write_config(d.path(), &server.endpoint(), |c| {
         set(c, "\"invalid_reply_backoff_ms\": 300", "\"invalid_reply_backoff_ms\": 500");
@@ -535,11 +528,14 @@ fn server_down_at_start_then_recovers() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(child.try_wait().unwrap().is_none(), "lkjagent gave up while the server was down");
-    let server = LlmServer::start_on(
-        port,
-        vec![think("commanding", "Up again."), action("storage_save", "a,b", Some("x"))],
-        evaluate("used up"),
-    );
+    let server = Server::start_on(
+        ("127.0.0.1", port),
+        llm_script(
+            vec![think("commanding", "Up again."), action("storage_save", "a,b", Some("x"))],
+            evaluate("used up"),
+        ),
+    )
+    .unwrap();
     let status = wait_bounded(&mut child, Duration::from_secs(20));
     let (out, err) = output(&mut child);
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
@@ -557,7 +553,7 @@ fn server_down_at_start_then_recovers() {
 /// SIGTERM while the model is still thinking: exit 0 at once, memory.json intact.
 #[test]
 fn sigterm_during_a_request_exits_cleanly() {
-    let server = LlmServer::start(vec![think("commanding", "First cycle.")], Step::Silence(Duration::from_secs(30)));
+    let server = Server::llm(vec![think("commanding", "First cycle.")], Step::Silence(Duration::from_secs(30)));
     let d = data_dir("sigterm", &server.endpoint());
     let mut child = lkjagent(d.path(), &["run", "--max-iterations", "5"]).spawn().unwrap();
     assert!(server.wait_for_chats(2, Duration::from_secs(10)), "the second request never came");
@@ -578,7 +574,7 @@ fn sigterm_during_a_request_exits_cleanly() {
 /// Two SIGTERMs: the second ends the process at once; memory.json is still whole.
 #[test]
 fn second_sigterm_exits_at_once() {
-    let server = LlmServer::start(vec![], Step::Silence(Duration::from_secs(30)));
+    let server = Server::llm(vec![], Step::Silence(Duration::from_secs(30)));
     let d = data_dir("sigterm2", &server.endpoint());
     let mut child = lkjagent(d.path(), &["run", "--max-iterations", "5"]).spawn().unwrap();
     assert!(server.wait_for_chats(1, Duration::from_secs(10)));
@@ -606,7 +602,7 @@ fn record_then_replay(tag: &str, memory_json: &str, pause: Duration) -> (String,
         action("working_memory_add", "plan", Some("fruit, then vegetables")),
         evaluate("Plan written."),
     ];
-    let server = LlmServer::start(script, evaluate("used up"));
+    let server = Server::llm(script, evaluate("used up"));
     let d = data_dir(tag, &server.endpoint());
     std::fs::write(d.path().join("memory.json"), memory_json).unwrap();
     let mut child = lkjagent(d.path(), &["run", "--max-iterations", "7", "--exchange-log"]).spawn().unwrap();
@@ -679,7 +675,7 @@ fn replay_reproduces_a_run_started_from_the_shipped_memory() {
 /// A message queued with `agent::inbox::send` is the `user_request` of the next prompt, once.
 #[test]
 fn inbox_message_becomes_the_user_request() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![think("commanding", "Nothing yet."), think("commanding", "A request came in."), evaluate("ok")],
         evaluate("used up"),
     );
@@ -707,7 +703,7 @@ fn inbox_message_becomes_the_user_request() {
 /// fails with CONTEXT_OVERFLOW; no third request, nothing lost.
 #[test]
 fn context_overflow_twice_fails_the_cycle_after_one_retry() {
-    let server = LlmServer::start(vec![], Step::Http("400 Bad Request", LLAMA_CPP_OVERFLOW.to_string()));
+    let server = Server::llm(vec![], Step::Http("400 Bad Request", LLAMA_CPP_OVERFLOW.to_string()));
     let d = data_dir("overflow2", &server.endpoint());
     write_memory(d.path(), "thinking", &[("note_a", "first note about pears"), ("note_b", "second note about plums")]);
     let mut agent = open_agent(d.path());
@@ -727,7 +723,7 @@ fn context_overflow_twice_fails_the_cycle_after_one_retry() {
 /// so the first prompt is within the paging target.
 #[test]
 fn oversized_memory_is_paged_before_the_first_request() {
-    let server = LlmServer::start(vec![think("commanding", "Lighter now.")], evaluate("used up"));
+    let server = Server::llm(vec![think("commanding", "Lighter now.")], evaluate("used up"));
     let d = data_dir("oversized", &server.endpoint());
     let notes: Vec<(String, String)> = (0..20)
         .map(|i| (format!("note_{:02}", i), format!("note {}: {}", i, "plums are stone fruit. ".repeat(45))))
@@ -758,7 +754,7 @@ fn oversized_memory_is_paged_before_the_first_request() {
 /// command_log; `executing` is an alias of `commanding`.
 #[test]
 fn next_state_is_validated() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![think("base", "Try base."), think("dancing", "Try a made-up state."), think("executing", "Alias.")],
         evaluate("used up"),
     );
@@ -777,7 +773,7 @@ fn next_state_is_validated() {
 /// A reasoning model that spends the reply on reasoning: the feedback says so.
 #[test]
 fn reasoning_only_reply_is_fed_back() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![Step::ReasoningOnly("Let me think about apples for a long time...".into()), think("commanding", "ok")],
         evaluate("used up"),
     );
@@ -802,7 +798,7 @@ fn reasoning_only_reply_is_fed_back() {
 #[test]
 fn server_errors_are_retried_boundedly() {
     let busy = Step::Http("503 Service Unavailable", r#"{"error":{"message":"loading model"}}"#.to_string());
-    let server = LlmServer::start(vec![busy.clone(), busy, think("commanding", "ok")], evaluate("used up"));
+    let server = Server::llm(vec![busy.clone(), busy, think("commanding", "ok")], evaluate("used up"));
     let d = data_dir("busy", &server.endpoint());
     let mut agent = open_agent(d.path());
     let r = agent.cycle(&mut |_| {}, &|| false).unwrap();
@@ -818,7 +814,7 @@ fn server_errors_are_retried_boundedly() {
 /// A model that never answers within read_timeout_ms: LLM_TIMEOUT, bounded.
 #[test]
 fn a_silent_server_times_out() {
-    let server = LlmServer::start(vec![], Step::Silence(Duration::from_secs(5)));
+    let server = Server::llm(vec![], Step::Silence(Duration::from_secs(5)));
     let d = TempDir::new("timeout");
     write_config(d.path(), &server.endpoint(), |c| set(c, "\"read_timeout_ms\": 20000", "\"read_timeout_ms\": 300"));
     write_memory(d.path(), "thinking", &[]);
@@ -835,7 +831,7 @@ fn a_silent_server_times_out() {
 #[test]
 fn paging_with_an_invalid_reply_still_pages() {
     let long: String = "plums keep for weeks when cool. ".repeat(80).trim_end().to_string();
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![think("commanding", "Write a long note."), action("working_memory_add", "long,note", Some(&long))],
         content(MALFORMED),
     );
@@ -857,7 +853,7 @@ fn paging_with_an_invalid_reply_still_pages() {
 /// user asked for is not recorded as an error.
 #[test]
 fn sigterm_leaves_memory_json_unchanged_but_for_the_cycle_time() {
-    let server = LlmServer::start(vec![think("commanding", "First cycle.")], Step::Silence(Duration::from_secs(30)));
+    let server = Server::llm(vec![think("commanding", "First cycle.")], Step::Silence(Duration::from_secs(30)));
     let d = data_dir("sigterm-bytes", &server.endpoint());
     let mut child = lkjagent(d.path(), &["run", "--max-iterations", "5"]).spawn().unwrap();
     assert!(server.wait_for_chats(2, Duration::from_secs(10)), "the second request never came");
@@ -877,7 +873,7 @@ fn sigterm_leaves_memory_json_unchanged_but_for_the_cycle_time() {
 /// and shown once the server answers.
 #[test]
 fn inbox_survives_a_failed_cycle() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![Step::Http("503 Service Unavailable", "{}".into()), Step::Http("503 Service Unavailable", "{}".into())],
         think("commanding", "Got it."),
     );
@@ -897,13 +893,13 @@ fn inbox_survives_a_failed_cycle() {
 /// the rest as the user's.
 #[test]
 fn system_prompt_splits_the_base_prompt() {
-    let server = LlmServer::start(vec![think("commanding", "ok")], evaluate("used up"));
+    let server = Server::llm(vec![think("commanding", "ok")], evaluate("used up"));
     let d = TempDir::new("system");
     write_config(d.path(), &server.endpoint(), |c| set(c, "\"system_prompt\": false", "\"system_prompt\": true"));
     write_memory(d.path(), "thinking", &[]);
     let mut agent = open_agent(d.path());
     cycle(&mut agent);
-    let body = &server.chats()[0].body;
+    let body = server.chats()[0].body_str().to_string();
     let mut doc = Document::with_capacity(1024, 1 << 20);
     doc.parse(body.as_bytes()).unwrap();
     let msgs = doc.root().get("messages").unwrap();
@@ -921,7 +917,7 @@ fn system_prompt_splits_the_base_prompt() {
 /// dropped.
 #[test]
 fn extra_actions_past_the_limit_are_not_run() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![content(
             "<agent><action><type>storage_save</type><tags>a,one</tags><value>first</value></action>\
              <action><type>storage_save</type><tags>b,two</tags><value>second</value></action></agent>",
@@ -940,7 +936,7 @@ fn extra_actions_past_the_limit_are_not_run() {
 /// piece, and the cycle is the same as unstreamed.
 #[test]
 fn streamed_replies_drive_the_same_cycle() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![
             think("commanding", "Streamed thinking, with an entity &amp; a non-ASCII word: café."),
             action("storage_save", "dictionary,fruit,fig", Some("fig: a soft sweet fruit.")),
@@ -958,7 +954,7 @@ fn streamed_replies_drive_the_same_cycle() {
     assert_eq!(r.next_state.as_str(), "commanding");
     assert_eq!(r.usage, Some((500, 40)));
     assert!(newest_log(&read_memory(d.path()), "think_log_").contains("café"));
-    assert!(server.chats()[0].body.contains("\"stream\":true"));
+    assert!(server.chats()[0].body_str().contains("\"stream\":true"));
     let r = cycle(&mut agent);
     assert_eq!(only_action(&r), ("storage_save", true));
     assert!(store_log(d.path()).contains("fig: a soft sweet fruit."));
@@ -968,7 +964,7 @@ fn streamed_replies_drive_the_same_cycle() {
 /// carries the request, and the replay does not read the (now empty) inbox.
 #[test]
 fn replay_carries_the_inbox() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![
             think("commanding", "Start."),
             think("commanding", "A request."),
@@ -1009,7 +1005,7 @@ fn replay_carries_the_inbox() {
 /// user_request; `status` answers meanwhile; a second `run` is refused.
 #[test]
 fn send_to_a_running_agent() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![think("commanding", "Waiting for work."), think("commanding", "Got the request.")],
         evaluate("used up"),
     );
@@ -1040,7 +1036,7 @@ fn send_to_a_running_agent() {
 /// first cycle's user_request.
 #[test]
 fn a_bad_inbox_line_is_set_aside_and_the_inbox_works_on() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![think("commanding", "Got the request."), think("commanding", "Working on it.")],
         evaluate("used up"),
     );
@@ -1130,7 +1126,7 @@ fn a_logs_entry_that_is_no_directory_is_named_with_what_to_do() {
 /// cycle.
 #[test]
 fn audit_log_matches_what_was_sent() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![
             think("commanding", "Start."),
             action("storage_save", "dictionary,fruit,kiwi", Some("kiwi: a fuzzy fruit.")),
@@ -1178,7 +1174,7 @@ fn audit_log_matches_what_was_sent() {
 /// still never pass the context window: the cycle should fail clearly rather than send it.
 #[test]
 fn a_task_larger_than_the_context_is_not_sent() {
-    let server = LlmServer::start(vec![], think("commanding", "ok"));
+    let server = Server::llm(vec![], think("commanding", "ok"));
     let d = data_dir("huge-task", &server.endpoint());
     let task = "Describe every fruit in the world in detail. ".repeat(700);
     std::fs::write(
@@ -1263,7 +1259,7 @@ fn an_invalid_config_is_exit_2_with_the_key_path() {
 /// A recorded run stopped by SIGTERM in the middle of a request replays byte for byte too.
 #[test]
 fn replay_of_a_run_stopped_by_sigterm() {
-    let server = LlmServer::start(
+    let server = Server::llm(
         vec![
             think("commanding", "Start."),
             action("storage_save", "dictionary,fruit,lime", Some("lime: a green citrus.")),
@@ -1312,7 +1308,7 @@ fn replay_of_a_run_stopped_by_sigterm() {
 #[test]
 fn logs_rotate_and_stale_slots_are_cleaned() {
     let script = (1..=6).map(|i| think("thinking", &format!("thought {}", i))).collect();
-    let server = LlmServer::start(script, evaluate("used up"));
+    let server = Server::llm(script, evaluate("used up"));
     let d = data_dir("logs", &server.endpoint());
     write_memory(d.path(), "thinking", &[("think_log_002", "old thought"), ("think_log_009", "stale thought")]);
     let mut agent = open_agent(d.path());

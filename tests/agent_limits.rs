@@ -3,21 +3,21 @@
 //! start-up, before any request, with the key path and exit code 2.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 fn data_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lkj-limits-{}-{}", tag, std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/data/");
-    std::fs::copy(format!("{}memory.json", shipped), d.join("memory.json")).unwrap();
+    let d = temp::temp_dir(&format!("limits-{}", tag));
+    std::fs::write(d.join("memory.json"), temp::shipped("memory.json")).unwrap();
     d
 }
 
 fn run_with_limit(tag: &str, key: &str, max: u64) -> (i32, String) {
     let d = data_dir(tag);
-    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/config.json")).unwrap();
+    let shipped = temp::shipped("config.json");
     // The value after the first "max_tokens" that follows the limit's key.
     let section = shipped.find(&format!("\"{}\"", key)).unwrap_or_else(|| panic!("{} not in the config", key));
     let field = "\"max_tokens\": ";
@@ -60,7 +60,7 @@ fn replay_agent(tag: &str, replies: &[&str], memory: &str) -> (PathBuf, lkjagent
     use lkjagent::agent::config;
     use lkjagent::agent::engine::{Agent, Model};
     let d = data_dir(tag);
-    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/config.json")).unwrap();
+    let shipped = temp::shipped("config.json");
     let script = d.join("script.jsonl");
     let lines: String = replies.iter().map(|r| format!("{{\"content\": {:?}}}\n", r)).collect();
     std::fs::write(&script, lines).unwrap();
@@ -108,7 +108,7 @@ fn working_memory_too_big_for_the_prompt_buffer_is_paged_out() {
     use lkjagent::agent::config;
     use lkjagent::agent::engine::{Agent, Model};
     let d = data_dir("escape");
-    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/config.json")).unwrap();
+    let shipped = temp::shipped("config.json");
     let script = d.join("script.jsonl");
     std::fs::write(&script, "{\"content\": \"<agent><next_state>thinking</next_state></agent>\"}\n").unwrap();
     let config_text = shipped

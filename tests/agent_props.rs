@@ -4,21 +4,12 @@
 //! loadable, and never loses what the store had acknowledged.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
 use proptest::prelude::*;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
-
-static CASE: AtomicU32 = AtomicU32::new(0);
-
-fn fresh_dir() -> PathBuf {
-    let n = CASE.fetch_add(1, Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("lkj-agent-props-{}-{}", std::process::id(), n));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Pieces models really write, to be glued together in random order.
 fn piece() -> impl Strategy<Value = String> {
@@ -72,7 +63,7 @@ proptest! {
 
     #[test]
     fn any_reply_leaves_the_agent_consistent(replies in prop::collection::vec(reply(), 1..8)) {
-        let d = fresh_dir();
+        let d = temp::temp_dir("agent-props");
         let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/config.json")).unwrap();
         let script = d.join("script.jsonl");
         let mut lines = String::new();

@@ -3,48 +3,27 @@
 //! segments, memory and store files (reported, never changed), and the endpoint's health
 //! against a real loopback server answering `/v1/models`, and against a closed port.
 
-#[path = "support/http_server.rs"]
-mod http_server;
+#[path = "support/loopback.rs"]
+mod loopback;
+#[path = "support/temp.rs"]
+mod temp;
 
-use http_server::{json_ok, refused_port, response, Server};
 use lkjagent::cli::args::Args;
 use lkjagent::error::Code;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
+use loopback::{free_port, json_ok, response, Server};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use temp::{shipped, TempDir};
 
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-struct Dir(PathBuf);
-
-impl Dir {
-    /// A data directory with the shipped config.json (its endpoint replaced by `endpoint`) and
-    /// memory.json.
-    fn shipped(endpoint: &str) -> Dir {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("lkjagent-cli-check-{}-{}", std::process::id(), n));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/data/");
-        let config = std::fs::read_to_string(format!("{shipped}config.json")).unwrap();
-        let config = config.replace("http://127.0.0.1:1234/v1/chat/completions", endpoint);
-        std::fs::write(p.join("config.json"), config).unwrap();
-        std::fs::copy(format!("{shipped}memory.json"), p.join("memory.json")).unwrap();
-        Dir(p)
-    }
-
-    fn write(&self, name: &str, content: &str) {
-        std::fs::write(self.0.join(name), content).unwrap();
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A data directory with the shipped config.json (its endpoint replaced by `endpoint`) and
+/// memory.json.
+fn shipped_dir(endpoint: &str) -> TempDir {
+    let d = TempDir::shipped_data("cli-check");
+    d.write("config.json", shipped("config.json").replace("http://127.0.0.1:1234/v1/chat/completions", endpoint));
+    d
 }
 
 fn check(dir: &Path, a: &[&str]) -> (Result<i32, Code>, String) {
@@ -76,7 +55,7 @@ fn models(names: &[&str]) -> String {
 
 #[test]
 fn shipped_data_passes_without_network() {
-    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
     let before = snapshot(&d.0);
     let (res, out) = check(&d.0, &["--no-network"]);
     assert_eq!(res, Ok(0), "{out}");
@@ -94,7 +73,7 @@ fn shipped_data_passes_without_network() {
 #[test]
 fn the_endpoint_lists_the_model_or_not() {
     let server = Server::always(json_ok(&models(&["qwen/qwen3-8b", "other"])));
-    let d = Dir::shipped(&server.url("/v1/chat/completions"));
+    let d = shipped_dir(&server.url("/v1/chat/completions"));
     let (res, out) = check(&d.0, &[]);
     assert_eq!(res, Ok(0), "{out}");
     assert!(line(&out, "endpoint").starts_with("ok   endpoint: "), "{out}");
@@ -105,14 +84,14 @@ fn the_endpoint_lists_the_model_or_not() {
     assert_eq!(server.seen()[0].path, "/v1/models");
 
     let server = Server::always(json_ok(&models(&["llama3"])));
-    let d = Dir::shipped(&server.url("/v1/chat/completions"));
+    let d = shipped_dir(&server.url("/v1/chat/completions"));
     let (res, out) = check(&d.0, &[]);
     assert_eq!(res, Ok(1), "{out}");
     assert!(line(&out, "endpoint").starts_with("FAIL endpoint: "), "{out}");
     assert!(line(&out, "endpoint").contains("model \"qwen/qwen3-8b\" is not among the 1 models it lists"), "{out}");
 
     let server = Server::always(response("503 Service Unavailable", &[], "{\"error\":\"Loading model\"}"));
-    let d = Dir::shipped(&server.url("/v1/chat/completions"));
+    let d = shipped_dir(&server.url("/v1/chat/completions"));
     let (res, out) = check(&d.0, &[]);
     assert_eq!(res, Ok(0), "{out}");
     assert!(line(&out, "endpoint").contains("loading a model"), "{out}");
@@ -120,8 +99,8 @@ fn the_endpoint_lists_the_model_or_not() {
 
 #[test]
 fn a_closed_port_fails_fast_with_a_hint() {
-    let port = refused_port();
-    let d = Dir::shipped(&format!("http://127.0.0.1:{port}/v1/chat/completions"));
+    let port = free_port();
+    let d = shipped_dir(&format!("http://127.0.0.1:{port}/v1/chat/completions"));
     let started = Instant::now();
     let (res, out) = check(&d.0, &[]);
     assert_eq!(res, Ok(1), "{out}");
@@ -137,7 +116,7 @@ fn a_closed_port_fails_fast_with_a_hint() {
 
 #[test]
 fn config_problems_are_listed_with_key_paths_and_exit_2() {
-    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
     d.write(
         "config.json",
         r#"{"llm":{"endpoint":"http://127.0.0.1:1234/v1","model":"","temperature":"hot"},
@@ -171,7 +150,7 @@ fn config_problems_are_listed_with_key_paths_and_exit_2() {
 
 #[test]
 fn prompt_segments_are_validated() {
-    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
     d.write(
         "agent-prompt.json",
         r#"{"agent_name":"kjxlkj-agent","segments":[{"condition":"default","prompt":"Be brief."},
@@ -192,7 +171,7 @@ fn prompt_segments_are_validated() {
 
 #[test]
 fn memory_and_store_damage_is_reported_and_left_in_place() {
-    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
     d.write("memory.json", "{\"state\": \"thinking\", \"iteration\": ");
     {
         let mut s = Store::open(&d.0).unwrap();
@@ -240,7 +219,7 @@ fn memory_and_store_damage_is_reported_and_left_in_place() {
 
 #[test]
 fn damage_inside_what_the_checkpoint_covers_is_found() {
-    let d = Dir::shipped("http://127.0.0.1:1234/v1/chat/completions");
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
     let mut s = Store::open(&d.0).unwrap();
     for i in 0..50 {
         s.put(&normalize(&format!("entry,e{i}")).unwrap(), &format!("value number {i}"), 1).unwrap();

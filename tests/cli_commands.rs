@@ -6,29 +6,13 @@
 //! The subcommands' behaviour is tested in depth through their `exec` functions in
 //! `cli_memory.rs`, `cli_status.rs` and `cli_check.rs`.
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn shipped(tag: &str) -> Dir {
-        let p = std::env::temp_dir().join(format!("lkjagent-cli-commands-{}-{}", tag, std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        for f in ["config.json", "memory.json"] {
-            std::fs::copy(format!("{}/data/{}", env!("CARGO_MANIFEST_DIR"), f), p.join(f)).unwrap();
-        }
-        Dir(p)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use temp::TempDir;
 
 fn lkjagent(args: &[&str], env_data: Option<&PathBuf>, stdin: &[u8]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lkjagent"));
@@ -55,7 +39,7 @@ fn stdout(o: &Output) -> String {
 #[test]
 
 fn send_status_and_memory_through_the_binary() {
-    let d = Dir::shipped("a");
+    let d = TempDir::shipped_data("cli-commands-a");
     let data = d.0.to_str().unwrap();
     let o = lkjagent(&["--data", data, "send", "hello", "agent"], None, b"");
     assert_eq!(o.status.code(), Some(0), "{o:?}");
@@ -78,7 +62,7 @@ fn send_status_and_memory_through_the_binary() {
 #[test]
 
 fn check_exit_codes_through_the_binary() {
-    let d = Dir::shipped("b");
+    let d = TempDir::shipped_data("cli-commands-b");
     let data = d.0.to_str().unwrap();
     let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
@@ -107,7 +91,7 @@ fn every_command_has_help() {
 /// 15 reported six copies of one warning; this pins the one-copy behaviour.)
 #[test]
 fn check_reports_a_damaged_record_once() {
-    let d = Dir::shipped("damaged");
+    let d = TempDir::shipped_data("cli-commands-damaged");
     let data = d.0.to_str().unwrap();
     let doc = br#"{"storage": {"fruit,apple": "A red fruit.", "fruit,pear": "A green fruit.", "veg,leek": "A long vegetable.", "nut,walnut": "Hard shell."}}"#;
     let o = lkjagent(&["--data", data, "memory", "import", "-"], None, doc);

@@ -3,6 +3,9 @@
 //! limits, archived), search, stats, export/import round trips, compact, the lock against a
 //! second writer, and that the reading subcommands change no file.
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use lkjagent::cli::args::Args;
 use lkjagent::cli::memory::exec;
 use lkjagent::cli::util::lock_data_dir;
@@ -10,34 +13,8 @@ use lkjagent::error::Code;
 use lkjagent::json::Document;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A data directory under the system temp dir, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new() -> Dir {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("lkjagent-cli-memory-{}-{}", std::process::id(), n));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-
-    fn write(&self, name: &str, content: &str) {
-        std::fs::write(self.0.join(name), content).unwrap();
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use std::path::Path;
+use temp::{snapshot, TempDir};
 
 /// Runs `lkjagent memory ARGS` on `dir`; the exit code (or the error's code) and stdout.
 fn memory(dir: &Path, args: &[&str], stdin: &str) -> (Result<i32, Code>, String) {
@@ -53,23 +30,6 @@ fn ok(dir: &Path, args: &[&str]) -> String {
     out
 }
 
-/// Every file under `dir` with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
-
 const MEMORY_JSON: &str = r#"{
   "state": "evaluating",
   "iteration": 7,
@@ -79,8 +39,8 @@ const MEMORY_JSON: &str = r#"{
 }"#;
 
 /// A data directory with `memory.json` and a store of five entries created at known times.
-fn populated() -> Dir {
-    let d = Dir::new();
+fn populated() -> TempDir {
+    let d = TempDir::new("cli-memory");
     d.write("memory.json", MEMORY_JSON);
     let mut s = Store::open(&d.0).unwrap();
     s.put(&normalize("fruit,apple").unwrap(), "An apple is a round fruit.", 1_000).unwrap();
@@ -112,7 +72,7 @@ fn list_shows_working_memory_entries() {
     assert!(lines[2].starts_with("think_log_001") && lines[2].contains(" - "), "{out}");
     assert!(lines[3].starts_with("2 entries, 34 of "), "{out}");
 
-    let fresh = Dir::new();
+    let fresh = TempDir::new("cli-memory");
     assert!(ok(&fresh.0, &["list"]).contains("working memory is empty"));
 }
 
@@ -196,7 +156,7 @@ fn stats_in_text_and_json() {
     assert_eq!(root.get("total_hits").and_then(|v| v.as_u64()), Some(3));
     assert_eq!(root.get("most_accessed").and_then(|v| v.as_str()), Some("fruit,pear"));
 
-    let fresh = Dir::new();
+    let fresh = TempDir::new("cli-memory");
     assert!(ok(&fresh.0, &["stats"]).contains("no store yet"));
 }
 
@@ -217,7 +177,7 @@ fn reading_subcommands_change_no_file() {
     }
     assert_eq!(snapshot(&d.0), before);
     // A fresh directory stays empty: no store.log, no memory.json appear.
-    let fresh = Dir::new();
+    let fresh = TempDir::new("cli-memory");
     for args in [&["list"][..], &["query", "--tags", "a"], &["stats"], &["export"]] {
         ok(&fresh.0, args);
     }
@@ -255,7 +215,7 @@ fn export_then_import_round_trips() {
     let file = src.0.join("backup.json");
     ok(&src.0, &["export", file.to_str().unwrap()]);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), doc);
-    let dst = Dir::new();
+    let dst = TempDir::new("cli-memory");
     let out = ok(&dst.0, &["import", file.to_str().unwrap()]);
     assert_eq!(
         out.trim_end(),
@@ -338,14 +298,14 @@ fn compact_reports_bytes_before_and_after() {
     assert!(nums[0] > nums[1], "{out}");
     assert_eq!(std::fs::metadata(d.0.join("store.log")).unwrap().len(), nums[1]);
     assert!(ok(&d.0, &["show", "fruit,apple"]).starts_with("revision 19 "));
-    let fresh = Dir::new();
+    let fresh = TempDir::new("cli-memory");
     assert!(ok(&fresh.0, &["compact"]).contains("nothing to compact"));
     assert!(!fresh.0.join("store.log").exists());
 }
 
 #[test]
 fn help_and_usage() {
-    let d = Dir::new();
+    let d = TempDir::new("cli-memory");
     assert!(ok(&d.0, &["--help"]).contains("usage: lkjagent [--data DIR] memory"));
     assert_eq!(memory(&d.0, &[], "").0, Err(Code::Usage));
     assert_eq!(memory(&d.0, &["frobnicate"], "").0, Err(Code::Usage));
@@ -354,9 +314,9 @@ fn help_and_usage() {
 
 #[test]
 fn working_memory_beyond_the_working_set_is_shown_and_exported_as_storage() {
-    let d = Dir::new();
+    let d = TempDir::new("cli-memory");
     let v = |c: &str| c.repeat(50_000);
-    d.write("memory.json", &format!(r#"{{"working_memory":{{"a":"{}","b":"{}","c":"{}"}}}}"#, v("x"), v("y"), v("z")));
+    d.write("memory.json", format!(r#"{{"working_memory":{{"a":"{}","b":"{}","c":"{}"}}}}"#, v("x"), v("y"), v("z")));
     let before = snapshot(&d.0);
     let out = ok(&d.0, &["list"]);
     assert!(

@@ -3,36 +3,18 @@
 //! cycles (memory.json, the audit log written by the agent's own writer with a torn last line,
 //! the store, the inbox), `--json`, and that status changes no file.
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use lkjagent::agent::audit::{ActionRecord, AuditLog, CycleRecord};
 use lkjagent::cli::args::Args;
 use lkjagent::error::Code;
 use lkjagent::json::Document;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
-use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new() -> Dir {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("lkjagent-cli-status-{}-{}", std::process::id(), n));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use std::path::Path;
+use temp::{snapshot, TempDir};
 
 fn args(v: &[&str]) -> Args {
     Args::new(v.iter().map(|s| s.to_string()).collect())
@@ -50,25 +32,9 @@ fn send(dir: &Path, a: &[&str], stdin: &str) -> (Result<i32, Code>, String) {
     (res.map_err(|e| e.code()), String::from_utf8(out).unwrap())
 }
 
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.insert(p.clone(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
-
 /// A data directory as a few cycles leave it.
-fn after_some_cycles() -> Dir {
-    let d = Dir::new();
+fn after_some_cycles() -> TempDir {
+    let d = TempDir::new("cli-status");
     std::fs::write(
         d.0.join("memory.json"),
         r#"{"state":"evaluating","iteration":12,
@@ -116,7 +82,7 @@ fn after_some_cycles() -> Dir {
 
 #[test]
 fn a_fresh_data_directory_is_reported_and_left_alone() {
-    let d = Dir::new();
+    let d = TempDir::new("cli-status");
     let (res, out) = status(&d.0, &[]);
     assert_eq!(res, Ok(0));
     assert!(out.contains("fresh data directory"), "{out}");
@@ -178,7 +144,7 @@ fn status_after_some_cycles() {
 
 #[test]
 fn an_unusable_memory_file_is_reported_not_moved() {
-    let d = Dir::new();
+    let d = TempDir::new("cli-status");
     std::fs::write(d.0.join("memory.json"), "{\"state\": 3, \"iteration\": \"x\"}").unwrap();
     let (res, out) = status(&d.0, &[]);
     assert_eq!(res, Ok(0));
@@ -190,7 +156,7 @@ fn an_unusable_memory_file_is_reported_not_moved() {
 
 #[test]
 fn send_queues_words_or_stdin() {
-    let d = Dir::new();
+    let d = TempDir::new("cli-status");
     let (res, out) = send(&d.0, &["hello", "agent"], "");
     assert_eq!(res, Ok(0));
     assert_eq!(out, "queued (11 bytes); the agent takes it at its next cycle\n");

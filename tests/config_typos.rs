@@ -9,42 +9,25 @@
 
 #[path = "support/temp.rs"]
 mod temp;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use temp::{set, shipped};
-
-struct Dir(PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use temp::{set, shipped, TempDir};
 
 /// A data directory: the shipped config on the replay provider (one scripted reply), edited by
 /// `tweak`, and the shipped memory.
-fn data_dir(tweak: impl FnOnce(&mut String)) -> Dir {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let p = std::env::temp_dir().join(format!(
-        "lkjagent-config-typos-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).unwrap();
+fn data_dir(tweak: impl FnOnce(&mut String)) -> TempDir {
+    let d = TempDir::new("config-typos");
     let mut c = shipped("config.json");
     set(&mut c, "\"provider\": \"openai\"", "\"provider\": \"replay\", \"replay_path\": \"script.jsonl\"");
     tweak(&mut c);
-    std::fs::write(p.join("config.json"), c).unwrap();
-    std::fs::write(p.join("memory.json"), shipped("memory.json")).unwrap();
-    std::fs::write(
-        p.join("script.jsonl"),
+    d.write("config.json", c);
+    d.write("memory.json", shipped("memory.json"));
+    d.write(
+        "script.jsonl",
         "{\"content\": \"<agent><next_state>commanding</next_state><think_log>go</think_log></agent>\"}\n",
-    )
-    .unwrap();
-    Dir(p)
+    );
+    d
 }
 
 fn lkjagent(dir: &Path, args: &[&str]) -> (i32, String, String) {

@@ -18,15 +18,12 @@
 
 #[path = "support/gbnf.rs"]
 mod gbnf;
-#[path = "support/http_server.rs"]
-mod http_server;
-#[path = "support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "support/loopback.rs"]
+mod loopback;
 
 #[path = "support/temp.rs"]
 mod temp;
 use gbnf::{rng, Grammar};
-use http_server::{json_ok, response, Action as Do, Seen, Server};
 use lkjagent::agent::actions::{self, ActionScratch};
 use lkjagent::agent::config::{self, Config};
 use lkjagent::agent::constrain::Constrainer;
@@ -39,23 +36,21 @@ use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
 use lkjagent::memory::working::WorkingSet;
 use lkjagent::reply::{ActionKind, Instruction, Reader};
-use std::path::Path;
+use loopback::{json_ok, response, Action as Do, Seen, Server};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use temp::TempDir;
+use temp::{shipped, TempDir};
 
 fn shipped_dir(tag: &str, endpoint: &str, constrain: &str) -> TempDir {
     let d = TempDir::new(tag);
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
-    let cfg = std::fs::read_to_string(data.join("config.json"))
-        .unwrap()
+    let cfg = shipped("config.json")
         .replace("http://127.0.0.1:1234/v1/chat/completions", endpoint)
         .replace("\"constrain\": \"auto\"", &format!("\"constrain\": \"{}\"", constrain))
         .replace("\"max_retries\": 3", "\"max_retries\": 1")
         .replace("\"base_delay_ms\": 100", "\"base_delay_ms\": 10")
         .replace("\"connect_timeout_ms\": 10000", "\"connect_timeout_ms\": 500")
         .replace("\"read_timeout_ms\": 600000", "\"read_timeout_ms\": 20000");
-    std::fs::write(d.0.join("config.json"), cfg).unwrap();
-    std::fs::copy(data.join("memory.json"), d.0.join("memory.json")).unwrap();
+    d.write("config.json", cfg);
+    d.write("memory.json", shipped("memory.json"));
     d
 }
 
@@ -447,7 +442,7 @@ fn invalid_replies_are_outside_the_grammar() {
 
 /// An OpenAI-compatible answer with `content`, whose usage says 80 prompt tokens were cached.
 fn chat_body(content: &str) -> String {
-    let body = llm_script_server::completion_body(content, None);
+    let body = loopback::completion_body(content, None);
     let usage = "\"completion_tokens\":40}";
     assert!(body.contains(usage));
     body.replace(usage, "\"completion_tokens\":40,\"prompt_tokens_details\":{\"cached_tokens\":80}}")
@@ -458,10 +453,6 @@ fn field(seen: &Seen, path: &str) -> Option<String> {
     let mut doc = Document::with_capacity(1 << 14, 1 << 20);
     doc.parse(&seen.body).ok()?;
     doc.root().path(path).and_then(|v| v.as_str()).map(str::to_string)
-}
-
-fn is_chat(seen: &Seen) -> bool {
-    seen.method == "POST" && seen.path.ends_with("/chat/completions")
 }
 
 fn has_constraint(seen: &Seen) -> bool {
@@ -490,7 +481,7 @@ fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
     let counter = std::sync::Arc::new(AtomicUsize::new(0));
     let n = counter.clone();
     let server = Server::start(move |_, seen| {
-        if !is_chat(seen) {
+        if !seen.is_chat() {
             return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
         }
         let Some(g) = field(seen, "grammar") else { return Do::Reply(json_ok(&chat_body("no grammar"))) };
@@ -508,7 +499,7 @@ fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
         assert_eq!(r.cached_tokens, Some(80));
     }
     assert!(reports.iter().any(|r| !r.actions.is_empty()), "no action in 12 cycles");
-    let chats: Vec<Seen> = server.seen().into_iter().filter(is_chat).collect();
+    let chats: Vec<Seen> = server.chats();
     assert_eq!(chats.len(), 13, "one probe, then one request per cycle");
     assert_eq!(field(&chats[0], "grammar").as_deref(), Some("root ::= \"lkjok\"\n"));
     // Every cycle's seed differs; the grammar lists the working-memory keys it may remove.
@@ -529,7 +520,7 @@ fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
 #[test]
 fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
     let server = Server::start(|_, seen| {
-        if !is_chat(seen) {
+        if !seen.is_chat() {
             return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
         }
         if has_constraint(seen) {
@@ -544,7 +535,7 @@ fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
     for r in &reports {
         assert!(r.error.is_none(), "cycle {}: {:?}", r.cycle, r.error);
     }
-    let chats: Vec<Seen> = server.seen().into_iter().filter(is_chat).collect();
+    let chats: Vec<Seen> = server.chats();
     let kinds: Vec<&str> = chats
         .iter()
         .map(|s| {
@@ -568,7 +559,7 @@ fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
 #[test]
 fn a_server_that_ignores_the_field_is_caught_by_the_probe() {
     let server = Server::start(|_, seen| {
-        if !is_chat(seen) {
+        if !seen.is_chat() {
             return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
         }
         // A 200 whatever the request says: the constraint is dropped silently.
@@ -581,7 +572,7 @@ fn a_server_that_ignores_the_field_is_caught_by_the_probe() {
         assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
         assert_eq!(r.constrain, "off");
     }
-    let chats: Vec<Seen> = server.seen().into_iter().filter(is_chat).collect();
+    let chats: Vec<Seen> = server.chats();
     assert_eq!(chats.len(), 5, "two probes (grammar, schema), then one request per cycle");
     assert!(chats[0].body_str().contains("\"grammar\""));
     assert!(chats[1].body_str().contains("\"response_format\""));
@@ -591,7 +582,7 @@ fn a_server_that_ignores_the_field_is_caught_by_the_probe() {
 #[test]
 fn a_server_that_drops_the_connection_on_a_grammar_is_sent_none() {
     let server = Server::start(|_, seen| {
-        if !is_chat(seen) {
+        if !seen.is_chat() {
             return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
         }
         if seen.body_str().contains("\"grammar\"") {
@@ -616,7 +607,7 @@ fn a_server_that_drops_the_connection_on_a_grammar_is_sent_none() {
         assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
         assert_ne!(r.constrain, "grammar");
     }
-    let later: Vec<Seen> = server.seen().into_iter().skip(before).filter(is_chat).collect();
+    let later: Vec<Seen> = server.seen().into_iter().skip(before).filter(Seen::is_chat).collect();
     let cycle_requests = &later[later.len() - 2..];
     assert!(cycle_requests.iter().all(|s| !s.body_str().contains("\"grammar\"")));
 }

@@ -24,21 +24,26 @@
 //! default all: json, tag, reply, http, store_log, memory_json, config), `FUZZ_SEED` (default:
 //! from the clock; fixed for a smoke run), `FUZZ_ITER`, `FUZZ_MAX_MS`.
 
+#[path = "support/reply_checks.rs"]
+mod reply_checks;
+#[path = "support/temp.rs"]
+mod temp;
+
 use lkjagent::error::{Code, Error};
 use lkjagent::fixed::FixedBuf;
 use lkjagent::json::{Document, Parser, Validate, Writer};
-use lkjagent::limits::{
-    ACTIONS_PER_CYCLE_MAX, REPLY_MAX_INSTRUCTIONS, REPLY_MAX_PROBLEMS, TAG_MAX_NODES, TAG_TEXT_BYTES,
-};
+use lkjagent::limits::{TAG_MAX_NODES, TAG_TEXT_BYTES};
 use lkjagent::memory::log::{self as store_log, PutHead};
 use lkjagent::reply::read::TEXT_ELEMENTS;
-use lkjagent::reply::{Instruction, Reader};
+use lkjagent::reply::Reader;
 use lkjagent::tag::{ParseOptions, TagTree};
+use reply_checks::{check_reading, check_tree, PIECES};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use temp::temp_dir;
 
 const TARGETS: &[&str] = &["json", "tag", "reply", "http", "store_log", "memory_json", "config"];
 
@@ -283,72 +288,20 @@ fn gen_json(rng: &mut Rng) -> Vec<u8> {
     s.into_bytes()
 }
 
-const TAG_PIECES: &[&str] = &[
-    "<",
-    ">",
-    "</",
-    "/>",
-    "<agent>",
-    "</agent>",
-    "<action>",
-    "</action>",
-    "<action type=\"storage_save\">",
-    "<type>",
-    "</type>",
-    "storage_save",
-    "working_memory_add",
+/// Tag-like pieces the fuzzer adds to the property tests' [`PIECES`]: more end tags, the
+/// paging and query elements, escaped markup, channel markers and a JSON reply.
+const MORE_PIECES: &[&str] = &[
     "storage_search",
-    "<tags>",
-    "</tags>",
-    "a,b",
-    "<value>",
-    "</value>",
     "</VALUE >",
-    "<next_state>",
-    "</next_state>",
-    "<think>",
-    "</think>",
-    "<thinking>",
     "</thinking>",
-    "<paging>",
     "</paging>",
-    "<move_to_disk>",
     "</move_to_disk>",
     "<retrieve_from_disk>",
-    "<ram_add>",
-    "<key>",
     "</key>",
-    "<state_add>",
-    "<state>",
-    "&amp;",
-    "&lt;",
     "&gt;",
     "&lt;action&gt;",
     "&lt;/action&gt;",
     "&#x41;",
-    "&#",
-    ";",
-    "<!--",
-    "-->",
-    "<![CDATA[",
-    "]]>",
-    "<?xml",
-    "?>",
-    "<!DOCTYPE",
-    "\"",
-    "'",
-    "=",
-    " ",
-    "\n",
-    "a",
-    "é",
-    "日本",
-    "x<3",
-    "```xml",
-    "\u{0}",
-    "<record_update>",
-    "<version>",
-    "<actions>",
     "<|channel|>final<|message|>",
     "<|end|>",
     "<query>",
@@ -358,9 +311,15 @@ const TAG_PIECES: &[&str] = &[
     "{\"next_state\":\"thinking\"}",
 ];
 
+/// Every tag-like piece the generator and the mutations draw from.
+fn tag_pieces() -> &'static [&'static str] {
+    static PIECES_ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    PIECES_ALL.get_or_init(|| PIECES.iter().chain(MORE_PIECES).copied().collect())
+}
+
 fn gen_tags(rng: &mut Rng) -> Vec<u8> {
     let n = rng.below(120);
-    (0..n).map(|_| *rng.pick(TAG_PIECES)).collect::<String>().into_bytes()
+    (0..n).map(|_| *rng.pick(tag_pieces())).collect::<String>().into_bytes()
 }
 
 const HTTP_DICT: &[&[u8]] = &[
@@ -548,7 +507,7 @@ fn reply_seeds() -> Vec<Vec<u8>> {
 
 fn tag_dict() -> &'static [&'static [u8]] {
     static DICT: std::sync::OnceLock<Vec<&'static [u8]>> = std::sync::OnceLock::new();
-    DICT.get_or_init(|| TAG_PIECES.iter().map(|p| p.as_bytes()).chain([&b"\xff"[..], b"\xe2\x82"]).collect())
+    DICT.get_or_init(|| tag_pieces().iter().map(|p| p.as_bytes()).chain([&b"\xff"[..], b"\xe2\x82"]).collect())
 }
 
 fn tag_target() -> Target {
@@ -559,29 +518,8 @@ fn tag_target() -> Target {
         generate: Box::new(gen_tags),
         check: Box::new(move |input, _| {
             let text = String::from_utf8_lossy(input);
-            let rep = *tree.parse(&text, &ParseOptions { text_elements: TEXT_ELEMENTS });
-            let len = text.len() as u32;
-            if tree.node_count() > TAG_MAX_NODES {
-                return Err(format!("{} nodes, past the capacity", tree.node_count()));
-            }
-            let walked = tree.root().descendants().count();
-            if walked != tree.node_count() {
-                return Err(format!("the walk visits {walked} of {} nodes", tree.node_count()));
-            }
-            if let Some(n) = tree.root().descendants().find(|n| n.offset() > len) {
-                return Err(format!("a node at {} past the input ({len} bytes)", n.offset()));
-            }
-            let offsets = [
-                rep.first_unmatched_end_tag,
-                rep.first_implicitly_closed,
-                rep.first_unclosed_at_end,
-                rep.truncated_at,
-                rep.limit.map(|l| l.1),
-            ];
-            if let Some(o) = offsets.into_iter().flatten().find(|&o| o > len) {
-                return Err(format!("report offset {o} past the input ({len} bytes): {rep:?}"));
-            }
-            Ok(())
+            tree.parse(&text, &ParseOptions { text_elements: TEXT_ELEMENTS });
+            check_tree(&tree, text.len(), TAG_MAX_NODES)
         }),
     }
 }
@@ -609,35 +547,7 @@ fn reply_target() -> Target {
         generate: Box::new(gen_tags),
         check: Box::new(move |input, rng| {
             let max = 1 + rng.below(3);
-            let it = reader.read(input, max);
-            let len = input.len().max(1);
-            if it.len() > REPLY_MAX_INSTRUCTIONS || it.problems().len() > REPLY_MAX_PROBLEMS {
-                return Err(format!("{} instructions, {} problems: past the caps", it.len(), it.problems().len()));
-            }
-            let paging = |e: &str| ["move_to_disk", "retrieve_from_disk", "archive_old"].contains(&e);
-            let plain = it.actions().filter(|a| !paging(a.element)).count();
-            if plain > max || it.actions().count() > max.max(ACTIONS_PER_CYCLE_MAX) {
-                return Err(format!(
-                    "{} actions ({plain} not paging) with at most {max} allowed",
-                    it.actions().count()
-                ));
-            }
-            if it.is_empty() && !it.has_errors() {
-                return Err("no instruction and no error saying why".into());
-            }
-            if let Some(o) = it.problems().iter().filter_map(|p| p.offset).find(|&o| o as usize > len) {
-                return Err(format!("problem offset {o} past the input ({} bytes)", input.len()));
-            }
-            if let Some(o) = it.offsets().find(|&o| o as usize > len) {
-                return Err(format!("instruction offset {o} past the input ({} bytes)", input.len()));
-            }
-            for i in it.instructions() {
-                if let Instruction::Action(a) = i {
-                    if a.kind.needs_value() && a.value.is_none_or(str::is_empty) {
-                        return Err(format!("{} action without a value", a.kind.as_str()));
-                    }
-                }
-            }
+            check_reading(&reader.read(input, max), input, max)?;
             // Nothing carries over from one read to the next: a fresh reader reads the same.
             n += 1;
             if n % 16 == 1 {
@@ -682,15 +592,6 @@ fn http_target() -> Target {
     }
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("lkj-fuzz-{}-{}-{}", tag, std::process::id(), n));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn store_log_target() -> Target {
     let lines = store_log_lines();
     let whole: Vec<u8> = lines.iter().flat_map(|l| l.iter().copied().chain([b'\n'])).collect();
@@ -711,7 +612,7 @@ fn store_log_target() -> Target {
             // Now and then the whole input as a store's log: it opens or fails cleanly.
             n += 1;
             if n % 32 == 1 {
-                let dir = temp_dir("store");
+                let dir = temp_dir("fuzz-store");
                 std::fs::write(dir.join(lkjagent::memory::store::LOG_NAME), input).unwrap();
                 let opened = lkjagent::memory::store::Store::open_with_capacity(&dir, 64).map(|s| s.ids().count());
                 let _ = std::fs::remove_dir_all(&dir);
@@ -748,7 +649,7 @@ fn memory_json_target() -> Target {
 fn config_target() -> Target {
     let mut seeds = Vec::new();
     files(&manifest().join("data"), &["config.json"], 1 << 20, &mut seeds);
-    let dir = temp_dir("config");
+    let dir = temp_dir("fuzz-config");
     let mut check_doc = Document::with_capacity(1 << 15, 1 << 20);
     Target {
         seeds,

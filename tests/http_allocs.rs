@@ -1,20 +1,22 @@
 //! Zero heap allocations per request once the connection is set up: a whole LLM completion
 //! (request body written, sent over a kept-alive connection, reply read, parsed and split) is
 //! repeated while a counting allocator watches the test's own thread (the client's): the
-//! loopback server runs on another thread, and the test harness's threads may allocate at any
-//! moment (an all-threads count once saw 4 allocations of theirs under load). The server uses
-//! stack buffers anyway.
+//! loopback server (`support/loopback.rs`) runs on other threads and allocates as it likes, and
+//! the test harness's threads may allocate at any moment (an all-threads count once saw 4
+//! allocations of theirs under load).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 #[path = "support/alloc_counter.rs"]
 mod alloc_counter;
 
+#[path = "support/loopback.rs"]
+mod loopback;
+
 #[global_allocator]
 static GLOBAL: alloc_counter::ThreadCountingAlloc = alloc_counter::ThreadCountingAlloc;
 
 use lkjagent::llm::{Client, Prompt, Settings};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use loopback::Server;
 
 const REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
 18\r\n{\"choices\":[{\"message\":{\r\n\
@@ -22,55 +24,13 @@ const REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTran
 4b\r\n\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\r\n\
 0\r\n\r\n";
 
-/// Answers requests on one connection with `REPLY` until it closes; stack buffers only.
-fn serve(mut s: TcpStream) {
-    let mut buf = [0u8; 16384];
-    let mut have = 0usize;
-    loop {
-        let end = loop {
-            if let Some(i) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            match s.read(&mut buf[have..]) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => have += n,
-            }
-        };
-        let len = buf[..end]
-            .split(|&b| b == b'\n')
-            .find_map(|l| {
-                let l = std::str::from_utf8(l).ok()?;
-                let (n, v) = l.split_once(':')?;
-                n.eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok())?
-            })
-            .unwrap_or(0);
-        while have < end + len {
-            match s.read(&mut buf[have..]) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => have += n,
-            }
-        }
-        buf.copy_within(end + len..have, 0);
-        have -= end + len;
-        if s.write_all(REPLY).is_err() {
-            return;
-        }
-    }
-}
-
 #[test]
 fn no_allocation_per_completion_on_a_kept_alive_connection() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = std::thread::spawn(move || {
-        if let Ok((s, _)) = listener.accept() {
-            serve(s);
-        }
-    });
+    let server = Server::always(REPLY.to_vec());
     // With an API key, so every answer is scanned for it (see `http::redact`).
     std::env::set_var("LKJAGENT_ALLOC_TEST_KEY", "sk-Q7wX2mR9pL4vK8nB3cZ6hT1yF5gJ0dSa");
     let settings = Settings {
-        endpoint: format!("http://{}/v1", addr),
+        endpoint: server.url("/v1"),
         api_key_env: Some("LKJAGENT_ALLOC_TEST_KEY".into()),
         stop: vec!["</act>".into()],
         extra: r#"{"reasoning_effort":"none"}"#.into(),
@@ -95,6 +55,6 @@ fn no_allocation_per_completion_on_a_kept_alive_connection() {
     let allocs = alloc_counter::thread_allocations() - before;
     alloc_counter::count_this_thread(false);
     assert_eq!(allocs, 0, "heap allocations over 200 completions");
-    drop(client);
-    server.join().unwrap();
+    // Every completion went over the one connection set up before counting.
+    assert_eq!(server.connections(), 1, "the connection was kept alive");
 }

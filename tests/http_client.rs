@@ -4,12 +4,12 @@
 //! configured time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "support/http_server.rs"]
-mod http_server;
+#[path = "support/loopback.rs"]
+mod loopback;
 
-use http_server::{chunked, json_ok, refused_port, response, Action, Server};
 use lkjagent::error::Code;
 use lkjagent::http::{BodySink, HttpClient, HttpSettings, Method, Request, RetryPolicy, Transport, Url};
+use loopback::{chunked, free_port, json_ok, response, Action, Server};
 use std::time::{Duration, Instant};
 
 fn settings() -> HttpSettings {
@@ -108,7 +108,7 @@ fn close_delimited_and_interim_responses() {
 
 #[test]
 fn connection_refused_is_unavailable_after_bounded_retries() {
-    let url = Url::parse(&format!("http://127.0.0.1:{}/v1", refused_port())).unwrap();
+    let url = Url::parse(&format!("http://127.0.0.1:{}/v1", free_port())).unwrap();
     let mut client = HttpClient::new(settings()).unwrap();
     let t = Instant::now();
     let (code, msg) = fetch(&mut client, &get(&url)).unwrap_err();
@@ -371,7 +371,7 @@ fn curl_transport_round_trip() {
     assert_eq!(status, 404);
     assert!(got.contains("Not Found"));
 
-    let refused = Url::parse(&format!("http://127.0.0.1:{}/v1", refused_port())).unwrap();
+    let refused = Url::parse(&format!("http://127.0.0.1:{}/v1", free_port())).unwrap();
     assert_eq!(fetch(&mut client, &get(&refused)).unwrap_err().0, Code::LlmUnavailable);
 
     // A stop request kills curl while it waits.

@@ -1,36 +1,18 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 //! `lkjagent json` as a user runs it: the real binary, real files in a temp dir, stdin.
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use lkjagent::json::{Document, Writer};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use temp::TempDir;
 
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A temp dir removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("lkjagent-json-cli-{}-{}", std::process::id(), n));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-
-    fn file(&self, name: &str, content: &[u8]) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, content).unwrap();
-        p.to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// Writes `name` in `dir`; its path, as an argument.
+fn file(dir: &TempDir, name: &str, content: &[u8]) -> String {
+    dir.write(name, content).to_str().unwrap().to_string()
 }
 
 fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
@@ -70,8 +52,8 @@ const DOC: &str =
 
 #[test]
 fn prints_compact_and_pretty() {
-    let dir = TempDir::new();
-    let f = dir.file("doc.json", DOC.as_bytes());
+    let dir = TempDir::new("json-cli");
+    let f = file(&dir, "doc.json", DOC.as_bytes());
     let out = run(&["json", &f], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
@@ -103,8 +85,8 @@ fn reads_a_stream_path_once() {
 
 #[test]
 fn invalid_file_prints_nothing_and_the_error_with_offset() {
-    let dir = TempDir::new();
-    let f = dir.file("bad.json", b"{\"a\": [1, 2,]\n}");
+    let dir = TempDir::new("json-cli");
+    let f = file(&dir, "bad.json", b"{\"a\": [1, 2,]\n}");
     let out = run(&["json", &f], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
@@ -118,9 +100,9 @@ fn invalid_file_prints_nothing_and_the_error_with_offset() {
 /// encoded surrogate, so `lkjagent json in.json --pretty > out.json` left a half file.)
 #[test]
 fn invalid_input_prints_nothing_from_a_file_stdin_or_a_pipe() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("json-cli");
     for bad in [&b"[\"\xed\xa0\x80\"]"[..], b"{\"a\": [1, 2, {\"b\": null}", b"[1, 2] 3", b"[\"ok\", \"\x80\"]"] {
-        let f = dir.file("in.json", bad);
+        let f = file(&dir, "in.json", bad);
         for pretty in [false, true] {
             let p: &[&str] = if pretty { &["--pretty"] } else { &[] };
             for (path, stdin) in [(f.as_str(), None), ("-", Some(bad)), ("/dev/stdin", Some(bad))] {
@@ -200,8 +182,8 @@ fn formats_a_document_larger_than_the_agents_arenas() {
         big.push_str(&format!("{{\"id\":{},\"name\":\"n\\u00e9{}\",\"tags\":[true,null,{}.5e-3]}}", i, i, i));
     }
     big.push(']');
-    let dir = TempDir::new();
-    let f = dir.file("big.json", big.as_bytes());
+    let dir = TempDir::new("json-cli");
+    let f = file(&dir, "big.json", big.as_bytes());
     let out = run(&["json", &f], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let printed = text(&out.stdout).trim_end();

@@ -5,13 +5,13 @@
 //! the request bodies the client writes, start-up checks and the health probe.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "support/http_server.rs"]
-mod http_server;
+#[path = "support/loopback.rs"]
+mod loopback;
 
-use http_server::{chunked, json_ok, refused_port, response, Action, Server};
 use lkjagent::error::Code;
 use lkjagent::http::RetryPolicy;
 use lkjagent::llm::{Client, FinishReason, ModelState, Outcome, Prompt, ProviderKind, Settings, Usage};
+use loopback::{chunked, free_port, json_ok, response, Action, Server};
 use std::time::Duration;
 
 fn settings(endpoint: &str) -> Settings {
@@ -306,7 +306,7 @@ fn start_up_checks_are_config_errors() {
 
 #[test]
 fn unreachable_server_is_unavailable() {
-    let mut client = Client::new(&settings(&format!("http://127.0.0.1:{}/v1", refused_port()))).unwrap();
+    let mut client = Client::new(&settings(&format!("http://127.0.0.1:{}/v1", free_port()))).unwrap();
     let (code, msg) = ask(&mut client).unwrap_err();
     assert_eq!(code, Code::LlmUnavailable, "{}", msg);
     assert_eq!(client.health(NO_STOP).unwrap_err().code(), Code::LlmUnavailable);

@@ -3,13 +3,15 @@
 //! errors and stop requests; and the replay provider.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "support/http_server.rs"]
-mod http_server;
+#[path = "support/loopback.rs"]
+mod loopback;
+#[path = "support/temp.rs"]
+mod temp;
 
-use http_server::{response, Action, Server};
 use lkjagent::error::Code;
 use lkjagent::http::RetryPolicy;
 use lkjagent::llm::{Client, FinishReason, Outcome, Prompt, ProviderKind, Settings, Usage};
+use loopback::{response, Action, Server};
 use std::time::{Duration, Instant};
 
 fn settings(endpoint: &str, provider: ProviderKind) -> Settings {
@@ -169,11 +171,7 @@ fn stop_request_ends_a_stream() {
 
 /// A unique temp file holding `text`; removed by the caller.
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("lkjagent-llm-test-{}-{}", std::process::id(), n));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+    let path = temp::temp_dir("llm-test").join(name);
     std::fs::write(&path, text).unwrap();
     path
 }

@@ -7,6 +7,9 @@
 //! The child is this test binary itself, re-executed with `--exact memory_crash_child
 //! --ignored` and `LKJ_MEMORY_CRASH_DIR` set; it prints `A <iteration>` after each save.
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use lkjagent::memory::file::{load, Saver, Source};
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
@@ -44,9 +47,7 @@ fn memory_crash_child() {
 
 #[test]
 fn memory_file_survives_sigkill() {
-    let dir = std::env::temp_dir().join(format!("lkj-memory-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp::temp_dir("memory-crash");
     let exe = std::env::current_exe().unwrap();
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let mut last_acked = 0u64;

@@ -3,6 +3,9 @@
 //! text, empty values, quotes, backslashes, newlines, control characters, keys of several tags
 //! joined by commas), saving and loading gives it back exactly, metadata and order included.
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use lkjagent::memory::file::{load, MemoryFile, Saver, Source};
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
@@ -22,11 +25,7 @@ proptest! {
         state in "[a-z]{1,12}",
         iteration in any::<u64>(),
     ) {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("lkj-memory-props-{}-{}", std::process::id(), n));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp::temp_dir("memory-props");
 
         let mut m = MemoryFile::new();
         m.set_state(&state).unwrap();

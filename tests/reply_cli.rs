@@ -2,24 +2,19 @@
 //! `lkjagent parse-reply` as a real child process: output is JSON the crate's own parser
 //! reads, exit codes say whether an instruction was found, stdin works, errors are usage or I/O.
 
+#[path = "support/temp.rs"]
+mod temp;
+
 use lkjagent::json::Document;
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_lkjagent"))
 }
 
 fn temp_file(content: &[u8]) -> std::path::PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "lkjagent-reply-cli-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("reply.txt");
+    let p = temp::temp_dir("reply-cli").join("reply.txt");
     std::fs::write(&p, content).unwrap();
     p
 }

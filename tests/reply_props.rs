@@ -2,70 +2,13 @@
 //! Property tests of the tag parser and the reply reader: no input makes them panic or break
 //! their bounds, and what the renderer writes the parser reads back to the same tree.
 
-use lkjagent::limits::{ACTIONS_PER_CYCLE_MAX, REPLY_MAX_INSTRUCTIONS, REPLY_MAX_PROBLEMS};
+#[path = "support/reply_checks.rs"]
+mod reply_checks;
+
 use lkjagent::reply::Reader;
 use lkjagent::tag::{render_tree, Node, ParseOptions, Shape, Source, Style, TagTree};
 use proptest::prelude::*;
-
-/// Pieces that make tag-like text with every construct the parser knows, badly nested.
-const PIECES: &[&str] = &[
-    "<",
-    ">",
-    "</",
-    "/>",
-    "<agent>",
-    "</agent>",
-    "<action>",
-    "</action>",
-    "<action type=\"storage_save\">",
-    "<type>",
-    "</type>",
-    "storage_save",
-    "working_memory_add",
-    "<tags>",
-    "</tags>",
-    "a,b",
-    "<value>",
-    "</value>",
-    "<next_state>",
-    "</next_state>",
-    "<think>",
-    "</think>",
-    "<thinking>",
-    "<paging>",
-    "<move_to_disk>",
-    "<ram_add>",
-    "<key>",
-    "<state_add>",
-    "<state>",
-    "&amp;",
-    "&lt;",
-    "&#x",
-    "&#",
-    "1F600",
-    ";",
-    "<!--",
-    "-->",
-    "<![CDATA[",
-    "]]>",
-    "<?xml",
-    "?>",
-    "<!DOCTYPE",
-    "\"",
-    "'",
-    "=",
-    " ",
-    "\n",
-    "a",
-    "é",
-    "日本",
-    "x<3",
-    "```xml",
-    "\u{0}",
-    "<record_update>",
-    "<version>",
-    "<actions>",
-];
+use reply_checks::{check_reading, check_tree, PIECES};
 
 fn tagish() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(PIECES), 0..80).prop_map(|v| v.concat())
@@ -73,20 +16,8 @@ fn tagish() -> impl Strategy<Value = String> {
 
 fn check_bounds(reader: &mut Reader, input: &[u8], max_actions: usize) {
     let it = reader.read(input, max_actions);
-    assert!(it.len() <= REPLY_MAX_INSTRUCTIONS);
-    // A `<paging>` block is one action however many directives it holds; all of them together
-    // stay within what the agent carries out from one reply.
-    let paging = |e: &str| ["move_to_disk", "retrieve_from_disk", "archive_old"].contains(&e);
-    assert!(it.actions().filter(|a| !paging(a.element)).count() <= max_actions);
-    assert!(it.actions().count() <= max_actions.max(ACTIONS_PER_CYCLE_MAX));
-    assert!(it.actions_found() >= it.actions().filter(|a| !paging(a.element)).count());
-    assert!(it.problems().len() <= REPLY_MAX_PROBLEMS);
-    // Every reply either yields an instruction or says why not.
-    assert!(!it.is_empty() || it.has_errors(), "{:?}", String::from_utf8_lossy(input));
-    for p in it.problems() {
-        if let Some(o) = p.offset {
-            assert!(o as usize <= input.len().max(1), "offset {} past {} bytes", o, input.len());
-        }
+    if let Err(e) = check_reading(&it, input, max_actions) {
+        panic!("{}: {:?}", e, String::from_utf8_lossy(input));
     }
 }
 
@@ -105,9 +36,8 @@ proptest! {
         check_bounds(&mut r, input.as_bytes(), max);
         let mut t = TagTree::with_capacity(64, 4096);
         t.parse(&input, &ParseOptions { text_elements: &["value", "think_log"] });
-        prop_assert!(t.node_count() <= 64);
-        // The walk visits every node exactly once.
-        prop_assert_eq!(t.root().descendants().count(), t.node_count());
+        // Within its 64 nodes, and the walk visits every node exactly once.
+        check_tree(&t, input.len(), 64).map_err(|e| TestCaseError::fail(format!("{}: {:?}", e, input)))?;
     }
 }
 

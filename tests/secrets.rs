@@ -9,21 +9,18 @@
 //! log), nor stdout or stderr, holds the key or any run of 12 of its characters.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
-#[path = "support/http_server.rs"]
-mod http_server;
-#[path = "support/llm_script_server.rs"]
-mod llm_script_server;
+#[path = "support/loopback.rs"]
+mod loopback;
 
 #[path = "support/temp.rs"]
 mod temp;
-use http_server::{chunked, json_ok, response, Action, Server};
-use llm_script_server::completion_body;
+use loopback::{chunked, completion_body, json_ok, response, sse_content, Action, Server};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use temp::{set, shipped, TempDir};
+use temp::{set, shipped, test_config, TempDir};
 
 /// The key: 32 random characters after the usual prefix.
 const KEY: &str = "sk-Q7wX2mR9pL4vK8nB3cZ6hT1yF5gJ0dSa";
@@ -62,26 +59,6 @@ fn good_reply(log: &str) -> Vec<u8> {
     json_ok(&completion_body(&content, None))
 }
 
-/// One SSE event carrying a content delta.
-fn sse_event(piece: &str) -> String {
-    let mut e = String::new();
-    let mut w = lkjagent::json::Writer::compact(&mut e);
-    w.begin_object().unwrap();
-    w.key("choices").unwrap();
-    w.begin_array().unwrap();
-    w.begin_object().unwrap();
-    w.key("delta").unwrap();
-    w.begin_object().unwrap();
-    w.key("content").unwrap();
-    w.string(piece).unwrap();
-    w.end_object().unwrap();
-    w.end_object().unwrap();
-    w.end_array().unwrap();
-    w.end_object().unwrap();
-    w.finish().unwrap();
-    format!("data: {}\n\n", e)
-}
-
 /// Runs `lkjagent run --max-iterations <cycles> --exchange-log` against a server whose chat
 /// answers are `chat(n)` for the n-th chat request; checks that the run ends and that the key
 /// shows up nowhere. `tweak` edits the config text.
@@ -97,22 +74,8 @@ fn run_and_check(tag: &str, cycles: u32, tweak: impl FnOnce(&mut String), chat: 
         Action::Reply(response("404 Not Found", &[], "not found"))
     });
     let d = TempDir::new(tag);
-    let mut c = shipped("config.json");
-    set(
-        &mut c,
-        "\"http://127.0.0.1:1234/v1/chat/completions\"",
-        &format!("\"{}\"", server.url("/v1/chat/completions")),
-    );
-    set(&mut c, "\"connect_timeout_ms\": 10000", "\"connect_timeout_ms\": 500");
-    set(
-        &mut c,
-        "\"read_timeout_ms\": 600000",
-        &format!("\"read_timeout_ms\": 20000, \"api_key_env\": \"{}\"", KEY_VAR),
-    );
-    set(&mut c, "\"max_retries\": 3", "\"max_retries\": 1");
-    set(&mut c, "\"base_delay_ms\": 100", "\"base_delay_ms\": 10");
-    set(&mut c, "\"max_delay_ms\": 5000", "\"max_delay_ms\": 20");
-    set(&mut c, "\"invalid_reply_backoff_ms\": 5000", "\"invalid_reply_backoff_ms\": 300");
+    let mut c = test_config(&server.url("/v1/chat/completions"));
+    set(&mut c, "\"read_timeout_ms\": 20000", &format!("\"read_timeout_ms\": 20000, \"api_key_env\": \"{}\"", KEY_VAR));
     set(&mut c, "\"constrain\": \"auto\"", "\"constrain\": \"off\"");
     tweak(&mut c);
     std::fs::write(d.0.join("config.json"), c).unwrap();
@@ -302,11 +265,11 @@ fn a_key_streamed_in_pieces() {
         |_| {
             let head = "<agent><next_state>commanding</next_state><think_log>saw Bearer ";
             let events = [
-                sse_event(head),
-                sse_event(&KEY[..10]),
-                sse_event(&KEY[10..20]),
-                sse_event(&KEY[20..]),
-                sse_event(" in the request</think_log></agent>"),
+                sse_content(head),
+                sse_content(&KEY[..10]),
+                sse_content(&KEY[10..20]),
+                sse_content(&KEY[20..]),
+                sse_content(" in the request</think_log></agent>"),
                 "data: [DONE]\n\n".to_string(),
             ];
             let all: String = events.concat();

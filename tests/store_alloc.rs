@@ -7,6 +7,9 @@
 #[path = "support/alloc_counter.rs"]
 mod alloc_counter;
 
+#[path = "support/temp.rs"]
+mod temp;
+
 #[global_allocator]
 static GLOBAL: alloc_counter::CountingAlloc = alloc_counter::CountingAlloc;
 
@@ -17,9 +20,7 @@ use lkjagent::memory::store::Store;
 
 #[test]
 fn a_cycle_allocates_nothing() {
-    let dir = std::env::temp_dir().join(format!("lkj-store-alloc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp::temp_dir("store-alloc");
     let mut store = Store::open_with_capacity(&dir, 1024).unwrap();
     let mut memory = MemoryFile::new();
     let mut saver = Saver::new(&dir);

@@ -21,7 +21,7 @@ use lkjagent::memory::key::{normalize, Key};
 use lkjagent::memory::store::Store;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -196,9 +196,7 @@ fn same_links(a: &[(String, String)], b: &[(String, String)]) -> bool {
 
 #[test]
 fn store_survives_sigkill() {
-    let dir: PathBuf = std::env::temp_dir().join(format!("lkj-store-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp::temp_dir("store-crash");
     let exe = std::env::current_exe().unwrap();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut model = Model::new();

@@ -5,22 +5,20 @@
 //! own: "newest" is the order in which the model created each entry (a delete and a new save
 //! is a new entry), never a clock.
 
+#[path = "support/store_model.rs"]
+mod store_model;
 #[path = "support/temp.rs"]
 mod temp;
 use lkjagent::memory::key::Key;
-use lkjagent::memory::query::{relevance_ppm, Archived, Query, Results, Sort};
+use lkjagent::memory::query::{Results, Sort};
 use lkjagent::memory::store::Store;
 use proptest::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use store_model::{key_of, query_spec, QuerySpec, Tags, ALPHABET};
 use temp::temp_dir;
 
-const ALPHABET: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
-
-type Tags = BTreeSet<usize>;
-
-fn key_of(tags: &Tags) -> Key {
-    Key::from_tags(tags.iter().map(|&i| ALPHABET[i])).unwrap()
-}
+/// How many of [`ALPHABET`]'s letters this test's keys use.
+const LETTERS: usize = 7;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -35,7 +33,7 @@ enum Op {
 }
 
 fn tags() -> impl Strategy<Value = Tags> {
-    prop::collection::btree_set(0..ALPHABET.len(), 1..4)
+    prop::collection::btree_set(0..LETTERS, 1..4)
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -43,8 +41,8 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (tags(), 0u64..30).prop_map(|(t, c)| Op::Put(t, c)),
         2 => tags().prop_map(Op::Delete),
         1 => (tags(), any::<bool>()).prop_map(|(t, a)| Op::Archive(t, a)),
-        1 => (tags(), 0..ALPHABET.len()).prop_map(|(t, x)| Op::AddTag(t, x)),
-        1 => (tags(), 0..ALPHABET.len()).prop_map(|(t, x)| Op::RemoveTag(t, x)),
+        1 => (tags(), 0..LETTERS).prop_map(|(t, x)| Op::AddTag(t, x)),
+        1 => (tags(), 0..LETTERS).prop_map(|(t, x)| Op::RemoveTag(t, x)),
         2 => tags().prop_map(Op::Touch),
         1 => Just(Op::Compact),
         1 => any::<bool>().prop_map(|d| Op::Reopen { drop_checkpoint: d }),
@@ -59,64 +57,21 @@ struct Entry {
     archived: bool,
 }
 
-#[derive(Clone, Debug)]
-struct Q {
-    required: Tags,
-    optional: Tags,
-    excluded: Tags,
-    created: (u64, u64),
-    hits: (u64, u64),
-    archived: u8,
-    sort: u8,
-    max: usize,
-}
-
-fn q() -> impl Strategy<Value = Q> {
-    (
-        prop::collection::btree_set(0..ALPHABET.len(), 0..3),
-        prop::collection::btree_set(0..ALPHABET.len(), 0..3),
-        prop::collection::btree_set(0..ALPHABET.len(), 0..2),
+fn q() -> impl Strategy<Value = QuerySpec> {
+    query_spec(
+        LETTERS,
         prop_oneof![Just((0u64, u64::MAX)), (0u64..30, 0u64..35)],
         prop_oneof![Just((0u64, u64::MAX)), (0u64..3, 0u64..5)],
-        0u8..3,
-        0u8..4,
-        1usize..10,
+        1..10,
     )
-        .prop_map(|(required, optional, excluded, created, hits, archived, sort, max)| Q {
-            required,
-            optional,
-            excluded,
-            created,
-            hits,
-            archived,
-            sort,
-            max,
-        })
-}
-
-fn admits(a: Archived, archived: bool) -> bool {
-    match a {
-        Archived::Exclude => !archived,
-        Archived::Include => true,
-        Archived::Only => archived,
-    }
 }
 
 /// The brute-force answer, as keys, best first, and the number of matches.
-fn naive(model: &BTreeMap<Tags, Entry>, q: &Q, sort: Sort, archived: Archived) -> (Vec<String>, usize) {
-    let query_set: Tags = q.required.union(&q.optional).copied().collect();
-    let mut hits: Vec<(&Tags, &Entry, u32)> = model
-        .iter()
-        .filter(|(t, _)| q.required.iter().all(|x| t.contains(x)))
-        .filter(|(t, _)| q.optional.is_empty() || q.optional.iter().any(|x| t.contains(x)))
-        .filter(|(t, _)| !q.excluded.iter().any(|x| t.contains(x)))
-        .filter(|(_, e)| admits(archived, e.archived))
-        .filter(|(_, e)| e.created >= q.created.0 && e.created <= q.created.1)
-        .filter(|(_, e)| e.hits >= q.hits.0 && e.hits <= q.hits.1)
-        .map(|(t, e)| (t, e, relevance_ppm(t.intersection(&query_set).count(), t.len(), query_set.len())))
-        .collect();
+fn naive(model: &BTreeMap<Tags, Entry>, q: &QuerySpec) -> (Vec<String>, usize) {
+    let mut hits: Vec<(&Tags, &Entry, u32)> =
+        model.iter().filter_map(|(t, e)| Some((t, e, q.relevance(t, e.created, e.hits, e.archived)?))).collect();
     // Newer = later created by the model (higher seq).
-    hits.sort_by(|a, b| match sort {
+    hits.sort_by(|a, b| match q.sort() {
         Sort::Newest => b.1.seq.cmp(&a.1.seq),
         Sort::Oldest => a.1.seq.cmp(&b.1.seq),
         Sort::MostAccessed => b.1.hits.cmp(&a.1.hits).then(b.1.seq.cmp(&a.1.seq)),
@@ -126,26 +81,15 @@ fn naive(model: &BTreeMap<Tags, Entry>, q: &Q, sort: Sort, archived: Archived) -
     (hits.into_iter().take(q.max).map(|(t, _, _)| key_of(t).as_str().to_string()).collect(), matched)
 }
 
-fn check_queries(store: &Store, model: &BTreeMap<Tags, Entry>, queries: &[Q]) -> Result<(), TestCaseError> {
+fn check_queries(store: &Store, model: &BTreeMap<Tags, Entry>, queries: &[QuerySpec]) -> Result<(), TestCaseError> {
     let mut results = Results::with_capacity(16);
     prop_assert_eq!(store.len(), model.len());
     for q in queries {
-        let sort = [Sort::Newest, Sort::Oldest, Sort::MostAccessed, Sort::Relevance][q.sort as usize];
-        let archived = [Archived::Exclude, Archived::Include, Archived::Only][q.archived as usize];
-        let opt = |t: &Tags| if t.is_empty() { None } else { Some(key_of(t)) };
-        let query = Query {
-            required: opt(&q.required),
-            optional: opt(&q.optional),
-            excluded: opt(&q.excluded),
-            created: q.created,
-            hits: q.hits,
-            archived,
-            sort,
-            max_results: q.max,
-        };
+        let sort = q.sort();
+        let query = q.query();
         store.query(&query, &mut results);
         let got: Vec<String> = results.ids().map(|id| store.key(id).unwrap().as_str().to_string()).collect();
-        let (want, matched) = naive(model, q, sort, archived);
+        let (want, matched) = naive(model, q);
         prop_assert_eq!(&got, &want, "query {:?}", q);
         if results.truncated() {
             // Newest or oldest first stops when the results are full: the count is a lower

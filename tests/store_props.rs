@@ -7,20 +7,20 @@
 //! - what is stored comes back exactly after the store is closed and reopened (non-ASCII text,
 //!   empty values, quotes, newlines, control characters, keys of several tags).
 
+#[path = "support/store_model.rs"]
+mod store_model;
 #[path = "support/temp.rs"]
 mod temp;
 use lkjagent::memory::key::{normalize, Key};
-use lkjagent::memory::query::{relevance_ppm, Archived, Hit, Query, Results, Sort};
+use lkjagent::memory::query::{Hit, Results};
 use lkjagent::memory::store::Store;
 use proptest::prelude::*;
-use std::collections::BTreeSet;
+use store_model::{key_of, query_spec, QuerySpec, Tags, ALPHABET};
 use temp::temp_dir;
-
-const ALPHABET: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
 
 #[derive(Clone, Debug)]
 struct Spec {
-    tags: BTreeSet<usize>,
+    tags: Tags,
     created: u64,
     hits: u8,
     archived: bool,
@@ -31,75 +31,20 @@ fn spec() -> impl Strategy<Value = Spec> {
         .prop_map(|(tags, created, hits, archived)| Spec { tags, created, hits, archived })
 }
 
-fn key_of(tags: &BTreeSet<usize>) -> Key {
-    Key::from_tags(tags.iter().map(|&i| ALPHABET[i])).unwrap()
-}
-
-fn opt_key(tags: &BTreeSet<usize>) -> Option<Key> {
-    if tags.is_empty() {
-        None
-    } else {
-        Some(key_of(tags))
-    }
-}
-
-#[derive(Clone, Debug)]
-struct QSpec {
-    required: BTreeSet<usize>,
-    optional: BTreeSet<usize>,
-    excluded: BTreeSet<usize>,
-    created: (u64, u64),
-    hits: (u64, u64),
-    archived: u8,
-    sort: u8,
-    max: usize,
-}
-
-fn qspec() -> impl Strategy<Value = QSpec> {
-    (
-        prop::collection::btree_set(0..ALPHABET.len(), 0..3),
-        prop::collection::btree_set(0..ALPHABET.len(), 0..3),
-        prop::collection::btree_set(0..ALPHABET.len(), 0..2),
-        (0u64..20, 0u64..25),
-        (0u64..3, 0u64..5),
-        0u8..3,
-        0u8..4,
-        1usize..12,
-    )
-        .prop_map(|(required, optional, excluded, created, hits, archived, sort, max)| QSpec {
-            required,
-            optional,
-            excluded,
-            created,
-            hits,
-            archived,
-            sort,
-            max,
-        })
+fn qspec() -> impl Strategy<Value = QuerySpec> {
+    query_spec(ALPHABET.len(), (0u64..20, 0u64..25), (0u64..3, 0u64..5), 1..12)
 }
 
 /// The reference: filter every entry, sort everything with the documented total order, cut.
-fn naive(entries: &[(u32, Spec)], q: &QSpec, sort: Sort, archived: Archived) -> Vec<u32> {
-    let query_set: BTreeSet<usize> = q.required.union(&q.optional).copied().collect();
+fn naive(entries: &[(u32, Spec)], q: &QuerySpec) -> Vec<u32> {
     let mut hits: Vec<Hit> = entries
         .iter()
-        .filter(|(_, e)| q.required.iter().all(|t| e.tags.contains(t)))
-        .filter(|(_, e)| q.optional.is_empty() || q.optional.iter().any(|t| e.tags.contains(t)))
-        .filter(|(_, e)| !q.excluded.iter().any(|t| e.tags.contains(t)))
-        .filter(|(_, e)| archived.admits(e.archived))
-        .filter(|(_, e)| e.created >= q.created.0 && e.created <= q.created.1)
-        .filter(|(_, e)| u64::from(e.hits) >= q.hits.0 && u64::from(e.hits) <= q.hits.1)
-        .map(|(id, e)| {
-            let shared = e.tags.intersection(&query_set).count();
-            Hit {
-                id: *id,
-                relevance_ppm: relevance_ppm(shared, e.tags.len(), query_set.len()),
-                created: e.created,
-                hits: u64::from(e.hits),
-            }
+        .filter_map(|(id, e)| {
+            let relevance_ppm = q.relevance(&e.tags, e.created, u64::from(e.hits), e.archived)?;
+            Some(Hit { id: *id, relevance_ppm, created: e.created, hits: u64::from(e.hits) })
         })
         .collect();
-    hits.sort_by(|a, b| a.order(b, sort));
+    hits.sort_by(|a, b| a.order(b, q.sort()));
     hits.truncate(q.max);
     hits.into_iter().map(|h| h.id).collect()
 }
@@ -138,19 +83,8 @@ proptest! {
         let reopened = Store::open_with_capacity(&dir, 64).unwrap();
         let mut results = Results::with_capacity(16);
         for q in &queries {
-            let sort = [Sort::Newest, Sort::Oldest, Sort::MostAccessed, Sort::Relevance][q.sort as usize];
-            let archived = [Archived::Exclude, Archived::Include, Archived::Only][q.archived as usize];
-            let query = Query {
-                required: opt_key(&q.required),
-                optional: opt_key(&q.optional),
-                excluded: opt_key(&q.excluded),
-                created: q.created,
-                hits: q.hits,
-                archived,
-                sort,
-                max_results: q.max,
-            };
-            let want = naive(&model, q, sort, archived);
+            let query = q.query();
+            let want = naive(&model, q);
             for s in [&store, &reopened] {
                 s.query(&query, &mut results);
                 let got: Vec<u32> = results.ids().collect();
