@@ -427,6 +427,43 @@ pub fn describe(v: Value<'_>) -> String {
     }
 }
 
+/// What every table's tests check of it: no key listed twice, and each key's setting takes a
+/// value of the key's kind (a choice: each of its names, and not a made-up one), which the
+/// compiler cannot see since a [`Rule`] names the setting, not its type. Returns each fault.
+#[cfg(test)]
+pub(crate) fn table_faults<T: Target>(keys: &[Key<T>], target: &mut T) -> Vec<String> {
+    let mut faults = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        if keys[..i].iter().any(|k| k.name == key.name) {
+            faults.push(format!("{}: listed twice", key.name));
+        }
+        let taken: Vec<bool> = match key.rule {
+            Rule::Integer { min, max, to } => {
+                vec![target.set(to, Got::Integer(min)), target.set(to, Got::Integer(max))]
+            }
+            Rule::Bool(to) => vec![target.set(to, Got::Bool(true)), target.set(to, Got::Bool(false))],
+            Rule::Text { to, .. } => vec![target.set(to, Got::Text("x"))],
+            Rule::Choice(names, to) => {
+                let mut taken: Vec<bool> = names.iter().map(|n| target.set(to, Got::Text(n))).collect();
+                taken.push(!target.set(to, Got::Text("no such name")));
+                taken
+            }
+            Rule::Read(_) | Rule::Elsewhere | Rule::Ignored => vec![],
+        };
+        if taken.contains(&false) {
+            faults.push(format!("{}: its setting does not take a value of its kind", key.name));
+        }
+    }
+    faults
+}
+
+/// The names of a table's keys that other code reads ([`Rule::Elsewhere`]), for the tests that
+/// show each one is read.
+#[cfg(test)]
+pub(crate) fn read_elsewhere<T: Target>(keys: &[Key<T>]) -> Vec<&'static str> {
+    keys.iter().filter(|k| matches!(k.rule, Rule::Elsewhere)).map(|k| k.name).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -423,4 +423,73 @@ mod tests {
         assert_eq!(e.code(), Code::ConfigJsonInvalid);
         assert!(e.message().contains('8'), "{}", e.message());
     }
+
+    fn config() -> Config {
+        parse(b"{}", &dir()).unwrap().0
+    }
+
+    #[test]
+    fn tables_are_sound() {
+        for table in [TOP, LLM, RETRY, MEMORY] {
+            let faults = crate::agent::checker::table_faults(table, &mut config());
+            assert!(faults.is_empty(), "{faults:?}");
+        }
+    }
+
+    /// The lists a far-off unknown key gets are the tables, in the order the key lists had
+    /// before the tables (which also decides ties between equally near keys).
+    #[test]
+    fn unknown_keys_are_told_the_keys_known_there() {
+        let p = problems(r#"{"zzz": 1, "llm": {"zzzz": 1, "retry": {"zzzz": 1}}, "memory": {"zzzz": 1}}"#);
+        for (at, known) in [
+            ("zzz", "version, llm, lmstudio, agent, memory, documentation, tag_format, http"),
+            (
+                "llm.zzzz",
+                "provider, endpoint, model, temperature, max_tokens, context_window, connect_timeout_ms, \
+                 read_timeout_ms, timeout_ms, retry, api_key_env, stop, stream, system_prompt, transport, \
+                 replay_path, constrain, thinks, extra, base_url, tag_format_enforced",
+            ),
+            ("llm.retry.zzzz", "max_retries, base_delay_ms, max_delay_ms"),
+            ("memory.zzzz", "store_capacity"),
+        ] {
+            let expected = format!("{at}: unknown key; the keys known here are {known}");
+            assert!(p.contains(&expected), "{expected}\nmissing in {p:#?}");
+        }
+    }
+
+    /// A key the tables leave to other code ([`Rule::Elsewhere`]) is read there: each one,
+    /// given alone, changes what it should. A new such key needs a case here.
+    #[test]
+    fn every_key_read_elsewhere_is_read() {
+        use crate::agent::checker::read_elsewhere;
+        type Case = (&'static str, &'static str, fn(&Config) -> bool);
+        let cases: &[Case] = &[
+            ("llm", r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}}"#, |c| c.llm.model == "m"),
+            ("lmstudio", r#"{"lmstudio": {"endpoint": "http://h/v1", "model": "m"}}"#, |c| c.llm.model == "m"),
+            (
+                "agent",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "agent": {"invalid_reply_limit": 9}}"#,
+                |c| c.agent.invalid_reply_limit == 9,
+            ),
+            (
+                "memory",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"store_capacity": 4096}}"#,
+                |c| c.store_capacity == 4096,
+            ),
+            ("timeout_ms", r#"{"llm": {"endpoint": "http://h/v1", "model": "m", "timeout_ms": 1234}}"#, |c| {
+                c.llm.read_timeout == Duration::from_millis(1234)
+            }),
+            ("base_url", r#"{"llm": {"base_url": "http://h/v1", "model": "m"}}"#, |c| c.llm.endpoint == "http://h/v1"),
+        ];
+        let mut elsewhere: Vec<&str> = [TOP, LLM, RETRY, MEMORY].into_iter().flat_map(read_elsewhere).collect();
+        elsewhere.sort_unstable();
+        let mut named: Vec<&str> = cases.iter().map(|c| c.0).collect();
+        named.sort_unstable();
+        assert_eq!(elsewhere, named);
+        for (key, text, read) in cases {
+            let (c, p) = parse(text.as_bytes(), &dir()).unwrap();
+            assert!(p.is_empty(), "{key}: {p:?}");
+            assert!(read(&c), "{key} was not read");
+        }
+    }
 }

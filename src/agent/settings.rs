@@ -335,3 +335,80 @@ fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {
     }
     states
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::checker::{read_elsewhere, table_faults};
+    use crate::json::Document;
+
+    /// `AgentSettings::read` of the `agent` object `text`, and the problems.
+    fn read(text: &str) -> (AgentSettings, Vec<String>) {
+        let mut doc = Document::with_capacity(256, 4096);
+        doc.parse(text.as_bytes()).unwrap();
+        let mut c = Checker::new();
+        let a = AgentSettings::read(&mut c, Some(doc.root()));
+        (a, c.problems().to_vec())
+    }
+
+    #[test]
+    fn tables_are_sound() {
+        for table in [AGENT, ITERATE] {
+            assert_eq!(table_faults(table, &mut AgentSettings::default()), Vec::<String>::new());
+        }
+        assert_eq!(table_faults(LOG, &mut AgentSettings::default().think_log), Vec::<String>::new());
+        assert_eq!(table_faults(LIMIT, &mut AgentSettings::default().hard_limit), Vec::<String>::new());
+    }
+
+    /// The lists a far-off unknown key gets are the tables, in the order the key lists had
+    /// before the tables.
+    #[test]
+    fn unknown_keys_are_told_the_keys_known_there() {
+        let (_, p) =
+            read(r#"{"zzzz": 1, "iterate": {"zzzz": 1}, "think_log": {"zzzz": 1}, "paging_limit": {"zzzz": 1}}"#);
+        for (at, known) in [
+            (
+                "agent.zzzz",
+                "think_log, evaluation_log, command_log, execution_log, paging_limit, hard_limit, iterate, \
+                 max_iterations, max_actions_per_cycle, invalid_reply_limit, invalid_reply_backoff_ms, start_state, \
+                 state, state_prompts, self_directed",
+            ),
+            ("agent.iterate.zzzz", "enable, max_iterations, delay_ms"),
+            ("agent.think_log.zzzz", "enable, max_entries, key_prefix"),
+            ("agent.paging_limit.zzzz", "enable, enabled, max_tokens"),
+        ] {
+            let expected = format!("{at}: unknown key; the keys known here are {known}");
+            assert!(p.contains(&expected), "{expected}\nmissing in {p:#?}");
+        }
+    }
+
+    /// A key the tables leave to other code ([`Rule::Elsewhere`]) is read there: each one,
+    /// given alone, changes what it should. A new such key needs a case here.
+    #[test]
+    fn every_key_read_elsewhere_is_read() {
+        type Case = (&'static str, &'static str, fn(&AgentSettings) -> bool);
+        let cases: &[Case] = &[
+            ("execution_log", r#"{"execution_log": {"max_entries": 7}}"#, |a| {
+                a.command_log.max_entries == 7 && a.command_log.key_prefix == "command_log_"
+            }),
+            ("max_iterations", r#"{"max_iterations": 11}"#, |a| a.max_iterations == 11),
+            ("state_prompts", r#"{"state_prompts": {"thinking": {}, "dreaming": {}}}"#, |a| {
+                a.states == ["thinking", "dreaming"]
+            }),
+            ("enabled", r#"{"paging_limit": {"enabled": false}}"#, |a| !a.paging_limit.enable),
+        ];
+        let mut elsewhere = read_elsewhere(AGENT);
+        elsewhere.extend(read_elsewhere(ITERATE));
+        elsewhere.extend(read_elsewhere(LOG));
+        elsewhere.extend(read_elsewhere(LIMIT));
+        elsewhere.sort_unstable();
+        let mut named: Vec<&str> = cases.iter().map(|c| c.0).collect();
+        named.sort_unstable();
+        assert_eq!(elsewhere, named);
+        for (key, text, was_read) in cases {
+            let (a, p) = read(text);
+            assert!(p.is_empty(), "{key}: {p:?}");
+            assert!(was_read(&a), "{key} was not read: {a:?}");
+        }
+    }
+}
