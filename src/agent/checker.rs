@@ -4,10 +4,120 @@
 //! no setting reads is one of them, with the known key it is closest to (`llm.endpiont: unknown
 //! key; did you mean llm.endpoint?`).
 //!
+//! A section is described by one table of [`Key`]s (its name, what its value must be, where a
+//! valid value goes) and read by one routine, [`Checker::read`]: the keys a section knows and
+//! the keys it reads are the same list, so a key cannot be read but rejected as unknown, and
+//! the code is one small loop rather than a call per key.
+//!
 //! Start-up code only: it allocates freely (problem texts, owned strings), which the
 //! steady-state cycle never does.
 
 use crate::json::{Kind, Value};
+use core::fmt::{self, Display};
+
+/// Longest value a [`Key::choice`] takes, in bytes (the names are all shorter).
+const CHOICE_MAX_BYTES: usize = 16;
+
+/// What a configuration section fills: settings named by a small enum (`Slot`), so that a
+/// table says where each value goes with one byte, and one match puts it there. (A setter
+/// function per key reads as well but costs a function, a pointer and its relocation each.)
+pub trait Target: Sized + 'static {
+    /// Names of the settings a table's keys fill.
+    type Slot: Copy;
+
+    /// Puts a valid `value` into `slot`; `false` if the setting does not take it (a name a
+    /// choice does not know; or a value of another kind, which the tables' tests rule out).
+    fn set(&mut self, slot: Self::Slot, value: Got<'_>) -> bool;
+}
+
+/// One key of a configuration section: its name, what its value must be, and where a valid
+/// value goes. A missing or invalid value leaves the target as it was: the target starts out
+/// holding the defaults.
+pub struct Key<T: Target> {
+    name: &'static str,
+    rule: Rule<T>,
+}
+
+/// What a [`Key`]'s value must be, and where it goes.
+pub enum Rule<T: Target> {
+    /// An integer in `min..=max` (a quoted one too; see [`Checker::integer`]).
+    Integer { min: i64, max: i64, to: T::Slot },
+    /// A boolean (see [`Checker::boolean`] for the spellings taken).
+    Bool(T::Slot),
+    /// A string of at most `max` bytes, as written.
+    Text { max: usize, to: T::Slot },
+    /// One of these names (the list the problem message gives), surrounding spaces ignored.
+    Choice(&'static [&'static str], T::Slot),
+    /// A value with a shape of its own (string or array, number or null, an object), read by
+    /// this function from the section at its path, present or not, in table order.
+    Read(fn(&mut Checker, Option<Value<'_>>, &str, &mut T)),
+    /// Read by the section's own code (a section read in a step of its own, an older name read
+    /// with its successor); listed so that it is known.
+    Elsewhere,
+    /// Accepted from older configurations and read by nothing.
+    Ignored,
+}
+
+/// A valid value, on its way to [`Target::set`].
+#[derive(Clone, Copy, Debug)]
+pub enum Got<'a> {
+    Integer(i64),
+    Bool(bool),
+    /// A string (a choice's name trimmed, any other as written).
+    Text(&'a str),
+}
+
+impl<T: Target> Key<T> {
+    /// An integer in `min..=max`, into `to`.
+    pub const fn integer(name: &'static str, min: i64, max: i64, to: T::Slot) -> Key<T> {
+        Key { name, rule: Rule::Integer { min, max, to } }
+    }
+
+    /// A boolean, into `to`.
+    pub const fn boolean(name: &'static str, to: T::Slot) -> Key<T> {
+        Key { name, rule: Rule::Bool(to) }
+    }
+
+    /// A string of at most `max` bytes, into `to`.
+    pub const fn text(name: &'static str, max: usize, to: T::Slot) -> Key<T> {
+        Key { name, rule: Rule::Text { max, to } }
+    }
+
+    /// One of `names`, into `to`.
+    pub const fn choice(name: &'static str, names: &'static [&'static str], to: T::Slot) -> Key<T> {
+        Key { name, rule: Rule::Choice(names, to) }
+    }
+
+    /// A value read by `read` (see [`Rule::Read`]).
+    pub const fn read(name: &'static str, read: fn(&mut Checker, Option<Value<'_>>, &str, &mut T)) -> Key<T> {
+        Key { name, rule: Rule::Read(read) }
+    }
+
+    /// A key the section's own code reads (see [`Rule::Elsewhere`]).
+    pub const fn elsewhere(name: &'static str) -> Key<T> {
+        Key { name, rule: Rule::Elsewhere }
+    }
+
+    /// A key accepted from older configurations and read by nothing.
+    pub const fn ignored(name: &'static str) -> Key<T> {
+        Key { name, rule: Rule::Ignored }
+    }
+
+    /// The member's name in its object.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// What its value must be, and where it goes.
+    pub fn rule(&self) -> &Rule<T> {
+        &self.rule
+    }
+}
+
+/// The names of a table's keys, in table order.
+pub fn names<T: Target>(keys: &[Key<T>]) -> Vec<&'static str> {
+    keys.iter().map(|k| k.name).collect()
+}
 
 /// The problems found so far, and the unknown keys noted (for files whose contract only warns
 /// about them: `agent-prompt.json`).
@@ -24,8 +134,19 @@ impl Checker {
     }
 
     /// Records a problem at `path`.
-    pub fn problem(&mut self, path: &str, message: impl core::fmt::Display) {
-        self.problems.push(format!("{}: {}", path, message));
+    pub fn problem(&mut self, path: &str, message: impl Display) {
+        self.push(format_args!("{}: {}", path, message));
+    }
+
+    /// Records a problem at `path.key` (`key` at the root).
+    pub fn problem_at(&mut self, path: &str, key: &str, message: impl Display) {
+        self.push(format_args!("{}: {}", At(path, key), message));
+    }
+
+    /// The one place a problem's text is built (out of line: there are many call sites).
+    #[inline(never)]
+    fn push(&mut self, problem: fmt::Arguments<'_>) {
+        self.problems.push(problem.to_string());
     }
 
     /// The problems, in the order found.
@@ -38,6 +159,43 @@ impl Checker {
         &self.unknown
     }
 
+    /// Reads the object `section` (at `path`, absent if `None`) by its table into `into`: a
+    /// member the table does not name is a problem ([`Checker::reject_unknown`]), then each key
+    /// is read in table order (so its problems come in that order) and a valid value is set.
+    pub fn read<T: Target>(&mut self, section: Option<Value<'_>>, path: &str, keys: &[Key<T>], into: &mut T) {
+        self.reject_unknown(section, path, &names(keys));
+        for key in keys {
+            let name = key.name;
+            let (got, to) = match key.rule {
+                Rule::Integer { min, max, to } => (self.integer(section, path, name, min, max).map(Got::Integer), to),
+                Rule::Bool(to) => (self.boolean(section, path, name).map(Got::Bool), to),
+                Rule::Text { max, to } => (self.string(section, path, name, max).map(Got::Text), to),
+                Rule::Choice(names, to) => {
+                    if let Some(raw) = self.string(section, path, name, CHOICE_MAX_BYTES) {
+                        if !into.set(to, Got::Text(raw.trim())) {
+                            self.not_one_of(path, name, raw, names);
+                        }
+                    }
+                    continue;
+                }
+                Rule::Read(read) => {
+                    read(self, section, path, into);
+                    continue;
+                }
+                Rule::Elsewhere | Rule::Ignored => continue,
+            };
+            if let Some(got) = got {
+                into.set(to, got);
+            }
+        }
+    }
+
+    /// The problem of a [`Key::choice`] value that is none of its names.
+    #[inline(never)]
+    fn not_one_of(&mut self, path: &str, key: &str, value: &str, names: &[&str]) {
+        self.problem_at(path, key, format_args!("'{}' is not one of {}", value, names.join(", ")));
+    }
+
     /// Makes every member of the object `v` (at `path`) whose name is not in `known` a problem:
     /// a typo must not leave the agent running on a default the user did not choose. The
     /// message names the closest known key when one is close enough to be the one meant (see
@@ -48,10 +206,11 @@ impl Checker {
             if known.contains(&k) {
                 continue;
             }
-            let at = join(path, k);
             match nearest(k, known) {
-                Some(meant) => self.problem(&at, format_args!("unknown key; did you mean {}?", join(path, meant))),
-                None => self.problem(&at, format_args!("unknown key; the keys known here are {}", known.join(", "))),
+                Some(meant) => self.problem_at(path, k, format_args!("unknown key; did you mean {}?", At(path, meant))),
+                None => {
+                    self.problem_at(path, k, format_args!("unknown key; the keys known here are {}", known.join(", ")))
+                }
             }
         }
     }
@@ -68,97 +227,88 @@ impl Checker {
     }
 
     /// The object at `key` of `parent`, if present; a problem if present but not an object.
+    #[inline(never)]
     pub fn object<'a>(&mut self, parent: Option<Value<'a>>, path: &str, key: &str) -> Option<Value<'a>> {
-        let v = parent?.get(key)?;
+        let v = member(parent, key)?;
         if v.kind() == Kind::Object {
             Some(v)
         } else {
-            self.problem(&join(path, key), format_args!("expected an object, found {}", describe(v)));
+            self.problem_at(path, key, format_args!("expected an object, found {}", describe(v)));
             None
         }
     }
 
     /// A boolean: `true`/`false`, a number (non-zero is true) or the strings `"true"`/`"false"`
-    /// (the C original's config accepted all three).
-    pub fn boolean(&mut self, parent: Option<Value<'_>>, path: &str, key: &str, default: bool) -> bool {
-        let Some(v) = parent.and_then(|p| p.get(key)) else { return default };
+    /// (the C original's config accepted all three). `None` if absent, or invalid (a problem).
+    #[inline(never)]
+    pub fn boolean(&mut self, parent: Option<Value<'_>>, path: &str, key: &str) -> Option<bool> {
+        let v = member(parent, key)?;
         if let Some(b) = v.as_bool() {
-            return b;
+            return Some(b);
         }
         if let Some(n) = v.as_f64() {
-            return n != 0.0;
+            return Some(n != 0.0);
         }
         match v.as_str().map(str::trim) {
-            Some("true") | Some("1") => true,
-            Some("false") | Some("0") => false,
+            Some("true") | Some("1") => Some(true),
+            Some("false") | Some("0") => Some(false),
             _ => {
-                self.problem(&join(path, key), format_args!("expected true or false, found {}", describe(v)));
-                default
+                self.problem_at(path, key, format_args!("expected true or false, found {}", describe(v)));
+                None
             }
         }
     }
 
-    /// An integer in `min..=max`.
-    pub fn integer(
-        &mut self,
-        parent: Option<Value<'_>>,
-        path: &str,
-        key: &str,
-        default: i64,
-        min: i64,
-        max: i64,
-    ) -> i64 {
-        let Some(v) = parent.and_then(|p| p.get(key)) else { return default };
+    /// An integer in `min..=max`. `None` if absent, or invalid (a problem).
+    #[inline(never)]
+    pub fn integer(&mut self, parent: Option<Value<'_>>, path: &str, key: &str, min: i64, max: i64) -> Option<i64> {
+        let v = member(parent, key)?;
         // Era-B configs sometimes quote numbers ("max_entries": "4"); accept that too.
         let n = v.as_i64().or_else(|| v.as_str().and_then(|s| s.trim().parse::<i64>().ok()));
         match n {
-            Some(n) if (min..=max).contains(&n) => n,
+            Some(n) if (min..=max).contains(&n) => Some(n),
             _ => {
-                self.problem(
-                    &join(path, key),
+                self.problem_at(
+                    path,
+                    key,
                     format_args!("expected an integer from {} to {}, found {}", min, max, describe(v)),
                 );
-                default
+                None
             }
         }
     }
 
-    /// A finite number in `min..=max`.
-    pub fn number(
-        &mut self,
-        parent: Option<Value<'_>>,
-        path: &str,
-        key: &str,
-        default: f64,
-        min: f64,
-        max: f64,
-    ) -> f64 {
-        let Some(v) = parent.and_then(|p| p.get(key)) else { return default };
+    /// A finite number in `min..=max`. `None` if absent, or invalid (a problem).
+    #[inline(never)]
+    pub fn number(&mut self, parent: Option<Value<'_>>, path: &str, key: &str, min: f64, max: f64) -> Option<f64> {
+        let v = member(parent, key)?;
         let n = v.as_f64().or_else(|| v.as_str().and_then(|s| s.trim().parse::<f64>().ok()));
         match n {
-            Some(n) if n.is_finite() && n >= min && n <= max => n,
+            Some(n) if n.is_finite() && n >= min && n <= max => Some(n),
             _ => {
-                self.problem(
-                    &join(path, key),
+                self.problem_at(
+                    path,
+                    key,
                     format_args!("expected a number from {} to {}, found {}", min, max, describe(v)),
                 );
-                default
+                None
             }
         }
     }
 
     /// A string; `None` if absent. A problem if present but not a string, or longer than `max`
     /// bytes.
-    pub fn string(&mut self, parent: Option<Value<'_>>, path: &str, key: &str, max: usize) -> Option<String> {
-        let v = parent?.get(key)?;
+    #[inline(never)]
+    pub fn string<'a>(&mut self, parent: Option<Value<'a>>, path: &str, key: &str, max: usize) -> Option<&'a str> {
+        let v = member(parent, key)?;
         match v.as_str() {
-            Some(s) if s.len() <= max => Some(s.to_string()),
+            Some(s) if s.len() <= max => Some(s),
             Some(s) => {
-                self.problem(&join(path, key), format_args!("is {} bytes long; at most {} are allowed", s.len(), max));
+                self.problem_at(path, key, format_args!("is {} bytes long; at most {} are allowed", s.len(), max));
                 None
             }
             None => {
-                self.problem(&join(path, key), format_args!("expected a string, found {}", describe(v)));
+                self.problem_at(path, key, format_args!("expected a string, found {}", describe(v)));
                 None
             }
         }
@@ -185,8 +335,7 @@ pub fn nearest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
 /// The optimal-string-alignment distance between `a` and `b` (case-insensitive), if it is at
 /// most `limit`.
 fn edit_distance(a: &str, b: &str, limit: usize) -> Option<usize> {
-    let a: Vec<char> = a.chars().map(|c| c.to_ascii_lowercase()).collect();
-    let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let (a, b) = (folded(a), folded(b));
     if a.len().abs_diff(b.len()) > limit {
         return None;
     }
@@ -224,6 +373,31 @@ fn edit_distance(a: &str, b: &str, limit: usize) -> Option<usize> {
     last.get(b.len()).copied().filter(|&d| d <= limit)
 }
 
+/// The characters of `s`, ASCII letters in lower case (names compare case-insensitively).
+#[inline(never)]
+fn folded(s: &str) -> Vec<char> {
+    s.chars().map(|c| c.to_ascii_lowercase()).collect()
+}
+
+/// The member `key` of `parent`, if both are there (one copy of the lookup for every reader).
+#[inline(never)]
+pub fn member<'a>(parent: Option<Value<'a>>, key: &str) -> Option<Value<'a>> {
+    parent?.get(key)
+}
+
+/// `path.key`, or `key` at the root, as text.
+struct At<'a>(&'a str, &'a str);
+
+impl Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            f.write_str(self.1)
+        } else {
+            write!(f, "{}.{}", self.0, self.1)
+        }
+    }
+}
+
 /// `path.key`, or `key` at the root.
 pub fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
@@ -251,6 +425,43 @@ pub fn describe(v: Value<'_>) -> String {
         Kind::Array => "an array".into(),
         Kind::Object => "an object".into(),
     }
+}
+
+/// What every table's tests check of it: no key listed twice, and each key's setting takes a
+/// value of the key's kind (a choice: each of its names, and not a made-up one), which the
+/// compiler cannot see since a [`Rule`] names the setting, not its type. Returns each fault.
+#[cfg(test)]
+pub(crate) fn table_faults<T: Target>(keys: &[Key<T>], target: &mut T) -> Vec<String> {
+    let mut faults = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        if keys[..i].iter().any(|k| k.name == key.name) {
+            faults.push(format!("{}: listed twice", key.name));
+        }
+        let taken: Vec<bool> = match key.rule {
+            Rule::Integer { min, max, to } => {
+                vec![target.set(to, Got::Integer(min)), target.set(to, Got::Integer(max))]
+            }
+            Rule::Bool(to) => vec![target.set(to, Got::Bool(true)), target.set(to, Got::Bool(false))],
+            Rule::Text { to, .. } => vec![target.set(to, Got::Text("x"))],
+            Rule::Choice(names, to) => {
+                let mut taken: Vec<bool> = names.iter().map(|n| target.set(to, Got::Text(n))).collect();
+                taken.push(!target.set(to, Got::Text("no such name")));
+                taken
+            }
+            Rule::Read(_) | Rule::Elsewhere | Rule::Ignored => vec![],
+        };
+        if taken.contains(&false) {
+            faults.push(format!("{}: its setting does not take a value of its kind", key.name));
+        }
+    }
+    faults
+}
+
+/// The names of a table's keys that other code reads ([`Rule::Elsewhere`]), for the tests that
+/// show each one is read.
+#[cfg(test)]
+pub(crate) fn read_elsewhere<T: Target>(keys: &[Key<T>]) -> Vec<&'static str> {
+    keys.iter().filter(|k| matches!(k.rule, Rule::Elsewhere)).map(|k| k.name).collect()
 }
 
 #[cfg(test)]

@@ -16,13 +16,17 @@
 //!
 //! Era A is accepted too: `lmstudio.{base_url, model, temperature, max_tokens, timeout_ms}` and
 //! `agent.{max_iterations, state_prompts.<state>.{system_prompt, objectives}}`.
+//!
+//! Each section's keys are one table (`LLM`, `RETRY`, `MEMORY` here; the `agent` ones in
+//! settings.rs), read by [`Checker::read`]: what a section knows and what it reads are the same
+//! list. Checks across keys follow the table's read, so their problems come after its own.
 
-use super::checker::{join, Checker};
+use super::checker::{join, member, names, Checker, Got, Key, Target};
 use super::prompts::Prompts;
 use super::segments::{self, Segments};
 use super::settings::AgentSettings;
 use crate::error::{Code, Result};
-use crate::http::{RetryPolicy, Transport};
+use crate::http::Transport;
 use crate::json::{Document, Kind, Value, Writer};
 use crate::limits::{CONFIG_FILE_MAX_BYTES, STORE_DEFAULT_ENTRIES, STORE_MAX_ENTRIES, STORE_MIN_ENTRIES};
 use crate::llm::{ProviderKind, Settings};
@@ -51,30 +55,126 @@ pub struct Config {
     pub path: PathBuf,
 }
 
-const TOP_KEYS: &[&str] = &["version", "llm", "lmstudio", "agent", "memory", "documentation", "tag_format", "http"];
-const LLM_KEYS: &[&str] = &[
-    "provider",
-    "endpoint",
-    "model",
-    "temperature",
-    "max_tokens",
-    "context_window",
-    "connect_timeout_ms",
-    "read_timeout_ms",
-    "timeout_ms",
-    "retry",
-    "api_key_env",
-    "stop",
-    "stream",
-    "system_prompt",
-    "transport",
-    "replay_path",
-    "constrain",
-    "thinks",
-    "extra",
-    "base_url",
-    "tag_format_enforced",
+/// The top level: each section is read by [`parse`] in a step of its own.
+const TOP: &[Key<Config>] = &[
+    Key::ignored("version"),
+    Key::elsewhere("llm"),
+    // Era A's name of `llm`, read when there is no `llm`.
+    Key::elsewhere("lmstudio"),
+    Key::elsewhere("agent"),
+    Key::elsewhere("memory"),
+    Key::ignored("documentation"),
+    Key::ignored("tag_format"),
+    Key::ignored("http"),
 ];
+
+/// `llm` (or era A's `lmstudio`). The checks across keys are [`read_llm`]'s.
+const LLM: &[Key<Config>] = &[
+    Key::choice("provider", &["openai", "ollama", "replay"], Slot::Provider),
+    Key::read("endpoint", read_endpoint),
+    Key::read("model", read_model),
+    Key::read("temperature", read_temperature),
+    Key::integer("max_tokens", -1, 1_000_000, Slot::MaxTokens),
+    Key::integer("context_window", 256, 10_000_000, Slot::ContextWindow),
+    Key::integer("connect_timeout_ms", 1, 3_600_000, Slot::ConnectTimeout),
+    Key::read("read_timeout_ms", read_timeout),
+    // Era A's name of read_timeout_ms, read by read_timeout.
+    Key::elsewhere("timeout_ms"),
+    Key::read("retry", |c, llm, p, config| {
+        let retry = c.object(llm, p, "retry");
+        c.read(retry, &join(p, "retry"), RETRY, config);
+    }),
+    Key::text("api_key_env", 128, Slot::ApiKeyEnv),
+    Key::read("stop", read_stop),
+    Key::boolean("stream", Slot::Stream),
+    Key::boolean("system_prompt", Slot::SystemPrompt),
+    Key::choice("transport", &["tcp", "curl"], Slot::Transport),
+    Key::text("replay_path", 4096, Slot::ReplayPath),
+    Key::choice("constrain", &["auto", "grammar", "json_schema", "off"], Slot::Constrain),
+    Key::boolean("thinks", Slot::Thinks),
+    Key::read("extra", read_extra),
+    // Era A's name of endpoint, read by read_endpoint.
+    Key::elsewhere("base_url"),
+    Key::ignored("tag_format_enforced"),
+];
+
+/// `llm.retry`.
+const RETRY: &[Key<Config>] = &[
+    Key::integer("max_retries", 0, 100, Slot::MaxRetries),
+    Key::integer("base_delay_ms", 0, 600_000, Slot::BaseDelay),
+    Key::integer("max_delay_ms", 0, 3_600_000, Slot::MaxDelay),
+];
+
+/// `memory`.
+const MEMORY: &[Key<Config>] =
+    &[Key::integer("store_capacity", STORE_MIN_ENTRIES as i64, STORE_MAX_ENTRIES as i64, Slot::StoreCapacity)];
+
+/// Where the values of the `llm`, `llm.retry` and `memory` tables go (see [`Config::set`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Provider,
+    MaxTokens,
+    ContextWindow,
+    ConnectTimeout,
+    ApiKeyEnv,
+    Stream,
+    SystemPrompt,
+    Transport,
+    ReplayPath,
+    Constrain,
+    Thinks,
+    MaxRetries,
+    BaseDelay,
+    MaxDelay,
+    StoreCapacity,
+}
+
+impl Target for Config {
+    type Slot = Slot;
+
+    fn set(&mut self, to: Slot, value: Got<'_>) -> bool {
+        let s = &mut self.llm;
+        match (to, value) {
+            (Slot::Provider, Got::Text(name)) => return set(&mut s.provider, ProviderKind::from_name(name)),
+            // The C original sent max_tokens -1 ("no limit"); that is None here.
+            (Slot::MaxTokens, Got::Integer(n)) => s.max_tokens = u32::try_from(n).ok().filter(|&n| n > 0),
+            (Slot::ContextWindow, Got::Integer(n)) => s.context_window = Some(n as u32),
+            (Slot::ConnectTimeout, Got::Integer(ms)) => s.connect_timeout = Duration::from_millis(ms as u64),
+            (Slot::ApiKeyEnv, Got::Text(k)) => s.api_key_env = Some(k.trim().to_string()).filter(|k| !k.is_empty()),
+            (Slot::Stream, Got::Bool(on)) => s.stream = on,
+            (Slot::SystemPrompt, Got::Bool(on)) => self.system_prompt = on,
+            (Slot::Transport, Got::Text(name)) => {
+                let transport = match name {
+                    "tcp" => Some(Transport::Tcp),
+                    "curl" => Some(Transport::Curl),
+                    _ => None,
+                };
+                return set(&mut s.transport, transport);
+            }
+            // Relative to the data directory: read_llm resolves it.
+            (Slot::ReplayPath, Got::Text(p)) => s.replay_path = Some(PathBuf::from(p.trim())),
+            (Slot::Constrain, Got::Text(name)) => return set(&mut s.constrain, crate::grammar::Mode::from_name(name)),
+            (Slot::Thinks, Got::Bool(on)) => s.thinks = on,
+            (Slot::MaxRetries, Got::Integer(n)) => s.retry.max_retries = n as u32,
+            (Slot::BaseDelay, Got::Integer(ms)) => s.retry.base_delay = Duration::from_millis(ms as u64),
+            (Slot::MaxDelay, Got::Integer(ms)) => s.retry.max_delay = Duration::from_millis(ms as u64),
+            (Slot::StoreCapacity, Got::Integer(n)) => self.store_capacity = n as usize,
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// Sets `slot` to `value` if there is one; says whether there was (for a choice).
+fn set<V>(slot: &mut V, value: Option<V>) -> bool {
+    match value {
+        Some(v) => {
+            *slot = v;
+            true
+        }
+        None => false,
+    }
+}
 
 /// Loads and checks `config.json` (and `agent-prompt.json` if present) from `dir`.
 ///
@@ -112,149 +212,129 @@ pub fn parse(bytes: &[u8], dir: &Path) -> Result<(Config, Vec<String>)> {
     if root.kind() != Kind::Object {
         c.problem("(root)", "the configuration must be a JSON object");
     }
-    c.reject_unknown(Some(root), "", TOP_KEYS);
+    c.reject_unknown(Some(root), "", &names(TOP));
+    let mut config = Config {
+        llm: Settings::default(),
+        system_prompt: false,
+        agent: AgentSettings::default(),
+        prompts: Prompts::default(),
+        store_capacity: STORE_DEFAULT_ENTRIES,
+        path: dir.join(FILE_NAME),
+    };
     let llm_section = match root.get("llm") {
         Some(_) => c.object(Some(root), "", "llm").map(|v| (v, "llm")),
         None => c.object(Some(root), "", "lmstudio").map(|v| (v, "lmstudio")),
     };
-    let (llm, system_prompt) = read_llm(&mut c, llm_section, dir);
+    read_llm(&mut c, llm_section, dir, &mut config);
     let agent_v = c.object(Some(root), "", "agent");
-    let agent = AgentSettings::read(&mut c, agent_v);
-    let seg: Option<Segments> = segments::load(dir, &agent.states)?;
-    let prompts = Prompts::render(&mut c, agent_v, &agent.states, seg.as_ref());
+    config.agent = AgentSettings::read(&mut c, agent_v);
+    let seg: Option<Segments> = segments::load(dir, &config.agent.states)?;
+    config.prompts = Prompts::render(&mut c, agent_v, &config.agent.states, seg.as_ref());
     let memory_v = c.object(Some(root), "", "memory");
-    c.reject_unknown(memory_v, "memory", &["store_capacity"]);
-    let store_capacity = c.integer(
-        memory_v,
-        "memory",
-        "store_capacity",
-        STORE_DEFAULT_ENTRIES as i64,
-        STORE_MIN_ENTRIES as i64,
-        STORE_MAX_ENTRIES as i64,
-    ) as usize;
+    c.read(memory_v, "memory", MEMORY, &mut config);
     let problems = c.problems().to_vec();
-    Ok((Config { llm, system_prompt, agent, prompts, store_capacity, path: dir.join(FILE_NAME) }, problems))
+    Ok((config, problems))
 }
 
-fn read_llm(c: &mut Checker, section: Option<(Value<'_>, &str)>, dir: &Path) -> (Settings, bool) {
-    let mut s = Settings::default();
+/// Reads the `llm` section by its table, then checks what no single key can.
+fn read_llm(c: &mut Checker, section: Option<(Value<'_>, &str)>, dir: &Path, config: &mut Config) {
     let Some((v, p)) = section else {
         c.problem("llm", "missing; it needs at least endpoint and model");
-        return (s, false);
+        return;
     };
-    let o = Some(v);
-    c.reject_unknown(o, p, LLM_KEYS);
-    if let Some(name) = c.string(o, p, "provider", 16) {
-        match ProviderKind::from_name(name.trim()) {
-            Some(k) => s.provider = k,
-            None => c.problem(&join(p, "provider"), format_args!("'{}' is not one of openai, ollama, replay", name)),
-        }
-    }
-    let endpoint = c.string(o, p, "endpoint", 2048).or_else(|| c.string(o, p, "base_url", 2048));
-    match endpoint {
-        Some(e) => s.endpoint = e.trim().to_string(),
-        None if s.provider != ProviderKind::Replay => {
-            c.problem(&join(p, "endpoint"), "missing; e.g. \"http://127.0.0.1:1234/v1/chat/completions\"")
-        }
-        None => {}
-    }
-    match c.string(o, p, "model", 256) {
-        Some(m) if !m.trim().is_empty() => s.model = m.trim().to_string(),
-        Some(_) => c.problem(&join(p, "model"), "is empty; name the model the server has loaded"),
-        None if s.provider != ProviderKind::Replay => c.problem(&join(p, "model"), "missing; e.g. \"qwen/qwen3-8b\""),
-        None => {}
-    }
-    s.temperature = match o.and_then(|v| v.get("temperature")) {
-        Some(t) if t.is_null() => None,
-        Some(_) => Some(c.number(o, p, "temperature", 0.7, 0.0, 2.0)),
-        None => s.temperature,
-    };
-    // The C original sent max_tokens -1 ("no limit"); that is None here.
-    s.max_tokens = match c.integer(o, p, "max_tokens", i64::from(s.max_tokens.unwrap_or(4096)), -1, 1_000_000) {
-        n if n <= 0 => None,
-        n => Some(n as u32),
-    };
-    s.context_window = Some(c.integer(o, p, "context_window", 8192, 256, 10_000_000) as u32);
+    c.read(Some(v), p, LLM, config);
+    let s = &mut config.llm;
     if let (Some(ctx), Some(max)) = (s.context_window, s.max_tokens) {
         if max >= ctx {
-            c.problem(
-                &join(p, "max_tokens"),
+            c.problem_at(
+                p,
+                "max_tokens",
                 format_args!("{} leaves no room for the prompt in a context window of {} tokens", max, ctx),
             );
         }
     }
-    let legacy_timeout = c.integer(o, p, "timeout_ms", 600_000, 1, 86_400_000);
-    s.connect_timeout = Duration::from_millis(c.integer(o, p, "connect_timeout_ms", 10_000, 1, 3_600_000) as u64);
-    s.read_timeout = Duration::from_millis(c.integer(o, p, "read_timeout_ms", legacy_timeout, 1, 86_400_000) as u64);
-    let retry = c.object(o, p, "retry");
-    let rp = join(p, "retry");
-    c.reject_unknown(retry, &rp, &["max_retries", "base_delay_ms", "max_delay_ms"]);
-    let d = RetryPolicy::default();
-    s.retry = RetryPolicy {
-        max_retries: c.integer(retry, &rp, "max_retries", i64::from(d.max_retries), 0, 100) as u32,
-        base_delay: Duration::from_millis(c.integer(
-            retry,
-            &rp,
-            "base_delay_ms",
-            d.base_delay.as_millis() as i64,
-            0,
-            600_000,
-        ) as u64),
-        max_delay: Duration::from_millis(c.integer(
-            retry,
-            &rp,
-            "max_delay_ms",
-            d.max_delay.as_millis() as i64,
-            0,
-            3_600_000,
-        ) as u64),
-    };
-    s.api_key_env = c.string(o, p, "api_key_env", 128).map(|k| k.trim().to_string()).filter(|k| !k.is_empty());
-    match o.and_then(|v| v.get("stop")) {
-        None => {}
-        Some(v) if v.kind() == Kind::String => s.stop = vec![v.as_str().unwrap_or("").to_string()],
-        Some(v) if v.kind() == Kind::Array && v.items().all(|i| i.kind() == Kind::String) => {
-            s.stop = v.items().filter_map(|i| i.as_str()).map(str::to_string).collect();
-        }
-        Some(_) => c.problem(&join(p, "stop"), "expected a string or an array of strings"),
-    }
-    s.stream = c.boolean(o, p, "stream", false);
-    let system_prompt = c.boolean(o, p, "system_prompt", false);
-    if let Some(t) = c.string(o, p, "transport", 16) {
-        match t.trim() {
-            "tcp" => s.transport = Transport::Tcp,
-            "curl" => s.transport = Transport::Curl,
-            other => c.problem(&join(p, "transport"), format_args!("'{}' is not one of tcp, curl", other)),
-        }
-    }
-    if let Some(r) = c.string(o, p, "replay_path", 4096) {
-        let path = PathBuf::from(r.trim());
+    if let Some(path) = s.replay_path.take() {
         s.replay_path = Some(if path.is_absolute() { path } else { dir.join(path) });
     }
-    if let Some(m) = c.string(o, p, "constrain", 16) {
-        match crate::grammar::Mode::from_name(m.trim()) {
-            Some(mode) => s.constrain = mode,
-            None => {
-                c.problem(&join(p, "constrain"), format_args!("'{}' is not one of auto, grammar, json_schema, off", m))
+    if s.provider == ProviderKind::Replay && s.replay_path.is_none() {
+        c.problem_at(p, "replay_path", "the replay provider needs the path of its script");
+    }
+}
+
+/// `endpoint`, or era A's `base_url` when there is no valid `endpoint`; only `replay` needs
+/// none (`provider` is read before it).
+fn read_endpoint(c: &mut Checker, o: Option<Value<'_>>, p: &str, config: &mut Config) {
+    let s = &mut config.llm;
+    match c.string(o, p, "endpoint", 2048).or_else(|| c.string(o, p, "base_url", 2048)) {
+        Some(e) => s.endpoint = e.trim().to_string(),
+        None if s.provider != ProviderKind::Replay => {
+            c.problem_at(p, "endpoint", "missing; e.g. \"http://127.0.0.1:1234/v1/chat/completions\"")
+        }
+        None => {}
+    }
+}
+
+/// `model`: required and not blank, except for `replay`.
+fn read_model(c: &mut Checker, o: Option<Value<'_>>, p: &str, config: &mut Config) {
+    let s = &mut config.llm;
+    match c.string(o, p, "model", 256) {
+        Some(m) if !m.trim().is_empty() => s.model = m.trim().to_string(),
+        Some(_) => c.problem_at(p, "model", "is empty; name the model the server has loaded"),
+        None if s.provider != ProviderKind::Replay => c.problem_at(p, "model", "missing; e.g. \"qwen/qwen3-8b\""),
+        None => {}
+    }
+}
+
+/// `temperature`: a number, or `null` to leave it to the server.
+fn read_temperature(c: &mut Checker, o: Option<Value<'_>>, p: &str, config: &mut Config) {
+    match member(o, "temperature") {
+        Some(t) if t.is_null() => config.llm.temperature = None,
+        Some(_) => {
+            if let Some(t) = c.number(o, p, "temperature", 0.0, 2.0) {
+                config.llm.temperature = Some(t);
             }
         }
+        None => {}
     }
-    s.thinks = c.boolean(o, p, "thinks", false);
-    if s.provider == ProviderKind::Replay && s.replay_path.is_none() {
-        c.problem(&join(p, "replay_path"), "the replay provider needs the path of its script");
+}
+
+/// `read_timeout_ms`, or era A's `timeout_ms` when there is no valid `read_timeout_ms` (both
+/// are checked).
+fn read_timeout(c: &mut Checker, o: Option<Value<'_>>, p: &str, config: &mut Config) {
+    for key in ["timeout_ms", "read_timeout_ms"] {
+        if let Some(ms) = c.integer(o, p, key, 1, 86_400_000) {
+            config.llm.read_timeout = Duration::from_millis(ms as u64);
+        }
     }
-    match o.and_then(|v| v.get("extra")) {
+}
+
+/// `stop`: one string or an array of them.
+fn read_stop(c: &mut Checker, o: Option<Value<'_>>, p: &str, config: &mut Config) {
+    let Some(v) = member(o, "stop") else { return };
+    let mut stop = Vec::new();
+    let mut take = |s: Value<'_>| s.as_str().map(|s| stop.push(s.to_string())).is_some();
+    let all_strings = if v.kind() == Kind::Array { v.items().all(&mut take) } else { take(v) };
+    if all_strings {
+        config.llm.stop = stop;
+    } else {
+        c.problem_at(p, "stop", "expected a string or an array of strings");
+    }
+}
+
+/// `extra`: an object of raw request fields, kept as compact JSON text (free-form: its keys
+/// are the server's).
+fn read_extra(c: &mut Checker, o: Option<Value<'_>>, p: &str, config: &mut Config) {
+    match member(o, "extra") {
         None => {}
         Some(x) if x.kind() == Kind::Object && x.members().next().is_none() => {}
         Some(x) if x.kind() == Kind::Object => {
             let mut text = String::new();
             if Writer::compact(&mut text).value(x).is_ok() {
-                s.extra = text;
+                config.llm.extra = text;
             }
         }
-        Some(_) => c.problem(&join(p, "extra"), "expected an object of raw request fields, e.g. {\"top_p\": 0.9}"),
+        Some(_) => c.problem_at(p, "extra", "expected an object of raw request fields, e.g. {\"top_p\": 0.9}"),
     }
-    (s, system_prompt)
 }
 
 /// Reads a whole file of at most `max` bytes; a missing one is `CONFIG_INVALID`, naming the file
@@ -342,5 +422,74 @@ mod tests {
         let e = parse(b"{\"llm\": }", &dir()).unwrap_err();
         assert_eq!(e.code(), Code::ConfigJsonInvalid);
         assert!(e.message().contains('8'), "{}", e.message());
+    }
+
+    fn config() -> Config {
+        parse(b"{}", &dir()).unwrap().0
+    }
+
+    #[test]
+    fn tables_are_sound() {
+        for table in [TOP, LLM, RETRY, MEMORY] {
+            let faults = crate::agent::checker::table_faults(table, &mut config());
+            assert!(faults.is_empty(), "{faults:?}");
+        }
+    }
+
+    /// The lists a far-off unknown key gets are the tables, in the order the key lists had
+    /// before the tables (which also decides ties between equally near keys).
+    #[test]
+    fn unknown_keys_are_told_the_keys_known_there() {
+        let p = problems(r#"{"zzz": 1, "llm": {"zzzz": 1, "retry": {"zzzz": 1}}, "memory": {"zzzz": 1}}"#);
+        for (at, known) in [
+            ("zzz", "version, llm, lmstudio, agent, memory, documentation, tag_format, http"),
+            (
+                "llm.zzzz",
+                "provider, endpoint, model, temperature, max_tokens, context_window, connect_timeout_ms, \
+                 read_timeout_ms, timeout_ms, retry, api_key_env, stop, stream, system_prompt, transport, \
+                 replay_path, constrain, thinks, extra, base_url, tag_format_enforced",
+            ),
+            ("llm.retry.zzzz", "max_retries, base_delay_ms, max_delay_ms"),
+            ("memory.zzzz", "store_capacity"),
+        ] {
+            let expected = format!("{at}: unknown key; the keys known here are {known}");
+            assert!(p.contains(&expected), "{expected}\nmissing in {p:#?}");
+        }
+    }
+
+    /// A key the tables leave to other code ([`Rule::Elsewhere`]) is read there: each one,
+    /// given alone, changes what it should. A new such key needs a case here.
+    #[test]
+    fn every_key_read_elsewhere_is_read() {
+        use crate::agent::checker::read_elsewhere;
+        type Case = (&'static str, &'static str, fn(&Config) -> bool);
+        let cases: &[Case] = &[
+            ("llm", r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}}"#, |c| c.llm.model == "m"),
+            ("lmstudio", r#"{"lmstudio": {"endpoint": "http://h/v1", "model": "m"}}"#, |c| c.llm.model == "m"),
+            (
+                "agent",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "agent": {"invalid_reply_limit": 9}}"#,
+                |c| c.agent.invalid_reply_limit == 9,
+            ),
+            (
+                "memory",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"store_capacity": 4096}}"#,
+                |c| c.store_capacity == 4096,
+            ),
+            ("timeout_ms", r#"{"llm": {"endpoint": "http://h/v1", "model": "m", "timeout_ms": 1234}}"#, |c| {
+                c.llm.read_timeout == Duration::from_millis(1234)
+            }),
+            ("base_url", r#"{"llm": {"base_url": "http://h/v1", "model": "m"}}"#, |c| c.llm.endpoint == "http://h/v1"),
+        ];
+        let mut elsewhere: Vec<&str> = [TOP, LLM, RETRY, MEMORY].into_iter().flat_map(read_elsewhere).collect();
+        elsewhere.sort_unstable();
+        let mut named: Vec<&str> = cases.iter().map(|c| c.0).collect();
+        named.sort_unstable();
+        assert_eq!(elsewhere, named);
+        for (key, text, read) in cases {
+            let (c, p) = parse(text.as_bytes(), &dir()).unwrap();
+            assert!(p.is_empty(), "{key}: {p:?}");
+            assert!(read(&c), "{key} was not read");
+        }
     }
 }

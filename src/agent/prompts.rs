@@ -73,7 +73,7 @@ impl Prompts {
                 constrained_base = render_without(b, era_a, FORMAT_ONLY_BASE);
             }
             None if !era_a && section.is_some() => {
-                c.problem(&join(path, "base"), "missing; the base prompt says what the agent is")
+                c.problem_at(path, "base", "missing; the base prompt says what the agent is")
             }
             None => {}
         }
@@ -95,7 +95,7 @@ impl Prompts {
             let mut text = match entry {
                 Some((k, v)) => render_part(c, v, &join(path, k), era_a),
                 None if section.is_some() => {
-                    c.problem(&join(path, state), "missing; every state needs a prompt");
+                    c.problem_at(path, state, "missing; every state needs a prompt");
                     String::new()
                 }
                 None => String::new(),

@@ -12,7 +12,7 @@
 //! Fixes over the C original (spec §11): a missing log `enable` means on, not off; `base` is not
 //! a state; `hard_limit` is enforced; `iterate.delay_ms` is read.
 
-use super::checker::{join, Checker};
+use super::checker::{join, Checker, Got, Key, Target};
 use crate::json::Value;
 use crate::limits::{ACTIONS_PER_CYCLE_MAX, LOG_MAX_ENTRIES, STATES_MAX, STATE_NAME_MAX_BYTES};
 use crate::states;
@@ -67,23 +67,141 @@ pub struct AgentSettings {
 /// The default states, used when the config names none (era-A configs without `state`).
 pub const DEFAULT_STATES: [&str; 4] = states::DEFAULT;
 
-const AGENT_KEYS: &[&str] = &[
-    "think_log",
-    "evaluation_log",
-    "command_log",
-    "execution_log",
-    "paging_limit",
-    "hard_limit",
-    "iterate",
-    "max_iterations",
-    "max_actions_per_cycle",
-    "invalid_reply_limit",
-    "invalid_reply_backoff_ms",
-    "start_state",
-    "state",
-    "state_prompts",
-    "self_directed",
+/// Cycles run when the config says nothing (or, loudly, 0).
+const DEFAULT_MAX_ITERATIONS: i64 = 5;
+
+impl Default for AgentSettings {
+    /// The settings of an absent `agent` section.
+    fn default() -> AgentSettings {
+        let log = |key: &str, max_entries| LogSettings { enable: true, max_entries, key_prefix: format!("{}_", key) };
+        AgentSettings {
+            think_log: log("think_log", 4),
+            evaluation_log: log("evaluation_log", 2),
+            command_log: log("command_log", 2),
+            paging_limit: TokenLimit { enable: true, max_tokens: 3000 },
+            hard_limit: TokenLimit { enable: true, max_tokens: 4500 },
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+            delay_ms: 0,
+            max_actions_per_cycle: 1,
+            invalid_reply_limit: 3,
+            invalid_reply_backoff_ms: 5000,
+            states: DEFAULT_STATES.iter().map(|s| s.to_string()).collect(),
+            start_state: states::THINKING.into(),
+        }
+    }
+}
+
+/// `agent`. The checks across keys are [`AgentSettings::read`]'s.
+const AGENT: &[Key<AgentSettings>] = &[
+    Key::read("think_log", |c, o, _, a| read_log(c, o, "think_log", &mut a.think_log)),
+    Key::read("evaluation_log", |c, o, _, a| read_log(c, o, "evaluation_log", &mut a.evaluation_log)),
+    Key::read("command_log", read_command_log),
+    // The pre-08-08 name of command_log, read by read_command_log.
+    Key::elsewhere("execution_log"),
+    Key::read("paging_limit", |c, o, _, a| read_limit(c, o, "paging_limit", &mut a.paging_limit)),
+    Key::read("hard_limit", |c, o, _, a| read_limit(c, o, "hard_limit", &mut a.hard_limit)),
+    Key::read("iterate", read_iterate),
+    // Era A's place of iterate.max_iterations, read by read_iterate.
+    Key::elsewhere("max_iterations"),
+    Key::integer("max_actions_per_cycle", 1, ACTIONS_PER_CYCLE_MAX as i64, AgentSlot::MaxActionsPerCycle),
+    Key::integer("invalid_reply_limit", 1, 1000, AgentSlot::InvalidReplyLimit),
+    Key::integer("invalid_reply_backoff_ms", 0, 3_600_000, AgentSlot::InvalidReplyBackoff),
+    Key::text("start_state", STATE_NAME_MAX_BYTES, AgentSlot::StartState),
+    Key::read("state", |c, o, _, a| a.states = read_states(c, o)),
+    // Era A's state prompts, read by read_states.
+    Key::elsewhere("state_prompts"),
+    Key::ignored("self_directed"),
 ];
+
+/// `agent.iterate`.
+const ITERATE: &[Key<AgentSettings>] = &[
+    Key::ignored("enable"),
+    Key::integer("max_iterations", -1, i64::MAX, AgentSlot::MaxIterations),
+    Key::integer("delay_ms", 0, 86_400_000, AgentSlot::Delay),
+];
+
+/// Where the values of the `agent` and `agent.iterate` tables go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentSlot {
+    MaxActionsPerCycle,
+    InvalidReplyLimit,
+    InvalidReplyBackoff,
+    StartState,
+    MaxIterations,
+    Delay,
+}
+
+impl Target for AgentSettings {
+    type Slot = AgentSlot;
+
+    fn set(&mut self, to: AgentSlot, value: Got<'_>) -> bool {
+        match (to, value) {
+            (AgentSlot::MaxActionsPerCycle, Got::Integer(n)) => self.max_actions_per_cycle = n as usize,
+            (AgentSlot::InvalidReplyLimit, Got::Integer(n)) => self.invalid_reply_limit = n as u32,
+            (AgentSlot::InvalidReplyBackoff, Got::Integer(ms)) => self.invalid_reply_backoff_ms = ms as u64,
+            (AgentSlot::StartState, Got::Text(s)) => self.start_state = states::canonical(s).to_string(),
+            (AgentSlot::MaxIterations, Got::Integer(n)) => self.max_iterations = n,
+            (AgentSlot::Delay, Got::Integer(ms)) => self.delay_ms = ms as u64,
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// `agent.{think_log, evaluation_log, command_log}`.
+const LOG: &[Key<LogSettings>] = &[
+    Key::boolean("enable", LogSlot::Enable),
+    Key::integer("max_entries", 1, LOG_MAX_ENTRIES as i64, LogSlot::MaxEntries),
+    Key::text("key_prefix", 31, LogSlot::KeyPrefix),
+];
+
+/// Where the values of a log's table go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogSlot {
+    Enable,
+    MaxEntries,
+    KeyPrefix,
+}
+
+impl Target for LogSettings {
+    type Slot = LogSlot;
+
+    fn set(&mut self, to: LogSlot, value: Got<'_>) -> bool {
+        match (to, value) {
+            (LogSlot::Enable, Got::Bool(on)) => self.enable = on,
+            (LogSlot::MaxEntries, Got::Integer(n)) => self.max_entries = n as u32,
+            (LogSlot::KeyPrefix, Got::Text(p)) => self.key_prefix = p.to_string(),
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// `agent.{paging_limit, hard_limit}`.
+const LIMIT: &[Key<TokenLimit>] = &[
+    Key::read("enable", read_enable),
+    // Era B0's spelling of enable, read by read_enable.
+    Key::elsewhere("enabled"),
+    Key::integer("max_tokens", 1, 100_000_000, LimitSlot::MaxTokens),
+];
+
+/// Where the values of a token limit's table go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitSlot {
+    MaxTokens,
+}
+
+impl Target for TokenLimit {
+    type Slot = LimitSlot;
+
+    fn set(&mut self, to: LimitSlot, value: Got<'_>) -> bool {
+        match (to, value) {
+            (LimitSlot::MaxTokens, Got::Integer(n)) => self.max_tokens = n as u64,
+            _ => return false,
+        }
+        true
+    }
+}
 
 impl AgentSettings {
     /// The key prefixes of the three rotating logs (entries the agent manages itself).
@@ -94,67 +212,22 @@ impl AgentSettings {
     /// Reads `agent` (which may be absent: every setting has a default).
     pub fn read(c: &mut Checker, agent: Option<Value<'_>>) -> AgentSettings {
         let p = "agent";
-        c.reject_unknown(agent, p, AGENT_KEYS);
-        let think_log = read_log(c, agent, "think_log", 4);
-        let evaluation_log = read_log(c, agent, "evaluation_log", 2);
-        // `execution_log` is the pre-08-08 name of `command_log`.
-        let command_key = match agent {
-            Some(a) if a.get("command_log").is_none() && a.get("execution_log").is_some() => "execution_log",
-            _ => "command_log",
-        };
-        let mut command_log = read_log(c, agent, command_key, 2);
-        if command_key == "execution_log" && command_log.key_prefix == "execution_log_" {
-            command_log.key_prefix = "command_log_".into();
+        let mut a = AgentSettings::default();
+        c.read(agent, p, AGENT, &mut a);
+        if !a.states.contains(&a.start_state) {
+            c.problem_at(p, "start_state", format_args!("'{}' is not one of the states {:?}", a.start_state, a.states));
         }
-        let paging_limit = read_limit(c, agent, "paging_limit", 3000);
-        let hard_limit = read_limit(c, agent, "hard_limit", 4500);
-        let iterate = c.object(agent, p, "iterate");
-        let ip = join(p, "iterate");
-        // Era A kept max_iterations directly under agent.
-        let legacy_max = c.integer(agent, p, "max_iterations", 5, -1, i64::MAX);
-        let mut max_iterations = c.integer(iterate, &ip, "max_iterations", legacy_max, -1, i64::MAX);
-        if max_iterations == 0 {
-            // The C original treated 0 as "use the default"; keep that reading, loudly.
-            c.problem(&join(&ip, "max_iterations"), "0 cycles would do nothing; use -1 to run forever or a count >= 1");
-            max_iterations = 5;
-        }
-        c.reject_unknown(iterate, &ip, &["enable", "max_iterations", "delay_ms"]);
-        let delay_ms = c.integer(iterate, &ip, "delay_ms", 0, 0, 86_400_000) as u64;
-        let max_actions_per_cycle =
-            c.integer(agent, p, "max_actions_per_cycle", 1, 1, ACTIONS_PER_CYCLE_MAX as i64) as usize;
-        let invalid_reply_limit = c.integer(agent, p, "invalid_reply_limit", 3, 1, 1000) as u32;
-        let invalid_reply_backoff_ms = c.integer(agent, p, "invalid_reply_backoff_ms", 5000, 0, 3_600_000) as u64;
-
-        let states = read_states(c, agent);
-        let start_state =
-            c.string(agent, p, "start_state", STATE_NAME_MAX_BYTES).unwrap_or_else(|| states::THINKING.into());
-        let start_state = states::canonical(&start_state).to_string();
-        if !states.contains(&start_state) {
-            c.problem(&join(p, "start_state"), format_args!("'{}' is not one of the states {:?}", start_state, states));
-        }
-        if paging_limit.enable && hard_limit.enable && hard_limit.max_tokens < paging_limit.max_tokens {
+        let (paging, hard) = (a.paging_limit, a.hard_limit);
+        if paging.enable && hard.enable && hard.max_tokens < paging.max_tokens {
             c.problem(
                 "agent.hard_limit.max_tokens",
                 format_args!(
                     "{} is below agent.paging_limit.max_tokens ({}); the hard limit must be the higher one",
-                    hard_limit.max_tokens, paging_limit.max_tokens
+                    hard.max_tokens, paging.max_tokens
                 ),
             );
         }
-        AgentSettings {
-            think_log,
-            evaluation_log,
-            command_log,
-            paging_limit,
-            hard_limit,
-            max_iterations,
-            delay_ms,
-            max_actions_per_cycle,
-            invalid_reply_limit,
-            invalid_reply_backoff_ms,
-            states,
-            start_state,
-        }
+        a
     }
 
     /// Whether `name` is a state the model may ask for (`base` never is).
@@ -163,31 +236,60 @@ impl AgentSettings {
     }
 }
 
-fn read_log(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default_max: i64) -> LogSettings {
+/// `agent.<key>`, one of the rotating logs, into `log` (which holds its defaults).
+fn read_log(c: &mut Checker, agent: Option<Value<'_>>, key: &str, log: &mut LogSettings) {
     let o = c.object(agent, "agent", key);
     let p = join("agent", key);
-    c.reject_unknown(o, &p, &["enable", "max_entries", "key_prefix"]);
-    let enable = c.boolean(o, &p, "enable", true);
-    let max_entries = c.integer(o, &p, "max_entries", default_max, 1, LOG_MAX_ENTRIES as i64) as u32;
-    let default_prefix = format!("{}_", key);
-    let key_prefix = c.string(o, &p, "key_prefix", 31).unwrap_or(default_prefix);
-    let valid =
-        !key_prefix.is_empty() && key_prefix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    c.read(o, &p, LOG, log);
+    let prefix = &log.key_prefix;
+    let valid = !prefix.is_empty() && prefix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     if !valid {
-        c.problem(&join(&p, "key_prefix"), format_args!("'{}' must be 1-31 characters of a-z, 0-9 and _", key_prefix));
+        c.problem_at(&p, "key_prefix", format_args!("'{}' must be 1-31 characters of a-z, 0-9 and _", prefix));
     }
-    LogSettings { enable, max_entries, key_prefix }
 }
 
-fn read_limit(c: &mut Checker, agent: Option<Value<'_>>, key: &str, default: i64) -> TokenLimit {
+/// `command_log`, or its pre-08-08 name `execution_log` when only that is given (its default
+/// prefix stays `command_log_`).
+fn read_command_log(c: &mut Checker, agent: Option<Value<'_>>, _: &str, a: &mut AgentSettings) {
+    let key = match agent {
+        Some(o) if o.get("command_log").is_none() && o.get("execution_log").is_some() => "execution_log",
+        _ => "command_log",
+    };
+    read_log(c, agent, key, &mut a.command_log);
+    if key == "execution_log" && a.command_log.key_prefix == "execution_log_" {
+        a.command_log.key_prefix = "command_log_".into();
+    }
+}
+
+/// `agent.<key>`, a token limit, into `limit` (which holds its defaults).
+fn read_limit(c: &mut Checker, agent: Option<Value<'_>>, key: &str, limit: &mut TokenLimit) {
     let o = c.object(agent, "agent", key);
-    let p = join("agent", key);
-    c.reject_unknown(o, &p, &["enable", "enabled", "max_tokens"]);
-    // Era B0 spelled it `enabled`.
-    let legacy = c.boolean(o, &p, "enabled", true);
-    let enable = c.boolean(o, &p, "enable", legacy);
-    let max_tokens = c.integer(o, &p, "max_tokens", default, 1, 100_000_000) as u64;
-    TokenLimit { enable, max_tokens }
+    c.read(o, &join("agent", key), LIMIT, limit);
+}
+
+/// `enable`, or era B0's `enabled` when there is no valid `enable` (both are checked).
+fn read_enable(c: &mut Checker, o: Option<Value<'_>>, p: &str, limit: &mut TokenLimit) {
+    for key in ["enabled", "enable"] {
+        if let Some(on) = c.boolean(o, p, key) {
+            limit.enable = on;
+        }
+    }
+}
+
+/// `iterate`, whose `max_iterations` era A kept directly under `agent` (both are checked; the
+/// one in `iterate` wins).
+fn read_iterate(c: &mut Checker, agent: Option<Value<'_>>, p: &str, a: &mut AgentSettings) {
+    let iterate = c.object(agent, p, "iterate");
+    if let Some(n) = c.integer(agent, p, "max_iterations", -1, i64::MAX) {
+        a.max_iterations = n;
+    }
+    let ip = join(p, "iterate");
+    c.read(iterate, &ip, ITERATE, a);
+    if a.max_iterations == 0 {
+        // The C original treated 0 as "use the default"; keep that reading, loudly.
+        c.problem_at(&ip, "max_iterations", "0 cycles would do nothing; use -1 to run forever or a count >= 1");
+        a.max_iterations = DEFAULT_MAX_ITERATIONS;
+    }
 }
 
 fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {
@@ -210,8 +312,9 @@ fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {
                     && canon.len() <= STATE_NAME_MAX_BYTES
                     && canon.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
                 if !valid {
-                    c.problem(
-                        &join(path, name),
+                    c.problem_at(
+                        path,
+                        name,
                         format_args!("a state name must be 1-{} characters of a-z, 0-9 and _", STATE_NAME_MAX_BYTES),
                     );
                     continue;
@@ -231,4 +334,81 @@ fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {
         c.problem("agent.state", "the state 'thinking' is required: the agent returns to it after invalid replies");
     }
     states
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::checker::{read_elsewhere, table_faults};
+    use crate::json::Document;
+
+    /// `AgentSettings::read` of the `agent` object `text`, and the problems.
+    fn read(text: &str) -> (AgentSettings, Vec<String>) {
+        let mut doc = Document::with_capacity(256, 4096);
+        doc.parse(text.as_bytes()).unwrap();
+        let mut c = Checker::new();
+        let a = AgentSettings::read(&mut c, Some(doc.root()));
+        (a, c.problems().to_vec())
+    }
+
+    #[test]
+    fn tables_are_sound() {
+        for table in [AGENT, ITERATE] {
+            assert_eq!(table_faults(table, &mut AgentSettings::default()), Vec::<String>::new());
+        }
+        assert_eq!(table_faults(LOG, &mut AgentSettings::default().think_log), Vec::<String>::new());
+        assert_eq!(table_faults(LIMIT, &mut AgentSettings::default().hard_limit), Vec::<String>::new());
+    }
+
+    /// The lists a far-off unknown key gets are the tables, in the order the key lists had
+    /// before the tables.
+    #[test]
+    fn unknown_keys_are_told_the_keys_known_there() {
+        let (_, p) =
+            read(r#"{"zzzz": 1, "iterate": {"zzzz": 1}, "think_log": {"zzzz": 1}, "paging_limit": {"zzzz": 1}}"#);
+        for (at, known) in [
+            (
+                "agent.zzzz",
+                "think_log, evaluation_log, command_log, execution_log, paging_limit, hard_limit, iterate, \
+                 max_iterations, max_actions_per_cycle, invalid_reply_limit, invalid_reply_backoff_ms, start_state, \
+                 state, state_prompts, self_directed",
+            ),
+            ("agent.iterate.zzzz", "enable, max_iterations, delay_ms"),
+            ("agent.think_log.zzzz", "enable, max_entries, key_prefix"),
+            ("agent.paging_limit.zzzz", "enable, enabled, max_tokens"),
+        ] {
+            let expected = format!("{at}: unknown key; the keys known here are {known}");
+            assert!(p.contains(&expected), "{expected}\nmissing in {p:#?}");
+        }
+    }
+
+    /// A key the tables leave to other code ([`Rule::Elsewhere`]) is read there: each one,
+    /// given alone, changes what it should. A new such key needs a case here.
+    #[test]
+    fn every_key_read_elsewhere_is_read() {
+        type Case = (&'static str, &'static str, fn(&AgentSettings) -> bool);
+        let cases: &[Case] = &[
+            ("execution_log", r#"{"execution_log": {"max_entries": 7}}"#, |a| {
+                a.command_log.max_entries == 7 && a.command_log.key_prefix == "command_log_"
+            }),
+            ("max_iterations", r#"{"max_iterations": 11}"#, |a| a.max_iterations == 11),
+            ("state_prompts", r#"{"state_prompts": {"thinking": {}, "dreaming": {}}}"#, |a| {
+                a.states == ["thinking", "dreaming"]
+            }),
+            ("enabled", r#"{"paging_limit": {"enabled": false}}"#, |a| !a.paging_limit.enable),
+        ];
+        let mut elsewhere = read_elsewhere(AGENT);
+        elsewhere.extend(read_elsewhere(ITERATE));
+        elsewhere.extend(read_elsewhere(LOG));
+        elsewhere.extend(read_elsewhere(LIMIT));
+        elsewhere.sort_unstable();
+        let mut named: Vec<&str> = cases.iter().map(|c| c.0).collect();
+        named.sort_unstable();
+        assert_eq!(elsewhere, named);
+        for (key, text, was_read) in cases {
+            let (a, p) = read(text);
+            assert!(p.is_empty(), "{key}: {p:?}");
+            assert!(was_read(&a), "{key} was not read: {a:?}");
+        }
+    }
 }
