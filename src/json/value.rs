@@ -193,7 +193,9 @@ impl<'a> Value<'a> {
     /// The nodes of this value's subtree, in document order, for walking without recursion.
     /// Also returns the index of the subtree's first node (node `end` fields are absolute).
     pub(crate) fn subtree(&self) -> (&'a [Node], &'a str, usize) {
-        (self.nodes.get(self.idx..self.end()).unwrap_or(&[]), self.text, self.idx)
+        // `nodes[idx..end]`; a missing value (`idx` past the nodes, `end == idx`) has none.
+        let nodes = crate::bytes::take(crate::bytes::skip(self.nodes, self.idx), self.end().saturating_sub(self.idx));
+        (nodes, self.text, self.idx)
     }
 }
 
