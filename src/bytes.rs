@@ -20,7 +20,7 @@
 //! included, equals only itself (as [`slice::eq_ignore_ascii_case`]).
 //!
 //! Beside the search, the cuts every module makes once it has found something ([`take`],
-//! [`skip`], [`utf8_prefix`], [`str_prefix`], [`ascii_cut`]): total functions, so that no caller
+//! [`skip`], [`range`], [`utf8_prefix`], [`str_prefix`], [`ascii_cut`]): total functions, so that no caller
 //! has to pick an empty stand-in for a cut that "cannot fail", turning a slip into silently
 //! empty text.
 
@@ -493,6 +493,14 @@ pub fn skip<T>(s: &[T], n: usize) -> &[T] {
     }
 }
 
+/// The items of `s` from `from` up to `to`, clamped to `s`: empty when `to <= from` or `from`
+/// is past the end (as `s.iter().take(to).skip(from)`). For ranges a scan or a count keeps
+/// within `s`.
+#[inline]
+pub fn range<T>(s: &[T], from: usize, to: usize) -> &[T] {
+    skip(take(s, to), from)
+}
+
 /// The longest prefix of `b` that is UTF-8: all of `b` when it is text, as it is for every
 /// buffer that only whole `&str`s are written to. No allocation; valid text is checked once.
 #[inline]
@@ -549,6 +557,10 @@ mod tests {
         assert_eq!(skip(&s, 2), &[3]);
         assert_eq!(skip(&s, 3), &[] as &[i32]);
         assert_eq!(skip(&s, 9), &[] as &[i32]);
+        assert_eq!(range(&s, 1, 2), &[2]);
+        assert_eq!(range(&s, 1, 9), &[2, 3]);
+        assert_eq!(range(&s, 2, 1), &[] as &[i32]);
+        assert_eq!(range(&s, 5, 9), &[] as &[i32]);
         assert_eq!(utf8_prefix(b""), "");
         assert_eq!(utf8_prefix("aé".as_bytes()), "aé");
         assert_eq!(utf8_prefix(b"a\xc3"), "a");
