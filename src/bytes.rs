@@ -20,9 +20,9 @@
 //! included, equals only itself (as [`slice::eq_ignore_ascii_case`]).
 //!
 //! Beside the search, the cuts every module makes once it has found something ([`take`],
-//! [`skip`], [`range`], [`utf8_prefix`], [`str_prefix`], [`ascii_cut`]): total functions, so that no caller
-//! has to pick an empty stand-in for a cut that "cannot fail", turning a slip into silently
-//! empty text.
+//! [`skip`], [`range`], [`utf8_prefix`], [`str_prefix`], [`ascii_cut`]): total functions, so
+//! that no caller has to pick an empty stand-in for a cut that "cannot fail", turning a slip
+//! into silently empty text.
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -531,9 +531,9 @@ pub fn str_prefix(s: &str, max: usize) -> &str {
 
 /// `s[from..to]`, for offsets found by scanning `s` for ASCII bytes (the offset of one, or
 /// the one after it), or its ends. An ASCII byte is a whole character, so such offsets are
-/// character boundaries, and a scan keeps them within `s`: the cut cannot fail. For the hot
-/// loops of the parsers and escapers, where a second check per piece would cost; elsewhere
-/// split with `split_at_checked` and handle the `None`.
+/// character boundaries, and a scan keeps them within `s`: the cut cannot fail. For the cuts
+/// of scanners that have no error to return (the tag parser never fails); where there is one,
+/// split with `split_at_checked` and report the `None`.
 ///
 /// Were a caller to pass other offsets (a bug), the text would come out empty, never a panic
 /// on untrusted input; the tests of each caller compare whole outputs, so such a bug shows.

@@ -381,7 +381,7 @@ fn full() -> crate::error::Error {
     err!(CapacityExceeded, "decoded string does not fit its buffer")
 }
 
-/// The four hex digits of a `\\u` escape at the start of `s`, and what follows them.
+/// The four hex digits of a `\u` escape at the start of `s`, and what follows them.
 fn hex4(s: &str) -> Result<(u32, &str)> {
     let Some((h, after)) = s.split_at_checked(4) else { bail!(JsonInvalid, "short \\u escape") };
     let v = u32::from_str_radix(h, 16).map_err(|_| err!(JsonInvalid, "bad \\u escape \"{}\"", h))?;
