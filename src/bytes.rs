@@ -18,6 +18,11 @@
 //!
 //! Case-insensitive means ASCII only: `A`..`Z` equal `a`..`z`; every other byte, non-ASCII
 //! included, equals only itself (as [`slice::eq_ignore_ascii_case`]).
+//!
+//! Beside the search, the cuts every module makes once it has found something ([`take`],
+//! [`skip`], [`range`], [`utf8_prefix`], [`str_prefix`], [`ascii_cut`]): total functions, so
+//! that no caller has to pick an empty stand-in for a cut that "cannot fail", turning a slip
+//! into silently empty text.
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -466,9 +471,109 @@ pub fn contains_ignore_ascii_case(hay: &[u8], needle: &[u8]) -> bool {
     find_ignore_ascii_case(hay, needle).is_some()
 }
 
+// Cutting. Each of these is total: it has one right answer for every input, so a caller never
+// has to pick a stand-in (such as an empty slice) for a cut that "cannot fail".
+
+/// The first `n` items of `s`, or all of `s` when it has fewer (as [`Iterator::take`]). For a
+/// container's filled part (`buf[..len]`, `len` never past the buffer).
+#[inline]
+pub fn take<T>(s: &[T], n: usize) -> &[T] {
+    match s.split_at_checked(n) {
+        Some((head, _)) => head,
+        None => s,
+    }
+}
+
+/// `s` without its first `n` items: empty when it has no more (as [`Iterator::skip`]).
+#[inline]
+pub fn skip<T>(s: &[T], n: usize) -> &[T] {
+    match s.split_at_checked(n) {
+        Some((_, rest)) => rest,
+        None => &[],
+    }
+}
+
+/// The items of `s` from `from` up to `to`, clamped to `s`: empty when `to <= from` or `from`
+/// is past the end (as `s.iter().take(to).skip(from)`). For ranges a scan or a count keeps
+/// within `s`.
+#[inline]
+pub fn range<T>(s: &[T], from: usize, to: usize) -> &[T] {
+    skip(take(s, to), from)
+}
+
+/// The longest prefix of `b` that is UTF-8: all of `b` when it is text, as it is for every
+/// buffer that only whole `&str`s are written to. No allocation; valid text is checked once.
+#[inline]
+pub fn utf8_prefix(b: &[u8]) -> &str {
+    match core::str::from_utf8(b) {
+        Ok(s) => s,
+        // `utf8_chunks` yields nothing for empty input, else the valid text before the first
+        // invalid sequence.
+        Err(_) => b.utf8_chunks().next().map_or("", |c| c.valid()),
+    }
+}
+
+/// The longest prefix of `s` that is at most `max` bytes long: `s` cut at the last character
+/// boundary at or before `max` (for messages and bounded copies).
+#[inline]
+pub fn str_prefix(s: &str, max: usize) -> &str {
+    if max >= s.len() {
+        return s;
+    }
+    // A character is at most 4 bytes, so this looks at 4 bytes at most. The split is then at
+    // a boundary within `s` and cannot fail; `""` (offset 0, always a boundary) is its due.
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.split_at_checked(cut).map_or("", |(head, _)| head)
+}
+
+/// `s[from..to]`, for offsets found by scanning `s` for ASCII bytes (the offset of one, or
+/// the one after it), or its ends. An ASCII byte is a whole character, so such offsets are
+/// character boundaries, and a scan keeps them within `s`: the cut cannot fail. For the cuts
+/// of scanners that have no error to return (the tag parser never fails); where there is one,
+/// split with `split_at_checked` and report the `None`.
+///
+/// Were a caller to pass other offsets (a bug), the text would come out empty, never a panic
+/// on untrusted input; the tests of each caller compare whole outputs, so such a bug shows.
+#[inline]
+pub fn ascii_cut(s: &str, from: usize, to: usize) -> &str {
+    s.get(from..to).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuts_are_total() {
+        let s = [1, 2, 3];
+        assert_eq!(take(&s, 0), &[] as &[i32]);
+        assert_eq!(take(&s, 2), &[1, 2]);
+        assert_eq!(take(&s, 3), &s);
+        assert_eq!(take(&s, 9), &s);
+        assert_eq!(skip(&s, 0), &s);
+        assert_eq!(skip(&s, 2), &[3]);
+        assert_eq!(skip(&s, 3), &[] as &[i32]);
+        assert_eq!(skip(&s, 9), &[] as &[i32]);
+        assert_eq!(range(&s, 1, 2), &[2]);
+        assert_eq!(range(&s, 1, 9), &[2, 3]);
+        assert_eq!(range(&s, 2, 1), &[] as &[i32]);
+        assert_eq!(range(&s, 5, 9), &[] as &[i32]);
+        assert_eq!(utf8_prefix(b""), "");
+        assert_eq!(utf8_prefix("aé".as_bytes()), "aé");
+        assert_eq!(utf8_prefix(b"a\xc3"), "a");
+        assert_eq!(utf8_prefix(b"ab\xffcd"), "ab");
+        assert_eq!(utf8_prefix(b"\xff"), "");
+        let t = "aé€😀";
+        let prefixes: Vec<&str> = (0..=t.len() + 1).map(|m| str_prefix(t, m)).collect();
+        assert_eq!(prefixes, ["", "a", "a", "aé", "aé", "aé", "aé€", "aé€", "aé€", "aé€", "aé€😀", "aé€😀"]);
+        assert_eq!(ascii_cut("a<b>c", 1, 4), "<b>");
+        assert_eq!(ascii_cut("a<b>c", 4, 5), "c");
+        assert_eq!(ascii_cut("é", 0, 1), "");
+        assert_eq!(ascii_cut("abc", 2, 9), "");
+    }
 
     fn naive_find(hay: &[u8], needle: &[u8], fold: bool) -> Option<usize> {
         if needle.is_empty() {

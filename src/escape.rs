@@ -51,13 +51,14 @@ pub fn write_json_str_body<W: fmt::Write + ?Sized>(out: &mut W, s: &str) -> fmt:
             continue;
         }
         if let Some(esc) = escape_for(b) {
-            // `i` is at an ASCII byte, so both cuts are char boundaries.
-            out.write_str(s.get(start..i).unwrap_or(""))?;
+            // `i` is at an ASCII byte, a whole character, so both cuts are at character
+            // boundaries and cannot fail; were they to, the write fails rather than drop text.
+            out.write_str(s.get(start..i).ok_or(fmt::Error)?)?;
             out.write_str(esc)?;
             start = i + 1;
         }
     }
-    out.write_str(s.get(start..).unwrap_or(""))
+    out.write_str(s.get(start..).ok_or(fmt::Error)?)
 }
 
 /// Writes `s` as a JSON string, quotes included.

@@ -57,16 +57,15 @@ impl<const N: usize> ArrayString<N> {
         N - self.len
     }
 
-    /// The text.
+    /// The text. Only whole `&str`s (or whole chars) are ever copied in, and cuts happen only
+    /// at character boundaries, so the valid prefix is all of it.
     pub fn as_str(&self) -> &str {
-        // Only whole `&str`s (or whole chars) are ever copied in, and cuts happen only at char
-        // boundaries, so this never fails; an empty string would be returned if it did.
-        core::str::from_utf8(self.as_bytes()).unwrap_or("")
+        crate::bytes::utf8_prefix(self.as_bytes())
     }
 
-    /// The text as bytes.
+    /// The text as bytes (`len` never passes `N`).
     pub fn as_bytes(&self) -> &[u8] {
-        self.buf.get(..self.len).unwrap_or(&[])
+        crate::bytes::take(&self.buf, self.len)
     }
 
     /// Appends `s`, or fails with `CAPACITY_EXCEEDED` and leaves the string unchanged.
@@ -309,9 +308,9 @@ impl<T: Copy + Default, const N: usize> ArrayVec<T, N> {
         self.len = self.len.min(len);
     }
 
-    /// The items.
+    /// The items (`len` never passes `N`).
     pub fn as_slice(&self) -> &[T] {
-        self.items.get(..self.len).unwrap_or(&[])
+        crate::bytes::take(&self.items, self.len)
     }
 
     /// The items, mutable.
@@ -405,6 +404,22 @@ impl FixedBuf {
     /// The contents as text, if they are UTF-8.
     pub fn as_str(&self) -> Option<&str> {
         core::str::from_utf8(&self.data).ok()
+    }
+
+    /// The contents of a buffer kept as text (written with `push_str` and `format`, cut only at
+    /// character boundaries). Bytes that are not UTF-8 there mean a cut went through a
+    /// character, a bug: that is an `IO` error naming the buffer and the byte, never text that
+    /// silently reads as empty.
+    pub fn text(&self) -> Result<&str> {
+        core::str::from_utf8(&self.data).map_err(|e| {
+            crate::err!(
+                Io,
+                "{} holds bytes that are not UTF-8 at byte {} of {} (text cut inside a character; a bug)",
+                self.name,
+                e.valid_up_to(),
+                self.data.len()
+            )
+        })
     }
 
     /// Empties the buffer, keeping its reservation.
@@ -522,14 +537,14 @@ impl<'a> SliceWriter<'a> {
         SliceWriter { buf, len: 0, overflowed: false }
     }
 
-    /// Bytes written so far.
+    /// Bytes written so far (`len` never passes the buffer).
     pub fn written(&self) -> &[u8] {
-        self.buf.get(..self.len).unwrap_or(&[])
+        crate::bytes::take(self.buf, self.len)
     }
 
-    /// The text written so far (always whole `&str` pieces, so always UTF-8).
+    /// The text written so far (always whole `&str` pieces, so the valid prefix is all of it).
     pub fn as_str(&self) -> &str {
-        core::str::from_utf8(self.written()).unwrap_or("")
+        crate::bytes::utf8_prefix(self.written())
     }
 
     /// Number of bytes written.
@@ -650,6 +665,17 @@ mod tests {
         b.consume_front(2);
         assert_eq!(b.as_slice(), b"cx");
         assert_eq!(b.capacity(), 5);
+    }
+
+    #[test]
+    fn fixed_buf_text_reports_a_cut_character() {
+        let mut b = FixedBuf::with_capacity("test buffer", 8);
+        b.push_str("aé").unwrap();
+        assert_eq!(b.text().unwrap(), "aé");
+        b.truncate(2);
+        let e = b.text().unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::Io);
+        assert!(e.message().contains("test buffer") && e.message().contains("at byte 1 of 2"), "{e}");
     }
 
     #[test]

@@ -89,7 +89,8 @@ impl Sha256 {
         let mut pad = [0u8; 72];
         pad[0] = 0x80;
         let total = self.total_bytes;
-        self.update(pad.get(..pad_len).unwrap_or(&[]));
+        // `block_len < 64`, so `pad_len` is 1..=64, within `pad`.
+        self.update(crate::bytes::take(&pad, pad_len));
         self.update(&bit_len.to_be_bytes());
         self.total_bytes = total;
         let mut out = [0u8; 32];

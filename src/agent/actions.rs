@@ -118,7 +118,8 @@ pub fn apply(
     if let Some(k) = &key {
         let _ = r.key.push_str(k.as_str());
     }
-    let value = a.value.map(str::trim).unwrap_or("");
+    // An absent value is an empty one: the kinds that need a value say so just below.
+    let value = a.value.map_or("", str::trim);
     if a.kind.needs_value() && value.is_empty() {
         return Ok(r.done(false, format_args!("{} needs a non-empty value", a.kind.as_str())));
     }
@@ -175,7 +176,7 @@ pub fn apply(
             if let Err(e) = written {
                 return Ok(r.done(false, format_args!("{}", e.message())));
             }
-            let text = scratch.text.as_str().unwrap_or("");
+            let text = scratch.text.text()?;
             r.key.clear();
             let _ = r.key.push_str(issue_key.as_str());
             match store.put(&issue_key, text, now) {
@@ -230,7 +231,7 @@ fn load_into(
         }
         Err(e) => return failed(r, e),
     }
-    let text = scratch.text.as_str().unwrap_or("");
+    let text = scratch.text.text()?;
     Ok(match wm.add(k, text, now) {
         Ok(()) => r.done(true, format_args!("loaded from storage into working memory")),
         Err(e) => r.done(false, format_args!("{}", e.message())),
@@ -252,7 +253,7 @@ pub fn page_out(
         Some(t) => scratch.text.push_str(t)?,
         None => return Ok(r.done(false, format_args!("'{}' is not in working memory", k))),
     }
-    let text = scratch.text.as_str().unwrap_or("");
+    let text = scratch.text.text()?;
     if !text.trim().is_empty() {
         match store.put(k, text, now) {
             Ok(_) => {}
@@ -311,14 +312,15 @@ fn search(
     if shown == 0 {
         wm.remove(&normalize(SEARCH_RESULTS_KEY)?);
         return Ok(match (key, needle) {
+            (_, Some(n)) => r.done(true, format_args!("no stored value contains '{}'", n)),
             (Some(k), None) => r.done(true, format_args!("no stored key has all the tags '{}'", k)),
-            _ => r.done(true, format_args!("no stored value contains '{}'", needle.unwrap_or(""))),
+            (None, None) => r.done(false, format_args!("storage_search needs tags or a text query")),
         });
     }
     if total > shown || scratch.results.truncated() {
         scratch.text.format(format_args!("\n(more matches; narrow the search with more tags)"))?;
     }
-    let text = scratch.text.as_str().unwrap_or("");
+    let text = scratch.text.text()?;
     Ok(match wm.add(&normalize(SEARCH_RESULTS_KEY)?, text, now) {
         Ok(()) => {
             r.done(true, format_args!("{} match{}: see search_results", shown, if shown == 1 { "" } else { "es" }))

@@ -270,7 +270,8 @@ pub fn hex_digest<'b>(digest: &[u8; 32], buf: &'b mut [u8; 64]) -> &'b str {
             *lo = HEX.get(usize::from(b & 15)).copied().unwrap_or(b'0');
         }
     }
-    core::str::from_utf8(buf).unwrap_or("")
+    // Hex digits only: all of it is text.
+    crate::bytes::utf8_prefix(buf)
 }
 
 #[cfg(test)]

@@ -157,9 +157,10 @@ impl Constrainer {
         self.last_seed
     }
 
-    /// The grammar or schema of this cycle (empty when off).
+    /// The grammar or schema of this cycle (empty when off): all of the buffer, which
+    /// [`Constrainer::prepare`] has checked to be text.
     pub fn text(&self) -> &str {
-        self.text.as_str().unwrap_or("")
+        crate::bytes::utf8_prefix(self.text.as_slice())
     }
 
     /// Remembers the action the agent just carried out: a remove, load or search is not offered
@@ -243,9 +244,12 @@ impl Constrainer {
             in_working: &WorkingKeys(working),
         };
         match mode {
-            Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text),
-            _ => grammar::gbnf::write(&lang, &mut self.text),
+            Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text)?,
+            _ => grammar::gbnf::write(&lang, &mut self.text)?,
         }
+        // Written as text: anything else (a bug) is an `IO` error here, never a grammar that
+        // reads as empty, which would send the request with no constraint.
+        self.text.text().map(|_| ())
     }
 
     /// The seed for `cycle`'s `attempt`-th request (splitmix64 of the run's base, the cycle and
@@ -335,7 +339,7 @@ impl Constrainer {
     ) -> Result<Completion<'c>> {
         let seed = self.seed(cycle, 0);
         self.last_seed = Some(seed);
-        let text = self.text.as_str().unwrap_or("");
+        let text = self.text();
         let constraint = match self.active {
             Mode::Grammar if !text.is_empty() => Some(Constraint::Grammar(text)),
             Mode::JsonSchema if !text.is_empty() => Some(Constraint::JsonSchema(text)),

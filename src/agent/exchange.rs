@@ -20,7 +20,7 @@
 
 use crate::error::{Code, Result};
 use crate::fixed::FixedBuf;
-use crate::json::{Document, Writer};
+use crate::json::{Document, Typed, Value, Writer};
 use crate::limits::{EXCHANGE_LINE_MAX_BYTES, EXCHANGE_LINE_MAX_NODES};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -42,6 +42,7 @@ pub struct ExchangeRecord<'a> {
     pub state: &'a str,
     pub inbox: Option<&'a str>,
     pub prompt: &'a str,
+    /// The reply's text when there is no `error` (`None`: a reply without text).
     pub content: Option<&'a str>,
     pub reasoning: Option<&'a str>,
     pub finish_reason: Option<&'a str>,
@@ -145,8 +146,12 @@ fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
         w.key("message")?;
         w.string(message)?;
     } else {
+        // Every reply line has a "content" (the replay script needs one): none is empty text.
         w.key("content")?;
-        w.string(r.content.unwrap_or(""))?;
+        match r.content {
+            Some(text) => w.string(text)?,
+            None => w.string("")?,
+        }
         if let Some(x) = r.reasoning {
             w.key("reasoning")?;
             w.string(x)?;
@@ -238,19 +243,27 @@ impl Recorded {
             break;
         }
         let root = self.doc.root();
+        let (path, line_no) = (&self.path, self.line_no);
+        let text = |key: &str| {
+            text_member(root, key).map_err(|e| e.context(format_args!("{} line {}", path.display(), line_no)))
+        };
         let time = root.get("time").and_then(|v| v.as_u64()).unwrap_or(0);
-        let inbox = root.get("inbox").and_then(|v| v.as_str());
-        let prompt = root.get("prompt").and_then(|v| v.as_str());
-        let reply = match root.get("error").and_then(|v| v.as_str()) {
+        let inbox = text("inbox")?;
+        let prompt = text("prompt")?;
+        let reply = match text("error")? {
             Some(code) => {
                 let code = Code::from_name(code).unwrap_or(Code::LlmError);
-                let message = root.get("message").and_then(|v| v.as_str()).unwrap_or("");
+                // A hand-written error line may leave its message out.
+                let message = text("message")?.unwrap_or("recorded failure");
                 Err(crate::error::Error::new(code, file!(), line!(), format_args!("{}", message)))
             }
             None => Ok(RecordedReply {
-                content: root.get("content").and_then(|v| v.as_str()).unwrap_or(""),
-                reasoning: root.get("reasoning").and_then(|v| v.as_str()),
-                finish_reason: root.get("finish_reason").and_then(|v| v.as_str()).unwrap_or("stop"),
+                // Written on every reply line: one without it was not written by a run.
+                content: text("content")?.ok_or_else(|| {
+                    err!(JsonInvalid, "{} line {} has neither \"content\" nor \"error\"", path.display(), line_no)
+                })?,
+                reasoning: text("reasoning")?,
+                finish_reason: text("finish_reason")?.unwrap_or("stop"),
                 usage: root.get("usage").map(|u| {
                     (
                         u.get("prompt_tokens").and_then(|v| v.as_u64()).unwrap_or(0),
@@ -264,4 +277,74 @@ impl Recorded {
     }
 }
 
+/// The text member `key` of a recorded line: `None` when it is absent or null, an error when it
+/// is anything but a string (a number where text belongs would otherwise replay as no text).
+fn text_member<'d>(root: Value<'d>, key: &str) -> Result<Option<&'d str>> {
+    let Some(v) = root.get(key) else { return Ok(None) };
+    match v.typed() {
+        Typed::Null => Ok(None),
+        Typed::String(s) => Ok(Some(s)),
+        _ => bail!(JsonInvalid, "\"{}\" is a JSON {}, not a string", key, v.kind().name()),
+    }
+}
+
 use std::io::Read as _;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Reads `lines` as an exchange log: each cycle's reply (or recorded error), then the error
+    /// that stopped the reading, if any.
+    fn read(lines: &str) -> Vec<core::result::Result<String, Error>> {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("lkj-exchange-{}-{}.jsonl", std::process::id(), n));
+        std::fs::write(&path, lines).unwrap();
+        let mut rec = Recorded::open(&path).unwrap();
+        let mut out = Vec::new();
+        loop {
+            match rec.next_cycle() {
+                Ok(Some(c)) => out.push(Ok(match c.reply {
+                    Ok(r) => format!("{:?} {:?} {}", c.inbox, c.prompt, r.content),
+                    Err(e) => format!("{}: {}", e.code(), e.message()),
+                })),
+                Ok(None) => break,
+                Err(e) => {
+                    out.push(Err(e));
+                    break;
+                }
+            }
+        }
+        std::fs::remove_file(&path).unwrap();
+        out
+    }
+
+    #[test]
+    fn recorded_lines_read_back() {
+        let got = read(concat!(
+            "{\"time\":1,\"prompt\":\"p\",\"content\":\"c\"}\n",
+            "{\"time\":2,\"inbox\":null,\"error\":\"LLM_TIMEOUT\",\"message\":\"slow\"}\n",
+            "{\"time\":3,\"error\":\"LLM_TIMEOUT\"}\n",
+        ));
+        let got: Vec<String> = got.into_iter().map(Result::unwrap).collect();
+        assert_eq!(got, ["None Some(\"p\") c", "LLM_TIMEOUT: slow", "LLM_TIMEOUT: recorded failure"]);
+    }
+
+    #[test]
+    fn a_text_member_of_another_type_or_a_reply_without_content_is_an_error() {
+        for (line, says) in [
+            ("{\"time\":1,\"content\":42}", "\"content\" is a JSON number, not a string"),
+            ("{\"time\":1,\"inbox\":[\"x\"],\"content\":\"c\"}", "\"inbox\" is a JSON array"),
+            ("{\"time\":1,\"error\":\"IO\",\"message\":{}}", "\"message\" is a JSON object"),
+            ("{\"time\":1,\"prompt\":\"p\"}", "has neither \"content\" nor \"error\""),
+        ] {
+            let got = read(&format!("{line}\n"));
+            let e = got.last().unwrap().as_ref().unwrap_err();
+            assert_eq!(e.code(), Code::JsonInvalid, "{line}");
+            assert!(e.message().contains(says) && e.message().contains("line 1"), "{line}: {e}");
+        }
+    }
+}

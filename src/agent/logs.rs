@@ -79,19 +79,23 @@ fn renumber(wm: &mut WorkingSet, log: &LogSettings, scratch: &mut FixedBuf, now:
     let present = present_slots(wm, log)?;
     scratch.clear();
     let mut lens: ArrayVec<usize, WORKING_MAX_ENTRIES> = ArrayVec::new();
+    // A position that holds no entry, or a cut that fails (a bug), is an error: never an entry
+    // renumbered as empty text.
+    let lost = || err!(Io, "renumbering the {} log lost track of an entry's text (a bug)", log.key_prefix);
     for &(_, i) in present.iter() {
-        let t = wm.text(i).unwrap_or("");
+        let t = wm.text(i).ok_or_else(lost)?;
         scratch.push_str(t)?;
         lens.push(t.len())?;
     }
     for &(n, _) in present.iter() {
         wm.remove(&slot_key(&log.key_prefix, n)?);
     }
-    let mut at = 0usize;
-    for (slot, len) in lens.iter().enumerate() {
-        let bytes = scratch.as_slice().get(at..at + len).unwrap_or(&[]);
-        wm.add(&slot_key(&log.key_prefix, slot as u32 + 1)?, core::str::from_utf8(bytes).unwrap_or(""), now)?;
-        at += len;
+    // The texts lie one after another in `scratch`, each whole.
+    let mut rest = scratch.text()?;
+    for (slot, &len) in lens.iter().enumerate() {
+        let (text, after) = rest.split_at_checked(len).ok_or_else(lost)?;
+        wm.add(&slot_key(&log.key_prefix, slot as u32 + 1)?, text, now)?;
+        rest = after;
     }
     Ok(lens.len() as u32 + 1)
 }

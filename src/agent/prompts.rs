@@ -133,9 +133,10 @@ impl Prompts {
         &self.base
     }
 
-    /// The prompt text of `state` (empty if the state has none).
+    /// The prompt text of `state`; a state the configuration gives no prompt adds none, so
+    /// empty.
     pub fn state(&self, state: &str) -> &str {
-        self.states.iter().find(|(s, _)| s == state).map(|(_, t)| t.as_str()).unwrap_or("")
+        self.states.iter().find(|(s, _)| s == state).map_or("", |(_, t)| t.as_str())
     }
 }
 

@@ -31,9 +31,9 @@ pub struct Segments {
 }
 
 impl Segments {
-    /// The segment text for `state` (empty if none).
+    /// The segment text for `state`; a state without segments has none to add, so empty.
     pub fn for_state(&self, state: &str) -> &str {
-        self.by_state.iter().find(|(s, _)| s == state).map(|(_, t)| t.as_str()).unwrap_or("")
+        self.by_state.iter().find(|(s, _)| s == state).map_or("", |(_, t)| t.as_str())
     }
 }
 

@@ -77,7 +77,12 @@ fn feed_all<H: Handler + ?Sized>(input: &mut dyn Read, chunk: &mut [u8], parser:
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => bail!(Io, "cannot read the input: {}", e),
         };
-        parser.feed(chunk.get(..n).unwrap_or(&[]), h)?;
+        // `Read` promises `n <= chunk.len()`; a reader that broke it is an error, not a
+        // chunk read as empty.
+        let Some(read) = chunk.get(..n) else {
+            bail!(Io, "the input reported {} bytes read into a buffer of {}", n, chunk.len())
+        };
+        parser.feed(read, h)?;
     }
     parser.finish(h)
 }
@@ -118,5 +123,31 @@ impl fmt::Write for Sink<'_> {
             self.full = true;
             fmt::Error
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::Validate;
+
+    /// A reader that claims one byte more than its buffer holds.
+    struct Overclaims;
+
+    impl Read for Overclaims {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            Ok(buf.len() + 1)
+        }
+    }
+
+    #[test]
+    fn a_reader_that_overclaims_is_an_error_not_an_empty_chunk() {
+        let mut chunk = [0u8; 8];
+        let mut parser = Parser::new();
+        let e = feed_all(&mut Overclaims, &mut chunk, &mut parser, &mut Validate).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::Io);
+        assert!(e.message().contains("9 bytes read into a buffer of 8"), "{e}");
+        let mut parser = Parser::new();
+        feed_all(&mut &b"[1, \"two\"]"[..], &mut chunk, &mut parser, &mut Validate).unwrap();
     }
 }

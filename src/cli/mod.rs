@@ -84,8 +84,7 @@ fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
     // The command is the first argument that is neither an option nor an option's value.
     let mut command_at = None;
     let mut i = 0;
-    while i < items.len() {
-        let item = items.get(i).map(String::as_str).unwrap_or("");
+    while let Some(item) = items.get(i) {
         if item == "--data" {
             i += 2;
             continue;

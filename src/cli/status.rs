@@ -12,7 +12,7 @@ use super::args::Args;
 use super::memory::{read_memory, MemoryRead};
 use super::util::{open_store_read_only, say, write_all, StoreRead, Time};
 use crate::error::Result;
-use crate::json::{Document, Kind, Value, Writer};
+use crate::json::{Document, Kind, Typed, Value, Writer};
 use crate::limits::{AUDIT_LINE_MAX_BYTES, INBOX_MAX_BYTES, WORKING_TEXT_MAX_BYTES};
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -184,15 +184,14 @@ impl Status {
                 say(
                     out,
                     format_args!(
-                        "last cycle  {} at {}: {} -> {}, {} ms, {}{}{}",
+                        "last cycle  {} at {}: {} -> {}, {} ms, {}{}",
                         c.cycle,
                         Time(c.time),
                         c.state,
                         c.next_state,
                         c.latency_ms,
                         actions,
-                        if c.error.is_some() { ", error " } else { "" },
-                        c.error.as_deref().unwrap_or("")
+                        ErrorSuffix(c.error.as_deref())
                     ),
                 )?;
             }
@@ -326,7 +325,20 @@ impl Status {
     }
 }
 
-/// The last whole line of an audit log that parses; `None` when there is no such file or line.
+/// `, error CODE` after the last cycle's summary when it ended in an error; nothing otherwise.
+struct ErrorSuffix<'a>(Option<&'a str>);
+
+impl core::fmt::Display for ErrorSuffix<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(code) => write!(f, ", error {}", code),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The last whole line of an audit log that parses as one of its records; `None` when there is
+/// no such file or line.
 fn last_audit_line(path: &Path) -> Result<Option<LastCycle>> {
     let f = match File::open(path) {
         Ok(f) => f,
@@ -353,21 +365,39 @@ fn last_audit_line(path: &Path) -> Result<Option<LastCycle>> {
             continue;
         }
         let num = |k: &str| root.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
-        let text = |v: Option<Value<'_>>| v.and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let actions = root
+        // The agent writes every text member on every line: a line where one is missing or
+        // not a string is not its record, and is passed over like a torn one.
+        let text = |v: Option<Value<'_>>| v.and_then(|v| v.as_str()).map(str::to_string);
+        let actions: Option<Vec<_>> = root
             .get("actions")
             .into_iter()
             .flat_map(|a| a.items())
-            .map(|a| (text(a.get("type")), text(a.get("key")), a.get("ok").and_then(|v| v.as_bool()).unwrap_or(false)))
+            .map(|a| {
+                Some((
+                    text(a.get("type"))?,
+                    text(a.get("key"))?,
+                    a.get("ok").and_then(|v| v.as_bool()).unwrap_or(false),
+                ))
+            })
             .collect();
+        let error = match root.get("error").map(|v| v.typed()) {
+            None | Some(Typed::Null) => None,
+            Some(Typed::String(code)) => Some(code.to_string()),
+            Some(_) => continue,
+        };
+        let (Some(state), Some(next_state), Some(actions)) =
+            (text(root.get("state")), text(root.get("next_state")), actions)
+        else {
+            continue;
+        };
         return Ok(Some(LastCycle {
             time: num("time"),
             cycle: num("cycle"),
-            state: text(root.get("state")),
-            next_state: text(root.get("next_state")),
+            state,
+            next_state,
             latency_ms: num("latency_ms"),
             actions,
-            error: root.get("error").and_then(|v| v.as_str()).map(str::to_string),
+            error,
         }));
     }
     Ok(None)
@@ -386,4 +416,37 @@ fn count_messages(path: &Path) -> Result<usize> {
         .read_to_end(&mut bytes)
         .map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
     Ok(bytes.split(|&b| b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)).count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_audit_line_with_a_text_member_of_another_type_is_passed_over() {
+        let path = std::env::temp_dir().join(format!("lkj-status-audit-{}.jsonl", std::process::id()));
+        let good = r#"{"time":1,"cycle":4,"state":"thinking","next_state":"evaluating","latency_ms":9,"actions":[{"type":"storage_save","key":"a","ok":true}],"error":null}"#;
+        let lines = [
+            // Each of these is not a record the agent wrote: the good line before it is shown.
+            r#"{"time":2,"cycle":5,"state":7,"next_state":"thinking","actions":[],"error":null}"#,
+            r#"{"time":2,"cycle":5,"state":"thinking","next_state":"thinking","actions":[{"type":3,"key":"a"}],"error":null}"#,
+            r#"{"time":2,"cycle":5,"state":"thinking","next_state":"thinking","actions":[],"error":{}}"#,
+            r#"{"time":2,"cycle":5,"next_state":"thinking","actions":[],"error":null}"#,
+        ];
+        for bad in lines {
+            std::fs::write(&path, format!("{good}\n{bad}\n")).unwrap();
+            let c = last_audit_line(&path).unwrap().unwrap();
+            assert_eq!((c.cycle, c.state.as_str(), c.next_state.as_str()), (4, "thinking", "evaluating"), "{bad}");
+            assert_eq!(c.actions, [("storage_save".to_string(), "a".to_string(), true)]);
+            assert_eq!(c.error, None);
+        }
+        let errored =
+            r#"{"time":2,"cycle":5,"state":"thinking","next_state":"thinking","actions":[],"error":"LLM_TIMEOUT"}"#;
+        std::fs::write(&path, format!("{good}\n{errored}\n")).unwrap();
+        let c = last_audit_line(&path).unwrap().unwrap();
+        assert_eq!((c.cycle, c.error.as_deref()), (5, Some("LLM_TIMEOUT")));
+        assert_eq!(ErrorSuffix(c.error.as_deref()).to_string(), ", error LLM_TIMEOUT");
+        assert_eq!(ErrorSuffix(None).to_string(), "");
+        std::fs::remove_file(&path).unwrap();
+    }
 }

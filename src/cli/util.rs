@@ -64,7 +64,7 @@ pub fn open_store_read_only_with(data: &Path, whole_log: bool) -> Result<StoreRe
     // The header: the first line.
     let mut head = [0u8; 256];
     let n = read_at_most(&f, &mut head, 0).map_err(|e| err!(Io, "cannot read {}: {}", path.display(), e))?;
-    let head = head.get(..n).unwrap_or(&[]);
+    let head = crate::bytes::take(&head, n);
     let header_ok = head.iter().position(|&b| b == b'\n').and_then(|end| head.get(..end)).is_some_and(|line| {
         matches!(storelog::decode(line), Ok(Record::Header { version, .. })
                 if (storelog::FORMAT_VERSION_OLDEST..=storelog::FORMAT_VERSION).contains(&version))

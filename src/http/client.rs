@@ -28,6 +28,7 @@ use super::request::{BodySink, HttpSettings, Meta, Method, Request, Response, Se
 use super::response::{head_end, parse_chunk_size, parse_head, Framing, Shown};
 use super::retry::{error_is_retryable, status_is_retryable};
 use super::url::{Scheme, Url};
+use crate::bytes;
 use crate::clock::sleep_unless_stopped;
 use crate::error::{Code, Error, Result};
 use crate::fixed::{ArrayString, FixedBuf};
@@ -47,8 +48,9 @@ struct Rx {
 }
 
 impl Rx {
+    /// The bytes not yet consumed (`start` never passes the buffer's length).
     fn data(&self) -> &[u8] {
-        self.buf.as_slice().get(self.start..).unwrap_or(&[])
+        bytes::skip(self.buf.as_slice(), self.start)
     }
 
     fn consume(&mut self, n: usize) {
@@ -404,14 +406,14 @@ impl HttpClient {
                     bail!(
                         HttpProtocol,
                         "the connection closed inside the response head: {:?}",
-                        Shown(reader.rx.data().get(..n).unwrap_or(&[]))
+                        Shown(bytes::take(reader.rx.data(), n))
                     );
                 }
             };
             // Redacted before it is read: a header may echo the key, and a malformed one is
             // quoted in the error.
             let end = reader.rx.redact_front(end, reader.redactor);
-            let head = parse_head(reader.rx.data().get(..end).unwrap_or(&[]), req.method == Method::Head)?;
+            let head = parse_head(bytes::take(reader.rx.data(), end), req.method == Method::Head)?;
             reader.rx.consume(end);
             match head.status {
                 101 => bail!(HttpProtocol, "the server switched protocols (101), which this client never asks for"),
@@ -617,7 +619,8 @@ fn read_body(r: &mut Reader<'_>, framing: Framing, max: usize, sink: &mut dyn Bo
             let mut total: u64 = 0;
             loop {
                 let len = r.line("a chunk size line")?;
-                let size = parse_chunk_size(r.rx.data().get(..len - 1).unwrap_or(&[]))?;
+                let line = bytes::take(r.rx.data(), len);
+                let size = parse_chunk_size(line.strip_suffix(b"\n").unwrap_or(line))?;
                 r.rx.consume(len);
                 if size == 0 {
                     // Trailer fields, then the empty line that ends the message; they are ignored.
@@ -644,7 +647,7 @@ fn read_body(r: &mut Reader<'_>, framing: Framing, max: usize, sink: &mut dyn Bo
                     bail!(
                         HttpProtocol,
                         "chunk data is not followed by CRLF: {:?}",
-                        Shown(r.rx.data().get(..len).unwrap_or(&[]))
+                        Shown(bytes::take(r.rx.data(), len))
                     );
                 }
                 r.rx.consume(len);
@@ -663,7 +666,7 @@ fn copy_exact(r: &mut Reader<'_>, n: u64, sink: &mut dyn BodySink) -> Result<u64
         }
         let data = r.rx.data();
         let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        sink.write(data.get(..take).unwrap_or(&[]))?;
+        sink.write(bytes::take(data, take))?;
         r.rx.consume(take);
         left -= take as u64;
     }

@@ -20,6 +20,7 @@
 use super::redact::Redactor;
 use super::request::{BodySink, HttpSettings, Meta, Request, Secret};
 use super::response::Shown;
+use crate::bytes;
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::limits::HTTP_STOP_POLL_MS;
@@ -187,7 +188,7 @@ pub(crate) fn attempt(
         let mut buf = [0u8; 200];
         let n = err.read(&mut buf).unwrap_or(0);
         let n = redactor.redact_in_place(buf.get_mut(..n).unwrap_or(&mut []));
-        let _ = errtext.format(format_args!("{:?}", Shown(buf.get(..n).unwrap_or(&[]).trim_ascii())));
+        let _ = errtext.format(format_args!("{:?}", Shown(bytes::take(&buf, n).trim_ascii())));
     }
     let status = child.wait().map_err(|e| err!(Io, "waiting for curl failed: {}", e))?;
     if overflow {
@@ -203,23 +204,19 @@ pub(crate) fn attempt(
         Some(c) => bail!(HttpProtocol, "curl failed with exit code {} talking to {}: {}", c, req.url, errtext),
         None => bail!(LlmUnavailable, "curl was killed by a signal talking to {}", req.url),
     }
-    // The last line is the status code written by `write-out`.
+    // The last line is the status code written by `write-out` (`\n%{http_code}`); without a
+    // newline, curl wrote none.
     let all = body.as_slice();
     let nl = all.iter().rposition(|&b| b == b'\n');
-    let code_text = nl.and_then(|i| all.get(i + 1..)).unwrap_or(&[]);
+    let code_text = nl.map_or(&[][..], |i| bytes::skip(all, i + 1));
     let code = core::str::from_utf8(code_text).ok().and_then(|t| t.trim().parse::<u16>().ok()).unwrap_or(0);
     if !(100..1000).contains(&code) {
         let mut shown = [0u8; 128];
         let n = code_text.len().min(shown.len());
         let got = shown.get_mut(..n).unwrap_or(&mut []);
-        got.copy_from_slice(code_text.get(..n).unwrap_or(&[]));
+        got.copy_from_slice(bytes::take(code_text, n));
         let n = redactor.redact_in_place(got);
-        bail!(
-            HttpProtocol,
-            "curl reported no HTTP status for {} (got {:?})",
-            req.url,
-            Shown(shown.get(..n).unwrap_or(&[]))
-        );
+        bail!(HttpProtocol, "curl reported no HTTP status for {} (got {:?})", req.url, Shown(bytes::take(&shown, n)));
     }
     body.truncate(nl.unwrap_or(0));
     // The body is redacted whole, before anyone sees it (see `super::redact`).

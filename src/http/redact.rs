@@ -20,6 +20,7 @@
 //! per [`MIN_RUN`] bytes; a long run of key-like characters costs one filter probe per byte and
 //! a binary search on a filter hit. Linear in the text, no allocation after start-up.
 
+use crate::bytes;
 use crate::error::Result;
 use core::fmt;
 
@@ -118,7 +119,8 @@ impl Redactor {
         if self.width >= MARKER.len() {
             MARKER
         } else {
-            STARS.get(..self.width).unwrap_or("")
+            // `width < MARKER.len() < STARS.len()`, and stars are ASCII: exactly `width` of them.
+            bytes::str_prefix(STARS, self.width)
         }
     }
 
@@ -209,12 +211,13 @@ impl fmt::Display for Redacted<'_> {
         let bytes = self.text.as_bytes();
         let mut at = 0;
         while let Some((a, b)) = self.redactor.next_run(bytes, at) {
-            // Runs are ASCII, so their ends are character boundaries.
-            f.write_str(self.text.get(at..a).unwrap_or(""))?;
+            // Runs are ASCII, so their ends are character boundaries and these cuts cannot fail;
+            // were they to, the write fails rather than drop text.
+            f.write_str(self.text.get(at..a).ok_or(fmt::Error)?)?;
             f.write_str(self.redactor.marker())?;
             at = b;
         }
-        f.write_str(self.text.get(at..).unwrap_or(""))
+        f.write_str(self.text.get(at..).ok_or(fmt::Error)?)
     }
 }
 
@@ -251,20 +254,21 @@ impl StreamRedactor {
         for piece in data.chunks(STREAM_PIECE) {
             let p = self.pending_len;
             let n = p + piece.len();
+            // `p <= MIN_RUN` and a piece is at most STREAM_PIECE bytes: both fit `work`.
             if let Some(dst) = work.get_mut(..p) {
-                dst.copy_from_slice(self.pending.get(..p).unwrap_or(&[]));
+                dst.copy_from_slice(bytes::take(&self.pending, p));
             }
             if let Some(dst) = work.get_mut(p..n) {
                 dst.copy_from_slice(piece);
             }
-            let text = work.get(..n).unwrap_or(&[]);
+            let text = bytes::take(&work, n);
             // Positions below `settled` are in no window still to come.
             let settled = (n + 1).saturating_sub(r.width);
             self.emit(r, text, settled, out)?;
-            let rest = text.get(settled..).unwrap_or(&[]);
+            let rest = bytes::skip(text, settled);
             self.pending_len = rest.len().min(MIN_RUN);
             if let Some(dst) = self.pending.get_mut(..self.pending_len) {
-                dst.copy_from_slice(rest.get(..self.pending_len).unwrap_or(&[]));
+                dst.copy_from_slice(bytes::take(rest, self.pending_len));
             }
         }
         Ok(())
@@ -273,7 +277,7 @@ impl StreamRedactor {
     /// Ends the stream: what was held back is settled and passed on.
     pub fn finish(&mut self, r: &Redactor, out: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let pending = self.pending;
-        let text = pending.get(..self.pending_len).unwrap_or(&[]);
+        let text = bytes::take(&pending, self.pending_len);
         let result = self.emit(r, text, text.len(), out);
         self.reset();
         result
@@ -302,7 +306,8 @@ impl StreamRedactor {
                 (Some((a, b)), _) => {
                     // The current run is complete: what precedes it, then its marker (settled
                     // parts only; the rest is remembered as covered).
-                    self.plain(text.get(pos..a.min(settled).max(pos)).unwrap_or(&[]), out)?;
+                    // `pos <= settled <= text.len()`.
+                    self.plain(bytes::range(text, pos, a.min(settled)), out)?;
                     if a < settled {
                         self.mark(r, out)?;
                     }
@@ -321,7 +326,7 @@ impl StreamRedactor {
                 (None, None) => break,
             }
         }
-        self.plain(text.get(pos..settled.max(pos)).unwrap_or(&[]), out)
+        self.plain(bytes::range(text, pos, settled), out)
     }
 
     fn plain(&mut self, bytes: &[u8], out: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {

@@ -61,7 +61,8 @@ pub fn head_end(bytes: &[u8]) -> Option<usize> {
 /// `HEAD`, whose response never has a body.
 pub fn parse_head(bytes: &[u8], head_request: bool) -> Result<Head> {
     let mut lines = bytes.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
-    let status_line = lines.next().unwrap_or(&[]);
+    // `split` yields at least one piece, even of an empty head.
+    let Some(status_line) = lines.next() else { bail!(HttpProtocol, "the response head has no status line") };
     let (status, minor) = parse_status_line(status_line)?;
     let mut head = Head {
         status,
@@ -87,14 +88,14 @@ pub fn parse_head(bytes: &[u8], head_request: bool) -> Result<Head> {
         if line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
             bail!(HttpProtocol, "obsolete header line folding (a line starting with whitespace) is not accepted");
         }
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
+        let mut parts = line.splitn(2, |&b| b == b':');
+        let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
             bail!(HttpProtocol, "header line {} has no ':': {:?}", count, Shown(line));
         };
-        let name = line.get(..colon).unwrap_or(&[]);
         if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
             bail!(HttpProtocol, "header line {} has an invalid field name {:?}", count, Shown(name));
         }
-        let value = trim(line.get(colon + 1..).unwrap_or(&[]));
+        let value = trim(value);
         if name.eq_ignore_ascii_case(b"content-length") {
             let n = parse_decimal(value)
                 .ok_or_else(|| err!(HttpProtocol, "Content-Length {:?} is not a decimal number", Shown(value)))?;
@@ -120,7 +121,7 @@ pub fn parse_head(bytes: &[u8], head_request: bool) -> Result<Head> {
         } else if name.eq_ignore_ascii_case(b"retry-after") {
             head.retry_after = parse_decimal(value);
         } else if name.eq_ignore_ascii_case(b"content-type") {
-            let media = value.split(|&b| b == b';').next().map(trim).unwrap_or(&[]);
+            let media = trim(before(value, b';'));
             head.content_type.clear();
             for &b in media.iter().take(64) {
                 let _ = head.content_type.push(char::from(b.to_ascii_lowercase()).min('~'));
@@ -159,12 +160,12 @@ pub fn parse_head(bytes: &[u8], head_request: bool) -> Result<Head> {
 fn parse_status_line(line: &[u8]) -> Result<(u16, u8)> {
     let bad = || err!(HttpProtocol, "malformed status line {:?} (expected \"HTTP/1.1 200 OK\")", Shown(line));
     let rest = line.strip_prefix(b"HTTP/1.").ok_or_else(bad)?;
-    let minor = match rest.first() {
-        Some(b'0') => 0,
-        Some(b'1') => 1,
+    let (minor, rest) = match rest.split_first() {
+        Some((b'0', rest)) => (0, rest),
+        Some((b'1', rest)) => (1, rest),
         _ => return Err(bad()),
     };
-    let rest = rest.get(1..).unwrap_or(&[]).strip_prefix(b" ").ok_or_else(bad)?;
+    let rest = rest.strip_prefix(b" ").ok_or_else(bad)?;
     let digits = rest.get(..3).ok_or_else(bad)?;
     if !digits.iter().all(u8::is_ascii_digit) || digits.first() == Some(&b'0') {
         return Err(bad());
@@ -181,8 +182,7 @@ fn parse_status_line(line: &[u8]) -> Result<(u16, u8)> {
 /// (ignored). Returns the size.
 pub fn parse_chunk_size(line: &[u8]) -> Result<u64> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let end = line.iter().position(|&b| b == b';').unwrap_or(line.len());
-    let hex = trim(line.get(..end).unwrap_or(&[]));
+    let hex = trim(before(line, b';'));
     let bad = || err!(HttpProtocol, "invalid chunk size line {:?}", Shown(line));
     if hex.is_empty() || hex.len() > 15 {
         return Err(bad());
@@ -204,10 +204,20 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-fn trim(v: &[u8]) -> &[u8] {
-    let start = v.iter().position(|&b| b != b' ' && b != b'\t').unwrap_or(v.len());
-    let end = v.iter().rposition(|&b| b != b' ' && b != b'\t').map_or(start, |i| i + 1);
-    v.get(start..end.max(start)).unwrap_or(&[])
+/// `v` without the optional whitespace (spaces and tabs, RFC 9110 §5.6.3) around it.
+fn trim(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// `v` up to its first `delim`, or all of it when it has none.
+fn before(v: &[u8], delim: u8) -> &[u8] {
+    crate::bytes::take(v, v.iter().position(|&b| b == delim).unwrap_or(v.len()))
 }
 
 /// A non-empty run of at most 18 decimal digits (no overflow possible).

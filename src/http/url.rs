@@ -108,12 +108,8 @@ struct Clipped<'a>(&'a str);
 
 impl fmt::Debug for Clipped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut cut = self.0.len().min(120);
-        while !self.0.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let head = self.0.get(..cut).unwrap_or("");
-        if cut < self.0.len() {
+        let head = crate::bytes::str_prefix(self.0, 120);
+        if head.len() < self.0.len() {
             write!(f, "{:?}...", head)
         } else {
             write!(f, "{:?}", head)
@@ -138,8 +134,9 @@ fn parse(text: &str) -> Result<Url> {
     if rest.contains('#') {
         bail!(ConfigInvalid, "a fragment ('#') has no meaning for an API endpoint; remove it");
     }
-    let (authority, path) = match rest.find(['/', '?']) {
-        Some(i) => (rest.get(..i).unwrap_or(""), rest.get(i..).unwrap_or("")),
+    // The path keeps its leading '/' or '?'; without either, all of `rest` is the authority.
+    let (authority, path) = match rest.find(['/', '?']).and_then(|i| rest.split_at_checked(i)) {
+        Some(split) => split,
         None => (rest, ""),
     };
     if authority.contains('@') {
@@ -187,22 +184,20 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 /// Splits `host[:port]` or `[v6]:port`; checks the host's characters.
 fn split_host_port(authority: &str) -> Result<(&str, Option<&str>)> {
     if let Some(inner) = authority.strip_prefix('[') {
-        let Some(close) = inner.find(']') else {
+        let Some((host, after)) = inner.split_once(']') else {
             bail!(ConfigInvalid, "an IPv6 address opened with '[' is not closed with ']'");
         };
-        let host = inner.get(..close).unwrap_or("");
         if host.parse::<std::net::Ipv6Addr>().is_err() {
             bail!(ConfigInvalid, "{:?} is not an IPv6 address", Clipped(host));
         }
-        let after = inner.get(close + 1..).unwrap_or("");
         return match after.strip_prefix(':') {
             Some(p) => Ok((host, Some(p))),
             None if after.is_empty() => Ok((host, None)),
             None => bail!(ConfigInvalid, "unexpected {:?} after the IPv6 address", Clipped(after)),
         };
     }
-    let (host, port) = match authority.rfind(':') {
-        Some(i) => (authority.get(..i).unwrap_or(""), Some(authority.get(i + 1..).unwrap_or(""))),
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
         None => (authority, None),
     };
     if host.contains(':') {

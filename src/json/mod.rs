@@ -51,5 +51,5 @@ pub mod write;
 
 pub use document::Document;
 pub use event::{Event, Handler, Parser, Validate};
-pub use value::{Kind, Value};
+pub use value::{Kind, Typed, Value};
 pub use write::Writer;

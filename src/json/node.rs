@@ -48,7 +48,11 @@ pub(crate) struct Span {
 }
 
 impl Span {
-    /// The text this span covers in `text` ("" if it does not lie within it).
+    /// The text this span covers in `text`. The document's builder makes every span from text
+    /// it wrote into `text` whole, so a span lies within it on character boundaries, and the
+    /// default span (the key of an array item, a missing value) is empty. Value accessors
+    /// cannot fail, so a span that did not lie within (a bug) would read as `""`; the round-trip
+    /// tests of the parser and writer compare whole documents, so such a bug shows there.
     #[inline]
     pub(crate) fn in_text(self, text: &str) -> &str {
         let off = self.off as usize;

@@ -11,6 +11,23 @@ pub use super::node::Kind;
 use super::node::{Node, Span};
 use super::number;
 
+/// A value's kind with its payload: see [`Value::typed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Typed<'a> {
+    /// `null` (or a missing value).
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number, exactly as written.
+    Number(&'a str),
+    /// A string, decoded.
+    String(&'a str),
+    /// An array (its items: [`Value::items`]).
+    Array,
+    /// An object (its members: [`Value::members`]).
+    Object,
+}
+
 /// The node a missing value reads as.
 const NULL: Node = Node { kind: Kind::Null, key: Span { off: 0, len: 0 }, a: Span { off: 0, len: 0 }, end: 0 };
 
@@ -50,6 +67,20 @@ impl<'a> Value<'a> {
     /// The kind of value.
     pub fn kind(&self) -> Kind {
         self.node().kind
+    }
+
+    /// The kind with its payload, for a `match` that needs both: no arm has to read a payload
+    /// it already knows is there through an accessor that returns an `Option`.
+    pub fn typed(&self) -> Typed<'a> {
+        let n = self.node();
+        match n.kind {
+            Kind::Null => Typed::Null,
+            Kind::Bool => Typed::Bool(n.a.len != 0),
+            Kind::Number => Typed::Number(self.span(n.a)),
+            Kind::String => Typed::String(self.span(n.a)),
+            Kind::Array => Typed::Array,
+            Kind::Object => Typed::Object,
+        }
     }
 
     /// Whether this is `null` (or a missing value).
@@ -193,7 +224,9 @@ impl<'a> Value<'a> {
     /// The nodes of this value's subtree, in document order, for walking without recursion.
     /// Also returns the index of the subtree's first node (node `end` fields are absolute).
     pub(crate) fn subtree(&self) -> (&'a [Node], &'a str, usize) {
-        (self.nodes.get(self.idx..self.end()).unwrap_or(&[]), self.text, self.idx)
+        // `nodes[idx..end]`; a missing value (`idx` past the nodes, `end == idx`) has none.
+        let nodes = crate::bytes::take(crate::bytes::skip(self.nodes, self.idx), self.end().saturating_sub(self.idx));
+        (nodes, self.text, self.idx)
     }
 }
 
@@ -296,6 +329,18 @@ mod tests {
         assert!(r.get("missing").is_none());
         assert!(s.get("x").is_none());
         assert!(r.at(0).is_none());
+    }
+
+    #[test]
+    fn typed_gives_kind_and_payload() {
+        let d = doc(r#"{"s":"x\u00e9","n":-1.5e3,"b":true,"z":null,"a":[1],"o":{}}"#);
+        let r = d.root();
+        let typed: Vec<Typed> = r.members().map(|(_, v)| v.typed()).collect();
+        assert_eq!(
+            typed,
+            [Typed::String("xé"), Typed::Number("-1.5e3"), Typed::Bool(true), Typed::Null, Typed::Array, Typed::Object]
+        );
+        assert_eq!(r.at(0).map(|v| v.typed()), None);
     }
 
     #[test]

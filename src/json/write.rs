@@ -116,7 +116,8 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
         let mut n = depth * 2;
         while n > 0 {
             let k = n.min(SPACES.len());
-            self.put(SPACES.get(..k).unwrap_or(""))?;
+            // All ASCII: the prefix is exactly `k` spaces.
+            self.put(crate::bytes::str_prefix(SPACES, k))?;
             n -= k;
         }
         Ok(())

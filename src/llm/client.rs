@@ -272,6 +272,7 @@ impl Client {
         // Before anything reads the reply: the key, echoed by a server, is never kept.
         self.acc.redact(&self.redactor);
         split_think(&mut self.acc);
+        self.acc.check_text()?;
         self.last = (status, attempts, start.elapsed());
         Ok(self.last_completion())
     }
@@ -560,8 +561,9 @@ fn model_matches(listed: &str, wanted: &str) -> bool {
 /// The chat, model-list and health URLs for a provider (see [`Settings::endpoint`]).
 fn endpoints(base: &Url, provider: ProviderKind) -> Result<Endpoints> {
     let path = base.path();
-    let (path, query) = match path.find('?') {
-        Some(i) => (path.get(..i).unwrap_or(""), path.get(i..).unwrap_or("")),
+    // The query keeps its '?'; without one, all of it is the path.
+    let (path, query) = match path.find('?').and_then(|i| path.split_at_checked(i)) {
+        Some(split) => split,
         None => (path, ""),
     };
     let path = path.trim_end_matches('/');

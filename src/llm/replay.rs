@@ -73,12 +73,11 @@ impl Replay {
                 return Ok(any);
             }
             any = true;
-            let (take, end) = match buf.iter().position(|&b| b == b'\n') {
-                Some(i) => (i + 1, true),
-                None => (buf.len(), false),
+            // The line's bytes in this buffer, and how many to consume (its newline too).
+            let (piece, take, end) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (crate::bytes::take(buf, i), i + 1, true),
+                None => (buf, buf.len(), false),
             };
-            let piece = buf.get(..take).unwrap_or(&[]);
-            let piece = if end { piece.get(..take - 1).unwrap_or(&[]) } else { piece };
             if self.line.extend_from_slice(piece).is_err() {
                 bail!(
                     CapacityExceeded,

@@ -14,7 +14,7 @@
 use crate::error::{Code, Error, Result};
 use crate::fixed::FixedBuf;
 use crate::http::Redactor;
-use crate::json::{Document, Kind, Value};
+use crate::json::{self, Document, Kind, Value};
 use core::fmt;
 
 /// Why the model stopped.
@@ -146,11 +146,7 @@ impl Accumulator {
     /// logged) and the cut is remembered.
     pub(crate) fn push_reasoning(&mut self, s: &str) {
         if self.reasoning.push_str(s).is_err() {
-            let mut cut = self.reasoning.remaining().min(s.len());
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let _ = self.reasoning.push_str(s.get(..cut).unwrap_or(""));
+            let _ = self.reasoning.push_str(crate::bytes::str_prefix(s, self.reasoning.remaining()));
             self.reasoning_cut = true;
         }
     }
@@ -168,14 +164,26 @@ impl Accumulator {
         }
     }
 
-    /// The content as text (always UTF-8: only `&str`s go in).
-    pub(crate) fn content_str(&self) -> &str {
-        self.content.as_str().unwrap_or("")
+    /// Checks that both buffers hold text, once they are complete (redacted, `<think>` split
+    /// off): only `&str`s go in, redaction replaces ASCII runs with ASCII, and cuts fall on
+    /// character boundaries, so anything else is a bug, reported as an `IO` error rather than
+    /// a reply that silently reads as empty. After this, [`Accumulator::content_str`] and
+    /// [`Accumulator::reasoning_str`] are the whole buffers.
+    pub(crate) fn check_text(&self) -> Result<()> {
+        self.content.text()?;
+        self.reasoning.text()?;
+        Ok(())
     }
 
-    /// The reasoning, if any.
+    /// The content as text: all of it, the buffer only ever holding text (see
+    /// [`Accumulator::check_text`]).
+    pub(crate) fn content_str(&self) -> &str {
+        crate::bytes::utf8_prefix(self.content.as_slice())
+    }
+
+    /// The reasoning, if any (text, as the content).
     pub(crate) fn reasoning_str(&self) -> Option<&str> {
-        self.reasoning.as_str().filter(|s| !s.trim().is_empty())
+        Some(crate::bytes::utf8_prefix(self.reasoning.as_slice())).filter(|s| !s.trim().is_empty())
     }
 
     pub(crate) fn outcome(&self) -> Outcome {
@@ -264,15 +272,12 @@ pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumula
 /// Content: a string, `null` (a streamed role-only delta), or an array of parts with `text`.
 fn read_text(v: Option<Value<'_>>, acc: &mut Accumulator) -> Result<()> {
     let Some(v) = v else { return Ok(()) };
-    match v.kind() {
-        Kind::String => {
-            let s = v.as_str().unwrap_or("");
-            if !s.is_empty() {
-                acc.push_content(s)?;
-                acc.pieces += 1;
-            }
+    match v.typed() {
+        json::Typed::String(s) if !s.is_empty() => {
+            acc.push_content(s)?;
+            acc.pieces += 1;
         }
-        Kind::Array => {
+        json::Typed::Array => {
             for part in v.items() {
                 if let Some(s) = part.get("text").and_then(|t| t.as_str()) {
                     acc.push_content(s)?;
@@ -280,7 +285,13 @@ fn read_text(v: Option<Value<'_>>, acc: &mut Accumulator) -> Result<()> {
                 }
             }
         }
-        _ => {}
+        json::Typed::String(_) | json::Typed::Null => {}
+        // Not a reply with no text: a server that does not speak the protocol.
+        json::Typed::Bool(_) | json::Typed::Number(_) | json::Typed::Object => bail!(
+            LlmError,
+            "the server's reply has a message content that is a JSON {}, not a string, null or an array of parts",
+            v.kind().name()
+        ),
     }
     Ok(())
 }
@@ -326,7 +337,9 @@ pub(crate) fn split_think(acc: &mut Accumulator) {
     };
     // The thought is copied out first (the two buffers are separate fields), then the gap in
     // the content is closed.
-    let think = acc.content.as_str().and_then(|t| t.get(think_start..think_end)).unwrap_or("").trim();
+    // Both ends are at a tag's `<` or `>` (ASCII) or at the end of the content.
+    let content = crate::bytes::utf8_prefix(acc.content.as_slice());
+    let think = crate::bytes::ascii_cut(content, think_start, think_end).trim();
     if !think.is_empty() {
         if !acc.reasoning.is_empty() {
             let _ = acc.reasoning.push_str("\n");
@@ -534,6 +547,41 @@ mod tests {
         assert_eq!(a.reasoning.as_str(), Some("abcé"));
         assert!(a.reasoning_cut);
         assert_eq!(a.push_content("123456789").unwrap_err().code(), Code::CapacityExceeded);
+    }
+
+    #[test]
+    fn content_of_the_wrong_type_is_an_error_not_an_empty_reply() {
+        let mut doc = Document::with_capacity(64, 1024);
+        for (content, text) in [
+            ("\"hi\"", Some("hi")),
+            ("null", Some("")),
+            ("[{\"text\":\"a\"}]", Some("a")),
+            ("42", None),
+            ("{}", None),
+            ("true", None),
+        ] {
+            let body = format!(r#"{{"choices":[{{"message":{{"content":{content}}}}}]}}"#);
+            doc.parse(body.as_bytes()).unwrap();
+            let mut a = acc();
+            let got = apply(doc.root(), Wire::OpenAi, 200, &mut a, &Redactor::none());
+            match text {
+                Some(t) => assert_eq!((got.unwrap(), a.content_str()), (false, t), "{content}"),
+                None => {
+                    let e = got.unwrap_err();
+                    assert_eq!(e.code(), Code::LlmError, "{content}");
+                    assert!(e.message().contains("message content that is a JSON"), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn text_buffers_that_are_not_text_are_reported() {
+        let mut a = acc();
+        a.push_content("aé").unwrap();
+        assert!(a.check_text().is_ok());
+        a.content.truncate(2);
+        assert_eq!(a.check_text().unwrap_err().code(), Code::Io);
     }
 
     #[test]

@@ -51,23 +51,23 @@ impl BodySink for StreamSink<'_> {
 
     fn write(&mut self, mut bytes: &[u8]) -> Result<()> {
         while !bytes.is_empty() {
-            if self.after_cr && bytes.first() == Some(&b'\n') {
-                bytes = bytes.get(1..).unwrap_or(&[]);
+            if self.after_cr {
                 self.after_cr = false;
-                continue;
+                // The LF of a CRLF split across two writes.
+                if let [b'\n', rest @ ..] = bytes {
+                    bytes = rest;
+                    continue;
+                }
             }
-            self.after_cr = false;
-            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
-                Some(i) => {
-                    self.push_line_bytes(bytes.get(..i).unwrap_or(&[]))?;
-                    self.after_cr = bytes.get(i) == Some(&b'\r');
-                    bytes = bytes.get(i + 1..).unwrap_or(&[]);
+            let eol = bytes.iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(bytes.len());
+            self.push_line_bytes(crate::bytes::take(bytes, eol))?;
+            match crate::bytes::skip(bytes, eol) {
+                [end, rest @ ..] => {
+                    self.after_cr = *end == b'\r';
+                    bytes = rest;
                     self.end_line()?;
                 }
-                None => {
-                    self.push_line_bytes(bytes)?;
-                    bytes = &[];
-                }
+                [] => bytes = &[],
             }
         }
         Ok(())

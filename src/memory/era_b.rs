@@ -27,11 +27,12 @@
 //! imported: the agent's state machine owns them. Importing the same document twice changes
 //! nothing the second time.
 
+use crate::bytes::str_prefix;
 use crate::error::Result;
 use crate::json::{Document, Kind, Value, Writer};
 use crate::limits::{EXCHANGE_FILE_MAX_BYTES, EXCHANGE_FILE_MAX_NODES, STORE_VALUE_MAX_BYTES};
 use crate::memory::file::{value_text, MemoryFile, Overflow};
-use crate::memory::key::{self, normalize, Key};
+use crate::memory::key::{normalize, Key};
 use crate::memory::store::{Change, Store};
 use core::fmt;
 
@@ -200,15 +201,15 @@ impl Import {
             );
         }
         for (k, _) in root.members().filter(|(k, _)| !KNOWN_KEYS.contains(k)) {
-            err!(JsonInvalid, "unknown key \"{}\" of the import document ignored", key::prefix(k, 64)).print_warning();
+            err!(JsonInvalid, "unknown key \"{}\" of the import document ignored", str_prefix(k, 64)).print_warning();
         }
         let (working, storage, archived) = import.sections()?;
         for (k, _) in working.iter().flat_map(|o| o.members()) {
-            normalize(k).map_err(|e| e.context(format_args!("working_memory key \"{}\"", key::prefix(k, 64))))?;
+            normalize(k).map_err(|e| e.context(format_args!("working_memory key \"{}\"", str_prefix(k, 64))))?;
         }
         let mut text = String::new();
         for (k, v) in storage.iter().flat_map(|o| o.members()) {
-            let key = normalize(k).map_err(|e| e.context(format_args!("storage key \"{}\"", key::prefix(k, 64))))?;
+            let key = normalize(k).map_err(|e| e.context(format_args!("storage key \"{}\"", str_prefix(k, 64))))?;
             value_text(v, &mut text)?;
             if text.len() > STORE_VALUE_MAX_BYTES {
                 bail!(
@@ -222,7 +223,7 @@ impl Import {
         }
         for item in archived.iter().flat_map(|a| a.items()) {
             let Some(k) = item.as_str() else { bail!(JsonInvalid, "an \"archived\" item is not a string") };
-            normalize(k).map_err(|e| e.context(format_args!("archived key \"{}\"", key::prefix(k, 64))))?;
+            normalize(k).map_err(|e| e.context(format_args!("archived key \"{}\"", str_prefix(k, 64))))?;
         }
         Ok(import)
     }

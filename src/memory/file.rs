@@ -56,15 +56,16 @@
 //! (`memory.store_capacity`), or one too big for the store as well (more than
 //! `STORE_VALUE_MAX_BYTES`), is an error, and the file and the store are left untouched.
 
+use crate::bytes::str_prefix;
 use crate::error::{Error, Result};
 use crate::fixed::{ArrayString, FixedBuf};
-use crate::json::{Document, Kind, Value, Writer};
+use crate::json::{Document, Kind, Typed, Value, Writer};
 use crate::limits::{
     AGENT_META_KEY_MAX_BYTES, AGENT_META_MAX_ENTRIES, AGENT_META_VALUE_MAX_BYTES, MEMORY_FILE_MAX_BYTES,
     MEMORY_FILE_MAX_NODES, MEMORY_FILE_REPORT_MAX, MEMORY_STATE_MAX_BYTES,
 };
 use crate::memory::atomic::AtomicFile;
-use crate::memory::key::{self, normalize, Key};
+use crate::memory::key::{normalize, Key};
 use crate::memory::store::{corrupt_name, Store};
 use crate::memory::working::{WorkingMeta, WorkingSet};
 use std::fs;
@@ -109,7 +110,7 @@ impl AgentMeta {
             err!(
                 CapacityExceeded,
                 "agent memory value for \"{}\" is {} bytes, more than {} (AGENT_META_VALUE_MAX_BYTES)",
-                key::prefix(key, 64),
+                str_prefix(key, 64),
                 value.len(),
                 AGENT_META_VALUE_MAX_BYTES
             )
@@ -122,7 +123,7 @@ impl AgentMeta {
             err!(
                 CapacityExceeded,
                 "agent memory key \"{}...\" is longer than {} bytes (AGENT_META_KEY_MAX_BYTES)",
-                key::prefix(key, 32),
+                str_prefix(key, 32),
                 AGENT_META_KEY_MAX_BYTES
             )
         })?;
@@ -583,7 +584,7 @@ fn decode(root: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut DecodeRepo
             for (k, val) in v.members() {
                 let res = match val.as_str() {
                     Some(s) => m.agent.set(k, s).map_err(|e| e.context(format_args!("\"agent\""))),
-                    None => Err(err!(JsonInvalid, "\"agent\".\"{}\" is not a string", key::prefix(k, 64))),
+                    None => Err(err!(JsonInvalid, "\"agent\".\"{}\" is not a string", str_prefix(k, 64))),
                 };
                 if let Err(e) = res {
                     report.problem(e);
@@ -612,7 +613,7 @@ fn decode_working(working: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut
                 if report.left_out.len() < MEMORY_FILE_REPORT_MAX {
                     report
                         .left_out
-                        .push(e.context(format_args!("working_memory entry \"{}\" left out", key::prefix(k, 64))));
+                        .push(e.context(format_args!("working_memory entry \"{}\" left out", str_prefix(k, 64))));
                 }
                 continue;
             }
@@ -631,12 +632,11 @@ fn decode_working(working: Value<'_>, m: &mut MemoryFile, now: u64, report: &mut
 /// literal text, `null` as empty text, arrays and objects as their compact JSON.
 pub(crate) fn value_text(v: Value<'_>, out: &mut String) -> Result<()> {
     out.clear();
-    match v.kind() {
-        Kind::String => out.push_str(v.as_str().unwrap_or("")),
-        Kind::Number => out.push_str(v.number_text().unwrap_or("")),
-        Kind::Bool => out.push_str(if v.as_bool() == Some(true) { "true" } else { "false" }),
-        Kind::Null => {}
-        Kind::Array | Kind::Object => {
+    match v.typed() {
+        Typed::String(text) | Typed::Number(text) => out.push_str(text),
+        Typed::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+        Typed::Null => {}
+        Typed::Array | Typed::Object => {
             let mut w = Writer::compact(out);
             w.value(v)?;
         }
@@ -692,7 +692,7 @@ fn migrate(storage: Option<Value<'_>>, store: &mut Store, now: u64, report: &mut
         let key = match normalize(k) {
             Ok(key) => key,
             Err(e) => {
-                e.context(format_args!("storage entry \"{}\" not migrated", key::prefix(k, 64))).print_warning();
+                e.context(format_args!("storage entry \"{}\" not migrated", str_prefix(k, 64))).print_warning();
                 report.skipped += 1;
                 continue;
             }

@@ -116,15 +116,6 @@ pub fn normalize_optional(text: &str) -> Result<Option<Key>> {
     set.finish().map(Some)
 }
 
-/// The first at most `max` bytes of `s`, cut at a character boundary (for messages).
-pub(crate) fn prefix(s: &str, max: usize) -> &str {
-    let mut cut = max.min(s.len());
-    while cut > 0 && !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    s.get(..cut).unwrap_or("")
-}
-
 /// Tags being collected: distinct, unsorted until `finish`.
 struct TagSet {
     tags: ArrayVec<Tag, KEY_MAX_TAGS>,
@@ -157,7 +148,7 @@ impl TagSet {
             }
         }
         if too_long {
-            let shown = prefix(part.trim(), 24);
+            let shown = crate::bytes::str_prefix(part.trim(), 24);
             bail!(
                 KeyInvalid,
                 "tag \"{}...\" is longer than {} bytes after normalisation (TAG_MAX_BYTES)",

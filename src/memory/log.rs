@@ -147,7 +147,8 @@ pub fn encode(out: &mut FixedBuf, body: impl FnOnce(&mut FixedBuf) -> core::fmt:
         if body(out).is_err() {
             bail!(CapacityExceeded, "a store log record does not fit in STORE_RECORD_MAX_BYTES");
         }
-        let crc = crc32(out.as_slice().get(start + PREFIX_BYTES..).unwrap_or(&[]));
+        // The record's JSON: after the placeholder just pushed.
+        let crc = crc32(crate::bytes::skip(out.as_slice(), start + PREFIX_BYTES));
         let mut hex = [0u8; 8];
         for (i, h) in hex.iter_mut().enumerate() {
             let nibble = (crc >> (28 - 4 * i)) & 0xf;
@@ -317,7 +318,7 @@ pub fn decode(line: &[u8]) -> Result<Record<'_>> {
         "del" => Record::Del { id: c.field_u32(",\"id\":")? },
         "batch" => Record::Batch { entries: c.field(",\"entries\":")? },
         "batch_end" => Record::BatchEnd,
-        _ => bail!(JsonInvalid, "unknown record op \"{}\"", crate::memory::key::prefix(op, 32)),
+        _ => bail!(JsonInvalid, "unknown record op \"{}\"", crate::bytes::str_prefix(op, 32)),
     };
     c.lit("}")?;
     if c.pos != json.len() {
@@ -345,26 +346,23 @@ pub fn decode_str(raw: &str, out: &mut dyn core::fmt::Write) -> Result<()> {
             Some('r') => '\r',
             Some('t') => '\t',
             Some('u') => {
-                let hi = hex4(chars.as_str())?;
-                let mut used = 6;
-                let cp = if (0xD800..0xDC00).contains(&hi) {
-                    let tail = chars.as_str().get(4..).unwrap_or("");
-                    let lo = match tail.strip_prefix("\\u") {
+                let (hi, after) = hex4(chars.as_str())?;
+                let (cp, after) = if (0xD800..0xDC00).contains(&hi) {
+                    let (lo, after) = match after.strip_prefix("\\u") {
                         Some(t) => hex4(t)?,
                         None => bail!(JsonInvalid, "lone high surrogate \\u{:04x}", hi),
                     };
                     if !(0xDC00..0xE000).contains(&lo) {
                         bail!(JsonInvalid, "high surrogate \\u{:04x} not followed by a low one", hi);
                     }
-                    used = 12;
-                    0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                    (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), after)
                 } else {
-                    hi
+                    (hi, after)
                 };
                 let Some(c) = char::from_u32(cp) else {
                     bail!(JsonInvalid, "\\u{:04x} is not a character (lone surrogate)", cp);
                 };
-                rest = esc.get(used..).unwrap_or("");
+                rest = after;
                 let mut tmp = [0u8; 4];
                 out.write_str(c.encode_utf8(&mut tmp)).map_err(|_| full())?;
                 continue;
@@ -373,7 +371,8 @@ pub fn decode_str(raw: &str, out: &mut dyn core::fmt::Write) -> Result<()> {
         };
         let mut tmp = [0u8; 4];
         out.write_str(c.encode_utf8(&mut tmp)).map_err(|_| full())?;
-        rest = esc.get(2..).unwrap_or("");
+        // Past the backslash and the escape's letter.
+        rest = chars.as_str();
     }
     out.write_str(rest).map_err(|_| full())
 }
@@ -382,9 +381,11 @@ fn full() -> crate::error::Error {
     err!(CapacityExceeded, "decoded string does not fit its buffer")
 }
 
-fn hex4(s: &str) -> Result<u32> {
-    let Some(h) = s.get(..4) else { bail!(JsonInvalid, "short \\u escape") };
-    u32::from_str_radix(h, 16).map_err(|_| err!(JsonInvalid, "bad \\u escape \"{}\"", h))
+/// The four hex digits of a `\u` escape at the start of `s`, and what follows them.
+fn hex4(s: &str) -> Result<(u32, &str)> {
+    let Some((h, after)) = s.split_at_checked(4) else { bail!(JsonInvalid, "short \\u escape") };
+    let v = u32::from_str_radix(h, 16).map_err(|_| err!(JsonInvalid, "bad \\u escape \"{}\"", h))?;
+    Ok((v, after))
 }
 
 /// A cursor over one record's JSON, checking the fixed field order.
@@ -394,8 +395,10 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    /// The text not yet read. `pos` only ever moves past a whole literal, a string and its
+    /// closing quote, or ASCII digits, so it is a character boundary within `s`.
     fn rest(&self) -> &'a str {
-        self.s.get(self.pos..).unwrap_or("")
+        crate::bytes::ascii_cut(self.s, self.pos, self.s.len())
     }
 
     fn eat(&mut self, lit: &str) -> bool {
@@ -416,10 +419,10 @@ impl<'a> Cursor<'a> {
 
     /// Text up to the next `"` (no escapes allowed), consuming the quote.
     fn until_quote(&mut self) -> Result<&'a str> {
-        let rest = self.rest();
-        let Some(end) = rest.find('"') else { bail!(JsonInvalid, "unterminated string at byte {}", self.pos) };
-        let text = rest.get(..end).unwrap_or("");
-        self.pos += end + 1;
+        let Some((text, _)) = self.rest().split_once('"') else {
+            bail!(JsonInvalid, "unterminated string at byte {}", self.pos)
+        };
+        self.pos += text.len() + 1;
         Ok(text)
     }
 
@@ -431,8 +434,9 @@ impl<'a> Cursor<'a> {
         while let Some(&b) = bytes.get(i) {
             match b {
                 b'"' => {
+                    // `i` is at the quote, an ASCII byte: a character boundary.
                     self.pos += i + 1;
-                    return Ok(rest.get(..i).unwrap_or(""));
+                    return Ok(crate::bytes::ascii_cut(rest, 0, i));
                 }
                 b'\\' => i += 2,
                 _ => i += 1,
@@ -444,7 +448,8 @@ impl<'a> Cursor<'a> {
     fn number(&mut self) -> Result<u64> {
         let rest = self.rest();
         let end = rest.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len());
-        let digits = rest.get(..end).unwrap_or("");
+        // ASCII digits, so `end` is a character boundary.
+        let digits = crate::bytes::ascii_cut(rest, 0, end);
         let Ok(n) = digits.parse::<u64>() else {
             bail!(JsonInvalid, "expected an unsigned integer at byte {}", self.pos + PREFIX_BYTES)
         };
@@ -520,16 +525,34 @@ impl<'f> LineReader<'f> {
         LineReader { file, file_len, base: offset, filled: 0, line_start: 0, next_start: 0 }
     }
 
-    /// The text of the line last returned by [`LineReader::next`], `len` bytes long.
-    pub fn text<'s>(&self, scratch: &'s [u8], len: usize) -> &'s [u8] {
-        scratch.get(self.line_start..self.line_start + len).unwrap_or(&[])
+    /// The text of the line last returned by [`LineReader::next`], `len` bytes long, in the
+    /// `scratch` that call read through. Anything else (a bug) is an `IO` error: an empty line
+    /// would read as a damaged record, which replay skips or cuts off as a torn tail.
+    pub fn text<'s>(&self, scratch: &'s [u8], len: usize) -> Result<&'s [u8]> {
+        let end = self.line_start.saturating_add(len);
+        scratch.get(self.line_start..end).ok_or_else(|| {
+            err!(
+                Io,
+                "a line at bytes {}..{} of the read buffer lies outside the {} bytes read (a bug)",
+                self.line_start,
+                end,
+                scratch.len()
+            )
+        })
     }
 
     /// The next line, read through `scratch` (reserve [`READ_SCRATCH_BYTES`]); `None` at the
     /// end of the file.
     pub fn next(&mut self, scratch: &mut Vec<u8>) -> Result<Option<Line>> {
         loop {
-            let pending = scratch.get(self.next_start..self.filled).unwrap_or(&[]);
+            let Some(pending) = scratch.get(self.next_start..self.filled) else {
+                bail!(
+                    Io,
+                    "the read buffer holds {} bytes, not the {} this reader filled (a different buffer; a bug)",
+                    scratch.len(),
+                    self.filled
+                );
+            };
             if let Some(nl) = pending.iter().position(|&b| b == b'\n') {
                 let line = Line { offset: self.base + self.next_start as u64, len: nl, complete: true };
                 self.line_start = self.next_start;
@@ -698,5 +721,26 @@ mod tests {
         for bad in [r"\ud83d", r"\ud83dx", r"\udc00", r"\x", r"\u12", r"\ud83d\u0041"] {
             assert!(decode_str(bad, &mut String::new()).is_err(), "{}", bad);
         }
+    }
+
+    #[test]
+    fn a_line_outside_the_read_buffer_is_an_error_not_an_empty_record() {
+        let path = std::env::temp_dir().join(format!("lkj-log-lines-{}", std::process::id()));
+        std::fs::write(&path, b"first line\nsecond\n").unwrap();
+        let file = File::open(&path).unwrap();
+        let mut reader = LineReader::new(&file, 18);
+        let mut scratch = Vec::with_capacity(READ_SCRATCH_BYTES);
+        let line = reader.next(&mut scratch).unwrap().unwrap();
+        assert_eq!(reader.text(&scratch, line.len).unwrap(), b"first line");
+        // Another buffer, or a length that is not the line's: an error, never an empty line
+        // (which replay would take for a damaged record).
+        let e = reader.text(&scratch[..4], line.len).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::Io);
+        assert!(reader.text(&scratch, 99).is_err());
+        let e = reader.next(&mut Vec::new()).err().unwrap();
+        assert!(e.message().contains("a different buffer"), "{e}");
+        let line = reader.next(&mut scratch).unwrap().unwrap();
+        assert_eq!(reader.text(&scratch, line.len).unwrap(), b"second");
+        std::fs::remove_file(&path).unwrap();
     }
 }

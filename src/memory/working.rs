@@ -198,9 +198,14 @@ impl WorkingSet {
 
     /// The text at position `i`.
     pub fn text(&self, i: usize) -> Option<&str> {
-        let s = self.slots.get(i)?;
-        let bytes = self.text.get(s.start..s.start + s.len)?;
-        core::str::from_utf8(bytes).ok()
+        self.slots.get(i).map(|s| self.slot_text(s))
+    }
+
+    /// The text of an entry. The arena holds each entry's text as the whole `&str` it was
+    /// added as, at `start..start + len` (`cut_text` removes an entry's text whole and moves
+    /// the starts after it down), so the range lies within the arena and is all text.
+    fn slot_text(&self, s: &Slot) -> &str {
+        crate::bytes::utf8_prefix(crate::bytes::range(&self.text, s.start, s.start + s.len))
     }
 
     /// The metadata at position `i`.
@@ -210,7 +215,7 @@ impl WorkingSet {
 
     /// The entries in insertion order: `(key, text, meta)`.
     pub fn iter(&self) -> impl Iterator<Item = (&Key, &str, WorkingMeta)> + '_ {
-        self.slots.iter().enumerate().map(move |(i, s)| (&s.key, self.text(i).unwrap_or(""), s.meta))
+        self.slots.iter().map(move |s| (&s.key, self.slot_text(s), s.meta))
     }
 
     /// The least recently used entry among those `keep` does not protect: oldest `updated`,

@@ -132,8 +132,7 @@ fn harmony(raw: &[u8]) -> Harmony {
     let mut last_final = None;
     let mut at = first;
     while let Some(c) = find_bytes(raw, CHANNEL, at) {
-        let name = raw.get(c + CHANNEL.len()..).unwrap_or(&[]);
-        if name.starts_with(b"final") {
+        if bytes::skip(raw, c + CHANNEL.len()).starts_with(b"final") {
             last_final = Some(c);
         }
         at = c + CHANNEL.len();
@@ -260,7 +259,8 @@ fn copy(
         let (valid, bad) = match core::str::from_utf8(rest) {
             Ok(s) => (s, None),
             Err(e) => {
-                let ok = rest.get(..e.valid_up_to()).and_then(|v| core::str::from_utf8(v).ok()).unwrap_or("");
+                // All of the part before the error is text.
+                let ok = bytes::utf8_prefix(bytes::take(rest, e.valid_up_to()));
                 (ok, Some(e.error_len().unwrap_or(rest.len() - e.valid_up_to()).max(1)))
             }
         };
@@ -277,7 +277,7 @@ fn copy(
         rep.first_invalid_utf8.get_or_insert((pos + valid.len()) as u32);
         work.push('\u{FFFD}');
         pos += valid.len() + bad_len;
-        rest = rest.get(valid.len() + bad_len..).unwrap_or(&[]);
+        rest = bytes::skip(rest, valid.len() + bad_len);
         map.mark(work.len(), pos);
         if rest.is_empty() {
             return Ok(());

@@ -15,7 +15,7 @@
 //! anywhere but `action`/`actions` are left out (the tag reader would ignore them anyway).
 //! Recursion is bounded by the shape: at most root → actions → action → field.
 
-use crate::json::{Kind, Value};
+use crate::json::{Kind, Typed, Value};
 
 /// Renders the JSON reply `root` into `out` (cleared first) as the canonical tag reply.
 /// Returns false, leaving `out` in an unspecified state, when `root` is not an object with at
@@ -65,17 +65,18 @@ fn field(w: &mut Bounded<'_>, name: &str, v: Value<'_>) {
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return;
     }
-    match v.kind() {
-        Kind::String | Kind::Number | Kind::Bool => {
+    match v.typed() {
+        Typed::String(s) | Typed::Number(s) => {
             w.open(name);
-            if let Some(s) = v.as_str().or_else(|| v.number_text()) {
-                w.text(s);
-            } else if let Some(b) = v.as_bool() {
-                w.put(if b { "true" } else { "false" });
-            }
+            w.text(s);
             w.close(name);
         }
-        Kind::Array => {
+        Typed::Bool(b) => {
+            w.open(name);
+            w.put(if b { "true" } else { "false" });
+            w.close(name);
+        }
+        Typed::Array => {
             w.open(name);
             for (i, item) in v.items().filter_map(|i| i.as_str()).enumerate() {
                 if i > 0 {
@@ -120,9 +121,15 @@ impl Bounded<'_> {
     fn text(&mut self, s: &str) {
         let mut rest = s;
         while let Some(i) = crate::bytes::find_either(rest.as_bytes(), b'<', b'&') {
-            self.put(rest.get(..i).unwrap_or(""));
-            self.put(if rest.get(i..).is_some_and(|r| r.starts_with('<')) { "&lt;" } else { "&amp;" });
-            rest = rest.get(i + 1..).unwrap_or("");
+            // `i` is at `<` or `&`, an ASCII byte: the cuts around it are character boundaries
+            // and cannot fail; were they to, the text is marked cut, not silently shortened.
+            let (Some(plain), Some(after)) = (rest.get(..i), rest.get(i + 1..)) else {
+                self.ok = false;
+                return;
+            };
+            self.put(plain);
+            self.put(if rest.as_bytes().get(i) == Some(&b'<') { "&lt;" } else { "&amp;" });
+            rest = after;
         }
         self.put(rest);
     }

@@ -146,11 +146,7 @@ impl core::fmt::Write for Clip<'_> {
             return Ok(());
         }
         if self.out.push_str(s).is_err() {
-            let mut cut = self.out.remaining().min(s.len());
-            while cut > 0 && !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let _ = self.out.push_str(s.get(..cut).unwrap_or(""));
+            let _ = self.out.push_str(crate::bytes::str_prefix(s, self.out.remaining()));
             self.clipped = true;
         }
         Ok(())

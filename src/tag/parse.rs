@@ -261,7 +261,7 @@ impl Parser<'_, '_> {
     fn end_tag(&mut self, lt: usize, text_from: usize) -> Result<Markup, Stop> {
         let b = self.b;
         let name_at = lt + 2;
-        let n = name_len(b.get(name_at..).unwrap_or(&[]));
+        let n = name_len(bytes::skip(b, name_at));
         if n == 0 {
             return Ok(Markup::Text);
         }
@@ -275,7 +275,8 @@ impl Parser<'_, '_> {
             Some(i) => i,
         };
         self.text(text_from, lt, true)?;
-        let name = self.src.get(name_at..name_at + n).unwrap_or("");
+        // A name starts after `<` or `</` and ends before an ASCII byte or at the end.
+        let name = bytes::ascii_cut(self.src, name_at, name_at + n);
         self.close(name, lt);
         Ok(Markup::Done(i + 1))
     }
@@ -283,7 +284,7 @@ impl Parser<'_, '_> {
     /// Closes the nearest open element named `name`, and every open element inside it.
     fn close(&mut self, name: &str, at: usize) {
         let h = name_hash(name.as_bytes());
-        let open = self.open.get(..self.depth).unwrap_or(&[]);
+        let open = bytes::take(&self.open, self.depth);
         let tree = &*self.tree;
         let matched = if self.buckets.get(bucket(h)).is_some_and(|&n| n > 0) {
             open.iter().rposition(|&(id, oh)| {
@@ -339,7 +340,7 @@ impl Parser<'_, '_> {
     fn start_tag(&mut self, lt: usize, text_from: usize) -> Result<Markup, Stop> {
         let b = self.b;
         let name_at = lt + 1;
-        let n = name_len(b.get(name_at..).unwrap_or(&[]));
+        let n = name_len(bytes::skip(b, name_at));
         let mut i = name_at + n;
         let mut type_attr: Option<(usize, usize)> = None;
         let mut key_attr: Option<(usize, usize)> = None;
@@ -361,10 +362,13 @@ impl Parser<'_, '_> {
                 Some(&c) if is_space(c) || c == b'/' => i += 1,
                 Some(_) => {
                     let an = i;
-                    while b.get(i).is_some_and(|&c| !is_space(c) && !matches!(c, b'=' | b'>' | b'<' | b'/')) {
-                        i += 1;
-                    }
-                    let attr_name = b.get(an..i).unwrap_or(&[]);
+                    let rest = bytes::skip(b, an);
+                    let an_len = rest
+                        .iter()
+                        .position(|&c| is_space(c) || matches!(c, b'=' | b'>' | b'<' | b'/'))
+                        .unwrap_or(rest.len());
+                    let attr_name = bytes::take(rest, an_len);
+                    i = an + an_len;
                     if an == i {
                         // A stray `=`: skip it.
                         i += 1;
@@ -410,7 +414,8 @@ impl Parser<'_, '_> {
         }
         let end = i + 1;
         self.text(text_from, lt, true)?;
-        let name = self.src.get(name_at..name_at + n).unwrap_or("");
+        // As in `end_tag`: the name's ends are at ASCII bytes.
+        let name = bytes::ascii_cut(self.src, name_at, name_at + n);
         let opened = self.open(name, lt, type_attr, key_attr, self_closing)?;
         if opened && !self_closing {
             if let Some(idx) = self.text_element_index(name.as_bytes()) {
@@ -502,13 +507,14 @@ impl Parser<'_, '_> {
             match b.get(lt + 1) {
                 Some(b'/') => {
                     let ns = lt + 2;
-                    let n = name_len(b.get(ns..).unwrap_or(&[]));
+                    let after_slash = bytes::skip(b, ns);
+                    let n = name_len(after_slash);
                     let mut j = ns + n;
                     while b.get(j).is_some_and(|&c| is_space(c)) {
                         j += 1;
                     }
                     if n > 0 && b.get(j) == Some(&b'>') {
-                        let end_name = b.get(ns..ns + n).unwrap_or(&[]);
+                        let end_name = bytes::take(after_slash, n);
                         if end_name.eq_ignore_ascii_case(name.as_bytes()) {
                             break (lt, j + 1);
                         }
@@ -576,7 +582,9 @@ impl Parser<'_, '_> {
         if from >= to {
             return Ok(());
         }
-        let raw = self.src.get(from..to).unwrap_or("");
+        // Text runs between markup: every end is a `<`, just past a `>` (or the `[`/`]]>` of a
+        // CDATA section), or an end of the input.
+        let raw = bytes::ascii_cut(self.src, from, to);
         let cur = self.tree.rec(self.cur).copied().unwrap_or_default();
         let last = self.tree.rec(cur.last).copied();
         let merge = match last {
@@ -653,7 +661,9 @@ impl Parser<'_, '_> {
     }
 
     fn push_decoded(&mut self, s: usize, e: usize, at: usize) -> Result<Span, Stop> {
-        let raw = self.src.get(s..e).unwrap_or("");
+        // An attribute value: after a quote, `=` or a space, up to a quote, a space, `>`, `<` or
+        // the end of the input.
+        let raw = bytes::ascii_cut(self.src, s, e);
         if raw.len() > self.tree.text_room() {
             self.tree.report.limit.get_or_insert((Limit::Text, at as u32));
             return Err(Stop);
@@ -665,7 +675,7 @@ impl Parser<'_, '_> {
 
     /// Records the elements still open at the end of the input.
     fn finish(&mut self) {
-        let open = self.open.get(..self.depth).unwrap_or(&[]);
+        let open = bytes::take(&self.open, self.depth);
         for &(id, _) in open {
             if let Some(r) = self.tree.nodes.get_mut(id as usize) {
                 r.flags |= F_CUT;

@@ -242,14 +242,13 @@ fn render_one<'a, S: Source<'a>, const N: usize>(
 /// walking the siblings (`O(i)`), fine for prompt objects of a few dozen members.
 impl<'a> Source<'a> for crate::json::Value<'a> {
     fn shape(&self) -> Shape<'a> {
-        use crate::json::Kind;
-        match self.kind() {
-            Kind::Null => Shape::Null,
-            Kind::Bool => Shape::Text(if self.as_bool() == Some(true) { "true" } else { "false" }),
-            Kind::Number => Shape::Text(self.number_text().unwrap_or("")),
-            Kind::String => Shape::Text(self.as_str().unwrap_or("")),
-            Kind::Array => Shape::List,
-            Kind::Object => Shape::Map,
+        use crate::json::Typed;
+        match self.typed() {
+            Typed::Null => Shape::Null,
+            Typed::Bool(b) => Shape::Text(if b { "true" } else { "false" }),
+            Typed::Number(text) | Typed::String(text) => Shape::Text(text),
+            Typed::Array => Shape::List,
+            Typed::Object => Shape::Map,
         }
     }
 

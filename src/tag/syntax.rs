@@ -101,7 +101,8 @@ pub fn decode_into(out: &mut String, raw: &str) {
         let amp = i + rel;
         match bytes.get(amp..).and_then(decode_entity) {
             Some((c, used)) => {
-                out.push_str(raw.get(start..amp).unwrap_or(""));
+                // `start` is 0 or just past an entity's `;`, `amp` at its `&`: ASCII bytes.
+                out.push_str(crate::bytes::ascii_cut(raw, start, amp));
                 out.push(c);
                 start = amp + used;
                 i = start;
@@ -109,7 +110,7 @@ pub fn decode_into(out: &mut String, raw: &str) {
             None => i = amp + 1,
         }
     }
-    out.push_str(raw.get(start..).unwrap_or(""));
+    out.push_str(crate::bytes::ascii_cut(raw, start, raw.len()));
 }
 
 /// Writes `s` as element text: `&`, `<` and `>` become entities, everything else is written as
@@ -133,12 +134,13 @@ fn write_escaped(out: &mut dyn fmt::Write, s: &str, quote: bool) -> fmt::Result 
             b'"' if quote => "&quot;",
             _ => continue,
         };
-        // `i` is at an ASCII byte, so both cuts are on character boundaries.
-        out.write_str(s.get(start..i).unwrap_or(""))?;
+        // `i` is at an ASCII byte, so both cuts are on character boundaries and cannot fail;
+        // were they to, the write fails rather than drop text.
+        out.write_str(s.get(start..i).ok_or(fmt::Error)?)?;
         out.write_str(esc)?;
         start = i + 1;
     }
-    out.write_str(s.get(start..).unwrap_or(""))
+    out.write_str(s.get(start..).ok_or(fmt::Error)?)
 }
 
 #[cfg(test)]

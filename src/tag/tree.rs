@@ -194,6 +194,11 @@ impl TagTree {
         self.nodes.get(id as usize)
     }
 
+    /// The text of an arena range. Every span is made by the parser (or [`TagTree::push_text`])
+    /// from whole `&str`s it appended, so it lies within the arena on character boundaries, and
+    /// the default span (an element without that attribute) is empty. Node accessors cannot
+    /// fail, so a span that did not lie within (a bug) would read as `""`; the parser's tests
+    /// compare whole trees, so such a bug shows there.
     pub(crate) fn str_of(&self, span: Span) -> &str {
         self.text.get(span.start as usize..span.end()).unwrap_or("")
     }
@@ -219,13 +224,13 @@ impl TagTree {
         self.rec(id).map(|_| Node { tree: self, id })
     }
 
-    /// Text of an arena range ("" if out of range).
+    /// Text of an arena range (see [`TagTree::str_of`]).
     pub(crate) fn str_at(&self, span: Span) -> &str {
         self.str_of(span)
     }
 
     /// Appends a copy of the arena range `span` to the arena (through a small stack buffer, so
-    /// no allocation); false if it does not fit.
+    /// no allocation); false if it does not fit, or is not text of the arena.
     pub(crate) fn push_copy(&mut self, span: Span) -> bool {
         if (span.len as usize) > self.text_room() || self.text.get(span.start as usize..span.end()).is_none() {
             return false;
@@ -238,15 +243,12 @@ impl TagTree {
             while cut > at && !self.text.is_char_boundary(cut) {
                 cut -= 1;
             }
-            let piece = self.text.get(at..cut).unwrap_or("");
-            let n = piece.len();
-            if n == 0 {
-                return false;
-            }
-            if let Some(dst) = buf.get_mut(..n) {
-                dst.copy_from_slice(piece.as_bytes());
-            }
-            let copied = buf.get(..n).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("");
+            // `cut` is a boundary past `at` (a character is at most 4 bytes), so none of these
+            // fail; if one did, nothing half-copied would be passed off as the text.
+            let Some(piece) = self.text.get(at..cut).filter(|p| !p.is_empty()) else { return false };
+            let Some(dst) = buf.get_mut(..piece.len()) else { return false };
+            dst.copy_from_slice(piece.as_bytes());
+            let Ok(copied) = core::str::from_utf8(dst) else { return false };
             self.text.push_str(copied);
             at = cut;
         }

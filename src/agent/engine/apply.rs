@@ -65,8 +65,8 @@ impl Agent {
                 }
             }
         }
-        let content = self.reply.content.as_str().unwrap_or("");
-        let it = self.reader.read(content.as_bytes(), self.config.agent.max_actions_per_cycle);
+        // The reader takes bytes (it replaces invalid UTF-8 itself, and reports it).
+        let it = self.reader.read(self.reply.content.as_slice(), self.config.agent.max_actions_per_cycle);
         c.report.usage = usage;
         c.report.cached_tokens = self.reply.cached;
         c.report.hit_max_tokens = self.reply.finish == llm::FinishReason::Length;
@@ -99,8 +99,7 @@ impl Agent {
     fn note_error(&mut self, e: &Error) -> Result<()> {
         self.scratch.clear();
         self.scratch.format(format_args!("{}: {}", e.code(), e.message()))?;
-        let text = self.scratch.as_str().unwrap_or("");
-        self.memory.agent.set(meta::LAST_ERROR, text)
+        self.memory.agent.set(meta::LAST_ERROR, self.scratch.text()?)
     }
 }
 
@@ -150,7 +149,7 @@ impl Doing<'_> {
         } else {
             mem.agent.set(meta::INVALID_STREAK, itoa(u64::from(streak)).as_str())?;
         }
-        mem.agent.set(meta::FEEDBACK, self.feedback.as_str().unwrap_or(""))?;
+        mem.agent.set(meta::FEEDBACK, self.feedback.text()?)?;
         let text = match outcome {
             Outcome::ReasoningOnly => "reply had reasoning only, no answer",
             Outcome::Empty => "reply was empty",
@@ -174,7 +173,7 @@ impl Doing<'_> {
             // Parts were usable, parts not: say what was wrong, without the full example.
             let _ = crate::reply::write_feedback(&mut FeedbackSink(self.feedback), it, state.as_str());
         }
-        match self.feedback.as_str().unwrap_or("") {
+        match self.feedback.text()? {
             "" => {
                 self.memory.agent.remove(meta::FEEDBACK);
             }
@@ -276,11 +275,8 @@ impl Doing<'_> {
     /// must not stop the agent, and the line is also in the audit log.
     fn log_line(&mut self, log: &LogSettings, text: &str, from_scratch: bool) -> Result<()> {
         let (wm, now) = (&mut self.memory.working, self.now);
-        let (line, rotate): (&str, &mut FixedBuf) = if from_scratch {
-            (self.scratch.as_str().unwrap_or(""), &mut *self.rotate)
-        } else {
-            (text, &mut *self.scratch)
-        };
+        let (line, rotate): (&str, &mut FixedBuf) =
+            if from_scratch { (self.scratch.text()?, &mut *self.rotate) } else { (text, &mut *self.scratch) };
         match logs::append(wm, log, line, now, rotate) {
             Err(e) if e.code() == Code::CapacityExceeded => {
                 if let Some(victim) = wm.lru(|k| PINNED_KEYS.contains(&k.as_str())) {
@@ -317,7 +313,13 @@ fn fingerprint(a: &crate::reply::Action<'_>) -> u64 {
         Err(_) => fnv1a64_continue(h, a.tags.as_bytes()),
     };
     h = fnv1a64_continue(h, b"\0");
-    h = fnv1a64_continue(h, a.value.unwrap_or("").trim().as_bytes());
+    h = fnv1a64_continue(h, field(a.value));
     h = fnv1a64_continue(h, b"\0");
-    fnv1a64_continue(h, a.query.unwrap_or("").trim().as_bytes())
+    fnv1a64_continue(h, field(a.query))
+}
+
+/// An optional field's text for [`fingerprint`]: an absent field and an empty one make the same
+/// action, as carrying it out reads both as empty.
+fn field(text: Option<&str>) -> &[u8] {
+    text.map_or("", str::trim).as_bytes()
 }

@@ -454,10 +454,10 @@ impl Agent {
             time: c.now,
             cycle: c.cycle,
             state: c.state_asked.as_str(),
-            inbox: if c.took_inbox { self.request.as_str() } else { None },
-            prompt: self.prompt.as_str().unwrap_or(""),
-            content: r.content.as_str(),
-            reasoning: r.reasoning.as_str().filter(|t| !t.is_empty()),
+            inbox: if c.took_inbox { Some(self.request.text()?) } else { None },
+            prompt: self.prompt.text()?,
+            content: Some(r.content.text()?),
+            reasoning: Some(r.reasoning.text()?).filter(|t| !t.is_empty()),
             finish_reason: Some(r.finish.as_str()),
             usage: r.usage,
             error: error.as_ref().map(|(code, message)| (*code, &**message)),
@@ -466,9 +466,10 @@ impl Agent {
     }
 }
 
+/// `s` cut to 32 bytes at a character boundary (a state name for the report).
 fn short(s: &str) -> ArrayString<32> {
     let mut a = ArrayString::new();
-    let _ = a.push_str(s.get(..s.len().min(32)).unwrap_or(""));
+    let _ = a.push_str(crate::bytes::str_prefix(s, 32));
     a
 }
 
@@ -503,4 +504,15 @@ fn make_run_id(now: u64) -> ArrayString<16> {
 /// FNV-1a of `bytes` (the seed base from the run id).
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn short_cuts_a_long_name_at_a_character_boundary() {
+        assert_eq!(super::short("thinking").as_str(), "thinking");
+        // 31 ASCII bytes then a 3-byte character across byte 32: cut before it, not emptied.
+        let name = format!("{}考える", "s".repeat(31));
+        assert_eq!(super::short(&name).as_str(), "s".repeat(31));
+    }
 }

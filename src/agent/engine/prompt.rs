@@ -94,11 +94,18 @@ impl Agent {
             &PINNED_KEYS,
             &self.config.agent.log_prefixes(),
         )?;
-        let text = self.prompt.as_str().unwrap_or("");
+        let text = self.prompt.text()?;
         let (system, user) = if self.config.system_prompt {
-            // The head (base and state prompts) is the system message.
-            let base = head_of(&self.config, &self.constrainer).len().min(text.len());
-            (Some(text.get(..base).unwrap_or("")), text.get(base..).unwrap_or(text))
+            // The head (base and state prompts) is the system message: `build_prompt` wrote it
+            // first, for the constraint mode of this request (a probe comes before the build).
+            let head = head_of(&self.config, &self.constrainer);
+            match text.strip_prefix(head) {
+                Some(rest) => (Some(head), rest),
+                None => bail!(
+                    Io,
+                    "the prompt does not start with its head (base and state prompts), which the system message holds (a bug)"
+                ),
+            }
         } else {
             (None, text)
         };
@@ -157,12 +164,12 @@ impl Agent {
             self.scratch.push_str("\n\n")?;
         }
         self.scratch.extend_from_slice(self.request.as_slice())?;
-        let first = self.memory.working.add(&key, self.scratch.as_str().unwrap_or(""), now);
+        let first = self.memory.working.add(&key, self.scratch.text()?, now);
         if let Err(e) = first {
             // Make room by paging out (fit does not touch `scratch`), then try once more.
             self.build_prompt_fitting(now)?;
             self.fit(0, 0, now)?;
-            self.memory.working.add(&key, self.scratch.as_str().unwrap_or(""), now).map_err(|_| e)?;
+            self.memory.working.add(&key, self.scratch.text()?, now).map_err(|_| e)?;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! it arrives, any slicing), numbers and the literals `true`, `false`, `null`.
 
 use super::*;
+use crate::bytes;
 
 impl Parser {
     /// Inside a string: copies runs of plain bytes out in one piece, stops at `"`, `\`, a
@@ -16,19 +17,16 @@ impl Parser {
     ) -> Result<usize> {
         loop {
             let start = i;
+            let unread = bytes::skip(input, start);
             // The hot loop: plain bytes (everything but `"`, `\` and controls).
             // (`b as usize < 256`, so the table look-up's bound check is compiled away.)
-            while let Some(&b) = input.get(i) {
-                if STRING_CLASS.get(b as usize) != Some(&0) {
-                    break;
-                }
-                i += 1;
-            }
-            if i > start {
+            let plain = unread.iter().position(|&b| STRING_CLASS.get(b as usize) != Some(&0)).unwrap_or(unread.len());
+            i = start + plain;
+            if plain > 0 {
                 if self.high != 0 {
                     return Err(self.error(input, start, "\\u and a low surrogate after a high surrogate"));
                 }
-                let run = input.get(start..i).unwrap_or(&[]);
+                let run = bytes::take(unread, plain);
                 // Input known to be UTF-8 is cut directly (the run ends at an ASCII byte or at
                 // the end of the input, both character boundaries); otherwise it is checked.
                 let checked = match txt.and_then(|t| t.get(start..i)) {
@@ -44,7 +42,7 @@ impl Parser {
                                 self.emit(h, i, Event::Text(s))?;
                             }
                         }
-                        let cut = input.get(start + valid..i).unwrap_or(&[]);
+                        let cut = bytes::skip(run, valid);
                         if e.error_len().is_none() && i == input.len() && cut.len() < 4 {
                             // A sequence cut by the end of this slice: keep it for the next.
                             self.utf8 = [0; 4];
@@ -184,14 +182,14 @@ impl Parser {
                 *slot = b;
             }
             self.utf8_len += 1;
-            let seq = self.utf8.get(..self.utf8_len).unwrap_or(&[]);
+            // `utf8_len <= utf8_need <= 4`, the buffer's size.
+            let seq = bytes::take(&self.utf8, self.utf8_len);
             if core::str::from_utf8(seq).is_err_and(|e| e.error_len().is_some()) {
                 return Err(self.utf8_error());
             }
             i += 1;
         }
-        let seq = self.utf8.get(..self.utf8_len).unwrap_or(&[]);
-        match core::str::from_utf8(seq) {
+        match core::str::from_utf8(bytes::take(&self.utf8, self.utf8_len)) {
             Ok(s) => self.emit(h, i, Event::Text(s))?,
             Err(_) => return Err(self.utf8_error()),
         }
@@ -208,6 +206,16 @@ impl Parser {
         err!(JsonInvalid, "invalid JSON at {}: expected valid UTF-8 in a string, found {}", pos, Found(first))
     }
 
+    /// The text of the number bytes `input[start..end]`, which the number automaton accepted one
+    /// by one: ASCII digits, signs, `.`, `e` and `E`, within the input, so always text. Were
+    /// they not, that is an error at `start`, never a number read as empty text.
+    #[inline]
+    fn number_text<'t>(&self, input: &'t [u8], txt: Option<&'t str>, start: usize, end: usize) -> Result<&'t str> {
+        let text = txt.and_then(|t| t.get(start..end));
+        let text = text.or_else(|| input.get(start..end).and_then(|b| core::str::from_utf8(b).ok()));
+        text.ok_or_else(|| self.error(input, start, "a number of ASCII characters"))
+    }
+
     /// Inside a number: runs the automaton over the digits in this slice and reports them as
     /// one piece.
     #[inline]
@@ -221,10 +229,7 @@ impl Parser {
         let start = i;
         if self.num == NumState::Start {
             if let Some(end) = scan_number(input, i) {
-                let text = match txt.and_then(|t| t.get(start..end)) {
-                    Some(t) => t,
-                    None => input.get(start..end).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or(""),
-                };
+                let text = self.number_text(input, txt, start, end)?;
                 self.emit(h, i, Event::Text(text))?;
                 self.emit(h, i, Event::EndText)?;
                 self.value_done();
@@ -243,11 +248,7 @@ impl Parser {
         }
         self.num = num;
         if i > start {
-            // Only ASCII digits, signs, '.', 'e' and 'E' were accepted above.
-            let text = match txt.and_then(|t| t.get(start..i)) {
-                Some(t) => t,
-                None => input.get(start..i).and_then(|t| core::str::from_utf8(t).ok()).unwrap_or(""),
-            };
+            let text = self.number_text(input, txt, start, i)?;
             self.emit(h, i, Event::Text(text))?;
         }
         let Some(&b) = input.get(i) else { return Ok(i) };

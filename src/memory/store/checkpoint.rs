@@ -158,9 +158,9 @@ impl Store {
             w.u32(sizes.tag_text as u32);
             w.u32(tail);
             w.u32(body_crc);
-            let crc = crc32(h.get(..HEADER_BYTES - 4).unwrap_or(&[]));
-            if let Some(dst) = h.get_mut(HEADER_BYTES - 4..) {
-                dst.copy_from_slice(&crc.to_le_bytes());
+            // The header's last 4 bytes are the CRC of the rest.
+            if let Some((covered, crc)) = h.split_last_chunk_mut::<4>() {
+                *crc = crc32(covered).to_le_bytes();
             }
             let path = self.dir.join(TEMP_NAME);
             use std::os::unix::fs::FileExt;
@@ -328,7 +328,8 @@ impl In<'_> {
                 bail!(Io, "the checkpoint is cut short");
             }
         }
-        let s = self.buf.get(self.pos..self.pos + n).unwrap_or(&[]);
+        // Refilled above to hold `n` bytes from `pos`; never fewer passed off as them.
+        let Some(s) = self.buf.get(self.pos..self.pos + n) else { bail!(Io, "the checkpoint is cut short") };
         self.crc = crc32_continue(self.crc, s);
         self.pos += n;
         Ok(s)
@@ -340,8 +341,13 @@ impl In<'_> {
     }
 }
 
+/// The little-endian numbers at the header's fixed offsets (0 past its end).
 fn le32(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_le_bytes)
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_le_bytes)
 }
 
 fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) -> Result<u64> {
@@ -349,16 +355,16 @@ fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) ->
     let mut r = In { file, buf, pos: 0, crc: 0 };
     let mut hdr = [0u8; HEADER_BYTES];
     hdr.copy_from_slice(r.take(HEADER_BYTES)?);
-    let field = |at: usize, n: usize| hdr.get(at..at + n).unwrap_or(&[]);
     let u32_at = |at: usize| le32(&hdr, at);
-    let u64_at = |at: usize| field(at, 8).try_into().map_or(0, u64::from_le_bytes);
-    if field(0, 8) != MAGIC {
+    let u64_at = |at: usize| le64(&hdr, at);
+    if !hdr.starts_with(MAGIC) {
         bail!(Io, "not a store checkpoint");
     }
     if u32_at(8) != FORMAT {
         bail!(Io, "checkpoint format {} (this program reads {})", u32_at(8), FORMAT);
     }
-    if crc32(field(0, HEADER_BYTES - 4)) != u32_at(HEADER_BYTES - 4) {
+    // The header's last 4 bytes are the CRC of the rest.
+    if hdr.split_last_chunk::<4>().is_none_or(|(rest, crc)| crc32(rest) != u32::from_le_bytes(*crc)) {
         bail!(Io, "the checkpoint's header is damaged");
     }
     let tags = u32_at(12) as usize;
@@ -420,7 +426,7 @@ fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) ->
         {
             bail!(Io, "entry {} names a tag that is not there", i);
         }
-        for &t in set.get(..n).unwrap_or(&[]) {
+        for &t in crate::bytes::take(&set, n) {
             store.tags.add(t, i, slot.archived)?;
         }
     }
@@ -479,7 +485,6 @@ fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) ->
 /// Reads the tag names (all lengths, then all text) and interns each under its id. The
 /// lengths are copied out first (at most 64 KiB, once per open).
 fn load_tags(store: &mut Store, r: &mut In<'_>, tags: usize, tag_text: usize) -> Result<()> {
-    let mut name = [0u8; TAG_MAX_BYTES];
     let mut all_lens: Vec<u8> = Vec::with_capacity(tags);
     all_lens.extend_from_slice(r.take(tags - 1)?);
     if all_lens.iter().map(|&l| usize::from(l)).sum::<usize>() != tag_text {
@@ -491,12 +496,8 @@ fn load_tags(store: &mut Store, r: &mut In<'_>, tags: usize, tag_text: usize) ->
             bail!(Io, "a tag of {} bytes", n);
         }
         let text = r.take(n)?;
-        if let Some(dst) = name.get_mut(..n) {
-            dst.copy_from_slice(text);
-        }
         if n > 0 {
-            let s = core::str::from_utf8(name.get(..n).unwrap_or(&[]))
-                .map_err(|_| err!(Io, "tag id {} is not UTF-8", i + 1))?;
+            let s = core::str::from_utf8(text).map_err(|_| err!(Io, "tag id {} is not UTF-8", i + 1))?;
             store.tags.restore((i + 1) as u16, s)?;
         }
     }

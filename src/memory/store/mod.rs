@@ -353,7 +353,7 @@ impl Store {
     pub fn find(&self, key: &Key) -> Option<EntryId> {
         let set = self.tagset_of(key)?;
         let n = key.tag_count().min(KEY_MAX_TAGS);
-        let hash = key_hash(set.get(..n).unwrap_or(&[]));
+        let hash = key_hash(crate::bytes::take(&set, n));
         self.keys.find(hash, |id| self.slots.tagset(id) == set)
     }
 

@@ -16,7 +16,7 @@ use crate::memory::key::Key;
 use crate::memory::query::{relevance_ppm, Archived, EntryId, Hit, Query, Results, Sort};
 
 /// Known tag ids of a key's tags (unknown ones left out), and whether every tag was known.
-fn resolve(store: &Store, key: Option<&Key>, out: &mut [u16; KEY_MAX_TAGS]) -> (usize, bool) {
+fn resolve<'o>(store: &Store, key: Option<&Key>, out: &'o mut [u16; KEY_MAX_TAGS]) -> (&'o [u16], bool) {
     let mut n = 0;
     let mut all = true;
     for t in key.into_iter().flat_map(|k| k.tags()) {
@@ -30,7 +30,7 @@ fn resolve(store: &Store, key: Option<&Key>, out: &mut [u16; KEY_MAX_TAGS]) -> (
             None => all = false,
         }
     }
-    (n, all)
+    (crate::bytes::take(out, n), all)
 }
 
 /// What a candidate is checked against.
@@ -48,21 +48,18 @@ impl Store {
     pub fn query(&self, q: &Query, out: &mut Results) {
         out.clear();
         let limit = out.limit(q.max_results);
-        let mut req = [0u16; KEY_MAX_TAGS];
-        let (nreq, all_known) = resolve(self, q.required.as_ref(), &mut req);
+        let mut req_ids = [0u16; KEY_MAX_TAGS];
+        let (req, all_known) = resolve(self, q.required.as_ref(), &mut req_ids);
         if !all_known {
             return; // nobody carries an unknown tag
         }
-        let mut opt = [0u16; KEY_MAX_TAGS];
-        let (nopt, _) = resolve(self, q.optional.as_ref(), &mut opt);
-        if q.optional.is_some() && nopt == 0 {
+        let mut opt_ids = [0u16; KEY_MAX_TAGS];
+        let (opt, _) = resolve(self, q.optional.as_ref(), &mut opt_ids);
+        if q.optional.is_some() && opt.is_empty() {
             return; // nobody carries any of them
         }
-        let mut exc = [0u16; KEY_MAX_TAGS];
-        let (nexc, _) = resolve(self, q.excluded.as_ref(), &mut exc);
-        let req = req.get(..nreq).unwrap_or(&[]);
-        let opt = opt.get(..nopt).unwrap_or(&[]);
-        let exc = exc.get(..nexc).unwrap_or(&[]);
+        let mut exc_ids = [0u16; KEY_MAX_TAGS];
+        let (exc, _) = resolve(self, q.excluded.as_ref(), &mut exc_ids);
         // Relevance compares the entry's tags with required ∪ optional (as a set).
         let n_query = q.required.map_or(0, |k| k.tag_count())
             + q.optional.map_or(0, |o| o.tags().filter(|t| !q.required.is_some_and(|r| r.has_tag(t))).count());
@@ -76,14 +73,14 @@ impl Store {
                 }
             }
         }
-        let f = Filter { req, opt, exc, rel: rel.get(..nrel).unwrap_or(&[]), n_query, q };
+        let f = Filter { req, opt, exc, rel: crate::bytes::take(&rel, nrel), n_query, q };
         let plain = q.created == (0, u64::MAX) && q.hits == (0, u64::MAX);
         let newest_first = q.sort != Sort::Oldest;
         let ordered = matches!(q.sort, Sort::Newest | Sort::Oldest);
         if let Some(&driver) = req.iter().min_by_key(|&&t| self.tags.count(t)) {
             let list = self.tags.list(driver);
             // One tag and nothing else: the count is known, the walk can stop when full.
-            let known = (nreq == 1 && opt.is_empty() && exc.is_empty() && plain).then(|| {
+            let known = (req.len() == 1 && opt.is_empty() && exc.is_empty() && plain).then(|| {
                 let (all, archived) = (self.tags.count(driver) as usize, self.tags.archived_count(driver) as usize);
                 match q.archived {
                     Archived::Include => all,

@@ -114,7 +114,7 @@ impl Store {
             if !line.complete {
                 return Ok(None);
             }
-            match log::decode(reader.text(&scratch, line.len)) {
+            match log::decode(reader.text(&scratch, line.len)?) {
                 Ok(Record::Header { version, store })
                     if (log::FORMAT_VERSION_OLDEST..=log::FORMAT_VERSION).contains(&version) =>
                 {
@@ -162,7 +162,10 @@ impl Store {
                 Err(e) => break Err(e.context(format_args!("reading {}", self.log.path.display()))),
             };
             let log::Line { offset, len, complete } = line;
-            let text = reader.text(&scratch, len);
+            let text = match reader.text(&scratch, len) {
+                Ok(t) => t,
+                Err(e) => break Err(e.context(format_args!("reading {}", self.log.path.display()))),
+            };
             let decoded = if complete {
                 log::decode(text)
             } else {

@@ -84,7 +84,8 @@ impl Store {
                 let rec_start = buf.get(lo..p).and_then(|w| rfind_byte(w, b'\n')).map_or(lo, |i| lo + i + 1);
                 let rec_end = buf.get(p..hi).and_then(|w| find_byte(w, b'\n')).map_or(hi, |i| p + i);
                 hi = rec_start;
-                let line = buf.get(rec_start..rec_end).unwrap_or(&[]);
+                // `lo <= rec_start <= p <= rec_end <= hi <= n`.
+                let line = crate::bytes::range(buf, rec_start, rec_end);
                 let Some(id) = put_id(line) else { continue };
                 let Some(s) = self.slots.get(id) else { continue };
                 if s.offset != start + rec_start as u64 || !archived.admits(s.archived) {

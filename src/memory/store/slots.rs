@@ -15,6 +15,12 @@ use crate::memory::query::EntryId;
 /// [`super::tags`]).
 pub type TagSet = [u16; KEY_MAX_TAGS];
 
+/// The tag ids of a [`TagSet`], without the zeros that pad it.
+#[inline]
+pub fn unpadded(set: &TagSet) -> &[u16] {
+    crate::bytes::take(set, set.iter().position(|&t| t == 0).unwrap_or(KEY_MAX_TAGS))
+}
+
 /// The entry table's columns for ids `0..n` (see [`Slots::columns_mut`]).
 pub struct Columns<'a> {
     /// Packed locations (see [`Slot::pack`]).
@@ -205,8 +211,7 @@ impl Slots {
     /// The tag ids of `id` without padding.
     pub fn tag_ids(&self, id: EntryId) -> &[u16] {
         let Some(t) = self.tags.get(id as usize) else { return &[] };
-        let n = t.iter().position(|&x| x == 0).unwrap_or(KEY_MAX_TAGS);
-        t.get(..n).unwrap_or(&[])
+        unpadded(t)
     }
 
     /// Writes the fields of `id` (live or not; a slot with offset 0 is dead). `CAPACITY_EXCEEDED`

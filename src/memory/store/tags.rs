@@ -16,6 +16,7 @@
 //! when unused); [`Tags::build_lists`] lays them out in one pass at the end, exactly sized.
 
 use super::slots::{KeyTable, Slots};
+use crate::bytes;
 use crate::error::Result;
 use crate::limits::{STORE_TAG_ARENA_BYTES_PER_TAG, TAG_MAX_BYTES};
 use crate::memory::hash::fnv1a64;
@@ -131,10 +132,14 @@ impl Tags {
         id != 0 && self.text_len.get(usize::from(id)).is_some_and(|&l| l > 0)
     }
 
+    /// The text in slot `i`, `""` for a free slot (length 0) or an id past the table. The
+    /// arena holds each tag as the whole `&str` it was interned or restored from (a
+    /// checkpoint's tag text is checked to be UTF-8 before it is restored), at `off`, `len`:
+    /// the range lies within the arena and is all text.
     fn raw_name(&self, i: usize) -> &str {
         let (Some(&off), Some(&len)) = (self.off.get(i), self.text_len.get(i)) else { return "" };
         let start = off as usize;
-        self.text.get(start..start + usize::from(len)).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("")
+        bytes::utf8_prefix(bytes::range(&self.text, start, start + usize::from(len)))
     }
 
     /// The id of `tag`, if some entry carries it.
@@ -233,7 +238,7 @@ impl Tags {
             let j = id as usize;
             let s = off.get(j).copied().unwrap_or(0) as usize;
             let l = usize::from(len.get(j).copied().unwrap_or(0));
-            fnv1a64(text.get(s..s + l).unwrap_or(&[]))
+            fnv1a64(bytes::range(text, s, s + l))
         };
         if self.table.remove(hash, u32::from(id), hash_of) {
             if let Some(l) = self.text_len.get_mut(i) {
@@ -299,7 +304,9 @@ impl Tags {
             return &[];
         }
         let (Some(&s), Some(&n)) = (self.start.get(i), self.count.get(i)) else { return &[] };
-        self.post.get(s as usize..(s + n) as usize).unwrap_or(&[])
+        // A tag's list is `count` ids from `start`; the layout keeps `start + cap` within `post`
+        // and `count <= cap`.
+        bytes::range(&self.post, s as usize, s as usize + n as usize)
     }
 
     /// Records that entry `entry` (archived or not) carries `id`.

@@ -2,7 +2,7 @@
 //! batches. Each encodes one record into the write buffer, appends it (see [`super::append`])
 //! and only then changes the index.
 
-use super::slots::{clamp32, key_hash, Slot, TagSet};
+use super::slots::{clamp32, key_hash, unpadded, Slot, TagSet};
 use super::{check_value, over_garbage_threshold, Change, Cleanup, EntryId, Put, Store, LINK_RECORD_BYTES};
 use crate::error::Result;
 use crate::limits::KEY_MAX_TAGS;
@@ -464,8 +464,7 @@ impl Store {
     /// its own).
     pub(super) fn install_keyed(&mut self, id: EntryId, slot: &Slot, set: &TagSet, key: bool) -> Result<()> {
         self.slots.set(id, slot, Some(set))?;
-        let n = set.iter().position(|&t| t == 0).unwrap_or(KEY_MAX_TAGS);
-        let ids = set.get(..n).unwrap_or(&[]);
+        let ids = unpadded(set);
         if key {
             self.keys.insert(key_hash(ids), id)?;
         }
@@ -510,8 +509,7 @@ impl Store {
     fn unindex_keeping(&mut self, id: EntryId, keep: &TagSet) {
         let Some(s) = self.slots.get(id) else { return };
         let set = self.slots.tagset(id);
-        let n = set.iter().position(|&t| t == 0).unwrap_or(KEY_MAX_TAGS);
-        let ids = set.get(..n).unwrap_or(&[]);
+        let ids = unpadded(&set);
         let slots = &self.slots;
         self.keys.remove(key_hash(ids), id, |other| key_hash(slots.tag_ids(other)));
         for &t in ids {

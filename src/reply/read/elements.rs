@@ -245,8 +245,9 @@ impl Reader {
         if self.field_failed {
             return;
         }
-        let type_text = type_span.map(|s| self.tree.str_at(s)).unwrap_or("");
-        let op_text = op_span.map(|s| self.tree.str_at(s)).unwrap_or("");
+        // An absent <type> or <operation> reads as empty text: every check below treats an
+        // empty field as a missing one, so `<type></type>` and no `<type>` get the same feedback.
+        let [type_text, op_text] = [type_span, op_span].map(|s| s.map_or("", |s| self.tree.str_at(s)));
         let (kind, form) = match ActionKind::from_name(type_text) {
             Some(k) => (Some(k), Form::Canonical),
             None if !op_text.is_empty() => (era_a_kind(type_text, op_text), Form::EraA),
@@ -370,12 +371,11 @@ impl Reader {
         }
     }
 
-    /// A kjxlkj instruction (index `k` in [`KJXLKJ`]).
-    pub(super) fn kjxlkj(&mut self, id: u32, k: usize) {
+    /// A kjxlkj instruction (`name`, one of [`KJXLKJ`]).
+    pub(super) fn kjxlkj(&mut self, id: u32, name: &'static str) {
         self.field_failed = false;
         let Some(n) = self.tree.node(id) else { return };
         let (at, element) = (n.offset(), n.name_span());
-        let name = KJXLKJ.get(k).copied().unwrap_or("");
         match name {
             "state_add" | "state_delete" => {
                 let state = self.field(id, &["state"], false);

@@ -365,7 +365,7 @@ impl Reader {
         let at = n.offset();
         let parent = n.parent().map(|p| p.id()).unwrap_or(0);
         let is = |c: &str| same_name(c, name);
-        let kj = KJXLKJ.iter().position(|k| is(k));
+        let kj = KJXLKJ.iter().copied().find(|k| is(k));
         if is("next_state") || is("state") {
             self.single(id, What::NextState);
         } else if is("think_log") || is("thinking_log") {
