@@ -67,11 +67,14 @@ pub enum Code {
     Io,
     /// The run was stopped by a signal.
     Interrupted,
+    /// A rule the program keeps itself was found broken (a bug): the operation is refused
+    /// rather than carried on with wrong data. Please report it with the message.
+    Internal,
 }
 
 impl Code {
     /// Every code, in declaration order.
-    pub const ALL: [Code; 22] = [
+    pub const ALL: [Code; 23] = [
         Code::Usage,
         Code::ConfigJsonInvalid,
         Code::ConfigInvalid,
@@ -94,6 +97,7 @@ impl Code {
         Code::PersistFailed,
         Code::Io,
         Code::Interrupted,
+        Code::Internal,
     ];
 
     /// The code whose text form is `name` (`"CAPACITY_EXCEEDED"`), if any.
@@ -126,6 +130,7 @@ impl Code {
             Code::PersistFailed => "PERSIST_FAILED",
             Code::Io => "IO",
             Code::Interrupted => "INTERRUPTED",
+            Code::Internal => "INTERNAL",
         }
     }
 

@@ -408,12 +408,12 @@ impl FixedBuf {
 
     /// The contents of a buffer kept as text (written with `push_str` and `format`, cut only at
     /// character boundaries). Bytes that are not UTF-8 there mean a cut went through a
-    /// character, a bug: that is an `IO` error naming the buffer and the byte, never text that
+    /// character, a bug: that is an `INTERNAL` error naming the buffer and the byte, never text that
     /// silently reads as empty.
     pub fn text(&self) -> Result<&str> {
         core::str::from_utf8(&self.data).map_err(|e| {
             crate::err!(
-                Io,
+                Internal,
                 "{} holds bytes that are not UTF-8 at byte {} of {} (text cut inside a character; a bug)",
                 self.name,
                 e.valid_up_to(),
@@ -674,7 +674,7 @@ mod tests {
         assert_eq!(b.text().unwrap(), "aé");
         b.truncate(2);
         let e = b.text().unwrap_err();
-        assert_eq!(e.code(), crate::error::Code::Io);
+        assert_eq!(e.code(), crate::error::Code::Internal);
         assert!(e.message().contains("test buffer") && e.message().contains("at byte 1 of 2"), "{e}");
     }
 

@@ -247,7 +247,7 @@ impl Constrainer {
             Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text)?,
             _ => grammar::gbnf::write(&lang, &mut self.text)?,
         }
-        // Written as text: anything else (a bug) is an `IO` error here, never a grammar that
+        // Written as text: anything else (a bug) is an `INTERNAL` error here, never a grammar that
         // reads as empty, which would send the request with no constraint.
         self.text.text().map(|_| ())
     }

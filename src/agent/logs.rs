@@ -81,7 +81,7 @@ fn renumber(wm: &mut WorkingSet, log: &LogSettings, scratch: &mut FixedBuf, now:
     let mut lens: ArrayVec<usize, WORKING_MAX_ENTRIES> = ArrayVec::new();
     // A position that holds no entry, or a cut that fails (a bug), is an error: never an entry
     // renumbered as empty text.
-    let lost = || err!(Io, "renumbering the {} log lost track of an entry's text (a bug)", log.key_prefix);
+    let lost = || err!(Internal, "renumbering the {} log lost track of an entry's text (a bug)", log.key_prefix);
     for &(_, i) in present.iter() {
         let t = wm.text(i).ok_or_else(lost)?;
         scratch.push_str(t)?;

@@ -166,7 +166,7 @@ impl Accumulator {
 
     /// Checks that both buffers hold text, once they are complete (redacted, `<think>` split
     /// off): only `&str`s go in, redaction replaces ASCII runs with ASCII, and cuts fall on
-    /// character boundaries, so anything else is a bug, reported as an `IO` error rather than
+    /// character boundaries, so anything else is a bug, reported as an `INTERNAL` error rather than
     /// a reply that silently reads as empty. After this, [`Accumulator::content_str`] and
     /// [`Accumulator::reasoning_str`] are the whole buffers.
     pub(crate) fn check_text(&self) -> Result<()> {
@@ -581,7 +581,7 @@ mod tests {
         a.push_content("aé").unwrap();
         assert!(a.check_text().is_ok());
         a.content.truncate(2);
-        assert_eq!(a.check_text().unwrap_err().code(), Code::Io);
+        assert_eq!(a.check_text().unwrap_err().code(), Code::Internal);
     }
 
     #[test]

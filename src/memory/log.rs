@@ -526,13 +526,13 @@ impl<'f> LineReader<'f> {
     }
 
     /// The text of the line last returned by [`LineReader::next`], `len` bytes long, in the
-    /// `scratch` that call read through. Anything else (a bug) is an `IO` error: an empty line
+    /// `scratch` that call read through. Anything else (a bug) is an `INTERNAL` error: an empty line
     /// would read as a damaged record, which replay skips or cuts off as a torn tail.
     pub fn text<'s>(&self, scratch: &'s [u8], len: usize) -> Result<&'s [u8]> {
         let end = self.line_start.saturating_add(len);
         scratch.get(self.line_start..end).ok_or_else(|| {
             err!(
-                Io,
+                Internal,
                 "a line at bytes {}..{} of the read buffer lies outside the {} bytes read (a bug)",
                 self.line_start,
                 end,
@@ -547,7 +547,7 @@ impl<'f> LineReader<'f> {
         loop {
             let Some(pending) = scratch.get(self.next_start..self.filled) else {
                 bail!(
-                    Io,
+                    Internal,
                     "the read buffer holds {} bytes, not the {} this reader filled (a different buffer; a bug)",
                     scratch.len(),
                     self.filled
@@ -735,7 +735,7 @@ mod tests {
         // Another buffer, or a length that is not the line's: an error, never an empty line
         // (which replay would take for a damaged record).
         let e = reader.text(&scratch[..4], line.len).unwrap_err();
-        assert_eq!(e.code(), crate::error::Code::Io);
+        assert_eq!(e.code(), crate::error::Code::Internal);
         assert!(reader.text(&scratch, 99).is_err());
         let e = reader.next(&mut Vec::new()).err().unwrap();
         assert!(e.message().contains("a different buffer"), "{e}");

@@ -102,7 +102,7 @@ impl Agent {
             match text.strip_prefix(head) {
                 Some(rest) => (Some(head), rest),
                 None => bail!(
-                    Io,
+                    Internal,
                     "the prompt does not start with its head (base and state prompts), which the system message holds (a bug)"
                 ),
             }
