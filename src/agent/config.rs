@@ -457,6 +457,51 @@ mod tests {
         }
     }
 
+    /// Every key of every table is in README.md's settings reference, in the part for its
+    /// section, as `key` or `section.key`: a key added to a table without documentation fails
+    /// here. The reference is the README's "Settings reference" subsection; each section's
+    /// part starts at a line `**...**` naming the section as `path` (the top level's: `**top
+    /// level**`) and runs to the next such line.
+    #[test]
+    fn every_key_is_in_the_readme() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let reference: Vec<&str> = readme
+            .lines()
+            .skip_while(|l| *l != "### Settings reference")
+            .skip(1)
+            .take_while(|l| !l.starts_with('#'))
+            .collect();
+        assert!(!reference.is_empty(), "README.md has no \"### Settings reference\"");
+        // Each part: its label (the text between the leading ** and the next **), its text.
+        let mut parts: Vec<(&str, String)> = Vec::new();
+        for line in reference {
+            if let Some(rest) = line.strip_prefix("**") {
+                parts.push((rest.split("**").next().unwrap_or(""), String::new()));
+            }
+            if let Some((_, text)) = parts.last_mut() {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        let mut tables: Vec<(&str, Vec<&str>)> =
+            vec![("", names(TOP)), ("llm", names(LLM)), ("llm.retry", names(RETRY)), ("memory", names(MEMORY))];
+        tables.extend(crate::agent::settings::key_tables());
+        let mut missing = Vec::new();
+        for (path, keys) in tables {
+            let label = if path.is_empty() { "top level".to_string() } else { format!("`{path}`") };
+            let Some((_, text)) = parts.iter().find(|(l, _)| l.contains(&label)) else {
+                missing.push(format!("no part labelled {label}"));
+                continue;
+            };
+            for key in keys {
+                if !text.contains(&format!("`{key}`")) && !text.contains(&format!("`{path}.{key}`")) {
+                    missing.push(join(path, key));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "not in README.md's settings reference: {missing:?}");
+    }
+
     /// A key the tables leave to other code ([`Rule::Elsewhere`]) is read there: each one,
     /// given alone, changes what it should. A new such key needs a case here.
     #[test]

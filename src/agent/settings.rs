@@ -336,6 +336,21 @@ fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {
     states
 }
 
+/// Each `agent` table's key names under the path of every section it reads, for the test that
+/// README.md documents every key. A new table needs a line here.
+#[cfg(test)]
+pub(crate) fn key_tables() -> Vec<(&'static str, Vec<&'static str>)> {
+    use super::checker::names;
+    let mut tables = vec![("agent", names(AGENT)), ("agent.iterate", names(ITERATE))];
+    for log in ["agent.think_log", "agent.evaluation_log", "agent.command_log"] {
+        tables.push((log, names(LOG)));
+    }
+    for limit in ["agent.paging_limit", "agent.hard_limit"] {
+        tables.push((limit, names(LIMIT)));
+    }
+    tables
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
