@@ -60,7 +60,8 @@ pub struct AgentSettings {
     /// The states, in config order (`base` excluded; `executing` is an alias of `commanding`
     /// and is not listed separately).
     pub states: Vec<String>,
-    /// The state a fresh memory starts in.
+    /// The state taken when `memory.json`'s state is not one of `states` (say, after the
+    /// states were renamed). A fresh memory starts in `thinking`, which is always a state.
     pub start_state: String,
 }
 
