@@ -625,6 +625,7 @@ impl Parser<'_, '_> {
     }
 
     /// Appends a node as the last child of its parent.
+    #[inline]
     fn link(&mut self, rec: Rec, at: usize) -> Result<u32, Stop> {
         if self.tree.nodes.len() >= self.tree.max_nodes() {
             self.tree.report.limit.get_or_insert((Limit::Nodes, at as u32));

@@ -326,6 +326,7 @@ impl Parser {
         self.stack.get(d / 64).is_some_and(|w| w >> (d % 64) & 1 == 1)
     }
 
+    #[inline]
     fn push(&mut self, object: bool, i: usize) -> Result<()> {
         let d = self.depth;
         match self.stack.get_mut(d / 64) {
