@@ -21,6 +21,19 @@ fn check_bounds(reader: &mut Reader, input: &[u8], max_actions: usize) {
     }
 }
 
+/// Found by `make fuzz`: a `<paging>` block whose directives' names are in mixed case is one
+/// action, as in lower case (the check once compared element names by case and failed here).
+#[test]
+fn a_paging_block_in_mixed_case_is_one_action() {
+    let input = b"<paging>\n<move_to_diSk>draft_notes</move_to_disk>\n<archIve_old>old_\xe2lan</archive_old>\n\
+        <rationale>Working memory is near the limit.</rationale>\n</cord_search>\n  <ids>meeting,no</action>paging>";
+    let mut r = Reader::new();
+    let it = r.read(input, 1);
+    assert_eq!(it.actions().count(), 2);
+    assert_eq!(it.actions_found(), 1);
+    check_bounds(&mut r, input, 1);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 

@@ -107,7 +107,9 @@ pub fn check_reading(it: &Interpretation<'_>, input: &[u8], max: usize) -> Resul
     if it.len() > REPLY_MAX_INSTRUCTIONS || it.problems().len() > REPLY_MAX_PROBLEMS {
         return Err(format!("{} instructions, {} problems: past the caps", it.len(), it.problems().len()));
     }
-    let paging = |e: &str| ["move_to_disk", "retrieve_from_disk", "archive_old"].contains(&e);
+    // Element names are read without regard to case (`<Move_To_Disk>` is a directive too).
+    let paging =
+        |e: &str| ["move_to_disk", "retrieve_from_disk", "archive_old"].iter().any(|p| p.eq_ignore_ascii_case(e));
     let plain = it.actions().filter(|a| !paging(a.element)).count();
     if plain > max || it.actions().count() > max.max(ACTIONS_PER_CYCLE_MAX) {
         return Err(format!("{} actions ({plain} not paging) with at most {max} allowed", it.actions().count()));
