@@ -209,6 +209,18 @@ fn memory_and_store_damage_is_reported_and_left_in_place() {
     assert!(line(&out, "store.log").contains("20 bytes at the end are not a whole record yet"), "{out}");
     assert_eq!(std::fs::read(&log).unwrap(), torn);
 
+    // A whole last record that is damaged (its newline is there, its checksum is wrong) is the
+    // same torn tail to the agent, and said as what it is.
+    let mut damaged = bytes.clone();
+    let last = damaged.len() - 5;
+    damaged[last] = if damaged[last] == b'x' { b'y' } else { b'x' };
+    std::fs::write(&log, &damaged).unwrap();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.log").contains("bytes hold a damaged record"), "{out}");
+    assert!(!line(&out, "store.log").contains("not a whole record yet"), "{out}");
+    assert_eq!(std::fs::read(&log).unwrap(), damaged);
+
     // Not a store log at all.
     std::fs::write(&log, "hello\n").unwrap();
     let (res, out) = check(&d.0, &["--no-network"]);

@@ -252,6 +252,16 @@ fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
                         st.entries, st.log_bytes, st.corrupt_records
                     ),
                 )
+            } else if st.damaged_tail {
+                r.ok(
+                    "store.log",
+                    format_args!(
+                        "{} entries ({} archived) of {}, {} bytes, no damaged records before the end; the last {} \
+                         bytes hold a damaged record (cut short by a crash, or damaged on disk: the agent drops \
+                         such a tail at its next start)",
+                        st.entries, st.archived, st.capacity, st.log_bytes, st.unfinished_tail_bytes
+                    ),
+                )
             } else if st.unfinished_tail_bytes > 0 {
                 r.ok(
                     "store.log",

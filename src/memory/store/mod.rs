@@ -152,6 +152,9 @@ pub struct Stats {
     /// read it (a record the agent is writing, or one a crash cut short; only the agent, which
     /// holds the lock, drops such a tail). Always 0 for the writer.
     pub unfinished_tail_bytes: u64,
+    /// Whether that tail holds a whole record that is damaged (it ends in a newline, but its
+    /// checksum or JSON is bad), not only a record still being written.
+    pub damaged_tail: bool,
     /// Whether the last open started from the checkpoint.
     pub from_checkpoint: bool,
     /// Bytes of log the last open replayed (after the checkpoint, or all of it).
@@ -186,6 +189,7 @@ pub struct Store {
     header_bytes: u64,
     corrupt: u64,
     unfinished_tail: u64,
+    damaged_tail: bool,
     from_checkpoint: bool,
     replayed_bytes: u64,
     /// Log length the last checkpoint covers (0: none).
@@ -282,6 +286,7 @@ impl Store {
             header_bytes: 0,
             corrupt: 0,
             unfinished_tail: 0,
+            damaged_tail: false,
             from_checkpoint: false,
             replayed_bytes: 0,
             checkpointed: 0,
@@ -441,6 +446,7 @@ impl Store {
             garbage_bytes: self.garbage(),
             corrupt_records: self.corrupt,
             unfinished_tail_bytes: self.unfinished_tail,
+            damaged_tail: self.damaged_tail,
             from_checkpoint: self.from_checkpoint,
             replayed_bytes: self.replayed_bytes,
             ram_bytes: self.ram_bytes(),

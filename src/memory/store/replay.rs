@@ -27,6 +27,7 @@ impl Store {
         self.header_bytes = 0;
         self.corrupt = 0;
         self.unfinished_tail = 0;
+        self.damaged_tail = false;
         self.from_checkpoint = false;
         self.replayed_bytes = 0;
         self.checkpointed = 0;
@@ -153,6 +154,8 @@ impl Store {
         let mut reader = LineReader::starting_at(&read_handle, from, file_len);
         let mut good_end = from;
         let mut bad_after_good: Option<(u64, Error)> = None;
+        // Whether a bad record since the last good one was whole (it had its newline).
+        let mut whole_bad_after_good = false;
         let mut batch: Option<OpenBatch> = None;
         let mut scratch = core::mem::take(&mut self.rbuf);
         let res = loop {
@@ -173,6 +176,7 @@ impl Store {
             };
             match decoded {
                 Ok(rec) => {
+                    whole_bad_after_good = false;
                     if let Some((at, e)) = bad_after_good.take() {
                         self.corrupt += 1;
                         e.context(format_args!("{}: skipped a damaged record at byte {}", self.log.path.display(), at))
@@ -184,6 +188,7 @@ impl Store {
                     good_end = offset + len as u64 + 1;
                 }
                 Err(e) => {
+                    whole_bad_after_good |= complete;
                     if bad_after_good.is_none() {
                         bad_after_good = Some((offset, e));
                     } else {
@@ -195,7 +200,21 @@ impl Store {
         self.rbuf = scratch;
         res?;
         self.log.len = good_end;
-        if good_end < file_len && self.log.read_only() {
+        if good_end < file_len && self.log.read_only() && whole_bad_after_good {
+            self.unfinished_tail = file_len - good_end;
+            self.damaged_tail = true;
+            let why = bad_after_good.map(|(_, e)| e.message());
+            err!(
+                Io,
+                "{}: ignored {} bytes at the end that hold a damaged record{}{} (opened read-only, so left as \
+                 they are; the agent drops them as a torn tail at its next start)",
+                self.log.path.display(),
+                file_len - good_end,
+                if why.is_some() { ": " } else { "" },
+                why.as_deref().unwrap_or("")
+            )
+            .print_warning();
+        } else if good_end < file_len && self.log.read_only() {
             self.unfinished_tail = file_len - good_end;
             err!(
                 Io,

@@ -315,7 +315,8 @@ mod read_only_tests {
         w.put(&normalize("a").unwrap(), "1", 1).unwrap();
         // A record being appended by the writer, not complete yet.
         let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
-        bytes.extend_from_slice(b"12345678 {\"op\":\"put\",\"id\":1");
+        let partial = b"12345678 {\"op\":\"put\",\"id\":1";
+        bytes.extend_from_slice(partial);
         fs::write(d.join(LOG_NAME), &bytes).unwrap();
         let mut r = Store::open_read_only(&d).unwrap();
         assert_eq!(r.load(&normalize("a").unwrap(), 2).unwrap(), Some("1"));
@@ -324,7 +325,33 @@ mod read_only_tests {
         assert_eq!(r.flush_access().unwrap_err().code(), Code::PersistFailed);
         assert_eq!(r.compact().unwrap_err().code(), Code::PersistFailed);
         assert_eq!(fs::read(d.join(LOG_NAME)).unwrap(), bytes, "still nothing written");
+        assert_eq!(r.stats().unfinished_tail_bytes, partial.len() as u64);
+        assert!(!r.stats().damaged_tail, "a record being written is not damage");
         drop(w);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn read_only_tells_a_damaged_last_record_from_one_being_written() {
+        let d = std::env::temp_dir().join(format!("lkj-store-ro-damaged-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        let mut w = Store::open_with_capacity(&d, 8).unwrap();
+        w.put(&normalize("a").unwrap(), "1", 1).unwrap();
+        w.put(&normalize("b").unwrap(), "2", 2).unwrap();
+        drop(w);
+        // The last record whole (it has its newline) but with one byte of its value changed.
+        let mut bytes = fs::read(d.join(LOG_NAME)).unwrap();
+        let last_start = bytes[..bytes.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+        let tail = bytes.len() - last_start;
+        let at = bytes.len() - 4;
+        bytes[at] ^= 0x01;
+        fs::write(d.join(LOG_NAME), &bytes).unwrap();
+        let r = Store::open_read_only(&d).unwrap();
+        assert_eq!(r.stats().unfinished_tail_bytes, tail as u64);
+        assert!(r.stats().damaged_tail);
+        assert_eq!(r.stats().corrupt_records, 0);
+        assert_eq!(fs::read(d.join(LOG_NAME)).unwrap(), bytes, "nothing cut by a reader");
         fs::remove_dir_all(&d).unwrap();
     }
 }
