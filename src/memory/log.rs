@@ -384,6 +384,10 @@ fn full() -> crate::error::Error {
 /// The four hex digits of a `\u` escape at the start of `s`, and what follows them.
 fn hex4(s: &str) -> Result<(u32, &str)> {
     let Some((h, after)) = s.split_at_checked(4) else { bail!(JsonInvalid, "short \\u escape") };
+    // Four hex digits exactly (RFC 8259 §7): `from_str_radix` alone would take a sign (`+041`).
+    if !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!(JsonInvalid, "bad \\u escape \"{}\"", h);
+    }
     let v = u32::from_str_radix(h, 16).map_err(|_| err!(JsonInvalid, "bad \\u escape \"{}\"", h))?;
     Ok((v, after))
 }
@@ -718,7 +722,8 @@ mod tests {
         let mut out = String::new();
         decode_str(r#"a\u00e9\ud83d\ude00\/\b"#, &mut out).unwrap();
         assert_eq!(out, "aé😀/\u{8}");
-        for bad in [r"\ud83d", r"\ud83dx", r"\udc00", r"\x", r"\u12", r"\ud83d\u0041"] {
+        for bad in [r"\ud83d", r"\ud83dx", r"\udc00", r"\x", r"\u12", r"\ud83d\u0041", r"\u+041", r"\u-041", r"\u 041"]
+        {
             assert!(decode_str(bad, &mut String::new()).is_err(), "{}", bad);
         }
     }
