@@ -259,11 +259,14 @@ fn store_survives_sigkill() {
 // open, and the parent kills them a seeded random time after that.
 // =============================================================================================
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/store.rs"]
 mod store_support;
 #[path = "support/temp.rs"]
 mod temp;
 
+use cli::lkjagent;
 use std::io::{BufRead, BufReader};
 use store_support::{copy_dir, read_rest, snapshot as full_snapshot, spawn_child, wait_ready, TempDir};
 
@@ -640,11 +643,7 @@ fn batch_records(dir: &Path) -> (bool, bool) {
 
 /// `lkjagent --data DIR memory stats` (a read-only open): its stderr.
 fn cli_stats_stderr(dir: &Path) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .args(["--data", dir.to_str().unwrap(), "memory", "stats"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = lkjagent(["memory", "stats"]).data(dir).output();
     assert!(o.status.success(), "memory stats failed: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stderr).unwrap()
 }
