@@ -556,6 +556,29 @@ fn second_sigterm_exits_at_once() {
     assert_eq!((m.state.as_str(), m.iteration), ("thinking", 0));
 }
 
+/// A memory.json that already has `working_memory_meta`, for the replay tests.
+const DICTIONARY_MEMORY: &str = r#"{"state": "thinking", "iteration": 0, "working_memory": {"task": "Dictionary."},
+           "working_memory_meta": {"task": {"created": 1700000000, "updated": 1700000000, "hits": 0}}}"#;
+
+/// The exchange log directory (`logs/exchange-<run>`) of the one recorded run in `data`.
+fn exchange_log_dir(data: &Path) -> PathBuf {
+    std::fs::read_dir(data.join("logs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-"))
+        .expect("no exchange log directory")
+}
+
+/// The lines at which a recorded and a replayed memory.json differ, side by side.
+fn differing_lines(recorded: &str, replayed: &str) -> Vec<String> {
+    recorded
+        .lines()
+        .zip(replayed.lines())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("recorded: {} / replayed: {}", a.trim(), b.trim()))
+        .collect()
+}
+
 /// Records a run (`run --exchange-log`) from `memory_json`, waits `pause`, replays it with
 /// `--expect`, and returns the replay's stdout, whether it exited 0, and the lines of
 /// memory.json that differ (recorded, replayed).
@@ -581,11 +604,7 @@ fn record_then_replay(tag: &str, memory_json: &str, pause: Duration) -> (String,
     assert_eq!(server.chat_count(), 8);
     drop(server); // the replay needs no server
 
-    let exchange = std::fs::read_dir(d.path().join("logs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-"))
-        .expect("no exchange log directory");
+    let exchange = exchange_log_dir(d.path());
     std::thread::sleep(pause);
     let expect = d.path().join("memory.json");
     let child = lkjagent(["replay"]).arg(&exchange).arg("--expect").arg(&expect).data(d.path()).spawn();
@@ -594,12 +613,7 @@ fn record_then_replay(tag: &str, memory_json: &str, pause: Duration) -> (String,
     assert!(status.success() || out.contains("DIFFERS"), "replay failed:\n{}\n{}", out, err);
     let replayed = std::fs::read_to_string(exchange.join("replayed").join("memory.json")).unwrap();
     let recorded = std::fs::read_to_string(&expect).unwrap();
-    let mut diff: Vec<String> = recorded
-        .lines()
-        .zip(replayed.lines())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("recorded: {} / replayed: {}", a.trim(), b.trim()))
-        .collect();
+    let mut diff = differing_lines(&recorded, &replayed);
     if recorded.lines().count() != replayed.lines().count() {
         diff.push("different line counts".to_string());
     }
@@ -939,12 +953,7 @@ fn replay_carries_the_inbox() {
         evaluate("used up"),
     );
     let d = data_dir("replay-inbox", &server.endpoint());
-    std::fs::write(
-        d.path().join("memory.json"),
-        r#"{"state": "thinking", "iteration": 0, "working_memory": {"task": "Dictionary."},
-           "working_memory_meta": {"task": {"created": 1700000000, "updated": 1700000000, "hits": 0}}}"#,
-    )
-    .unwrap();
+    std::fs::write(d.path().join("memory.json"), DICTIONARY_MEMORY).unwrap();
     let config = config::load(d.path()).unwrap();
     let client = llm::Client::new(&config.llm).unwrap();
     let mut agent = Agent::open(d.path(), config, Model::Client(Box::new(client)), true).unwrap();
@@ -1230,35 +1239,21 @@ fn replay_of_a_run_stopped_by_sigterm() {
         Step::Silence(Duration::from_secs(30)),
     );
     let d = data_dir("replay-sigterm", &server.endpoint());
-    std::fs::write(
-        d.path().join("memory.json"),
-        r#"{"state": "thinking", "iteration": 0, "working_memory": {"task": "Dictionary."},
-           "working_memory_meta": {"task": {"created": 1700000000, "updated": 1700000000, "hits": 0}}}"#,
-    )
-    .unwrap();
+    std::fs::write(d.path().join("memory.json"), DICTIONARY_MEMORY).unwrap();
     let child = lkjagent(["run", "--max-iterations", "5", "--exchange-log"]).data(d.path()).spawn();
     assert!(server.wait_for_chats(3, Duration::from_secs(10)));
     child.sigterm();
     let status = child.wait_within(Duration::from_secs(5)).status;
     assert!(status.success());
     drop(server);
-    let exchange = std::fs::read_dir(d.path().join("logs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-"))
-        .expect("no exchange log directory");
+    let exchange = exchange_log_dir(d.path());
     std::thread::sleep(Duration::from_millis(1100));
     let expect = d.path().join("memory.json");
     let child = lkjagent(["replay"]).arg(&exchange).arg("--expect").arg(&expect).data(d.path()).spawn();
     let (status, out, err) = finished(child.wait_within(Duration::from_secs(20)));
     let replayed = std::fs::read_to_string(exchange.join("replayed").join("memory.json")).unwrap_or_default();
     let recorded = std::fs::read_to_string(&expect).unwrap();
-    let diff: Vec<String> = recorded
-        .lines()
-        .zip(replayed.lines())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("recorded: {} / replayed: {}", a.trim(), b.trim()))
-        .collect();
+    let diff = differing_lines(&recorded, &replayed);
     assert!(status.success(), "exit {:?}\n{}\n{}\n{}", status, out, err, diff.join("\n"));
     assert!(out.contains("identical to"), "{}\n{}", out, diff.join("\n"));
 }
