@@ -28,21 +28,6 @@ use std::time::{Duration, Instant};
 const KILLS: usize = 200;
 const KEYS: u64 = 24;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn key_for(n: u64) -> Key {
     // Keys of one to three tags, some shared between keys.
     let text = match n % 3 {
@@ -268,7 +253,7 @@ mod temp;
 
 use cli::lkjagent;
 use std::io::{BufRead, BufReader};
-use store_support::{copy_dir, read_rest, snapshot as full_snapshot, spawn_child, wait_ready, TempDir};
+use store_support::{copy_dir, read_rest, snapshot as full_snapshot, spawn_child, wait_ready, Rng, TempDir};
 
 const CKPT_ENTRIES: u32 = 4_000;
 const CKPT_CAP: usize = 4_096;
