@@ -24,14 +24,17 @@
 //! default all: json, tag, reply, http, store_log, memory_json, config), `FUZZ_SEED` (default:
 //! from the clock; fixed for a smoke run), `FUZZ_ITER`, `FUZZ_MAX_MS`.
 
+#[path = "support/json_slices.rs"]
+mod json_slices;
 #[path = "support/reply_checks.rs"]
 mod reply_checks;
 #[path = "support/temp.rs"]
 mod temp;
 
+use json_slices::{byte_offset, validate_sliced};
 use lkjagent::error::{Code, Error};
 use lkjagent::fixed::FixedBuf;
-use lkjagent::json::{Document, Parser, Validate, Writer};
+use lkjagent::json::{Document, Writer};
 use lkjagent::limits::{TAG_MAX_NODES, TAG_TEXT_BYTES};
 use lkjagent::memory::log::{self as store_log, PutHead};
 use lkjagent::reply::read::TEXT_ELEMENTS;
@@ -441,12 +444,6 @@ fn document() -> Document {
     Document::with_capacity(1 << 15, 1 << 20)
 }
 
-/// `byte N` in an error message.
-fn byte_offset(msg: &str) -> Option<usize> {
-    let rest = &msg[msg.find("at byte ")? + 8..];
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-}
-
 fn expect_code(e: &Error, codes: &[Code], what: &str) -> Result<(), String> {
     if codes.contains(&e.code()) {
         Ok(())
@@ -455,19 +452,9 @@ fn expect_code(e: &Error, codes: &[Code], what: &str) -> Result<(), String> {
     }
 }
 
-/// Parses `input` through `Parser` + `Validate` in slices cut at `cuts`; the error's code and
-/// message (not where in the source it was raised, which may differ).
-fn validate_sliced(input: &[u8], cuts: &[usize]) -> Result<(), String> {
-    let shown = |e: Error| format!("{:?}: {}", e.code(), e.message());
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
-    points.push(0);
-    points.push(input.len());
-    points.sort_unstable();
-    let mut p = Parser::new();
-    for w in points.windows(2) {
-        p.feed(&input[w[0]..w[1]], &mut Validate).map_err(shown)?;
-    }
-    p.finish(&mut Validate).map_err(shown)
+/// An error's code and message (not where in the source it was raised, which may differ).
+fn shown(e: Error) -> String {
+    format!("{:?}: {}", e.code(), e.message())
 }
 
 fn json_target() -> Target {
@@ -499,9 +486,9 @@ fn json_target() -> Target {
             }
         }
         // The streaming parser: the same verdict and message, however the input is sliced.
-        let one = validate_sliced(input, &[]);
+        let one = validate_sliced(input, &[]).map_err(shown);
         let cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.next() as usize).collect();
-        let sliced = validate_sliced(input, &cuts);
+        let sliced = validate_sliced(input, &cuts).map_err(shown);
         if one != sliced {
             return Err(format!("slicing at {cuts:?} changed the result: {one:?} / {sliced:?}"));
         }
