@@ -1,12 +1,13 @@
 //! The `lkjagent` binary as a child process, one helper for every test that runs it:
-//! `lkjagent(args)` builds the command line (`.data(dir)` puts `--data DIR` first), `.output()`
-//! runs it to the end, `.output_within(limit)` kills it and fails the test past `limit`, and
-//! `.spawn()` starts it for a test that signals it or runs other commands beside it.
+//! `lkjagent(args)` builds the command line (`.data(dir)` puts `--data DIR` first); `.output()`
+//! runs it to the end, `.output_within(limit)` kills it and fails the test past `limit`,
+//! `.status()` runs it with its output thrown away, and `.spawn()` starts it for a test that
+//! signals it or runs other commands beside it.
 //!
-//! Stdin is `/dev/null` unless `.stdin(bytes)` gives it, so no test reads the terminal.
-//! Stdout and stderr are piped and read while the child runs, so a chatty child never blocks on
-//! a full pipe. `LKJAGENT_DATA` is removed from the child's environment (a test sets it with
-//! `.env`), so the developer's own data directory never leaks into a test.
+//! Stdin is `/dev/null` unless `.stdin(bytes)` gives it, so no test reads the terminal. Stdout
+//! and stderr are piped and read while the child runs (but for `.status()`), so a chatty child
+//! never blocks on a full pipe. `LKJAGENT_DATA` is removed from the child's environment (a test
+//! sets it with `.env`), so the developer's own data directory never leaks into a test.
 //!
 //! Include with `#[path = "support/cli.rs"] mod cli;`.
 // Included by many test crates, each of which uses only some of it: without this, every crate
@@ -90,6 +91,17 @@ impl Lkjagent {
 
     /// Starts the child.
     pub fn spawn(&self) -> Running {
+        self.start(true)
+    }
+
+    /// Runs the child to its end with its output thrown away (a command run only for what it
+    /// does to the data directory): its exit status.
+    pub fn status(&self) -> ExitStatus {
+        self.start(false).wait().status
+    }
+
+    /// Starts the child; its stdout and stderr are read (`keep_output`) or go to `/dev/null`.
+    fn start(&self, keep_output: bool) -> Running {
         let mut cmd = match self.under.split_first() {
             Some((program, args)) => {
                 let mut c = Command::new(program);
@@ -106,20 +118,18 @@ impl Lkjagent {
             cmd.env(k, v);
         }
         cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{}: {}", self.shown(), e));
+        let output = || if keep_output { Stdio::piped() } else { Stdio::null() };
+        let mut child =
+            cmd.stdout(output()).stderr(output()).spawn().unwrap_or_else(|e| panic!("{}: {}", self.shown(), e));
         // Fed from a thread: the child may write more than a pipe holds before it reads all.
         let feeder = child.stdin.take().zip(self.stdin.clone()).map(|(mut pipe, input)| {
             std::thread::spawn(move || {
                 let _ = pipe.write_all(&input);
             })
         });
-        let stdout = drain(child.stdout.take().unwrap());
-        let stderr = drain(child.stderr.take().unwrap());
-        Running { child, shown: self.shown(), feeder, stdout: Some(stdout), stderr: Some(stderr), waited: false }
+        let stdout = child.stdout.take().map(drain);
+        let stderr = child.stderr.take().map(drain);
+        Running { child, shown: self.shown(), feeder, stdout, stderr, waited: false }
     }
 
     /// Runs the child to its end: its exit status, stdout and stderr.
@@ -196,8 +206,8 @@ impl Running {
         if let Some(f) = self.feeder.take() {
             f.join().unwrap();
         }
-        let stdout = self.stdout.take().unwrap().join().unwrap();
-        let stderr = self.stderr.take().unwrap().join().unwrap();
+        let stdout = self.stdout.take().map(|h| h.join().unwrap()).unwrap_or_default();
+        let stderr = self.stderr.take().map(|h| h.join().unwrap()).unwrap_or_default();
         Output { status, stdout, stderr }
     }
 }
