@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The binary cargo built for this test crate.
-pub const BIN: &str = env!("CARGO_BIN_EXE_lkjagent");
+const BIN: &str = env!("CARGO_BIN_EXE_lkjagent");
 
 /// A command line for the binary; see the module documentation.
 pub struct Lkjagent {
