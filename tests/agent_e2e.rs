@@ -13,16 +13,18 @@
 #[path = "support/loopback.rs"]
 mod loopback;
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
+use cli::lkjagent;
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, CycleReport, Model};
 use lkjagent::json::Document;
 use lkjagent::llm;
 use loopback::{content, free_port, llm_script, Server, Step, LLAMA_CPP_OVERFLOW};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Output};
 use std::time::{Duration, Instant};
 use temp::{set, shipped, test_config, TempDir};
 
@@ -140,39 +142,9 @@ fn newest_log(m: &Mem, prefix: &str) -> String {
 
 // ----- the binary ----------------------------------------------------------------------------
 
-fn lkjagent(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_lkjagent"));
-    c.arg("--data").arg(dir).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    c
-}
-
-/// Waits at most `limit` for `child`; kills it (and fails) past that.
-fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("lkjagent did not exit within {:?}", limit);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn output(child: &mut Child) -> (String, String) {
-    let mut out = String::new();
-    let mut err = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    (out, err)
-}
-
-fn sigterm(child: &Child) {
-    let s = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
-    assert!(s.success(), "kill -TERM failed");
+/// A finished child's exit status, stdout and stderr (which must be UTF-8).
+fn finished(o: Output) -> (ExitStatus, String, String) {
+    (o.status, String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
 }
 
 // ----- the tests -----------------------------------------------------------------------------
@@ -237,9 +209,8 @@ fn run_prints_one_status_line_per_cycle() {
     ];
     let server = Server::llm(script, evaluate("script used up"));
     let d = data_dir("status", &server.endpoint());
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "3"]).spawn().unwrap();
-    let status = wait_bounded(&mut child, Duration::from_secs(20));
-    let (out, err) = output(&mut child);
+    let child = lkjagent(["run", "--max-iterations", "3"]).data(d.path()).spawn();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(20)));
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     assert!(server.models_requests() >= 1, "no GET /v1/models probe");
     assert!(out.contains("reachable"), "{}", out);
@@ -497,7 +468,7 @@ fn malformed_replies_never_loop_tightly() {
         set(c, "\"invalid_reply_backoff_ms\": 300", "\"invalid_reply_backoff_ms\": 500");
     });
     write_memory(d.path(), "evaluating", &[]);
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "-1"]).spawn().unwrap();
+    let child = lkjagent(["run", "--max-iterations", "-1"]).data(d.path()).spawn();
     // The window starts at the third invalid reply, which starts a 500 ms pause: then 3
     // replies, a pause, 3 more: at most 6 in 1200 ms (a tight loop would make thousands).
     assert!(server.wait_for_chats(3, Duration::from_secs(10)), "the first three requests never came");
@@ -505,9 +476,8 @@ fn malformed_replies_never_loop_tightly() {
     let window = Duration::from_millis(1200);
     std::thread::sleep(window);
     let seen = server.chat_count() - first;
-    sigterm(&child);
-    let status = wait_bounded(&mut child, Duration::from_secs(10));
-    let (out, err) = output(&mut child);
+    child.sigterm();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(10)));
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     assert!(seen >= 1, "the agent stopped asking after its pause:\n{}", out);
     assert!(seen <= 9, "{} requests in {:?}: a tight loop\n{}", seen, window, out);
@@ -520,14 +490,14 @@ fn malformed_replies_never_loop_tightly() {
 fn server_down_at_start_then_recovers() {
     let port = free_port();
     let d = data_dir("down", &format!("http://127.0.0.1:{}/v1/chat/completions", port));
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "2"]).spawn().unwrap();
+    let mut child = lkjagent(["run", "--max-iterations", "2"]).data(d.path()).spawn();
     // Down for two failed cycles (1 s, then 2 s of back-off), seen in the audit log.
     let audit = d.path().join("logs").join("audit.jsonl");
     let end = Instant::now() + Duration::from_secs(10);
     while std::fs::read_to_string(&audit).map_or(0, |a| a.lines().count()) < 2 && Instant::now() < end {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(child.try_wait().unwrap().is_none(), "lkjagent gave up while the server was down");
+    assert!(child.is_running(), "lkjagent gave up while the server was down");
     let server = Server::start_on(
         ("127.0.0.1", port),
         llm_script(
@@ -536,8 +506,7 @@ fn server_down_at_start_then_recovers() {
         ),
     )
     .unwrap();
-    let status = wait_bounded(&mut child, Duration::from_secs(20));
-    let (out, err) = output(&mut child);
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(20)));
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     assert!(out.contains("is not answering"), "{}", out);
     assert!(out.contains("keep retrying"), "{}", out);
@@ -555,15 +524,15 @@ fn server_down_at_start_then_recovers() {
 fn sigterm_during_a_request_exits_cleanly() {
     let server = Server::llm(vec![think("commanding", "First cycle.")], Step::Silence(Duration::from_secs(30)));
     let d = data_dir("sigterm", &server.endpoint());
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "5"]).spawn().unwrap();
+    let child = lkjagent(["run", "--max-iterations", "5"]).data(d.path()).spawn();
     assert!(server.wait_for_chats(2, Duration::from_secs(10)), "the second request never came");
     let before = read_memory(d.path());
     assert_eq!((before.state.as_str(), before.iteration), ("commanding", 1));
     let sent = Instant::now();
-    sigterm(&child);
-    let status = wait_bounded(&mut child, Duration::from_secs(5));
+    child.sigterm();
+    let o = child.wait_within(Duration::from_secs(5));
     let took = sent.elapsed();
-    let (out, err) = output(&mut child);
+    let (status, out, err) = finished(o);
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     assert!(took < Duration::from_secs(3), "took {:?} to stop", took);
     assert!(out.contains("stopped by signal"), "{}", out);
@@ -576,16 +545,38 @@ fn sigterm_during_a_request_exits_cleanly() {
 fn second_sigterm_exits_at_once() {
     let server = Server::llm(vec![], Step::Silence(Duration::from_secs(30)));
     let d = data_dir("sigterm2", &server.endpoint());
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "5"]).spawn().unwrap();
+    let child = lkjagent(["run", "--max-iterations", "5"]).data(d.path()).spawn();
     assert!(server.wait_for_chats(1, Duration::from_secs(10)));
-    sigterm(&child);
-    sigterm(&child);
-    let status = wait_bounded(&mut child, Duration::from_secs(3));
-    let (out, err) = output(&mut child);
+    child.sigterm();
+    child.sigterm();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(3)));
     // 130 when the second signal won; 0 when the first had already finished the run.
     assert!(matches!(status.code(), Some(0) | Some(130)), "exit {:?}\n{}\n{}", status, out, err);
     let m = read_memory(d.path());
     assert_eq!((m.state.as_str(), m.iteration), ("thinking", 0));
+}
+
+/// A memory.json that already has `working_memory_meta`, for the replay tests.
+const DICTIONARY_MEMORY: &str = r#"{"state": "thinking", "iteration": 0, "working_memory": {"task": "Dictionary."},
+           "working_memory_meta": {"task": {"created": 1700000000, "updated": 1700000000, "hits": 0}}}"#;
+
+/// The exchange log directory (`logs/exchange-<run>`) of the one recorded run in `data`.
+fn exchange_log_dir(data: &Path) -> PathBuf {
+    std::fs::read_dir(data.join("logs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-"))
+        .expect("no exchange log directory")
+}
+
+/// The lines at which a recorded and a replayed memory.json differ, side by side.
+fn differing_lines(recorded: &str, replayed: &str) -> Vec<String> {
+    recorded
+        .lines()
+        .zip(replayed.lines())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("recorded: {} / replayed: {}", a.trim(), b.trim()))
+        .collect()
 }
 
 /// Records a run (`run --exchange-log`) from `memory_json`, waits `pause`, replays it with
@@ -605,35 +596,24 @@ fn record_then_replay(tag: &str, memory_json: &str, pause: Duration) -> (String,
     let server = Server::llm(script, evaluate("used up"));
     let d = data_dir(tag, &server.endpoint());
     std::fs::write(d.path().join("memory.json"), memory_json).unwrap();
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "7", "--exchange-log"]).spawn().unwrap();
-    let status = wait_bounded(&mut child, Duration::from_secs(20));
-    let (out, err) = output(&mut child);
+    let child = lkjagent(["run", "--max-iterations", "7", "--exchange-log"]).data(d.path()).spawn();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(20)));
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     assert!(out.contains("context overflow"), "{}", out);
     assert!(out.contains("invalid reply"), "{}", out);
     assert_eq!(server.chat_count(), 8);
     drop(server); // the replay needs no server
 
-    let exchange = std::fs::read_dir(d.path().join("logs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-"))
-        .expect("no exchange log directory");
+    let exchange = exchange_log_dir(d.path());
     std::thread::sleep(pause);
     let expect = d.path().join("memory.json");
-    let mut child = lkjagent(d.path(), &["replay"]).arg(&exchange).arg("--expect").arg(&expect).spawn().unwrap();
-    let status = wait_bounded(&mut child, Duration::from_secs(20));
-    let (out, err) = output(&mut child);
+    let child = lkjagent(["replay"]).arg(&exchange).arg("--expect").arg(&expect).data(d.path()).spawn();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(20)));
     assert!(!out.contains("DIFFERS") || !status.success(), "a difference must fail the command");
     assert!(status.success() || out.contains("DIFFERS"), "replay failed:\n{}\n{}", out, err);
     let replayed = std::fs::read_to_string(exchange.join("replayed").join("memory.json")).unwrap();
     let recorded = std::fs::read_to_string(&expect).unwrap();
-    let mut diff: Vec<String> = recorded
-        .lines()
-        .zip(replayed.lines())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("recorded: {} / replayed: {}", a.trim(), b.trim()))
-        .collect();
+    let mut diff = differing_lines(&recorded, &replayed);
     if recorded.lines().count() != replayed.lines().count() {
         diff.push("different line counts".to_string());
     }
@@ -855,11 +835,11 @@ fn paging_with_an_invalid_reply_still_pages() {
 fn sigterm_leaves_memory_json_unchanged_but_for_the_cycle_time() {
     let server = Server::llm(vec![think("commanding", "First cycle.")], Step::Silence(Duration::from_secs(30)));
     let d = data_dir("sigterm-bytes", &server.endpoint());
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "5"]).spawn().unwrap();
+    let child = lkjagent(["run", "--max-iterations", "5"]).data(d.path()).spawn();
     assert!(server.wait_for_chats(2, Duration::from_secs(10)), "the second request never came");
     let before = std::fs::read_to_string(d.path().join("memory.json")).unwrap();
-    sigterm(&child);
-    let status = wait_bounded(&mut child, Duration::from_secs(5));
+    child.sigterm();
+    let status = child.wait_within(Duration::from_secs(5)).status;
     assert!(status.success());
     let after = std::fs::read_to_string(d.path().join("memory.json")).unwrap();
     let lines = |t: &str| -> Vec<String> {
@@ -973,12 +953,7 @@ fn replay_carries_the_inbox() {
         evaluate("used up"),
     );
     let d = data_dir("replay-inbox", &server.endpoint());
-    std::fs::write(
-        d.path().join("memory.json"),
-        r#"{"state": "thinking", "iteration": 0, "working_memory": {"task": "Dictionary."},
-           "working_memory_meta": {"task": {"created": 1700000000, "updated": 1700000000, "hits": 0}}}"#,
-    )
-    .unwrap();
+    std::fs::write(d.path().join("memory.json"), DICTIONARY_MEMORY).unwrap();
     let config = config::load(d.path()).unwrap();
     let client = llm::Client::new(&config.llm).unwrap();
     let mut agent = Agent::open(d.path(), config, Model::Client(Box::new(client)), true).unwrap();
@@ -992,9 +967,8 @@ fn replay_carries_the_inbox() {
     drop(server);
     std::thread::sleep(Duration::from_millis(1100));
     let expect = d.path().join("memory.json");
-    let mut child = lkjagent(d.path(), &["replay"]).arg(&exchange).arg("--expect").arg(&expect).spawn().unwrap();
-    let status = wait_bounded(&mut child, Duration::from_secs(20));
-    let (out, err) = output(&mut child);
+    let child = lkjagent(["replay"]).arg(&exchange).arg("--expect").arg(&expect).data(d.path()).spawn();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(20)));
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     assert!(out.contains("identical to"), "{}", out);
     let replayed = read_memory(&exchange.join("replayed"));
@@ -1012,17 +986,16 @@ fn send_to_a_running_agent() {
     let d = TempDir::new("send");
     write_config(d.path(), &server.endpoint(), |c| set(c, "\"delay_ms\": 0", "\"delay_ms\": 800"));
     write_memory(d.path(), "thinking", &[]);
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "2"]).spawn().unwrap();
+    let child = lkjagent(["run", "--max-iterations", "2"]).data(d.path()).spawn();
     assert!(server.wait_for_chats(1, Duration::from_secs(10)));
-    let sent = lkjagent(d.path(), &["send", "Please add quince."]).output().unwrap();
+    let sent = lkjagent(["send", "Please add quince."]).data(d.path()).output();
     assert!(sent.status.success(), "send: {:?}\n{}", sent.status, String::from_utf8_lossy(&sent.stderr));
-    let status = lkjagent(d.path(), &["status"]).output().unwrap();
+    let status = lkjagent(["status"]).data(d.path()).output();
     assert!(status.status.success(), "status: {}", String::from_utf8_lossy(&status.stderr));
     // One agent per data directory: a second run is refused at once.
-    let second = lkjagent(d.path(), &["run", "--max-iterations", "1"]).output().unwrap();
+    let second = lkjagent(["run", "--max-iterations", "1"]).data(d.path()).output();
     assert_eq!(second.status.code(), Some(1), "a second agent: {:?}", second);
-    let s = wait_bounded(&mut child, Duration::from_secs(20));
-    let (out, err) = output(&mut child);
+    let (s, out, err) = finished(child.wait_within(Duration::from_secs(20)));
     assert!(s.success(), "exit {:?}\n{}\n{}", s, out, err);
     let prompts = server.prompts();
     assert_eq!(prompts.len(), 2);
@@ -1045,10 +1018,10 @@ fn a_bad_inbox_line_is_set_aside_and_the_inbox_works_on() {
     write_memory(d.path(), "thinking", &[]);
     let torn = "{\"time\":1,\"text\":\"half a mess";
     std::fs::write(d.path().join("inbox.taken"), format!("{}\n", torn)).unwrap();
-    let sent = lkjagent(d.path(), &["send", "Please add quince."]).output().unwrap();
+    let sent = lkjagent(["send", "Please add quince."]).data(d.path()).output();
     assert!(sent.status.success(), "send: {}", String::from_utf8_lossy(&sent.stderr));
 
-    let o = lkjagent(d.path(), &["run", "--max-iterations", "2"]).output().unwrap();
+    let o = lkjagent(["run", "--max-iterations", "2"]).data(d.path()).output();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "run: {:?}\n{}", o.status, err);
     let prompts = server.prompts();
@@ -1088,7 +1061,7 @@ fn a_logs_entry_that_is_no_directory_is_named_with_what_to_do() {
     let run = |extra: &[&str]| {
         let mut args = vec!["run", "--max-iterations", "1"];
         args.extend_from_slice(extra);
-        let o = lkjagent(d.path(), &args).output().unwrap();
+        let o = lkjagent(&args).data(d.path()).output();
         (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
     };
     for extra in [&[][..], &["--exchange-log"][..]] {
@@ -1211,9 +1184,8 @@ fn demo_walks_every_state_and_action() {
     for f in ["config.json", "memory.json", "demo.jsonl"] {
         std::fs::write(d.path().join(f), shipped(f)).unwrap();
     }
-    let mut child = lkjagent(d.path(), &["demo"]).spawn().unwrap();
-    let status = wait_bounded(&mut child, Duration::from_secs(30));
-    let (out, err) = output(&mut child);
+    let child = lkjagent(["demo"]).data(d.path()).spawn();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(30)));
     assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
     for state in ["thinking", "commanding", "evaluating", "paging"] {
         assert!(out.lines().any(|l| l.starts_with("cycle ") && l.contains(state)), "no {} cycle:\n{}", state, out);
@@ -1235,7 +1207,7 @@ fn demo_walks_every_state_and_action() {
     let m = read_memory(&d.path().join("demo-run"));
     assert!(m.iteration >= 20, "{:?}", m);
     // A second demo starts afresh in the same place.
-    let again = lkjagent(d.path(), &["demo"]).output().unwrap();
+    let again = lkjagent(["demo"]).data(d.path()).output();
     assert!(again.status.success());
     assert_eq!(read_memory(&d.path().join("demo-run")).iteration, m.iteration);
 }
@@ -1249,7 +1221,7 @@ fn an_invalid_config_is_exit_2_with_the_key_path() {
         set(c, "\"max_iterations\": 5", "\"max_iterations\": -7");
     });
     write_memory(d.path(), "thinking", &[]);
-    let o = lkjagent(d.path(), &["run"]).output().unwrap();
+    let o = lkjagent(["run"]).data(d.path()).output();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}", err);
     assert!(err.contains("llm.temperature"), "{}", err);
@@ -1267,36 +1239,21 @@ fn replay_of_a_run_stopped_by_sigterm() {
         Step::Silence(Duration::from_secs(30)),
     );
     let d = data_dir("replay-sigterm", &server.endpoint());
-    std::fs::write(
-        d.path().join("memory.json"),
-        r#"{"state": "thinking", "iteration": 0, "working_memory": {"task": "Dictionary."},
-           "working_memory_meta": {"task": {"created": 1700000000, "updated": 1700000000, "hits": 0}}}"#,
-    )
-    .unwrap();
-    let mut child = lkjagent(d.path(), &["run", "--max-iterations", "5", "--exchange-log"]).spawn().unwrap();
+    std::fs::write(d.path().join("memory.json"), DICTIONARY_MEMORY).unwrap();
+    let child = lkjagent(["run", "--max-iterations", "5", "--exchange-log"]).data(d.path()).spawn();
     assert!(server.wait_for_chats(3, Duration::from_secs(10)));
-    sigterm(&child);
-    let status = wait_bounded(&mut child, Duration::from_secs(5));
+    child.sigterm();
+    let status = child.wait_within(Duration::from_secs(5)).status;
     assert!(status.success());
     drop(server);
-    let exchange = std::fs::read_dir(d.path().join("logs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-"))
-        .expect("no exchange log directory");
+    let exchange = exchange_log_dir(d.path());
     std::thread::sleep(Duration::from_millis(1100));
     let expect = d.path().join("memory.json");
-    let mut child = lkjagent(d.path(), &["replay"]).arg(&exchange).arg("--expect").arg(&expect).spawn().unwrap();
-    let status = wait_bounded(&mut child, Duration::from_secs(20));
-    let (out, err) = output(&mut child);
+    let child = lkjagent(["replay"]).arg(&exchange).arg("--expect").arg(&expect).data(d.path()).spawn();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(20)));
     let replayed = std::fs::read_to_string(exchange.join("replayed").join("memory.json")).unwrap_or_default();
     let recorded = std::fs::read_to_string(&expect).unwrap();
-    let diff: Vec<String> = recorded
-        .lines()
-        .zip(replayed.lines())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("recorded: {} / replayed: {}", a.trim(), b.trim()))
-        .collect();
+    let diff = differing_lines(&recorded, &replayed);
     assert!(status.success(), "exit {:?}\n{}\n{}\n{}", status, out, err, diff.join("\n"));
     assert!(out.contains("identical to"), "{}\n{}", out, diff.join("\n"));
 }

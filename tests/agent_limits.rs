@@ -3,11 +3,13 @@
 //! start-up, before any request, with the key path and exit code 2.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
 
+use cli::lkjagent;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 fn data_dir(tag: &str) -> PathBuf {
     let d = temp::temp_dir(&format!("limits-{}", tag));
@@ -27,14 +29,8 @@ fn run_with_limit(tag: &str, key: &str, max: u64) -> (i32, String) {
         // Nothing listens on port 9 of loopback: the start-up probe fails at once.
         .replace("http://127.0.0.1:1234/v1/chat/completions", "http://127.0.0.1:9/v1/chat/completions");
     std::fs::write(d.join("config.json"), config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .arg("--data")
-        .arg(&d)
-        .args(["run", "--max-iterations", "1"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = lkjagent(["run", "--max-iterations", "1"]).data(&d).output();
+    let text = cli::text(&out);
     let _ = std::fs::remove_dir_all(&d);
     (out.status.code().unwrap_or(-1), text)
 }
@@ -105,27 +101,12 @@ fn a_log_line_into_a_full_working_memory_pages_out_instead_of_stopping() {
 /// and the cycle runs.
 #[test]
 fn working_memory_too_big_for_the_prompt_buffer_is_paged_out() {
-    use lkjagent::agent::config;
-    use lkjagent::agent::engine::{Agent, Model};
-    let d = data_dir("escape");
-    let shipped = temp::shipped("config.json");
-    let script = d.join("script.jsonl");
-    std::fs::write(&script, "{\"content\": \"<agent><next_state>thinking</next_state></agent>\"}\n").unwrap();
-    let config_text = shipped
-        .replace("\"provider\": \"openai\"", &format!("\"provider\": \"replay\", \"replay_path\": {:?}", script))
-        .replace("\"context_window\": 8192", "\"context_window\": 1000000")
-        .replace("\"max_tokens\": 3000", "\"max_tokens\": 900000")
-        .replace("\"max_tokens\": 4500", "\"max_tokens\": 950000");
-    std::fs::write(d.join("config.json"), config_text).unwrap();
     let angle = "<".repeat(30_000);
     let memory = format!(
         "{{\"state\":\"thinking\",\"iteration\":0,\"working_memory\":{{\"task\":\"t\",\"a\":\"{0}\",\"b\":\"{0}\",\"c\":\"{0}\",\"d\":\"{0}\"}}}}",
         angle
     );
-    std::fs::write(d.join("memory.json"), memory).unwrap();
-    let cfg = config::load(&d).unwrap();
-    let client = lkjagent::llm::Client::new(&cfg.llm).unwrap();
-    let mut agent = Agent::open(&d, cfg, Model::Client(Box::new(client)), false).unwrap();
+    let (d, mut agent) = replay_agent("escape", &["<agent><next_state>thinking</next_state></agent>"], &memory);
     let r = agent.cycle(&mut |_| {}, &|| false).unwrap();
     assert!(r.error.is_none(), "{:?}", r.error);
     assert!(r.paged_out >= 2, "{}", r.paged_out);

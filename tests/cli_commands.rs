@@ -6,31 +6,14 @@
 //! The subcommands' behaviour is tested in depth through their `exec` functions in
 //! `cli_memory.rs`, `cli_status.rs` and `cli_check.rs`.
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use cli::lkjagent;
+use std::process::Output;
 use temp::TempDir;
-
-fn lkjagent(args: &[&str], env_data: Option<&PathBuf>, stdin: &[u8]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lkjagent"));
-    cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd.env_remove("LKJAGENT_DATA");
-    if let Some(d) = env_data {
-        cmd.env("LKJAGENT_DATA", d);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
@@ -41,21 +24,23 @@ fn stdout(o: &Output) -> String {
 fn send_status_and_memory_through_the_binary() {
     let d = TempDir::shipped_data("cli-commands-a");
     let data = d.0.to_str().unwrap();
-    let o = lkjagent(&["--data", data, "send", "hello", "agent"], None, b"");
+    let o = lkjagent(["--data", data, "send", "hello", "agent"]).output();
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     assert!(stdout(&o).starts_with("queued (11 bytes)"));
     // LKJAGENT_DATA instead of --data.
-    let o = lkjagent(&["status"], Some(&d.0), b"");
+    let o = lkjagent(["status"]).env("LKJAGENT_DATA", &d.0).output();
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     assert!(stdout(&o).contains("inbox       1 message waiting"), "{}", stdout(&o));
-    let o = lkjagent(&["--data", data, "memory", "import", "-"], None, br#"{"storage":{"fruit,apple":"An apple."}}"#);
+    let o = lkjagent(["--data", data, "memory", "import", "-"])
+        .stdin(br#"{"storage":{"fruit,apple":"An apple."}}"#)
+        .output();
     assert_eq!(o.status.code(), Some(0), "{o:?}");
-    let o = lkjagent(&["--data", data, "memory", "query", "--tags", "apple"], None, b"");
+    let o = lkjagent(["--data", data, "memory", "query", "--tags", "apple"]).output();
     assert!(stdout(&o).starts_with("apple,fruit  v1  created "), "{}", stdout(&o));
-    let o = lkjagent(&["--data", data, "memory", "show", "no,such"], None, b"");
+    let o = lkjagent(["--data", data, "memory", "show", "no,such"]).output();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("\"code\":\"NOT_FOUND\""));
-    let o = lkjagent(&["--data", data, "memory", "query", "--sort", "best"], None, b"");
+    let o = lkjagent(["--data", data, "memory", "query", "--sort", "best"]).output();
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -64,15 +49,15 @@ fn send_status_and_memory_through_the_binary() {
 fn check_exit_codes_through_the_binary() {
     let d = TempDir::shipped_data("cli-commands-b");
     let data = d.0.to_str().unwrap();
-    let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
+    let o = lkjagent(["--data", data, "check", "--no-network"]).output();
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     std::fs::write(d.0.join("config.json"), r#"{"llm":{"endpoint":"http://127.0.0.1:1/v1","model":""}}"#).unwrap();
-    let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
+    let o = lkjagent(["--data", data, "check", "--no-network"]).output();
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     assert!(stdout(&o).contains("FAIL config.json: llm.model:"), "{}", stdout(&o));
     std::fs::write(d.0.join("memory.json"), "[]").unwrap();
     std::fs::copy(format!("{}/data/config.json", env!("CARGO_MANIFEST_DIR")), d.0.join("config.json")).unwrap();
-    let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
+    let o = lkjagent(["--data", data, "check", "--no-network"]).output();
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
 }
 
@@ -80,7 +65,7 @@ fn check_exit_codes_through_the_binary() {
 
 fn every_command_has_help() {
     for cmd in ["status", "memory", "send", "check"] {
-        let o = lkjagent(&[cmd, "--help"], None, b"");
+        let o = lkjagent([cmd, "--help"]).output();
         assert_eq!(o.status.code(), Some(0), "{cmd}");
         assert!(stdout(&o).contains(&format!("usage: lkjagent [--data DIR] {cmd}")), "{cmd}: {}", stdout(&o));
     }
@@ -94,7 +79,7 @@ fn check_reports_a_damaged_record_once() {
     let d = TempDir::shipped_data("cli-commands-damaged");
     let data = d.0.to_str().unwrap();
     let doc = br#"{"storage": {"fruit,apple": "A red fruit.", "fruit,pear": "A green fruit.", "veg,leek": "A long vegetable.", "nut,walnut": "Hard shell."}}"#;
-    let o = lkjagent(&["--data", data, "memory", "import", "-"], None, doc);
+    let o = lkjagent(["--data", data, "memory", "import", "-"]).stdin(doc).output();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let log = d.0.join("store.log");
     let good = std::fs::read(&log).unwrap();
@@ -107,7 +92,7 @@ fn check_reports_a_damaged_record_once() {
         let mut bytes = good.clone();
         bytes[at + (end - at) / 2] ^= 0x01;
         std::fs::write(&log, &bytes).unwrap();
-        let o = lkjagent(&["--data", data, "check", "--no-network"], None, b"");
+        let o = lkjagent(["--data", data, "check", "--no-network"]).output();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         let out = stdout(&o);
         assert_eq!(o.status.code(), Some(1), "{out}\n{err}");

@@ -7,11 +7,13 @@
 //! a run that wrongly goes ahead ends by itself instead of waiting for a server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
+use cli::lkjagent;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use temp::{set, shipped, TempDir};
 
 /// A data directory: the shipped config on the replay provider (one scripted reply), edited by
@@ -30,38 +32,19 @@ fn data_dir(tweak: impl FnOnce(&mut String)) -> TempDir {
     d
 }
 
-fn lkjagent(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .arg("--data")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("lkjagent {:?} did not exit within 30 s", args);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
+/// `lkjagent --data DIR args`, bounded (a run that wrongly goes ahead must not hang the suite):
+/// exit code (-1 for a signal), stdout, stderr.
+fn lkjagent_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = lkjagent(args).data(dir).output_within(Duration::from_secs(30));
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.code().unwrap_or(-1), text(&o.stdout), text(&o.stderr))
 }
 
 /// `run` and `check` both refuse the config with exit 2 and say `expected` (on stderr for
 /// `run`, on stdout for `check`).
 fn refused(tweak: impl FnOnce(&mut String), expected: &[&str]) {
     let d = data_dir(tweak);
-    let (code, out, err) = lkjagent(&d.0, &["run", "--max-iterations", "1"]);
+    let (code, out, err) = lkjagent_in(&d.0, &["run", "--max-iterations", "1"]);
     assert_eq!(code, 2, "run should refuse the config\nstdout:\n{}\nstderr:\n{}", out, err);
     for e in expected {
         assert!(err.contains(e), "run: '{}' missing in stderr:\n{}", e, err);
@@ -69,7 +52,7 @@ fn refused(tweak: impl FnOnce(&mut String), expected: &[&str]) {
     assert!(!err.contains("ignored"), "{}", err);
     let memory_before = shipped("memory.json");
     assert_eq!(std::fs::read_to_string(d.0.join("memory.json")).unwrap(), memory_before, "the run went ahead");
-    let (code, out, err) = lkjagent(&d.0, &["check", "--no-network"]);
+    let (code, out, err) = lkjagent_in(&d.0, &["check", "--no-network"]);
     assert_eq!(code, 2, "check should fail the config\nstdout:\n{}\nstderr:\n{}", out, err);
     for e in expected {
         assert!(
@@ -135,7 +118,7 @@ fn every_unknown_key_is_named_and_a_far_one_gets_no_guess() {
         set(c, "\"paging_limit\": {", "\"paging_limit\": {\"max_tokenz\": 10, ");
         set(c, "\"memory\": {", "\"wibble\": true,\n  \"memory\": {");
     });
-    let (code, out, _) = lkjagent(&d.0, &["check", "--no-network"]);
+    let (code, out, _) = lkjagent_in(&d.0, &["check", "--no-network"]);
     assert_eq!(code, 2, "{}", out);
     let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL config.json")).collect();
     assert_eq!(fails.len(), 3, "{}", out);
@@ -168,9 +151,9 @@ fn free_form_parts_stay_free() {
             "\"goal\": \"Carry out exactly one memory action.\", \"my_own_hint\": {\"anything\": \"goes\"},",
         );
     });
-    let (code, out, err) = lkjagent(&d.0, &["check", "--no-network"]);
+    let (code, out, err) = lkjagent_in(&d.0, &["check", "--no-network"]);
     assert_eq!(code, 0, "stdout:\n{}\nstderr:\n{}", out, err);
-    let (code, out, err) = lkjagent(&d.0, &["run", "--max-iterations", "1"]);
+    let (code, out, err) = lkjagent_in(&d.0, &["run", "--max-iterations", "1"]);
     assert_eq!(code, 0, "stdout:\n{}\nstderr:\n{}", out, err);
     assert!(!err.contains("unknown"), "{}", err);
 }

@@ -110,6 +110,48 @@ fn name(p: &Path) -> String {
     p.file_name().unwrap().to_string_lossy().into_owned()
 }
 
+/// What went wrong over the whole run: the problems to print, and how many files crashed.
+#[derive(Default)]
+struct Tally {
+    problems: Vec<String>,
+    crashes: usize,
+}
+
+impl Tally {
+    /// Checks one file ([`guarded`]); a crash or a hang is counted and noted, and gives `None`.
+    fn run(&mut self, path: &Path, file: &str) -> Option<(Vec<u8>, Outcome)> {
+        let got = guarded(path);
+        if got.is_none() {
+            self.crashes += 1;
+            self.problems.push(format!("{}: crashed or hung", file));
+        }
+        got
+    }
+
+    /// Notes a file whose slice-by-slice parse disagreed with the whole-input parse.
+    fn slices_agree(&mut self, file: &str, out: &Outcome) {
+        if !out.chunked_agrees {
+            self.problems.push(format!("{}: slice-by-slice parse disagrees with whole-input parse", file));
+        }
+    }
+
+    /// A file that must be accepted: 1 when it was, else 0 and the error noted.
+    fn accepted(&mut self, file: &str, out: &Outcome) -> usize {
+        if !out.accepted {
+            self.problems.push(format!("{}: rejected: {}", file, out.error));
+        }
+        usize::from(out.accepted)
+    }
+
+    /// A file that must be rejected: 1 when it was, else 0 and noted.
+    fn rejected(&mut self, file: &str, out: &Outcome) -> usize {
+        if out.accepted {
+            self.problems.push(format!("{}: accepted", file));
+        }
+        usize::from(!out.accepted)
+    }
+}
+
 fn main() {
     let corpus: PathBuf =
         std::env::var_os("LKJAGENT_CORPUS").map(Into::into).unwrap_or_else(|| "../shared/corpus".into());
@@ -118,38 +160,23 @@ fn main() {
         println!("conformance: corpus not found at {}, skipped", json.display());
         return;
     }
-    let mut problems: Vec<String> = Vec::new();
-    let mut crashes = 0;
+    let mut tally = Tally::default();
 
     // JSONTestSuite
     let (mut y, mut n, mut i) = (0, 0, 0);
     let (mut y_total, mut n_total, mut i_total) = (0, 0, 0);
     for path in files(&json.join("jsontestsuite/test_parsing")) {
         let file = name(&path);
-        let Some((_, out)) = guarded(&path) else {
-            crashes += 1;
-            problems.push(format!("{}: crashed or hung", file));
-            continue;
-        };
-        if !out.chunked_agrees {
-            problems.push(format!("{}: slice-by-slice parse disagrees with whole-input parse", file));
-        }
+        let Some((_, out)) = tally.run(&path, &file) else { continue };
+        tally.slices_agree(&file, &out);
         match file.get(..2) {
             Some("y_") => {
                 y_total += 1;
-                if out.accepted {
-                    y += 1;
-                } else {
-                    problems.push(format!("{}: rejected: {}", file, out.error));
-                }
+                y += tally.accepted(&file, &out);
             }
             Some("n_") => {
                 n_total += 1;
-                if out.accepted {
-                    problems.push(format!("{}: accepted", file));
-                } else {
-                    n += 1;
-                }
+                n += tally.rejected(&file, &out);
             }
             Some("i_") => {
                 i_total += 1;
@@ -160,7 +187,7 @@ fn main() {
     }
     println!(
         "jsontestsuite: y_accepted {}/{} n_rejected {}/{} i_accepted {}/{} crashes {}",
-        y, y_total, n, n_total, i, i_total, crashes
+        y, y_total, n, n_total, i, i_total, tally.crashes
     );
 
     // nativejson-benchmark: jsonchecker and roundtrip
@@ -168,66 +195,48 @@ fn main() {
     let (mut pass, mut pass_total, mut fail, mut fail_total) = (0, 0, 0, 0);
     for path in files(&data.join("jsonchecker")) {
         let file = name(&path);
-        let Some((_, out)) = guarded(&path) else {
-            crashes += 1;
-            problems.push(format!("{}: crashed or hung", file));
-            continue;
-        };
-        if !out.chunked_agrees {
-            problems.push(format!("{}: slice-by-slice parse disagrees with whole-input parse", file));
-        }
+        let Some((_, out)) = tally.run(&path, &file) else { continue };
+        tally.slices_agree(&file, &out);
         if file.contains("EXCLUDE") {
             continue;
         }
         if file.starts_with("pass") {
             pass_total += 1;
-            if out.accepted {
-                pass += 1;
-            } else {
-                problems.push(format!("{}: rejected: {}", file, out.error));
-            }
+            pass += tally.accepted(&file, &out);
         } else if file.starts_with("fail") {
             fail_total += 1;
-            if out.accepted {
-                problems.push(format!("{}: accepted", file));
-            } else {
-                fail += 1;
-            }
+            fail += tally.rejected(&file, &out);
         }
     }
     let (mut rt, mut rt_total) = (0, 0);
     for path in files(&data.join("roundtrip")) {
         let file = name(&path);
         rt_total += 1;
-        let Some((bytes, out)) = guarded(&path) else {
-            crashes += 1;
-            problems.push(format!("{}: crashed or hung", file));
-            continue;
-        };
+        let Some((bytes, out)) = tally.run(&path, &file) else { continue };
         let want = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         match out.compact {
             Some(s) if s.as_bytes() == want => rt += 1,
-            Some(s) => problems.push(format!("{}: re-serialized as {:?}", file, s)),
-            None => problems.push(format!("{}: rejected: {}", file, out.error)),
+            Some(s) => tally.problems.push(format!("{}: re-serialized as {:?}", file, s)),
+            None => tally.problems.push(format!("{}: rejected: {}", file, out.error)),
         }
     }
     println!("nativejson: pass {}/{} fail {}/{} roundtrip {}/{}", pass, pass_total, fail, fail_total, rt, rt_total);
 
-    for p in &problems {
+    for p in &tally.problems {
         println!("conformance: {}", p);
     }
     let required = y == 95
         && y_total == 95
         && n == 188
         && n_total == 188
-        && crashes == 0
+        && tally.crashes == 0
         && pass == 3
         && pass_total == 3
         && fail == 31
         && fail_total == 31
         && rt == 27
         && rt_total == 27
-        && problems.is_empty();
+        && tally.problems.is_empty();
     if !required {
         println!("conformance: FAILED");
         std::process::exit(1);

@@ -16,11 +16,14 @@
 //! followed on purpose: that is how a user puts them on another disk.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
+use cli::{lkjagent, text};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 /// A temp directory holding `data/` (the data directory) and `outside/` (what links point
 /// at), removed on drop.
@@ -73,23 +76,8 @@ impl Setup {
         at
     }
 
-    fn lkjagent(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-            .arg("--data")
-            .arg(self.data())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
-    }
-
     fn run_one_cycle(&self) -> Output {
-        self.lkjagent(&["run", "--max-iterations", "1"], "")
+        lkjagent(["run", "--max-iterations", "1"]).data(self.data()).output()
     }
 
     /// Names in `outside/` (the victims, and anything a link made appear there).
@@ -107,10 +95,6 @@ impl Drop for Setup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
     }
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 fn is_link(p: &Path) -> bool {
@@ -206,7 +190,7 @@ fn send_refuses_an_inbox_or_inbox_lock_that_is_a_link() {
             let s = Setup::new("send");
             let to = if dangling { s.nowhere("created") } else { s.victim("victim") };
             let link = s.plant(name, &to);
-            let o = s.lkjagent(&["send", "hello"], "");
+            let o = lkjagent(["send", "hello"]).data(s.data()).output();
             if let Err(why) = refused(&s, &o, &link, &to, dangling) {
                 failed.push(format!("{} -> {}: {}", name, to.display(), why));
             }
@@ -275,13 +259,7 @@ fn links_to_directories_are_still_followed() {
 
     let linked = s.root.join("linked-data");
     symlink(s.data(), &linked).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .arg("--data")
-        .arg(&linked)
-        .args(["run", "--max-iterations", "1"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = lkjagent(["run", "--max-iterations", "1"]).data(&linked).output();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(std::fs::read_to_string(s.data().join("memory.json")).unwrap().contains("\"iteration\": 2"));
 }

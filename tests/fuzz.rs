@@ -24,14 +24,17 @@
 //! default all: json, tag, reply, http, store_log, memory_json, config), `FUZZ_SEED` (default:
 //! from the clock; fixed for a smoke run), `FUZZ_ITER`, `FUZZ_MAX_MS`.
 
+#[path = "support/json_slices.rs"]
+mod json_slices;
 #[path = "support/reply_checks.rs"]
 mod reply_checks;
 #[path = "support/temp.rs"]
 mod temp;
 
+use json_slices::{byte_offset, validate_sliced};
 use lkjagent::error::{Code, Error};
 use lkjagent::fixed::FixedBuf;
-use lkjagent::json::{Document, Parser, Validate, Writer};
+use lkjagent::json::{Document, Writer};
 use lkjagent::limits::{TAG_MAX_NODES, TAG_TEXT_BYTES};
 use lkjagent::memory::log::{self as store_log, PutHead};
 use lkjagent::reply::read::TEXT_ELEMENTS;
@@ -423,10 +426,22 @@ struct Target {
     check: Check,
 }
 
-/// `byte N` in an error message.
-fn byte_offset(msg: &str) -> Option<usize> {
-    let rest = &msg[msg.find("at byte ")? + 8..];
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+impl Target {
+    /// A target whose inputs are JSON: generated documents, mutated with [`JSON_DICT`].
+    fn json(seeds: Vec<Vec<u8>>, check: impl FnMut(&[u8], &mut Rng) -> Result<(), String> + 'static) -> Target {
+        Target { seeds, dict: JSON_DICT, generate: Box::new(gen_json), check: Box::new(check) }
+    }
+
+    /// A target whose inputs are model replies: the reply corpus and generated tag soup,
+    /// mutated with the tag pieces.
+    fn replies(check: impl FnMut(&[u8], &mut Rng) -> Result<(), String> + 'static) -> Target {
+        Target { seeds: reply_seeds(), dict: tag_dict(), generate: Box::new(gen_tags), check: Box::new(check) }
+    }
+}
+
+/// A document with room for any input the fuzzer makes (64 KiB at most).
+fn document() -> Document {
+    Document::with_capacity(1 << 15, 1 << 20)
 }
 
 fn expect_code(e: &Error, codes: &[Code], what: &str) -> Result<(), String> {
@@ -437,66 +452,51 @@ fn expect_code(e: &Error, codes: &[Code], what: &str) -> Result<(), String> {
     }
 }
 
-/// Parses `input` through `Parser` + `Validate` in slices cut at `cuts`; the error's code and
-/// message (not where in the source it was raised, which may differ).
-fn validate_sliced(input: &[u8], cuts: &[usize]) -> Result<(), String> {
-    let shown = |e: Error| format!("{:?}: {}", e.code(), e.message());
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
-    points.push(0);
-    points.push(input.len());
-    points.sort_unstable();
-    let mut p = Parser::new();
-    for w in points.windows(2) {
-        p.feed(&input[w[0]..w[1]], &mut Validate).map_err(shown)?;
-    }
-    p.finish(&mut Validate).map_err(shown)
+/// An error's code and message (not where in the source it was raised, which may differ).
+fn shown(e: Error) -> String {
+    format!("{:?}: {}", e.code(), e.message())
 }
 
 fn json_target() -> Target {
     let mut seeds = Vec::new();
     files(&corpus_dir().join("json"), &[".json"], 256 * 1024, &mut seeds);
     files(&manifest().join("data"), &[".json"], 256 * 1024, &mut seeds);
-    let mut doc = Document::with_capacity(1 << 15, 1 << 20);
-    let mut again = Document::with_capacity(1 << 15, 1 << 20);
-    Target {
-        seeds,
-        dict: JSON_DICT,
-        generate: Box::new(gen_json),
-        check: Box::new(move |input, rng| {
-            let whole = doc.parse(input);
-            match &whole {
-                Err(e) => {
-                    expect_code(e, &[Code::JsonInvalid, Code::CapacityExceeded], "Document::parse")?;
-                    if e.code() == Code::JsonInvalid {
-                        let at = byte_offset(&e.message()).ok_or_else(|| format!("no offset in: {}", e.message()))?;
-                        if at > input.len() {
-                            return Err(format!("offset {at} past the input ({} bytes): {}", input.len(), e.message()));
-                        }
-                    }
-                }
-                Ok(()) => {
-                    // What was read writes back as JSON that reads the same.
-                    let mut out = String::new();
-                    Writer::compact(&mut out).value(doc.root()).map_err(|e| e.to_string())?;
-                    again.parse(out.as_bytes()).map_err(|e| format!("re-reading the written JSON: {e}"))?;
-                    if doc.root() != again.root() {
-                        return Err(format!("written and read again, the document differs: {out}"));
+    let mut doc = document();
+    let mut again = document();
+    Target::json(seeds, move |input, rng| {
+        let whole = doc.parse(input);
+        match &whole {
+            Err(e) => {
+                expect_code(e, &[Code::JsonInvalid, Code::CapacityExceeded], "Document::parse")?;
+                if e.code() == Code::JsonInvalid {
+                    let at = byte_offset(&e.message()).ok_or_else(|| format!("no offset in: {}", e.message()))?;
+                    if at > input.len() {
+                        return Err(format!("offset {at} past the input ({} bytes): {}", input.len(), e.message()));
                     }
                 }
             }
-            // The streaming parser: the same verdict and message, however the input is sliced.
-            let one = validate_sliced(input, &[]);
-            let cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.next() as usize).collect();
-            let sliced = validate_sliced(input, &cuts);
-            if one != sliced {
-                return Err(format!("slicing at {cuts:?} changed the result: {one:?} / {sliced:?}"));
+            Ok(()) => {
+                // What was read writes back as JSON that reads the same.
+                let mut out = String::new();
+                Writer::compact(&mut out).value(doc.root()).map_err(|e| e.to_string())?;
+                again.parse(out.as_bytes()).map_err(|e| format!("re-reading the written JSON: {e}"))?;
+                if doc.root() != again.root() {
+                    return Err(format!("written and read again, the document differs: {out}"));
+                }
             }
-            if whole.is_ok() && one.is_err() {
-                return Err(format!("Document accepts what Parser rejects: {one:?}"));
-            }
-            Ok(())
-        }),
-    }
+        }
+        // The streaming parser: the same verdict and message, however the input is sliced.
+        let one = validate_sliced(input, &[]).map_err(shown);
+        let cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.next() as usize).collect();
+        let sliced = validate_sliced(input, &cuts).map_err(shown);
+        if one != sliced {
+            return Err(format!("slicing at {cuts:?} changed the result: {one:?} / {sliced:?}"));
+        }
+        if whole.is_ok() && one.is_err() {
+            return Err(format!("Document accepts what Parser rejects: {one:?}"));
+        }
+        Ok(())
+    })
 }
 
 fn reply_seeds() -> Vec<Vec<u8>> {
@@ -512,16 +512,11 @@ fn tag_dict() -> &'static [&'static [u8]] {
 
 fn tag_target() -> Target {
     let mut tree = TagTree::with_capacity(TAG_MAX_NODES, TAG_TEXT_BYTES);
-    Target {
-        seeds: reply_seeds(),
-        dict: tag_dict(),
-        generate: Box::new(gen_tags),
-        check: Box::new(move |input, _| {
-            let text = String::from_utf8_lossy(input);
-            tree.parse(&text, &ParseOptions { text_elements: TEXT_ELEMENTS });
-            check_tree(&tree, text.len(), TAG_MAX_NODES)
-        }),
-    }
+    Target::replies(move |input, _| {
+        let text = String::from_utf8_lossy(input);
+        tree.parse(&text, &ParseOptions { text_elements: TEXT_ELEMENTS });
+        check_tree(&tree, text.len(), TAG_MAX_NODES)
+    })
 }
 
 /// A reading, for comparing readers.
@@ -541,25 +536,20 @@ fn reply_target() -> Target {
     let mut reader = Reader::new();
     let mut fresh: Option<Reader> = None;
     let mut n = 0u64;
-    Target {
-        seeds: reply_seeds(),
-        dict: tag_dict(),
-        generate: Box::new(gen_tags),
-        check: Box::new(move |input, rng| {
-            let max = 1 + rng.below(3);
-            check_reading(&reader.read(input, max), input, max)?;
-            // Nothing carries over from one read to the next: a fresh reader reads the same.
-            n += 1;
-            if n % 16 == 1 {
-                let a = describe(&mut reader, input, max);
-                let b = describe(fresh.get_or_insert_with(Reader::new), input, max);
-                if a != b {
-                    return Err(format!("a used reader and a fresh one differ:\n{a}---\n{b}"));
-                }
+    Target::replies(move |input, rng| {
+        let max = 1 + rng.below(3);
+        check_reading(&reader.read(input, max), input, max)?;
+        // Nothing carries over from one read to the next: a fresh reader reads the same.
+        n += 1;
+        if n % 16 == 1 {
+            let a = describe(&mut reader, input, max);
+            let b = describe(fresh.get_or_insert_with(Reader::new), input, max);
+            if a != b {
+                return Err(format!("a used reader and a fresh one differ:\n{a}---\n{b}"));
             }
-            Ok(())
-        }),
-    }
+        }
+        Ok(())
+    })
 }
 
 fn http_target() -> Target {
@@ -630,45 +620,35 @@ fn memory_json_target() -> Target {
         br#"{"state":"thinking","iteration":3,"working_memory":{"task":"x","a,b":"y"},"agent":{"think_log_001":"t"},"storage":{"k":"v"}}"#
             .to_vec(),
     );
-    let mut doc = Document::with_capacity(1 << 15, 1 << 20);
-    let mut check_doc = Document::with_capacity(1 << 15, 1 << 20);
-    Target {
-        seeds,
-        dict: JSON_DICT,
-        generate: Box::new(gen_json),
-        check: Box::new(move |input, _| {
-            let (_m, report) = lkjagent::memory::file::decode_bytes(&mut doc, input, 1_700_000_000);
-            if check_doc.parse(input).is_err() && report.problems.is_empty() {
-                return Err("invalid JSON decoded without a problem".into());
-            }
-            Ok(())
-        }),
-    }
+    let mut doc = document();
+    let mut check_doc = document();
+    Target::json(seeds, move |input, _| {
+        let (_m, report) = lkjagent::memory::file::decode_bytes(&mut doc, input, 1_700_000_000);
+        if check_doc.parse(input).is_err() && report.problems.is_empty() {
+            return Err("invalid JSON decoded without a problem".into());
+        }
+        Ok(())
+    })
 }
 
 fn config_target() -> Target {
     let mut seeds = Vec::new();
     files(&manifest().join("data"), &["config.json"], 1 << 20, &mut seeds);
     let dir = temp_dir("fuzz-config");
-    let mut check_doc = Document::with_capacity(1 << 15, 1 << 20);
-    Target {
-        seeds,
-        dict: JSON_DICT,
-        generate: Box::new(gen_json),
-        check: Box::new(move |input, _| {
-            let valid = check_doc.parse(input).is_ok();
-            match lkjagent::agent::config::parse(input, &dir) {
-                Ok(_) if !valid => Err("invalid JSON accepted as a configuration".into()),
-                Err(e) if !valid => expect_code(&e, &[Code::ConfigJsonInvalid], "config parse"),
-                Err(e) => expect_code(
-                    &e,
-                    &[Code::ConfigInvalid, Code::PromptJsonInvalid, Code::PromptSchemaInvalid, Code::Io],
-                    "config parse",
-                ),
-                Ok(_) => Ok(()),
-            }
-        }),
-    }
+    let mut check_doc = document();
+    Target::json(seeds, move |input, _| {
+        let valid = check_doc.parse(input).is_ok();
+        match lkjagent::agent::config::parse(input, &dir) {
+            Ok(_) if !valid => Err("invalid JSON accepted as a configuration".into()),
+            Err(e) if !valid => expect_code(&e, &[Code::ConfigJsonInvalid], "config parse"),
+            Err(e) => expect_code(
+                &e,
+                &[Code::ConfigInvalid, Code::PromptJsonInvalid, Code::PromptSchemaInvalid, Code::Io],
+                "config parse",
+            ),
+            Ok(_) => Ok(()),
+        }
+    })
 }
 
 fn target(name: &str) -> Target {

@@ -1,36 +1,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 //! `lkjagent json` as a user runs it: the real binary, real files in a temp dir, stdin.
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
 
+use cli::lkjagent;
 use lkjagent::json::{Document, Writer};
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use temp::TempDir;
 
 /// Writes `name` in `dir`; its path, as an argument.
 fn file(dir: &TempDir, name: &str, content: &[u8]) -> String {
     dir.write(name, content).to_str().unwrap().to_string()
-}
-
-fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.unwrap_or(b"").to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
 }
 
 fn text(b: &[u8]) -> &str {
@@ -54,7 +38,7 @@ const DOC: &str =
 fn prints_compact_and_pretty() {
     let dir = TempDir::new("json-cli");
     let f = file(&dir, "doc.json", DOC.as_bytes());
-    let out = run(&["json", &f], None);
+    let out = lkjagent(["json", &f]).output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
@@ -62,7 +46,7 @@ fn prints_compact_and_pretty() {
     );
     assert!(out.stderr.is_empty());
 
-    let out = run(&["json", "--pretty", &f], None);
+    let out = lkjagent(["json", "--pretty", &f]).output();
     assert_eq!(out.status.code(), Some(0));
     let want = "{\n  \"name\": \"lkj\",\n  \"list\": [\n    1,\n    -2.50e3,\n    true,\n    null,\n    {},\n    [],\n    \"\"\n  ],\n  \"nested\": {\n    \"é\": \"é\\n😀\"\n  }\n}\n";
     assert_eq!(text(&out.stdout), want);
@@ -70,7 +54,7 @@ fn prints_compact_and_pretty() {
 
 #[test]
 fn reads_stdin() {
-    let out = run(&["json", "-"], Some(b"[1, 2]"));
+    let out = lkjagent(["json", "-"]).stdin(b"[1, 2]").output();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(text(&out.stdout), "[1,2]\n");
 }
@@ -78,7 +62,7 @@ fn reads_stdin() {
 /// A path that names a stream (here the child's own stdin, a pipe) is read once, not twice.
 #[test]
 fn reads_a_stream_path_once() {
-    let out = run(&["json", "/dev/stdin"], Some(b"{\"a\": [true]}"));
+    let out = lkjagent(["json", "/dev/stdin"]).stdin(b"{\"a\": [true]}").output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "{\"a\":[true]}\n");
 }
@@ -87,7 +71,7 @@ fn reads_a_stream_path_once() {
 fn invalid_file_prints_nothing_and_the_error_with_offset() {
     let dir = TempDir::new("json-cli");
     let f = file(&dir, "bad.json", b"{\"a\": [1, 2,]\n}");
-    let out = run(&["json", &f], None);
+    let out = lkjagent(["json", &f]).output();
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     let msg = error_line(&out, "JSON_INVALID");
@@ -108,7 +92,11 @@ fn invalid_input_prints_nothing_from_a_file_stdin_or_a_pipe() {
             for (path, stdin) in [(f.as_str(), None), ("-", Some(bad)), ("/dev/stdin", Some(bad))] {
                 let mut args = vec!["json", path];
                 args.extend_from_slice(p);
-                let out = run(&args, stdin);
+                let mut run = lkjagent(&args);
+                if let Some(input) = stdin {
+                    run = run.stdin(input);
+                }
+                let out = run.output();
                 let what = format!("{:?} {} {:?}", String::from_utf8_lossy(bad), path, p);
                 assert_eq!(out.status.code(), Some(1), "{}", what);
                 assert!(out.stdout.is_empty(), "{}: printed {:?}", what, text(&out.stdout));
@@ -127,20 +115,20 @@ fn output_past_its_limit_is_an_error_and_prints_nothing() {
     let mut doc = "[".repeat(500);
     doc.push_str(&vec!["0"; 70_000].join(","));
     doc.push_str(&"]".repeat(500));
-    let out = run(&["json", "-", "--pretty"], Some(doc.as_bytes()));
+    let out = lkjagent(["json", "-", "--pretty"]).stdin(doc.as_bytes()).output();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty(), "printed {} bytes", out.stdout.len());
     let msg = error_line(&out, "CAPACITY_EXCEEDED");
     assert!(msg.contains("JSON_CLI_MAX_OUTPUT_BYTES") && msg.contains("<stdin>"), "{}", msg);
     // Compact, the same document is small and printed whole.
-    let out = run(&["json", "-"], Some(doc.as_bytes()));
+    let out = lkjagent(["json", "-"]).stdin(doc.as_bytes()).output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), format!("{}\n", doc));
 }
 
 #[test]
 fn invalid_stdin_is_exit_1() {
-    let out = run(&["json", "-"], Some(b"[\"\\uD800\"]"));
+    let out = lkjagent(["json", "-"]).stdin(b"[\"\\uD800\"]").output();
     assert_eq!(out.status.code(), Some(1));
     let msg = error_line(&out, "JSON_INVALID");
     assert!(msg.contains("<stdin>") && msg.contains("at byte 8"), "{}", msg);
@@ -148,7 +136,7 @@ fn invalid_stdin_is_exit_1() {
 
 #[test]
 fn deep_nesting_is_an_error_not_a_crash() {
-    let out = run(&["json", "-"], Some(&vec![b'['; 100_000]));
+    let out = lkjagent(["json", "-"]).stdin(vec![b'['; 100_000]).output();
     assert_eq!(out.status.code(), Some(1));
     let msg = error_line(&out, "CAPACITY_EXCEEDED");
     assert!(msg.contains("JSON_MAX_DEPTH") && msg.contains("at byte 512"), "{}", msg);
@@ -156,16 +144,16 @@ fn deep_nesting_is_an_error_not_a_crash() {
 
 #[test]
 fn usage_and_io_errors() {
-    let out = run(&["json"], None);
+    let out = lkjagent(["json"]).output();
     assert_eq!(out.status.code(), Some(2));
     error_line(&out, "USAGE");
-    let out = run(&["json", "a.json", "b.json"], None);
+    let out = lkjagent(["json", "a.json", "b.json"]).output();
     assert_eq!(out.status.code(), Some(2));
     error_line(&out, "USAGE");
-    let out = run(&["json", "/nonexistent/lkjagent/x.json"], None);
+    let out = lkjagent(["json", "/nonexistent/lkjagent/x.json"]).output();
     assert_eq!(out.status.code(), Some(1));
     error_line(&out, "IO");
-    let out = run(&["json", "--help"], None);
+    let out = lkjagent(["json", "--help"]).output();
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).contains("usage: lkjagent json FILE [--pretty]"));
 }
@@ -184,7 +172,7 @@ fn formats_a_document_larger_than_the_agents_arenas() {
     big.push(']');
     let dir = TempDir::new("json-cli");
     let f = file(&dir, "big.json", big.as_bytes());
-    let out = run(&["json", &f], None);
+    let out = lkjagent(["json", &f]).output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let printed = text(&out.stdout).trim_end();
     let mut want_doc = Document::with_capacity(1 << 20, 1 << 24);
@@ -193,7 +181,7 @@ fn formats_a_document_larger_than_the_agents_arenas() {
     Writer::compact(&mut want).value(want_doc.root()).unwrap();
     assert_eq!(printed, want);
 
-    let out = run(&["json", "--pretty", &f], None);
+    let out = lkjagent(["json", "--pretty", &f]).output();
     assert_eq!(out.status.code(), Some(0));
     let mut got_doc = Document::with_capacity(1 << 20, 1 << 24);
     got_doc.parse(&out.stdout).unwrap();
@@ -210,7 +198,7 @@ fn formats_canada_json_when_the_corpus_is_present() {
         println!("corpus not found at {}, skipped", path.display());
         return;
     };
-    let out = run(&["json", path.to_str().unwrap()], None);
+    let out = lkjagent(["json", path.to_str().unwrap()]).output();
     assert_eq!(out.status.code(), Some(0));
     let mut a = Document::with_capacity(1 << 20, 1 << 23);
     a.parse(&bytes).unwrap();

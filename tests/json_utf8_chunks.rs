@@ -2,28 +2,15 @@
 //! The byte offset of a JSON error (a UTF-8 error above all) does not depend on how the input
 //! was cut into slices.
 
-use lkjagent::json::{Parser, Validate};
+#[path = "support/json_slices.rs"]
+mod json_slices;
+
+use json_slices::{byte_offset, validate_sliced};
 use proptest::prelude::*;
 
 /// The error message of parsing `input` in slices cut at `cuts`, or `None` if it parsed.
 fn error_sliced(input: &[u8], cuts: &[usize]) -> Option<String> {
-    let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
-    points.push(0);
-    points.push(input.len());
-    points.sort_unstable();
-    let mut p = Parser::new();
-    for pair in points.windows(2) {
-        if let Err(e) = p.feed(&input[pair[0]..pair[1]], &mut Validate) {
-            return Some(e.message().to_string());
-        }
-    }
-    p.finish(&mut Validate).err().map(|e| e.message().to_string())
-}
-
-/// `byte N` of an error message.
-fn offset(msg: &str) -> Option<usize> {
-    let rest = &msg[msg.find("at byte ")? + 8..];
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    validate_sliced(input, cuts).err().map(|e| e.message().to_string())
 }
 
 /// Strings with multi-byte characters, invalid and cut sequences, around JSON punctuation.
@@ -71,12 +58,12 @@ proptest! {
     fn error_offsets_do_not_depend_on_slicing(input in pieces(), cuts in prop::collection::vec(any::<usize>(), 0..6)) {
         let whole = error_sliced(&input, &[]);
         let sliced = error_sliced(&input, &cuts);
-        prop_assert_eq!(whole.as_deref().and_then(offset), sliced.as_deref().and_then(offset),
+        prop_assert_eq!(whole.as_deref().and_then(byte_offset), sliced.as_deref().and_then(byte_offset),
             "{:?} whole {:?} sliced {:?}", String::from_utf8_lossy(&input), whole, sliced);
         prop_assert_eq!(&whole, &sliced);
         let bytewise: Vec<usize> = (0..input.len()).collect();
         let b = error_sliced(&input, &bytewise);
-        prop_assert_eq!(whole.as_deref().and_then(offset), b.as_deref().and_then(offset),
+        prop_assert_eq!(whole.as_deref().and_then(byte_offset), b.as_deref().and_then(byte_offset),
             "{:?} whole {:?} bytewise {:?}", String::from_utf8_lossy(&input), whole, b);
         prop_assert_eq!(&whole, &b);
     }

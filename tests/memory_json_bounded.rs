@@ -7,8 +7,11 @@
 //! it exits, which can only read low (a lower bound).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
+use cli::{lkjagent, text};
 use lkjagent::memory::log::{decode, Record};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -59,7 +62,6 @@ impl Drop for Dir {
 
 /// Runs `lkjagent --data DIR args` and returns its output and peak resident memory in KiB.
 fn measured(dir: &Path, args: &[&str]) -> (Output, u64) {
-    let bin = env!("CARGO_BIN_EXE_lkjagent");
     let time = Path::new("/usr/bin/time");
     let report = dir.join(".peak");
     let gnu_time = time.exists()
@@ -72,16 +74,7 @@ fn measured(dir: &Path, args: &[&str]) -> (Output, u64) {
             .status()
             .is_ok_and(|s| s.success());
     if gnu_time {
-        let o = Command::new(time)
-            .args(["-v", "-o"])
-            .arg(&report)
-            .arg(bin)
-            .arg("--data")
-            .arg(dir)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let o = lkjagent(args).data(dir).under(&["/usr/bin/time", "-v", "-o", report.to_str().unwrap()]).output();
         let text = std::fs::read_to_string(&report).unwrap();
         let _ = std::fs::remove_file(&report);
         let kib = text
@@ -91,19 +84,11 @@ fn measured(dir: &Path, args: &[&str]) -> (Output, u64) {
             .unwrap_or_else(|| panic!("no peak in the report of /usr/bin/time:\n{}", text));
         return (o, kib);
     }
-    let mut child = Command::new(bin)
-        .arg("--data")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = lkjagent(args).data(dir).spawn();
     let status = format!("/proc/{}/status", child.id());
     let mut peak = 0u64;
     let end = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() && Instant::now() < end {
+    while child.is_running() && Instant::now() < end {
         if let Ok(s) = std::fs::read_to_string(&status) {
             if let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
                 peak = peak.max(v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0));
@@ -111,13 +96,9 @@ fn measured(dir: &Path, args: &[&str]) -> (Output, u64) {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    let o = child.wait_with_output().unwrap();
+    let o = child.wait();
     eprintln!("note: /usr/bin/time -v is not installed; the peak {} KiB was polled (a lower bound)", peak);
     (o, peak)
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 /// `status` and `check` read a 130,000-entry `memory.json` in at most 16 MiB, and say how many
@@ -189,13 +170,7 @@ fn overflow_moves_to_the_store_in_one_batch_with_bounded_warnings() {
     let d = Dir::new("batch");
     let n = 3_000;
     d.memory_with(n);
-    let o = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .arg("--data")
-        .arg(&d.0)
-        .args(["run", "--max-iterations", "1"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = lkjagent(["run", "--max-iterations", "1"]).data(&d.0).output();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{}", err);
     let warnings = err.lines().filter(|l| l.contains("\"warning\"")).count();

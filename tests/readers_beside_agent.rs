@@ -10,12 +10,14 @@
 //! acknowledged (all of them: the run ends cleanly) must be in the store with its last value,
 //! and the log must hold no byte the agent did not write.
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
+use cli::lkjagent;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,16 +67,10 @@ fn data_dir() -> PathBuf {
     d
 }
 
-fn lkjagent(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_lkjagent"));
-    c.arg("--data").arg(dir).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    c
-}
-
 #[test]
 fn read_only_commands_beside_a_running_agent_lose_nothing() {
     let d = data_dir();
-    let mut agent = lkjagent(&d, &["run"]).spawn().unwrap();
+    let agent = lkjagent(["run"]).data(&d).spawn();
     let done = Arc::new(AtomicBool::new(false));
     let runs = Arc::new(AtomicUsize::new(0));
     let readers: Vec<_> = [
@@ -93,23 +89,13 @@ fn read_only_commands_beside_a_running_agent_lose_nothing() {
             let started = Instant::now();
             while !done.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(120) {
                 let args: Vec<&str> = cmd.to_vec();
-                let _ = lkjagent(&d, &args).status().unwrap();
+                let _ = lkjagent(&args).data(&d).status();
                 runs.fetch_add(1, Ordering::Relaxed);
             }
         })
     })
     .collect();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = agent.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > Duration::from_secs(180) {
-            let _ = agent.kill();
-            panic!("the agent did not finish {} cycles in 180 s", CYCLES);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = agent.wait_within(Duration::from_secs(180)).status;
     done.store(true, Ordering::Relaxed);
     for r in readers {
         r.join().unwrap();
@@ -154,11 +140,11 @@ fn read_only_commands_leave_a_compaction_file_alone() {
     let compact = d.join(".store.log.compact");
     std::fs::write(&compact, b"half a compaction").unwrap();
     for args in [&["status"][..], &["memory", "list"], &["memory", "export"], &["check", "--no-network"]] {
-        let out = lkjagent(&d, args).stdout(Stdio::piped()).output().unwrap();
+        let out = lkjagent(args).data(&d).output();
         assert!(out.status.success(), "{:?}: {:?}", args, out.status);
         assert_eq!(std::fs::read(&compact).unwrap(), b"half a compaction", "{:?} touched the writer's file", args);
     }
-    let out = lkjagent(&d, &["memory", "export"]).stdout(Stdio::piped()).output().unwrap();
+    let out = lkjagent(["memory", "export"]).data(&d).output();
     assert!(String::from_utf8_lossy(&out.stdout).contains("An apple."));
     let _ = std::fs::remove_dir_all(&d);
 }

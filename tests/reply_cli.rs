@@ -2,16 +2,13 @@
 //! `lkjagent parse-reply` as a real child process: output is JSON the crate's own parser
 //! reads, exit codes say whether an instruction was found, stdin works, errors are usage or I/O.
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
 
+use cli::lkjagent;
 use lkjagent::json::Document;
-use std::io::Write;
-use std::process::{Command, Stdio};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-}
 
 fn temp_file(content: &[u8]) -> std::path::PathBuf {
     let p = temp::temp_dir("reply-cli").join("reply.txt");
@@ -26,7 +23,7 @@ fn remove(p: &std::path::Path) {
 #[test]
 fn valid_reply_prints_instructions_and_exits_0() {
     let p = temp_file(b"<think>use <action></think><agent><next_state>evaluating</next_state><action type=\"storage_save\"><tags>a,b</tags><value>x &amp; y</value></action></agent>");
-    let out = bin().args(["parse-reply", p.to_str().unwrap()]).output().unwrap();
+    let out = lkjagent(["parse-reply", p.to_str().unwrap()]).output();
     remove(&p);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let mut doc = Document::with_capacity(1000, 10_000);
@@ -41,14 +38,9 @@ fn valid_reply_prints_instructions_and_exits_0() {
 
 #[test]
 fn invalid_reply_from_stdin_exits_1_with_feedback() {
-    let mut child = bin()
-        .args(["parse-reply", "-", "--state", "commanding", "--max-actions", "2"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"Sure, I saved it!").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = lkjagent(["parse-reply", "-", "--state", "commanding", "--max-actions", "2"])
+        .stdin(b"Sure, I saved it!")
+        .output();
     assert_eq!(out.status.code(), Some(1));
     let mut doc = Document::with_capacity(1000, 10_000);
     doc.parse(&out.stdout).unwrap();
@@ -60,14 +52,14 @@ fn invalid_reply_from_stdin_exits_1_with_feedback() {
 
 #[test]
 fn usage_and_io_errors() {
-    let out = bin().args(["parse-reply"]).output().unwrap();
+    let out = lkjagent(["parse-reply"]).output();
     assert_eq!(out.status.code(), Some(2));
-    let out = bin().args(["parse-reply", "x", "--max-actions", "zero"]).output().unwrap();
+    let out = lkjagent(["parse-reply", "x", "--max-actions", "zero"]).output();
     assert_eq!(out.status.code(), Some(2));
-    let out = bin().args(["parse-reply", "/nonexistent/lkjagent/reply.txt"]).output().unwrap();
+    let out = lkjagent(["parse-reply", "/nonexistent/lkjagent/reply.txt"]).output();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"code\":\"IO\""));
-    let out = bin().args(["parse-reply", "--help"]).output().unwrap();
+    let out = lkjagent(["parse-reply", "--help"]).output();
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("--max-actions"));
 }

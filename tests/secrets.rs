@@ -12,14 +12,15 @@
 #[path = "support/loopback.rs"]
 mod loopback;
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
+use cli::lkjagent;
 use loopback::{chunked, completion_body, json_ok, response, sse_content, Action, Server};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use temp::{set, shipped, test_config, TempDir};
 
 /// The key: 32 random characters after the usual prefix.
@@ -81,32 +82,11 @@ fn run_and_check(tag: &str, cycles: u32, tweak: impl FnOnce(&mut String), chat: 
     std::fs::write(d.0.join("config.json"), c).unwrap();
     std::fs::write(d.0.join("memory.json"), shipped("memory.json")).unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .arg("--data")
-        .arg(&d.0)
-        .args(["run", "--max-iterations", &cycles.to_string(), "--exchange-log"])
+    let o = lkjagent(["run", "--max-iterations", &cycles.to_string(), "--exchange-log"])
+        .data(&d.0)
         .env(KEY_VAR, KEY)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let end = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("lkjagent did not exit within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+        .output_within(Duration::from_secs(60));
+    let (status, out, err) = (o.status, o.stdout, o.stderr);
     let shown = format!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out), String::from_utf8_lossy(&err));
     assert!(status.success(), "exit {:?}\n{}", status, shown);
     // The server did send the key, and the agent did meet the echo.

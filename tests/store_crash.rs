@@ -28,21 +28,6 @@ use std::time::{Duration, Instant};
 const KILLS: usize = 200;
 const KEYS: u64 = 24;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn key_for(n: u64) -> Key {
     // Keys of one to three tags, some shared between keys.
     let text = match n % 3 {
@@ -259,13 +244,16 @@ fn store_survives_sigkill() {
 // open, and the parent kills them a seeded random time after that.
 // =============================================================================================
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/store.rs"]
 mod store_support;
 #[path = "support/temp.rs"]
 mod temp;
 
+use cli::lkjagent;
 use std::io::{BufRead, BufReader};
-use store_support::{copy_dir, read_rest, snapshot as full_snapshot, spawn_child, wait_ready, TempDir};
+use store_support::{copy_dir, read_rest, snapshot as full_snapshot, spawn_child, wait_ready, Rng, TempDir};
 
 const CKPT_ENTRIES: u32 = 4_000;
 const CKPT_CAP: usize = 4_096;
@@ -640,11 +628,7 @@ fn batch_records(dir: &Path) -> (bool, bool) {
 
 /// `lkjagent --data DIR memory stats` (a read-only open): its stderr.
 fn cli_stats_stderr(dir: &Path) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .args(["--data", dir.to_str().unwrap(), "memory", "stats"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = lkjagent(["memory", "stats"]).data(dir).output();
     assert!(o.status.success(), "memory stats failed: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stderr).unwrap()
 }

@@ -5,30 +5,23 @@
 //! with strace when it is installed); and (ignored, slow on some disks) the wall time of a
 //! 65,536-entry import.
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/store.rs"]
 mod store_support;
 #[path = "support/temp.rs"]
 mod temp;
 
+use cli::lkjagent;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 use store_support::{Rng, TempDir};
 
-fn lkjagent(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lkjagent"))
-        .arg("--data")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
 fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = lkjagent(dir, args);
+    let o = lkjagent(args).data(dir).output();
     assert!(
         o.status.success(),
         "lkjagent {:?} failed ({}):\n{}\n{}",
@@ -152,17 +145,11 @@ fn import_of_2000_entries_syncs_a_handful_of_times() {
     let file = t.path().join("import.json");
     std::fs::write(&file, document(&keys)).unwrap();
     let summary = t.path().join("strace.txt");
-    let o = Command::new("strace")
-        .args(["-f", "-c", "-e", "trace=fdatasync,fsync", "-o"])
-        .arg(&summary)
-        .arg(env!("CARGO_BIN_EXE_lkjagent"))
-        .arg("--data")
-        .arg(&dir)
-        .args(["memory", "import"])
+    let o = lkjagent(["memory", "import"])
         .arg(&file)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .data(&dir)
+        .under(&["strace", "-f", "-c", "-e", "trace=fdatasync,fsync", "-o", summary.to_str().unwrap()])
+        .output();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("store: 2000 added"));
     let text = std::fs::read_to_string(&summary).unwrap();
@@ -216,7 +203,7 @@ fn import_with_more_tags_than_the_store_holds_writes_nothing() {
     let keys: Vec<String> = (0..8_300).map(|i| format!("u{}", i)).collect();
     let file = t.path().join("import.json");
     std::fs::write(&file, document(&keys)).unwrap();
-    let o = lkjagent(&dir, &["memory", "import", file.to_str().unwrap()]);
+    let o = lkjagent(["memory", "import", file.to_str().unwrap()]).data(&dir).output();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(!o.status.success(), "the import cannot fit 8,300 distinct tags; it said:\n{}", stderr);
     assert!(stderr.contains("CAPACITY_EXCEEDED"), "{}", stderr);

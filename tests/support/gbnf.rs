@@ -16,6 +16,7 @@
 //! (`<...>`, `!<...>`) are not supported. Every error says `gbnf: at byte N: reason`.
 //!
 //! Include with `#[path = "support/gbnf.rs"] mod gbnf;`.
+// constrained.rs uses only part of it (gbnf_support.rs all of it): the rest would warn there.
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 

@@ -2,6 +2,7 @@
 //! snapshot of a store's index (every entry's metadata and value, links, a set of queries and the
 //! statistics) with a readable first difference, and spawning this test binary again as a child
 //! process. Include it with `#[path = "support/store.rs"] mod store_support;`.
+// Each store test crate that includes it uses only part of it: the rest would warn there.
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
