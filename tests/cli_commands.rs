@@ -2,9 +2,8 @@
 //! `lkjagent status`, `memory`, `send` and `check` as a user runs them: the real binary, a real
 //! data directory chosen with `--data` or `LKJAGENT_DATA`, stdin and exit codes.
 //!
-//! These need the four commands wired into `cli::mod`'s dispatch; until then they are ignored.
 //! The subcommands' behaviour is tested in depth through their `exec` functions in
-//! `cli_memory.rs`, `cli_status.rs` and `cli_check.rs`.
+//! `cli_memory.rs`, `cli_status.rs` and `cli_check.rs`; these check the wiring end to end.
 
 #[path = "support/cli.rs"]
 mod cli;
