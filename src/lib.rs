@@ -22,6 +22,8 @@
 //! - [`memory`]: the working set and the crash-safe tagged store.
 //! - [`agent`]: configuration, prompt, state machine, paging, the loop.
 //! - [`cli`]: the `lkjagent` command line.
+//!
+//! For tests only, `testing` holds what the unit tests share.
 
 #[macro_use]
 pub mod error;
@@ -42,3 +44,5 @@ pub mod sha256;
 pub mod signal;
 pub mod states;
 pub mod tag;
+#[cfg(test)]
+mod testing;

@@ -281,9 +281,7 @@ mod tests {
 
     #[test]
     fn lines_parse_and_the_log_rotates_at_its_cap() {
-        let dir = std::env::temp_dir().join(format!("lkj-audit-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::testing::temp_dir("audit");
         let cap = 4096u64;
         let mut log = AuditLog::open_capped(&dir, cap).unwrap();
         let digest = crate::sha256::Sha256::digest(b"abc");

@@ -272,12 +272,7 @@ fn lock_file(path: &Path) -> Result<File> {
 mod tests {
     use super::*;
 
-    fn temp_dir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("lkj-inbox-{}-{}", tag, std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::testing::temp_dir;
 
     #[test]
     fn messages_survive_until_done() {

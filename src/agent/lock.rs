@@ -46,8 +46,7 @@ mod tests {
 
     #[test]
     fn a_second_holder_is_refused_until_the_first_lets_go() {
-        let dir = std::env::temp_dir().join(format!("lkj-lock-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::testing::temp_dir("lock");
         let first = DataLock::acquire(&dir).unwrap();
         let second = DataLock::acquire(&dir).unwrap_err();
         assert_eq!(second.code(), crate::error::Code::Io);

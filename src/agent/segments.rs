@@ -185,8 +185,7 @@ mod tests {
 
     #[test]
     fn missing_file_is_none() {
-        let dir = std::env::temp_dir().join(format!("lkj-seg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::testing::temp_dir("seg");
         assert_eq!(load(&dir, &states()).unwrap(), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }

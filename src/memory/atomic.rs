@@ -143,14 +143,7 @@ mod tests {
     use super::*;
     use crate::error::Code;
 
-    fn temp_dir(tag: &str) -> PathBuf {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let d = std::env::temp_dir().join(format!("lkj-atomic-{}-{}-{}", tag, std::process::id(), n));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::testing::temp_dir;
 
     #[test]
     fn writes_and_keeps_previous() {

@@ -112,12 +112,7 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn temp_dir(tag: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("lkj-nofollow-{}-{}", tag, std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::testing::temp_dir;
 
     #[test]
     fn a_link_is_refused_by_the_kernel_and_named() {

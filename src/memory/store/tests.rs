@@ -17,14 +17,7 @@ mod whole {
         normalize(s).unwrap()
     }
 
-    fn temp_dir(tag: &str) -> PathBuf {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let d = std::env::temp_dir().join(format!("lkj-store-{}-{}-{}", tag, std::process::id(), n));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::testing::temp_dir;
 
     #[test]
     fn put_load_update_delete_and_reload() {
@@ -266,9 +259,7 @@ mod damage_tests {
 
     #[test]
     fn an_over_long_damaged_line_is_skipped() {
-        let d = std::env::temp_dir().join(format!("lkj-store-longline-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
+        let d = crate::testing::temp_dir("store-longline");
         let mut s = Store::open_with_capacity(&d, 8).unwrap();
         s.put(&normalize("before").unwrap(), "1", 1).unwrap();
         drop(s);
@@ -307,9 +298,7 @@ mod read_only_tests {
 
     #[test]
     fn read_only_never_writes_and_leaves_a_partial_tail_alone() {
-        let d = std::env::temp_dir().join(format!("lkj-store-ro-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
+        let d = crate::testing::temp_dir("store-ro");
         assert_eq!(Store::open_read_only(&d).err().unwrap().code(), Code::NotFound);
         let mut w = Store::open_with_capacity(&d, 8).unwrap();
         w.put(&normalize("a").unwrap(), "1", 1).unwrap();
@@ -333,9 +322,7 @@ mod read_only_tests {
 
     #[test]
     fn read_only_tells_a_damaged_last_record_from_one_being_written() {
-        let d = std::env::temp_dir().join(format!("lkj-store-ro-damaged-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
+        let d = crate::testing::temp_dir("store-ro-damaged");
         let mut w = Store::open_with_capacity(&d, 8).unwrap();
         w.put(&normalize("a").unwrap(), "1", 1).unwrap();
         w.put(&normalize("b").unwrap(), "2", 2).unwrap();
@@ -376,9 +363,7 @@ mod enospc_tests {
 
     #[test]
     fn a_link_at_the_log_is_refused_by_the_writer() {
-        let d = std::env::temp_dir().join(format!("lkj-store-link-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
+        let d = crate::testing::temp_dir("store-link");
         std::os::unix::fs::symlink("/dev/full", d.join(LOG_NAME)).unwrap();
         let e = Store::open_with_capacity(&d, 4).err().unwrap();
         assert_eq!(e.code(), Code::Io);
@@ -400,9 +385,7 @@ mod version_tests {
 
     #[test]
     fn the_highest_version_is_refused_never_wrapped() {
-        let d = std::env::temp_dir().join(format!("lkj-store-ver-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
+        let d = crate::testing::temp_dir("store-ver");
         let s = Store::open_with_capacity(&d, 8).unwrap();
         drop(s);
         // A record at version u32::MAX, as a damaged or hostile log may hold.
@@ -436,9 +419,7 @@ mod access_tests {
 
     #[test]
     fn a_flush_writes_every_touched_entry_listed_or_not() {
-        let d = std::env::temp_dir().join(format!("lkj-store-dirty-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
+        let d = crate::testing::temp_dir("store-dirty");
         let n = STORE_DIRTY_LIST_MAX + 300;
         let mut s = Store::open_with_capacity(&d, n + 16).unwrap();
         s.begin_batch(n as u64).unwrap();
