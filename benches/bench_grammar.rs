@@ -47,6 +47,7 @@ pub fn run() {
                 Some(&store),
                 &PINNED_KEYS,
                 &cfg.agent.log_prefixes(),
+                None,
             )
             .unwrap();
             samples.push(t.elapsed());

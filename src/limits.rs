@@ -354,9 +354,11 @@ pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
 
 /// Largest generated grammar or JSON Schema, in bytes. The fixed part is under 2 KiB; the rest
 /// is two key lists of at most [`GRAMMAR_KEYS_PER_LIST`] keys of at most [`KEY_MAX_BYTES`]
-/// bytes, each written at most twice as long (escapes): about 66 KiB at worst. Cost: one buffer
-/// of this size, reserved once by the agent (and one by `lkjagent grammar`).
-pub const GRAMMAR_MAX_BYTES: usize = 128 * 1024;
+/// bytes, each written at most twice as long (escapes): about 66 KiB at worst; and the names a
+/// new product entry may not take, one rule of at most ~85 bytes per character of
+/// [`PRODUCT_TAKEN_MAX_CHARS`]: about 85 KiB at worst. Cost: one buffer of this size, reserved
+/// once by the agent (and one by `lkjagent grammar`).
+pub const GRAMMAR_MAX_BYTES: usize = 192 * 1024;
 
 /// Most keys a grammar lists by name for a `working_memory_remove`, and for a `storage_load`
 /// (the newest stored ones). Keys past it are not offered that cycle (nothing is lost: the
@@ -379,6 +381,14 @@ pub const GRAMMAR_TAGS_PER_KEY: u32 = 3;
 /// Longest `<think>` block a grammar allows a reasoning model (`llm.thinks`), in characters.
 pub const GRAMMAR_THINK_MAX_CHARS: u32 = 1500;
 
+/// Longest name of a new entry of the task's product (the one tag a product save adds to the
+/// product's tags), in characters. Names of stored entries at least this long are not excluded
+/// by the grammar (the grammar cannot write them either).
+pub const GRAMMAR_NAME_MAX_CHARS: u32 = 24;
+
+/// Longest head of a product entry's value (the name as written, before `": "`), in characters.
+pub const GRAMMAR_HEAD_MAX_CHARS: u32 = 48;
+
 /// llama.cpp refuses a grammar whose nested bounded repetitions multiply to this or more
 /// (`MAX_REPETITION_THRESHOLD`); every bound the generator writes stays below it.
 pub const GRAMMAR_MAX_REPETITION: u32 = 2000;
@@ -389,6 +399,30 @@ pub const GRAMMAR_MAX_REPETITION: u32 = 2000;
 
 /// Largest prompt the agent builds, in bytes. Cost: reserved once at start-up.
 pub const PROMPT_MAX_BYTES: usize = 256 * 1024;
+
+/// Most entries of the task's product shown in the prompt (the newest), and the most of their
+/// names the grammar excludes from a new entry. Cost: a few KiB of ids and names, reserved once.
+pub const PRODUCT_VIEW_MAX_ENTRIES: usize = 24;
+
+/// Most bytes of the product view in the prompt (entries past it are left out, oldest first;
+/// each entry's value is cut at a character boundary to [`PRODUCT_ENTRY_MAX_BYTES`]).
+pub const PRODUCT_VIEW_MAX_BYTES: usize = 3 * 1024;
+
+/// Most bytes of one entry in the product view.
+pub const PRODUCT_ENTRY_MAX_BYTES: usize = 240;
+
+/// Most names a new product entry may not take: the names of stored product entries (the
+/// newest, read from the store's tag index) and the task's own words. Cost: 64 bytes each,
+/// reserved once. Older names past it are still refused when saved (the key exists).
+pub const PRODUCT_TAKEN_MAX: usize = 256;
+
+/// Most characters of all the names in the taken list together: each character is at most one
+/// rule of the grammar (see [`GRAMMAR_MAX_BYTES`]). Names past it are not excluded by the
+/// grammar (and still refused when saved).
+pub const PRODUCT_TAKEN_MAX_CHARS: usize = 1024;
+
+/// Most tags the product's key carries (derived from the task's words).
+pub const PRODUCT_TAGS_MAX: usize = 2;
 
 /// Most actions carried out from one reply (`agent.max_actions_per_cycle` may lower it).
 pub const ACTIONS_PER_CYCLE_MAX: usize = 8;

@@ -7,7 +7,8 @@
 //!   (a sampler for the schema subset the generator writes), for every state of the shipped
 //!   config and for random shapes and live states, all read with no error-class problem, name
 //!   only allowed states, and every action in them succeeds against the working memory and
-//!   store the grammar was generated from (a random walk: each sample is applied, the next
+//!   store the grammar was generated from (but a free-key save of a key already stored, which
+//!   is refused as a repeat) (a random walk: each sample is applied, the next
 //!   grammar is generated from the state it left). Every grammar stays under llama.cpp's
 //!   repetition limit.
 //! - **Reader ⇐ grammar.** Invalid replies (a missing key, a state that does not exist, a tag
@@ -188,7 +189,14 @@ fn read_and_apply(reader: &mut Reader, reply: &str, max_actions: usize, allowed:
         match ins {
             Instruction::NextState(s) => assert!(allowed.contains(&s), "{what}: state {s:?} not allowed\n{reply}"),
             Instruction::Action(a) => {
+                // A save adds: one of a key already stored is refused (the free-key grammars
+                // cannot exclude stored keys in every order of their tags; product saves do).
+                let stored = normalize(a.tags).ok().is_some_and(|k| live.store.find(&k).is_some());
                 let r = actions::apply(&a, &mut live.working, &mut live.store, &mut live.scratch, 2).unwrap();
+                if a.kind == ActionKind::StorageSave && stored {
+                    assert!(!r.ok && r.message.starts_with("refused: a repeat"), "{what}: {}", r.message.as_str());
+                    continue;
+                }
                 assert!(
                     r.ok,
                     "{what}: action {} {:?} failed: {}\n{reply}",
@@ -224,6 +232,7 @@ fn walk(cfg: &Config, state: &str, seed: u64, steps: usize) {
                 Some(&live.store),
                 &PINNED_KEYS,
                 &cfg.agent.log_prefixes(),
+                None,
             )
             .unwrap();
             let text = c.text().to_string();
@@ -239,6 +248,7 @@ fn walk(cfg: &Config, state: &str, seed: u64, steps: usize) {
                     managed: &[],
                     recent: &[],
                     in_working: &grammar::NoKeys,
+                    product: None,
                 };
                 lang.next_states().map(|s| cfg.agent.states.iter().find(|x| *x == s).unwrap().as_str()).collect()
             };
@@ -334,6 +344,7 @@ fn replies_sampled_from_random_shapes_are_read_and_executed() {
             managed: &[],
             recent: &[],
             in_working: &grammar::NoKeys,
+            product: None,
         };
         let allowed: Vec<&str> = lang.next_states().collect();
         let max_actions = bounds.clamped().max_actions as usize;
@@ -374,6 +385,7 @@ fn invalid_replies_are_outside_the_grammar() {
         managed: &[],
         recent: &[],
         in_working: &grammar::NoKeys,
+        product: None,
     };
     let mut buf = FixedBuf::with_capacity("test grammar", 1 << 16);
     grammar::gbnf::write(&lang, &mut buf).unwrap();
@@ -610,4 +622,148 @@ fn a_server_that_drops_the_connection_on_a_grammar_is_sent_none() {
     let later: Vec<Seen> = server.seen().into_iter().skip(before).filter(Seen::is_chat).collect();
     let cycle_requests = &later[later.len() - 2..];
     assert!(cycle_requests.iter().all(|s| !s.body_str().contains("\"grammar\"")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Novelty: a product save sampled from the grammar never names a stored entry
+// ---------------------------------------------------------------------------------------------
+
+/// Random walks with the task's product on: each cycle the product is refreshed from the live
+/// state, the grammar is generated with its taken names, and a reply sampled from it is read.
+/// Every save it holds must name a key that is not stored yet (and then succeed), must carry the
+/// product's tags, and must not be named by a word of the task. The store starts with entries
+/// under the product's tags whose names share prefixes (a trie with inner nodes that end names).
+#[test]
+fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
+    use lkjagent::agent::product::Product;
+    let d = shipped_dir("novelty", "http://127.0.0.1:9/v1/chat/completions", "auto");
+    let cfg = config::load(&d.0).unwrap();
+    let shape = cfg.prompts.shape("evaluating");
+    assert!(shape.actions.contains(ActionKind::StorageSave), "the shipped evaluating state saves");
+    let mut reader = Reader::new();
+    let mut saves = 0;
+    for seed in 0..24u64 {
+        let mut live = Live::new(seed);
+        let mut r = rng(seed ^ 0x5EED);
+        // Names a sampler hits often: one and two letters, prefixes of each other.
+        for name in [
+            "a",
+            "ab",
+            "abc",
+            "b",
+            "ba",
+            "c",
+            "cooking_x",
+            "z9",
+            "sear",
+            "languagerefinery35214f98",
+            "languagerefinery35214f9",
+            "languagerefinery35214f",
+        ] {
+            if r() % 3 != 0 {
+                live.store.put(&normalize(&format!("cooking,glossary,{name}")).unwrap(), "x: y", 1).unwrap();
+            }
+        }
+        let mut product = Product::new();
+        let mut c = Constrainer::new(&cfg.llm, seed);
+        for step in 0..60 {
+            product.refresh(&live.working, Some(&live.store));
+            assert_eq!(product.key().map(|k| k.as_str()), Some("cooking,glossary"));
+            c.prepare(
+                Some(Mode::Grammar),
+                shape,
+                &cfg.agent.states,
+                1,
+                &live.working,
+                Some(&live.store),
+                &PINNED_KEYS,
+                &cfg.agent.log_prefixes(),
+                Some(&product),
+            )
+            .unwrap();
+            let text = c.text().to_string();
+            let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert!(g.max_repetition_product() < 2000);
+            let reply = g.sample(&mut r);
+            let it = reader.read(reply.as_bytes(), 1);
+            assert!(!it.has_errors(), "seed {seed} step {step}: {:?}\n{reply}", it.problems());
+            for a in it.actions() {
+                assert_eq!(a.kind, ActionKind::StorageSave, "{reply}");
+                let key = normalize(a.tags).unwrap();
+                assert!(live.store.find(&key).is_none(), "seed {seed} step {step}: {key} is stored\n{reply}");
+                assert!(key.has_tag("cooking") && key.has_tag("glossary") && key.tag_count() == 3, "{key}");
+                let name = key.tags().find(|t| *t != "cooking" && *t != "glossary").unwrap();
+                assert!(!["terms", "term"].contains(&name), "a word of the task: {key}");
+                assert!(a.value.unwrap_or("").contains(": "), "{reply}");
+                let done = actions::apply(&a, &mut live.working, &mut live.store, &mut live.scratch, 2).unwrap();
+                assert!(done.ok, "{}: {}", key, done.message.as_str());
+                saves += 1;
+            }
+        }
+    }
+    assert!(saves >= 24 * 60, "every sampled reply saves: {saves}");
+}
+
+/// The product grammar's name rule, read by the independent GBNF reader: no taken name (of any
+/// length up to the longest a name may be, prefixes of each other, the longest possible) can be
+/// written; every near miss (a prefix, a longer name, another last letter) can.
+#[test]
+fn the_product_name_rule_excludes_exactly_the_taken_names() {
+    let long = "languagerefinery35214f98"; // GRAMMAR_NAME_MAX_CHARS long
+    assert_eq!(long.len(), lkjagent::limits::GRAMMAR_NAME_MAX_CHARS as usize);
+    let mut taken = vec!["a", "ab", "abc", "b", "ba", "braise", "braising", "languagerefinery35214f9", long, "z9"];
+    taken.sort_unstable();
+    let states = vec!["evaluating".to_string()];
+    let lang = grammar::Language {
+        states: &states,
+        shape: Shape {
+            next_state: false,
+            next_mask: 0,
+            log: None,
+            actions: ActionSet::NONE.with(ActionKind::StorageSave),
+        },
+        bounds: Bounds::default(),
+        working_keys: &grammar::NoKeys,
+        stored_keys: &grammar::NoKeys,
+        search_tags: &grammar::NoKeys,
+        pinned: &[],
+        managed: &[],
+        recent: &[],
+        in_working: &grammar::NoKeys,
+        product: Some(grammar::ProductSave { tags: "cooking,glossary", taken: &taken }),
+    };
+    let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
+    grammar::gbnf::write(&lang, &mut buf).unwrap();
+    let text = buf.as_str().unwrap();
+    let g = Grammar::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let reply = |name: &str| {
+        format!(
+            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary,{name}</tags><value>Sear: to brown it.</value></action>\n</agent>"
+        )
+    };
+    for name in &taken {
+        assert!(!g.matches(&reply(name)), "taken name {name} can be written\n{text}");
+    }
+    let misses = [
+        "abcd",
+        "abd",
+        "ac",
+        "bb",
+        "braised",
+        "brais",
+        "languagerefinery35214f",
+        "languagerefinery35214f99",
+        "z",
+        "z90",
+        "sear",
+        "c",
+    ];
+    for name in misses {
+        assert!(g.matches(&reply(name)), "free name {name} cannot be written\n{text}");
+    }
+    // Past the longest name, and not a tag: never.
+    assert!(!g.matches(&reply("languagerefinery35214f999")));
+    assert!(!g.matches(&reply("Sear")));
+    // The value starts with a head and ": ".
+    assert!(!g.matches(&reply("sear").replace("Sear: to brown it.", "to brown it")));
 }

@@ -59,6 +59,13 @@ impl ActionResult {
         r.done(false, format_args!("refused: identical to the previous action; do something else"))
     }
 
+    /// A save refused because it repeats what is stored: `why` says how.
+    pub fn refused_repeat(kind: ActionKind, key: &Key, why: &str) -> ActionResult {
+        let mut r = ActionResult::new(kind);
+        let _ = r.key.push_str(key.as_str());
+        r.done(false, format_args!("refused: a repeat: {}", why))
+    }
+
     fn done(mut self, ok: bool, args: core::fmt::Arguments<'_>) -> ActionResult {
         self.ok = ok;
         self.message.clear();
@@ -133,6 +140,11 @@ pub fn apply(
         } else {
             r.done(false, format_args!("'{}' is not in working memory", k))
         }),
+        // A save adds: a stored key is changed only by an explicit update (record_update).
+        (ActionKind::StorageSave, Some(k)) if store.find(&k).is_some() => Ok(r.done(
+            false,
+            format_args!("refused: a repeat: '{}' is already stored; save something new (record_update changes it)", k),
+        )),
         (ActionKind::StorageSave, Some(k)) => store_put(r, store, &k, value, now),
         (ActionKind::StorageLoad, Some(k)) | (ActionKind::PageIn, Some(k)) => load_into(r, wm, store, scratch, &k, now),
         (ActionKind::PageOut, Some(k)) => page_out(r, wm, store, scratch, &k, now),

@@ -26,10 +26,13 @@
 //! Every reply is still read and checked by the reply reader: the constraint makes a valid
 //! reply the likely one, the reader decides what is taken.
 
+use super::product::Product;
 use crate::error::{Code, Result};
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
-use crate::grammar::{self, Bounds, Constraint, KeyList, Language, Mode};
-use crate::limits::{GRAMMAR_KEYS_PER_LIST, GRAMMAR_MAX_BYTES, GRAMMAR_THINK_MAX_CHARS, KEY_MAX_BYTES, TAG_MAX_BYTES};
+use crate::grammar::{self, Bounds, Constraint, KeyList, Language, Mode, ProductSave};
+use crate::limits::{
+    GRAMMAR_KEYS_PER_LIST, GRAMMAR_MAX_BYTES, GRAMMAR_THINK_MAX_CHARS, KEY_MAX_BYTES, PRODUCT_TAKEN_MAX, TAG_MAX_BYTES,
+};
 use crate::llm::{self, Client, Completion, ProviderKind};
 use crate::memory::query::{Query, Results};
 use crate::memory::store::Store;
@@ -201,6 +204,7 @@ impl Constrainer {
         store: Option<&Store>,
         pinned: &[&str],
         managed: &[&str],
+        product: Option<&Product>,
     ) -> Result<()> {
         self.text.clear();
         let mode = mode.unwrap_or(self.active);
@@ -231,6 +235,14 @@ impl Constrainer {
         for (k, key) in self.recent.iter() {
             let _ = recent.push((*k, key.as_str()));
         }
+        // The product's taken names, as the grammar wants them (sorted and distinct already).
+        let mut taken: ArrayVec<&str, PRODUCT_TAKEN_MAX> = ArrayVec::new();
+        let product = product.and_then(|p| Some((p, p.key()?)));
+        if let Some((p, _)) = product {
+            for name in p.taken() {
+                let _ = taken.push(name);
+            }
+        }
         let lang = Language {
             states,
             shape,
@@ -242,6 +254,7 @@ impl Constrainer {
             managed,
             recent: recent.as_slice(),
             in_working: &WorkingKeys(working),
+            product: product.map(|(_, key)| ProductSave { tags: key.as_str(), taken: taken.as_slice() }),
         };
         match mode {
             Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text)?,

@@ -21,6 +21,37 @@ use crate::memory::working::WorkingSet;
 
 use super::settings::LogSettings;
 
+/// Fraction of a log's three-word phrases, in percent, that may already stand in the prompt
+/// before the log counts as a copy (see [`copies`]).
+pub const COPY_PERCENT: usize = 60;
+
+/// Whether the model's log `text` copies the prompt it was given: at least [`COPY_PERCENT`]% of
+/// its three-word phrases stand in `prompt` as they are (ASCII case ignored; a prompt holds the
+/// earlier logs too, so a log that repeats one is a copy as well). Small models copy what sits
+/// in the prompt; a copy kept in working memory is shown again, and copied again, every cycle.
+/// A log of fewer than three words is not judged. Work: one search of `prompt` per phrase, at
+/// most the log's words.
+pub fn copies(text: &str, prompt: &[u8]) -> bool {
+    let mut window: [&str; 3] = [""; 3];
+    let (mut words, mut phrases, mut found) = (0usize, 0usize, 0usize);
+    for w in text.split_ascii_whitespace() {
+        window = [window[1], window[2], w];
+        words += 1;
+        if words < 3 {
+            continue;
+        }
+        let mut phrase: ArrayString<192> = ArrayString::new();
+        if phrase.format(format_args!("{} {} {}", window[0], window[1], window[2])).is_err() {
+            continue;
+        }
+        phrases += 1;
+        if crate::bytes::contains_ignore_ascii_case(prompt, phrase.as_bytes()) {
+            found += 1;
+        }
+    }
+    phrases > 0 && found * 100 >= phrases * COPY_PERCENT
+}
+
 /// Slot number of `key` if it is `<prefix><digits>` (3 or more digits), else `None`.
 pub fn slot_of(key: &str, prefix: &str) -> Option<u32> {
     let digits = key.strip_prefix(prefix)?;

@@ -8,7 +8,8 @@
 //!   reply carried out); [`model`]: where replies come from, chosen once.
 //! - [`actions`]: the memory actions against the working set and the store; [`logs`]: the
 //!   rotating logs inside working memory; [`constrain`]: which constraint the server honours
-//!   and the reply language of this cycle.
+//!   and the reply language of this cycle; [`product`]: the task's product so far, the names a
+//!   new entry may not take, and the ask.
 //! - [`run`]: the run loop (pacing, back-off, stop requests), shown through an observer.
 //! - [`inbox`]: messages queued by `lkjagent send`; [`lock`]: one writer per data directory.
 //! - [`audit`]: the size-capped per-cycle audit log; [`exchange`]: the optional exchange log
@@ -25,6 +26,7 @@ pub mod inbox;
 pub mod lock;
 pub mod logs;
 pub mod model;
+pub mod product;
 pub mod prompts;
 pub mod run;
 pub mod segments;

@@ -8,6 +8,7 @@ use super::util::{open_store_read_only, StoreRead};
 use crate::agent::config;
 use crate::agent::constrain::Constrainer;
 use crate::agent::engine::PINNED_KEYS;
+use crate::agent::product::Product;
 use crate::error::Result;
 use crate::grammar::Mode;
 use crate::json::Document;
@@ -68,6 +69,8 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
         _ => None,
     };
     let mut c = Constrainer::new(&cfg.llm, 0);
+    let mut product = Product::new();
+    product.refresh(&memory.working, store.as_deref());
     c.prepare(
         Some(mode),
         cfg.prompts.shape(&state),
@@ -77,6 +80,7 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
         store.as_deref(),
         &PINNED_KEYS,
         &cfg.agent.log_prefixes(),
+        Some(&product),
     )?;
     print!("{}", c.text());
     if mode == Mode::JsonSchema {

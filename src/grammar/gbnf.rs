@@ -22,9 +22,10 @@
 //! Several actions are written as explicit alternatives, not as a repetition, for the same
 //! reason.
 
-use super::Language;
+use super::{Language, ProductSave};
 use crate::error::Result;
-use crate::fixed::FixedBuf;
+use crate::fixed::{ArrayVec, FixedBuf};
+use crate::limits::{GRAMMAR_HEAD_MAX_CHARS, GRAMMAR_NAME_MAX_CHARS, PRODUCT_TAKEN_MAX};
 use crate::reply::ActionKind;
 
 /// Writes the GBNF grammar of `lang` into `out` (cleared first). `CAPACITY_EXCEEDED` if it
@@ -103,12 +104,20 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
                     }
                     out.push_str(" ) \"</tags>\"\n")?;
                 }
+                ActionKind::StorageSave if lang.product.is_some() => {
+                    let product = lang.product.map_or("", |p| p.tags);
+                    literal(out, product)?;
+                    out.push_str(" \",\" name \"</tags><value>\" entry \"</value>\"\n")?;
+                }
                 _ => {
                     free_key = true;
                     value = true;
                     out.push_str("key \"</tags><value>\" value \"</value>\"\n")?;
                 }
             }
+        }
+        if let Some(product) = lang.product.filter(|_| shape.actions.contains(ActionKind::StorageSave)) {
+            product_rules(out, &product, b.value_chars)?;
         }
         if free_key {
             out.format(format_args!("key ::= tag (\",\" tag){{0,{}}}\n", b.tags_per_key.saturating_sub(1)))?;
@@ -120,6 +129,153 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The rules of a product save (see [`ProductSave`]): `name`, a new tag no taken name equals,
+/// and `entry`, the value: the name as written, `": "`, and one line of text.
+///
+/// `name` is the complement of the taken names within `[a-z][a-z0-9_]{0,M-1}`
+/// (M = [`GRAMMAR_NAME_MAX_CHARS`]), written as the trie of the taken names: a node is the set
+/// of taken names that share a prefix, and its rule either leaves the trie with a character no
+/// taken name has next (then any rest), or follows one that some have, or ends, when no taken
+/// name ends there. A node is named by the first of its names in sorted order and the depth
+/// (`n-<index>-<depth>`), which is unique because the names are sorted. A node that can write
+/// nothing (a taken name of M characters ends there, so the name would have to go on past M)
+/// is dead: no rule leads to it. The recursion is as deep as a name is long, at most M.
+fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> Result<()> {
+    let max = GRAMMAR_NAME_MAX_CHARS as usize;
+    // Only names the rule below could write matter; they must come sorted and distinct.
+    let writable = |n: &str| {
+        n.len() <= max
+            && n.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    };
+    if p.taken.windows(2).any(|w| w[0] >= w[1]) {
+        bail!(Internal, "the names a product entry may not take are not sorted and distinct (a bug)");
+    }
+    let mut taken: ArrayVec<&str, PRODUCT_TAKEN_MAX> = ArrayVec::new();
+    for n in p.taken.iter().copied().filter(|n| writable(n)) {
+        if taken.push(n).is_err() {
+            break;
+        }
+    }
+    let trie = Trie { names: taken.as_slice(), max };
+    if taken.is_empty() || !trie.alive(0, taken.len(), 0) {
+        // Nothing to exclude, or (not with any real list) the names fill every path: a save of
+        // a taken name is then refused when carried out.
+        out.format(format_args!("name ::= [a-z] [a-z0-9_]{{0,{}}}\n", max - 1))?;
+    } else {
+        out.push_str("name ::= n-0-0\n")?;
+        trie.node(out, 0, taken.len(), 0)?;
+        for depth in 1..=max {
+            out.format(format_args!("r-{} ::= [a-z0-9_]{{0,{}}}\n", depth, max - depth))?;
+        }
+    }
+    out.format(format_args!(
+        "entry ::= [A-Za-z0-9] [^:<&\\n\\r]{{0,{}}} \": \" value\n",
+        GRAMMAR_HEAD_MAX_CHARS.saturating_sub(1)
+    ))?;
+    text_rule(out, "value", value_chars, "")
+}
+
+/// The taken names, sorted, as a trie (see [`product_rules`]): a node is a range of names
+/// sharing their first `depth` bytes.
+struct Trie<'a> {
+    names: &'a [&'a str],
+    /// The longest name the rule writes.
+    max: usize,
+}
+
+impl Trie<'_> {
+    const FIRST: &'static [u8] = b"abcdefghijklmnopqrstuvwxyz";
+    const NEXT: &'static [u8] = b"abcdefghijklmnopqrstuvwxyz0123456789_";
+
+    /// The byte of name `i` at `depth` (none: the name ends before).
+    fn byte_at(&self, i: usize, depth: usize) -> Option<u8> {
+        self.names.get(i).and_then(|n| n.as_bytes().get(depth)).copied()
+    }
+
+    /// Whether a taken name of the node ends at it (then the name must go on).
+    fn ends_here(&self, lo: usize, hi: usize, depth: usize) -> bool {
+        (lo..hi).any(|i| self.byte_at(i, depth).is_none())
+    }
+
+    /// The children of a node: (first name, one past the last, next byte), in order.
+    fn children(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = (usize, usize, u8)> + '_ {
+        let mut i = lo;
+        core::iter::from_fn(move || {
+            while i < hi {
+                let Some(c) = self.byte_at(i, depth) else {
+                    i += 1;
+                    continue;
+                };
+                let start = i;
+                while i < hi && self.byte_at(i, depth) == Some(c) {
+                    i += 1;
+                }
+                return Some((start, i, c));
+            }
+            None
+        })
+    }
+
+    /// The characters that leave the trie at a node: those of the alphabet no name has next.
+    fn others(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = u8> + '_ {
+        let alphabet = if depth == 0 { Trie::FIRST } else { Trie::NEXT };
+        alphabet.iter().copied().filter(move |&c| !(lo..hi).any(|i| self.byte_at(i, depth) == Some(c)))
+    }
+
+    /// Whether the node can write anything: end here, leave, or follow a live child.
+    fn alive(&self, lo: usize, hi: usize, depth: usize) -> bool {
+        (depth > 0 && !self.ends_here(lo, hi, depth))
+            || (depth < self.max
+                && (self.others(lo, hi, depth).next().is_some()
+                    || self.children(lo, hi, depth).any(|(a, b, _)| self.alive(a, b, depth + 1))))
+    }
+
+    /// Writes the rule of a live node, then its live children's.
+    fn node(&self, out: &mut FixedBuf, lo: usize, hi: usize, depth: usize) -> Result<()> {
+        let may_end = depth > 0 && !self.ends_here(lo, hi, depth);
+        out.format(format_args!("n-{}-{} ::= {}", lo, depth, if may_end { "( " } else { "" }))?;
+        let mut first = true;
+        if depth < self.max {
+            let mut others = self.others(lo, hi, depth).peekable();
+            if others.peek().is_some() {
+                out.push_str("[")?;
+                for c in others {
+                    out.format(format_args!("{}", c as char))?;
+                }
+                out.format(format_args!("] r-{}", depth + 1))?;
+                first = false;
+            }
+            for (a, b, c) in self.children(lo, hi, depth) {
+                if self.alive(a, b, depth + 1) {
+                    out.format(format_args!(
+                        "{}\"{}\" n-{}-{}",
+                        if first { "" } else { " | " },
+                        c as char,
+                        a,
+                        depth + 1
+                    ))?;
+                    first = false;
+                }
+            }
+        }
+        if may_end {
+            // Only the end: `( )?` of nothing would be malformed, so write an empty literal.
+            out.push_str(if first { "\"\" )?\n" } else { " )?\n" })?;
+        } else {
+            out.push_str("\n")?;
+        }
+        if depth < self.max {
+            for (a, b, _) in self.children(lo, hi, depth) {
+                if self.alive(a, b, depth + 1) {
+                    self.node(out, a, b, depth + 1)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `name ::= [A-Za-z\u00C0-\U0010FFFF] [^<&\n\r<also>]{0,max-1}`: one line of text that
@@ -196,6 +352,7 @@ mod tests {
             managed: &[],
             recent: &[],
             in_working: &NoKeys,
+            product: None,
         };
         let g = grammar(&lang);
         assert!(g.contains("agent ::= \"<agent>\\n\" log next \"</agent>\""), "{g}");
@@ -220,6 +377,7 @@ mod tests {
             managed: &[],
             recent: &[],
             in_working: &NoKeys,
+            product: None,
         };
         let g = grammar(&lang);
         assert!(g.contains(r#"a-wm-remove ::= "working_memory_remove</type><tags>" ( "notes" | "a\"b\\c&lt;d" | "x\x01y" ) "</tags>""#), "{g}");

@@ -238,6 +238,29 @@ impl KeyList for &[&str] {
     }
 }
 
+/// How a save adds to the task's product (see `agent::product`): its key is the product's tags
+/// and one new name, never the name of an entry already stored under those tags, and its value
+/// starts with the name as written (`braise: to cook slowly in liquid.`). The agent carries the
+/// structure (the tags, the form) and the novelty (the names taken); the model writes only the
+/// entry.
+#[derive(Clone, Copy)]
+pub struct ProductSave<'a> {
+    /// The product's tags, comma-separated, each `[a-z0-9_]` (`cooking,glossary`).
+    pub tags: &'a str,
+    /// Names a new entry may not take, sorted bytewise and without duplicates: each a
+    /// `[a-z][a-z0-9_]*` tag. Names that are not, or not shorter than
+    /// [`GRAMMAR_NAME_MAX_CHARS`](crate::limits::GRAMMAR_NAME_MAX_CHARS), cannot be written
+    /// by the grammar anyway and are skipped.
+    pub taken: &'a [&'a str],
+}
+
+impl ProductSave<'_> {
+    /// Whether `name` is one the grammar may write and the taken list excludes.
+    pub fn excludes(&self, name: &str) -> bool {
+        self.taken.binary_search(&name).is_ok()
+    }
+}
+
 /// The language of replies the agent accepts now. See the module documentation.
 pub struct Language<'a> {
     /// The states a reply may name (the configured states).
@@ -265,6 +288,8 @@ pub struct Language<'a> {
     pub recent: &'a [(ActionKind, &'a str)],
     /// Keys in working memory, which a load would only copy again.
     pub in_working: &'a dyn KeyList,
+    /// When set, a `storage_save` adds an entry to the task's product (see [`ProductSave`]).
+    pub product: Option<ProductSave<'a>>,
 }
 
 impl Language<'_> {
@@ -444,6 +469,7 @@ mod tests {
             managed: &["think_log_"],
             recent: &[],
             in_working: &NoKeys,
+            product: None,
         };
         let a = lang.actions();
         assert!(a.contains(ActionKind::WorkingMemoryRemove));

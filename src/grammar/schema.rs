@@ -187,6 +187,7 @@ mod tests {
             managed: &[],
             recent: &[],
             in_working: &NoKeys,
+            product: None,
         };
         let mut out = FixedBuf::with_capacity("schema", 64 * 1024);
         write(&lang, &mut out).unwrap();

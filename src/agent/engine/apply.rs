@@ -8,6 +8,7 @@ use crate::agent::actions::{self, ActionResult, ActionScratch};
 use crate::agent::config::Config;
 use crate::agent::constrain::Constrainer;
 use crate::agent::logs;
+use crate::agent::product::Product;
 use crate::agent::settings::LogSettings;
 use crate::error::{Code, Error, Result};
 use crate::fixed::{ArrayVec, FixedBuf};
@@ -80,6 +81,8 @@ impl Agent {
             action_scratch: &mut self.action_scratch,
             config: &self.config,
             constrainer: &mut self.constrainer,
+            product: &self.product,
+            prompt: self.prompt.as_slice(),
             scratch: &mut self.scratch,
             rotate: &mut self.rotate,
             feedback: &mut self.feedback,
@@ -111,6 +114,9 @@ struct Doing<'a> {
     action_scratch: &'a mut ActionScratch,
     config: &'a Config,
     constrainer: &'a mut Constrainer,
+    product: &'a Product,
+    /// The prompt the reply answers.
+    prompt: &'a [u8],
     scratch: &'a mut FixedBuf,
     rotate: &'a mut FixedBuf,
     feedback: &'a mut FixedBuf,
@@ -185,6 +191,8 @@ impl Doing<'_> {
         for ins in it.instructions() {
             match ins {
                 Instruction::NextState(s) => requested = Some(s),
+                // A log that copies the prompt is not kept: it would be shown, and copied, again.
+                Instruction::ThinkLog(t) | Instruction::EvaluationLog(t) if logs::copies(t, self.prompt) => {}
                 Instruction::ThinkLog(t) => self.log_line(&config.agent.think_log, t, false)?,
                 Instruction::EvaluationLog(t) => self.log_line(&config.agent.evaluation_log, t, false)?,
                 Instruction::StateDelete(_) => requested = Some(states::THINKING),
@@ -223,8 +231,16 @@ impl Doing<'_> {
     fn action(&mut self, a: &crate::reply::Action<'_>) -> Result<ActionResult> {
         let fp = fingerprint(a);
         let previous = self.memory.agent.get(meta::LAST_ACTION).and_then(|s| u64::from_str_radix(s, 16).ok());
+        let repeat = match (a.kind, normalize(a.tags)) {
+            (ActionKind::StorageSave, Ok(k)) => {
+                self.product.repeats(&k, a.value.map_or("", str::trim)).map(|why| (k, why))
+            }
+            _ => None,
+        };
         let result = if previous == Some(fp) {
             ActionResult::refused(a.kind, a.tags)
+        } else if let Some((k, why)) = repeat {
+            ActionResult::refused_repeat(a.kind, &k, why)
         } else {
             actions::apply(a, &mut self.memory.working, self.store, self.action_scratch, self.now)?
         };

@@ -50,6 +50,7 @@ use super::config::Config;
 use super::constrain::Constrainer;
 use super::exchange::{ExchangeLog, ExchangeRecord};
 use super::inbox::Inbox;
+use super::product::Product;
 use crate::error::{Error, Result};
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::limits::{
@@ -167,6 +168,8 @@ pub struct Agent {
     model: Model,
     reader: Reader,
     constrainer: Constrainer,
+    /// The task's product so far (see `agent::product`).
+    product: Product,
     saver: Saver,
     inbox: Inbox,
     audit: AuditLog,
@@ -244,6 +247,7 @@ impl Agent {
             model,
             reader: Reader::new(),
             constrainer,
+            product: Product::new(),
             saver: Saver::new(dir),
             inbox: Inbox::new(dir),
             audit: AuditLog::open(dir)?,

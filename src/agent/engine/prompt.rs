@@ -93,6 +93,7 @@ impl Agent {
             Some(&self.store),
             &PINNED_KEYS,
             &self.config.agent.log_prefixes(),
+            Some(&self.product),
         )?;
         let text = self.prompt.text()?;
         let (system, user) = if self.config.system_prompt {
@@ -226,9 +227,13 @@ impl Agent {
     /// appends to it), then the tail that changes every cycle.
     pub(super) fn build_prompt(&mut self) -> Result<()> {
         let state = self.memory.state;
+        self.product.refresh(&self.memory.working, Some(&self.store));
         let p = &mut self.prompt;
         p.clear();
         p.push_str(head_of(&self.config, &self.constrainer))?;
+        // The product before working memory: it grows only at its end (a new entry), while
+        // working memory's logs rotate every cycle, so a server's prompt cache keeps it.
+        self.product.render(&mut self.store, p)?;
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         render_pairs(p, wm.iter().map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
@@ -242,6 +247,12 @@ impl Agent {
             p.push_str("<feedback>\n")?;
             p.extend_from_slice(self.feedback.as_slice())?;
             p.push_str("\n</feedback>\n")?;
+        }
+        // A state that saves, with a product and a constraint that carries the format, ends
+        // with the concrete ask: the next entry of the product.
+        let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
+        if saves && self.product.active() && self.constrainer.constrained() {
+            return self.product.write_ask(p);
         }
         // What to answer with: a grammar enforces the tag format (nothing to ask for); the JSON
         // Schema enforces the JSON dialect, which the model must be told to write.
