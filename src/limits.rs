@@ -356,7 +356,7 @@ pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
 /// is two key lists of at most [`GRAMMAR_KEYS_PER_LIST`] keys of at most [`KEY_MAX_BYTES`]
 /// bytes, each written at most twice as long (escapes): about 66 KiB at worst; and the names a
 /// new product entry may not take, one rule of at most ~85 bytes per character of
-/// [`PRODUCT_TAKEN_MAX_CHARS`]: about 85 KiB at worst. Cost: one buffer of this size, reserved
+/// [`PRODUCT_TAKEN_MAX_CHARS`]: about 100 KiB at worst. Cost: one buffer of this size, reserved
 /// once by the agent (and one by `lkjagent grammar`).
 pub const GRAMMAR_MAX_BYTES: usize = 192 * 1024;
 
@@ -381,13 +381,10 @@ pub const GRAMMAR_TAGS_PER_KEY: u32 = 3;
 /// Longest `<think>` block a grammar allows a reasoning model (`llm.thinks`), in characters.
 pub const GRAMMAR_THINK_MAX_CHARS: u32 = 1500;
 
-/// Longest name of a new entry of the task's product (the one tag a product save adds to the
-/// product's tags), in characters. Names of stored entries at least this long are not excluded
+/// Longest name of a new entry of the task's product (the text before `": "` in its value, and
+/// the one tag the agent adds to the product's tags), in characters. Names of stored entries at least this long are not excluded
 /// by the grammar (the grammar cannot write them either).
 pub const GRAMMAR_NAME_MAX_CHARS: u32 = 24;
-
-/// Longest head of a product entry's value (the name as written, before `": "`), in characters.
-pub const GRAMMAR_HEAD_MAX_CHARS: u32 = 48;
 
 /// llama.cpp refuses a grammar whose nested bounded repetitions multiply to this or more
 /// (`MAX_REPETITION_THRESHOLD`); every bound the generator writes stays below it.
@@ -417,7 +414,7 @@ pub const PRODUCT_ENTRY_MAX_BYTES: usize = 240;
 pub const PRODUCT_TAKEN_MAX: usize = 256;
 
 /// Most characters of all the names in the taken list together: each character is at most one
-/// rule of the grammar (see [`GRAMMAR_MAX_BYTES`]). Names past it are not excluded by the
+/// rule of the grammar, of at most ~100 bytes (see [`GRAMMAR_MAX_BYTES`]). Names past it are not excluded by the
 /// grammar (and still refused when saved).
 pub const PRODUCT_TAKEN_MAX_CHARS: usize = 1024;
 

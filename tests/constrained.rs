@@ -629,10 +629,11 @@ fn a_server_that_drops_the_connection_on_a_grammar_is_sent_none() {
 // ---------------------------------------------------------------------------------------------
 
 /// Random walks with the task's product on: each cycle the product is refreshed from the live
-/// state, the grammar is generated with its taken names, and a reply sampled from it is read.
-/// Every save it holds must name a key that is not stored yet (and then succeed), must carry the
-/// product's tags, and must not be named by a word of the task. The store starts with entries
-/// under the product's tags whose names share prefixes (a trie with inner nodes that end names).
+/// state, the grammar is generated with its taken names, and a reply sampled from it is read,
+/// filed as the agent files it, and carried out. Every save must be filed under a key that is
+/// not stored yet (and then succeed), carry the product's tags, and not be named by a word of
+/// the task. The store starts with entries under the product's tags whose names share prefixes
+/// (a trie with inner nodes that end names, and a name as long as a name may be).
 #[test]
 fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
     use lkjagent::agent::product::Product;
@@ -646,7 +647,7 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
         let mut live = Live::new(seed);
         let mut r = rng(seed ^ 0x5EED);
         // Names a sampler hits often: one and two letters, prefixes of each other.
-        for name in [
+        let names = [
             "a",
             "ab",
             "abc",
@@ -658,8 +659,8 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
             "sear",
             "languagerefinery35214f98",
             "languagerefinery35214f9",
-            "languagerefinery35214f",
-        ] {
+        ];
+        for name in names {
             if r() % 3 != 0 {
                 live.store.put(&normalize(&format!("cooking,glossary,{name}")).unwrap(), "x: y", 1).unwrap();
             }
@@ -669,49 +670,80 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
         for step in 0..60 {
             product.refresh(&live.working, Some(&live.store));
             assert_eq!(product.key().map(|k| k.as_str()), Some("cooking,glossary"));
-            c.prepare(
-                Some(Mode::Grammar),
-                shape,
-                &cfg.agent.states,
-                1,
-                &live.working,
-                Some(&live.store),
-                &PINNED_KEYS,
-                &cfg.agent.log_prefixes(),
-                Some(&product),
-            )
-            .unwrap();
-            let text = c.text().to_string();
-            let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-            assert!(g.max_repetition_product() < 2000);
-            let reply = g.sample(&mut r);
-            let it = reader.read(reply.as_bytes(), 1);
-            assert!(!it.has_errors(), "seed {seed} step {step}: {:?}\n{reply}", it.problems());
-            for a in it.actions() {
-                assert_eq!(a.kind, ActionKind::StorageSave, "{reply}");
-                let key = normalize(a.tags).unwrap();
-                assert!(live.store.find(&key).is_none(), "seed {seed} step {step}: {key} is stored\n{reply}");
-                assert!(key.has_tag("cooking") && key.has_tag("glossary") && key.tag_count() == 3, "{key}");
-                let name = key.tags().find(|t| *t != "cooking" && *t != "glossary").unwrap();
-                assert!(!["terms", "term"].contains(&name), "a word of the task: {key}");
-                assert!(a.value.unwrap_or("").contains(": "), "{reply}");
-                let done = actions::apply(&a, &mut live.working, &mut live.store, &mut live.scratch, 2).unwrap();
-                assert!(done.ok, "{}: {}", key, done.message.as_str());
-                saves += 1;
+            for mode in [Mode::Grammar, Mode::JsonSchema] {
+                c.prepare(
+                    Some(mode),
+                    shape,
+                    &cfg.agent.states,
+                    1,
+                    &live.working,
+                    Some(&live.store),
+                    &PINNED_KEYS,
+                    &cfg.agent.log_prefixes(),
+                    Some(&product),
+                )
+                .unwrap();
+                let text = c.text().to_string();
+                let reply = if mode == Mode::Grammar {
+                    let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                    assert!(g.max_repetition_product() < 2000);
+                    g.sample(&mut r)
+                } else {
+                    let mut doc = Document::with_capacity(4096, 1 << 16);
+                    doc.parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+                    let mut out = String::new();
+                    sample_schema(doc.root(), &mut r, &mut Writer::compact(&mut out));
+                    out
+                };
+                let it = reader.read(reply.as_bytes(), 1);
+                assert!(!it.has_errors(), "seed {seed} step {step}: {:?}\n{reply}", it.problems());
+                for a in it.actions() {
+                    assert_eq!(a.kind, ActionKind::StorageSave, "{reply}");
+                    assert_eq!(normalize(a.tags).unwrap().as_str(), "cooking,glossary", "{reply}");
+                    let value = a.value.unwrap_or("");
+                    let filed = product.file(&normalize(a.tags).unwrap(), value);
+                    if mode == Mode::JsonSchema {
+                        // The schema has no exclusions: a taken name is refused when filed or saved.
+                        continue;
+                    }
+                    let key = filed.unwrap_or_else(|why| panic!("{why}: {reply}")).expect("a product save");
+                    assert!(live.store.find(&key).is_none(), "seed {seed} step {step}: {key} is stored\n{reply}");
+                    assert!(key.has_tag("cooking") && key.has_tag("glossary") && key.tag_count() == 3, "{key}");
+                    assert!(product.repeats(&key, value).is_none(), "{key}: {value}");
+                    let filed_action = lkjagent::reply::Action { tags: key.as_str(), ..a };
+                    let done = actions::apply(&filed_action, &mut live.working, &mut live.store, &mut live.scratch, 2)
+                        .unwrap();
+                    assert!(done.ok, "{}: {}", key, done.message.as_str());
+                    saves += 1;
+                }
             }
         }
     }
-    assert!(saves >= 24 * 60, "every sampled reply saves: {saves}");
+    assert!(saves >= 24 * 60, "every reply sampled from the grammar saves: {saves}");
 }
 
 /// The product grammar's name rule, read by the independent GBNF reader: no taken name (of any
-/// length up to the longest a name may be, prefixes of each other, the longest possible) can be
-/// written; every near miss (a prefix, a longer name, another last letter) can.
+/// length up to the longest a name may be, prefixes of each other, the longest possible, in any
+/// case, with a space or `-` for `_`) can be written, nor one that starts with a taken name and
+/// a separator; every near miss (a prefix, a longer word, another last letter) can.
 #[test]
 fn the_product_name_rule_excludes_exactly_the_taken_names() {
     let long = "languagerefinery35214f98"; // GRAMMAR_NAME_MAX_CHARS long
     assert_eq!(long.len(), lkjagent::limits::GRAMMAR_NAME_MAX_CHARS as usize);
-    let mut taken = vec!["a", "ab", "abc", "b", "ba", "braise", "braising", "languagerefinery35214f9", long, "z9"];
+    let mut taken = vec![
+        "a",
+        "ab",
+        "abc",
+        "b",
+        "ba",
+        "braise",
+        "braising",
+        "mise_en_place",
+        "languagerefinery35214f9",
+        long,
+        "the",
+        "z9",
+    ];
     taken.sort_unstable();
     let states = vec!["evaluating".to_string()];
     let lang = grammar::Language {
@@ -738,32 +770,53 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
     let g = Grammar::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let reply = |name: &str| {
         format!(
-            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary,{name}</tags><value>Sear: to brown it.</value></action>\n</agent>"
+            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>{name}: to brown it.</value></action>\n</agent>"
         )
     };
-    for name in &taken {
+    let written = [
+        "A",
+        "AB",
+        "Abc",
+        "b",
+        "Ba",
+        "Braise",
+        "BRAISING",
+        "Mise en place",
+        "mise-en-place",
+        "Languagerefinery35214f9",
+        long,
+        "The",
+        "Z9",
+    ];
+    for name in written {
         assert!(!g.matches(&reply(name)), "taken name {name} can be written\n{text}");
     }
+    for name in ["The oven", "Braise and sear", "A-frame", "Mise en place two"] {
+        assert!(!g.matches(&reply(name)), "{name} starts with a taken name\n{text}");
+    }
     let misses = [
-        "abcd",
-        "abd",
-        "ac",
-        "bb",
-        "braised",
-        "brais",
-        "languagerefinery35214f",
+        "Abcd",
+        "Abd",
+        "Ac",
+        "Bb",
+        "Braised",
+        "Brais",
+        "Mise en plac",
+        "Languagerefinery35214f",
         "languagerefinery35214f99",
-        "z",
-        "z90",
-        "sear",
-        "c",
+        "Z",
+        "Z90",
+        "Sear",
+        "C",
+        "Theory",
+        "Sous vide",
     ];
     for name in misses {
         assert!(g.matches(&reply(name)), "free name {name} cannot be written\n{text}");
     }
-    // Past the longest name, and not a tag: never.
+    // Past the longest name, not a name, or not an entry: never.
     assert!(!g.matches(&reply("languagerefinery35214f999")));
-    assert!(!g.matches(&reply("Sear")));
-    // The value starts with a head and ": ".
-    assert!(!g.matches(&reply("sear").replace("Sear: to brown it.", "to brown it")));
+    assert!(!g.matches(&reply("1st")));
+    assert!(!g.matches(&reply("Sear").replace("Sear: to brown it.", "to brown it")));
+    assert!(!g.matches(&reply("Sear").replace("cooking,glossary", "cooking,glossary,sear")));
 }

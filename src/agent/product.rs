@@ -41,6 +41,9 @@ pub const TASK_KEY: &str = "task";
 /// Most of the task's content words kept (for the taken names).
 const TASK_WORDS_MAX: usize = 16;
 
+/// Longest title of the product, in bytes (cut at a character boundary).
+const TITLE_MAX_BYTES: usize = 80;
+
 /// Words of a task that say nothing of its subject: articles, prepositions, pronouns, the verbs
 /// and adjectives tasks are phrased with, and the agent's own vocabulary. Sorted (binary
 /// search).
@@ -53,6 +56,45 @@ const STOPWORDS: &[&str] = &[
     "tag", "tagged", "tags", "than", "that", "the", "their", "them", "then", "these", "this", "those", "to", "two",
     "up", "use", "useful", "value", "values", "what", "when", "where", "which", "who", "with", "write", "you", "your",
 ];
+
+/// Words a small model starts an answer with that name nothing ("The ...", "Here is ...",
+/// "Including: ..."), taken so that no entry is named by them or starts with them.
+const NOT_NAMES: &[&str] = &[
+    "a",
+    "an",
+    "another",
+    "answer",
+    "definition",
+    "example",
+    "here",
+    "i",
+    "including",
+    "it",
+    "its",
+    "my",
+    "name",
+    "new",
+    "next",
+    "no",
+    "ok",
+    "okay",
+    "one",
+    "our",
+    "sure",
+    "that",
+    "the",
+    "these",
+    "this",
+    "those",
+    "we",
+    "what",
+    "yes",
+    "you",
+    "your",
+];
+
+/// Most names of the newest entries the ask names.
+const ASK_NAMES_MAX: usize = 6;
 
 /// Words that introduce the unit of a task ("one term per entry"): the content word after the
 /// first of them names what an entry is.
@@ -71,6 +113,9 @@ pub struct Product {
     key: Option<Key>,
     /// What one entry is ("term"), from the task's words; empty when it does not say.
     unit: Word,
+    /// What the product is, in the task's words: from its first content word to the end of
+    /// that phrase ("glossary of cooking terms").
+    title: ArrayString<TITLE_MAX_BYTES>,
     /// The task's content words.
     words: ArrayVec<Word, TASK_WORDS_MAX>,
     /// The newest product entries, newest first.
@@ -82,6 +127,8 @@ pub struct Product {
     seen: ArrayVec<(u64, u64), PRODUCT_VIEW_MAX_ENTRIES>,
     /// Entries the view showed in the last render.
     shown: usize,
+    /// The names (heads) of the newest of them, newest last, for the ask.
+    names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, ASK_NAMES_MAX>,
 }
 
 impl Default for Product {
@@ -98,11 +145,13 @@ impl Product {
             tags: ArrayVec::new(),
             key: None,
             unit: Word::new(),
+            title: ArrayString::new(),
             words: ArrayVec::new(),
             newest: Results::with_capacity(PRODUCT_TAKEN_MAX),
             taken: ArrayVec::new(),
             seen: ArrayVec::new(),
             shown: 0,
+            names: ArrayVec::new(),
         }
     }
 
@@ -114,6 +163,12 @@ impl Product {
     /// The product's tags as a key (`cooking,glossary`).
     pub fn key(&self) -> Option<&Key> {
         self.key.as_ref()
+    }
+
+    /// Whether the normalised key `key` is one of the product's entries (carries its tags).
+    pub fn owns(&self, key: &str) -> bool {
+        let Some(p) = self.key.as_ref() else { return false };
+        p.tags().all(|t| key.split(',').any(|k| k == t))
     }
 
     /// The names taken, sorted and distinct.
@@ -138,6 +193,15 @@ impl Product {
         self.newest.clear();
         self.taken.clear();
         let Some(key) = self.key else { return };
+        // The task's words and the words that are no names first: they must always be there.
+        for w in self.words.iter() {
+            let _ = self.taken.push(*w);
+        }
+        for w in NOT_NAMES {
+            if let Ok(w) = Word::try_from_str(w) {
+                let _ = self.taken.push(w);
+            }
+        }
         let q = Query { required: Some(key), max_results: PRODUCT_TAKEN_MAX, ..Query::default() };
         if let Some(store) = store {
             store.query(&q, &mut self.newest);
@@ -155,12 +219,6 @@ impl Product {
                 }
             }
         }
-        for w in self.words.iter() {
-            if self.taken.is_full() {
-                break;
-            }
-            let _ = self.taken.push(*w);
-        }
         self.taken.as_mut_slice().sort_unstable();
         dedup(&mut self.taken);
     }
@@ -170,6 +228,7 @@ impl Product {
         self.tags.clear();
         self.words.clear();
         self.unit.clear();
+        self.title.clear();
         self.key = None;
         let mut after_marker = false;
         for word in words(task) {
@@ -198,6 +257,13 @@ impl Product {
                     }
                 }
             }
+            if self.title.is_empty() {
+                // The word's place in the task: `words` yields slices of it.
+                let at = (word.as_ptr() as usize).saturating_sub(task.as_ptr() as usize);
+                let rest = task.get(at..).unwrap_or("");
+                let phrase = rest.split(|c| matches!(c, ':' | '.' | ';' | '!' | '?' | '\n' | ',')).next().unwrap_or("");
+                let _ = self.title.push_str(crate::bytes::str_prefix(phrase.trim(), TITLE_MAX_BYTES));
+            }
             if !self.tags.is_full() && !self.tags.iter().any(|t| t.as_str() == lower) {
                 let _ = self.tags.push(w);
             }
@@ -213,6 +279,7 @@ impl Product {
     /// are left out, the oldest first. Remembers what it showed for [`Product::repeats`].
     pub fn render(&mut self, store: &mut Store, out: &mut FixedBuf) -> Result<()> {
         self.seen.clear();
+        self.names.clear();
         self.shown = 0;
         if !self.active() {
             return Ok(());
@@ -242,6 +309,13 @@ impl Product {
             out.push_str("\n")?;
             let _ = self.seen.push((normal_hash(head(v)), normal_hash(v)));
             self.shown += 1;
+            let name = crate::bytes::str_prefix(head(v).trim(), TITLE_MAX_BYTES);
+            if !name.is_empty() && name.len() < v.len() {
+                if self.names.is_full() {
+                    self.names.remove(0);
+                }
+                let _ = self.names.push(ArrayString::try_from_str(name).unwrap_or_default());
+            }
         }
         out.push_str("</product>\n")
     }
@@ -249,12 +323,61 @@ impl Product {
     /// Writes the ask, the prompt's last line, for a state that saves: the next entry of the
     /// product in its form (the first, when the view is empty).
     pub fn write_ask(&self, out: &mut FixedBuf) -> Result<()> {
-        let unit = if self.unit.is_empty() { "entry" } else { self.unit.as_str() };
-        let (what, n) = if self.shown == 0 { ("the first", "") } else { ("the next", " new") };
+        let unit = if self.unit.is_empty() { "item" } else { self.unit.as_str() };
+        let n = self.names.len();
+        if n == 0 {
+            return out.format(format_args!(
+                "Name one {} for the {} and say what it is in one sentence.\n",
+                unit, self.title
+            ));
+        }
+        for (i, name) in self.names.iter().enumerate() {
+            let sep = match i {
+                0 => "",
+                _ if i + 1 == n => " and ",
+                _ => ", ",
+            };
+            out.format(format_args!("{}{}", sep, name))?;
+        }
         out.format(format_args!(
-            "Write {} {} for the task, a{} {} not in <product>, as \"{}: one sentence about it\".\n",
-            what, unit, n, unit, unit
+            " {} in the {}. Name one more {} and say what it is in one sentence.\n",
+            if n == 1 { "is" } else { "are" },
+            self.title,
+            unit
         ))
+    }
+
+    /// Where a save under `key` with `value` is filed: a save under exactly the product's tags
+    /// is an entry of the product, filed under those tags and its name's tag (the head of the
+    /// value, the text before `:`, with ASCII letters lowercased and every run of other
+    /// characters as one `_`: `Mise en place: ...` is `mise_en_place`). `Ok(None)`: not a
+    /// product save, filed as written. `Err`: a product save with no usable name, and why.
+    pub fn file(&self, key: &Key, value: &str) -> core::result::Result<Option<Key>, &'static str> {
+        let Some(pkey) = self.key.as_ref().filter(|k| *k == key) else { return Ok(None) };
+        let (head, sep, _) = split_entry(value);
+        let mut name = Word::new();
+        let mut gap = false;
+        for c in head.trim().chars() {
+            if c.is_ascii_alphanumeric() {
+                if gap && !name.is_empty() {
+                    let _ = name.push('_');
+                }
+                gap = false;
+                if name.push(c.to_ascii_lowercase()).is_err() {
+                    return Err("the name before ':' is too long; name the entry in a few words");
+                }
+            } else {
+                gap = true;
+            }
+        }
+        if !sep || !name.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) {
+            return Err("write the entry as its name, a colon, then one sentence");
+        }
+        if self.words.iter().any(|w| *w == name) {
+            return Err("its name is a word of the task itself; name one thing the task is about");
+        }
+        let named = normalize(name.as_str()).and_then(|n| pkey.union(&n));
+        named.map(Some).map_err(|_| "the name before ':' cannot be a tag; name the entry in a few words")
     }
 
     /// Why a save of `key` with `value` would repeat the product, if it would: its name is the
@@ -291,7 +414,15 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 
 /// The head of a value: the text before its first `:` (all of it when there is none).
 fn head(value: &str) -> &str {
-    value.split(':').next().unwrap_or(value)
+    split_entry(value).0
+}
+
+/// A value split at its first `:`: the head, whether there was one, the rest.
+fn split_entry(value: &str) -> (&str, bool, &str) {
+    match value.split_once(':') {
+        Some((h, rest)) => (h, true, rest),
+        None => (value, false, ""),
+    }
 }
 
 /// A value as one line of the view: its first line, cut at [`PRODUCT_ENTRY_MAX_BYTES`] at a
@@ -346,6 +477,7 @@ mod tests {
         );
         assert_eq!(p.key().map(|k| k.as_str()), Some("cooking,glossary"));
         assert_eq!(p.unit.as_str(), "term");
+        assert_eq!(p.title.as_str(), "glossary of cooking terms");
         let words: Vec<&str> = p.words.iter().map(|w| w.as_str()).collect();
         assert_eq!(words, ["glossary", "cooking", "terms", "term", "sentence", "definition"]);
         let none = product_for("Do it.");
@@ -353,11 +485,31 @@ mod tests {
     }
 
     #[test]
+    fn a_product_save_is_filed_under_its_name() {
+        let p = product_for("A glossary of cooking terms, one term per entry.");
+        let key = |s: &str| normalize(s).unwrap();
+        let filed = |k: &str, v: &str| p.file(&key(k), v).map(|o| o.map(|k| k.as_str().to_string()));
+        assert_eq!(
+            filed("cooking,glossary", "Mise en place: all set out."),
+            Ok(Some("cooking,glossary,mise_en_place".into()))
+        );
+        assert_eq!(filed("glossary,cooking", "Sous-vide : in a bath."), Ok(Some("cooking,glossary,sous_vide".into())));
+        assert!(filed("cooking,glossary", "no colon here").is_err());
+        assert!(filed("cooking,glossary", "1st: a number first").is_err());
+        assert!(filed("cooking,glossary", ": nothing before").is_err());
+        assert!(filed("cooking,glossary", &format!("{}: too long", "x".repeat(80))).is_err());
+        // Not the product's tags exactly: filed as written.
+        assert_eq!(filed("cooking,glossary,sear", "Sear: brown it."), Ok(None));
+        assert_eq!(filed("notes", "a: b"), Ok(None));
+    }
+
+    #[test]
     fn repeats_are_found_by_name_head_and_value() {
         let mut p = product_for("A glossary of cooking terms, one term per entry.");
         let _ = p.seen.push((normal_hash("braise"), normal_hash("braise: to cook slowly")));
         let key = |s: &str| normalize(s).unwrap();
-        assert!(p.repeats(&key("cooking,glossary,cooking"), "cooking: making food").is_some());
+        assert!(p.repeats(&key("cooking,glossary,terms"), "terms: making food").is_some());
+        assert!(p.file(&key("cooking,glossary"), "Cooking: making food").is_err());
         assert!(p.repeats(&key("cooking,glossary,braising"), "Braise : something else").is_some());
         assert!(p.repeats(&key("cooking,glossary,other"), "BRAISE: to cook, slowly!").is_some());
         assert!(p.repeats(&key("cooking,glossary,sear"), "sear: to brown the surface").is_none());

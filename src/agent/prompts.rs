@@ -32,18 +32,34 @@ pub struct Prompts {
     states: Vec<(String, String)>,
     head: String,
     /// The head for constrained replies: the same, less the parts that teach the reply format
-    /// (the base's `output_contract`, each state's `example` and `output_requirements`), which
-    /// the grammar enforces. Small models copy examples into their answers, and every token of
-    /// the head is one a small host evaluates at least once.
+    /// or the machinery (the base's `output_contract`, `memory_model` and `safety_and_bounds`;
+    /// each state's `example`, `output_requirements`, `actions`, `sequence` and
+    /// `choose_<state>_when`), which the grammar and the agent carry: the grammar writes the
+    /// format and offers only the actions and states allowed, the agent pages and shows the
+    /// product. Small models copy examples and instructions into their answers (measured: a
+    /// 135M model saved "term: one sentence about it" from an ask's own wording), and every
+    /// token of the head is one a small host evaluates at least once.
     constrained_head: String,
     /// What each state's reply holds, for the reply grammar (see [`shape_of`]).
     shapes: Vec<(String, Shape)>,
 }
 
-/// Top-level members of the base prompt left out of the constrained head.
-const FORMAT_ONLY_BASE: &[&str] = &["output_contract"];
-/// Top-level members of a state's prompt left out of the constrained head.
-const FORMAT_ONLY_STATE: &[&str] = &["example", "output_requirements"];
+/// Whether a top-level member of the base prompt is left out of the constrained head.
+fn format_only_base(k: &str) -> bool {
+    matches!(k, "output_contract" | "memory_model" | "safety_and_bounds")
+}
+
+/// Whether a top-level member of a state's prompt is left out of the constrained head (the
+/// `choose_<state>_when` members too: the grammar offers those states).
+fn format_only_state(k: &str) -> bool {
+    matches!(k, "example" | "output_requirements" | "actions" | "sequence")
+        || (k.starts_with("choose_") && k.ends_with("_when"))
+}
+
+/// Leaves nothing out (below the top level).
+fn keep_all(_: &str) -> bool {
+    false
+}
 
 impl Prompts {
     /// Renders the prompt trees under `agent` for `states`; missing or unrenderable trees are
@@ -70,7 +86,7 @@ impl Prompts {
         match section.and_then(|s| s.get("base")) {
             Some(b) => {
                 out.base = render_part(c, b, &join(path, "base"), era_a);
-                constrained_base = render_without(b, era_a, FORMAT_ONLY_BASE);
+                constrained_base = render_without(b, era_a, format_only_base);
             }
             None if !era_a && section.is_some() => {
                 c.problem_at(path, "base", "missing; the base prompt says what the agent is")
@@ -87,7 +103,7 @@ impl Prompts {
             let entry = section.and_then(|s| s.members().find(|(k, _)| crate::states::canonical(k) == state.as_str()));
             let tree = entry.and_then(|(_, v)| if era_a { Some(v) } else { v.get("prompt") });
             out.shapes.push((state.clone(), tree.map_or(Shape::FREE, |t| shape_of(t, states))));
-            let mut constrained = entry.map_or_else(String::new, |(_, v)| render_without(v, era_a, FORMAT_ONLY_STATE));
+            let mut constrained = entry.map_or_else(String::new, |(_, v)| render_without(v, era_a, format_only_state));
             if let Some(seg) = seg {
                 append(&mut constrained, seg.for_state(state));
             }
@@ -224,11 +240,11 @@ pub fn shape_of(tree: Value<'_>, states: &[String]) -> Shape {
     Shape { next_state, next_mask, log, actions }
 }
 
-/// A prompt tree less some top-level members (see [`FORMAT_ONLY_STATE`]).
+/// A prompt tree less some top-level members (see [`format_only_state`]).
 #[derive(Clone, Copy)]
 struct Without<'a> {
     v: Value<'a>,
-    skip: &'static [&'static str],
+    skip: fn(&str) -> bool,
 }
 
 impl<'a> Source<'a> for Without<'a> {
@@ -239,16 +255,16 @@ impl<'a> Source<'a> for Without<'a> {
     fn child(&self, i: usize) -> Option<(&'a str, Self)> {
         if self.v.kind() == Kind::Object {
             let skip = self.skip;
-            self.v.members().filter(|(k, _)| !skip.contains(k)).nth(i).map(|(k, v)| (k, Without { v, skip: &[] }))
+            self.v.members().filter(|(k, _)| !skip(k)).nth(i).map(|(k, v)| (k, Without { v, skip: keep_all }))
         } else {
-            self.v.child(i).map(|(k, v)| (k, Without { v, skip: &[] }))
+            self.v.child(i).map(|(k, v)| (k, Without { v, skip: keep_all }))
         }
     }
 }
 
-/// Renders one state entry like [`render_part`], less the top-level members in `skip`;
+/// Renders one state entry like [`render_part`], less the top-level members `skip` names;
 /// problems were reported by `render_part` already, so here a failure is just empty text.
-fn render_without(entry: Value<'_>, era_a: bool, skip: &'static [&'static str]) -> String {
+fn render_without(entry: Value<'_>, era_a: bool, skip: fn(&str) -> bool) -> String {
     let tree = if era_a { Some(entry) } else { entry.get("prompt") };
     let mut text = String::new();
     if let Some(tree) = tree.filter(|t| matches!(t.kind(), Kind::Object | Kind::String)) {

@@ -25,7 +25,7 @@
 use super::{Language, ProductSave};
 use crate::error::Result;
 use crate::fixed::{ArrayVec, FixedBuf};
-use crate::limits::{GRAMMAR_HEAD_MAX_CHARS, GRAMMAR_NAME_MAX_CHARS, PRODUCT_TAKEN_MAX};
+use crate::limits::{GRAMMAR_NAME_MAX_CHARS, PRODUCT_TAKEN_MAX};
 use crate::reply::ActionKind;
 
 /// Writes the GBNF grammar of `lang` into `out` (cleared first). `CAPACITY_EXCEEDED` if it
@@ -107,7 +107,7 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
                 ActionKind::StorageSave if lang.product.is_some() => {
                     let product = lang.product.map_or("", |p| p.tags);
                     literal(out, product)?;
-                    out.push_str(" \",\" name \"</tags><value>\" entry \"</value>\"\n")?;
+                    out.push_str(" \"</tags><value>\" entry \"</value>\"\n")?;
                 }
                 _ => {
                     free_key = true;
@@ -131,10 +131,12 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     Ok(())
 }
 
-/// The rules of a product save (see [`ProductSave`]): `name`, a new tag no taken name equals,
-/// and `entry`, the value: the name as written, `": "`, and one line of text.
+/// The rules of a product save (see [`ProductSave`]): `entry`, the value, is a name, `": "`
+/// and one line of text. The name is what the agent files the entry under (its tag: ASCII
+/// letters lowercased, a space or `-` as `_`), so it starts with a letter, holds letters,
+/// digits, spaces and `-`, and is not one whose tag is taken.
 ///
-/// `name` is the complement of the taken names within `[a-z][a-z0-9_]{0,M-1}`
+/// `name` is the complement of the taken names within those names of at most M characters
 /// (M = [`GRAMMAR_NAME_MAX_CHARS`]), written as the trie of the taken names: a node is the set
 /// of taken names that share a prefix, and its rule either leaves the trie with a character no
 /// taken name has next (then any rest), or follows one that some have, or ends, when no taken
@@ -163,18 +165,15 @@ fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> R
     if taken.is_empty() || !trie.alive(0, taken.len(), 0) {
         // Nothing to exclude, or (not with any real list) the names fill every path: a save of
         // a taken name is then refused when carried out.
-        out.format(format_args!("name ::= [a-z] [a-z0-9_]{{0,{}}}\n", max - 1))?;
+        out.format(format_args!("name ::= [A-Za-z] [A-Za-z0-9 -]{{0,{}}}\n", max - 1))?;
     } else {
         out.push_str("name ::= n-0-0\n")?;
         trie.node(out, 0, taken.len(), 0)?;
         for depth in 1..=max {
-            out.format(format_args!("r-{} ::= [a-z0-9_]{{0,{}}}\n", depth, max - depth))?;
+            out.format(format_args!("r-{} ::= [A-Za-z0-9 -]{{0,{}}}\n", depth, max - depth))?;
         }
     }
-    out.format(format_args!(
-        "entry ::= [A-Za-z0-9] [^:<&\\n\\r]{{0,{}}} \": \" value\n",
-        GRAMMAR_HEAD_MAX_CHARS.saturating_sub(1)
-    ))?;
+    out.push_str("entry ::= name \": \" value\n")?;
     text_rule(out, "value", value_chars, "")
 }
 
@@ -187,8 +186,18 @@ struct Trie<'a> {
 }
 
 impl Trie<'_> {
+    /// The tag characters a name may start with, and go on with.
     const FIRST: &'static [u8] = b"abcdefghijklmnopqrstuvwxyz";
     const NEXT: &'static [u8] = b"abcdefghijklmnopqrstuvwxyz0123456789_";
+
+    /// Writes the characters of a name that make tag character `c` (a class body).
+    fn write_chars(out: &mut FixedBuf, c: u8) -> Result<()> {
+        match c {
+            b'a'..=b'z' => out.format(format_args!("{}{}", c as char, c.to_ascii_uppercase() as char)),
+            b'_' => out.push_str(" -"),
+            _ => out.format(format_args!("{}", c as char)),
+        }
+    }
 
     /// The byte of name `i` at `depth` (none: the name ends before).
     fn byte_at(&self, i: usize, depth: usize) -> Option<u8> {
@@ -220,9 +229,22 @@ impl Trie<'_> {
     }
 
     /// The characters that leave the trie at a node: those of the alphabet no name has next.
+    /// Where a taken name ends, a separator does not leave either: a taken name is not the
+    /// first word of a new one (`Braise and sear` after `Braise`, `The oven` after `the`).
     fn others(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = u8> + '_ {
         let alphabet = if depth == 0 { Trie::FIRST } else { Trie::NEXT };
-        alphabet.iter().copied().filter(move |&c| !(lo..hi).any(|i| self.byte_at(i, depth) == Some(c)))
+        let ends = self.ends_here(lo, hi, depth);
+        alphabet
+            .iter()
+            .copied()
+            .filter(move |&c| !(c == b'_' && ends) && !(lo..hi).any(|i| self.byte_at(i, depth) == Some(c)))
+    }
+
+    /// The children a name may follow: all, but the separator where a taken name ends (see
+    /// [`Trie::others`]).
+    fn follows(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = (usize, usize, u8)> + '_ {
+        let ends = self.ends_here(lo, hi, depth);
+        self.children(lo, hi, depth).filter(move |&(_, _, c)| !(c == b'_' && ends))
     }
 
     /// Whether the node can write anything: end here, leave, or follow a live child.
@@ -230,7 +252,7 @@ impl Trie<'_> {
         (depth > 0 && !self.ends_here(lo, hi, depth))
             || (depth < self.max
                 && (self.others(lo, hi, depth).next().is_some()
-                    || self.children(lo, hi, depth).any(|(a, b, _)| self.alive(a, b, depth + 1))))
+                    || self.follows(lo, hi, depth).any(|(a, b, _)| self.alive(a, b, depth + 1))))
     }
 
     /// Writes the rule of a live node, then its live children's.
@@ -243,20 +265,16 @@ impl Trie<'_> {
             if others.peek().is_some() {
                 out.push_str("[")?;
                 for c in others {
-                    out.format(format_args!("{}", c as char))?;
+                    Trie::write_chars(out, c)?;
                 }
                 out.format(format_args!("] r-{}", depth + 1))?;
                 first = false;
             }
-            for (a, b, c) in self.children(lo, hi, depth) {
+            for (a, b, c) in self.follows(lo, hi, depth) {
                 if self.alive(a, b, depth + 1) {
-                    out.format(format_args!(
-                        "{}\"{}\" n-{}-{}",
-                        if first { "" } else { " | " },
-                        c as char,
-                        a,
-                        depth + 1
-                    ))?;
+                    out.push_str(if first { "[" } else { " | [" })?;
+                    Trie::write_chars(out, c)?;
+                    out.format(format_args!("] n-{}-{}", a, depth + 1))?;
                     first = false;
                 }
             }
@@ -268,7 +286,7 @@ impl Trie<'_> {
             out.push_str("\n")?;
         }
         if depth < self.max {
-            for (a, b, _) in self.children(lo, hi, depth) {
+            for (a, b, _) in self.follows(lo, hi, depth) {
                 if self.alive(a, b, depth + 1) {
                     self.node(out, a, b, depth + 1)?;
                 }

@@ -238,17 +238,17 @@ impl KeyList for &[&str] {
     }
 }
 
-/// How a save adds to the task's product (see `agent::product`): its key is the product's tags
-/// and one new name, never the name of an entry already stored under those tags, and its value
-/// starts with the name as written (`braise: to cook slowly in liquid.`). The agent carries the
-/// structure (the tags, the form) and the novelty (the names taken); the model writes only the
-/// entry.
+/// How a save adds to the task's product (see `agent::product`): its tags are the product's,
+/// and its value is the entry, a name and one line of text (`Braise: to cook slowly in
+/// liquid.`), whose name is never one of an entry already stored under those tags. The agent
+/// files it under the product's tags and the name's tag. The agent carries the structure (the
+/// tags, the form) and the novelty (the names taken); the model writes only the entry.
 #[derive(Clone, Copy)]
 pub struct ProductSave<'a> {
     /// The product's tags, comma-separated, each `[a-z0-9_]` (`cooking,glossary`).
     pub tags: &'a str,
-    /// Names a new entry may not take, sorted bytewise and without duplicates: each a
-    /// `[a-z][a-z0-9_]*` tag. Names that are not, or not shorter than
+    /// Names a new entry may not take, as tags (`mise_en_place`), sorted bytewise and without
+    /// duplicates: each a `[a-z][a-z0-9_]*` tag. Names that are not, or not shorter than
     /// [`GRAMMAR_NAME_MAX_CHARS`](crate::limits::GRAMMAR_NAME_MAX_CHARS), cannot be written
     /// by the grammar anyway and are skipped.
     pub taken: &'a [&'a str],

@@ -93,6 +93,14 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
             w.key("type")?;
             w.string("string")?;
             match kind {
+                // A product save: the product's tags (names are not excluded here: a taken one
+                // is refused when the agent files or saves it).
+                ActionKind::StorageSave if lang.product.is_some() => {
+                    w.key("enum")?;
+                    w.begin_array()?;
+                    w.string(lang.product.map_or("", |p| p.tags))?;
+                    w.end_array()?;
+                }
                 ActionKind::WorkingMemoryRemove | ActionKind::StorageLoad | ActionKind::StorageSearch => {
                     w.key("enum")?;
                     w.begin_array()?;

@@ -11,8 +11,10 @@ use crate::agent::logs;
 use crate::agent::product::Product;
 use crate::agent::settings::LogSettings;
 use crate::error::{Code, Error, Result};
+use crate::fixed::ArrayString;
 use crate::fixed::{ArrayVec, FixedBuf};
 use crate::limits::ACTIONS_PER_CYCLE_MAX;
+use crate::limits::KEY_MAX_BYTES;
 use crate::llm::{self, Outcome};
 use crate::memory::file::MemoryFile;
 use crate::memory::key::normalize;
@@ -231,21 +233,37 @@ impl Doing<'_> {
     fn action(&mut self, a: &crate::reply::Action<'_>) -> Result<ActionResult> {
         let fp = fingerprint(a);
         let previous = self.memory.agent.get(meta::LAST_ACTION).and_then(|s| u64::from_str_radix(s, 16).ok());
-        let repeat = match (a.kind, normalize(a.tags)) {
-            (ActionKind::StorageSave, Ok(k)) => {
-                self.product.repeats(&k, a.value.map_or("", str::trim)).map(|why| (k, why))
-            }
-            _ => None,
-        };
+        // A save under the product's tags is filed under its name too (see `agent::product`),
+        // and refused when it repeats the product.
+        let mut filed = ArrayString::<KEY_MAX_BYTES>::new();
+        let mut refusal = None;
+        if let (ActionKind::StorageSave, Ok(k)) = (a.kind, normalize(a.tags)) {
+            let value = a.value.map_or("", str::trim);
+            refusal = match self.product.file(&k, value) {
+                Ok(named) => {
+                    let key = named.unwrap_or(k);
+                    let _ = filed.push_str(key.as_str());
+                    self.product.repeats(&key, value).map(|why| (key, why))
+                }
+                Err(why) => Some((k, why)),
+            };
+        }
+        let a = &crate::reply::Action { tags: if filed.is_empty() { a.tags } else { filed.as_str() }, ..*a };
         let result = if previous == Some(fp) {
             ActionResult::refused(a.kind, a.tags)
-        } else if let Some((k, why)) = repeat {
+        } else if let Some((k, why)) = refusal {
             ActionResult::refused_repeat(a.kind, &k, why)
         } else {
             actions::apply(a, &mut self.memory.working, self.store, self.action_scratch, self.now)?
         };
         self.memory.agent.set(meta::LAST_ACTION, hex64(fp).as_str())?;
         let config = self.config;
+        // A new entry of the product shows in the product view; a log line saying so would only
+        // be agent talk for a small model to copy (it is in the audit log).
+        if result.ok && result.kind == ActionKind::StorageSave && self.product.owns(result.key.as_str()) {
+            self.constrainer.note_action(result.kind, result.key.as_str());
+            return Ok(result);
+        }
         self.log_formatted(
             &config.agent.command_log,
             format_args!(
