@@ -1,6 +1,6 @@
-//! The LLM client: builds the request for the configured provider, sends it through the HTTP
-//! client (or reads the replay script), and turns the answer into a [`Completion`] or a typed
-//! error.
+//! The LLM client: builds the request for the configured provider and API (chat messages, or
+//! one document for a text-completion endpoint), sends it through the HTTP client (or reads the
+//! replay script), and turns the answer into a [`Completion`] or a typed error.
 //!
 //! Everything is reserved in [`Client::new`]: the request body, the JSON arena the reply is
 //! parsed into, the content and reasoning buffers, and the streaming line and event buffers.
