@@ -159,7 +159,8 @@ impl fmt::Debug for Client {
 
 impl Client {
     /// Checks the settings and reserves every buffer. `CONFIG_INVALID` on a malformed endpoint,
-    /// an `https://` endpoint without the curl transport, an empty model name, an `extra` that
+    /// an `https://` endpoint without the curl transport, an `ollama` endpoint naming a
+    /// text-completion route other than `/api/generate`, an empty model name, an `extra` that
     /// is not a JSON object, an unset API key variable, or a replay script that cannot be
     /// opened.
     pub fn new(settings: &Settings) -> Result<Client> {

@@ -5,8 +5,9 @@
 //! after the colon) accumulate an event, an empty line dispatches it, lines starting with `:`
 //! are comments (llama.cpp and sse-starlette send them as keep-alive pings while a long prompt
 //! is processed) and other fields (`event:`, `id:`, `retry:`) are ignored. `data: [DONE]` ends
-//! the stream (llama.cpp's `/completion` sends none: its last event says `"stop": true`). Events and transport chunks are independent: an event may straddle chunks, and
-//! one chunk may hold several events, so bytes are gathered into a fixed line buffer first.
+//! the stream (llama.cpp's `/completion` sends none: its last event says `"stop": true`).
+//! Events and transport chunks are independent: an event may straddle chunks, and one chunk may
+//! hold several events, so bytes are gathered into a fixed line buffer first.
 //! The first delta may carry `"content": null`; the last may carry only `usage`.
 //!
 //! NDJSON: one JSON object per line; `done: true` ends it; a mid-stream failure is a final
