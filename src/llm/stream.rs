@@ -254,9 +254,20 @@ mod tests {
         }
 
         #[test]
+        fn llama_cpp_completion_stream_ends_at_stop(cuts in proptest::collection::vec(0usize..400, 0..8)) {
+            // No `[DONE]`: the piece that says `"stop": true` is the last one read.
+            let s = "data: {\"content\":\"a\",\"stop\":false}\n\n\
+                data: {\"content\":\"\u{e9}\",\"stop\":true,\"stop_type\":\"limit\",\"tokens_evaluated\":3}\n\n\
+                data: {\"content\":\"after the end\",\"stop\":false}\n\n";
+            let got = run(Wire::LlamaCpp, s.as_bytes(), &cuts).unwrap();
+            prop_assert_eq!(got, ("a\u{e9}".to_string(), String::new(), 2));
+        }
+
+        #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300), cuts in proptest::collection::vec(0usize..300, 0..4)) {
             let _ = run(Wire::OpenAi, &bytes, &cuts);
             let _ = run(Wire::Ollama, &bytes, &cuts);
+            let _ = run(Wire::LlamaCpp, &bytes, &cuts);
         }
     }
 }
