@@ -453,6 +453,21 @@ fn the_probe_learns_a_grammar_through_v1_completions() {
     let mut c = Constrainer::new(&s, 1);
     c.probe(&mut client, NO_STOP);
     assert_eq!(c.active(), Mode::JsonSchema);
+
+    // Ollama's /api/generate (the provider left at "openai"): no grammar field, so the probe
+    // starts at the schema, sent as `format`.
+    let server = Server::start(|_, seen| {
+        let reply = if seen.body_str().contains("\"format\":{") { r#"{\"w\":\"lkjok\"}"# } else { "lkjok?" };
+        Action::Reply(json_ok(&format!(r#"{{"model":"m","response":"{reply}","done":true,"done_reason":"stop"}}"#)))
+    });
+    let s = settings(&server.url("/api/generate"));
+    let mut client = Client::new(&s).unwrap();
+    let mut c = Constrainer::new(&s, 1);
+    c.probe(&mut client, NO_STOP);
+    assert_eq!(c.active(), Mode::JsonSchema);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "the schema first, obeyed at once");
+    assert!(seen[0].body_str().contains(r#""raw":true"#) && !seen[0].body_str().contains("\"grammar\""));
 }
 
 /// A data directory with the shipped configuration and memory, the endpoint and the
