@@ -4,8 +4,9 @@
 //!
 //! The server runs in this process on other threads and allocates freely, so the counting
 //! allocator here counts per thread, and only on threads that opted in (each test's own
-//! thread, which runs the agent): `support/alloc_counter.rs`'s `ThreadCountingAlloc`. Three
-//! tests: unstreamed, streamed (SSE) and constrained (a grammar per cycle) replies.
+//! thread, which runs the agent): `support/alloc_counter.rs`'s `ThreadCountingAlloc`. Tests:
+//! unstreamed, streamed (SSE) and constrained (a grammar per cycle) chat replies, and the same
+//! through text-completion endpoints (`/v1/completions`, llama.cpp's `/completion`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 #[path = "support/alloc_counter.rs"]
@@ -21,7 +22,8 @@ use cycle_script::cycle_reply;
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
 use lkjagent::llm;
-use loopback::{content, Server};
+use loopback::{chunked, content, json_ok, Action, Seen, Server};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use temp::{shipped, TempDir};
 
 #[global_allocator]
@@ -47,15 +49,91 @@ fn a_constrained_cycle_allocates_nothing_after_warm_up() {
     measure(false, "grammar");
 }
 
-/// Runs the agent against the scripted server (`stream` on or off, replies constrained by
-/// `constrain`, which the scripted server ignores) and asserts zero allocations per measured
-/// cycle on this thread.
+/// The prompt goes as one document and the answer comes in `choices[0].text`.
+#[test]
+fn a_constrained_text_completion_cycle_allocates_nothing_after_warm_up() {
+    measure_at("/v1/completions", false, "grammar");
+}
+
+/// llama.cpp's native `/completion`, streamed: SSE pieces of `content` with no `[DONE]`.
+#[test]
+fn a_streamed_llama_cpp_completion_cycle_allocates_nothing_after_warm_up() {
+    measure_at("/completion", true, "off");
+}
+
+/// Runs the agent against the scripted chat server; see [`measure_at`].
 fn measure(stream: bool, constrain: &str) {
-    let script = (0..WARM_UP + MEASURED).map(|i| content(&cycle_reply(i))).collect();
-    let server = Server::llm(script, content("<agent><next_state>thinking</next_state></agent>"));
-    let dir = TempDir::new(&format!("alloc-http-{}-{}", stream, constrain));
+    measure_at("/v1/chat/completions", stream, constrain);
+}
+
+/// A text-completion answer, in the dialect of the endpoint at `path`, streamed or whole.
+fn completion_answer(path: &str, text: &str, stream: bool) -> Action {
+    let json = |t: &str| {
+        let mut out = String::new();
+        lkjagent::json::Writer::compact(&mut out).string(t).unwrap();
+        out
+    };
+    let llama = path == "/completion";
+    if !stream {
+        return Action::Reply(json_ok(&if llama {
+            format!(
+                r#"{{"content":{},"stop":true,"stop_type":"eos","tokens_evaluated":500,"tokens_predicted":40,"timings":{{"cache_n":450,"prompt_n":50}}}}"#,
+                json(text)
+            )
+        } else {
+            format!(
+                r#"{{"object":"text_completion","choices":[{{"text":{},"index":0,"finish_reason":"stop"}}],"usage":{{"prompt_tokens":500,"completion_tokens":40}}}}"#,
+                json(text)
+            )
+        }));
+    }
+    let mut events = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(16);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        events.push(if llama {
+            format!("data: {{\"content\":{},\"stop\":false}}\n\n", json(piece))
+        } else {
+            format!("data: {{\"choices\":[{{\"text\":{},\"index\":0,\"finish_reason\":null}}]}}\n\n", json(piece))
+        });
+    }
+    events.push(if llama {
+        r#"data: {"content":"","stop":true,"stop_type":"eos","tokens_evaluated":500,"tokens_predicted":40}"#.to_string()
+            + "\n\n"
+    } else {
+        r#"data: {"choices":[{"text":"","index":0,"finish_reason":"stop"}]}"#.to_string() + "\n\ndata: [DONE]\n\n"
+    });
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    Action::Reply(chunked("200 OK", "text/event-stream", &events))
+}
+
+/// Runs the agent against a scripted server at `path` (chat, or a text-completion endpoint;
+/// `stream` on or off, replies constrained by `constrain`, which the scripted server ignores)
+/// and asserts zero allocations per measured cycle on this thread.
+fn measure_at(path: &'static str, stream: bool, constrain: &str) {
+    let idle = "<agent><next_state>thinking</next_state></agent>";
+    let server = if path.ends_with("/chat/completions") {
+        let script = (0..WARM_UP + MEASURED).map(|i| content(&cycle_reply(i))).collect();
+        Server::llm(script, content(idle))
+    } else {
+        let asked = AtomicUsize::new(0);
+        Server::start(move |_, seen: &Seen| {
+            if seen.method != "POST" || seen.path != path {
+                return Action::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+            }
+            let i = asked.fetch_add(1, Ordering::Relaxed);
+            let text = if i < WARM_UP + MEASURED { cycle_reply(i) } else { idle.to_string() };
+            completion_answer(path, &text, seen.body_str().contains("\"stream\":true"))
+        })
+    };
+    let dir = TempDir::new(&format!("alloc-http-{}-{}-{}", path.replace('/', "_"), stream, constrain));
     let cfg = shipped("config.json")
-        .replace("http://127.0.0.1:1234/v1/chat/completions", &server.endpoint())
+        .replace("http://127.0.0.1:1234/v1/chat/completions", &server.url(path))
         .replace("\"stream\": false", if stream { "\"stream\": true" } else { "\"stream\": false" })
         // One request per cycle: no constraint probe (`auto` probes once at the start).
         .replace("\"constrain\": \"auto\"", &format!("\"constrain\": \"{}\"", constrain));
@@ -90,9 +168,12 @@ fn measure(stream: bool, constrain: &str) {
         actions += r.actions.len();
     }
     alloc_counter::count_this_thread(false);
-    assert_eq!(server.chat_count(), WARM_UP + MEASURED, "one request per cycle");
-    assert_eq!(server.chats()[0].body_str().contains("\"stream\":true"), stream);
-    assert_eq!(server.chats().iter().all(|c| c.body_str().contains("\"grammar\"")), constrain == "grammar");
+    let asked: Vec<Seen> = server.seen().into_iter().filter(|s| s.method == "POST").collect();
+    assert_eq!(asked.len(), WARM_UP + MEASURED, "one request per cycle");
+    assert!(asked.iter().all(|s| s.path == path));
+    assert_eq!(asked[0].body_str().contains("\"stream\":true"), stream);
+    assert_eq!(asked.iter().all(|c| c.body_str().contains("\"grammar\"")), constrain == "grammar");
+    assert_eq!(asked[0].body_str().contains("\"prompt\":"), !path.ends_with("/chat/completions"));
     assert!(actions >= MEASURED / 4);
     assert!(
         allocating.is_empty(),

@@ -71,6 +71,25 @@ fn shipped_data_passes_without_network() {
 }
 
 #[test]
+fn a_text_completion_endpoint_is_named_and_its_model_list_found_beside_it() {
+    let server = Server::always(json_ok(&models(&["qwen/qwen3-8b"])));
+    let d = shipped_dir(&server.url("/v1/completions"));
+    let (res, out) = check(&d.0, &[]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(
+        line(&out, "config.json")
+            .ends_with("; a text-completion endpoint: the prompt goes as one document, with no chat template"),
+        "{out}"
+    );
+    assert!(line(&out, "endpoint").contains("listed (1 models at /v1/models)"), "{out}");
+    // Ollama's /api/generate is the native API whatever the provider says.
+    let d = shipped_dir("http://127.0.0.1:11434/api/generate");
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "config.json").starts_with("ok   config.json: provider ollama, "), "{out}");
+}
+
+#[test]
 fn the_endpoint_lists_the_model_or_not() {
     let server = Server::always(json_ok(&models(&["qwen/qwen3-8b", "other"])));
     let d = shipped_dir(&server.url("/v1/chat/completions"));

@@ -25,7 +25,7 @@ use crate::agent::config::{self, Config};
 use crate::agent::segments;
 use crate::error::{Code, Result};
 use crate::limits::{CHECK_CONNECT_TIMEOUT_MS, CHECK_READ_TIMEOUT_MS, CONFIG_FILE_MAX_BYTES, WORKING_TEXT_MAX_BYTES};
-use crate::llm::{Client, ModelState, ProviderKind};
+use crate::llm::{Api, Client, ModelState, ProviderKind};
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -159,14 +159,19 @@ fn check_config(data: &Path, r: &mut Report<'_>) -> Result<Option<Config>> {
             r.fail("config.json", Worst::Config, format_args!("{}", p))?;
         }
     } else {
+        let api = match config.llm.api() {
+            Api::Completion => "; a text-completion endpoint: the prompt goes as one document, with no chat template",
+            Api::Chat => "",
+        };
         r.ok(
             "config.json",
             format_args!(
-                "provider {}, model \"{}\", {} states ({})",
-                config.llm.provider.name(),
+                "provider {}, model \"{}\", {} states ({}){}",
+                config.llm.protocol().name(),
                 config.llm.model,
                 config.agent.states.len(),
-                config.agent.states.join(", ")
+                config.agent.states.join(", "),
+                api
             ),
         )?;
     }

@@ -1,6 +1,6 @@
-//! The LLM client: builds the request for the configured provider, sends it through the HTTP
-//! client (or reads the replay script), and turns the answer into a [`Completion`] or a typed
-//! error.
+//! The LLM client: builds the request for the configured provider and API (chat messages, or
+//! one document for a text-completion endpoint), sends it through the HTTP client (or reads the
+//! replay script), and turns the answer into a [`Completion`] or a typed error.
 //!
 //! Everything is reserved in [`Client::new`]: the request body, the JSON arena the reply is
 //! parsed into, the content and reasoning buffers, and the streaming line and event buffers.
@@ -16,13 +16,13 @@
 
 use super::replay::Replay;
 use super::reply::{apply, server_error, split_think, Accumulator, FinishReason, Outcome, Usage, Wire};
-use super::settings::{ProviderKind, Settings};
+use super::settings::{Api, ProviderKind, Settings};
 use super::stream::StreamSink;
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::grammar::{schema, Constraint};
 use crate::http::{self, Method, Redactor, Request, Scheme, Transport, Url};
-use crate::json::{Document, Kind, Writer};
+use crate::json::{Document, Event, Handler, Kind, Writer};
 use crate::limits::{
     HTTP_MAX_BODY_BYTES, HTTP_MAX_URL_BYTES, LLM_MAX_CONTENT_BYTES, LLM_MAX_EVENT_BYTES, LLM_MAX_JSON_NODES,
     LLM_MAX_REASONING_BYTES, LLM_MAX_REQUEST_BYTES,
@@ -31,7 +31,9 @@ use core::fmt;
 use std::time::{Duration, Instant};
 
 /// What to send: an optional system message and the user message (the agent's prompt), with
-/// the constraint, sampling seed and token cap of this request.
+/// the constraint, sampling seed and token cap of this request. To a text-completion endpoint
+/// ([`Api::Completion`]) the two go as one document: the system text, a blank line, the user
+/// text.
 #[derive(Clone, Copy, Debug)]
 pub struct Prompt<'a> {
     /// The system message, if any.
@@ -107,14 +109,20 @@ pub struct Health {
 
 /// Where requests go.
 struct Endpoints {
-    chat: Url,
+    /// Where the model is asked: the chat or the text-completion URL.
+    ask: Url,
     models: Url,
     health: Url,
 }
 
 /// The LLM client. See the module documentation.
 pub struct Client {
+    /// The protocol spoken ([`Settings::protocol`]).
     provider: ProviderKind,
+    /// Chat or text completion ([`Settings::api`]).
+    api: Api,
+    /// The dialect of the answers.
+    wire: Wire,
     model: String,
     temperature: Option<f64>,
     max_tokens: Option<u32>,
@@ -140,8 +148,9 @@ impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("llm::Client")
             .field("provider", &self.provider)
+            .field("api", &self.api)
             .field("model", &self.model)
-            .field("chat", &self.endpoints.as_ref().map(|e| &e.chat))
+            .field("ask", &self.endpoints.as_ref().map(|e| &e.ask))
             .field("http", &self.http)
             .field("replay", &self.replay)
             .finish()
@@ -150,7 +159,8 @@ impl fmt::Debug for Client {
 
 impl Client {
     /// Checks the settings and reserves every buffer. `CONFIG_INVALID` on a malformed endpoint,
-    /// an `https://` endpoint without the curl transport, an empty model name, an `extra` that
+    /// an `https://` endpoint without the curl transport, an `ollama` endpoint naming a
+    /// text-completion route other than `/api/generate`, an empty model name, an `extra` that
     /// is not a JSON object, an unset API key variable, or a replay script that cannot be
     /// opened.
     pub fn new(settings: &Settings) -> Result<Client> {
@@ -172,7 +182,9 @@ impl Client {
             }
         }
         let mut client = Client {
-            provider: settings.provider,
+            provider: settings.protocol(),
+            api: settings.api(),
+            wire: Wire::OpenAi,
             model: settings.model.clone(),
             temperature: settings.temperature,
             max_tokens: settings.max_tokens,
@@ -210,7 +222,9 @@ impl Client {
                 base
             );
         }
-        client.endpoints = Some(endpoints(&base, settings.provider)?);
+        let (ep, wire) = endpoints(&base, client.provider, client.api)?;
+        client.endpoints = Some(ep);
+        client.wire = wire;
         let mut h = http::HttpClient::new(http::HttpSettings {
             connect_timeout: settings.connect_timeout,
             read_timeout: settings.read_timeout,
@@ -226,9 +240,15 @@ impl Client {
         Ok(client)
     }
 
-    /// The provider in use.
+    /// The protocol in use ([`Settings::protocol`]: `ollama` for an `/api/generate` endpoint
+    /// whatever the configured provider).
     pub fn provider(&self) -> ProviderKind {
         self.provider
+    }
+
+    /// Chat or text completion, as the endpoint's path says ([`Settings::api`]).
+    pub fn api(&self) -> Api {
+        self.api
     }
 
     /// The model name sent with each request.
@@ -236,9 +256,9 @@ impl Client {
         &self.model
     }
 
-    /// The chat URL requests go to (none for replay).
-    pub fn chat_url(&self) -> Option<&Url> {
-        self.endpoints.as_ref().map(|e| &e.chat)
+    /// The URL the model is asked at, chat or text completion (none for replay).
+    pub fn ask_url(&self) -> Option<&Url> {
+        self.endpoints.as_ref().map(|e| &e.ask)
     }
 
     /// The body of the last request sent (for the audit log; it holds the prompt, never the
@@ -302,21 +322,18 @@ impl Client {
         should_stop: &dyn Fn() -> bool,
     ) -> Result<(u16, u32)> {
         self.build_request(prompt)?;
-        let wire = match self.provider {
-            ProviderKind::Ollama => Wire::Ollama,
-            _ => Wire::OpenAi,
-        };
+        let wire = self.wire;
         let (Some(http), Some(ep)) = (self.http.as_mut(), self.endpoints.as_ref()) else {
             bail!(LlmUnavailable, "no HTTP client is set up");
         };
         let accept = match (self.stream, wire) {
             (false, _) => "application/json",
-            (true, Wire::OpenAi) => "text/event-stream",
+            (true, Wire::OpenAi | Wire::LlamaCpp) => "text/event-stream",
             (true, Wire::Ollama) => "application/x-ndjson",
         };
         let req = Request {
             method: Method::Post,
-            url: &ep.chat,
+            url: &ep.ask,
             content_type: Some("application/json"),
             accept,
             body: self.request.as_slice(),
@@ -347,13 +364,13 @@ impl Client {
             if !(200..300).contains(&status) {
                 return Err(server_error(status, resp.body, &mut self.doc, &self.redactor));
             }
-            self.doc.parse(resp.body).map_err(|e| e.context(format_args!("the reply of {}", ep.chat)))?;
+            self.doc.parse(resp.body).map_err(|e| e.context(format_args!("the reply of {}", ep.ask)))?;
             apply(self.doc.root(), wire, status, &mut self.acc, &self.redactor)?;
             Ok((status, attempts))
         }
     }
 
-    /// Writes the request body for the provider into `self.request`.
+    /// Writes the request body for the provider and the API into `self.request`.
     fn build_request(&mut self, prompt: &Prompt<'_>) -> Result<()> {
         self.request.clear();
         let extra = self.extra.as_ref().map(|d| d.root());
@@ -364,31 +381,46 @@ impl Client {
             w.key("model")?;
             w.string(&self.model)?;
         }
-        if !has("messages") {
-            w.key("messages")?;
-            w.begin_array()?;
-            if let Some(system) = prompt.system {
+        match self.api {
+            Api::Chat if !has("messages") => {
+                w.key("messages")?;
+                w.begin_array()?;
+                if let Some(system) = prompt.system {
+                    w.begin_object()?;
+                    w.key("role")?;
+                    w.string("system")?;
+                    w.key("content")?;
+                    w.string(system)?;
+                    w.end_object()?;
+                }
                 w.begin_object()?;
                 w.key("role")?;
-                w.string("system")?;
+                w.string("user")?;
                 w.key("content")?;
-                w.string(system)?;
+                w.string(prompt.user)?;
                 w.end_object()?;
+                w.end_array()?;
             }
-            w.begin_object()?;
-            w.key("role")?;
-            w.string("user")?;
-            w.key("content")?;
-            w.string(prompt.user)?;
-            w.end_object()?;
-            w.end_array()?;
+            Api::Chat => {}
+            Api::Completion => {
+                if !has("prompt") {
+                    w.key("prompt")?;
+                    document(&mut w, prompt)?;
+                }
+                // Ollama applies the model's template unless told the prompt is complete.
+                if self.wire == Wire::Ollama && !has("raw") {
+                    w.key("raw")?;
+                    w.bool(true)?;
+                }
+            }
         }
         if !has("stream") {
             w.key("stream")?;
             w.bool(self.stream)?;
         }
-        match self.provider {
-            ProviderKind::Ollama => {
+        let max_tokens = prompt.max_tokens.or(self.max_tokens);
+        match self.wire {
+            Wire::Ollama => {
                 if !has("options") {
                     w.key("options")?;
                     w.begin_object()?;
@@ -396,7 +428,7 @@ impl Client {
                         w.key("temperature")?;
                         w.f64(t)?;
                     }
-                    if let Some(n) = prompt.max_tokens.or(self.max_tokens) {
+                    if let Some(n) = max_tokens {
                         w.key("num_predict")?;
                         w.u64(u64::from(n))?;
                     }
@@ -419,13 +451,15 @@ impl Client {
                     w.end_object()?;
                 }
             }
-            _ => {
+            Wire::OpenAi | Wire::LlamaCpp => {
                 if let Some(t) = self.temperature.filter(|_| !has("temperature")) {
                     w.key("temperature")?;
                     w.f64(t)?;
                 }
-                if let Some(n) = prompt.max_tokens.or(self.max_tokens).filter(|_| !has("max_tokens")) {
-                    w.key("max_tokens")?;
+                // llama.cpp's native API calls the token cap `n_predict`.
+                let cap = if self.wire == Wire::LlamaCpp { "n_predict" } else { "max_tokens" };
+                if let Some(n) = max_tokens.filter(|_| !has(cap)) {
+                    w.key(cap)?;
                     w.u64(u64::from(n))?;
                 }
                 if let Some(seed) = prompt.seed.filter(|_| !has("seed")) {
@@ -444,22 +478,23 @@ impl Client {
         }
         // The constraint, in each server's field (constrained-decoding.md): a grammar as
         // llama.cpp's and llama-cpp-python's `grammar` and vLLM's `structured_outputs.grammar`
-        // (each server ignores the other's field); a schema as OpenAI's `response_format`
-        // (LM Studio, llama.cpp, vLLM, OpenAI) or Ollama's `format`. A field of the same name
-        // in `llm.extra` wins.
-        match (prompt.constraint, self.provider) {
+        // (each server ignores the other's field); a schema as OpenAI's `response_format` on
+        // chat (LM Studio, llama.cpp, vLLM, OpenAI), as llama.cpp's `json_schema` and vLLM's
+        // `structured_outputs.json` on text completion, or as Ollama's `format`. A field of the
+        // same name in `llm.extra` wins.
+        match (prompt.constraint, self.wire) {
             (None, _) => {}
-            (Some(Constraint::Grammar(g)), ProviderKind::Ollama) => {
+            (Some(Constraint::Grammar(g)), Wire::Ollama) => {
                 // Ollama has no grammar field; the agent never asks for one (see
                 // `agent::constrain`), and a caller that does gets a plain request.
                 let _ = g;
             }
-            (Some(Constraint::Grammar(g)), _) => {
+            (Some(Constraint::Grammar(g)), Wire::OpenAi | Wire::LlamaCpp) => {
                 if !has("grammar") {
                     w.key("grammar")?;
                     w.string(g)?;
                 }
-                if !has("structured_outputs") {
+                if self.wire == Wire::OpenAi && !has("structured_outputs") {
                     w.key("structured_outputs")?;
                     w.begin_object()?;
                     w.key("grammar")?;
@@ -467,13 +502,26 @@ impl Client {
                     w.end_object()?;
                 }
             }
-            (Some(Constraint::JsonSchema(s)), ProviderKind::Ollama) => {
+            (Some(Constraint::JsonSchema(s)), Wire::Ollama) => {
                 if !has("format") {
                     w.key("format")?;
                     w.raw_value(s)?;
                 }
             }
-            (Some(Constraint::JsonSchema(s)), _) => {
+            (Some(Constraint::JsonSchema(s)), Wire::OpenAi | Wire::LlamaCpp) if self.api == Api::Completion => {
+                if !has("json_schema") {
+                    w.key("json_schema")?;
+                    w.raw_value(s)?;
+                }
+                if self.wire == Wire::OpenAi && !has("structured_outputs") {
+                    w.key("structured_outputs")?;
+                    w.begin_object()?;
+                    w.key("json")?;
+                    w.raw_value(s)?;
+                    w.end_object()?;
+                }
+            }
+            (Some(Constraint::JsonSchema(s)), Wire::OpenAi | Wire::LlamaCpp) => {
                 if !has("response_format") {
                     w.key("response_format")?;
                     w.begin_object()?;
@@ -553,13 +601,37 @@ impl Client {
     }
 }
 
+/// The prompt as one document, for a text-completion request: the system text (if any), a
+/// blank line, the user text; written as one JSON string straight from the two parts, with no
+/// chat template and no copy.
+fn document<W: fmt::Write + ?Sized>(w: &mut Writer<'_, W>, prompt: &Prompt<'_>) -> Result<()> {
+    w.event(Event::BeginString)?;
+    if let Some(system) = prompt.system {
+        w.event(Event::Text(system))?;
+        w.event(Event::Text("\n\n"))?;
+    }
+    w.event(Event::Text(prompt.user))?;
+    w.event(Event::EndText)
+}
+
 /// Whether a listed model name is the configured one (Ollama adds `:latest` to bare names).
 fn model_matches(listed: &str, wanted: &str) -> bool {
     listed == wanted || listed.strip_suffix(":latest") == Some(wanted) || wanted.strip_suffix(":latest") == Some(listed)
 }
 
-/// The chat, model-list and health URLs for a provider (see [`Settings::endpoint`]).
-fn endpoints(base: &Url, provider: ProviderKind) -> Result<Endpoints> {
+/// The URLs for a protocol and an API (see [`Settings::endpoint`]), and the dialect of the
+/// answers: the chat or text-completion URL, the model list and the health probe.
+///
+/// | protocol, API | asked at | model list | health |
+/// |---|---|---|---|
+/// | `openai`, chat | `<api>/chat/completions` | `<api>/models` | `<root>/health` |
+/// | `openai`, completion | `<api>/completions` | `<api>/models` | `<root>/health` |
+/// | `openai`, completion at `/completion` (llama.cpp) | `<root>/completion` | `<root>/v1/models` | `<root>/health` |
+/// | `ollama`, chat | `<root>/api/chat` | `<root>/api/tags` | the same |
+/// | `ollama`, completion | `<root>/api/generate` | `<root>/api/tags` | the same |
+///
+/// where `<api>` is the endpoint less its last part and `<root>` is `<api>` less a `/v1`.
+fn endpoints(base: &Url, provider: ProviderKind, api: Api) -> Result<(Endpoints, Wire)> {
     let path = base.path();
     // The query keeps its '?'; without one, all of it is the path.
     let (path, query) = match path.find('?').and_then(|i| path.split_at_checked(i)) {
@@ -569,29 +641,50 @@ fn endpoints(base: &Url, provider: ProviderKind) -> Result<Endpoints> {
     let path = path.trim_end_matches('/');
     let mut p: ArrayString<HTTP_MAX_URL_BYTES> = ArrayString::new();
     let too_long = |_| err!(ConfigInvalid, "endpoint path is longer than {} bytes", HTTP_MAX_URL_BYTES);
-    match provider {
-        ProviderKind::Ollama => {
+    let url = |p: &mut ArrayString<HTTP_MAX_URL_BYTES>, args: fmt::Arguments<'_>| -> Result<Url> {
+        p.clear();
+        p.format(args).map_err(too_long)?;
+        base.with_path(p)
+    };
+    match (provider, api) {
+        (ProviderKind::Ollama, Api::Chat) => {
             let root = path.strip_suffix("/api/chat").or_else(|| path.strip_suffix("/api")).unwrap_or(path);
-            p.format(format_args!("{}/api/chat{}", root, query)).map_err(too_long)?;
-            let chat = base.with_path(&p)?;
-            p.clear();
-            p.format(format_args!("{}/api/tags", root)).map_err(too_long)?;
-            let models = base.with_path(&p)?;
-            Ok(Endpoints { chat, health: models.clone(), models })
+            let ask = url(&mut p, format_args!("{}/api/chat{}", root, query))?;
+            let models = url(&mut p, format_args!("{}/api/tags", root))?;
+            Ok((Endpoints { ask, health: models.clone(), models }, Wire::Ollama))
         }
-        _ => {
-            let api = path.strip_suffix("/chat/completions").unwrap_or(path);
-            p.format(format_args!("{}/chat/completions{}", api, query)).map_err(too_long)?;
-            let chat = base.with_path(&p)?;
-            p.clear();
-            p.format(format_args!("{}/models", api)).map_err(too_long)?;
-            let models = base.with_path(&p)?;
+        (ProviderKind::Ollama, Api::Completion) => {
+            let Some(root) = path.strip_suffix("/api/generate") else {
+                bail!(
+                    ConfigInvalid,
+                    "endpoint {}: the \"ollama\" provider speaks Ollama's native API, whose text completion is \
+                     /api/generate; for an OpenAI-compatible /v1/completions set provider \"openai\"",
+                    base
+                );
+            };
+            let ask = url(&mut p, format_args!("{}/api/generate{}", root, query))?;
+            let models = url(&mut p, format_args!("{}/api/tags", root))?;
+            Ok((Endpoints { ask, health: models.clone(), models }, Wire::Ollama))
+        }
+        (_, Api::Completion) if path.ends_with("/completion") => {
+            // llama.cpp's native API, at the server root beside `/v1`.
+            let root = path.strip_suffix("/completion").unwrap_or(path);
+            let ask = url(&mut p, format_args!("{}/completion{}", root, query))?;
+            let models = url(&mut p, format_args!("{}/v1/models", root))?;
+            let health = url(&mut p, format_args!("{}/health", root))?;
+            Ok((Endpoints { ask, models, health }, Wire::LlamaCpp))
+        }
+        (_, _) => {
+            let (last, api) = match api {
+                Api::Chat => ("/chat/completions", path.strip_suffix("/chat/completions").unwrap_or(path)),
+                Api::Completion => ("/completions", path.strip_suffix("/completions").unwrap_or(path)),
+            };
+            let ask = url(&mut p, format_args!("{}{}{}", api, last, query))?;
+            let models = url(&mut p, format_args!("{}/models", api))?;
             // llama.cpp serves `/health` at the server root, beside `/v1`.
             let root = api.strip_suffix("/v1").unwrap_or(api);
-            p.clear();
-            p.format(format_args!("{}/health", root)).map_err(too_long)?;
-            let health = base.with_path(&p)?;
-            Ok(Endpoints { chat, models, health })
+            let health = url(&mut p, format_args!("{}/health", root))?;
+            Ok((Endpoints { ask, models, health }, Wire::OpenAi))
         }
     }
 }
@@ -600,24 +693,64 @@ fn endpoints(base: &Url, provider: ProviderKind) -> Result<Endpoints> {
 mod tests {
     use super::*;
 
+    /// (ask, models, health) paths and the dialect for an endpoint.
+    fn paths(endpoint: &str, provider: ProviderKind) -> (String, String, String, Wire) {
+        let s = Settings { endpoint: endpoint.to_string(), provider, ..Settings::default() };
+        let (e, wire) = endpoints(&Url::parse(endpoint).unwrap(), s.protocol(), s.api()).unwrap();
+        (e.ask.path().to_string(), e.models.path().to_string(), e.health.path().to_string(), wire)
+    }
+
     #[test]
     fn endpoint_paths() {
-        let u = Url::parse("http://127.0.0.1:1234/v1/").unwrap();
-        let e = endpoints(&u, ProviderKind::OpenAi).unwrap();
-        assert_eq!(
-            (e.chat.path(), e.models.path(), e.health.path()),
-            ("/v1/chat/completions", "/v1/models", "/health")
-        );
-        let u = Url::parse("http://h:8080/v1/chat/completions").unwrap();
-        let e = endpoints(&u, ProviderKind::OpenAi).unwrap();
-        assert_eq!((e.chat.path(), e.models.path()), ("/v1/chat/completions", "/v1/models"));
-        let u = Url::parse("http://h:8080").unwrap();
-        let e = endpoints(&u, ProviderKind::OpenAi).unwrap();
-        assert_eq!((e.chat.path(), e.models.path(), e.health.path()), ("/chat/completions", "/models", "/health"));
-        for ep in ["http://h:11434", "http://h:11434/api", "http://h:11434/api/chat"] {
-            let e = endpoints(&Url::parse(ep).unwrap(), ProviderKind::Ollama).unwrap();
-            assert_eq!((e.chat.path(), e.models.path()), ("/api/chat", "/api/tags"));
+        use ProviderKind::{Ollama, OpenAi};
+        let p = |a: &str, m: &str, h: &str, w: Wire| (a.to_string(), m.to_string(), h.to_string(), w);
+        for (endpoint, provider, want) in [
+            ("http://127.0.0.1:1234/v1/", OpenAi, p("/v1/chat/completions", "/v1/models", "/health", Wire::OpenAi)),
+            (
+                "http://h:8080/v1/chat/completions",
+                OpenAi,
+                p("/v1/chat/completions", "/v1/models", "/health", Wire::OpenAi),
+            ),
+            ("http://h:8080", OpenAi, p("/chat/completions", "/models", "/health", Wire::OpenAi)),
+            ("http://h:11434", Ollama, p("/api/chat", "/api/tags", "/api/tags", Wire::Ollama)),
+            ("http://h:11434/api", Ollama, p("/api/chat", "/api/tags", "/api/tags", Wire::Ollama)),
+            ("http://h:11434/api/chat", Ollama, p("/api/chat", "/api/tags", "/api/tags", Wire::Ollama)),
+            // Text completion, chosen by the path alone.
+            ("http://h:8000/v1/completions", OpenAi, p("/v1/completions", "/v1/models", "/health", Wire::OpenAi)),
+            (
+                "http://h:8000/v1/completions/?a=b",
+                OpenAi,
+                p("/v1/completions?a=b", "/v1/models", "/health", Wire::OpenAi),
+            ),
+            ("http://h:8000/x/completions", OpenAi, p("/x/completions", "/x/models", "/x/health", Wire::OpenAi)),
+            ("http://h:8080/completion", OpenAi, p("/completion", "/v1/models", "/health", Wire::LlamaCpp)),
+            (
+                "http://h:8080/llm/completion",
+                OpenAi,
+                p("/llm/completion", "/llm/v1/models", "/llm/health", Wire::LlamaCpp),
+            ),
+            ("http://h:11434/api/generate", Ollama, p("/api/generate", "/api/tags", "/api/tags", Wire::Ollama)),
+            ("http://h:11434/api/generate", OpenAi, p("/api/generate", "/api/tags", "/api/tags", Wire::Ollama)),
+        ] {
+            assert_eq!(paths(endpoint, provider), want, "{endpoint} {provider:?}");
         }
+        // Ollama's native API has no /v1/completions.
+        let s = Settings { endpoint: "http://h:11434/v1/completions".into(), provider: Ollama, ..Settings::default() };
+        let e = endpoints(&Url::parse(&s.endpoint).unwrap(), s.protocol(), s.api()).err().unwrap();
+        assert_eq!(e.code(), crate::error::Code::ConfigInvalid);
+        assert!(e.message().contains("set provider \"openai\""), "{e}");
+    }
+
+    #[test]
+    fn a_completion_prompt_is_one_document() {
+        let mut out = String::new();
+        let mut w = Writer::compact(&mut out);
+        document(&mut w, &Prompt::new(Some("You are \"x\"."), "Line 1\nLine 2")).unwrap();
+        assert_eq!(out, r#""You are \"x\".\n\nLine 1\nLine 2""#);
+        let mut out = String::new();
+        let mut w = Writer::compact(&mut out);
+        document(&mut w, &Prompt::new(None, "Only the user text")).unwrap();
+        assert_eq!(out, r#""Only the user text""#);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The LLM providers (docs/design.md §7): OpenAI-compatible chat completions (the default: LM
 //! Studio, llama.cpp, vLLM, Ollama's `/v1`, OpenAI, OpenRouter), Ollama's native `/api/chat`,
 //! and `replay` (scripted replies from a file); streamed or whole replies; and the health probe.
-//! See `spec/llm-servers.md` for what real servers send.
+//! An endpoint whose path names a text-completion API (`/v1/completions`, llama.cpp's
+//! `/completion`, Ollama's `/api/generate`) gets the prompt as one document instead, for base
+//! models ([`settings::Api`]). See `spec/llm-servers.md` for what real servers send.
 //!
 //! - [`settings`]: the plain settings struct and its defaults.
 //! - [`client`]: the client the agent calls (`complete`, `health`).
@@ -23,4 +25,4 @@ pub mod stream;
 
 pub use client::{Client, Completion, Health, ModelState, Prompt};
 pub use reply::{FinishReason, Outcome, Usage};
-pub use settings::{ProviderKind, Settings};
+pub use settings::{Api, ProviderKind, Settings};

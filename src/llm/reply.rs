@@ -91,10 +91,13 @@ pub enum Outcome {
 /// The dialect of a reply body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wire {
-    /// OpenAI chat completions (whole, or SSE deltas).
+    /// OpenAI chat completions and text completions (`choices[0].text`), whole or SSE deltas.
     OpenAi,
-    /// Ollama native `/api/chat` (whole, or NDJSON lines).
+    /// Ollama native `/api/chat` and `/api/generate` (`response`), whole or NDJSON lines.
     Ollama,
+    /// llama.cpp's native `/completion`: `content`, `stop`, `stop_type`, `tokens_evaluated`,
+    /// `tokens_predicted`, `timings` (whole, or SSE pieces of the same shape).
+    LlamaCpp,
 }
 
 /// The reply being put together.
@@ -246,6 +249,10 @@ pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumula
             if let Some(msg) = root.get("message") {
                 read_text(msg.get("content"), acc)?;
                 read_reasoning(msg, acc);
+            } else if root.get("response").is_some() {
+                // `/api/generate`: the text and the thinking at the top level.
+                read_text(root.get("response"), acc)?;
+                read_reasoning(root, acc);
             }
             let done = root.get("done").and_then(|d| d.as_bool()).unwrap_or(false);
             if let Some(r) = root.get("done_reason").and_then(|r| r.as_str()) {
@@ -262,6 +269,38 @@ pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumula
                     completion_tokens: c,
                     total_tokens: p.saturating_add(c),
                     cached_tokens: None,
+                });
+            }
+            Ok(done)
+        }
+        Wire::LlamaCpp => {
+            read_text(root.get("content"), acc)?;
+            let done = root.get("stop").and_then(|d| d.as_bool()).unwrap_or(false);
+            let flag = |k: &str| root.get(k).and_then(|v| v.as_bool()) == Some(true);
+            // `stop_type` since 2024 (`none` while streaming); the `stopped_*` flags before.
+            acc.finish = match root.get("stop_type").and_then(|t| t.as_str()) {
+                Some("eos" | "word") => FinishReason::Stop,
+                Some("limit") => FinishReason::Length,
+                Some("none") | None if !done => acc.finish,
+                Some(_) => FinishReason::Other,
+                None if flag("stopped_limit") => FinishReason::Length,
+                None if flag("stopped_eos") || flag("stopped_word") => FinishReason::Stop,
+                None => FinishReason::Other,
+            };
+            // `tokens_evaluated` counts the whole prompt, `timings.cache_n` the part taken from
+            // the prompt cache (`timings.prompt_n` the rest).
+            let n = |k: &str| root.path(k).and_then(|x| x.as_u64());
+            let cached = n("timings.cache_n");
+            let prompt =
+                n("tokens_evaluated").or_else(|| Some(n("timings.prompt_n")?.saturating_add(cached.unwrap_or(0))));
+            let predicted = n("tokens_predicted").or_else(|| n("timings.predicted_n"));
+            if done && (prompt.is_some() || predicted.is_some()) {
+                let (p, c) = (prompt.unwrap_or(0), predicted.unwrap_or(0));
+                acc.usage = Some(Usage {
+                    prompt_tokens: p,
+                    completion_tokens: c,
+                    total_tokens: p.saturating_add(c),
+                    cached_tokens: cached,
                 });
             }
             Ok(done)

@@ -41,6 +41,40 @@ impl ProviderKind {
     }
 }
 
+/// Which kind of request the endpoint takes, named by the endpoint's path (see [`Settings::api`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Api {
+    /// A chat request: the prompt as a system and a user message, which the server wraps in the
+    /// model's chat template. The default.
+    #[default]
+    Chat,
+    /// A text-completion request: the prompt as one document, continued as it is, with no chat
+    /// template (base models, and small models that follow a template poorly). The
+    /// OpenAI-compatible `/v1/completions` (llama-cpp-python, vLLM, llama.cpp, Ollama's `/v1`),
+    /// llama.cpp's native `/completion`, or Ollama's native `/api/generate` (sent `raw`).
+    Completion,
+}
+
+impl Api {
+    /// The name shown in messages: `"chat"` or `"completion"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completion => "completion",
+        }
+    }
+}
+
+/// The path of an endpoint URL, without its query, its fragment or trailing `/`s (empty when
+/// there is none). Only compared against suffixes: the URL itself is checked by the client.
+fn endpoint_path(endpoint: &str) -> &str {
+    let end = endpoint.find(['?', '#']).unwrap_or(endpoint.len());
+    let url = endpoint.get(..end).unwrap_or(endpoint).trim();
+    let after_scheme = url.find("://").and_then(|i| url.get(i + 3..)).unwrap_or(url);
+    let path = after_scheme.find('/').and_then(|i| after_scheme.get(i..)).unwrap_or("");
+    path.trim_end_matches('/')
+}
+
 /// The LLM client's settings. See each field for its default.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -51,6 +85,11 @@ pub struct Settings {
     /// ends in `/chat/completions` is used as it is. For `ollama`: the server root
     /// (`http://127.0.0.1:11434`), to which `/api/chat` and `/api/tags` are added (a trailing
     /// `/api` or `/api/chat` is accepted). Unused by `replay`.
+    ///
+    /// Its path also picks the [`Api`] ([`Settings::api`]): a URL ending in `/completions`
+    /// (not `/chat/completions`), `/completion` or `/api/generate` asks for text completions,
+    /// and `/api/generate` is Ollama's native API whatever `provider` says
+    /// ([`Settings::protocol`]).
     pub endpoint: String,
     /// Model name sent with each request. Default `"local-model"` (LM Studio and llama.cpp
     /// answer with whatever model is loaded; Ollama and vLLM need the real name).
@@ -96,6 +135,38 @@ pub struct Settings {
     pub thinks: bool,
 }
 
+impl Settings {
+    /// The kind of request the endpoint takes, from its path: [`Api::Completion`] when it ends
+    /// in `/completions` (OpenAI-compatible `/v1/completions`; `/chat/completions` is chat),
+    /// `/completion` (llama.cpp's native API) or `/api/generate` (Ollama's); [`Api::Chat`]
+    /// otherwise, and always for `replay`. So a user switches to text completions by changing
+    /// the endpoint alone.
+    pub fn api(&self) -> Api {
+        if self.provider == ProviderKind::Replay {
+            return Api::Chat;
+        }
+        let path = endpoint_path(&self.endpoint);
+        let completion = (path.ends_with("/completions") && !path.ends_with("/chat/completions"))
+            || path.ends_with("/completion")
+            || path.ends_with("/api/generate");
+        if completion {
+            Api::Completion
+        } else {
+            Api::Chat
+        }
+    }
+
+    /// The wire protocol the client speaks: [`Settings::provider`], except that an endpoint
+    /// ending in `/api/generate` is Ollama's native API (so `ollama`) whatever `provider` says.
+    pub fn protocol(&self) -> ProviderKind {
+        if self.provider == ProviderKind::OpenAi && endpoint_path(&self.endpoint).ends_with("/api/generate") {
+            ProviderKind::Ollama
+        } else {
+            self.provider
+        }
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -117,5 +188,40 @@ impl Default for Settings {
             constrain: crate::grammar::Mode::Auto,
             thinks: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(endpoint: &str, provider: ProviderKind) -> Settings {
+        Settings { endpoint: endpoint.to_string(), provider, ..Settings::default() }
+    }
+
+    #[test]
+    fn the_endpoint_path_picks_the_api_and_the_protocol() {
+        use ProviderKind::{Ollama, OpenAi, Replay};
+        for (endpoint, provider, api, protocol) in [
+            ("http://127.0.0.1:1234/v1", OpenAi, Api::Chat, OpenAi),
+            ("http://h:8080/v1/chat/completions", OpenAi, Api::Chat, OpenAi),
+            ("http://h:8080/v1/chat/completions/", OpenAi, Api::Chat, OpenAi),
+            ("http://h:8000/v1/completions", OpenAi, Api::Completion, OpenAi),
+            ("http://h:8000/v1/completions/?x=1", OpenAi, Api::Completion, OpenAi),
+            ("http://h:8000/completions", OpenAi, Api::Completion, OpenAi),
+            ("http://h:8080/completion", OpenAi, Api::Completion, OpenAi),
+            ("http://h:8080/completion#top", OpenAi, Api::Completion, OpenAi),
+            ("http://h:11434/api/generate", OpenAi, Api::Completion, Ollama),
+            ("http://h:11434/api/generate", Ollama, Api::Completion, Ollama),
+            ("http://h:11434", Ollama, Api::Chat, Ollama),
+            ("http://h:11434/api/chat", Ollama, Api::Chat, Ollama),
+            ("http://completion", OpenAi, Api::Chat, OpenAi),
+            ("http://h/v1/completions?model=chat/completions", OpenAi, Api::Completion, OpenAi),
+            ("http://h/v1/completions", Replay, Api::Chat, Replay),
+        ] {
+            let s = at(endpoint, provider);
+            assert_eq!((s.api(), s.protocol()), (api, protocol), "{endpoint} {provider:?}");
+        }
+        assert_eq!((Api::Chat.name(), Api::Completion.name()), ("chat", "completion"));
     }
 }

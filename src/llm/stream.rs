@@ -1,12 +1,13 @@
-//! Streamed replies, decoded as they arrive: Server-Sent Events (OpenAI-compatible servers) and
-//! newline-delimited JSON (Ollama native).
+//! Streamed replies, decoded as they arrive: Server-Sent Events (OpenAI-compatible servers, and
+//! llama.cpp's native `/completion`) and newline-delimited JSON (Ollama native).
 //!
 //! SSE (WHATWG HTML §9.2): lines end in LF, CR LF or CR; `data:` lines (one optional space
 //! after the colon) accumulate an event, an empty line dispatches it, lines starting with `:`
 //! are comments (llama.cpp and sse-starlette send them as keep-alive pings while a long prompt
 //! is processed) and other fields (`event:`, `id:`, `retry:`) are ignored. `data: [DONE]` ends
-//! the stream. Events and transport chunks are independent: an event may straddle chunks, and
-//! one chunk may hold several events, so bytes are gathered into a fixed line buffer first.
+//! the stream (llama.cpp's `/completion` sends none: its last event says `"stop": true`).
+//! Events and transport chunks are independent: an event may straddle chunks, and one chunk may
+//! hold several events, so bytes are gathered into a fixed line buffer first.
 //! The first delta may carry `"content": null`; the last may carry only `usage`.
 //!
 //! NDJSON: one JSON object per line; `done: true` ends it; a mid-stream failure is a final
@@ -92,7 +93,7 @@ impl StreamSink<'_> {
             return Ok(());
         }
         match self.wire {
-            Wire::OpenAi => self.sse_line(),
+            Wire::OpenAi | Wire::LlamaCpp => self.sse_line(),
             Wire::Ollama => {
                 let r = if self.line.as_slice().trim_ascii().is_empty() { Ok(()) } else { self.dispatch_line() };
                 self.line.clear();
@@ -132,9 +133,9 @@ impl StreamSink<'_> {
         } else {
             let before = self.acc.pieces;
             self.doc.parse(self.data.as_slice()).map_err(|e| e.context(format_args!("a streamed event")))?;
-            apply(self.doc.root(), self.wire, 200, self.acc, self.redactor)
-                .map(|_| ())
-                .and_then(|_| self.after_piece(before))
+            let last = apply(self.doc.root(), self.wire, 200, self.acc, self.redactor)?;
+            self.done |= last;
+            self.after_piece(before)
         };
         self.data.clear();
         r
@@ -165,7 +166,7 @@ impl StreamSink<'_> {
         if !self.line.is_empty() {
             self.end_line()?;
         }
-        if self.wire == Wire::OpenAi && !self.done {
+        if self.wire != Wire::Ollama && !self.done {
             self.dispatch_data()?;
         }
         Ok(())
@@ -253,9 +254,20 @@ mod tests {
         }
 
         #[test]
+        fn llama_cpp_completion_stream_ends_at_stop(cuts in proptest::collection::vec(0usize..400, 0..8)) {
+            // No `[DONE]`: the piece that says `"stop": true` is the last one read.
+            let s = "data: {\"content\":\"a\",\"stop\":false}\n\n\
+                data: {\"content\":\"\u{e9}\",\"stop\":true,\"stop_type\":\"limit\",\"tokens_evaluated\":3}\n\n\
+                data: {\"content\":\"after the end\",\"stop\":false}\n\n";
+            let got = run(Wire::LlamaCpp, s.as_bytes(), &cuts).unwrap();
+            prop_assert_eq!(got, ("a\u{e9}".to_string(), String::new(), 2));
+        }
+
+        #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300), cuts in proptest::collection::vec(0usize..300, 0..4)) {
             let _ = run(Wire::OpenAi, &bytes, &cuts);
             let _ = run(Wire::Ollama, &bytes, &cuts);
+            let _ = run(Wire::LlamaCpp, &bytes, &cuts);
         }
     }
 }
