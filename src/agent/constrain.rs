@@ -124,7 +124,7 @@ impl Constrainer {
     /// A constrainer for `settings`, with its buffers reserved. `seed_base` makes the seeds of
     /// one run differ from another's (the run id's hash, say).
     pub fn new(settings: &llm::Settings, seed_base: u64) -> Constrainer {
-        let active = match (settings.provider, settings.constrain) {
+        let active = match (settings.protocol(), settings.constrain) {
             (ProviderKind::Replay, _) => Mode::Off,
             // Ollama has no grammar field: the schema is its best.
             (ProviderKind::Ollama, Mode::Grammar) => Mode::JsonSchema,
