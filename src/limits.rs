@@ -386,6 +386,13 @@ pub const GRAMMAR_THINK_MAX_CHARS: u32 = 1500;
 /// by the grammar (the grammar cannot write them either).
 pub const GRAMMAR_NAME_MAX_CHARS: u32 = 24;
 
+/// Longest definition a product ask allows (one sentence), in characters.
+pub const GRAMMAR_ENTRY_MAX_CHARS: u32 = 240;
+
+/// Most names a product ask for the next names allows (small models name a few well, and
+/// drift after that).
+pub const GRAMMAR_PLAN_MAX_NAMES: u32 = 4;
+
 /// llama.cpp refuses a grammar whose nested bounded repetitions multiply to this or more
 /// (`MAX_REPETITION_THRESHOLD`); every bound the generator writes stays below it.
 pub const GRAMMAR_MAX_REPETITION: u32 = 2000;

@@ -29,7 +29,7 @@
 use super::product::Product;
 use crate::error::{Code, Result};
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
-use crate::grammar::{self, Bounds, Constraint, KeyList, Language, Mode, ProductSave};
+use crate::grammar::{self, Bounds, Constraint, KeyList, Language, Mode, ProductAsk, ProductSave};
 use crate::limits::{
     GRAMMAR_KEYS_PER_LIST, GRAMMAR_MAX_BYTES, GRAMMAR_THINK_MAX_CHARS, KEY_MAX_BYTES, PRODUCT_TAKEN_MAX, TAG_MAX_BYTES,
 };
@@ -254,7 +254,13 @@ impl Constrainer {
             managed,
             recent: recent.as_slice(),
             in_working: &WorkingKeys(working),
-            product: product.map(|(_, key)| ProductSave { tags: key.as_str(), taken: taken.as_slice() }),
+            // The asks that leave the model only what it is asked are grammar-only: a schema
+            // cannot hold a literal name or a plan's prefix as tightly.
+            product: product.map(|(p, key)| ProductSave {
+                tags: key.as_str(),
+                taken: taken.as_slice(),
+                ask: if mode == Mode::Grammar { p.ask() } else { ProductAsk::Entry },
+            }),
         };
         match mode {
             Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text)?,

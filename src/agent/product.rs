@@ -25,6 +25,7 @@
 
 use crate::error::Result;
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
+use crate::grammar::ProductAsk;
 use crate::limits::{
     GRAMMAR_NAME_MAX_CHARS, PRODUCT_ENTRY_MAX_BYTES, PRODUCT_TAGS_MAX, PRODUCT_TAKEN_MAX, PRODUCT_TAKEN_MAX_CHARS,
     PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES, TAG_MAX_BYTES,
@@ -40,6 +41,9 @@ pub const TASK_KEY: &str = "task";
 
 /// Most of the task's content words kept (for the taken names).
 const TASK_WORDS_MAX: usize = 16;
+
+/// Most words of the task kept to recognise a name copied from it.
+const TASK_ALL_WORDS_MAX: usize = 48;
 
 /// Longest title of the product, in bytes (cut at a character boundary).
 const TITLE_MAX_BYTES: usize = 80;
@@ -66,6 +70,7 @@ const NOT_NAMES: &[&str] = &[
     "answer",
     "definition",
     "example",
+    "examples",
     "here",
     "i",
     "including",
@@ -91,6 +96,52 @@ const NOT_NAMES: &[&str] = &[
     "yes",
     "you",
     "your",
+];
+
+/// The working-memory key of the plan: the names of the next entries, as the model named them
+/// (`Terms for the glossary of cooking terms: roux, fondue`).
+pub const PLAN_KEY: &str = "plan";
+
+/// What a plan's value starts with (see [`Product::ask`]).
+const PLAN_PREFIX: &str = "Examples: ";
+
+/// Most names the plan keeps (small models name the first few best).
+pub const PLAN_NAMES_MAX: usize = 3;
+
+/// Most words in a name the plan keeps.
+const NAME_WORDS_MAX: usize = 3;
+
+/// Most letters in one word of a name the plan keeps (longer ones are a small model's run-on
+/// letters more often than words).
+const NAME_WORD_MAX_LETTERS: usize = 14;
+
+/// Words of a task's title that say what kind of product it is, not what it is about.
+const FORM_WORDS: &[&str] = &[
+    "a",
+    "an",
+    "and",
+    "atlas",
+    "catalog",
+    "catalogue",
+    "collection",
+    "dictionary",
+    "directory",
+    "encyclopedia",
+    "for",
+    "glossary",
+    "guide",
+    "index",
+    "inventory",
+    "list",
+    "of",
+    "overview",
+    "register",
+    "series",
+    "set",
+    "summary",
+    "table",
+    "the",
+    "with",
 ];
 
 /// Most names of the newest entries the ask names.
@@ -129,6 +180,19 @@ pub struct Product {
     shown: usize,
     /// The names (heads) of the newest of them, newest last, for the ask.
     names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, ASK_NAMES_MAX>,
+    /// The unit in the plural ("terms").
+    units: Word,
+    /// What the plan's value starts with: `Examples: ` and the names of the newest entries the
+    /// view showed (`Examples: Braise, Sear, `), so that the model continues a list of the
+    /// product's own names, which small models do well.
+    prefix: ArrayString<{ (ASK_NAMES_MAX + 1) * TITLE_MAX_BYTES }>,
+    /// The plan's next free name, as written.
+    next: ArrayString<TITLE_MAX_BYTES>,
+    /// Every word of the task, lowercased (a name that starts with one is copied from it).
+    all_words: ArrayVec<Word, TASK_ALL_WORDS_MAX>,
+    /// What the product is about: the title less the words of its form and its unit
+    /// ("cooking" of "glossary of cooking terms").
+    domain: ArrayString<TITLE_MAX_BYTES>,
 }
 
 impl Default for Product {
@@ -152,6 +216,11 @@ impl Product {
             seen: ArrayVec::new(),
             shown: 0,
             names: ArrayVec::new(),
+            units: Word::new(),
+            prefix: ArrayString::new(),
+            next: ArrayString::new(),
+            all_words: ArrayVec::new(),
+            domain: ArrayString::new(),
         }
     }
 
@@ -193,14 +262,9 @@ impl Product {
         self.newest.clear();
         self.taken.clear();
         let Some(key) = self.key else { return };
-        // The task's words and the words that are no names first: they must always be there.
+        // The task's words first: they must always be there.
         for w in self.words.iter() {
             let _ = self.taken.push(*w);
-        }
-        for w in NOT_NAMES {
-            if let Ok(w) = Word::try_from_str(w) {
-                let _ = self.taken.push(w);
-            }
         }
         let q = Query { required: Some(key), max_results: PRODUCT_TAKEN_MAX, ..Query::default() };
         if let Some(store) = store {
@@ -221,6 +285,108 @@ impl Product {
         }
         self.taken.as_mut_slice().sort_unstable();
         dedup(&mut self.taken);
+        // The next name of the plan that is still free, if any.
+        self.next.clear();
+        let plan = normalize(PLAN_KEY).ok().and_then(|k| working.get(&k)).unwrap_or("");
+        for name in plan_names(plan) {
+            if self.is_free(name) {
+                // Written as an entry's head: its first letter capitalised.
+                let mut chars = name.chars();
+                if let Some(c) = chars.next() {
+                    let _ = self.next.push(c.to_ascii_uppercase());
+                    let _ = self.next.push_str(chars.as_str());
+                }
+                break;
+            }
+        }
+    }
+
+    /// Whether `name` (as written) can name a new entry: it names no entry of the product and
+    /// no word of the task, it looks like a name (1 to [`NAME_WORDS_MAX`] words of 3 to
+    /// [`NAME_WORD_MAX_LETTERS`] letters or `-`, with a vowel), and it does not start with a
+    /// word that names nothing ([`NOT_NAMES`], "Including ...") or a word of the task ("save one
+    /// term", copied from the task).
+    fn is_free(&self, name: &str) -> bool {
+        let mut tag = Word::new();
+        if !slug(name, &mut tag) || self.taken.as_slice().binary_search(&tag).is_ok() {
+            return false;
+        }
+        let words = || name.split(' ').filter(|w| !w.is_empty());
+        let shaped = |w: &str| {
+            (2..=NAME_WORD_MAX_LETTERS).contains(&w.len())
+                && w.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
+                && w.bytes().any(|b| b"aeiouyAEIOUY".contains(&b))
+        };
+        let first = words().next().unwrap_or("");
+        let first_lower = |list: &[&str]| list.iter().any(|w| w.eq_ignore_ascii_case(first));
+        name.trim().len() >= 3
+            && words().count() <= NAME_WORDS_MAX
+            && words().all(shaped)
+            && !first_lower(NOT_NAMES)
+            && !self.all_words.iter().any(|w| w.eq_ignore_ascii_case(first))
+    }
+
+    /// What to ask a model whose reply a grammar writes (see the module documentation): the
+    /// entry for the plan's next free name, else names for the plan.
+    pub fn ask(&self) -> ProductAsk<'_> {
+        if !self.next.is_empty() {
+            ProductAsk::Define(self.next.as_str())
+        } else {
+            ProductAsk::Names { key: PLAN_KEY, prefix: self.prefix.as_str() }
+        }
+    }
+
+    /// Writes the question of `ask` as the prompt's last line.
+    pub fn write_question(&self, ask: ProductAsk<'_>, out: &mut FixedBuf) -> Result<()> {
+        match ask {
+            ProductAsk::Define(name) => {
+                out.format(format_args!("In the {}, what is {}? Answer in one sentence.\n", self.title, name))
+            }
+            // Asked in the task's words but not as the task says them (a small model copies the
+            // task's text when the question repeats it).
+            ProductAsk::Names { .. } => out.format(format_args!(
+                "Give examples of {}{}{}.\n",
+                self.domain,
+                if self.domain.is_empty() { "" } else { " " },
+                self.units.as_str()
+            )),
+            ProductAsk::Entry => self.write_ask(out),
+        }
+    }
+
+    /// Keeps the plan in `working` to what is still to do, after a cycle: the names that are
+    /// still free, without `done` (the name just asked for, whatever came of it), at most
+    /// [`PLAN_NAMES_MAX`]; no plan when none is left. `scratch` holds the new text.
+    pub fn settle_plan(&self, working: &mut WorkingSet, done: &str, scratch: &mut FixedBuf, now: u64) -> Result<()> {
+        let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
+        let Some(plan) = working.get(&key) else { return Ok(()) };
+        scratch.clear();
+        let head = plan.rfind(": ").and_then(|i| plan.get(..i + 2)).unwrap_or("");
+        scratch.push_str(head)?;
+        let mut kept = 0;
+        let mut seen: ArrayVec<Word, PLAN_NAMES_MAX> = ArrayVec::new();
+        for name in plan_names(plan) {
+            let mut tag = Word::new();
+            if kept == PLAN_NAMES_MAX || name.eq_ignore_ascii_case(done) || !self.is_free(name) {
+                continue;
+            }
+            if !slug(name, &mut tag) || seen.iter().any(|s| *s == tag) {
+                continue;
+            }
+            let _ = seen.push(tag);
+            scratch.push_str(if kept == 0 { "" } else { ", " })?;
+            scratch.push_str(name)?;
+            kept += 1;
+        }
+        if kept == 0 {
+            working.remove(&key);
+            return Ok(());
+        }
+        let text = scratch.text()?;
+        if text != plan {
+            working.add(&key, text, now)?;
+        }
+        Ok(())
     }
 
     /// Derives the tags, the unit and the content words from the task text.
@@ -228,7 +394,10 @@ impl Product {
         self.tags.clear();
         self.words.clear();
         self.unit.clear();
+        self.units.clear();
         self.title.clear();
+        self.all_words.clear();
+        self.domain.clear();
         self.key = None;
         let mut after_marker = false;
         for word in words(task) {
@@ -237,6 +406,9 @@ impl Product {
                 let _ = w.push(b.to_ascii_lowercase() as char);
             }
             let lower = w.as_str();
+            if !self.all_words.is_full() && !self.all_words.iter().any(|x| x.as_str() == lower) {
+                let _ = self.all_words.push(w);
+            }
             if UNIT_MARKERS.contains(&lower) {
                 after_marker = self.unit.is_empty();
             }
@@ -271,6 +443,27 @@ impl Product {
         if !self.tags.is_empty() {
             self.key = Key::from_tags(self.tags.iter().map(|t| t.as_str())).ok();
         }
+        let unit = if self.unit.is_empty() { "item" } else { self.unit.as_str() };
+        let _ = self.units.push_str(unit);
+        if !unit.ends_with('s') {
+            let _ = self.units.push('s');
+        }
+        // The plan's value starts "Examples: ": a prefix that stands in the task (its title
+        // and a colon) made a small model copy the rest of the task as names.
+        self.prefix.clear();
+        let _ = self.prefix.push_str(PLAN_PREFIX);
+        for word in self.title.as_str().split(' ') {
+            let lower = |list: &[&str]| list.iter().any(|f| f.eq_ignore_ascii_case(word));
+            if word.is_empty()
+                || lower(FORM_WORDS)
+                || word.eq_ignore_ascii_case(unit)
+                || word.eq_ignore_ascii_case(self.units.as_str())
+            {
+                continue;
+            }
+            let _ = self.domain.push_str(if self.domain.is_empty() { "" } else { " " });
+            let _ = self.domain.push_str(word);
+        }
     }
 
     /// Writes the view into `out`: `<product>`, the newest entries' values (oldest of them
@@ -302,12 +495,14 @@ impl Product {
             let _ = ids.push(id);
         }
         out.push_str("<product>\n")?;
+        self.prefix.clear();
+        let _ = self.prefix.push_str(PLAN_PREFIX);
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
             let text = line(v);
             out.push_str(text)?;
             out.push_str("\n")?;
-            let _ = self.seen.push((normal_hash(head(v)), normal_hash(v)));
+            let _ = self.seen.push((normal_hash(head(v)), normal_hash(body(v))));
             self.shown += 1;
             let name = crate::bytes::str_prefix(head(v).trim(), TITLE_MAX_BYTES);
             if !name.is_empty() && name.len() < v.len() {
@@ -316,6 +511,10 @@ impl Product {
                 }
                 let _ = self.names.push(ArrayString::try_from_str(name).unwrap_or_default());
             }
+        }
+        for name in self.names.iter() {
+            // The prefix has room for every name the view keeps.
+            let _ = self.prefix.format(format_args!("{}, ", name));
         }
         out.push_str("</product>\n")
     }
@@ -356,21 +555,11 @@ impl Product {
         let Some(pkey) = self.key.as_ref().filter(|k| *k == key) else { return Ok(None) };
         let (head, sep, _) = split_entry(value);
         let mut name = Word::new();
-        let mut gap = false;
-        for c in head.trim().chars() {
-            if c.is_ascii_alphanumeric() {
-                if gap && !name.is_empty() {
-                    let _ = name.push('_');
-                }
-                gap = false;
-                if name.push(c.to_ascii_lowercase()).is_err() {
-                    return Err("the name before ':' is too long; name the entry in a few words");
-                }
-            } else {
-                gap = true;
-            }
+        let named = slug(head, &mut name);
+        if head.len() > TAG_MAX_BYTES && !named {
+            return Err("the name before ':' is too long; name the entry in a few words");
         }
-        if !sep || !name.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) {
+        if !sep || !named {
             return Err("write the entry as its name, a colon, then one sentence");
         }
         if self.words.iter().any(|w| *w == name) {
@@ -390,9 +579,9 @@ impl Product {
                 return Some("its name is a word of the task itself; name one thing the task is about");
             }
         }
-        let (h, v) = (normal_hash(head(value)), normal_hash(value));
-        if self.seen.iter().any(|&(sh, sv)| sv == v || (sh == h && head(value).len() < value.len())) {
-            return Some("<product> already has this entry; write a new one");
+        let (h, b) = (normal_hash(head(value)), normal_hash(body(value)));
+        if self.seen.iter().any(|&(sh, sb)| sb == b || (sh == h && head(value).len() < value.len())) {
+            return Some("<product> already says this; write something new");
         }
         None
     }
@@ -412,9 +601,49 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty() && w.len() <= TAG_MAX_BYTES)
 }
 
+/// The names of a plan's value: the comma-separated list after its last `": "` (or all of it),
+/// trimmed, empty ones left out.
+fn plan_names(plan: &str) -> impl Iterator<Item = &str> {
+    let list = match plan.rfind(": ") {
+        Some(i) => plan.get(i + 2..).unwrap_or(""),
+        None => plan,
+    };
+    list.split(',').map(str::trim).filter(|n| !n.is_empty())
+}
+
+/// The tag of a name as the agent files it: ASCII letters and digits lowercased, every run of
+/// other characters one `_`, none at either end. False when it does not start with a letter or
+/// does not fit a tag.
+fn slug(name: &str, out: &mut Word) -> bool {
+    out.clear();
+    let mut gap = false;
+    for c in name.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            if gap && !out.is_empty() && out.push('_').is_err() {
+                return false;
+            }
+            gap = false;
+            if out.push(c.to_ascii_lowercase()).is_err() {
+                return false;
+            }
+        } else {
+            gap = true;
+        }
+    }
+    out.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+}
+
 /// The head of a value: the text before its first `:` (all of it when there is none).
 fn head(value: &str) -> &str {
     split_entry(value).0
+}
+
+/// The body of a value: the text after its first `:` (all of it when there is none).
+fn body(value: &str) -> &str {
+    match split_entry(value) {
+        (_, true, rest) => rest,
+        (all, false, _) => all,
+    }
 }
 
 /// A value split at its first `:`: the head, whether there was one, the rest.
@@ -506,12 +735,14 @@ mod tests {
     #[test]
     fn repeats_are_found_by_name_head_and_value() {
         let mut p = product_for("A glossary of cooking terms, one term per entry.");
-        let _ = p.seen.push((normal_hash("braise"), normal_hash("braise: to cook slowly")));
+        let _ = p.seen.push((normal_hash("braise"), normal_hash(" to cook slowly")));
         let key = |s: &str| normalize(s).unwrap();
         assert!(p.repeats(&key("cooking,glossary,terms"), "terms: making food").is_some());
         assert!(p.file(&key("cooking,glossary"), "Cooking: making food").is_err());
         assert!(p.repeats(&key("cooking,glossary,braising"), "Braise : something else").is_some());
         assert!(p.repeats(&key("cooking,glossary,other"), "BRAISE: to cook, slowly!").is_some());
+        // Another name with the same text is a copy too.
+        assert!(p.repeats(&key("cooking,glossary,stew"), "Stew: To cook slowly.").is_some());
         assert!(p.repeats(&key("cooking,glossary,sear"), "sear: to brown the surface").is_none());
         // Not a product key: only the value checks apply.
         assert!(p.repeats(&key("notes"), "sear: to brown").is_none());

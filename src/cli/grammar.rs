@@ -64,13 +64,19 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
     if !cfg.agent.is_state(&state) {
         bail!(Usage, "'{}' is not a configured state (one of: {})", state, cfg.agent.states.join(", "));
     }
-    let store = match open_store_read_only(data)? {
+    let mut store = match open_store_read_only(data)? {
         StoreRead::Open(s) => Some(s),
         _ => None,
     };
     let mut c = Constrainer::new(&cfg.llm, 0);
     let mut product = Product::new();
     product.refresh(&memory.working, store.as_deref());
+    // The view is rendered (and thrown away) for what the ask takes from it: the names a plan
+    // continues from.
+    if let Some(s) = store.as_deref_mut() {
+        let mut view = crate::fixed::FixedBuf::with_capacity("product view", crate::limits::PROMPT_MAX_BYTES);
+        product.render(s, &mut view)?;
+    }
     c.prepare(
         Some(mode),
         cfg.prompts.shape(&state),
@@ -80,7 +86,7 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
         store.as_deref(),
         &PINNED_KEYS,
         &cfg.agent.log_prefixes(),
-        Some(&product),
+        Some(&product).filter(|_| state != crate::states::PAGING),
     )?;
     print!("{}", c.text());
     if mode == Mode::JsonSchema {

@@ -22,10 +22,10 @@
 //! Several actions are written as explicit alternatives, not as a repetition, for the same
 //! reason.
 
-use super::{Language, ProductSave};
+use super::{Language, ProductAsk, ProductSave};
 use crate::error::Result;
 use crate::fixed::{ArrayVec, FixedBuf};
-use crate::limits::{GRAMMAR_NAME_MAX_CHARS, PRODUCT_TAKEN_MAX};
+use crate::limits::{GRAMMAR_ENTRY_MAX_CHARS, GRAMMAR_NAME_MAX_CHARS, GRAMMAR_PLAN_MAX_NAMES, PRODUCT_TAKEN_MAX};
 use crate::reply::ActionKind;
 
 /// Writes the GBNF grammar of `lang` into `out` (cleared first). `CAPACITY_EXCEEDED` if it
@@ -65,6 +65,10 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
             literal(out, s)?;
         }
         out.push_str(" ) \"</next_state>\\n\"\n")?;
+    }
+    let asked = lang.product.filter(|p| p.ask != ProductAsk::Entry && shape.actions.contains(ActionKind::StorageSave));
+    if let Some(p) = asked {
+        return asked_action(out, &p, b.value_chars);
     }
     if !shape.actions.is_empty() {
         // actions ::= action | action action | ... (explicit: no nested bounded repetition).
@@ -131,6 +135,37 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     Ok(())
 }
 
+/// The one action of a product ask (see [`ProductAsk`]): all of it literal but what the model
+/// is asked for, a definition of at most [`GRAMMAR_ENTRY_MAX_CHARS`] that ends with its first
+/// full stop, or two to [`GRAMMAR_PLAN_MAX_NAMES`] names that no taken name is.
+fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> Result<()> {
+    out.push_str("actions ::= \"<action><type>")?;
+    match p.ask {
+        ProductAsk::Define(name) => {
+            out.push_str("storage_save</type><tags>\" ")?;
+            literal(out, p.tags)?;
+            out.push_str(" \"</tags><value>\" ")?;
+            literal(out, name)?;
+            out.push_str(" \": \" sentence \"</value></action>\\n\"\n")?;
+            // One sentence: text up to its first full stop, which ends it.
+            out.format(format_args!(
+                "sentence ::= [A-Za-z\\u00C0-\\U0010FFFF] [^<&\\n\\r.]{{0,{}}} \".\"\n",
+                value_chars.min(GRAMMAR_ENTRY_MAX_CHARS).saturating_sub(2)
+            ))
+        }
+        ProductAsk::Names { key, prefix } => {
+            out.push_str("working_memory_add</type><tags>\" ")?;
+            literal(out, key)?;
+            out.push_str(" \"</tags><value>\" ")?;
+            literal(out, prefix)?;
+            out.push_str(" names \"</value></action>\\n\"\n")?;
+            out.format(format_args!("names ::= name (\", \" name){{1,{}}}\n", GRAMMAR_PLAN_MAX_NAMES - 1))?;
+            name_rules(out, p)
+        }
+        ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),
+    }
+}
+
 /// The rules of a product save (see [`ProductSave`]): `entry`, the value, is a name, `": "`
 /// and one line of text. The name is what the agent files the entry under (its tag: ASCII
 /// letters lowercased, a space or `-` as `_`), so it starts with a letter, holds letters,
@@ -145,6 +180,13 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
 /// nothing (a taken name of M characters ends there, so the name would have to go on past M)
 /// is dead: no rule leads to it. The recursion is as deep as a name is long, at most M.
 fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> Result<()> {
+    name_rules(out, p)?;
+    out.push_str("entry ::= name \": \" value\n")?;
+    text_rule(out, "value", value_chars, "")
+}
+
+/// The `name` rule of [`product_rules`].
+fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     let max = GRAMMAR_NAME_MAX_CHARS as usize;
     // Only names the rule below could write matter; they must come sorted and distinct.
     let writable = |n: &str| {
@@ -173,8 +215,7 @@ fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> R
             out.format(format_args!("r-{} ::= [A-Za-z0-9 -]{{0,{}}}\n", depth, max - depth))?;
         }
     }
-    out.push_str("entry ::= name \": \" value\n")?;
-    text_rule(out, "value", value_chars, "")
+    Ok(())
 }
 
 /// The taken names, sorted, as a trie (see [`product_rules`]): a node is a range of names

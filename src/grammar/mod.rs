@@ -247,11 +247,32 @@ impl KeyList for &[&str] {
 pub struct ProductSave<'a> {
     /// The product's tags, comma-separated, each `[a-z0-9_]` (`cooking,glossary`).
     pub tags: &'a str,
+    /// What the agent asks for this cycle.
+    pub ask: ProductAsk<'a>,
     /// Names a new entry may not take, as tags (`mise_en_place`), sorted bytewise and without
     /// duplicates: each a `[a-z][a-z0-9_]*` tag. Names that are not, or not shorter than
     /// [`GRAMMAR_NAME_MAX_CHARS`](crate::limits::GRAMMAR_NAME_MAX_CHARS), cannot be written
     /// by the grammar anyway and are skipped.
     pub taken: &'a [&'a str],
+}
+
+/// What the agent asks a small model for (see `agent::product`): the whole action is written
+/// by the grammar but for the part the model is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProductAsk<'a> {
+    /// Any new entry: a save whose value the model writes, name included (a state may still
+    /// take its other actions).
+    Entry,
+    /// The entry for this name: a save of `<name>: ` and one sentence, the only action.
+    Define(&'a str),
+    /// Names for the next entries: a `working_memory_add` of the plan entry `key`, whose value
+    /// is `prefix` and a few new names, the only action.
+    Names {
+        /// The working-memory key of the plan.
+        key: &'a str,
+        /// What the value starts with (`Terms for the glossary of cooking terms: `).
+        prefix: &'a str,
+    },
 }
 
 impl ProductSave<'_> {

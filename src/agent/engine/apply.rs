@@ -13,6 +13,7 @@ use crate::agent::settings::LogSettings;
 use crate::error::{Code, Error, Result};
 use crate::fixed::ArrayString;
 use crate::fixed::{ArrayVec, FixedBuf};
+use crate::grammar::ProductAsk;
 use crate::limits::ACTIONS_PER_CYCLE_MAX;
 use crate::limits::KEY_MAX_BYTES;
 use crate::llm::{self, Outcome};
@@ -216,6 +217,17 @@ impl Doing<'_> {
                     let _ = self.results.push(result);
                 }
             }
+        }
+        // The plan keeps what is still to do: not the name just asked for, nor names now taken.
+        if self.constrainer.active() == crate::grammar::Mode::Grammar
+            && self.product.active()
+            && state.as_str() != states::PAGING
+        {
+            let done = match self.product.ask() {
+                ProductAsk::Define(name) => name,
+                _ => "",
+            };
+            self.product.settle_plan(&mut self.memory.working, done, self.rotate, self.now)?;
         }
         let next = if any_ok {
             states::EVALUATING

@@ -93,7 +93,8 @@ impl Agent {
             Some(&self.store),
             &PINNED_KEYS,
             &self.config.agent.log_prefixes(),
-            Some(&self.product),
+            // Paging moves working memory out: the product asks nothing then.
+            Some(&self.product).filter(|_| state.as_str() != states::PAGING),
         )?;
         let text = self.prompt.text()?;
         let (system, user) = if self.config.system_prompt {
@@ -251,8 +252,11 @@ impl Agent {
         // A state that saves, with a product and a constraint that carries the format, ends
         // with the concrete ask: the next entry of the product.
         let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
-        if saves && self.product.active() && self.constrainer.constrained() {
-            return self.product.write_ask(p);
+        if saves && self.product.active() && self.constrainer.constrained() && state.as_str() != states::PAGING {
+            return match self.constrainer.active() {
+                crate::grammar::Mode::Grammar => self.product.write_question(self.product.ask(), p),
+                _ => self.product.write_ask(p),
+            };
         }
         // What to answer with: a grammar enforces the tag format (nothing to ask for); the JSON
         // Schema enforces the JSON dialect, which the model must be told to write.
