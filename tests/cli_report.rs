@@ -4,6 +4,8 @@
 //! come out escaped; damaged and foreign audit lines are counted and shown; a 100,000-cycle
 //! audit log renders within the size cap with binned charts; and the report changes no file.
 
+#[path = "support/audit_gen.rs"]
+mod audit_gen;
 #[path = "support/cli.rs"]
 mod cli;
 #[path = "support/temp.rs"]
@@ -264,31 +266,13 @@ fn damaged_and_foreign_audit_lines_are_counted_and_shown() {
     assert!(html.contains("<dt>damaged lines</dt><dd>2 (first: audit.jsonl line 2: not JSON)"), "audit block");
 }
 
-/// A data directory with the shipped config and a generated audit log of `n` cycles, in runs
-/// of 20,000: every fourth cycle pages, every fiftieth reply is invalid, one cycle is slow.
+/// A data directory with the shipped config and a generated audit log of `n` cycles
+/// (`support/audit_gen.rs`).
 fn long_run(n: u64) -> TempDir {
     let d = TempDir::new("report-long");
     d.write("config.json", shipped("config.json"));
     std::fs::create_dir_all(d.path().join("logs")).unwrap();
-    let mut text = String::with_capacity(n as usize * 260);
-    for c in 1..=n {
-        let state = ["thinking", "commanding", "evaluating", "paging"][(c % 4) as usize];
-        let latency = if c == 77_777 { 999_999 } else { 500 + c % 700 };
-        let (valid, problems) = if c % 50 == 0 { ("false", "\"NO_TAGS\"") } else { ("true", "") };
-        let action = if state == "commanding" {
-            format!("{{\"type\":\"storage_save\",\"key\":\"k{c}\",\"ok\":{},\"result\":\"r\"}}", c % 3 != 0)
-        } else {
-            String::new()
-        };
-        text.push_str(&format!(
-            "{{\"time\":{},\"run\":\"run{}\",\"cycle\":{c},\"state\":\"{state}\",\"prompt_sha256\":\"{c:064}\",\"prompt_tokens_est\":{},\"latency_ms\":{latency},\"usage\":{{\"prompt_tokens\":{},\"completion_tokens\":50}},\"cached_tokens\":100,\"valid\":{valid},\"actions\":[{action}],\"problems\":[{problems}],\"error\":null}}\n",
-            1_790_000_000 + c * 10,
-            c / 20_000,
-            1000 + c % 2000,
-            1000 + c % 2000,
-        ));
-    }
-    d.write("logs/audit.jsonl", text);
+    d.write("logs/audit.jsonl", audit_gen::audit_log(n));
     d
 }
 
@@ -329,7 +313,7 @@ fn run_last_and_since_narrow_the_period() {
     assert!(last.contains("<dt>cycles</dt><dd>10</dd>"));
     assert!(last.contains(&format!("{:064}", n)) && last.contains(&format!("{:064}", n - 9)), "first and last prompt");
     let since =
-        render(d.path(), &Period { since: Some(1_790_000_000 + (n - 9) * 10), ..Period::default() }, now).unwrap();
+        render(d.path(), &Period { since: Some(audit_gen::START + (n - 9) * 10), ..Period::default() }, now).unwrap();
     assert!(since.contains("<dt>cycles</dt><dd>10</dd>"));
 }
 
