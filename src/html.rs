@@ -110,11 +110,11 @@ impl Page {
         });
     }
 
-    /// Text, escaped, with a line-break opportunity (`<wbr>`) after each `,`, `_` and `/`, so a
-    /// long key or path wraps at its parts in a narrow column instead of anywhere.
+    /// Text, escaped, with a line-break opportunity (`<wbr>`) after each `,` and `/`, so a long
+    /// key or path wraps at its parts in a narrow column instead of anywhere.
     pub fn text_breakable(&mut self, t: &str) {
         let mut rest = t;
-        while let Some(i) = rest.find([',', '_', '/']) {
+        while let Some(i) = rest.find([',', '/']) {
             let (part, tail) = rest.split_at(i + 1);
             self.text(part);
             self.markup("<wbr>");
@@ -267,7 +267,7 @@ mod tests {
         let mut p = Page::new(1024, "TEST_CAP");
         p.text_breakable("a,b_c/<d>");
         p.text_breakable("plain");
-        assert_eq!(p.finish().unwrap(), "a,<wbr>b_<wbr>c/<wbr>&lt;d&gt;plain");
+        assert_eq!(p.finish().unwrap(), "a,<wbr>b_c/<wbr>&lt;d&gt;plain");
     }
 
     #[test]

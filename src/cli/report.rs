@@ -32,7 +32,7 @@ use scan::{audit_files, Counts, Scanner};
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use summary::{clip, Point, Summary, Tally};
+use summary::{clip, Point, Summary};
 
 const HELP: &str = "\
 lkjagent report: one self-contained HTML page of what the agent did
@@ -421,7 +421,11 @@ th{font-weight:600;background:var(--band)}td.n,th.n{text-align:right;font-varian
 td.v{overflow-wrap:anywhere;min-width:10rem}td.t{font-variant-numeric:tabular-nums;min-width:6.5rem}.item{white-space:nowrap}\
 .audit dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem .8rem;margin:0}.audit dt{color:var(--mute)}.audit dd{margin:0;min-width:0}\
 footer{margin-top:2rem;font-size:.8rem;color:var(--mute)}\
-@media (max-width:40rem){body{padding:.6rem;font-size:14px}.audit dl{grid-template-columns:1fr}.audit dd{margin-bottom:.4rem}svg.plot{height:9rem}}\
+@media (max-width:40rem){body{padding:.6rem;font-size:14px}\
+table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%}table.stack tr:first-child{display:none}\
+table.stack tr{border-bottom:1px solid var(--line);padding:.3rem 0}\
+table.stack td{border:0;padding:.05rem .2rem .05rem 6.6rem;text-align:left;min-width:0;position:relative}\
+table.stack td::before{content:attr(data-label);position:absolute;left:.2rem;top:.2rem;color:var(--mute);font-size:.8rem}.audit dl{grid-template-columns:1fr}.audit dd{margin-bottom:.4rem}svg.plot{height:9rem}}\
 @media print{body{max-width:none;font-size:11px}.scroll{overflow:visible}section,figure,tr{break-inside:avoid}\
 svg.plot{height:8rem}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}\
 ";
@@ -673,16 +677,19 @@ impl Report {
         if self.store.newest.is_empty() {
             p.markup("<p>None.</p>");
         } else {
-            p.markup("<div class=\"scroll\"><table><tr><th>key</th><th>created</th><th>value (first words)</th></tr>");
+            p.markup("<table class=\"stack\"><tr><th>key</th><th>created</th><th>value (first words)</th></tr>");
             for (key, created, value) in &self.store.newest {
-                p.markup("<tr><td class=\"mono\">");
+                p.markup("<tr>");
+                td(p, "mono", "key");
                 p.text_breakable(key);
-                p.markup("</td>");
-                cell_t(p, *created);
-                p.element("<td class=\"v\">", value, "</td></tr>");
+                next_td(p, "t", "created");
+                p.fmt(format_args!("{}", ShortTime(*created)));
+                next_td(p, "v", "value");
+                p.text(value);
+                p.markup("</td></tr>");
             }
             more_row(p, "3", self.store.new_in_period, self.store.newest.len());
-            p.markup("</table></div>");
+            p.markup("</table>");
         }
         p.markup("</div>");
         // Tags.
@@ -690,16 +697,17 @@ impl Report {
         if self.store.tags.is_empty() {
             p.markup("<p>None.</p>");
         } else {
-            p.markup("<div class=\"scroll\"><table><tr><th>tag</th><th class=\"n\">entries</th></tr>");
+            p.markup("<table><tr><th>tag</th><th class=\"n\">entries</th></tr>");
             for (tag, n) in &self.store.tags {
-                p.markup("<tr><td class=\"mono\">");
+                p.markup("<tr>");
+                td(p, "mono", "tag");
                 p.text_breakable(tag);
-                p.markup("</td>");
-                cell_n(p, format_args!("{}", Thousands(*n)));
-                p.markup("</tr>");
+                next_td(p, "n", "entries");
+                p.fmt(format_args!("{}", Thousands(*n)));
+                p.markup("</td></tr>");
             }
             more_row(p, "2", self.store.tags_total, self.store.tags.len());
-            p.markup("</table></div>");
+            p.markup("</table>");
         }
         p.markup("</div>");
         // Actions.
@@ -708,17 +716,22 @@ impl Report {
         if actions.is_empty() {
             p.markup("<p>None.</p>");
         } else {
-            p.markup("<div class=\"scroll\"><table><tr><th>type</th><th class=\"n\">count</th><th class=\"n\">worked</th><th class=\"n\">rate</th><th>first failure</th></tr>");
+            p.markup("<table class=\"stack\"><tr><th>type</th><th class=\"n\">count</th><th class=\"n\">worked</th><th class=\"n\">rate</th><th>first failure</th></tr>");
             for t in actions {
-                p.markup("<tr><td class=\"mono\">");
+                p.markup("<tr>");
+                td(p, "mono", "type");
                 p.text_breakable(&t.name);
-                p.markup("</td>");
-                cell_n(p, format_args!("{}", Thousands(t.n)));
-                cell_n(p, format_args!("{}", Thousands(t.ok)));
-                cell_n(p, format_args!("{}", Percent(t.ok, t.n)));
-                p.element("<td class=\"v\">", &t.example, "</td></tr>");
+                next_td(p, "n", "count");
+                p.fmt(format_args!("{}", Thousands(t.n)));
+                next_td(p, "n", "worked");
+                p.fmt(format_args!("{}", Thousands(t.ok)));
+                next_td(p, "n", "rate");
+                p.fmt(format_args!("{}", Percent(t.ok, t.n)));
+                next_td(p, "v", "first failure");
+                p.text(or_dash(&t.example));
+                p.markup("</td></tr>");
             }
-            p.markup("</table></div>");
+            p.markup("</table>");
         }
         p.markup("</div>");
         // Problems.
@@ -727,13 +740,18 @@ impl Report {
         if problems.is_empty() {
             p.markup("<p>None.</p>");
         } else {
-            p.markup(
-                "<div class=\"scroll\"><table><tr><th>code</th><th class=\"n\">count</th><th>first seen</th></tr>",
-            );
+            p.markup("<table class=\"stack\"><tr><th>code</th><th class=\"n\">count</th><th>first seen</th></tr>");
             for t in problems {
-                problem_row(p, t);
+                p.markup("<tr>");
+                td(p, "mono", "code");
+                p.text_breakable(&t.name);
+                next_td(p, "n", "count");
+                p.fmt(format_args!("{}", Thousands(t.n)));
+                next_td(p, "v", "first seen");
+                p.text(&t.example);
+                p.markup("</td></tr>");
             }
-            p.markup("</table></div>");
+            p.markup("</table>");
         }
         p.markup("</div>");
         // Runs.
@@ -741,14 +759,20 @@ impl Report {
         if s.runs.is_empty() {
             p.markup("<p>None.</p>");
         } else {
-            p.markup("<div class=\"scroll\"><table><tr><th>run</th><th>start</th><th>end</th><th class=\"n\">cycles</th><th class=\"n\">errors</th><th>last cycle</th></tr>");
+            p.markup("<table class=\"stack\"><tr><th>run</th><th>start</th><th>end</th><th class=\"n\">cycles</th><th class=\"n\">errors</th><th>last cycle</th></tr>");
             for r in s.runs.iter().rev() {
-                p.element("<tr><td class=\"mono\">", &r.id, "</td>");
-                cell_t(p, r.start);
-                cell_t(p, r.end);
-                cell_n(p, format_args!("{} ({} to {})", Thousands(r.cycles), r.first_cycle, r.last_cycle));
-                cell_n(p, format_args!("{}", Thousands(r.errors)));
-                p.markup("<td>");
+                p.markup("<tr>");
+                td(p, "mono", "run");
+                p.text(&r.id);
+                next_td(p, "t", "start");
+                p.fmt(format_args!("{}", ShortTime(r.start)));
+                next_td(p, "t", "end");
+                p.fmt(format_args!("{}", ShortTime(r.end)));
+                next_td(p, "n", "cycles");
+                p.fmt(format_args!("{} ({} to {})", Thousands(r.cycles), r.first_cycle, r.last_cycle));
+                next_td(p, "n", "errors");
+                p.fmt(format_args!("{}", Thousands(r.errors)));
+                next_td(p, "", "last cycle");
                 match &r.last_error {
                     Some(code) => p.element("<code>", code, "</code>"),
                     None => p.markup("ok"),
@@ -756,7 +780,7 @@ impl Report {
                 p.markup("</td></tr>");
             }
             more_row(p, "6", s.runs_total as usize, s.runs.len());
-            p.markup("</table></div>");
+            p.markup("</table>");
         }
         p.markup("</div></div></section>\n");
     }
@@ -835,26 +859,20 @@ impl Report {
     }
 }
 
-fn problem_row(p: &mut Page, t: &Tally) {
-    p.markup("<tr><td class=\"mono\">");
-    p.text_breakable(&t.name);
-    p.markup("</td>");
-    cell_n(p, format_args!("{}", Thousands(t.n)));
-    p.element("<td class=\"v\">", &t.example, "</td></tr>");
+/// Opens a table cell: `<td class="class" data-label="label">` (the label heads the cell when
+/// a narrow screen stacks the table's rows).
+fn td(p: &mut Page, class: &'static str, label: &'static str) {
+    p.markup("<td class=\"");
+    p.markup(class);
+    p.markup("\" data-label=\"");
+    p.markup(label);
+    p.markup("\">");
 }
 
-/// A numeric table cell.
-fn cell_n(p: &mut Page, value: core::fmt::Arguments<'_>) {
-    p.markup("<td class=\"n\">");
-    p.fmt(value);
+/// Closes the open cell and opens the next.
+fn next_td(p: &mut Page, class: &'static str, label: &'static str) {
     p.markup("</td>");
-}
-
-/// A table cell holding a time.
-fn cell_t(p: &mut Page, t: u64) {
-    p.markup("<td class=\"t\">");
-    p.fmt(format_args!("{}", ShortTime(t)));
-    p.markup("</td>");
+    td(p, class, label);
 }
 
 /// A closing row saying how many rows were left out (it spans the table's `columns`).
