@@ -214,29 +214,37 @@ fn texts_from_a_model_a_config_and_a_file_are_escaped() {
     drop(s);
     let mut log = AuditLog::open(d.path()).unwrap();
     let actions = [ActionRecord { kind: "storage_save", key: "</svg>", ok: false, result: hostile }];
-    log.append(&CycleRecord {
-        time: 1_790_000_000,
-        run_id: "r\"1</svg>",
-        cycle: 1,
-        state: "<b>state</b>",
-        next_state: "evaluating",
-        prompt_sha256: &[7; 32],
-        prompt_bytes: 10,
-        prompt_tokens_est: 3,
-        reply_bytes: 5,
-        latency_ms: 12,
-        usage: Some((3, 4)),
-        cached_tokens: Some(1),
-        valid: false,
-        finish: "stop",
-        constrain: "<i>grammar</i>",
-        seed: None,
-        actions: &actions,
-        problems: &["<script>NO_TAGS</script>"],
-        error: None,
-    })
-    .unwrap();
+    for (run_id, cycle) in [("r1", 1), ("r\"2</svg>", 2)] {
+        log.append(&CycleRecord {
+            time: 1_790_000_000 + cycle,
+            run_id,
+            cycle,
+            state: "<b>state</b>",
+            next_state: "evaluating",
+            prompt_sha256: &[7; 32],
+            prompt_bytes: 10,
+            prompt_tokens_est: 3,
+            reply_bytes: 5,
+            latency_ms: 12,
+            usage: Some((3, 4)),
+            cached_tokens: Some(1),
+            valid: false,
+            finish: "stop",
+            constrain: "<i>grammar</i>",
+            seed: None,
+            actions: &actions,
+            problems: &["<script>NO_TAGS</script>"],
+            error: None,
+        })
+        .unwrap();
+    }
     drop(log);
+    // The run's exchange log holds the reply behind the problem.
+    std::fs::create_dir_all(d.path().join("logs/exchange-r1")).unwrap();
+    d.write(
+        "logs/exchange-r1/exchange.jsonl",
+        "{\"time\":1790000000,\"cycle\":1,\"state\":\"thinking\",\"prompt\":\"p\",\"content\":\"<agent></svg><script>x()</script>\",\"finish_reason\":\"stop\"}\n",
+    );
     let html = render(d.path(), &Period::default(), 1_790_000_100).unwrap();
     assert_inert(&html);
     let page = plain(&html);
@@ -246,7 +254,8 @@ fn texts_from_a_model_a_config_and_a_file_are_escaped() {
     for shown in [
         "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;/svg&gt;&#39;&quot;&amp;", // the stored value, the action's result
         "&lt;script&gt;m(&#39;x&#39;)&lt;/script&gt;&lt;/svg&gt;", // the model's name from config.json
-        "r&quot;1&lt;/svg&gt;",                                    // the run id
+        "r&quot;2&lt;/svg&gt;",                                    // a run id
+        "the reply: &lt;agent&gt;&lt;/svg&gt;&lt;script&gt;x()&lt;/script&gt;", // the exchange log
         "&lt;script&gt;NO_TAGS&lt;/script&gt;",                    // a problem code
         "&lt;i&gt;grammar&lt;/i&gt;",                              // the constraint
     ] {

@@ -27,9 +27,9 @@ use super::util::{open_store_read_only, write_all, StoreRead, Time};
 use crate::error::Result;
 use crate::html::Page;
 use crate::limits::{REPORT_CELL_CHARS, REPORT_MAX_BYTES, REPORT_TABLE_ROWS};
+use crate::memory::store::EntryInfo;
 use chart::{Limit, Line as ChartLine, ShortTime, Thousands};
 use scan::{audit_files, Counts, Scanner};
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use summary::{clip, Point, Summary};
@@ -195,6 +195,41 @@ fn write_page(path: &Path, bytes: &[u8]) -> Result<()> {
 // Reading
 // -------------------------------------------------------------------------------------------
 
+/// Adds to each problem's example what the model replied in that cycle (or what the server
+/// answered), from the exchange log of its run where one was recorded (`run --exchange-log`).
+/// A run id that is not a plain name (letters, digits, `-`, `_`) is never made into a path. An
+/// exchange log that cannot be read adds nothing: the examples stay as the audit log gave them.
+fn add_replies(data: &Path, tallies: &mut summary::Tallies) {
+    let mut runs: Vec<String> = Vec::new();
+    for t in tallies.rows.iter().chain(core::iter::once(&tallies.other)) {
+        if t.n > 0 && !t.at.0.is_empty() && !runs.contains(&t.at.0) {
+            runs.push(t.at.0.clone());
+        }
+    }
+    for run in runs {
+        let plain = run.len() <= 64 && run.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        let path = data.join("logs").join(format!("exchange-{}", run)).join("exchange.jsonl");
+        if !plain || !path.is_file() {
+            continue;
+        }
+        let Ok(mut log) = crate::agent::exchange::Recorded::open(&path) else { continue };
+        let mut wanted = tallies.rows.iter().chain(core::iter::once(&tallies.other)).filter(|t| t.at.0 == run).count();
+        while wanted > 0 {
+            let Ok(Some(c)) = log.next_cycle() else { break };
+            let said = match &c.reply {
+                Ok(r) => format!("; the reply: {}", r.content),
+                Err(e) => format!("; the server: {}", e.message()),
+            };
+            for t in tallies.rows.iter_mut().chain(core::iter::once(&mut tallies.other)) {
+                if t.at.0 == run && t.at.1 == c.cycle {
+                    t.example = clip(&format!("{}{}", t.example, said), 2 * REPORT_CELL_CHARS);
+                    wanted = wanted.saturating_sub(1);
+                }
+            }
+        }
+    }
+}
+
 /// What the config says that the report shows.
 #[derive(Default)]
 struct ConfigPart {
@@ -221,7 +256,7 @@ fn read_config(data: &Path) -> ConfigPart {
     ConfigPart {
         found: true,
         problems: problems.len(),
-        provider: format!("{:?}", c.llm.provider).to_lowercase(),
+        provider: c.llm.provider.name().to_string(),
         model: c.llm.model.clone(),
         endpoint: endpoint_shown(&c.llm.endpoint),
         constrain: c.llm.constrain.name().to_string(),
@@ -258,14 +293,16 @@ struct StorePart {
     new_in_period: usize,
     /// The newest entries of the period: `(key, created, first words)`, newest first.
     newest: Vec<(String, u64, String)>,
-    /// The most used tags: `(tag, entries)`.
+    /// The most used tags, most first: `(tag, entries)`.
     tags: Vec<(String, u64)>,
     tags_total: usize,
-    /// Creation times of the live entries, sorted.
-    created: Vec<u32>,
+    /// For each chart bin, the live entries created by its last cycle's time.
+    per_bin: Vec<Option<Point>>,
 }
 
-fn read_store(data: &Path, from: u64, to: u64) -> Result<StorePart> {
+/// Reads the store: entries created from `from` to `to` are the period's; `bins` are the
+/// charts' bins, for the entries-over-time line.
+fn read_store(data: &Path, from: u64, to: u64, bins: &[summary::Bin]) -> Result<StorePart> {
     let mut store = match open_store_read_only(data)? {
         StoreRead::Absent => return Ok(StorePart { status: "none yet".into(), ..StorePart::default() }),
         StoreRead::NotOpened { why, .. } => {
@@ -275,38 +312,43 @@ fn read_store(data: &Path, from: u64, to: u64) -> Result<StorePart> {
     };
     let stats = store.stats();
     let mut part = StorePart { entries: stats.entries, archived: stats.archived, ..StorePart::default() };
-    let mut tags: HashMap<String, u64> = HashMap::new();
-    let ids: Vec<_> = store.ids().collect();
-    for &id in &ids {
+    // Entries over time: each entry counts from the first bin that ends at or after its
+    // creation (bins are in the log's order, which is the clock's); one created after the
+    // period counts in none.
+    let mut from_bin = vec![0u64; bins.len()];
+    for id in store.ids() {
         let Some(info) = store.info(id) else { continue };
-        part.created.push(u32::try_from(info.created).unwrap_or(u32::MAX));
         if info.created >= from && info.created <= to {
             part.new_in_period += 1;
         }
-        for t in info.key.tags() {
-            match tags.get_mut(t) {
-                Some(n) => *n += 1,
-                None => {
-                    tags.insert(t.to_string(), 1);
-                }
-            }
+        if let Some(n) = from_bin.get_mut(bins.partition_point(|b| b.last_time < info.created)) {
+            *n += 1;
         }
     }
-    part.created.sort_unstable();
-    part.tags_total = tags.len();
-    let mut tags: Vec<(String, u64)> = tags.into_iter().collect();
-    tags.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    tags.truncate(REPORT_TABLE_ROWS);
-    part.tags = tags;
+    let mut total = 0;
+    part.per_bin = from_bin
+        .iter()
+        .map(|n| {
+            total += n;
+            Some(Point { min: total, med: total, max: total })
+        })
+        .collect();
+    for (tag, n) in store.tag_counts() {
+        part.tags_total += 1;
+        let n = u64::from(n);
+        // The top rows, most used first (ties by name), kept by insertion: no sort of all tags.
+        let at = part.tags.iter().position(|(t, m)| n > *m || n == *m && tag < t.as_str()).unwrap_or(part.tags.len());
+        if at < REPORT_TABLE_ROWS {
+            part.tags.insert(at, (tag.to_string(), n));
+            part.tags.truncate(REPORT_TABLE_ROWS);
+        }
+    }
     // Ids are in creation order: the newest of the period are the last ones in it.
-    for &id in ids.iter().rev() {
-        if part.newest.len() >= REPORT_TABLE_ROWS {
-            break;
-        }
-        let Some(info) = store.info(id) else { continue };
-        if info.created < from || info.created > to {
-            continue;
-        }
+    let in_period = |info: &EntryInfo| info.created >= from && info.created <= to;
+    let newest: Vec<EntryInfo> =
+        store.ids().rev().filter_map(|id| store.info(id)).filter(in_period).take(REPORT_TABLE_ROWS).collect();
+    for info in newest {
+        let id = info.id;
         let value = match store.value(id) {
             Ok(v) => clip(v, REPORT_CELL_CHARS),
             Err(e) => format!("(value not read: {})", e.message()),
@@ -351,6 +393,7 @@ pub fn render(data: &Path, period: &Period, now: u64) -> Result<String> {
         }
     })?;
     summary.finish();
+    add_replies(data, &mut summary.problems);
     let (from, to) = match (summary.cycles, period.since) {
         (0, Some(t)) => (t, now),
         (0, None) => (1, 0), // no cycle: no entry is new
@@ -360,6 +403,7 @@ pub fn render(data: &Path, period: &Period, now: u64) -> Result<String> {
         MemoryRead::Missing => None,
         MemoryRead::Found(v) => Some(v),
     };
+    let store = read_store(data, from, to, &summary.bins)?;
     let report = Report {
         data: data.to_path_buf(),
         period: period.clone(),
@@ -370,7 +414,7 @@ pub fn render(data: &Path, period: &Period, now: u64) -> Result<String> {
         summary,
         config: read_config(data),
         memory,
-        store: read_store(data, from, to)?,
+        store,
     };
     let mut page = Page::new(REPORT_MAX_BYTES, "limits::REPORT_MAX_BYTES");
     report.write(&mut page);
@@ -644,14 +688,7 @@ impl Report {
             &limits,
             Some(chart::Marks { share: &paging, label: &paging_label }),
         );
-        let entries: Vec<Option<Point>> = s
-            .bins
-            .iter()
-            .map(|b| {
-                let n = self.store.created.partition_point(|&t| u64::from(t) <= b.last_time) as u64;
-                Some(Point { min: n, med: n, max: n })
-            })
-            .collect();
+        let entries = &self.store.per_bin;
         let store_label = if self.store.status == "ok" {
             "entries in the store now, by the time they were created"
         } else {
@@ -662,7 +699,7 @@ impl Report {
             "Store entries over time",
             "entries",
             &s.bins,
-            &[ChartLine { points: &entries, class: "c1", label: store_label }],
+            &[ChartLine { points: entries, class: "c1", label: store_label }],
             &[],
             None,
         );

@@ -200,6 +200,8 @@ pub struct Tally {
     pub n: u64,
     pub ok: u64,
     pub example: String,
+    /// Run and cycle of the example.
+    pub at: (String, u64),
 }
 
 /// Tallies of at most [`REPORT_MAX_KINDS`] names; further names go into `other`.
@@ -210,7 +212,7 @@ pub struct Tallies {
 }
 
 impl Tallies {
-    fn add(&mut self, name: &str, ok: bool, example: impl FnOnce() -> String) {
+    fn add(&mut self, name: &str, ok: bool, at: (&str, u64), example: impl FnOnce() -> String) {
         let row = match self.rows.iter().position(|t| t.name == name) {
             Some(i) => self.rows.get_mut(i),
             None if self.rows.len() < REPORT_MAX_KINDS => {
@@ -232,13 +234,18 @@ impl Tallies {
         row.ok += u64::from(ok);
         if !ok && row.example.is_empty() {
             row.example = example();
+            row.at = (at.0.to_string(), at.1);
         }
     }
 
-    /// The rows, most counted first, `other` last when it counted anything.
+    /// The rows, most counted first (ties by name), `other` last when it counted anything.
     pub fn sorted(&self) -> Vec<&Tally> {
-        let mut rows: Vec<&Tally> = self.rows.iter().collect();
-        rows.sort_by(|a, b| b.n.cmp(&a.n).then_with(|| a.name.cmp(&b.name)));
+        // At most REPORT_MAX_KINDS rows: an insertion, not a generic sort's code.
+        let mut rows: Vec<&Tally> = Vec::with_capacity(self.rows.len() + 1);
+        for t in &self.rows {
+            let at = rows.iter().position(|r| t.n > r.n || t.n == r.n && t.name < r.name).unwrap_or(rows.len());
+            rows.insert(at, t);
+        }
         if self.other.n > 0 {
             rows.push(&self.other);
         }
@@ -367,22 +374,23 @@ impl Summary {
         self.add_mark(idx, l, outcome);
         self.add_point(idx, l);
         let example = || example_of(l, "");
+        let at = (l.run, l.cycle);
         for a in l.actions() {
-            self.actions.add(a.kind, a.ok, || example_of(l, a.result));
+            self.actions.add(a.kind, a.ok, at, || example_of(l, a.result));
         }
         for p in l.problems() {
-            self.problems.add(p, false, example);
+            self.problems.add(p, false, at, example);
         }
         if let Some(code) = l.error {
-            self.problems.add(code, false, example);
+            self.problems.add(code, false, at, example);
             self.last_error =
                 Some(LastError { code: code.to_string(), cycle: l.cycle, time: l.time, run: l.run.to_string() });
         }
         if !l.state.is_empty() {
-            self.states.add(l.state, true, String::new);
+            self.states.add(l.state, true, at, String::new);
         }
         if !l.constrain.is_empty() {
-            self.constrain.add(l.constrain, true, String::new);
+            self.constrain.add(l.constrain, true, at, String::new);
         }
         if l.state == "paging" {
             self.paging_cycles += 1;
@@ -559,10 +567,10 @@ mod tests {
     fn tallies_keep_a_bounded_number_of_names() {
         let mut t = Tallies::default();
         for i in 0..REPORT_MAX_KINDS + 5 {
-            t.add(&format!("k{i}"), false, || format!("e{i}"));
+            t.add(&format!("k{i}"), false, ("r", i as u64), || format!("e{i}"));
         }
         assert_eq!(t.rows.len(), REPORT_MAX_KINDS);
-        assert_eq!((t.other.n, t.other.example.as_str()), (5, "e64"));
+        assert_eq!((t.other.n, t.other.example.as_str(), t.other.at.1), (5, "e64", 64));
         assert_eq!(t.sorted().last().map(|r| r.name.as_str()), Some("other"));
     }
 
