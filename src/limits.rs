@@ -457,7 +457,7 @@ pub const CHECK_READ_TIMEOUT_MS: u64 = 10_000;
 
 /// Largest HTML page `lkjagent report` writes, in bytes; a page that would pass it is
 /// `CAPACITY_EXCEEDED` (narrow the period), never cut. The page's size is bounded by the counts
-/// below, whatever the length of the run: about 300 KiB at most of them. Cost: the page is held
+/// below, whatever the length of the run or of the texts in its files: about 600 KiB at most. Cost: the page is held
 /// in memory before it is written, up to this size.
 pub const REPORT_MAX_BYTES: usize = 2 * 1024 * 1024;
 
@@ -472,7 +472,7 @@ pub const REPORT_STRIP_MAX_MARKS: usize = 600;
 
 /// Values of one series kept to take a bin's median. A bin of more cycles takes the median of
 /// every k-th one (evenly spaced); its minimum and maximum stay exact. Cost: 8 bytes each per
-/// series (4 series: 256 KiB).
+/// series (5 series: 320 KiB).
 pub const REPORT_BIN_SAMPLE_MAX: usize = 8 * 1024;
 
 /// Rows of each table of the report (newest entries, tags, runs, run ids); the rest are counted

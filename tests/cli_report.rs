@@ -279,6 +279,20 @@ fn damaged_and_foreign_audit_lines_are_counted_and_shown() {
     assert!(html.contains("<dt>cycles</dt><dd>3</dd>"));
     assert!(html.contains("<dt>damaged audit lines</dt><dd>2 (first: audit.jsonl line 2: not JSON)</dd>"), "header");
     assert!(html.contains("<dt>damaged lines</dt><dd>2 (first: audit.jsonl line 2: not JSON)"), "audit block");
+
+    // A record whose texts are as long as a line allows: shown clipped, the page stays small.
+    let long = "x".repeat(2_000);
+    let line = format!(
+        "{{\"time\":1790000009,\"run\":\"{long}\",\"cycle\":9,\"state\":\"{long}\",\"prompt_sha256\":\"{long}\",\"actions\":[{{\"type\":\"{long}\",\"ok\":false,\"result\":\"{long}\"}}],\"problems\":[\"{long}\"],\"error\":\"{long}\"}}\n"
+    );
+    assert!(line.len() < lkjagent::limits::AUDIT_LINE_MAX_BYTES);
+    let mut f = std::fs::OpenOptions::new().append(true).open(d.path().join("logs/audit.jsonl")).unwrap();
+    std::io::Write::write_all(&mut f, line.as_bytes()).unwrap();
+    let html = render(d.path(), &Period::default(), 1_790_000_100).unwrap();
+    assert!(html.contains("<dt>cycles</dt><dd>4</dd>"));
+    assert!(!html.contains(&"x".repeat(lkjagent::limits::REPORT_CELL_CHARS + 1)), "a text is shown whole");
+    assert!(html.contains(&format!("{}…", "x".repeat(lkjagent::limits::REPORT_CELL_CHARS))));
+    assert!(html.len() < 64 * 1024, "{} bytes", html.len());
 }
 
 /// A data directory with the shipped config and a generated audit log of `n` cycles

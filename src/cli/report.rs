@@ -126,7 +126,9 @@ pub fn parse_since(text: &str, now: u64) -> Result<u64> {
     if let Ok(n) = t.parse::<u64>() {
         return Ok(n);
     }
-    let age = |unit: u64| t.get(..t.len().saturating_sub(1)).and_then(|n| n.parse::<u64>().ok()).map(|n| n * unit);
+    let age = |unit: u64| {
+        t.get(..t.len().saturating_sub(1)).and_then(|n| n.parse::<u64>().ok()).and_then(|n| n.checked_mul(unit))
+    };
     let secs = match t.as_bytes().last() {
         Some(b's') => age(1),
         Some(b'm') => age(60),
@@ -149,7 +151,7 @@ fn parse_utc(t: &str) -> Option<u64> {
     let (date, time) = t.split_once(['T', ' ']).unwrap_or((t, "00:00:00"));
     let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) || y < 1970 {
+    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) || !(1970..=9999).contains(&y) {
         return None;
     }
     let mut c = time.split(':').map(|p| p.parse::<u64>().ok());
@@ -971,7 +973,16 @@ mod tests {
         assert_eq!(parse_since("2024-02-29", now).unwrap(), 1_709_164_800);
         assert_eq!(parse_since("2026-12-31T23:59:59Z", now).unwrap(), 1_798_761_599);
         assert_eq!(parse_since("2026-12-31T23:59", now).unwrap(), 1_798_761_540);
-        for bad in ["yesterday", "2026-02-30", "2026-13-01", "12x", "", "2026-01-01T25:00"] {
+        for bad in [
+            "yesterday",
+            "2026-02-30",
+            "2026-13-01",
+            "12x",
+            "",
+            "2026-01-01T25:00",
+            "99999999999999999999d",
+            "999999999999999-01-01",
+        ] {
             assert_eq!(parse_since(bad, now).unwrap_err().code(), crate::error::Code::Usage, "{bad}");
         }
     }

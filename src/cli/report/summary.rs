@@ -213,10 +213,12 @@ pub struct Tallies {
 
 impl Tallies {
     fn add(&mut self, name: &str, ok: bool, at: (&str, u64), example: impl FnOnce() -> String) {
+        // A name from a foreign line can be long: it is kept (and told apart) clipped.
+        let name = clip(name, REPORT_CELL_CHARS);
         let row = match self.rows.iter().position(|t| t.name == name) {
             Some(i) => self.rows.get_mut(i),
             None if self.rows.len() < REPORT_MAX_KINDS => {
-                self.rows.push(Tally { name: name.to_string(), ..Tally::default() });
+                self.rows.push(Tally { name, ..Tally::default() });
                 self.rows.last_mut()
             }
             None => None,
@@ -234,7 +236,7 @@ impl Tallies {
         row.ok += u64::from(ok);
         if !ok && row.example.is_empty() {
             row.example = example();
-            row.at = (at.0.to_string(), at.1);
+            row.at = (clip(at.0, REPORT_CELL_CHARS), at.1);
         }
     }
 
@@ -290,6 +292,8 @@ pub struct Summary {
     /// The newest [`REPORT_TABLE_ROWS`] runs, oldest first; `runs_total` counts them all.
     pub runs: VecDeque<Run>,
     pub runs_total: u64,
+    /// The current run's id, whole (at most an audit line's length), to tell the next apart.
+    run: String,
     pub strip: Vec<Mark>,
     pub strip_width: u64,
     pub bins: Vec<Bin>,
@@ -327,6 +331,7 @@ impl Summary {
             last_sha: String::new(),
             runs: VecDeque::new(),
             runs_total: 0,
+            run: String::new(),
             strip: Vec::with_capacity(REPORT_STRIP_MAX_MARKS),
             strip_width,
             bins: Vec::with_capacity(REPORT_CHART_MAX_POINTS),
@@ -357,14 +362,15 @@ impl Summary {
         self.cycles += 1;
         if idx == 0 {
             self.first_time = l.time;
-            self.first_sha = l.prompt_sha256.to_string();
         }
         self.last_time = l.time;
         if !l.prompt_sha256.is_empty() {
+            // Texts kept from a line are clipped: a foreign line may hold anything.
+            let sha = clip(l.prompt_sha256, REPORT_CELL_CHARS);
             if self.first_sha.is_empty() {
-                self.first_sha = l.prompt_sha256.to_string();
+                self.first_sha.clone_from(&sha);
             }
-            l.prompt_sha256.clone_into(&mut self.last_sha);
+            self.last_sha = sha;
         }
         let outcome = outcome(l);
         if let Some(n) = self.outcomes.get_mut(outcome as usize) {
@@ -383,8 +389,12 @@ impl Summary {
         }
         if let Some(code) = l.error {
             self.problems.add(code, false, at, example);
-            self.last_error =
-                Some(LastError { code: code.to_string(), cycle: l.cycle, time: l.time, run: l.run.to_string() });
+            self.last_error = Some(LastError {
+                code: clip(code, REPORT_CELL_CHARS),
+                cycle: l.cycle,
+                time: l.time,
+                run: clip(l.run, REPORT_CELL_CHARS),
+            });
         }
         if !l.state.is_empty() {
             self.states.add(l.state, true, at, String::new);
@@ -400,20 +410,21 @@ impl Summary {
     }
 
     fn add_run(&mut self, l: &Line<'_>) {
-        let same = self.runs.back().is_some_and(|r| r.id == l.run);
-        if !same {
+        if self.runs.is_empty() || self.run != l.run {
+            l.run.clone_into(&mut self.run);
             self.runs_total += 1;
             if self.runs.len() >= REPORT_TABLE_ROWS {
                 self.runs.pop_front();
             }
-            self.runs.push_back(Run { id: l.run.to_string(), start: l.time, first_cycle: l.cycle, ..Run::default() });
+            let id = clip(l.run, REPORT_CELL_CHARS);
+            self.runs.push_back(Run { id, start: l.time, first_cycle: l.cycle, ..Run::default() });
         }
         if let Some(r) = self.runs.back_mut() {
             r.end = l.time;
             r.cycles += 1;
             r.last_cycle = l.cycle;
             r.errors += u64::from(l.error.is_some());
-            r.last_error = l.error.map(str::to_string);
+            r.last_error = l.error.map(|e| clip(e, REPORT_CELL_CHARS));
         }
     }
 
@@ -423,12 +434,12 @@ impl Summary {
         }
         if let Some(m) = self.strip.last_mut() {
             m.last_cycle = l.cycle;
-            m.cycles += 1;
+            m.cycles = m.cycles.saturating_add(1);
             if let Some(n) = m.outcomes.get_mut(outcome as usize) {
-                *n += 1;
+                *n = n.saturating_add(1);
             }
             if let Some(n) = m.states.get_mut(state_index(l.state)) {
-                *n += 1;
+                *n = n.saturating_add(1);
             }
         }
     }
