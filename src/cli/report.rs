@@ -2,8 +2,9 @@
 //! page of what the agent did, for people who would rather look than read logs.
 //!
 //! It reads what the agent already writes and changes none of it: the audit log and its rotated
-//! file, as a stream, twice (a first pass counts the period's cycles, so the second can bin them
-//! into a fixed number of chart points: `summary`); `memory.json` (`cli::memory::read_memory`);
+//! file, as a stream, twice (a first pass counts the period's cycles, or only the lines when the
+//! period is everything, so the second can bin them into a fixed number of chart points:
+//! `summary`); `memory.json` (`cli::memory::read_memory`);
 //! `config.json` (read leniently: a report of a directory whose config has problems still
 //! shows the rest); and the store, opened read-only (`cli::util::open_store_read_only`). So it
 //! works while the agent runs.
@@ -380,10 +381,17 @@ struct Report {
 pub fn render(data: &Path, period: &Period, now: u64) -> Result<String> {
     let files = audit_files(data);
     let mut scanner = Scanner::new();
-    let mut in_period = 0u64;
-    scanner.scan(&files, &mut |l| in_period += u64::from(period.takes(l)))?;
-    let expected = period.last.map_or(in_period, |n| n.min(in_period));
-    let skip = in_period - expected;
+    // The cycles of the period, to fix the bins before the pass that fills them. With no
+    // filter the lines' count is enough (an upper bound: damaged lines are rare, and only make
+    // the last bin short); otherwise a first pass reads them.
+    let (expected, skip) = if period.since.is_none() && period.run.is_none() && period.last.is_none() {
+        (scan::count_lines(&files)?, 0)
+    } else {
+        let mut in_period = 0u64;
+        scanner.scan(&files, &mut |l| in_period += u64::from(period.takes(l)))?;
+        let expected = period.last.map_or(in_period, |n| n.min(in_period));
+        (expected, in_period - expected)
+    };
     let mut summary = Summary::new(expected);
     let mut seen = 0u64;
     let counts = scanner.scan(&files, &mut |l| {

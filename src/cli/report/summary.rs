@@ -214,11 +214,17 @@ pub struct Tallies {
 impl Tallies {
     fn add(&mut self, name: &str, ok: bool, at: (&str, u64), example: impl FnOnce() -> String) {
         // A name from a foreign line can be long: it is kept (and told apart) clipped.
-        let name = clip(name, REPORT_CELL_CHARS);
+        let clipped;
+        let name = if name.len() > REPORT_CELL_CHARS {
+            clipped = clip(name, REPORT_CELL_CHARS);
+            clipped.as_str()
+        } else {
+            name
+        };
         let row = match self.rows.iter().position(|t| t.name == name) {
             Some(i) => self.rows.get_mut(i),
             None if self.rows.len() < REPORT_MAX_KINDS => {
-                self.rows.push(Tally { name, ..Tally::default() });
+                self.rows.push(Tally { name: name.to_string(), ..Tally::default() });
                 self.rows.last_mut()
             }
             None => None,
@@ -366,11 +372,14 @@ impl Summary {
         self.last_time = l.time;
         if !l.prompt_sha256.is_empty() {
             // Texts kept from a line are clipped: a foreign line may hold anything.
-            let sha = clip(l.prompt_sha256, REPORT_CELL_CHARS);
-            if self.first_sha.is_empty() {
-                self.first_sha.clone_from(&sha);
+            if l.prompt_sha256.len() > REPORT_CELL_CHARS {
+                self.last_sha = clip(l.prompt_sha256, REPORT_CELL_CHARS);
+            } else {
+                l.prompt_sha256.clone_into(&mut self.last_sha);
             }
-            self.last_sha = sha;
+            if self.first_sha.is_empty() {
+                self.first_sha.clone_from(&self.last_sha);
+            }
         }
         let outcome = outcome(l);
         if let Some(n) = self.outcomes.get_mut(outcome as usize) {
