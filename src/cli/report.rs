@@ -698,21 +698,15 @@ impl Report {
             &limits,
             Some(chart::Marks { share: &paging, label: &paging_label }),
         );
-        let entries = &self.store.per_bin;
-        let store_label = if self.store.status == "ok" {
-            "entries in the store now, by the time they were created"
+        if self.store.status == "ok" {
+            let label = "entries in the store now, by the time they were created";
+            let line = ChartLine { points: &self.store.per_bin, class: "c1", label };
+            chart::chart(p, "Store entries over time", "entries", &s.bins, &[line], &[], None);
         } else {
-            "no store to read"
-        };
-        chart::chart(
-            p,
-            "Store entries over time",
-            "entries",
-            &s.bins,
-            &[ChartLine { points: entries, class: "c1", label: store_label }],
-            &[],
-            None,
-        );
+            p.markup("<figure class=\"chart\"><figcaption>Store entries over time</figcaption><p class=\"note\">");
+            p.fmt(format_args!("No chart: store {}.", self.store.status));
+            p.markup("</p></figure>");
+        }
         p.markup("</div></section>\n");
     }
 
