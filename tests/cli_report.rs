@@ -124,6 +124,10 @@ fn assert_inert(html: &str) {
     }
     assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count(), "every drawing is closed once");
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert!(
+        html.contains("content=\"default-src 'none'; style-src 'unsafe-inline'\""),
+        "the page forbids scripts and fetches"
+    );
 }
 
 #[test]

@@ -488,6 +488,10 @@ impl Report {
     fn write(&self, p: &mut Page) {
         p.markup("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
         p.markup("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+        // Defence in depth: even a text that escaped escaping could run nothing and fetch nothing.
+        p.markup(
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        );
         p.markup("<meta name=\"referrer\" content=\"no-referrer\">");
         p.markup("<title>lkjagent report: ");
         p.text(&self.data.display().to_string());
