@@ -1,6 +1,6 @@
 //! Reading the audit log for `lkjagent report`: its files oldest first (`audit.jsonl.1`, then
 //! `audit.jsonl`), as a stream of lines, each one parsed into a borrowed [`Line`] or counted as
-//! damaged.
+//! damaged; and the [`Period`] a report covers.
 //!
 //! Tolerant by design: a member the reader does not know is ignored, and only `time`, `run` and
 //! `cycle` are required (the short line the agent writes when a cycle's line would not fit has
@@ -99,6 +99,24 @@ impl<'a> Line<'a> {
     /// The reply problems the line names (stable codes).
     pub fn problems(&self) -> impl Iterator<Item = &'a str> + 'a {
         self.problems.into_iter().flat_map(|p| p.items()).filter_map(|p| p.as_str())
+    }
+}
+
+/// Which cycles the report covers.
+#[derive(Clone, Debug, Default)]
+pub struct Period {
+    /// Cycles at or after this Unix time.
+    pub since: Option<u64>,
+    /// The last this many cycles.
+    pub last: Option<u64>,
+    /// Only this run.
+    pub run: Option<String>,
+}
+
+impl Period {
+    /// Whether line `l` is in the period (`last` aside: it needs the count first).
+    pub fn takes(&self, l: &Line<'_>) -> bool {
+        self.since.is_none_or(|t| l.time >= t) && self.run.as_deref().is_none_or(|r| r == l.run)
     }
 }
 
