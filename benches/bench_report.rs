@@ -31,7 +31,10 @@ fn data_dir(n: u64) -> PathBuf {
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/config.json");
     std::fs::copy(config, dir.join("config.json")).unwrap();
-    std::fs::write(dir.join("logs/audit.jsonl"), audit_gen::audit_log(n)).unwrap();
+    // Written a line at a time: the benchmark process never holds the log.
+    let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("logs/audit.jsonl")).unwrap());
+    audit_gen::write_audit_log(&mut f, n).unwrap();
+    std::io::Write::flush(&mut f).unwrap();
     dir
 }
 
