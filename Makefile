@@ -7,7 +7,7 @@ HOST    := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 BIN     := target/release/lkjagent
 STATIC  := target/static/$(HOST)/release/lkjagent
 
-.PHONY: build run demo test conformance bench fuzz static lint model-check clean
+.PHONY: build run demo test conformance bench fuzz static lint model-check report-check clean
 
 build:
 	$(CARGO) build --release --locked
@@ -50,6 +50,12 @@ lint:
 # (~/.cache/lkjagent-model-check), runs the agent against it and reports figures.
 model-check: build
 	python3 tools/model_check.py
+
+# `lkjagent report` in a real browser: renders the demo's report and a generated 100,000-cycle
+# run's, and screenshots each with headless Chromium (installed from the system's packages when
+# missing) on a 390 px and a 1400 px window, into target/report-check/. Not part of .ci/run.
+report-check: build
+	sh tools/report_check.sh
 
 clean:
 	$(CARGO) clean

@@ -13,6 +13,7 @@
 //! - [`sha256`], [`clock`]: SHA-256 (FIPS 180-4) and UTC time, for the audit log.
 //! - [`signal`]: SIGINT/SIGTERM (the one module that may declare C functions).
 //! - [`json`]: RFC 8259 parser, document arena, serializer.
+//! - [`html`]: the HTML and inline SVG writer, with escaping in one place (for `report`).
 //! - [`tag`]: the tolerant tag parser for model replies and the tag renderer for prompts.
 //! - [`reply`]: the reply protocol (instructions, problems, feedback for the model).
 //! - [`grammar`]: the same protocol the other way: the live state to a GBNF grammar or a JSON
@@ -34,6 +35,7 @@ pub mod clock;
 pub mod escape;
 pub mod fixed;
 pub mod grammar;
+pub mod html;
 pub mod http;
 pub mod json;
 pub mod limits;

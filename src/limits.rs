@@ -488,3 +488,40 @@ pub const CHECK_CONNECT_TIMEOUT_MS: u64 = 3_000;
 
 /// How long `lkjagent check` waits for the server's answer to its health probe.
 pub const CHECK_READ_TIMEOUT_MS: u64 = 10_000;
+
+// ---------------------------------------------------------------------------------------------
+// `lkjagent report`
+// ---------------------------------------------------------------------------------------------
+
+/// Largest HTML page `lkjagent report` writes, in bytes; a page that would pass it is
+/// `CAPACITY_EXCEEDED` (narrow the period), never cut. The page's size is bounded by the counts
+/// below, whatever the length of the run or of the texts in its files: about 600 KiB at most. Cost: the page is held
+/// in memory before it is written, up to this size.
+pub const REPORT_MAX_BYTES: usize = 2 * 1024 * 1024;
+
+/// Most points of a chart of the report. A period with more cycles is binned: each point is the
+/// minimum, median and maximum of a run of consecutive cycles, so a long run is summarised, not
+/// cut. Cost: 3 × 8 bytes per point and series (a few KiB).
+pub const REPORT_CHART_MAX_POINTS: usize = 400;
+
+/// Most marks of the report's cycle strip; beyond it one mark stands for several consecutive
+/// cycles and shows their outcomes stacked. Cost: about 40 bytes per mark.
+pub const REPORT_STRIP_MAX_MARKS: usize = 600;
+
+/// Values of one series kept to take a bin's median. A bin of more cycles takes the median of
+/// every k-th one (evenly spaced); its minimum and maximum stay exact. Cost: 8 bytes each per
+/// series (5 series: 320 KiB).
+pub const REPORT_BIN_SAMPLE_MAX: usize = 8 * 1024;
+
+/// Rows of each table of the report (newest entries, tags, runs, run ids); the rest are counted
+/// in a closing row.
+pub const REPORT_TABLE_ROWS: usize = 20;
+
+/// Distinct action types, problem codes and states the report tells apart; further ones (only a
+/// foreign or damaged audit log has them) are counted together as `other`. Cost: a short string
+/// and a few counters each.
+pub const REPORT_MAX_KINDS: usize = 64;
+
+/// Characters of a value or an example shown in a table cell of the report; longer texts end in
+/// `…`.
+pub const REPORT_CELL_CHARS: usize = 160;

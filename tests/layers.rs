@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["fixed"],
     &["sha256", "clock", "signal"],
-    &["json", "http"],
+    &["json", "http", "html"],
     &["tag", "memory"],
     &["reply"],
     &["grammar"],

@@ -3,7 +3,7 @@
 //!
 //! A real `lkjagent run` child (replay provider, no delay between cycles) saves one fact per
 //! cycle, overwriting a rotating set of keys, while other real processes run every command that
-//! only looks (`status`, `check --no-network`, `memory list/query/search/stats/export`) in a
+//! only looks (`status`, `check --no-network`, `memory list/query/search/stats/export`, `report`) in a
 //! loop. An in-flight append looks like a torn tail to a reader for a few microseconds; a
 //! reader that "repaired" it cut the agent's log (facts lost, keys back to an older value, zero
 //! runs where the agent's next write landed past the cut). Afterwards every fact the agent
@@ -73,6 +73,7 @@ fn read_only_commands_beside_a_running_agent_lose_nothing() {
     let agent = lkjagent(["run"]).data(&d).spawn();
     let done = Arc::new(AtomicBool::new(false));
     let runs = Arc::new(AtomicUsize::new(0));
+    let report_failed = Arc::new(AtomicUsize::new(0));
     let readers: Vec<_> = [
         vec!["status"],
         vec!["memory", "export"],
@@ -81,15 +82,20 @@ fn read_only_commands_beside_a_running_agent_lose_nothing() {
         vec!["check", "--no-network"],
         vec!["memory", "query", "fact"],
         vec!["memory", "search", "value"],
+        vec!["report", "--out", "-"],
     ]
     .into_iter()
     .map(|cmd| {
-        let (d, done, runs) = (d.clone(), done.clone(), runs.clone());
+        let (d, done, runs, report_failed) = (d.clone(), done.clone(), runs.clone(), report_failed.clone());
         std::thread::spawn(move || {
             let started = Instant::now();
             while !done.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(120) {
                 let args: Vec<&str> = cmd.to_vec();
-                let _ = lkjagent(&args).data(&d).status();
+                let ok = lkjagent(&args).data(&d).status().success();
+                // The report reads the audit log as it grows: it must never fail on it.
+                if cmd[0] == "report" && !ok {
+                    report_failed.fetch_add(1, Ordering::Relaxed);
+                }
                 runs.fetch_add(1, Ordering::Relaxed);
             }
         })
@@ -102,6 +108,7 @@ fn read_only_commands_beside_a_running_agent_lose_nothing() {
     }
     assert!(status.success(), "agent exit: {:?}", status);
     assert!(runs.load(Ordering::Relaxed) >= 20, "the readers ran only {} times", runs.load(Ordering::Relaxed));
+    assert_eq!(report_failed.load(Ordering::Relaxed), 0, "report failed beside the running agent");
 
     let log = std::fs::read(d.join("store.log")).unwrap();
     assert!(!log.contains(&0u8), "store.log holds zero bytes: a reader cut it and the agent wrote past the cut");
@@ -139,7 +146,13 @@ fn read_only_commands_leave_a_compaction_file_alone() {
     }
     let compact = d.join(".store.log.compact");
     std::fs::write(&compact, b"half a compaction").unwrap();
-    for args in [&["status"][..], &["memory", "list"], &["memory", "export"], &["check", "--no-network"]] {
+    for args in [
+        &["status"][..],
+        &["memory", "list"],
+        &["memory", "export"],
+        &["check", "--no-network"],
+        &["report", "--out", "-"],
+    ] {
         let out = lkjagent(args).data(&d).output();
         assert!(out.status.success(), "{:?}: {:?}", args, out.status);
         assert_eq!(std::fs::read(&compact).unwrap(), b"half a compaction", "{:?} touched the writer's file", args);

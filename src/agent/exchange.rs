@@ -171,6 +171,8 @@ fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
 /// One recorded cycle, as [`Recorded::next_cycle`] gives it.
 pub struct Replayed<'a> {
     pub time: u64,
+    /// The cycle's number (0 when the line does not say).
+    pub cycle: u64,
     /// The first request of the cycle overflowed the context (see [`ExchangeRecord`]).
     pub overflow_retried: bool,
     pub inbox: Option<&'a str>,
@@ -273,7 +275,8 @@ impl Recorded {
             }),
         };
         let overflow_retried = root.get("overflow_retried").and_then(|v| v.as_bool()).unwrap_or(false);
-        Ok(Some(Replayed { time, overflow_retried, inbox, prompt, reply }))
+        let cycle = root.get("cycle").and_then(|v| v.as_u64()).unwrap_or(0);
+        Ok(Some(Replayed { time, cycle, overflow_retried, inbox, prompt, reply }))
     }
 }
 

@@ -7,6 +7,7 @@
 //! - `check`: validate config, prompts, memory, store and the endpoint before a run.
 //! - `parse_reply`: what the agent would take from a model reply, as JSON.
 //! - `grammar`: the reply grammar (or JSON Schema) the agent would send now.
+//! - `report`: one self-contained HTML page of what the agent did.
 //! - `json`: validate and print a JSON document.
 //! - `args`: the strict argument reader the subcommands share.
 //! - `util`: what the subcommands share besides arguments (read-only store, lock, output).
@@ -21,6 +22,7 @@ pub mod grammar;
 pub mod json;
 pub mod memory;
 pub mod parse_reply;
+pub mod report;
 pub mod run;
 pub mod send;
 pub mod status;
@@ -54,6 +56,7 @@ commands:
   parse-reply FILE
                 show what the agent would take from a model reply ('-' for stdin)
   grammar       print the reply grammar (or JSON Schema) the agent would send now
+  report        write one self-contained HTML page of what the agent did
 
 options:
   --data DIR    data directory (default: $LKJAGENT_DATA, else 'data')
@@ -136,6 +139,7 @@ fn dispatch(argv: impl Iterator<Item = OsString>) -> Result<i32> {
         "memory" => memory::run(args, &data),
         "send" => send::run(args, &data),
         "check" => check::run(args, &data),
+        "report" => report::run(args, &data),
         other => bail!(Usage, "unknown command '{}'; see 'lkjagent --help'", other),
     }
 }

@@ -429,6 +429,14 @@ impl Store {
         read_record_value(&self.log, &mut self.rbuf, s.offset, s.len, id, &mut self.vbuf)
     }
 
+    /// Each tag in use and the number of live entries carrying it (archived ones included),
+    /// from the index's counters: no entry is visited (for `lkjagent report`).
+    pub fn tag_counts(&self) -> impl Iterator<Item = (&str, u32)> + '_ {
+        (1..self.tags.id_limit())
+            .map(|id| (self.tags.name(id), self.tags.count(id)))
+            .filter(|(name, n)| *n > 0 && !name.is_empty())
+    }
+
     /// Live entry ids, oldest first (for export and listing).
     pub fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
         self.slots.ids()
