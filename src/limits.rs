@@ -349,6 +349,15 @@ pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;
 pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------
+// Recall: the store's full-text index (`memory::store::fulltext`, `rank`)
+// ---------------------------------------------------------------------------------------------
+
+/// Longest word the full-text index keeps, in bytes: a longer word is indexed and queried by
+/// its first this-many bytes (cut at a character boundary). Cost: one word buffer of this size
+/// per tokenizer in use (on the stack), and at most this much text per distinct word.
+pub const TEXT_TOKEN_MAX_BYTES: usize = 64;
+
+// ---------------------------------------------------------------------------------------------
 // Constrained decoding: the reply grammar and schema (`grammar`)
 // ---------------------------------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ mod replay;
 mod search;
 pub mod slots;
 pub mod tags;
+pub mod tokenize;
 mod write;
 
 #[cfg(test)]
