@@ -305,7 +305,7 @@ fn base_letter(u: u32) -> Option<u8> {
     let i = BASE_LETTERS.partition_point(|&(first, ..)| u32::from(first) <= u).checked_sub(1)?;
     let &(first, last, step, base) = BASE_LETTERS.get(i)?;
     let (first, last) = (u32::from(first), u32::from(last));
-    (u <= last && (u - first) % u32::from(step) == 0).then_some(base)
+    (u <= last && (u - first).is_multiple_of(u32::from(step))).then_some(base)
 }
 
 #[cfg(test)]
