@@ -14,6 +14,8 @@
 //! - [`checkpoint`]: the index written to `store.ckpt`, so an open replays only what follows.
 //! - `compact`: rewriting the log with only live state.
 //! - `query`: tag queries over the posting lists; `search`: text search over the log.
+//! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`fulltext`]: the
+//!   full-text index's tables; [`recall`]: that index kept current, and ranked (BM25) queries.
 //!
 //! # Durability
 //!
@@ -47,8 +49,10 @@
 pub mod append;
 pub mod checkpoint;
 mod compact;
+pub mod fulltext;
 pub mod links;
 mod query;
+pub mod recall;
 mod replay;
 mod search;
 pub mod slots;
@@ -200,6 +204,8 @@ pub struct Store {
     wbuf: FixedBuf,
     rbuf: Vec<u8>,
     vbuf: String,
+    /// The full-text index (built on first use).
+    recall: recall::Recall,
 }
 
 /// Approximate bytes of one link record, for garbage accounting.
@@ -295,6 +301,7 @@ impl Store {
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
+            recall: recall::Recall::new(),
         }
     }
 
@@ -334,7 +341,11 @@ impl Store {
     /// read, write and value buffers (about 3 × `STORE_RECORD_MAX_BYTES`, independent of the
     /// capacity) are not included.
     pub fn ram_bytes(&self) -> usize {
-        self.slots.ram_bytes() + self.keys.ram_bytes() + self.tags.ram_bytes() + self.links.ram_bytes()
+        self.slots.ram_bytes()
+            + self.keys.ram_bytes()
+            + self.tags.ram_bytes()
+            + self.links.ram_bytes()
+            + self.recall.ram_bytes()
     }
 
     /// Size of the log in bytes.

@@ -1,0 +1,909 @@
+//! Recall by words: the full-text index ([`super::fulltext`]) kept current with the store, and
+//! ranked queries over it, ordered as SQLite FTS5's `bm25()` orders an OR query.
+//!
+//! # Ranking
+//!
+//! A query is words ([`super::tokenize`]); an entry matches when it holds any of them (FTS5's
+//! `a OR b OR c`). Its score is FTS5's BM25 with k1 = 1.2 and b = 0.75 (`fts5_aux.c`):
+//!
+//! ```text
+//! score = Σ over query words q:  IDF(q) · f(q,D) · (k1 + 1) / (f(q,D) + k1 · (1 − b + b · |D| / avgdl))
+//! IDF(q) = ln((N − n(q) + 0.5) / (n(q) + 0.5)), and 1e-6 where that is ≤ 0 (words in half the
+//!          entries or more)
+//! ```
+//!
+//! with N the entries indexed, n(q) those holding q, f(q,D) the occurrences of q in the
+//! entry's text, |D| its words and avgdl the mean over all entries. FTS5's `bm25()` returns
+//! the negated sum (lower is better); here the score is the sum itself (higher is better), so
+//! `score == -bm25()`. A word given twice in a query counts twice, as two FTS5 phrases do.
+//! Equal scores come in entry id order. Archived entries are indexed (they count in N and
+//! avgdl) and left out of results unless asked for.
+//!
+//! Retrieval is exact top-k with MaxScore pruning: query words in order of their highest
+//! possible contribution (`IDF · (k1 + 1)`); once the k-th best score passes the sum of the
+//! smallest ones, documents holding only those words cannot enter the results, so their
+//! postings are no longer walked, only probed for the documents the other words bring. A
+//! query of very common words (IDF 1e-6) ends up walking the postings of one of them.
+//!
+//! # Upkeep
+//!
+//! The index is opened on first use (a store that is never searched never builds it). After
+//! that, every change of an entry (create, overwrite, retag, archive, delete) reads the new
+//! and the old `put` record back and moves the entry's words from one to the other. An index
+//! that cannot follow (a table full, a record unreadable) is marked stale and rebuilt from the
+//! log at the next query; a reload or compaction closes it. The log stays the only truth.
+
+use super::fulltext::{FullText, Sizes, NONE};
+use super::tokenize::{Token, Tokens};
+use super::{room_for, EntryId, Store};
+use crate::error::Result;
+use crate::limits::{RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES};
+use crate::memory::key::Key;
+use crate::memory::log;
+use crate::memory::query::Archived;
+use crate::memory::store::append::LogFile;
+
+/// BM25's k1, as FTS5.
+const K1: f64 = 1.2;
+/// BM25's b, as FTS5.
+const B: f64 = 0.75;
+/// FTS5's IDF for a word in half the documents or more.
+const MIN_IDF: f64 = 1e-6;
+
+/// One ranked entry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RankHit {
+    /// The entry.
+    pub id: EntryId,
+    /// Its BM25 score (higher is better; `-bm25()` of FTS5).
+    pub score: f64,
+}
+
+/// The results of a ranked query, best first: a bounded list reserved once
+/// ([`RANK_MAX_RESULTS`]), reused from query to query without allocating.
+pub struct Ranked {
+    hits: Vec<RankHit>,
+}
+
+impl Default for Ranked {
+    fn default() -> Self {
+        Ranked::new()
+    }
+}
+
+impl Ranked {
+    /// An empty list with room for [`RANK_MAX_RESULTS`] hits.
+    pub fn new() -> Ranked {
+        Ranked { hits: Vec::with_capacity(RANK_MAX_RESULTS) }
+    }
+
+    /// The hits, best first.
+    pub fn hits(&self) -> &[RankHit] {
+        &self.hits
+    }
+
+    /// Number of hits.
+    pub fn len(&self) -> usize {
+        self.hits.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.hits.is_empty()
+    }
+
+    /// Empties the list.
+    pub fn clear(&mut self) {
+        self.hits.clear();
+    }
+
+    /// Keeps `h` if it is among the best `limit` (a min-heap on the worst kept, root first).
+    fn offer(&mut self, h: RankHit, limit: usize) {
+        if self.hits.len() < limit {
+            self.hits.push(h);
+            let mut i = self.hits.len() - 1;
+            while i > 0 {
+                let p = (i - 1) / 2;
+                if !self.worse_at(i, p) {
+                    break;
+                }
+                self.hits.swap(i, p);
+                i = p;
+            }
+        } else if self.hits.first().is_some_and(|root| better(&h, root)) {
+            if let Some(root) = self.hits.first_mut() {
+                *root = h;
+            }
+            let n = self.hits.len();
+            let mut i = 0;
+            loop {
+                let (l, r) = (2 * i + 1, 2 * i + 2);
+                let mut m = i;
+                if l < n && self.worse_at(l, m) {
+                    m = l;
+                }
+                if r < n && self.worse_at(r, m) {
+                    m = r;
+                }
+                if m == i {
+                    break;
+                }
+                self.hits.swap(i, m);
+                i = m;
+            }
+        }
+    }
+
+    fn worse_at(&self, a: usize, b: usize) -> bool {
+        match (self.hits.get(a), self.hits.get(b)) {
+            (Some(x), Some(y)) => better(y, x),
+            _ => false,
+        }
+    }
+
+    /// The worst score kept, when `limit` are kept.
+    fn threshold(&self, limit: usize) -> Option<f64> {
+        if self.hits.len() < limit {
+            return None;
+        }
+        self.hits.first().map(|h| h.score)
+    }
+
+    fn sort(&mut self) {
+        self.hits.sort_unstable_by(|a, b| {
+            if better(a, b) {
+                core::cmp::Ordering::Less
+            } else if better(b, a) {
+                core::cmp::Ordering::Greater
+            } else {
+                core::cmp::Ordering::Equal
+            }
+        });
+    }
+}
+
+/// Higher score first, then the lower id.
+fn better(a: &RankHit, b: &RankHit) -> bool {
+    a.score > b.score || (a.score == b.score && a.id < b.id)
+}
+
+/// The state of the store's full-text index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not built (nothing reserved yet, or closed by a reload).
+    Closed,
+    /// Current with the store.
+    Ready,
+    /// Behind the store: rebuilt before the next query.
+    Stale,
+}
+
+/// The full-text index and its scratch buffers, owned by the store.
+pub struct Recall {
+    index: FullText,
+    state: State,
+    rec: Vec<u8>,
+    val: String,
+}
+
+impl Recall {
+    /// A closed index: nothing reserved.
+    pub fn new() -> Recall {
+        Recall { index: FullText::unreserved(), state: State::Closed, rec: Vec::new(), val: String::new() }
+    }
+
+    /// Bytes of RAM the index reserves (0 until it is first used).
+    pub fn ram_bytes(&self) -> usize {
+        if self.index.is_reserved() {
+            self.index.ram_bytes() + STORE_RECORD_MAX_BYTES + STORE_VALUE_MAX_BYTES
+        } else {
+            0
+        }
+    }
+}
+
+impl Default for Recall {
+    fn default() -> Self {
+        Recall::new()
+    }
+}
+
+/// Statistics of the full-text index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecallStats {
+    /// Whether the index is built and current.
+    pub ready: bool,
+    /// Entries indexed.
+    pub documents: u64,
+    /// Words in them.
+    pub tokens: u64,
+    /// Distinct words in the dictionary.
+    pub terms: usize,
+    /// Document numbers used (live and dead; a rebuild drops the dead).
+    pub doc_numbers: usize,
+    /// Posting blocks used.
+    pub blocks: usize,
+    /// RAM reserved, bytes.
+    pub ram_bytes: usize,
+}
+
+/// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
+/// word of its text: the tags, then the value.
+fn each_word(
+    log: &LogFile,
+    rec: &mut Vec<u8>,
+    val: &mut String,
+    (id, offset, len): (EntryId, u64, u32),
+    mut f: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    rec.clear();
+    rec.resize(len as usize, 0);
+    log.read_at(rec, offset)?;
+    let line = rec.strip_suffix(b"\n").unwrap_or(rec);
+    let log::Record::Put { head, tags, value_escaped } = log::decode(line)? else {
+        bail!(Io, "{} at byte {}: expected the put record of entry {}", log.path.display(), offset, id);
+    };
+    if head.id != id {
+        bail!(Io, "{} at byte {}: record is for entry {}, not {}", log.path.display(), offset, head.id, id);
+    }
+    val.clear();
+    log::decode_str(value_escaped, val)?;
+    let mut tok = Token::default();
+    for tag in tags.iter() {
+        let mut words = Tokens::new(tag.as_str());
+        while words.next_into(&mut tok) {
+            f(tok.as_bytes())?;
+        }
+    }
+    let mut words = Tokens::new(val);
+    while words.next_into(&mut tok) {
+        f(tok.as_bytes())?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The entries most relevant to `query`, best first, at most `limit` (and at most
+    /// [`RANK_MAX_RESULTS`]), archived entries left out: BM25 over the words of each entry's
+    /// tags and value, ordered as SQLite FTS5's `bm25()` orders `w1 OR w2 OR ...` (see the
+    /// module documentation). A query with no words, or whose words no entry holds, gives
+    /// no hits. More than [`RANK_MAX_TERMS`] distinct words is `CAPACITY_EXCEEDED`.
+    ///
+    /// The first call builds the index (reading every live entry once); after that a query
+    /// allocates nothing.
+    pub fn rank(&mut self, query: &str, limit: usize, out: &mut Ranked) -> Result<()> {
+        self.rank_where(query, limit, Archived::Exclude, None, out)
+    }
+
+    /// [`Store::rank`] with a filter: `archived` says which entries pass, and with `tags`
+    /// only entries carrying all of those tags.
+    pub fn rank_where(
+        &mut self,
+        query: &str,
+        limit: usize,
+        archived: Archived,
+        tags: Option<&Key>,
+        out: &mut Ranked,
+    ) -> Result<()> {
+        out.clear();
+        let limit = limit.min(RANK_MAX_RESULTS).min(out.hits.capacity());
+        self.recall_ready()?;
+        let required = match tags {
+            Some(key) => match self.tagset_of(key) {
+                Some(set) => Some((set, key.tag_count())),
+                None => return Ok(()), // a tag no entry carries
+            },
+            None => None,
+        };
+        if limit == 0 {
+            return Ok(());
+        }
+        let mut q = QueryTerms::default();
+        q.parse(&self.recall.index, query)?;
+        if q.n == 0 {
+            return Ok(());
+        }
+        let admit = |store: &Store, id: EntryId| -> bool {
+            let Some(s) = store.slots.get(id) else { return false };
+            if !archived.admits(s.archived) {
+                return false;
+            }
+            match &required {
+                None => true,
+                Some((set, n)) => {
+                    let have = store.slots.tag_ids(id);
+                    crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
+                }
+            }
+        };
+        self.max_score(&mut q, limit, admit, out);
+        out.sort();
+        Ok(())
+    }
+
+    /// Statistics of the full-text index (without building it).
+    pub fn recall_stats(&self) -> RecallStats {
+        let ix = &self.recall.index;
+        RecallStats {
+            ready: self.recall.state == State::Ready,
+            documents: ix.live_docs(),
+            tokens: ix.total_tokens(),
+            terms: ix.term_count(),
+            doc_numbers: ix.doc_count(),
+            blocks: ix.block_count(),
+            ram_bytes: self.recall.ram_bytes(),
+        }
+    }
+
+    /// Builds the index now if it is not current (it is otherwise built by the first query).
+    pub fn recall_ready(&mut self) -> Result<()> {
+        match self.recall.state {
+            State::Ready => Ok(()),
+            State::Closed | State::Stale => self.recall_rebuild(),
+        }
+    }
+
+    /// Rebuilds the index from the log: every live entry's `put` record read and indexed.
+    pub fn recall_rebuild(&mut self) -> Result<()> {
+        let room = room_for(self.cap);
+        let r = &mut self.recall;
+        r.state = State::Stale;
+        r.index.reserve(Sizes::for_capacity(self.cap, room));
+        if r.rec.capacity() == 0 {
+            r.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
+            r.val = String::with_capacity(STORE_VALUE_MAX_BYTES);
+        }
+        let end = self.slots.next_id() as EntryId;
+        for id in 0..end {
+            let Some(s) = self.slots.get(id) else { continue };
+            add_entry(r, &self.log, (id, s.offset, s.len))
+                .map_err(|e| e.context(format_args!("building the full-text index")))?;
+        }
+        r.state = State::Ready;
+        Ok(())
+    }
+
+    /// Brings entry `id`'s words in the index up to date after a change (nothing while the
+    /// index is closed or stale). A failure leaves the index stale, rebuilt by the next query.
+    pub(super) fn recall_sync(&mut self, id: EntryId) {
+        if self.recall.state != State::Ready {
+            return;
+        }
+        let want = self.slots.get(id).map(|s| (s.offset, s.len));
+        let r = &mut self.recall;
+        let have = r.index.doc_of(id).map(|(_, d)| d.offset);
+        if want.map(|w| w.0) == have {
+            return;
+        }
+        let res = remove_entry(r, &self.log, id).and_then(|_| match want {
+            Some((offset, len)) => add_entry(r, &self.log, (id, offset, len)),
+            None => Ok(()),
+        });
+        if let Err(e) = res {
+            r.state = State::Stale;
+            if e.code() != crate::error::Code::CapacityExceeded {
+                e.context(format_args!("the full-text index will be rebuilt")).print_warning();
+            }
+        }
+    }
+
+    /// Closes the index (after a reload: entry ids and log offsets may all have changed).
+    pub(super) fn recall_close(&mut self) {
+        self.recall.state = State::Closed;
+    }
+
+    /// MaxScore top-k over the query's postings (see the module documentation).
+    fn max_score(&self, q: &mut QueryTerms, limit: usize, admit: impl Fn(&Store, EntryId) -> bool, out: &mut Ranked) {
+        let ix = &self.recall.index;
+        let n_docs = ix.live_docs() as f64;
+        let avgdl = if ix.live_docs() == 0 { 1.0 } else { ix.total_tokens() as f64 / n_docs };
+        let n = q.n;
+        for c in q.cur.iter_mut().take(n) {
+            let df = ix.term(c.term).map_or(0, |t| t.df) as f64;
+            let idf = ((n_docs - df + 0.5) / (df + 0.5)).ln();
+            c.idf = if idf <= 0.0 { MIN_IDF } else { idf };
+            c.ub = c.mult * c.idf * (K1 + 1.0);
+            c.start(ix);
+        }
+        // Cursors by upper bound, smallest first, and the running sums of those bounds.
+        let mut perm = [0u8; RANK_MAX_TERMS];
+        for (i, p) in perm.iter_mut().enumerate().take(n) {
+            *p = i as u8;
+        }
+        let cur = &mut q.cur;
+        let order = |a: &u8, b: &u8| {
+            let (x, y) = (cur.get(*a as usize).map_or(0.0, |c| c.ub), cur.get(*b as usize).map_or(0.0, |c| c.ub));
+            x.total_cmp(&y)
+        };
+        if let Some(p) = perm.get_mut(..n) {
+            p.sort_unstable_by(order);
+        }
+        let mut prefix = [0f64; RANK_MAX_TERMS];
+        let mut sum = 0.0;
+        for k in 0..n {
+            sum += cur.get(perm_at(&perm, k)).map_or(0.0, |c| c.ub);
+            if let Some(p) = prefix.get_mut(k) {
+                *p = sum;
+            }
+        }
+        let mut first_ess = 0usize;
+        let mut tf = [0u32; RANK_MAX_TERMS];
+        loop {
+            let mut d = NONE;
+            for k in first_ess..n {
+                d = d.min(cur.get(perm_at(&perm, k)).map_or(NONE, |c| c.doc));
+            }
+            if d == NONE {
+                break;
+            }
+            let doc = ix.doc(d).copied().unwrap_or_default();
+            let ok = doc.entry != NONE && admit(self, doc.entry);
+            let norm = K1 * (1.0 - B + B * f64::from(doc.tokens) / avgdl);
+            let mut s = 0.0;
+            tf.iter_mut().take(n).for_each(|t| *t = 0);
+            for k in first_ess..n {
+                let i = perm_at(&perm, k);
+                let Some(c) = cur.get_mut(i) else { continue };
+                if c.doc == d {
+                    if ok {
+                        let f = c.tf(ix);
+                        if let Some(t) = tf.get_mut(i) {
+                            *t = f;
+                        }
+                        s += c.contribution(f, norm);
+                    }
+                    c.advance(ix);
+                }
+            }
+            if !ok {
+                continue;
+            }
+            let theta = out.threshold(limit);
+            let mut pruned = false;
+            for k in (0..first_ess).rev() {
+                if let Some(t) = theta {
+                    if s + prefix.get(k).copied().unwrap_or(0.0) < t {
+                        pruned = true;
+                        break;
+                    }
+                }
+                let i = perm_at(&perm, k);
+                let Some(c) = cur.get_mut(i) else { continue };
+                c.seek(ix, d);
+                if c.doc == d {
+                    let f = c.tf(ix);
+                    if let Some(t) = tf.get_mut(i) {
+                        *t = f;
+                    }
+                    s += c.contribution(f, norm);
+                }
+            }
+            if pruned {
+                continue;
+            }
+            // The exact score, summed in query order as FTS5 sums its phrases.
+            let mut score = 0.0;
+            for (c, &f) in cur.iter().zip(tf.iter()).take(n) {
+                if f > 0 {
+                    score += c.contribution(f, norm);
+                }
+            }
+            out.offer(RankHit { id: doc.entry, score }, limit);
+            if let Some(t) = out.threshold(limit) {
+                while first_ess < n && prefix.get(first_ess).is_some_and(|&p| p < t) {
+                    first_ess += 1;
+                }
+            }
+        }
+    }
+}
+
+fn perm_at(perm: &[u8; RANK_MAX_TERMS], k: usize) -> usize {
+    perm.get(k).copied().unwrap_or(0) as usize
+}
+
+/// Indexes entry `id`'s record as a new document.
+fn add_entry(r: &mut Recall, log: &LogFile, (id, offset, len): (EntryId, u64, u32)) -> Result<()> {
+    let d = r.index.start_doc(id, offset, len)?;
+    let index = &mut r.index;
+    each_word(log, &mut r.rec, &mut r.val, (id, offset, len), |w| index.add_word(d, w))?;
+    r.index.finish_doc(d);
+    Ok(())
+}
+
+/// Takes entry `id`'s live document out of the index, if it has one (its record, still in
+/// the log, says which words to count out).
+fn remove_entry(r: &mut Recall, log: &LogFile, id: EntryId) -> Result<()> {
+    let Some((_, doc)) = r.index.doc_of(id) else { return Ok(()) };
+    let Some(d) = r.index.start_remove(id) else { return Ok(()) };
+    let index = &mut r.index;
+    each_word(log, &mut r.rec, &mut r.val, (id, doc.offset, doc.rec_len), |w| {
+        index.remove_word(w);
+        Ok(())
+    })?;
+    r.index.finish_remove(d);
+    Ok(())
+}
+
+/// A query word's walk over its postings.
+#[derive(Clone, Copy)]
+struct Cursor {
+    term: u32,
+    /// Times the word occurs in the query.
+    mult: f64,
+    idf: f64,
+    /// The most one document can get from this word.
+    ub: f64,
+    block: u32,
+    pos: u32,
+    /// The current document, or [`NONE`] at the end.
+    doc: u32,
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Cursor { term: NONE, mult: 0.0, idf: 0.0, ub: 0.0, block: NONE, pos: 0, doc: NONE }
+    }
+}
+
+impl Cursor {
+    fn start(&mut self, ix: &FullText) {
+        self.block = ix.term(self.term).map_or(NONE, |t| t.head);
+        self.pos = 0;
+        self.load(ix);
+    }
+
+    fn load(&mut self, ix: &FullText) {
+        self.doc = match ix.block(self.block) {
+            Some(b) if self.pos < b.n => b.doc.get(self.pos as usize).copied().unwrap_or(NONE),
+            _ => NONE,
+        };
+    }
+
+    fn advance(&mut self, ix: &FullText) {
+        let Some(b) = ix.block(self.block) else {
+            self.doc = NONE;
+            return;
+        };
+        self.pos += 1;
+        if self.pos >= b.n {
+            self.block = b.next;
+            self.pos = 0;
+        }
+        self.load(ix);
+    }
+
+    /// Moves to the first document at or after `target`.
+    fn seek(&mut self, ix: &FullText, target: u32) {
+        while self.doc < target {
+            let Some(b) = ix.block(self.block) else {
+                self.doc = NONE;
+                return;
+            };
+            let last = b.doc.get((b.n as usize).saturating_sub(1)).copied().unwrap_or(0);
+            if last < target {
+                self.block = b.next;
+                self.pos = 0;
+                self.load(ix);
+            } else {
+                self.advance(ix);
+            }
+        }
+    }
+
+    fn tf(&self, ix: &FullText) -> u32 {
+        ix.block(self.block).and_then(|b| b.tf.get(self.pos as usize)).map_or(0, |&f| u32::from(f))
+    }
+
+    /// This word's part of a document's score, for `f` occurrences and the document's
+    /// `k1 · (1 − b + b · |D| / avgdl)`.
+    fn contribution(&self, f: u32, norm: f64) -> f64 {
+        let f = f64::from(f);
+        self.mult * (self.idf * ((f * (K1 + 1.0)) / (f + norm)))
+    }
+}
+
+/// The distinct words of a query that the index knows, in query order.
+struct QueryTerms {
+    cur: [Cursor; RANK_MAX_TERMS],
+    n: usize,
+}
+
+impl Default for QueryTerms {
+    fn default() -> Self {
+        QueryTerms { cur: [Cursor::default(); RANK_MAX_TERMS], n: 0 }
+    }
+}
+
+impl QueryTerms {
+    fn parse(&mut self, ix: &FullText, query: &str) -> Result<()> {
+        let mut words = Tokens::new(query);
+        let mut tok = Token::default();
+        let mut distinct = 0usize;
+        while words.next_into(&mut tok) {
+            let Some(t) = ix.find(tok.as_bytes()) else {
+                // A word no entry holds: it matches nothing, but counts toward the limit.
+                distinct += 1;
+                if distinct > RANK_MAX_TERMS {
+                    break;
+                }
+                continue;
+            };
+            if let Some(c) = self.cur.iter_mut().take(self.n).find(|c| c.term == t) {
+                c.mult += 1.0;
+                continue;
+            }
+            distinct += 1;
+            if distinct > RANK_MAX_TERMS {
+                break;
+            }
+            if let Some(c) = self.cur.get_mut(self.n) {
+                *c = Cursor { term: t, mult: 1.0, ..Cursor::default() };
+                self.n += 1;
+            }
+        }
+        if distinct > RANK_MAX_TERMS {
+            bail!(
+                CapacityExceeded,
+                "a ranked query weighs at most {} distinct words (RANK_MAX_TERMS); shorten the query",
+                RANK_MAX_TERMS
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::key::normalize;
+    use crate::testing::temp_dir;
+
+    fn k(s: &str) -> Key {
+        normalize(s).unwrap()
+    }
+
+    fn words(text: &str) -> Vec<Vec<u8>> {
+        let mut t = Tokens::new(text);
+        let mut tok = Token::default();
+        let mut out = Vec::new();
+        while t.next_into(&mut tok) {
+            out.push(tok.as_bytes().to_vec());
+        }
+        out
+    }
+
+    /// BM25 of every live entry, computed from scratch as FTS5 computes it, best first.
+    fn brute(s: &mut Store, query: &str, limit: usize, archived: Archived) -> Vec<(EntryId, f64)> {
+        let ids: Vec<EntryId> = s.ids().collect();
+        let mut docs = Vec::new();
+        for id in ids {
+            let key = s.key(id).unwrap();
+            let text = format!("{} {}", key.as_str(), s.value(id).unwrap());
+            docs.push((id, words(&text), s.info(id).unwrap().archived));
+        }
+        let n = docs.len() as f64;
+        let avgdl = docs.iter().map(|d| d.1.len()).sum::<usize>() as f64 / n;
+        let q = words(query);
+        let idf: Vec<f64> = q
+            .iter()
+            .map(|w| {
+                let hits = docs.iter().filter(|d| d.1.contains(w)).count() as f64;
+                let idf = ((n - hits + 0.5) / (hits + 0.5)).ln();
+                if idf <= 0.0 {
+                    1e-6
+                } else {
+                    idf
+                }
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (id, toks, arch) in &docs {
+            if !archived.admits(*arch) || !q.iter().any(|w| toks.contains(w)) {
+                continue;
+            }
+            let dl = toks.len() as f64;
+            let mut score = 0.0;
+            for (w, idf) in q.iter().zip(&idf) {
+                let f = toks.iter().filter(|t| *t == w).count() as f64;
+                score += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
+            }
+            out.push((*id, score));
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.truncate(limit);
+        out
+    }
+
+    fn ranked(s: &mut Store, query: &str, limit: usize) -> Vec<(EntryId, f64)> {
+        let mut out = Ranked::new();
+        s.rank(query, limit, &mut out).unwrap();
+        out.hits().iter().map(|h| (h.id, h.score)).collect()
+    }
+
+    fn assert_same(got: &[(EntryId, f64)], want: &[(EntryId, f64)], what: &str) {
+        assert_eq!(got.len(), want.len(), "{}: {:?} vs {:?}", what, got, want);
+        for (g, w) in got.iter().zip(want) {
+            assert!((g.1 - w.1).abs() < 1e-9, "{}: {:?} vs {:?}", what, got, want);
+            if g.0 != w.0 {
+                // Only a tie may swap.
+                assert!((g.1 - w.1).abs() < 1e-12, "{}: {:?} vs {:?}", what, got, want);
+            }
+        }
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        /// A Zipf-like word: small numbers far more often.
+        fn word(&mut self, vocab: u64) -> String {
+            let r = self.below(vocab * vocab) as f64;
+            let w = (vocab as f64 - r.sqrt()).max(0.0) as u64;
+            format!("w{}", (vocab - 1).saturating_sub(w))
+        }
+        fn text(&mut self, vocab: u64, n: u64) -> String {
+            (0..n).map(|_| self.word(vocab)).collect::<Vec<_>>().join(" ")
+        }
+    }
+
+    #[test]
+    fn ranks_as_bm25_computed_from_scratch() {
+        let d = temp_dir("rank-brute");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for i in 0..300 {
+            let n = 5 + rng.below(30);
+            let text = rng.text(60, n);
+            s.put(&k(&format!("note,n{}", i)), &text, 1).unwrap();
+        }
+        for _ in 0..60 {
+            let q = format!("{} {} {}", rng.word(60), rng.word(60), rng.word(60));
+            for limit in [1, 5, 10, 50] {
+                let want = brute(&mut s, &q, limit, Archived::Exclude);
+                assert_same(&ranked(&mut s, &q, limit), &want, &q);
+            }
+        }
+    }
+
+    #[test]
+    fn stays_current_through_overwrites_retags_archives_deletes_and_compaction() {
+        let d = temp_dir("rank-upkeep");
+        let mut s = Store::open_with_capacity(&d, 256).unwrap();
+        let mut rng = Rng(12345);
+        let mut live: Vec<String> = Vec::new();
+        // Open the index first, so that every change below goes through the upkeep.
+        assert!(ranked(&mut s, "anything", 10).is_empty());
+        for step in 0..600 {
+            let op = rng.below(10);
+            if live.is_empty() || op < 4 {
+                let key = format!("t{}", step);
+                let n = 3 + rng.below(20);
+                s.put(&k(&key), &rng.text(40, n), 1).unwrap();
+                live.push(key);
+            } else {
+                let i = rng.below(live.len() as u64) as usize;
+                let key = live[i].clone();
+                match op {
+                    4 | 5 => {
+                        let n = 3 + rng.below(20);
+                        s.put(&k(&key), &rng.text(40, n), 2).unwrap();
+                    }
+                    6 => {
+                        let archived = s.info(s.find(&k(&key)).unwrap()).unwrap().archived;
+                        s.set_archived(&k(&key), !archived, 3).unwrap();
+                    }
+                    7 => {
+                        let new = format!("{},extra{}", key, step);
+                        s.add_tags(&k(&key), &k(&format!("extra{}", step)), 4).unwrap();
+                        live[i] = new;
+                    }
+                    _ => {
+                        s.delete(&k(&key)).unwrap();
+                        live.swap_remove(i);
+                    }
+                }
+            }
+            if step % 50 == 49 {
+                let q = format!("{} {} extra{}", rng.word(40), rng.word(40), step - 10);
+                let want = brute(&mut s, &q, 10, Archived::Exclude);
+                assert_same(&ranked(&mut s, &q, 10), &want, &q);
+                let mut out = Ranked::new();
+                s.rank_where(&q, 10, Archived::Only, None, &mut out).unwrap();
+                let got: Vec<_> = out.hits().iter().map(|h| (h.id, h.score)).collect();
+                assert_same(&got, &brute(&mut s, &q, 10, Archived::Only), &q);
+            }
+            if step == 300 {
+                s.compact().unwrap();
+            }
+        }
+        let st = s.recall_stats();
+        assert!(st.ready);
+        assert_eq!(st.documents as usize, s.len());
+        // A reopened store builds the same index from the log.
+        let q = "w1 w2 w3";
+        let before = ranked(&mut s, q, 20);
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 256).unwrap();
+        assert_eq!(ranked(&mut s, q, 20), before);
+    }
+
+    #[test]
+    fn tags_are_words_and_filter() {
+        let d = temp_dir("rank-tags");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("recipes,french_cuisine"), "Crème brûlée with vanilla", 1).unwrap();
+        s.put(&k("recipes,desserts"), "chocolate cake, no vanilla", 1).unwrap();
+        s.put(&k("notes"), "the cake is a lie", 1).unwrap();
+        // A tag's words match ("french" is only in a tag), diacritics do not matter.
+        let got = ranked(&mut s, "FRENCH creme", 10);
+        assert_eq!(got.len(), 1);
+        assert_eq!(s.key(got[0].0).unwrap().as_str(), "french_cuisine,recipes");
+        let mut out = Ranked::new();
+        s.rank_where("cake", 10, Archived::Exclude, Some(&k("recipes")), &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        s.rank_where("cake", 10, Archived::Exclude, Some(&k("unknown_tag")), &mut out).unwrap();
+        assert!(out.is_empty());
+        assert!(ranked(&mut s, "", 10).is_empty());
+        assert!(ranked(&mut s, " ,;", 10).is_empty());
+        assert!(ranked(&mut s, "absent", 10).is_empty());
+        assert!(ranked(&mut s, "cake", 0).is_empty());
+    }
+
+    #[test]
+    fn too_many_query_words_is_a_capacity_error() {
+        let d = temp_dir("rank-long");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("a"), "x", 1).unwrap();
+        let q: String = (0..=RANK_MAX_TERMS).map(|i| format!("q{} ", i)).collect();
+        let mut out = Ranked::new();
+        let e = s.rank(&q, 10, &mut out).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+        assert!(e.message().contains("RANK_MAX_TERMS"));
+        // The same word many times is one word.
+        s.rank(&"x ".repeat(500), 10, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn a_full_index_is_rebuilt_and_keeps_ranking_right() {
+        let d = temp_dir("rank-rebuild");
+        // Capacity 16: few document numbers, so overwrites force rebuilds.
+        let mut s = Store::open_with_capacity(&d, 16).unwrap();
+        let mut rng = Rng(7);
+        assert!(ranked(&mut s, "w1", 5).is_empty());
+        for round in 0..200 {
+            let n = 3 + rng.below(10);
+            s.put(&k(&format!("e{}", round % 10)), &rng.text(20, n), 1).unwrap();
+        }
+        let q = "w0 w3 w7";
+        let want = brute(&mut s, q, 10, Archived::Exclude);
+        assert_same(&ranked(&mut s, q, 10), &want, q);
+        assert!(s.recall_stats().doc_numbers <= Sizes::for_capacity(16, room_for(16)).docs);
+    }
+
+    #[test]
+    fn heap_keeps_the_best_in_order() {
+        let mut r = Ranked::new();
+        for (i, sc) in [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0].iter().enumerate() {
+            r.offer(RankHit { id: i as EntryId, score: *sc }, 4);
+        }
+        r.sort();
+        let got: Vec<_> = r.hits().iter().map(|h| (h.id, h.score)).collect();
+        assert_eq!(got, [(5, 9.0), (7, 6.0), (4, 5.0), (2, 4.0)]);
+        let mut r = Ranked::new();
+        for id in [5, 3, 9, 1] {
+            r.offer(RankHit { id, score: 1.0 }, 3);
+        }
+        r.sort();
+        assert_eq!(r.hits().iter().map(|h| h.id).collect::<Vec<_>>(), [1, 3, 5]);
+    }
+}
