@@ -29,7 +29,8 @@
 //!   `ϱ`, `ϵ`, `µ` → `μ`, U+1FBE → `ι`), and Deseret (the only letters beyond U+FFFF FTS5
 //!   folds).
 //! - **Approximate** elsewhere: "letter or digit" is std's `char::is_alphanumeric` (Unicode's
-//!   Alphabetic and Numeric properties, plus private use), where FTS5 uses the general
+//!   Alphabetic and Numeric properties, plus private use, minus the combining-mark blocks),
+//!   where FTS5 uses the general
 //!   categories `L*`, `N*`, `Co` of its own (older) Unicode tables. They differ on about
 //!   1,900 code points of the Basic Multilingual Plane: combining vowel signs of Indic and
 //!   other scripts (Alphabetic here, separators in FTS5), letters added to Unicode after
@@ -130,7 +131,16 @@ pub fn is_token_char(c: char) -> bool {
         return c.is_ascii_alphanumeric();
     }
     let u = u32::from(c);
+    if is_combining_block(u) {
+        return false;
+    }
     c.is_alphanumeric() || (0xE000..=0xF8FF).contains(&u) || u >= 0xF_0000
+}
+
+/// The blocks of combining marks (all of category `M`, never a letter for FTS5, though
+/// Unicode calls some of them Alphabetic).
+fn is_combining_block(u: u32) -> bool {
+    matches!(u, 0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F)
 }
 
 /// The combining marks FTS5 drops inside a word (U+0300..U+0331, a fixed subset): bit `i` of
