@@ -427,6 +427,48 @@ impl FullText {
         self.total_tokens = self.total_tokens.saturating_sub(u64::from(tokens));
     }
 
+    /// Adds a live document read from the index's file (documents come in docno order).
+    pub fn load_doc(&mut self, doc: Doc) -> Result<u32> {
+        let d = self.start_doc(doc.entry, doc.offset, doc.rec_len)?;
+        if let Some(x) = self.docs.get_mut(d as usize) {
+            x.tokens = doc.tokens;
+        }
+        if self.entry_doc.get(doc.entry as usize).is_some_and(|&e| e != NONE) {
+            bail!(Io, "entry {} has two documents", doc.entry);
+        }
+        self.finish_doc(d);
+        Ok(d)
+    }
+
+    /// A term read from the index's file (each once): its id, for [`FullText::load_posting`].
+    pub fn load_term(&mut self, word: &[u8]) -> Result<u32> {
+        let t = self.intern(word)?;
+        if self.terms.get(t as usize).is_none_or(|x| x.head != NONE) {
+            bail!(Io, "a word is listed twice");
+        }
+        Ok(t)
+    }
+
+    /// Adds a posting read from the index's file: term `t` occurs `tf` times in document `d`
+    /// (a loaded one; a term's postings come in increasing `d`).
+    pub fn load_posting(&mut self, t: u32, d: u32, tf: u16) -> Result<()> {
+        if d as usize >= self.docs.len() || tf == 0 {
+            bail!(Io, "a posting names document {} of {} (tf {})", d, self.docs.len(), tf);
+        }
+        let Some(term) = self.terms.get(t as usize).copied() else { bail!(Internal, "term {} missing", t) };
+        if term.last_doc > d {
+            bail!(Io, "postings out of order for a word");
+        }
+        self.push_posting(t, term, d)?;
+        let tail = self.terms.get(t as usize).map_or(NONE, |x| x.tail);
+        if let Some(b) = self.blocks.get_mut(tail as usize) {
+            if let Some(x) = b.tf.get_mut((b.n as usize).saturating_sub(1)) {
+                *x = tf;
+            }
+        }
+        Ok(())
+    }
+
     /// Entry ids with a live document, in id order.
     pub fn indexed_entries(&self) -> impl Iterator<Item = EntryId> + '_ {
         self.entry_doc.iter().enumerate().filter(|(_, &d)| d != NONE).map(|(i, _)| i as EntryId)

@@ -15,7 +15,8 @@
 //! - `compact`: rewriting the log with only live state.
 //! - `query`: tag queries over the posting lists; `search`: text search over the log.
 //! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`fulltext`]: the
-//!   full-text index's tables; [`recall`]: that index kept current, and ranked (BM25) queries.
+//!   full-text index's tables; [`recall`]: that index kept current, and ranked (BM25) queries;
+//!   [`recall_file`]: the index written to `store.fts` with the checkpoint.
 //!
 //! # Durability
 //!
@@ -53,6 +54,7 @@ pub mod fulltext;
 pub mod links;
 mod query;
 pub mod recall;
+pub mod recall_file;
 mod replay;
 mod search;
 pub mod slots;
@@ -244,6 +246,7 @@ impl Store {
         // writer (the lock holder) removes it.
         compact::remove_temp(dir);
         checkpoint::remove_temp(dir);
+        recall_file::remove_temp(dir);
         s.open_index()?;
         Ok(s)
     }

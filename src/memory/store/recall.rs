@@ -180,8 +180,10 @@ enum State {
 
 /// The full-text index and its scratch buffers, owned by the store.
 pub struct Recall {
-    index: FullText,
+    pub(super) index: FullText,
     state: State,
+    /// Whether the last open read the index's file (else it was rebuilt from the log).
+    from_file: bool,
     rec: Vec<u8>,
     val: String,
 }
@@ -189,7 +191,13 @@ pub struct Recall {
 impl Recall {
     /// A closed index: nothing reserved.
     pub fn new() -> Recall {
-        Recall { index: FullText::unreserved(), state: State::Closed, rec: Vec::new(), val: String::new() }
+        Recall {
+            index: FullText::unreserved(),
+            state: State::Closed,
+            from_file: false,
+            rec: Vec::new(),
+            val: String::new(),
+        }
     }
 
     /// Bytes of RAM the index reserves (0 until it is first used).
@@ -225,6 +233,8 @@ pub struct RecallStats {
     pub blocks: usize,
     /// RAM reserved, bytes.
     pub ram_bytes: usize,
+    /// Whether the index was read from `store.fts` (else rebuilt from the log).
+    pub from_file: bool,
 }
 
 /// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
@@ -332,19 +342,49 @@ impl Store {
             doc_numbers: ix.doc_count(),
             blocks: ix.block_count(),
             ram_bytes: self.recall.ram_bytes(),
+            from_file: self.recall.from_file,
         }
     }
 
     /// Builds the index now if it is not current (it is otherwise built by the first query).
+    ///
+    /// A closed index is read from its file (`store.fts`, see [`super::recall_file`]) when
+    /// that matches the log, and the entries changed since brought up to date; otherwise (no
+    /// file, or one that cannot be used, with a warning) and when stale it is rebuilt from
+    /// the log.
     pub fn recall_ready(&mut self) -> Result<()> {
         match self.recall.state {
             State::Ready => Ok(()),
-            State::Closed | State::Stale => self.recall_rebuild(),
+            State::Stale => self.recall_rebuild(),
+            State::Closed => {
+                self.recall_reserve();
+                match self.recall_read_file() {
+                    Ok(true) => {
+                        self.recall.state = State::Ready;
+                        self.recall_reconcile();
+                        if self.recall.state == State::Ready {
+                            self.recall.from_file = true;
+                            return Ok(());
+                        }
+                        self.recall_rebuild()
+                    }
+                    Ok(false) => self.recall_rebuild(),
+                    Err(e) => {
+                        e.context(format_args!("the full-text index is rebuilt from the log")).print_warning();
+                        self.recall_rebuild()
+                    }
+                }
+            }
         }
     }
 
-    /// Rebuilds the index from the log: every live entry's `put` record read and indexed.
-    pub fn recall_rebuild(&mut self) -> Result<()> {
+    /// Whether the index is built and current.
+    pub(super) fn recall_is_ready(&self) -> bool {
+        self.recall.state == State::Ready
+    }
+
+    /// Reserves the index's tables (once) and empties them; the index is stale until filled.
+    pub(super) fn recall_reserve(&mut self) {
         let room = room_for(self.cap);
         let r = &mut self.recall;
         r.state = State::Stale;
@@ -353,6 +393,26 @@ impl Store {
             r.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
             r.val = String::with_capacity(STORE_VALUE_MAX_BYTES);
         }
+    }
+
+    /// After loading the index's file: every entry whose record is not the one indexed
+    /// (changed, created or deleted since the file was written) is brought up to date.
+    fn recall_reconcile(&mut self) {
+        let end = self.slots.room() as EntryId;
+        for id in 0..end {
+            let want = self.slots.get(id).map(|s| s.offset);
+            let have = self.recall.index.doc_of(id).map(|(_, d)| d.offset);
+            if want != have {
+                self.recall_sync(id);
+            }
+        }
+    }
+
+    /// Rebuilds the index from the log: every live entry's `put` record read and indexed.
+    pub fn recall_rebuild(&mut self) -> Result<()> {
+        self.recall_reserve();
+        self.recall.from_file = false;
+        let r = &mut self.recall;
         let end = self.slots.next_id() as EntryId;
         for id in 0..end {
             let Some(s) = self.slots.get(id) else { continue };
@@ -888,6 +948,93 @@ mod tests {
         let want = brute(&mut s, q, 10, Archived::Exclude);
         assert_same(&ranked(&mut s, q, 10), &want, q);
         assert!(s.recall_stats().doc_numbers <= Sizes::for_capacity(16, room_for(16)).docs);
+    }
+
+    fn corpus(s: &mut Store, rng: &mut Rng, n: usize, from: usize) {
+        for i in from..from + n {
+            let len = 5 + rng.below(25);
+            let text = rng.text(80, len);
+            s.put(&k(&format!("doc,d{}", i)), &text, 1).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_index_file_is_read_back_and_brought_up_to_date() {
+        let d = temp_dir("rank-file");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(99);
+        corpus(&mut s, &mut rng, 200, 0);
+        let q = "w1 w5 w9";
+        let want = ranked(&mut s, q, 15);
+        s.checkpoint().unwrap();
+        assert!(d.join(super::super::recall_file::RECALL_FILE_NAME).exists());
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        assert_eq!(ranked(&mut s, q, 15), want);
+        assert!(s.recall_stats().from_file);
+        // Changes after the file was written (no checkpoint since): new, changed, deleted,
+        // archived entries are brought up to date when the file is read.
+        corpus(&mut s, &mut rng, 30, 200);
+        corpus(&mut s, &mut rng, 20, 0);
+        s.delete(&k("doc,d50")).unwrap();
+        s.set_archived(&k("doc,d51"), true, 2).unwrap();
+        let want = brute(&mut s, q, 15, Archived::Exclude);
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        assert_same(&ranked(&mut s, q, 15), &want, q);
+        assert!(s.recall_stats().from_file);
+        assert_eq!(s.recall_stats().documents as usize, s.len());
+        // A read-only store reads it too, and writes nothing.
+        let before = std::fs::read(d.join("store.fts")).unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        assert_same(&ranked(&mut r, q, 15), &want, q);
+        assert_eq!(std::fs::read(d.join("store.fts")).unwrap(), before);
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_index_file_is_detected_and_rebuilt() {
+        use super::super::recall_file::RecallFile;
+        let d = temp_dir("rank-file-bad");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(5);
+        corpus(&mut s, &mut rng, 150, 0);
+        let q = "w2 w3 w40";
+        let want = ranked(&mut s, q, 10);
+        s.checkpoint().unwrap();
+        assert!(matches!(s.recall_file_check(), RecallFile::Usable { docs: 150, .. }));
+        drop(s);
+        let path = d.join("store.fts");
+        let good = std::fs::read(&path).unwrap();
+        // A flipped byte anywhere (header or body), a cut, a foreign file.
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for at in [3, 20, 70, good.len() / 2, good.len() - 1] {
+            let mut b = good.clone();
+            b[at] ^= 0x10;
+            cases.push(b);
+        }
+        cases.push(good[..good.len() - 7].to_vec());
+        cases.push(good[..40].to_vec());
+        cases.push(b"not an index".to_vec());
+        for bad in cases {
+            std::fs::write(&path, &bad).unwrap();
+            let mut s = Store::open_with_capacity(&d, 512).unwrap();
+            assert!(matches!(s.recall_file_check(), RecallFile::Unusable(_)));
+            assert_eq!(ranked(&mut s, q, 10), want);
+            assert!(!s.recall_stats().from_file);
+        }
+        // After a compaction the old file names another log: not used.
+        std::fs::write(&path, &good).unwrap();
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        s.delete(&k("doc,d3")).unwrap();
+        s.compact().unwrap();
+        let want = brute(&mut s, q, 10, Archived::Exclude);
+        std::fs::write(&path, &good).unwrap();
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        assert!(matches!(s.recall_file_check(), RecallFile::Unusable(_)));
+        assert_same(&ranked(&mut s, q, 10), &want, q);
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(s.recall_file_check(), RecallFile::Missing));
     }
 
     #[test]
