@@ -184,6 +184,8 @@ pub struct Recall {
     state: State,
     /// Whether the last open read the index's file (else it was rebuilt from the log).
     from_file: bool,
+    /// Whether the last read of the index's file found it taken of another log state.
+    pub(super) file_stale: bool,
     rec: Vec<u8>,
     val: String,
 }
@@ -195,6 +197,7 @@ impl Recall {
             index: FullText::unreserved(),
             state: State::Closed,
             from_file: false,
+            file_stale: false,
             rec: Vec::new(),
             val: String::new(),
         }
@@ -1018,7 +1021,7 @@ mod tests {
         for bad in cases {
             std::fs::write(&path, &bad).unwrap();
             let mut s = Store::open_with_capacity(&d, 512).unwrap();
-            assert!(matches!(s.recall_file_check(), RecallFile::Unusable(_)));
+            assert!(matches!(s.recall_file_check(), RecallFile::Damaged(_)));
             assert_eq!(ranked(&mut s, q, 10), want);
             assert!(!s.recall_stats().from_file);
         }
@@ -1031,7 +1034,7 @@ mod tests {
         std::fs::write(&path, &good).unwrap();
         drop(s);
         let mut s = Store::open_with_capacity(&d, 512).unwrap();
-        assert!(matches!(s.recall_file_check(), RecallFile::Unusable(_)));
+        assert!(matches!(s.recall_file_check(), RecallFile::Stale(_)));
         assert_same(&ranked(&mut s, q, 10), &want, q);
         std::fs::remove_file(&path).unwrap();
         assert!(matches!(s.recall_file_check(), RecallFile::Missing));

@@ -61,8 +61,12 @@ pub enum RecallFile {
         /// Its size.
         bytes: u64,
     },
-    /// It cannot be used (damaged, stale, foreign), and why; the index will be rebuilt.
-    Unusable(crate::error::Error),
+    /// It was taken of another state of the log (another store, a log since compacted or
+    /// cut back), and why: not damage; the index will be rebuilt.
+    Stale(crate::error::Error),
+    /// It is damaged (checksum, cut short, not an index file), and why; the index will be
+    /// rebuilt.
+    Damaged(crate::error::Error),
 }
 
 /// Output through a buffer, with a running CRC and length.
@@ -181,6 +185,7 @@ impl Store {
             Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
         };
         let mut buf = core::mem::take(&mut self.rbuf);
+        self.recall.file_stale = false;
         let res = self.read_file_into(file, &mut buf);
         self.rbuf = buf;
         if res.is_err() {
@@ -250,6 +255,7 @@ impl Store {
         }
         let (docs, store, covered, tokens) = (le32(&h, 12), le64(&h, 16), le64(&h, 24), le64(&h, 32));
         let (terms, tail, body_crc, body_len) = (le32(&h, 40), le32(&h, 44), le32(&h, 48), le64(&h, 52));
+        self.recall.file_stale = true;
         if store != self.store_id {
             bail!(Io, "the index file belongs to another store log (a compaction since?)");
         }
@@ -259,6 +265,7 @@ impl Store {
         if tail_crc(self, covered)? != tail {
             bail!(Io, "the log before byte {} is not the one the index file was taken of", covered);
         }
+        self.recall.file_stale = false;
         Ok((docs, terms, tokens, body_crc, body_len))
     }
 
@@ -273,7 +280,8 @@ impl Store {
         let out = match res {
             Ok(false) => RecallFile::Missing,
             Ok(true) => RecallFile::Usable { docs, bytes },
-            Err(e) => RecallFile::Unusable(e),
+            Err(e) if self.recall.file_stale => RecallFile::Stale(e),
+            Err(e) => RecallFile::Damaged(e),
         };
         if was_ready {
             // The index was current before the check borrowed its tables: build it again.
