@@ -8,14 +8,13 @@
 //! `make recall-fts5` runs 65,536 and 500. Without python3 or without FTS5 in its sqlite3,
 //! the tests print a note and pass without checking.
 
+#[path = "support/recall_corpus.rs"]
+mod recall_corpus;
 #[path = "support/temp.rs"]
 mod temp;
 
-use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::recall::Ranked;
 use lkjagent::memory::store::tokenize::{Token, Tokens};
-use lkjagent::memory::store::Store;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -91,99 +90,6 @@ fn tokenizer_matches_fts5_on_latin_greek_and_combining_marks() {
     assert!(diffs.is_empty(), "{} lines differ:\n{}", diffs.len(), diffs.join("\n"));
 }
 
-/// A deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-/// Words by rank, drawn with probability ∝ 1 / rank (Zipf, s = 1).
-struct Zipf {
-    words: Vec<String>,
-    cdf: Vec<f64>,
-}
-
-impl Zipf {
-    fn new(vocab: usize) -> Zipf {
-        const SYL: [&str; 16] =
-            ["ka", "to", "mi", "ra", "ne", "su", "lo", "pi", "de", "gu", "ba", "fe", "zo", "chi", "wa", "yu"];
-        let mut words = Vec::with_capacity(vocab);
-        for r in 0..vocab {
-            let mut w = String::new();
-            let mut x = r + 16;
-            while x > 0 {
-                w.push_str(SYL[x % 16]);
-                x /= 16;
-            }
-            // Some words written with capitals or diacritics: the same word to both sides.
-            if r % 13 == 5 {
-                w = w.to_uppercase();
-            } else if r % 17 == 3 {
-                w = w.replacen('e', "é", 1).replacen('a', "à", 1);
-            }
-            words.push(w);
-        }
-        let mut cdf = Vec::with_capacity(vocab);
-        let mut sum = 0.0;
-        for r in 0..vocab {
-            sum += 1.0 / (r + 1) as f64;
-            cdf.push(sum);
-        }
-        for c in &mut cdf {
-            *c /= sum;
-        }
-        Zipf { words, cdf }
-    }
-
-    fn word(&self, rng: &mut Rng) -> &str {
-        let u = rng.unit();
-        let i = self.cdf.partition_point(|&c| c < u).min(self.words.len() - 1);
-        &self.words[i]
-    }
-}
-
-/// Builds `n` entries in a store at `dir` and the same rows in `corpus`; returns the queries
-/// written to `qpath`.
-pub fn build(dir: &Path, n: usize, queries: usize, corpus: &Path, qpath: &Path) -> (Store, Vec<String>) {
-    let zipf = Zipf::new(20_000);
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
-    std::fs::create_dir_all(dir).unwrap();
-    let mut store = Store::open_with_capacity(dir, n).unwrap();
-    let mut rows = String::new();
-    store.begin_batch(n as u64).unwrap();
-    for i in 0..n {
-        let words = 20 + (rng.next() % 41) as usize;
-        let mut value = String::new();
-        for j in 0..words {
-            if j > 0 {
-                value.push(if j % 9 == 0 { ',' } else { ' ' });
-            }
-            value.push_str(zipf.word(&mut rng));
-        }
-        let key = normalize(&format!("topic{},item{}", i / 1024, i % 1024)).unwrap();
-        let put = store.put(&key, &value, 1_700_000_000).unwrap();
-        writeln!(rows, "{}\t{} {}", put.id, key.as_str(), value).unwrap();
-    }
-    store.end_batch().unwrap();
-    std::fs::write(corpus, rows).unwrap();
-    let mut qs = Vec::new();
-    for _ in 0..queries {
-        let k = 2 + (rng.next() % 2) as usize;
-        let q: Vec<&str> = (0..k).map(|_| zipf.word(&mut rng)).collect();
-        qs.push(q.join(" "));
-    }
-    std::fs::write(qpath, qs.join("\n") + "\n").unwrap();
-    (store, qs)
-}
-
 /// Whether our top list equals FTS5's, ties in score allowed to swap.
 fn same_order(ours: &[(u32, f64)], theirs: &[(u32, f64)]) -> bool {
     if ours.len() != theirs.len() {
@@ -216,7 +122,7 @@ fn top_10_in_fts5_order_for_random_or_queries() {
     let dir = temp::TempDir::new("fts5-rank");
     let corpus = dir.0.join("corpus.tsv");
     let qpath = dir.0.join("queries.txt");
-    let (mut store, qs) = build(&dir.0.join("data"), n, nq, &corpus, &qpath);
+    let (mut store, qs) = recall_corpus::build(&dir.0.join("data"), n, nq, &corpus, &qpath);
     let theirs = run_tool(&[Path::new("rank"), &corpus, &qpath, Path::new("10")]);
     let theirs: Vec<Vec<(u32, f64)>> = theirs
         .lines()
