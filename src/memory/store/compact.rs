@@ -74,8 +74,12 @@ impl Store {
             return Err(e);
         }
         if recall_was_ready {
-            if let Err(e) = self.recall_ready() {
-                e.print_warning();
+            // In id order the index follows the renumbering; in another order it is rebuilt.
+            let followed = order.is_none() && self.recall_follow_compaction();
+            if !followed {
+                if let Err(e) = self.recall_ready() {
+                    e.print_warning();
+                }
             }
         }
         self.checkpoint_quietly();

@@ -450,6 +450,21 @@ impl Store {
         }
     }
 
+    /// After a compaction in id order (and the reload that closed the index): renumbers the
+    /// index's entries as the log's were, with their new records, instead of rebuilding it.
+    /// The dead documents' postings stay garbage until a rebuild or the next open from file.
+    pub(super) fn recall_follow_compaction(&mut self) -> bool {
+        if self.recall.index.live_docs() != self.slots.live() as u64 {
+            return false;
+        }
+        let slots = &self.slots;
+        let ok = self.recall.index.renumber_entries(|k| slots.get(k).map(|s| (s.offset, s.len)));
+        if ok {
+            self.recall.state = State::Ready;
+        }
+        ok
+    }
+
     /// Closes the index (after a reload: entry ids and log offsets may all have changed).
     pub(super) fn recall_close(&mut self) {
         self.recall.state = State::Closed;

@@ -21,7 +21,8 @@
 //!   tail_crc u32  body_crc u32  body_len u64  header_crc u32 (of the rest)
 //! body:
 //!   docs × (entry u32, tokens u32, offset u64, record length u32)
-//!   terms × (length u8, the word, postings u32, postings × (docno gap varint, tf varint))
+//!   terms × (length u8, the word, postings u32, their bytes u32,
+//!            postings × (docno gap varint, tf varint))
 //! ```
 //!
 //! The first gap of a word is its first docno; the rest are differences (at least 1).
@@ -39,7 +40,7 @@ use std::path::Path;
 pub const RECALL_FILE_NAME: &str = "store.fts";
 const TEMP_NAME: &str = ".store.fts.tmp";
 const MAGIC: &[u8; 8] = b"LKJFTS\0\0";
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const HEADER_BYTES: usize = 64;
 /// Bytes gathered before each write.
 const CHUNK: usize = 256 << 10;
@@ -111,10 +112,12 @@ impl Out<'_> {
     }
 }
 
-fn varint(r: &mut In<'_>) -> Result<u32> {
+/// The varint at the front of `p`, which moves past it.
+fn varint(p: &mut &[u8]) -> Result<u32> {
     let mut v: u32 = 0;
     for shift in [0u32, 7, 14, 21, 28] {
-        let b = *r.take(1)?.first().unwrap_or(&0);
+        let Some((&b, rest)) = p.split_first() else { bail!(Io, "a word's postings are cut short") };
+        *p = rest;
         v |= u32::from(b & 0x7F).checked_shl(shift).unwrap_or(0);
         if b & 0x80 == 0 {
             return Ok(v);
@@ -216,12 +219,21 @@ impl Store {
                 w.copy_from_slice(r.take(len)?);
                 let t = ix.load_term(w)?;
                 let n = r.u32()?;
+                let bytes = r.u32()? as usize;
+                // Checked before reading, so a damaged length cannot ask for a huge buffer.
+                if n > docs || bytes > n as usize * 10 {
+                    bail!(Io, "a word with {} postings in {} bytes, for {} documents", n, bytes, docs);
+                }
+                let mut p = r.take(bytes)?;
                 let mut d: u32 = 0;
                 for i in 0..n {
-                    let gap = varint(&mut r)?;
-                    let tf = varint(&mut r)?;
+                    let gap = varint(&mut p)?;
+                    let tf = varint(&mut p)?;
                     d = if i == 0 { gap } else { d.checked_add(gap).filter(|_| gap > 0).unwrap_or(NONE) };
                     ix.load_posting(t, d, u16::try_from(tf).unwrap_or(u16::MAX))?;
+                }
+                if !p.is_empty() {
+                    bail!(Io, "a word's postings are longer than their count");
                 }
             }
             if r.crc != body_crc {
@@ -320,14 +332,21 @@ fn write_body(ix: &FullText, file: &mut File, buf: &mut Vec<u8>) -> Result<(u32,
     let mut terms = 0u32;
     for t in 0..ix.term_count() as u32 {
         let postings = || PostingIter::new(ix, t).filter(|&(d, _)| new_doc(d) != NONE);
-        let n = postings().count();
+        let (mut n, mut bytes, mut prev) = (0u32, 0u32, None);
+        for (d, tf) in postings() {
+            let nd = new_doc(d);
+            bytes += varint_len(prev.map_or(nd, |p| nd - p)) + varint_len(u32::from(tf));
+            prev = Some(nd);
+            n += 1;
+        }
         if n == 0 {
             continue;
         }
         let word = ix.term_text(t);
         out.bytes(&[word.len() as u8])?;
         out.bytes(word)?;
-        out.bytes(&(n as u32).to_le_bytes())?;
+        out.bytes(&n.to_le_bytes())?;
+        out.bytes(&bytes.to_le_bytes())?;
         let mut prev = None;
         for (d, tf) in postings() {
             let nd = new_doc(d);
@@ -339,6 +358,17 @@ fn write_body(ix: &FullText, file: &mut File, buf: &mut Vec<u8>) -> Result<(u32,
     }
     out.flush()?;
     Ok((live, terms, out.crc, out.len))
+}
+
+/// Bytes of `v` as a varint.
+fn varint_len(v: u32) -> u32 {
+    match v {
+        0..0x80 => 1,
+        0x80..0x4000 => 2,
+        0x4000..0x20_0000 => 3,
+        0x20_0000..0x1000_0000 => 4,
+        _ => 5,
+    }
 }
 
 /// The postings of term `t`, in order.
