@@ -188,6 +188,8 @@ pub struct Recall {
     pub(super) file_stale: bool,
     rec: Vec<u8>,
     val: String,
+    /// New document numbers while the index's file is written (reserved with the tables).
+    pub(super) renumber: Vec<u32>,
 }
 
 impl Recall {
@@ -200,13 +202,14 @@ impl Recall {
             file_stale: false,
             rec: Vec::new(),
             val: String::new(),
+            renumber: Vec::new(),
         }
     }
 
     /// Bytes of RAM the index reserves (0 until it is first used).
     pub fn ram_bytes(&self) -> usize {
         if self.index.is_reserved() {
-            self.index.ram_bytes() + STORE_RECORD_MAX_BYTES + STORE_VALUE_MAX_BYTES
+            self.index.ram_bytes() + STORE_RECORD_MAX_BYTES + STORE_VALUE_MAX_BYTES + self.renumber.capacity() * 4
         } else {
             0
         }
@@ -391,7 +394,11 @@ impl Store {
         let room = room_for(self.cap);
         let r = &mut self.recall;
         r.state = State::Stale;
-        r.index.reserve(Sizes::for_capacity(self.cap, room));
+        let sizes = Sizes::for_capacity(self.cap, room);
+        r.index.reserve(sizes);
+        if r.renumber.capacity() < sizes.docs {
+            r.renumber = Vec::with_capacity(sizes.docs);
+        }
         if r.rec.capacity() == 0 {
             r.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
             r.val = String::with_capacity(STORE_VALUE_MAX_BYTES);

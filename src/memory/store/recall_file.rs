@@ -144,7 +144,10 @@ impl Store {
             .map_err(|e| err!(PersistFailed, "creating {} failed: {}", tmp.display(), e))?;
         let mut buf = core::mem::take(&mut self.rbuf);
         buf.clear();
-        let res = write_body(&self.recall.index, &mut file, &mut buf).and_then(|(docs, terms, crc, len)| {
+        let mut renumber = core::mem::take(&mut self.recall.renumber);
+        let res = write_body(&self.recall.index, &mut file, &mut buf, &mut renumber);
+        self.recall.renumber = renumber;
+        let res = res.and_then(|(docs, terms, crc, len)| {
             let ix = &self.recall.index;
             let mut h = [0u8; HEADER_BYTES];
             let mut w = Put { buf: &mut h, at: 0 };
@@ -307,10 +310,16 @@ impl Store {
 
 /// Writes the live documents and postings of `ix` after a blank header; returns documents,
 /// terms, the body's CRC and length.
-fn write_body(ix: &FullText, file: &mut File, buf: &mut Vec<u8>) -> Result<(u32, u32, u32, u64)> {
+fn write_body(
+    ix: &FullText,
+    file: &mut File,
+    buf: &mut Vec<u8>,
+    renumber: &mut Vec<u32>,
+) -> Result<(u32, u32, u32, u64)> {
     file.write_all(&[0u8; HEADER_BYTES]).map_err(|e| err!(PersistFailed, "writing {} failed: {}", TEMP_NAME, e))?;
-    // New numbers of the live documents, in order (0..live).
-    let mut renumber: Vec<u32> = Vec::with_capacity(ix.doc_count());
+    // New numbers of the live documents, in order (0..live), in a buffer reserved with the
+    // index (room for every document number).
+    renumber.clear();
     let mut live = 0u32;
     for d in 0..ix.doc_count() as u32 {
         let alive = ix.doc(d).is_some_and(|x| x.entry != NONE);
