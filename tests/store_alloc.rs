@@ -84,8 +84,8 @@ fn ranked_recall_and_its_upkeep_allocate_nothing_once_open() {
         store.put(&keys[n % keys.len()], &values[n % values.len()], now).unwrap();
         store.rank(queries[n % queries.len()], 10, ranked).unwrap();
         store.rank_where(queries[(n + 1) % queries.len()], 5, Archived::Include, Some(&keys[0]), ranked).unwrap();
-        if n % 5 == 0 && n >= keys.len() {
-            store.set_archived(&keys[(n + 1) % keys.len()], n % 10 == 0, now).unwrap();
+        if n.is_multiple_of(5) && n >= keys.len() {
+            store.set_archived(&keys[(n + 1) % keys.len()], n.is_multiple_of(10), now).unwrap();
         }
         store.flush_access().unwrap();
     };
