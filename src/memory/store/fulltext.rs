@@ -449,22 +449,47 @@ impl FullText {
         Ok(t)
     }
 
-    /// Adds a posting read from the index's file: term `t` occurs `tf` times in document `d`
-    /// (a loaded one; a term's postings come in increasing `d`).
-    pub fn load_posting(&mut self, t: u32, d: u32, tf: u16) -> Result<()> {
-        if d as usize >= self.docs.len() || tf == 0 {
-            bail!(Io, "a posting names document {} of {} (tf {})", d, self.docs.len(), tf);
-        }
-        let Some(term) = self.terms.get(t as usize).copied() else { bail!(Internal, "term {} missing", t) };
-        if term.last_doc > d {
-            bail!(Io, "postings out of order for a word");
-        }
-        self.push_posting(t, term, d)?;
-        let tail = self.terms.get(t as usize).map_or(NONE, |x| x.tail);
-        if let Some(b) = self.blocks.get_mut(tail as usize) {
-            if let Some(x) = b.tf.get_mut((b.n as usize).saturating_sub(1)) {
-                *x = tf;
+    /// Adds the postings of term `t` read from the index's file: `next` yields them in
+    /// increasing document order (loaded documents only), `None` after the last.
+    pub fn load_postings(&mut self, t: u32, mut next: impl FnMut() -> Result<Option<(u32, u16)>>) -> Result<()> {
+        let Some(mut term) = self.terms.get(t as usize).copied() else { bail!(Internal, "term {} missing", t) };
+        let docs = self.docs.len() as u32;
+        let mut b = term.tail;
+        while let Some((d, tf)) = next()? {
+            if d >= docs || tf == 0 || term.last_doc > d {
+                bail!(Io, "a posting names document {} of {} (tf {}), or out of order", d, docs, tf);
             }
+            let full = self.blocks.get(b as usize).is_none_or(|x| x.n as usize >= BLOCK_POSTINGS);
+            if full {
+                if self.blocks.len() >= self.sizes.blocks {
+                    bail!(
+                        CapacityExceeded,
+                        "the full-text index's {} posting blocks are in use (TEXT_BLOCKS_PER_ENTRY in limits.rs)",
+                        self.sizes.blocks
+                    );
+                }
+                let nb = self.blocks.len() as u32;
+                self.blocks.push(Block::default());
+                match self.blocks.get_mut(b as usize) {
+                    Some(prev) => prev.next = nb,
+                    None => term.head = nb,
+                }
+                b = nb;
+            }
+            if let Some(x) = self.blocks.get_mut(b as usize) {
+                let i = x.n as usize;
+                if let (Some(slot_d), Some(slot_tf)) = (x.doc.get_mut(i), x.tf.get_mut(i)) {
+                    *slot_d = d;
+                    *slot_tf = tf;
+                    x.n += 1;
+                }
+            }
+            term.df += 1;
+            term.last_doc = d + 1;
+        }
+        term.tail = b;
+        if let Some(slot) = self.terms.get_mut(t as usize) {
+            *slot = term;
         }
         Ok(())
     }

@@ -228,13 +228,17 @@ impl Store {
                     bail!(Io, "a word with {} postings in {} bytes, for {} documents", n, bytes, docs);
                 }
                 let mut p = r.take(bytes)?;
-                let mut d: u32 = 0;
-                for i in 0..n {
+                let (mut d, mut i) = (0u32, 0u32);
+                ix.load_postings(t, || {
+                    if i == n {
+                        return Ok(None);
+                    }
                     let gap = varint(&mut p)?;
                     let tf = varint(&mut p)?;
                     d = if i == 0 { gap } else { d.checked_add(gap).filter(|_| gap > 0).unwrap_or(NONE) };
-                    ix.load_posting(t, d, u16::try_from(tf).unwrap_or(u16::MAX))?;
-                }
+                    i += 1;
+                    Ok(Some((d, u16::try_from(tf).unwrap_or(u16::MAX))))
+                })?;
                 if !p.is_empty() {
                     bail!(Io, "a word's postings are longer than their count");
                 }
