@@ -5,7 +5,7 @@
 //! its value; see [`super::tokenize`]). Documents get numbers (`docno`) from a counter, so
 //! every term's postings are appended in increasing docno order and stay sorted without
 //! moving anything: a change of an entry makes a new document and kills the old one
-//! ([`FullText::remove_doc`] updates the statistics at once; its postings become garbage that
+//! ([`FullText::start_remove`] and what follows it update the statistics at once; its postings become garbage that
 //! ranking skips). When docnos or posting blocks run out the owner rebuilds the index, which
 //! drops the garbage.
 //!
@@ -440,7 +440,7 @@ impl FullText {
         Ok(d)
     }
 
-    /// A term read from the index's file (each once): its id, for [`FullText::load_posting`].
+    /// A term read from the index's file (each once): its id, for [`FullText::load_postings`].
     pub fn load_term(&mut self, word: &[u8]) -> Result<u32> {
         let t = self.intern(word)?;
         if self.terms.get(t as usize).is_none_or(|x| x.head != NONE) {
