@@ -276,9 +276,9 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         say(
             out,
             format_args!(
-                "{}  score {:.4}  v{}  created {}  hits {}{}",
+                "{}  score {}  v{}  created {}  hits {}{}",
                 info.key,
-                h.score,
+                Score(h.score),
                 info.version,
                 Time(info.created),
                 info.hits,
@@ -287,6 +287,20 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         )?;
     }
     Ok(super::EXIT_OK)
+}
+
+/// A BM25 score for people: four decimals, or three significant digits when smaller than
+/// 0.01 (a query of words in half the entries or more scores around 1e-6).
+struct Score(f64);
+
+impl core::fmt::Display for Score {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.0.abs() >= 0.01 || self.0 == 0.0 {
+            write!(f, "{:.4}", self.0)
+        } else {
+            write!(f, "{:.3e}", self.0)
+        }
+    }
 }
 
 /// `[{"key": ..., "score": ...}, ...]` for `memory search --json`.
