@@ -53,6 +53,7 @@ mod compact;
 pub mod fulltext;
 pub mod links;
 mod query;
+pub mod rank;
 pub mod recall;
 pub mod recall_file;
 mod replay;

@@ -34,6 +34,8 @@
 //! log at the next query; a reload or compaction closes it. The log stays the only truth.
 
 use super::fulltext::{FullText, Sizes, NONE};
+use super::rank::{max_score, Collection, QueryWord, QueryWords, RamWalk};
+pub use super::rank::{RankHit, Ranked};
 use super::tokenize::{Token, Tokens};
 use super::{room_for, EntryId, Store};
 use crate::error::Result;
@@ -42,130 +44,6 @@ use crate::memory::key::Key;
 use crate::memory::log;
 use crate::memory::query::Archived;
 use crate::memory::store::append::LogFile;
-
-/// BM25's k1, as FTS5.
-const K1: f64 = 1.2;
-/// BM25's b, as FTS5.
-const B: f64 = 0.75;
-/// FTS5's IDF for a word in half the documents or more.
-const MIN_IDF: f64 = 1e-6;
-
-/// One ranked entry.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RankHit {
-    /// The entry.
-    pub id: EntryId,
-    /// Its BM25 score (higher is better; `-bm25()` of FTS5).
-    pub score: f64,
-}
-
-/// The results of a ranked query, best first: a bounded list reserved once
-/// ([`RANK_MAX_RESULTS`]), reused from query to query without allocating.
-pub struct Ranked {
-    hits: Vec<RankHit>,
-}
-
-impl Default for Ranked {
-    fn default() -> Self {
-        Ranked::new()
-    }
-}
-
-impl Ranked {
-    /// An empty list with room for [`RANK_MAX_RESULTS`] hits.
-    pub fn new() -> Ranked {
-        Ranked { hits: Vec::with_capacity(RANK_MAX_RESULTS) }
-    }
-
-    /// The hits, best first.
-    pub fn hits(&self) -> &[RankHit] {
-        &self.hits
-    }
-
-    /// Number of hits.
-    pub fn len(&self) -> usize {
-        self.hits.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.hits.is_empty()
-    }
-
-    /// Empties the list.
-    pub fn clear(&mut self) {
-        self.hits.clear();
-    }
-
-    /// Keeps `h` if it is among the best `limit` (a min-heap on the worst kept, root first).
-    fn offer(&mut self, h: RankHit, limit: usize) {
-        if self.hits.len() < limit {
-            self.hits.push(h);
-            let mut i = self.hits.len() - 1;
-            while i > 0 {
-                let p = (i - 1) / 2;
-                if !self.worse_at(i, p) {
-                    break;
-                }
-                self.hits.swap(i, p);
-                i = p;
-            }
-        } else if self.hits.first().is_some_and(|root| better(&h, root)) {
-            if let Some(root) = self.hits.first_mut() {
-                *root = h;
-            }
-            let n = self.hits.len();
-            let mut i = 0;
-            loop {
-                let (l, r) = (2 * i + 1, 2 * i + 2);
-                let mut m = i;
-                if l < n && self.worse_at(l, m) {
-                    m = l;
-                }
-                if r < n && self.worse_at(r, m) {
-                    m = r;
-                }
-                if m == i {
-                    break;
-                }
-                self.hits.swap(i, m);
-                i = m;
-            }
-        }
-    }
-
-    fn worse_at(&self, a: usize, b: usize) -> bool {
-        match (self.hits.get(a), self.hits.get(b)) {
-            (Some(x), Some(y)) => better(y, x),
-            _ => false,
-        }
-    }
-
-    /// The worst score kept, when `limit` are kept.
-    fn threshold(&self, limit: usize) -> Option<f64> {
-        if self.hits.len() < limit {
-            return None;
-        }
-        self.hits.first().map(|h| h.score)
-    }
-
-    fn sort(&mut self) {
-        self.hits.sort_unstable_by(|a, b| {
-            if better(a, b) {
-                core::cmp::Ordering::Less
-            } else if better(b, a) {
-                core::cmp::Ordering::Greater
-            } else {
-                core::cmp::Ordering::Equal
-            }
-        });
-    }
-}
-
-/// Higher score first, then the lower id.
-fn better(a: &RankHit, b: &RankHit) -> bool {
-    a.score > b.score || (a.score == b.score && a.id < b.id)
-}
 
 /// The state of the store's full-text index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -302,7 +180,7 @@ impl Store {
         out: &mut Ranked,
     ) -> Result<()> {
         out.clear();
-        let limit = limit.min(RANK_MAX_RESULTS).min(out.hits.capacity());
+        let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
         self.recall_ready()?;
         let required = match tags {
             Some(key) => match self.tagset_of(key) {
@@ -314,25 +192,37 @@ impl Store {
         if limit == 0 {
             return Ok(());
         }
-        let mut q = QueryTerms::default();
-        q.parse(&self.recall.index, query)?;
+        let ix = &self.recall.index;
+        let q = QueryWords::parse(query, |w| {
+            Ok(ix.find(w).map(|t| QueryWord {
+                at: u64::from(t),
+                df: ix.term(t).map_or(0, |x| x.df),
+                ..QueryWord::default()
+            }))
+        })?;
         if q.n == 0 {
             return Ok(());
         }
-        let admit = |store: &Store, id: EntryId| -> bool {
-            let Some(s) = store.slots.get(id) else { return false };
+        let admit = |id: EntryId| -> bool {
+            let Some(s) = self.slots.get(id) else { return false };
             if !archived.admits(s.archived) {
                 return false;
             }
             match &required {
                 None => true,
                 Some((set, n)) => {
-                    let have = store.slots.tag_ids(id);
+                    let have = self.slots.tag_ids(id);
                     crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
                 }
             }
         };
-        self.max_score(&mut q, limit, admit, out);
+        let mut cur: [RamWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| RamWalk::default());
+        for (c, w) in cur.iter_mut().zip(q.words.iter()).take(q.n) {
+            *c = RamWalk::new(ix, w.at as u32);
+        }
+        let coll = Collection { docs: ix.live_docs(), tokens: ix.total_tokens() };
+        let doc = |d: u32| ix.doc(d).filter(|x| x.entry != NONE).map(|x| (x.entry, x.tokens));
+        max_score(&q, &mut cur, &coll, doc, admit, limit, out)?;
         out.sort();
         Ok(())
     }
@@ -476,115 +366,6 @@ impl Store {
     pub(super) fn recall_close(&mut self) {
         self.recall.state = State::Closed;
     }
-
-    /// MaxScore top-k over the query's postings (see the module documentation).
-    fn max_score(&self, q: &mut QueryTerms, limit: usize, admit: impl Fn(&Store, EntryId) -> bool, out: &mut Ranked) {
-        let ix = &self.recall.index;
-        let n_docs = ix.live_docs() as f64;
-        let avgdl = if ix.live_docs() == 0 { 1.0 } else { ix.total_tokens() as f64 / n_docs };
-        let n = q.n;
-        for c in q.cur.iter_mut().take(n) {
-            let df = ix.term(c.term).map_or(0, |t| t.df) as f64;
-            let idf = ((n_docs - df + 0.5) / (df + 0.5)).ln();
-            c.idf = if idf <= 0.0 { MIN_IDF } else { idf };
-            c.ub = c.mult * c.idf * (K1 + 1.0);
-            c.start(ix);
-        }
-        // Cursors by upper bound, smallest first, and the running sums of those bounds.
-        let mut perm = [0u8; RANK_MAX_TERMS];
-        for (i, p) in perm.iter_mut().enumerate().take(n) {
-            *p = i as u8;
-        }
-        let cur = &mut q.cur;
-        let order = |a: &u8, b: &u8| {
-            let (x, y) = (cur.get(*a as usize).map_or(0.0, |c| c.ub), cur.get(*b as usize).map_or(0.0, |c| c.ub));
-            x.total_cmp(&y)
-        };
-        if let Some(p) = perm.get_mut(..n) {
-            p.sort_unstable_by(order);
-        }
-        let mut prefix = [0f64; RANK_MAX_TERMS];
-        let mut sum = 0.0;
-        for k in 0..n {
-            sum += cur.get(perm_at(&perm, k)).map_or(0.0, |c| c.ub);
-            if let Some(p) = prefix.get_mut(k) {
-                *p = sum;
-            }
-        }
-        let mut first_ess = 0usize;
-        let mut tf = [0u32; RANK_MAX_TERMS];
-        loop {
-            let mut d = NONE;
-            for k in first_ess..n {
-                d = d.min(cur.get(perm_at(&perm, k)).map_or(NONE, |c| c.doc));
-            }
-            if d == NONE {
-                break;
-            }
-            let doc = ix.doc(d).copied().unwrap_or_default();
-            let ok = doc.entry != NONE && admit(self, doc.entry);
-            let norm = K1 * (1.0 - B + B * f64::from(doc.tokens) / avgdl);
-            let mut s = 0.0;
-            tf.iter_mut().take(n).for_each(|t| *t = 0);
-            for k in first_ess..n {
-                let i = perm_at(&perm, k);
-                let Some(c) = cur.get_mut(i) else { continue };
-                if c.doc == d {
-                    if ok {
-                        let f = c.tf(ix);
-                        if let Some(t) = tf.get_mut(i) {
-                            *t = f;
-                        }
-                        s += c.contribution(f, norm);
-                    }
-                    c.advance(ix);
-                }
-            }
-            if !ok {
-                continue;
-            }
-            let theta = out.threshold(limit);
-            let mut pruned = false;
-            for k in (0..first_ess).rev() {
-                if let Some(t) = theta {
-                    if s + prefix.get(k).copied().unwrap_or(0.0) < t {
-                        pruned = true;
-                        break;
-                    }
-                }
-                let i = perm_at(&perm, k);
-                let Some(c) = cur.get_mut(i) else { continue };
-                c.seek(ix, d);
-                if c.doc == d {
-                    let f = c.tf(ix);
-                    if let Some(t) = tf.get_mut(i) {
-                        *t = f;
-                    }
-                    s += c.contribution(f, norm);
-                }
-            }
-            if pruned {
-                continue;
-            }
-            // The exact score, summed in query order as FTS5 sums its phrases.
-            let mut score = 0.0;
-            for (c, &f) in cur.iter().zip(tf.iter()).take(n) {
-                if f > 0 {
-                    score += c.contribution(f, norm);
-                }
-            }
-            out.offer(RankHit { id: doc.entry, score }, limit);
-            if let Some(t) = out.threshold(limit) {
-                while first_ess < n && prefix.get(first_ess).is_some_and(|&p| p < t) {
-                    first_ess += 1;
-                }
-            }
-        }
-    }
-}
-
-fn perm_at(perm: &[u8; RANK_MAX_TERMS], k: usize) -> usize {
-    perm.get(k).copied().unwrap_or(0) as usize
 }
 
 /// Indexes entry `id`'s record as a new document.
@@ -610,136 +391,9 @@ fn remove_entry(r: &mut Recall, log: &LogFile, id: EntryId) -> Result<()> {
     Ok(())
 }
 
-/// A query word's walk over its postings.
-#[derive(Clone, Copy)]
-struct Cursor {
-    term: u32,
-    /// Times the word occurs in the query.
-    mult: f64,
-    idf: f64,
-    /// The most one document can get from this word.
-    ub: f64,
-    block: u32,
-    pos: u32,
-    /// The current document, or [`NONE`] at the end.
-    doc: u32,
-}
-
-impl Default for Cursor {
-    fn default() -> Self {
-        Cursor { term: NONE, mult: 0.0, idf: 0.0, ub: 0.0, block: NONE, pos: 0, doc: NONE }
-    }
-}
-
-impl Cursor {
-    fn start(&mut self, ix: &FullText) {
-        self.block = ix.term(self.term).map_or(NONE, |t| t.head);
-        self.pos = 0;
-        self.load(ix);
-    }
-
-    fn load(&mut self, ix: &FullText) {
-        self.doc = match ix.block(self.block) {
-            Some(b) if self.pos < b.n => b.doc.get(self.pos as usize).copied().unwrap_or(NONE),
-            _ => NONE,
-        };
-    }
-
-    fn advance(&mut self, ix: &FullText) {
-        let Some(b) = ix.block(self.block) else {
-            self.doc = NONE;
-            return;
-        };
-        self.pos += 1;
-        if self.pos >= b.n {
-            self.block = b.next;
-            self.pos = 0;
-        }
-        self.load(ix);
-    }
-
-    /// Moves to the first document at or after `target`.
-    fn seek(&mut self, ix: &FullText, target: u32) {
-        while self.doc < target {
-            let Some(b) = ix.block(self.block) else {
-                self.doc = NONE;
-                return;
-            };
-            let last = b.doc.get((b.n as usize).saturating_sub(1)).copied().unwrap_or(0);
-            if last < target {
-                self.block = b.next;
-                self.pos = 0;
-                self.load(ix);
-            } else {
-                self.advance(ix);
-            }
-        }
-    }
-
-    fn tf(&self, ix: &FullText) -> u32 {
-        ix.block(self.block).and_then(|b| b.tf.get(self.pos as usize)).map_or(0, |&f| u32::from(f))
-    }
-
-    /// This word's part of a document's score, for `f` occurrences and the document's
-    /// `k1 · (1 − b + b · |D| / avgdl)`.
-    fn contribution(&self, f: u32, norm: f64) -> f64 {
-        let f = f64::from(f);
-        self.mult * (self.idf * ((f * (K1 + 1.0)) / (f + norm)))
-    }
-}
-
-/// The distinct words of a query that the index knows, in query order.
-struct QueryTerms {
-    cur: [Cursor; RANK_MAX_TERMS],
-    n: usize,
-}
-
-impl Default for QueryTerms {
-    fn default() -> Self {
-        QueryTerms { cur: [Cursor::default(); RANK_MAX_TERMS], n: 0 }
-    }
-}
-
-impl QueryTerms {
-    fn parse(&mut self, ix: &FullText, query: &str) -> Result<()> {
-        let mut words = Tokens::new(query);
-        let mut tok = Token::default();
-        let mut distinct = 0usize;
-        while words.next_into(&mut tok) {
-            let Some(t) = ix.find(tok.as_bytes()) else {
-                // A word no entry holds: it matches nothing, but counts toward the limit.
-                distinct += 1;
-                if distinct > RANK_MAX_TERMS {
-                    break;
-                }
-                continue;
-            };
-            if let Some(c) = self.cur.iter_mut().take(self.n).find(|c| c.term == t) {
-                c.mult += 1.0;
-                continue;
-            }
-            distinct += 1;
-            if distinct > RANK_MAX_TERMS {
-                break;
-            }
-            if let Some(c) = self.cur.get_mut(self.n) {
-                *c = Cursor { term: t, mult: 1.0, ..Cursor::default() };
-                self.n += 1;
-            }
-        }
-        if distinct > RANK_MAX_TERMS {
-            bail!(
-                CapacityExceeded,
-                "a ranked query weighs at most {} distinct words (RANK_MAX_TERMS); shorten the query",
-                RANK_MAX_TERMS
-            );
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::rank::{B, K1};
     use super::*;
     use crate::memory::key::normalize;
     use crate::testing::temp_dir;
