@@ -380,6 +380,11 @@ pub const TEXT_BLOCKS_PER_ENTRY: usize = 8;
 /// about 64 bytes each on the stack during a query.
 pub const RANK_MAX_TERMS: usize = 64;
 
+/// Bytes of `store.fts` a ranked query reads at a time for each of its words, when a
+/// read-only command searches the file in place. Cost: [`RANK_MAX_TERMS`] times this (1 MiB),
+/// reserved at the first such search, plus 8 bytes per indexed entry.
+pub const RECALL_READ_BYTES: usize = 16 * 1024;
+
 /// Most entries one ranked query returns. Cost: 16 bytes each in the caller's
 /// [`crate::memory::store::recall::Ranked`], reserved once.
 pub const RANK_MAX_RESULTS: usize = 1024;

@@ -15,6 +15,7 @@ mod temp;
 
 use lkjagent::memory::store::recall::Ranked;
 use lkjagent::memory::store::tokenize::{Token, Tokens};
+use lkjagent::memory::store::Store;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -136,10 +137,29 @@ fn top_10_in_fts5_order_for_random_or_queries() {
         })
         .collect();
     assert_eq!(theirs.len(), qs.len());
+    // The writer's index in RAM, then a read-only store searching store.fts in place.
+    let pct = agreement(&mut store, &qs, &theirs);
+    println!("recall-fts5: {} entries, {} queries, top 10 in FTS5's order: {:.1}% (index in RAM)", n, qs.len(), pct);
+    assert!(pct >= 99.0, "only {:.1}% of queries ranked as FTS5 ranks them", pct);
+    store.close().unwrap();
+    let mut reader = Store::open_read_only_with_capacity(&dir.0.join("data"), n).unwrap();
+    let pct = agreement(&mut reader, &qs, &theirs);
+    assert!(reader.recall_stats().in_place);
+    println!(
+        "recall-fts5: {} entries, {} queries, top 10 in FTS5's order: {:.1}% (store.fts in place)",
+        n,
+        qs.len(),
+        pct
+    );
+    assert!(pct >= 99.0, "only {:.1}% of queries ranked as FTS5 ranks them (in place)", pct);
+}
+
+/// Percent of queries whose top 10 comes in FTS5's order.
+fn agreement(store: &mut Store, qs: &[String], theirs: &[Vec<(u32, f64)>]) -> f64 {
     let mut out = Ranked::new();
     let mut same = 0;
     let mut shown = 0;
-    for (q, want) in qs.iter().zip(&theirs) {
+    for (q, want) in qs.iter().zip(theirs) {
         store.rank(q, 10, &mut out).unwrap();
         let ours: Vec<(u32, f64)> = out.hits().iter().map(|h| (h.id, h.score)).collect();
         if same_order(&ours, want) {
@@ -149,7 +169,5 @@ fn top_10_in_fts5_order_for_random_or_queries() {
             eprintln!("differs: {:?}\n  ours {:?}\n  fts5 {:?}", q, ours, want);
         }
     }
-    let pct = 100.0 * same as f64 / qs.len() as f64;
-    println!("recall-fts5: {} entries, {} queries, top 10 in FTS5's order: {:.1}%", n, qs.len(), pct);
-    assert!(pct >= 99.0, "only {:.1}% of queries ranked as FTS5 ranks them", pct);
+    100.0 * same as f64 / qs.len() as f64
 }

@@ -140,6 +140,12 @@ impl Store {
         self.flush_access_only()?;
         if self.log.len != self.checkpointed {
             self.checkpoint()?;
+        } else if self.recall_file_behind() {
+            // The full-text index was built since the last checkpoint: write its file now,
+            // so the next search reads it instead of the whole log.
+            if let Err(e) = self.recall_write_file() {
+                e.context(format_args!("the full-text index file was not written")).print_warning();
+            }
         }
         Ok(())
     }

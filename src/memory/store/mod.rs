@@ -16,7 +16,8 @@
 //! - `query`: tag queries over the posting lists; `search`: text search over the log.
 //! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`fulltext`]: the
 //!   full-text index's tables; [`recall`]: that index kept current, and ranked (BM25) queries;
-//!   [`recall_file`]: the index written to `store.fts` with the checkpoint.
+//!   [`recall_file`]: the index written to `store.fts` with the checkpoint; [`recall_disk`]:
+//!   that file searched in place by read-only commands.
 //!
 //! # Durability
 //!
@@ -55,6 +56,7 @@ pub mod links;
 mod query;
 pub mod rank;
 pub mod recall;
+pub mod recall_disk;
 pub mod recall_file;
 mod replay;
 mod search;

@@ -248,7 +248,7 @@ pub struct Collection {
 
 /// MaxScore top-k: `cur[i]` walks the postings of `q.words[i]`; `doc(d)` is document `d`'s
 /// entry and tokens (`None`: a dead document); `admit` filters entries. Hits go to `out`
-/// (unsorted; see [`Ranked::sort`]).
+/// (unsorted: the caller sorts them).
 pub fn max_score<C: Walk>(
     q: &QueryWords,
     cur: &mut [C],

@@ -36,6 +36,7 @@
 use super::fulltext::{FullText, Sizes, NONE};
 use super::rank::{max_score, Collection, QueryWord, QueryWords, RamWalk};
 pub use super::rank::{RankHit, Ranked};
+use super::recall_disk::DiskWalk;
 use super::tokenize::{Token, Tokens};
 use super::{room_for, EntryId, Store};
 use crate::error::Result;
@@ -66,8 +67,12 @@ pub struct Recall {
     pub(super) file_stale: bool,
     rec: Vec<u8>,
     val: String,
-    /// New document numbers while the index's file is written (reserved with the tables).
-    pub(super) renumber: Vec<u32>,
+    /// Log length the last `store.fts` written or read covers (0: none).
+    pub(super) written: u64,
+    /// `store.fts` opened for searching in place (read-only stores, file up to date).
+    disk: Option<super::recall_disk::DiskIndex>,
+    /// The file writer's scratch (reserved with the tables).
+    pub(super) scratch: super::recall_file::WriteScratch,
 }
 
 impl Recall {
@@ -80,14 +85,22 @@ impl Recall {
             file_stale: false,
             rec: Vec::new(),
             val: String::new(),
-            renumber: Vec::new(),
+            disk: None,
+            written: 0,
+            scratch: super::recall_file::WriteScratch { renumber: Vec::new(), sorted: Vec::new(), pages: Vec::new() },
         }
     }
 
     /// Bytes of RAM the index reserves (0 until it is first used).
     pub fn ram_bytes(&self) -> usize {
-        if self.index.is_reserved() {
-            self.index.ram_bytes() + STORE_RECORD_MAX_BYTES + STORE_VALUE_MAX_BYTES + self.renumber.capacity() * 4
+        let disk = self.disk.as_ref().map_or(0, |d| d.ram_bytes());
+        disk + if self.index.is_reserved() {
+            self.index.ram_bytes()
+                + STORE_RECORD_MAX_BYTES
+                + STORE_VALUE_MAX_BYTES
+                + self.scratch.renumber.capacity() * 4
+                + self.scratch.sorted.capacity() * 4
+                + self.scratch.pages.capacity() * 4
         } else {
             0
         }
@@ -119,6 +132,8 @@ pub struct RecallStats {
     pub ram_bytes: usize,
     /// Whether the index was read from `store.fts` (else rebuilt from the log).
     pub from_file: bool,
+    /// Whether queries read `store.fts` in place (a read-only store, the file up to date).
+    pub in_place: bool,
 }
 
 /// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
@@ -181,6 +196,30 @@ impl Store {
     ) -> Result<()> {
         out.clear();
         let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
+        // A read-only store searches an up-to-date store.fts in place; otherwise (and if
+        // that fails) the index is loaded or built.
+        if self.log.read_only() && self.recall.state == State::Closed {
+            if self.recall.disk.is_none() {
+                self.recall.disk = self.recall_open_disk();
+            }
+            if let Some(mut disk) = self.recall.disk.take() {
+                let res = self.rank_on_disk(&mut disk, query, limit, archived, tags, out);
+                match res {
+                    Ok(()) => {
+                        self.recall.disk = Some(disk);
+                        return Ok(());
+                    }
+                    Err(e) if e.code() == crate::error::Code::CapacityExceeded => {
+                        self.recall.disk = Some(disk);
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        out.clear();
+                        e.context(format_args!("searching store.fts in place; loading it instead")).print_warning();
+                    }
+                }
+            }
+        }
         self.recall_ready()?;
         let required = match tags {
             Some(key) => match self.tagset_of(key) {
@@ -227,6 +266,57 @@ impl Store {
         Ok(())
     }
 
+    /// [`Store::rank_where`] over `store.fts` in place.
+    fn rank_on_disk(
+        &mut self,
+        disk: &mut super::recall_disk::DiskIndex,
+        query: &str,
+        limit: usize,
+        archived: Archived,
+        tags: Option<&Key>,
+        out: &mut Ranked,
+    ) -> Result<()> {
+        let required = match tags {
+            Some(key) => match self.tagset_of(key) {
+                Some(set) => Some((set, key.tag_count())),
+                None => return Ok(()),
+            },
+            None => None,
+        };
+        if limit == 0 {
+            return Ok(());
+        }
+        let q = QueryWords::parse(query, |w| disk.find(w))?;
+        if q.n == 0 {
+            return Ok(());
+        }
+        let admit = |id: EntryId| -> bool {
+            let Some(s) = self.slots.get(id) else { return false };
+            if !archived.admits(s.archived) {
+                return false;
+            }
+            match &required {
+                None => true,
+                Some((set, n)) => {
+                    let have = self.slots.tag_ids(id);
+                    crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
+                }
+            }
+        };
+        let (docs, tokens) = disk.totals();
+        let coll = Collection { docs, tokens };
+        let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
+        let (file, mut bufs, docs_table) = disk.walk_parts();
+        for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
+            let Some(buf) = bufs.next() else { break };
+            *c = DiskWalk::new(file, buf, w)?;
+        }
+        let doc = |d: u32| docs_table.get(d as usize).copied();
+        max_score(&q, &mut walks, &coll, doc, admit, limit, out)?;
+        out.sort();
+        Ok(())
+    }
+
     /// Statistics of the full-text index (without building it).
     pub fn recall_stats(&self) -> RecallStats {
         let ix = &self.recall.index;
@@ -239,6 +329,7 @@ impl Store {
             blocks: ix.block_count(),
             ram_bytes: self.recall.ram_bytes(),
             from_file: self.recall.from_file,
+            in_place: self.recall.disk.is_some(),
         }
     }
 
@@ -286,8 +377,10 @@ impl Store {
         r.state = State::Stale;
         let sizes = Sizes::for_capacity(self.cap, room);
         r.index.reserve(sizes);
-        if r.renumber.capacity() < sizes.docs {
-            r.renumber = Vec::with_capacity(sizes.docs);
+        if r.scratch.renumber.capacity() < sizes.docs {
+            r.scratch.renumber = Vec::with_capacity(sizes.docs);
+            r.scratch.sorted = Vec::with_capacity(sizes.terms);
+            r.scratch.pages = Vec::with_capacity(2 * (sizes.terms / 64 + 1));
         }
         if r.rec.capacity() == 0 {
             r.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
@@ -365,6 +458,8 @@ impl Store {
     /// Closes the index (after a reload: entry ids and log offsets may all have changed).
     pub(super) fn recall_close(&mut self) {
         self.recall.state = State::Closed;
+        self.recall.written = 0;
+        self.recall.disk = None;
     }
 }
 
@@ -714,6 +809,73 @@ mod tests {
         assert_same(&ranked(&mut s, q, 10), &want, q);
         std::fs::remove_file(&path).unwrap();
         assert!(matches!(s.recall_file_check(), RecallFile::Missing));
+    }
+
+    #[test]
+    fn a_read_only_store_searches_an_up_to_date_file_in_place() {
+        let d = temp_dir("rank-in-place");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(31);
+        corpus(&mut s, &mut rng, 300, 0);
+        s.set_archived(&k("doc,d7"), true, 2).unwrap();
+        let mut queries = vec!["w1 w2 w3".to_string(), "w0".into(), "doc".into(), "absent w5".into()];
+        for _ in 0..40 {
+            queries.push(format!("{} {} {}", rng.word(80), rng.word(80), rng.word(80)));
+        }
+        let mut want = Vec::new();
+        for q in &queries {
+            want.push((ranked(&mut s, q, 10), brute(&mut s, q, 10, Archived::Include)));
+        }
+        s.close().unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        for (q, (w, w_all)) in queries.iter().zip(&want) {
+            assert_same(&ranked(&mut r, q, 10), w, q);
+            let mut out = Ranked::new();
+            r.rank_where(q, 10, Archived::Include, None, &mut out).unwrap();
+            let got: Vec<_> = out.hits().iter().map(|h| (h.id, h.score)).collect();
+            assert_same(&got, w_all, q);
+        }
+        let st = r.recall_stats();
+        assert!(st.in_place && !st.ready);
+        assert!(st.ram_bytes < 2 << 20, "{}", st.ram_bytes);
+        // Tags filter in place too.
+        let mut out = Ranked::new();
+        r.rank_where("w1 w2", 10, Archived::Exclude, Some(&k("d3")), &mut out).unwrap();
+        assert!(out.hits().iter().all(|h| r.key(h.id).unwrap().has_tag("d3")));
+
+        // The log grown since the file: loaded and brought up to date instead.
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        corpus(&mut s, &mut rng, 10, 300);
+        let q = "w1 w4";
+        let want = brute(&mut s, q, 10, Archived::Exclude);
+        drop(s);
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        assert_same(&ranked(&mut r, q, 10), &want, q);
+        assert!(!r.recall_stats().in_place);
+    }
+
+    #[test]
+    fn damage_met_while_searching_in_place_falls_back_and_rebuilds() {
+        let d = temp_dir("rank-in-place-bad");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(77);
+        corpus(&mut s, &mut rng, 200, 0);
+        // A word in every entry ("doc", a tag): its postings are read to their end.
+        let q = "doc";
+        let want = ranked(&mut s, q, 300);
+        s.close().unwrap();
+        let path = d.join("store.fts");
+        let good = std::fs::read(&path).unwrap();
+        // Flip a byte inside the postings of "doc" (its record in the body: length, word,
+        // count, bytes, postings).
+        let mut bad = good.clone();
+        let rec = (128 + 200 * 20..good.len()).find(|&i| good[i..].starts_with(b"\x03doc")).unwrap();
+        bad[rec + 1 + 3 + 8 + 5] ^= 0x04;
+        std::fs::write(&path, &bad).unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        let got = ranked(&mut r, q, 300);
+        assert_eq!(got, want);
+        assert!(!r.recall_stats().in_place);
     }
 
     #[test]

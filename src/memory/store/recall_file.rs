@@ -16,16 +16,26 @@
 //! Layout (little-endian; varints are LEB128):
 //!
 //! ```text
-//! header, 64 bytes:
+//! header, 128 bytes:
 //!   "LKJFTS\0\0"  format u32  docs u32  store u64  covered u64  tokens u64  terms u32
-//!   tail_crc u32  body_crc u32  body_len u64  header_crc u32 (of the rest)
-//! body:
+//!   tail_crc u32  body_crc u32  body_len u64  dict_len u64  pages u32  docs_crc u32
+//!   dict_crc u32  pages_crc u32  (unused)  header_crc u32 (of the rest)
+//! body (body_crc; its first part, the documents, also docs_crc):
 //!   docs × (entry u32, tokens u32, offset u64, record length u32)
-//!   terms × (length u8, the word, postings u32, their bytes u32,
+//!   terms, in byte order of the words × (length u8, the word, postings u32, their bytes u32,
 //!            postings × (docno gap varint, tf varint))
+//! dictionary (dict_crc), the same words in the same order, in pages of 64:
+//!   terms × (length u8, the word, postings u32, file offset of the postings u64,
+//!            their bytes u32, their CRC-32 u32)
+//! page table (pages_crc):
+//!   pages × (offset of the page in the dictionary u32, CRC-32 of the page u32)
 //! ```
 //!
-//! The first gap of a word is its first docno; the rest are differences (at least 1).
+//! The first gap of a word is its first docno; the rest are differences (at least 1). A
+//! loading reader (the writer, or a reader when the log has grown since) reads the file
+//! whole and checks every CRC; a searching reader of an up-to-date file
+//! ([`super::recall_disk`]) reads the documents, the page table, the dictionary pages of its
+//! words and their postings, each checked by its own CRC.
 
 use super::checkpoint::{le32, le64, tail_crc, In, Put};
 use super::fulltext::{Doc, FullText, NONE};
@@ -40,8 +50,10 @@ use std::path::Path;
 pub const RECALL_FILE_NAME: &str = "store.fts";
 const TEMP_NAME: &str = ".store.fts.tmp";
 const MAGIC: &[u8; 8] = b"LKJFTS\0\0";
-const FORMAT: u32 = 2;
-const HEADER_BYTES: usize = 64;
+const FORMAT: u32 = 3;
+pub(super) const HEADER_BYTES: usize = 128;
+/// Words per page of the dictionary (a lookup reads one page).
+const DICT_PAGE: usize = 64;
 /// Bytes gathered before each write.
 const CHUNK: usize = 256 << 10;
 
@@ -89,19 +101,8 @@ impl Out<'_> {
         Ok(())
     }
 
-    fn varint(&mut self, mut v: u32) -> Result<()> {
-        let mut b = [0u8; 5];
-        let mut n = 0;
-        while let Some(slot) = b.get_mut(n) {
-            let low = (v & 0x7F) as u8;
-            v >>= 7;
-            n += 1;
-            if v == 0 {
-                *slot = low;
-                break;
-            }
-            *slot = low | 0x80;
-        }
+    fn varint(&mut self, v: u32) -> Result<()> {
+        let (b, n) = encode_varint(v);
         self.bytes(crate::bytes::take(&b, n))
     }
 
@@ -113,7 +114,7 @@ impl Out<'_> {
 }
 
 /// The varint at the front of `p`, which moves past it.
-fn varint(p: &mut &[u8]) -> Result<u32> {
+pub(super) fn varint(p: &mut &[u8]) -> Result<u32> {
     let mut v: u32 = 0;
     for shift in [0u32, 7, 14, 21, 28] {
         let Some((&b, rest)) = p.split_first() else { bail!(Io, "a word's postings are cut short") };
@@ -144,23 +145,27 @@ impl Store {
             .map_err(|e| err!(PersistFailed, "creating {} failed: {}", tmp.display(), e))?;
         let mut buf = core::mem::take(&mut self.rbuf);
         buf.clear();
-        let mut renumber = core::mem::take(&mut self.recall.renumber);
-        let res = write_body(&self.recall.index, &mut file, &mut buf, &mut renumber);
-        self.recall.renumber = renumber;
-        let res = res.and_then(|(docs, terms, crc, len)| {
-            let ix = &self.recall.index;
+        let mut scratch = core::mem::take(&mut self.recall.scratch);
+        let res = write_sections(&self.recall.index, &mut file, &mut buf, &mut scratch);
+        self.recall.scratch = scratch;
+        let res = res.and_then(|x| {
             let mut h = [0u8; HEADER_BYTES];
             let mut w = Put { buf: &mut h, at: 0 };
             w.bytes(MAGIC);
             w.u32(FORMAT);
-            w.u32(docs);
+            w.u32(x.docs);
             w.u64(self.store_id);
             w.u64(covered);
-            w.u64(ix.total_tokens());
-            w.u32(terms);
+            w.u64(self.recall.index.total_tokens());
+            w.u32(x.terms);
             w.u32(tail);
-            w.u32(crc);
-            w.u64(len);
+            w.u32(x.body_crc);
+            w.u64(x.body_len);
+            w.u64(x.dict_len);
+            w.u32(x.pages);
+            w.u32(x.docs_crc);
+            w.u32(x.dict_crc);
+            w.u32(x.sparse_crc);
             if let Some((rest, c)) = h.split_last_chunk_mut::<4>() {
                 *c = crc32(rest).to_le_bytes();
             }
@@ -178,7 +183,14 @@ impl Store {
             remove_temp(&self.dir);
             err!(PersistFailed, "renaming {} into place failed: {}", tmp.display(), e)
         })?;
-        crate::memory::atomic::sync_dir(&self.dir)
+        crate::memory::atomic::sync_dir(&self.dir)?;
+        self.recall.written = covered;
+        Ok(())
+    }
+
+    /// Whether the index is built and `store.fts` does not cover the whole log.
+    pub(super) fn recall_file_behind(&self) -> bool {
+        self.recall_is_ready() && self.recall.written != self.log.len
     }
 
     /// Loads `store.fts` into the (reserved) index if it matches the log. `Ok(false)`: there
@@ -201,13 +213,17 @@ impl Store {
     }
 
     fn read_file_into(&mut self, file: File, buf: &mut Vec<u8>) -> Result<()> {
-        let (docs, terms, tokens) = {
+        let h = {
             let mut r = In::new(file, buf);
-            let (docs, terms, tokens, body_crc, body_len) = self.read_fts_header(&mut r)?;
+            let mut raw = [0u8; HEADER_BYTES];
+            raw.copy_from_slice(r.take(HEADER_BYTES)?);
+            let h = Header::parse(&raw)?;
+            self.recall_header_matches(&h, false)?;
+            self.recall.written = h.covered;
             r.crc = 0;
             let ix = &mut self.recall.index;
             ix.clear();
-            for _ in 0..docs {
+            for _ in 0..h.docs {
                 let b = r.take(20)?;
                 let doc = Doc { entry: le32(b, 0), tokens: le32(b, 4), offset: le64(b, 8), rec_len: le32(b, 16) };
                 if doc.entry == NONE {
@@ -215,8 +231,11 @@ impl Store {
                 }
                 ix.load_doc(doc)?;
             }
+            if r.crc != h.docs_crc {
+                bail!(Io, "the index file is damaged (checksum of its documents)");
+            }
             let mut word = [0u8; 256];
-            for _ in 0..terms {
+            for _ in 0..h.terms {
                 let len = usize::from(*r.take(1)?.first().unwrap_or(&0));
                 let w = word.get_mut(..len).unwrap_or(&mut []);
                 w.copy_from_slice(r.take(len)?);
@@ -224,8 +243,8 @@ impl Store {
                 let n = r.u32()?;
                 let bytes = r.u32()? as usize;
                 // Checked before reading, so a damaged length cannot ask for a huge buffer.
-                if n > docs || bytes > n as usize * 10 {
-                    bail!(Io, "a word with {} postings in {} bytes, for {} documents", n, bytes, docs);
+                if n > h.docs || bytes > n as usize * 10 {
+                    bail!(Io, "a word with {} postings in {} bytes, for {} documents", n, bytes, h.docs);
                 }
                 let mut p = r.take(bytes)?;
                 let (mut d, mut i) = (0u32, 0u32);
@@ -243,49 +262,64 @@ impl Store {
                     bail!(Io, "a word's postings are longer than their count");
                 }
             }
-            if r.crc != body_crc {
+            if r.crc != h.body_crc {
                 bail!(Io, "the index file is damaged (checksum)");
             }
-            if r.take(1).is_ok() {
-                bail!(Io, "the index file has bytes after its end ({} bytes of body expected)", body_len);
+            // The dictionary and its page table, for readers that do not load the index.
+            r.crc = 0;
+            let mut left = h.dict_len;
+            while left > 0 {
+                let n = left.min(64 << 10) as usize;
+                r.take(n)?;
+                left -= n as u64;
             }
-            (docs, terms, tokens)
+            if r.crc != h.dict_crc {
+                bail!(Io, "the index file is damaged (checksum of its dictionary)");
+            }
+            r.crc = 0;
+            r.take(h.pages as usize * 8)?;
+            if r.crc != h.sparse_crc {
+                bail!(Io, "the index file is damaged (checksum of its page table)");
+            }
+            if r.take(1).is_ok() {
+                bail!(Io, "the index file has bytes after its end");
+            }
+            h
         };
         let ix = &self.recall.index;
-        if u64::from(docs) != ix.live_docs() || tokens != ix.total_tokens() || terms as usize != ix.term_count() {
+        if u64::from(h.docs) != ix.live_docs() || h.tokens != ix.total_tokens() || h.terms as usize != ix.term_count() {
             bail!(Io, "the index file's counts do not add up");
         }
         Ok(())
     }
 
-    /// Reads and checks the header against the log; returns docs, terms, tokens, body CRC and
-    /// body length.
-    fn read_fts_header(&mut self, r: &mut In<'_>) -> Result<(u32, u32, u64, u32, u64)> {
-        let mut h = [0u8; HEADER_BYTES];
-        h.copy_from_slice(r.take(HEADER_BYTES)?);
-        if !h.starts_with(MAGIC) {
-            bail!(Io, "not a full-text index file");
-        }
-        if h.split_last_chunk::<4>().is_none_or(|(rest, crc)| crc32(rest) != u32::from_le_bytes(*crc)) {
-            bail!(Io, "the index file's header is damaged");
-        }
-        if le32(&h, 8) != FORMAT {
-            bail!(Io, "index file format {} (this program reads {})", le32(&h, 8), FORMAT);
-        }
-        let (docs, store, covered, tokens) = (le32(&h, 12), le64(&h, 16), le64(&h, 24), le64(&h, 32));
-        let (terms, tail, body_crc, body_len) = (le32(&h, 40), le32(&h, 44), le32(&h, 48), le64(&h, 52));
+    /// Checks that the file's header names this log: the same store, a length the log has
+    /// (exactly its length with `exact`), the same bytes before it.
+    pub(super) fn recall_header_matches(&mut self, h: &Header, exact: bool) -> Result<()> {
         self.recall.file_stale = true;
-        if store != self.store_id {
+        if h.store != self.store_id {
             bail!(Io, "the index file belongs to another store log (a compaction since?)");
         }
-        if covered > self.log.len || covered < self.header_bytes {
-            bail!(Io, "the index file covers {} bytes of log, the log has {}", covered, self.log.len);
+        if h.covered > self.log.len || h.covered < self.header_bytes || (exact && h.covered != self.log.len) {
+            bail!(Io, "the index file covers {} bytes of log, the log has {}", h.covered, self.log.len);
         }
-        if tail_crc(self, covered)? != tail {
-            bail!(Io, "the log before byte {} is not the one the index file was taken of", covered);
+        if tail_crc(self, h.covered)? != h.tail {
+            bail!(Io, "the log before byte {} is not the one the index file was taken of", h.covered);
         }
         self.recall.file_stale = false;
-        Ok((docs, terms, tokens, body_crc, body_len))
+        Ok(())
+    }
+
+    /// `store.fts` opened for searching in place ([`super::recall_disk`]), when it is there,
+    /// covers the log exactly and its header, documents and page table check out.
+    pub(super) fn recall_open_disk(&mut self) -> Option<super::recall_disk::DiskIndex> {
+        let file = File::open(self.dir.join(RECALL_FILE_NAME)).ok()?;
+        let mut raw = [0u8; HEADER_BYTES];
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(&mut raw, 0).ok()?;
+        let h = Header::parse(&raw).ok()?;
+        self.recall_header_matches(&h, true).ok()?;
+        super::recall_disk::DiskIndex::open(file, h).ok()
     }
 
     /// What `lkjagent check` reports about `store.fts` (reads it whole; changes nothing).
@@ -312,22 +346,99 @@ impl Store {
     }
 }
 
-/// Writes the live documents and postings of `ix` after a blank header; returns documents,
-/// terms, the body's CRC and length.
-fn write_body(
-    ix: &FullText,
-    file: &mut File,
-    buf: &mut Vec<u8>,
-    renumber: &mut Vec<u32>,
-) -> Result<(u32, u32, u32, u64)> {
+/// The header of `store.fts`.
+pub(super) struct Header {
+    pub docs: u32,
+    pub store: u64,
+    pub covered: u64,
+    pub tokens: u64,
+    pub terms: u32,
+    pub tail: u32,
+    pub body_crc: u32,
+    pub body_len: u64,
+    pub dict_len: u64,
+    pub pages: u32,
+    pub docs_crc: u32,
+    pub dict_crc: u32,
+    pub sparse_crc: u32,
+}
+
+impl Header {
+    /// Checks and reads a header (its own CRC, the magic, the format, sizes that fit
+    /// together).
+    pub(super) fn parse(h: &[u8; HEADER_BYTES]) -> Result<Header> {
+        if !h.starts_with(MAGIC) {
+            bail!(Io, "not a full-text index file");
+        }
+        if h.split_last_chunk::<4>().is_none_or(|(rest, crc)| crc32(rest) != u32::from_le_bytes(*crc)) {
+            bail!(Io, "the index file's header is damaged");
+        }
+        if le32(h, 8) != FORMAT {
+            bail!(Io, "index file format {} (this program reads {})", le32(h, 8), FORMAT);
+        }
+        let x = Header {
+            docs: le32(h, 12),
+            store: le64(h, 16),
+            covered: le64(h, 24),
+            tokens: le64(h, 32),
+            terms: le32(h, 40),
+            tail: le32(h, 44),
+            body_crc: le32(h, 48),
+            body_len: le64(h, 52),
+            dict_len: le64(h, 60),
+            pages: le32(h, 68),
+            docs_crc: le32(h, 72),
+            dict_crc: le32(h, 76),
+            sparse_crc: le32(h, 80),
+        };
+        if x.dict_len > u64::from(x.terms) * (1 + 255 + 20) || u64::from(x.pages) > u64::from(x.terms) / 64 + 1 {
+            bail!(Io, "the index file's header gives sizes that do not fit together");
+        }
+        Ok(x)
+    }
+
+    /// Where the dictionary starts in the file.
+    pub(super) fn dict_at(&self) -> u64 {
+        HEADER_BYTES as u64 + self.body_len
+    }
+}
+
+/// Scratch of the file writer, reserved with the index's tables.
+#[derive(Default)]
+pub struct WriteScratch {
+    /// New numbers of the documents.
+    pub renumber: Vec<u32>,
+    /// The live words in byte order.
+    pub sorted: Vec<u32>,
+    /// Each dictionary page: offset in the dictionary, CRC-32.
+    pub pages: Vec<u32>,
+}
+
+/// What [`write_sections`] wrote, for the header.
+struct Written {
+    docs: u32,
+    terms: u32,
+    docs_crc: u32,
+    body_crc: u32,
+    body_len: u64,
+    dict_crc: u32,
+    dict_len: u64,
+    pages: u32,
+    sparse_crc: u32,
+}
+
+/// Writes everything after a blank header: documents, words with their postings (in byte
+/// order of the words), the dictionary and its page table (see the module documentation).
+fn write_sections(ix: &FullText, file: &mut File, buf: &mut Vec<u8>, sc: &mut WriteScratch) -> Result<Written> {
     file.write_all(&[0u8; HEADER_BYTES]).map_err(|e| err!(PersistFailed, "writing {} failed: {}", TEMP_NAME, e))?;
-    // New numbers of the live documents, in order (0..live), in a buffer reserved with the
-    // index (room for every document number).
-    renumber.clear();
+    // New numbers of the live documents, in order (0..live).
+    sc.renumber.clear();
     let mut live = 0u32;
     for d in 0..ix.doc_count() as u32 {
         let alive = ix.doc(d).is_some_and(|x| x.entry != NONE);
-        renumber.push(if alive { live } else { NONE });
+        if sc.renumber.len() < sc.renumber.capacity() {
+            sc.renumber.push(if alive { live } else { NONE });
+        }
         live += u32::from(alive);
     }
     let mut out = Out { file, buf, crc: 0, len: 0 };
@@ -341,47 +452,124 @@ fn write_body(
         w.u32(doc.rec_len);
         out.bytes(&b)?;
     }
-    let new_doc = |d: u32| renumber.get(d as usize).copied().unwrap_or(NONE);
-    let mut terms = 0u32;
+    let docs_crc = out.crc;
+    let docs_len = out.len;
+    // The live words, in byte order.
+    sc.sorted.clear();
     for t in 0..ix.term_count() as u32 {
-        let postings = || PostingIter::new(ix, t).filter(|&(d, _)| new_doc(d) != NONE);
-        let (mut n, mut bytes, mut prev) = (0u32, 0u32, None);
-        for (d, tf) in postings() {
+        if ix.term(t).is_some_and(|x| x.df > 0) && sc.sorted.len() < sc.sorted.capacity() {
+            sc.sorted.push(t);
+        }
+    }
+    sc.sorted.sort_unstable_by(|&a, &b| ix.term_text(a).cmp(ix.term_text(b)));
+    let renumber = &sc.renumber;
+    let new_doc = |d: u32| renumber.get(d as usize).copied().unwrap_or(NONE);
+    // A word's live postings, renumbered and gap-encoded: count, bytes, CRC.
+    let measure = |t: u32| {
+        let (mut n, mut bytes, mut crc, mut prev) = (0u32, 0u32, 0u32, None);
+        for (d, tf) in PostingIter::new(ix, t) {
             let nd = new_doc(d);
-            bytes += varint_len(prev.map_or(nd, |p| nd - p)) + varint_len(u32::from(tf));
+            if nd == NONE {
+                continue;
+            }
+            for v in [prev.map_or(nd, |p| nd - p), u32::from(tf)] {
+                let (b, k) = encode_varint(v);
+                crc = crc32_continue(crc, crate::bytes::take(&b, k));
+                bytes += k as u32;
+            }
             prev = Some(nd);
             n += 1;
         }
-        if n == 0 {
-            continue;
-        }
+        (n, bytes, crc)
+    };
+    let mut terms = 0u32;
+    for &t in sc.sorted.iter() {
+        let (n, bytes, _) = measure(t);
         let word = ix.term_text(t);
         out.bytes(&[word.len() as u8])?;
         out.bytes(word)?;
         out.bytes(&n.to_le_bytes())?;
         out.bytes(&bytes.to_le_bytes())?;
         let mut prev = None;
-        for (d, tf) in postings() {
+        for (d, tf) in PostingIter::new(ix, t) {
             let nd = new_doc(d);
+            if nd == NONE {
+                continue;
+            }
             out.varint(prev.map_or(nd, |p| nd - p))?;
             out.varint(u32::from(tf))?;
             prev = Some(nd);
         }
         terms += 1;
     }
+    let (body_crc, body_len) = (out.crc, out.len);
+    // The dictionary: where each word's postings are, in pages of DICT_PAGE words.
+    out.crc = 0;
+    out.len = 0;
+    sc.pages.clear();
+    let mut at = HEADER_BYTES as u64 + docs_len;
+    let mut page_crc = 0u32;
+    for (i, &t) in sc.sorted.iter().enumerate() {
+        let (n, bytes, crc) = measure(t);
+        let word = ix.term_text(t);
+        if i % DICT_PAGE == 0 {
+            if i > 0 {
+                sc.pages.push(page_crc);
+            }
+            sc.pages.push(out.len as u32);
+            page_crc = 0;
+        }
+        let postings_at = at + 1 + word.len() as u64 + 8;
+        out.bytes(&[word.len() as u8])?;
+        out.bytes(word)?;
+        let mut tail = [0u8; 20];
+        let mut w = Put { buf: &mut tail, at: 0 };
+        w.u32(n);
+        w.u64(postings_at);
+        w.u32(bytes);
+        w.u32(crc);
+        out.bytes(&tail)?;
+        page_crc = crc32_continue(crc32_continue(crc32_continue(page_crc, &[word.len() as u8]), word), &tail);
+        at = postings_at + u64::from(bytes);
+    }
+    if !sc.sorted.is_empty() {
+        sc.pages.push(page_crc);
+    }
+    let (dict_crc, dict_len) = (out.crc, out.len);
+    out.crc = 0;
+    for &v in sc.pages.iter() {
+        out.bytes(&v.to_le_bytes())?;
+    }
+    let sparse_crc = out.crc;
     out.flush()?;
-    Ok((live, terms, out.crc, out.len))
+    Ok(Written {
+        docs: live,
+        terms,
+        docs_crc,
+        body_crc,
+        body_len,
+        dict_crc,
+        dict_len,
+        pages: (sc.pages.len() / 2) as u32,
+        sparse_crc,
+    })
 }
 
-/// Bytes of `v` as a varint.
-fn varint_len(v: u32) -> u32 {
-    match v {
-        0..0x80 => 1,
-        0x80..0x4000 => 2,
-        0x4000..0x20_0000 => 3,
-        0x20_0000..0x1000_0000 => 4,
-        _ => 5,
+/// `v` as a varint: the bytes and how many.
+fn encode_varint(mut v: u32) -> ([u8; 5], usize) {
+    let mut b = [0u8; 5];
+    let mut n = 0;
+    while let Some(slot) = b.get_mut(n) {
+        let low = (v & 0x7F) as u8;
+        v >>= 7;
+        n += 1;
+        if v == 0 {
+            *slot = low;
+            break;
+        }
+        *slot = low | 0x80;
     }
+    (b, n)
 }
 
 /// The postings of term `t`, in order.
