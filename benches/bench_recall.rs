@@ -8,7 +8,11 @@
 //!   p50 and p99 too; allocations per query (must be 0);
 //! - `recall_<n>_common3`: the query of the three most common words;
 //! - `recall_<n>_build`: building the index from the log (what the first search after an
-//!   open without `store.fts` pays), and `recall_<n>_open_file`: opening it from `store.fts`;
+//!   open without `store.fts` pays), and `recall_<n>_open_file`: loading it from `store.fts`
+//!   (what the agent pays);
+//! - `recall_<n>_in_place_*`: a read-only store searching `store.fts` in place (what
+//!   `memory search` does): the first query (opening the file included), the mean of the 500
+//!   queries, the three most common words, the RAM it holds;
 //! - `recall_<n>_file_percent_of_text`: `store.fts` against the indexed text's bytes, and the
 //!   index's RAM (reserved, and in use);
 //! - `recall_<n>_upkeep_p50`: what the index adds to one save, without the sync: the p50 of
@@ -108,12 +112,29 @@ fn at(n: usize) {
     let used = st.blocks * 56 + st.terms * 36 + st.doc_numbers * 24 + n * 4;
     report(&p("ram_used"), used as f64 / (1 << 20) as f64, "MiB");
     drop(store);
+    // A read-only store (what `memory search` opens): the file searched in place.
     let t = Instant::now();
     let mut s = lkjagent::memory::store::Store::open_read_only_with_capacity(&data, n).unwrap();
     let opened = t.elapsed();
     let t = Instant::now();
-    s.recall_ready().unwrap();
+    s.rank(&qs[0], 10, &mut out).unwrap();
     report(&p("store_open_read_only"), opened.as_secs_f64() * 1e3, "ms");
+    report(&p("in_place_first_query"), t.elapsed().as_secs_f64() * 1e3, "ms");
+    assert!(s.recall_stats().in_place);
+    let t = Instant::now();
+    for q in &qs {
+        s.rank(q, 10, &mut out).unwrap();
+    }
+    report(&p("in_place_query_mean"), t.elapsed().as_secs_f64() * 1e3 / qs.len() as f64, "ms");
+    let t = Instant::now();
+    s.rank(&common, 10, &mut out).unwrap();
+    report(&p("in_place_common3"), t.elapsed().as_secs_f64() * 1e3, "ms");
+    report(&p("in_place_ram"), s.recall_stats().ram_bytes as f64 / (1 << 20) as f64, "MiB");
+    drop(s);
+    // Loading the whole file (what the agent does when it opens the index).
+    let mut s = lkjagent::memory::store::Store::open_with_capacity(&data, n).unwrap();
+    let t = Instant::now();
+    s.recall_ready().unwrap();
     report(&p("open_file"), t.elapsed().as_secs_f64() * 1e3, "ms");
     assert!(s.recall_stats().from_file);
     drop(s);

@@ -15,7 +15,7 @@
 //! - `compact`: rewriting the log with only live state.
 //! - `query`: tag queries over the posting lists; `search`: text search over the log.
 //! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`fulltext`]: the
-//!   full-text index's tables; [`recall`]: that index kept current, and ranked (BM25) queries;
+//!   full-text index's tables; [`rank`]: BM25 top-k with MaxScore over any walk of postings; [`recall`]: that index kept current, and ranked (BM25) queries;
 //!   [`recall_file`]: the index written to `store.fts` with the checkpoint; [`recall_disk`]:
 //!   that file searched in place by read-only commands.
 //!

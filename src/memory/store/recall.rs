@@ -27,11 +27,24 @@
 //!
 //! # Upkeep
 //!
-//! The index is opened on first use (a store that is never searched never builds it). After
-//! that, every change of an entry (create, overwrite, retag, archive, delete) reads the new
-//! and the old `put` record back and moves the entry's words from one to the other. An index
-//! that cannot follow (a table full, a record unreadable) is marked stale and rebuilt from the
-//! log at the next query; a reload or compaction closes it. The log stays the only truth.
+//! The index is opened on first use (a store that is never searched never builds it): read
+//! from `store.fts` ([`super::recall_file`]) when that matches the log, the entries changed
+//! since brought up to date one by one, else built from the log. After that, every change of
+//! an entry (create, overwrite, retag, archive, delete) reads the new and the old `put` record
+//! back and moves the entry's words from one to the other (a word's `df` counted out once per
+//! document). An index that cannot follow (a table full, a record unreadable) is marked stale
+//! and rebuilt from the log at the next query. A compaction in id order renumbers it; a reload
+//! closes it. The writer writes `store.fts` with every checkpoint and at close. The log stays
+//! the only truth.
+//!
+//! # Where the postings are read
+//!
+//! The writer (the agent, `memory import`) holds the index in RAM, in tables sized once from
+//! the capacity (`TEXT_*` in `limits.rs`). A read-only store (`memory search`) whose
+//! `store.fts` covers the log exactly searches the file in place instead
+//! ([`super::recall_disk`]): it reads the dictionary pages and postings its words need, with a
+//! bounded buffer per word, and never loads the index. When the file is behind the log (an
+//! agent writing now) the read-only store loads it and brings it up to date in RAM.
 
 use super::fulltext::{FullText, Sizes, NONE};
 use super::rank::{max_score, Collection, QueryWord, QueryWords, RamWalk};

@@ -18,8 +18,9 @@
 use super::checkpoint::{le32, le64};
 use super::fulltext::NONE;
 use super::rank::{QueryWord, Walk};
+use super::recall_file::RECALL_FILE_NAME;
 use super::recall_file::{varint, Header, HEADER_BYTES};
-use super::EntryId;
+use super::{EntryId, Store};
 use crate::error::Result;
 use crate::limits::{RANK_MAX_TERMS, RECALL_READ_BYTES, TEXT_TOKEN_MAX_BYTES};
 use crate::memory::hash::{crc32, crc32_continue};
@@ -137,6 +138,19 @@ impl DiskIndex {
     /// (entry, tokens per document number).
     pub(super) fn walk_parts(&mut self) -> (&File, core::slice::ChunksMut<'_, u8>, &[(EntryId, u32)]) {
         (&self.file, self.chunks.chunks_mut(RECALL_READ_BYTES), &self.docs)
+    }
+}
+
+impl Store {
+    /// `store.fts` opened for searching in place, when it is there,
+    /// covers the log exactly and its header, documents and page table check out.
+    pub(super) fn recall_open_disk(&mut self) -> Option<DiskIndex> {
+        let file = File::open(self.dir.join(RECALL_FILE_NAME)).ok()?;
+        let mut raw = [0u8; HEADER_BYTES];
+        file.read_exact_at(&mut raw, 0).ok()?;
+        let h = Header::parse(&raw).ok()?;
+        self.recall_header_matches(&h, true).ok()?;
+        DiskIndex::open(file, h).ok()
     }
 }
 

@@ -34,7 +34,7 @@
 //! The first gap of a word is its first docno; the rest are differences (at least 1). A
 //! loading reader (the writer, or a reader when the log has grown since) reads the file
 //! whole and checks every CRC; a searching reader of an up-to-date file
-//! ([`super::recall_disk`]) reads the documents, the page table, the dictionary pages of its
+//! (`recall_disk`) reads the documents, the page table, the dictionary pages of its
 //! words and their postings, each checked by its own CRC.
 
 use super::checkpoint::{le32, le64, tail_crc, In, Put};
@@ -308,18 +308,6 @@ impl Store {
         }
         self.recall.file_stale = false;
         Ok(())
-    }
-
-    /// `store.fts` opened for searching in place ([`super::recall_disk`]), when it is there,
-    /// covers the log exactly and its header, documents and page table check out.
-    pub(super) fn recall_open_disk(&mut self) -> Option<super::recall_disk::DiskIndex> {
-        let file = File::open(self.dir.join(RECALL_FILE_NAME)).ok()?;
-        let mut raw = [0u8; HEADER_BYTES];
-        use std::os::unix::fs::FileExt;
-        file.read_exact_at(&mut raw, 0).ok()?;
-        let h = Header::parse(&raw).ok()?;
-        self.recall_header_matches(&h, true).ok()?;
-        super::recall_disk::DiskIndex::open(file, h).ok()
     }
 
     /// What `lkjagent check` reports about `store.fts` (reads it whole; changes nothing).
