@@ -296,6 +296,17 @@ impl Store {
     /// Checks that the file's header names this log: the same store, a length the log has
     /// (exactly its length with `exact`), the same bytes before it.
     pub(super) fn recall_header_matches(&mut self, h: &Header, exact: bool) -> Result<()> {
+        // Sizes within what this store can hold, before anything is reserved for them.
+        let sizes = super::fulltext::Sizes::for_capacity(self.cap, self.slots.room());
+        if h.docs as usize > self.slots.room() || h.terms as usize > sizes.terms {
+            bail!(
+                Io,
+                "the index file lists {} documents and {} words, more than this store holds (capacity {})",
+                h.docs,
+                h.terms,
+                self.cap
+            );
+        }
         self.recall.file_stale = true;
         if h.store != self.store_id {
             bail!(Io, "the index file belongs to another store log (a compaction since?)");
