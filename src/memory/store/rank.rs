@@ -29,6 +29,7 @@ pub struct RankHit {
 /// ([`RANK_MAX_RESULTS`]), reused from query to query without allocating.
 pub struct Ranked {
     hits: Vec<RankHit>,
+    dropped: usize,
 }
 
 impl Default for Ranked {
@@ -40,7 +41,7 @@ impl Default for Ranked {
 impl Ranked {
     /// An empty list with room for [`RANK_MAX_RESULTS`] hits.
     pub fn new() -> Ranked {
-        Ranked { hits: Vec::with_capacity(RANK_MAX_RESULTS) }
+        Ranked { hits: Vec::with_capacity(RANK_MAX_RESULTS), dropped: 0 }
     }
 
     /// The hits, best first.
@@ -61,6 +62,18 @@ impl Ranked {
     /// Empties the list.
     pub fn clear(&mut self) {
         self.hits.clear();
+        self.dropped = 0;
+    }
+
+    /// Words of the text that [`crate::memory::store::Store::relevant`] left out (beyond
+    /// the `RANK_MAX_TERMS` rarest; a word counted at each of its occurrences); 0 for other
+    /// queries.
+    pub fn dropped_words(&self) -> usize {
+        self.dropped
+    }
+
+    pub(super) fn set_dropped_words(&mut self, n: usize) {
+        self.dropped = n;
     }
 
     /// Room for hits.
@@ -160,27 +173,46 @@ pub struct QueryWords {
     pub words: [QueryWord; RANK_MAX_TERMS],
     /// How many.
     pub n: usize,
+    /// Words left out (see [`QueryWords::parse`]).
+    pub dropped: usize,
 }
 
 impl QueryWords {
     /// The known words of `query`, looked up with `find`. More than [`RANK_MAX_TERMS`]
-    /// distinct words (known or not) is `CAPACITY_EXCEEDED`.
-    pub fn parse(query: &str, mut find: impl FnMut(&[u8]) -> Result<Option<QueryWord>>) -> Result<QueryWords> {
-        let mut q = QueryWords { words: [QueryWord::default(); RANK_MAX_TERMS], n: 0 };
+    /// distinct words (known or not) is `CAPACITY_EXCEEDED`; with `rarest`, the
+    /// `RANK_MAX_TERMS` known words of fewest documents are kept instead and the others
+    /// counted in `dropped`.
+    pub fn parse(
+        query: &str,
+        rarest: bool,
+        mut find: impl FnMut(&[u8]) -> Result<Option<QueryWord>>,
+    ) -> Result<QueryWords> {
+        let mut q = QueryWords { words: [QueryWord::default(); RANK_MAX_TERMS], n: 0, dropped: 0 };
         let mut words = Tokens::new(query);
         let mut tok = Token::default();
         let mut distinct = 0usize;
         while words.next_into(&mut tok) {
             let Some(w) = find(tok.as_bytes())? else {
-                // A word no entry holds: it matches nothing, but counts toward the limit.
-                distinct += 1;
-                if distinct > RANK_MAX_TERMS {
-                    break;
+                if !rarest {
+                    // A word no entry holds: it matches nothing, but counts toward the limit.
+                    distinct += 1;
+                    if distinct > RANK_MAX_TERMS {
+                        break;
+                    }
                 }
                 continue;
             };
             if let Some(c) = q.words.iter_mut().take(q.n).find(|c| c.at == w.at) {
                 c.mult += 1.0;
+                continue;
+            }
+            if rarest && q.n == RANK_MAX_TERMS {
+                // Full: the new word replaces the most common kept one if it is rarer.
+                let most = q.words.iter_mut().max_by_key(|c| c.df);
+                if let Some(c) = most.filter(|c| c.df > w.df) {
+                    *c = QueryWord { mult: 1.0, ..w };
+                }
+                q.dropped += 1;
                 continue;
             }
             distinct += 1;

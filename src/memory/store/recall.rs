@@ -207,6 +207,28 @@ impl Store {
         tags: Option<&Key>,
         out: &mut Ranked,
     ) -> Result<()> {
+        self.rank_inner(query, limit, archived, tags, false, out)
+    }
+
+    /// The `limit` entries most relevant to `text` (a task, a question, a page of notes),
+    /// best first, archived entries left out: [`Store::rank`] for a text of any length. A
+    /// text of more than [`RANK_MAX_TERMS`] distinct words the index knows is weighed by the
+    /// `RANK_MAX_TERMS` rarest of them (the words that weigh most in BM25; a word the index
+    /// does not know matches nothing and is not counted); [`Ranked::dropped_words`] says how
+    /// many others were left out. Allocation-free once the index is open, like `rank`.
+    pub fn relevant(&mut self, text: &str, limit: usize, out: &mut Ranked) -> Result<()> {
+        self.rank_inner(text, limit, Archived::Exclude, None, true, out)
+    }
+
+    fn rank_inner(
+        &mut self,
+        query: &str,
+        limit: usize,
+        archived: Archived,
+        tags: Option<&Key>,
+        rarest: bool,
+        out: &mut Ranked,
+    ) -> Result<()> {
         out.clear();
         let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
         // A read-only store searches an up-to-date store.fts in place; otherwise (and if
@@ -216,7 +238,7 @@ impl Store {
                 self.recall.disk = self.recall_open_disk();
             }
             if let Some(mut disk) = self.recall.disk.take() {
-                let res = self.rank_on_disk(&mut disk, query, limit, archived, tags, out);
+                let res = self.rank_on_disk(&mut disk, query, limit, archived, tags, rarest, out);
                 match res {
                     Ok(()) => {
                         self.recall.disk = Some(disk);
@@ -245,13 +267,14 @@ impl Store {
             return Ok(());
         }
         let ix = &self.recall.index;
-        let q = QueryWords::parse(query, |w| {
+        let q = QueryWords::parse(query, rarest, |w| {
             Ok(ix.find(w).map(|t| QueryWord {
                 at: u64::from(t),
                 df: ix.term(t).map_or(0, |x| x.df),
                 ..QueryWord::default()
             }))
         })?;
+        out.set_dropped_words(q.dropped);
         if q.n == 0 {
             return Ok(());
         }
@@ -287,6 +310,7 @@ impl Store {
         limit: usize,
         archived: Archived,
         tags: Option<&Key>,
+        rarest: bool,
         out: &mut Ranked,
     ) -> Result<()> {
         let required = match tags {
@@ -299,7 +323,8 @@ impl Store {
         if limit == 0 {
             return Ok(());
         }
-        let q = QueryWords::parse(query, |w| disk.find(w))?;
+        let q = QueryWords::parse(query, rarest, |w| disk.find(w))?;
+        out.set_dropped_words(q.dropped);
         if q.n == 0 {
             return Ok(());
         }
@@ -889,6 +914,38 @@ mod tests {
         let got = ranked(&mut r, q, 300);
         assert_eq!(got, want);
         assert!(!r.recall_stats().in_place);
+    }
+
+    #[test]
+    fn relevant_takes_a_text_of_any_length_by_its_rarest_words() {
+        let d = temp_dir("rank-relevant");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        // 100 entries sharing common words; one holds the rare words of the task.
+        for i in 0..100 {
+            let common: String = (0..80).map(|j| format!("c{} ", (i + j) % 90)).collect();
+            s.put(&k(&format!("note,n{}", i)), &common, 1).unwrap();
+        }
+        s.put(&k("target"), "zebra quokka narwhal c1 c2", 1).unwrap();
+        let task: String = (0..90).map(|j| format!("c{} ", j)).collect::<String>() + "zebra quokka narwhal unknownword";
+        let mut out = Ranked::new();
+        let e = s.rank(&task, 5, &mut out).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+        s.relevant(&task, 5, &mut out).unwrap();
+        assert_eq!(s.key(out.hits()[0].id).unwrap().as_str(), "target");
+        assert_eq!(out.len(), 5);
+        assert!(out.dropped_words() >= 90 + 3 - 64, "{}", out.dropped_words());
+        // A short text: the same as rank, nothing dropped.
+        s.relevant("zebra c5", 5, &mut out).unwrap();
+        let relevant: Vec<_> = out.hits().to_vec();
+        assert_eq!(out.dropped_words(), 0);
+        s.rank("zebra c5", 5, &mut out).unwrap();
+        assert_eq!(out.hits(), &relevant[..]);
+        // In place too (read-only, file up to date).
+        s.close().unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        r.relevant(&task, 5, &mut out).unwrap();
+        assert!(r.recall_stats().in_place);
+        assert_eq!(r.key(out.hits()[0].id).unwrap().as_str(), "target");
     }
 
     #[test]
