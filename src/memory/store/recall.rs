@@ -149,6 +149,17 @@ pub struct RecallStats {
     pub in_place: bool,
 }
 
+/// What a ranked query asks.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    query: &'a str,
+    limit: usize,
+    archived: Archived,
+    tags: Option<&'a Key>,
+    /// Keep the rarest `RANK_MAX_TERMS` words of a longer text (else that is an error).
+    rarest: bool,
+}
+
 /// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
 /// word of its text: the tags, then the value.
 fn each_word(
@@ -207,7 +218,7 @@ impl Store {
         tags: Option<&Key>,
         out: &mut Ranked,
     ) -> Result<()> {
-        self.rank_inner(query, limit, archived, tags, false, out)
+        self.rank_inner(&Ask { query, limit, archived, tags, rarest: false }, out)
     }
 
     /// The `limit` entries most relevant to `text` (a task, a question, a page of notes),
@@ -217,18 +228,11 @@ impl Store {
     /// does not know matches nothing and is not counted); [`Ranked::dropped_words`] says how
     /// many others were left out. Allocation-free once the index is open, like `rank`.
     pub fn relevant(&mut self, text: &str, limit: usize, out: &mut Ranked) -> Result<()> {
-        self.rank_inner(text, limit, Archived::Exclude, None, true, out)
+        self.rank_inner(&Ask { query: text, limit, archived: Archived::Exclude, tags: None, rarest: true }, out)
     }
 
-    fn rank_inner(
-        &mut self,
-        query: &str,
-        limit: usize,
-        archived: Archived,
-        tags: Option<&Key>,
-        rarest: bool,
-        out: &mut Ranked,
-    ) -> Result<()> {
+    fn rank_inner(&mut self, ask: &Ask<'_>, out: &mut Ranked) -> Result<()> {
+        let &Ask { query, limit, archived, tags, rarest } = ask;
         out.clear();
         let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
         // A read-only store searches an up-to-date store.fts in place; otherwise (and if
@@ -238,7 +242,7 @@ impl Store {
                 self.recall.disk = self.recall_open_disk();
             }
             if let Some(mut disk) = self.recall.disk.take() {
-                let res = self.rank_on_disk(&mut disk, query, limit, archived, tags, rarest, out);
+                let res = self.rank_on_disk(&mut disk, &Ask { limit, ..*ask }, out);
                 match res {
                     Ok(()) => {
                         self.recall.disk = Some(disk);
@@ -306,13 +310,10 @@ impl Store {
     fn rank_on_disk(
         &mut self,
         disk: &mut super::recall_disk::DiskIndex,
-        query: &str,
-        limit: usize,
-        archived: Archived,
-        tags: Option<&Key>,
-        rarest: bool,
+        ask: &Ask<'_>,
         out: &mut Ranked,
     ) -> Result<()> {
+        let &Ask { query, limit, archived, tags, rarest } = ask;
         let required = match tags {
             Some(key) => match self.tagset_of(key) {
                 Some(set) => Some((set, key.tag_count())),
