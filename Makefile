@@ -7,7 +7,7 @@ HOST    := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 BIN     := target/release/lkjagent
 STATIC  := target/static/$(HOST)/release/lkjagent
 
-.PHONY: build run demo test conformance bench fuzz static lint model-check report-check clean
+.PHONY: build run demo test conformance bench fuzz static lint model-check report-check recall-fts5 clean
 
 build:
 	$(CARGO) build --release --locked
@@ -45,6 +45,11 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps
+
+# Ranked recall against SQLite FTS5 (python3's sqlite3, in process): the tokenizer on every
+# Latin code point, and the top 10 of 500 random OR queries over 65,536 generated entries.
+recall-fts5:
+	LKJ_FTS5_ENTRIES=65536 LKJ_FTS5_QUERIES=500 $(CARGO) test --release --locked --test recall_fts5 -- --nocapture
 
 # A real-model check: installs llama-cpp-python and SmolLM2-135M outside the repository
 # (~/.cache/lkjagent-model-check), runs the agent against it and reports figures.

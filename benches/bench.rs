@@ -7,7 +7,7 @@
 //! Environment: `LKJAGENT_CORPUS` (default `../shared/corpus`) for the public JSON corpora; a
 //! figure that needs a missing corpus is reported as skipped, not faked.
 //! `LKJAGENT_BENCH_ONLY=json,tag` runs only the named areas (json, tag, http, store, agent, grammar,
-//! bytes, report).
+//! bytes, report, recall).
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ mod bench_bytes;
 mod bench_grammar;
 mod bench_http;
 mod bench_json;
+mod bench_recall;
 mod bench_report;
 mod bench_store;
 mod bench_tag;
@@ -115,6 +116,9 @@ fn main() {
     }
     if wanted("report") {
         bench_report::run();
+    }
+    if wanted("recall") {
+        bench_recall::run();
     }
     if let Some(kib) = peak_rss_kib() {
         report("bench_process_peak_rss", kib as f64 / 1024.0, "MiB");

@@ -349,6 +349,47 @@ pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;
 pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------
+// Recall: the store's full-text index (`memory::store::fulltext`, `rank`)
+// ---------------------------------------------------------------------------------------------
+
+/// Longest word the full-text index keeps, in bytes: a longer word is indexed and queried by
+/// its first this-many bytes (cut at a character boundary). Cost: one word buffer of this size
+/// per tokenizer in use (on the stack), and at most this much text per distinct word.
+pub const TEXT_TOKEN_MAX_BYTES: usize = 64;
+
+/// Distinct words the full-text index has room for, per entry of store capacity (at least
+/// [`TEXT_MIN_TERMS`]). Words no entry holds any more are dropped at the next rebuild. Cost:
+/// 36 bytes each (the term and two hash slots) plus [`TEXT_TERM_BYTES_PER_TERM`] of text.
+pub const TEXT_TERMS_PER_ENTRY: usize = 2;
+
+/// The fewest distinct words the full-text index has room for, whatever the capacity.
+pub const TEXT_MIN_TERMS: usize = 65_536;
+
+/// Bytes of word text the full-text index keeps per distinct word it has room for (words
+/// average far less than [`TEXT_TOKEN_MAX_BYTES`]).
+pub const TEXT_TERM_BYTES_PER_TERM: usize = 12;
+
+/// Posting blocks (8 postings, 56 bytes each) the full-text index has per entry of store
+/// capacity, plus one per distinct word it has room for: 64 postings per entry, which holds
+/// entries of about 40 distinct words with room for the postings that changes leave behind
+/// until the index is rebuilt (which drops them). Cost: 448 bytes per entry of capacity,
+/// allocated once when the index is first used and backed by RAM only as filled.
+pub const TEXT_BLOCKS_PER_ENTRY: usize = 8;
+
+/// Most distinct words a ranked query weighs; a longer query is `CAPACITY_EXCEEDED`. Cost:
+/// about 64 bytes each on the stack during a query.
+pub const RANK_MAX_TERMS: usize = 64;
+
+/// Bytes of `store.fts` a ranked query reads at a time for each of its words, when a
+/// read-only command searches the file in place. Cost: [`RANK_MAX_TERMS`] times this (1 MiB),
+/// reserved at the first such search, plus 8 bytes per indexed entry.
+pub const RECALL_READ_BYTES: usize = 16 * 1024;
+
+/// Most entries one ranked query returns. Cost: 16 bytes each in the caller's
+/// [`crate::memory::store::recall::Ranked`], reserved once.
+pub const RANK_MAX_RESULTS: usize = 1024;
+
+// ---------------------------------------------------------------------------------------------
 // Constrained decoding: the reply grammar and schema (`grammar`)
 // ---------------------------------------------------------------------------------------------
 

@@ -268,3 +268,38 @@ fn damage_inside_what_the_checkpoint_covers_is_found() {
     assert!(line(&out, "store.log").starts_with("FAIL store.log: 49 entries, "), "{out}");
     assert!(line(&out, "store.log").contains("1 damaged records"), "{out}");
 }
+
+#[test]
+fn the_full_text_index_file_is_checked_and_damage_reported() {
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
+    // No store: no index line either.
+    let (_, out) = check(&d.0, &["--no-network"]);
+    assert!(!out.contains("store.fts"), "{out}");
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        s.put(&normalize("fruit,apple").unwrap(), "An apple is a round fruit.", 1).unwrap();
+        s.put(&normalize("fruit,pear").unwrap(), "A pear.", 2).unwrap();
+        let (_, out) = check(&d.0, &["--no-network"]);
+        assert!(line(&out, "store.fts").starts_with("ok   store.fts: none yet"), "{out}");
+        // The index is built by a search and written with the checkpoint.
+        let mut ranked = lkjagent::memory::store::recall::Ranked::new();
+        s.rank("apple", 5, &mut ranked).unwrap();
+        s.close().unwrap();
+    }
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert!(line(&out, "store.fts").starts_with("ok   store.fts: 2 entries indexed, "), "{out}");
+    assert!(line(&out, "store.fts").contains("matches store.log"), "{out}");
+    assert_eq!(res, Ok(0), "{out}");
+    // A flipped byte: a failure, reported, and left in place.
+    let path = d.0.join("store.fts");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    let before = snapshot(&d.0);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(1), "{out}");
+    assert!(line(&out, "store.fts").starts_with("FAIL store.fts: damaged: "), "{out}");
+    assert!(line(&out, "store.fts").contains("nothing stored is lost"), "{out}");
+    assert_eq!(snapshot(&d.0), before, "check must not move or repair anything");
+}

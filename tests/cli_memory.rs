@@ -129,15 +129,44 @@ fn query_combines_and_or_not_with_orders_and_limits() {
 }
 
 #[test]
-fn search_finds_text_in_values() {
+fn search_substring_finds_text_in_values() {
     let d = populated();
     // Most recently written first.
-    assert_eq!(keys(&ok(&d.0, &["search", "FRUIT"])), ["fruit,tomato,vegetable", "fruit,pear", "apple,fruit"]);
-    assert_eq!(keys(&ok(&d.0, &["search", "fruit", "--archived", "only"])), ["fruit,old"]);
-    assert_eq!(keys(&ok(&d.0, &["search", "root"])), ["carrot,vegetable"]);
-    assert_eq!(keys(&ok(&d.0, &["search", "fruit", "--limit", "2"])).len(), 2);
-    assert!(ok(&d.0, &["search", "zebra"]).contains("no entries match"));
+    let sub = |args: &[&str]| keys(&ok(&d.0, &[&["search", "--substring"][..], args].concat()));
+    assert_eq!(sub(&["FRUIT"]), ["fruit,tomato,vegetable", "fruit,pear", "apple,fruit"]);
+    assert_eq!(sub(&["fruit", "--archived", "only"]), ["fruit,old"]);
+    assert_eq!(sub(&["root"]), ["carrot,vegetable"]);
+    assert_eq!(sub(&["fruit", "--limit", "2"]).len(), 2);
+    assert!(ok(&d.0, &["search", "--substring", "zebra"]).contains("no entries match"));
     assert_eq!(memory(&d.0, &["search"], "").0, Err(Code::Usage));
+    let json = ok(&d.0, &["search", "--substring", "--json", "carrot"]);
+    assert_eq!(json.split_whitespace().collect::<String>(), r#"[{"key":"carrot,vegetable","score":null}]"#);
+}
+
+#[test]
+fn search_ranks_by_words_of_tags_and_values() {
+    let d = populated();
+    // The entry holding both words first; words of tags count ("vegetable" is only in tags).
+    assert_eq!(keys(&ok(&d.0, &["search", "round apple"]))[0], "apple,fruit");
+    // Equal counts: the shorter text (6 words against 7) first, as BM25 has it.
+    assert_eq!(keys(&ok(&d.0, &["search", "Vegetable"])), ["fruit,tomato,vegetable", "carrot,vegetable"]);
+    // Whole words only: "root" is a word of the carrot's value, "roo" is none.
+    assert_eq!(keys(&ok(&d.0, &["search", "root"])), ["carrot,vegetable"]);
+    assert!(ok(&d.0, &["search", "roo"]).contains("no entries match"));
+    assert_eq!(keys(&ok(&d.0, &["search", "fruit", "--archived", "only"])), ["fruit,old"]);
+    assert_eq!(keys(&ok(&d.0, &["search", "fruit", "--limit", "2"])).len(), 2);
+    let line = ok(&d.0, &["search", "carrot"]);
+    assert!(line.starts_with("carrot,vegetable  score "), "{line}");
+    // --json: key and score, best first.
+    let json = ok(&d.0, &["search", "--json", "sweet pear fruit"]);
+    let text = json.split_whitespace().collect::<String>();
+    assert!(text.starts_with(r#"[{"key":"fruit,pear","score":"#), "{json}");
+    let scores: Vec<f64> =
+        text.split(r#""score":"#).skip(1).map(|p| p.split(['}', ',']).next().unwrap().parse().unwrap()).collect();
+    assert_eq!(scores.len(), 3, "{json}");
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]) && scores[2] > 0.0, "{json}");
+    let fresh = TempDir::new("cli-memory");
+    assert_eq!(ok(&fresh.0, &["search", "--json", "x"]), "[]\n");
 }
 
 #[test]

@@ -762,7 +762,7 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
         managed: &[],
         recent: &[],
         in_working: &grammar::NoKeys,
-        product: Some(grammar::ProductSave { tags: "cooking,glossary", taken: &taken }),
+        product: Some(grammar::ProductSave { tags: "cooking,glossary", taken: &taken, ask: grammar::ProductAsk::Entry }),
     };
     let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
     grammar::gbnf::write(&lang, &mut buf).unwrap();

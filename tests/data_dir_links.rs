@@ -107,7 +107,8 @@ fn is_link(p: &Path) -> bool {
 #[test]
 fn a_link_at_a_temporary_name_is_replaced_never_followed() {
     let mut failed = Vec::new();
-    for temp in [".memory.json.tmp", ".memory.json.prev.tmp", ".store.ckpt.tmp", ".store.log.compact"] {
+    for temp in [".memory.json.tmp", ".memory.json.prev.tmp", ".store.ckpt.tmp", ".store.fts.tmp", ".store.log.compact"]
+    {
         for dangling in [false, true] {
             let s = Setup::new("temp");
             let to = if dangling { s.nowhere("created") } else { s.victim("victim") };

@@ -66,3 +66,40 @@ fn a_cycle_allocates_nothing() {
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ranked_recall_and_its_upkeep_allocate_nothing_once_open() {
+    alloc_counter::count_this_thread(true);
+    let dir = temp::temp_dir("recall-alloc");
+    let mut store = Store::open_with_capacity(&dir, 1024).unwrap();
+    let mut ranked = lkjagent::memory::store::recall::Ranked::new();
+    let words = ["apple", "pear", "plum", "fig", "kiwi", "Crème", "brûlée", "lime"];
+    let keys: Vec<_> = (0..32).map(|i| normalize(&format!("notes,topic{},k{}", i % 8, i)).unwrap()).collect();
+    let values: Vec<String> = (0..64)
+        .map(|i| (0..5 + i % 20).map(|j| words[(i * 7 + j * 3) % words.len()]).collect::<Vec<_>>().join(" "))
+        .collect();
+    let queries = ["apple pear", "fig kiwi lime", "creme brulee topic3", "notes"];
+    let cycle = |n: usize, store: &mut Store, ranked: &mut lkjagent::memory::store::recall::Ranked| {
+        let now = 1_700_000_000 + n as u64;
+        store.put(&keys[n % keys.len()], &values[n % values.len()], now).unwrap();
+        store.rank(queries[n % queries.len()], 10, ranked).unwrap();
+        store.rank_where(queries[(n + 1) % queries.len()], 5, Archived::Include, Some(&keys[0]), ranked).unwrap();
+        if n.is_multiple_of(5) && n >= keys.len() {
+            store.set_archived(&keys[(n + 1) % keys.len()], n.is_multiple_of(10), now).unwrap();
+        }
+        store.flush_access().unwrap();
+    };
+    // The first query opens the index (its tables are reserved then, once).
+    for n in 0..64 {
+        cycle(n, &mut store, &mut ranked);
+    }
+    let before = alloc_counter::thread_allocations();
+    for n in 64..192 {
+        cycle(n, &mut store, &mut ranked);
+    }
+    let allocs = alloc_counter::thread_allocations() - before;
+    assert_eq!(allocs, 0, "{} allocations in 128 cycles of saves and ranked queries", allocs);
+    assert!(!ranked.is_empty());
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -10,12 +10,16 @@
 //! (the C original normalised storage keys only). `working_memory_remove` really removes.
 //! `storage_search` writes its matches to the working-memory entry `search_results`, one key per
 //! line (the C original joined comma-holding keys with commas, which could not be read back).
+//! With a text query the matches are the store's ranked recall (BM25 over tags and values,
+//! [`Store::rank_where`]), best first, each key followed by the first words of its value;
+//! tags given too filter them.
 
 use crate::error::{Code, Result};
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::limits::{ACTION_RESULT_MAX_BYTES, SEARCH_RESULTS_SHOWN};
 use crate::memory::key::{normalize, Key};
 use crate::memory::query::{Archived, Query, Results, Sort};
+use crate::memory::store::recall::Ranked;
 use crate::memory::store::{Change, Store};
 use crate::memory::working::WorkingSet;
 use crate::reply::{Action, ActionKind};
@@ -23,6 +27,9 @@ use core::fmt::Write as _;
 
 /// Matches a search collects before filtering (shown ones plus room to tell "more").
 const SEARCH_RESULTS_CAP: usize = 4 * SEARCH_RESULTS_SHOWN;
+
+/// Words of each value that a ranked `storage_search` shows after the key.
+const SEARCH_PREVIEW_WORDS: usize = 12;
 
 /// The working-memory key that receives search results.
 pub const SEARCH_RESULTS_KEY: &str = "search_results";
@@ -81,6 +88,7 @@ impl ActionResult {
 /// The buffers actions need, reserved once.
 pub struct ActionScratch {
     results: Results,
+    ranked: Ranked,
     text: FixedBuf,
 }
 
@@ -89,6 +97,7 @@ impl ActionScratch {
     pub fn new() -> ActionScratch {
         ActionScratch {
             results: Results::with_capacity(SEARCH_RESULTS_CAP),
+            ranked: Ranked::new(),
             text: FixedBuf::with_capacity(
                 "action text buffer (limits::STORE_VALUE_MAX_BYTES)",
                 crate::limits::STORE_VALUE_MAX_BYTES,
@@ -289,8 +298,8 @@ fn search(
     scratch.results.clear();
     match (key, needle) {
         (None, None) => return Ok(r.done(false, format_args!("storage_search needs tags or a text query"))),
-        // Text (and tags, filtered below: the text matches that carry every tag).
-        (_, Some(n)) => store.search_text(n, Archived::Exclude, SEARCH_RESULTS_CAP, &mut scratch.results)?,
+        // Words: ranked recall, the tags (if any) filtering.
+        (_, Some(n)) => return search_ranked(r, wm, store, scratch, key, n, now),
         (Some(k), None) => {
             let q = Query {
                 required: Some(*k),
@@ -323,15 +332,75 @@ fn search(
     }
     if shown == 0 {
         wm.remove(&normalize(SEARCH_RESULTS_KEY)?);
-        return Ok(match (key, needle) {
-            (_, Some(n)) => r.done(true, format_args!("no stored value contains '{}'", n)),
-            (Some(k), None) => r.done(true, format_args!("no stored key has all the tags '{}'", k)),
-            (None, None) => r.done(false, format_args!("storage_search needs tags or a text query")),
+        return Ok(match key {
+            Some(k) => r.done(true, format_args!("no stored key has all the tags '{}'", k)),
+            None => r.done(false, format_args!("storage_search needs tags or a text query")),
         });
     }
     if total > shown || scratch.results.truncated() {
         scratch.text.format(format_args!("\n(more matches; narrow the search with more tags)"))?;
     }
+    publish_results(r, wm, scratch, shown, now)
+}
+
+/// `storage_search` with words: the best-ranked entries (carrying every tag of `key`, if
+/// given), one line each: the key, then the first words of its value.
+fn search_ranked(
+    r: ActionResult,
+    wm: &mut WorkingSet,
+    store: &mut Store,
+    scratch: &mut ActionScratch,
+    key: Option<&Key>,
+    words: &str,
+    now: u64,
+) -> Result<ActionResult> {
+    match store.rank_where(words, SEARCH_RESULTS_SHOWN + 1, Archived::Exclude, key, &mut scratch.ranked) {
+        Ok(()) => {}
+        // A query too long for the ranking is the model's to shorten.
+        Err(e) if e.code() == Code::CapacityExceeded => return Ok(r.done(false, format_args!("{}", e.message()))),
+        Err(e) => return Err(e),
+    }
+    scratch.text.clear();
+    let mut shown = 0usize;
+    for h in scratch.ranked.hits().iter().take(SEARCH_RESULTS_SHOWN) {
+        let Some(entry_key) = store.key(h.id) else { continue };
+        if shown > 0 {
+            scratch.text.push_str("\n")?;
+        }
+        scratch.text.push_str(entry_key.as_str())?;
+        scratch.text.push_str(":")?;
+        let value = store.value(h.id)?;
+        let mut it = value.split_whitespace();
+        for w in it.by_ref().take(SEARCH_PREVIEW_WORDS) {
+            scratch.text.push_str(" ")?;
+            scratch.text.push_str(w)?;
+        }
+        if it.next().is_some() {
+            scratch.text.push_str(" ...")?;
+        }
+        shown += 1;
+    }
+    if shown == 0 {
+        wm.remove(&normalize(SEARCH_RESULTS_KEY)?);
+        return Ok(match key {
+            Some(k) => r.done(true, format_args!("no stored entry with the tags '{}' holds the words '{}'", k, words)),
+            None => r.done(true, format_args!("no stored entry holds the words '{}'", words)),
+        });
+    }
+    if scratch.ranked.len() > shown {
+        scratch.text.format(format_args!("\n(more matches; add words or tags to narrow the search)"))?;
+    }
+    publish_results(r, wm, scratch, shown, now)
+}
+
+/// Puts the search results in `scratch.text` into working memory as `search_results`.
+fn publish_results(
+    r: ActionResult,
+    wm: &mut WorkingSet,
+    scratch: &mut ActionScratch,
+    shown: usize,
+    now: u64,
+) -> Result<ActionResult> {
     let text = scratch.text.text()?;
     Ok(match wm.add(&normalize(SEARCH_RESULTS_KEY)?, text, now) {
         Ok(()) => {
@@ -339,4 +408,63 @@ fn search(
         }
         Err(e) => r.done(false, format_args!("{}", e.message())),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reply::Form;
+    use crate::testing::temp_dir;
+
+    fn search_action<'a>(tags: &'a str, query: &'a str) -> Action<'a> {
+        Action {
+            kind: ActionKind::StorageSearch,
+            tags,
+            value: None,
+            query: Some(query),
+            base_version: None,
+            metadata: None,
+            form: Form::Canonical,
+            element: "action",
+            offset: 0,
+        }
+    }
+
+    #[test]
+    fn storage_search_with_words_ranks_and_previews_tags_filter() {
+        let d = temp_dir("action-rank");
+        let mut store = Store::open_with_capacity(&d, 64).unwrap();
+        let k = |s: &str| normalize(s).unwrap();
+        store
+            .put(&k("fruit,apple"), "An apple is a round fruit that grows on trees in orchards across the world.", 1)
+            .unwrap();
+        store.put(&k("fruit,pear"), "A pear is a sweet fruit.", 1).unwrap();
+        store.put(&k("tools,hammer"), "A hammer drives nails; not a fruit.", 1).unwrap();
+        let mut wm = WorkingSet::new();
+        let mut scratch = ActionScratch::new();
+        let r = apply(&search_action("", "round fruit"), &mut wm, &mut store, &mut scratch, 2).unwrap();
+        assert!(r.ok, "{}", r.message.as_str());
+        assert_eq!(r.message.as_str(), "3 matches: see search_results");
+        let text = wm.get(&k(SEARCH_RESULTS_KEY)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // Best first, each with the first words of its value.
+        assert_eq!(lines[0], "apple,fruit: An apple is a round fruit that grows on trees in orchards ...");
+        assert_eq!(lines.len(), 3, "{text}");
+        // Tags filter the ranked entries.
+        let r = apply(&search_action("tools", "fruit"), &mut wm, &mut store, &mut scratch, 3).unwrap();
+        assert!(r.ok);
+        assert_eq!(wm.get(&k(SEARCH_RESULTS_KEY)).unwrap(), "hammer,tools: A hammer drives nails; not a fruit.");
+        // No match: said so, and the old results are gone.
+        let r = apply(&search_action("", "zebra"), &mut wm, &mut store, &mut scratch, 4).unwrap();
+        assert!(
+            r.ok && r.message.as_str().contains("no stored entry holds the words 'zebra'"),
+            "{}",
+            r.message.as_str()
+        );
+        assert!(wm.get(&k(SEARCH_RESULTS_KEY)).is_none());
+        // A query too long to rank is the model's to fix, not a fault.
+        let long = (0..100).map(|i| format!("w{} ", i)).collect::<String>();
+        let r = apply(&search_action("", &long), &mut wm, &mut store, &mut scratch, 5).unwrap();
+        assert!(!r.ok && r.message.as_str().contains("RANK_MAX_TERMS"));
+    }
 }

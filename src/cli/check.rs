@@ -26,6 +26,8 @@ use crate::agent::segments;
 use crate::error::{Code, Result};
 use crate::limits::{CHECK_CONNECT_TIMEOUT_MS, CHECK_READ_TIMEOUT_MS, CONFIG_FILE_MAX_BYTES, WORKING_TEXT_MAX_BYTES};
 use crate::llm::{Api, Client, ModelState, ProviderKind};
+use crate::memory::store::recall_file::RecallFile;
+use crate::memory::store::Store;
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -41,6 +43,8 @@ checks:
   agent-prompt.json  the optional prompt segments (kjxlkj format)
   memory.json        its shape (state, iteration, working_memory, agent)
   store.log          the tagged store: entries, damaged records
+  store.fts          the full-text index file: matches the log, out of date, or damaged
+                     (a damaged one is a failure; the agent rebuilds it from the log)
   endpoint           the LLM server answers its model list and lists the configured model
 
 Check changes nothing. Each line starts with 'ok', 'FAIL', or 'skip' (a check that could not
@@ -245,9 +249,9 @@ fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
         Ok(StoreRead::NotOpened { why, damaged: false }) => r.skip("store.log", format_args!("not read now: {}", why)),
         Ok(StoreRead::NotOpened { why, damaged: true }) => r.fail("store.log", Worst::Failure, format_args!("{}", why)),
         Err(e) => r.fail("store.log", Worst::Failure, format_args!("{}: {}", e.code(), e.message())),
-        Ok(StoreRead::Open(store)) => {
+        Ok(StoreRead::Open(mut store)) => {
             let st = store.stats();
-            if st.corrupt_records > 0 {
+            let res = if st.corrupt_records > 0 {
                 r.fail(
                     "store.log",
                     Worst::Failure,
@@ -285,8 +289,36 @@ fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
                         st.entries, st.archived, st.capacity, st.log_bytes
                     ),
                 )
-            }
+            };
+            res.and_then(|_| check_recall_file(&mut store, r))
         }
+    }
+}
+
+/// The full-text index's file: a cache of the log, so out of date is fine and damaged is a
+/// failure that costs nothing stored (the agent rebuilds it).
+fn check_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
+    const NAME: &str = "store.fts";
+    match store.recall_file_check() {
+        RecallFile::Missing => r.ok(NAME, format_args!("none yet (the full-text index is built when first searched)")),
+        RecallFile::Usable { docs, bytes } => {
+            r.ok(NAME, format_args!("{} entries indexed, {} bytes, matches store.log", docs, bytes))
+        }
+        RecallFile::Stale(e) => r.ok(
+            NAME,
+            format_args!(
+                "out of date ({}); the full-text index is rebuilt from store.log when next searched",
+                e.message()
+            ),
+        ),
+        RecallFile::Damaged(e) => r.fail(
+            NAME,
+            Worst::Failure,
+            format_args!(
+                "damaged: {}; nothing stored is lost: the agent rebuilds the full-text index from store.log",
+                e.message()
+            ),
+        ),
     }
 }
 

@@ -30,6 +30,7 @@ use crate::memory::era_b::{self, Import, IoText};
 use crate::memory::file::{self as memfile, MemoryFile, MEMORY_FILE};
 use crate::memory::key::{normalize, normalize_optional, Key};
 use crate::memory::query::{Archived, Query, Results, Sort};
+use crate::memory::store::recall::Ranked;
 use crate::memory::store::{Store, LOG_NAME};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
@@ -49,9 +50,14 @@ subcommands:
                             none of --not; one line each: key, version, created, hits
                             (default: newest first, at most 50, archived entries left out;
                             newest is the order the store created them in, not the clock)
-  search TEXT [--limit N] [--archived include|only]
-                            store entries whose value contains TEXT (ASCII case-insensitive),
-                            most recently written first
+  search TEXT [--limit N] [--archived include|only] [--json] [--substring]
+                            store entries ranked by the words of TEXT (BM25 over each entry's
+                            tags and value, in the order SQLite FTS5's bm25() gives for
+                            'w1 OR w2 ...'): key, score, version, created, hits; best first,
+                            at most 50 unless --limit. --json: an array of
+                            {\"key\": ..., \"score\": ...}. --substring: the old scan instead,
+                            entries whose value contains TEXT (ASCII case-insensitive), most
+                            recently written first (score null in --json)
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
                             ({state, iteration, working_memory, storage, archived}); stdout
@@ -221,19 +227,109 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
 fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let limit = limit_option(&mut args)?;
     let archived = archived_option(&mut args)?;
+    let json = args.flag("--json");
+    let substring = args.flag("--substring");
     let text = args.positional();
     args.finish("memory search")?;
     let Some(text) = text.filter(|t| !t.is_empty()) else {
         bail!(Usage, "'lkjagent memory search' needs the TEXT to look for; see 'lkjagent memory --help'")
     };
-    let Some(mut store) = store_for_reading(data, out)? else { return Ok(super::EXIT_OK) };
-    let mut results = Results::with_capacity(limit);
-    store.search_text(&text, archived, limit, &mut results)?;
-    print_hits(&store, &results, out)?;
-    if results.truncated() {
-        say(out, format_args!("(the search stopped at its byte budget, limits::STORE_SEARCH_MAX_BYTES)"))?;
+    let store = match json {
+        // JSON output is the array alone: no store is an empty one.
+        true => match open_store_read_only(data)? {
+            StoreRead::Open(s) => Some(s),
+            StoreRead::Absent => None,
+            StoreRead::NotOpened { why, .. } => bail!(Io, "{}: not read: {}", data.join(LOG_NAME).display(), why),
+        },
+        false => store_for_reading(data, out)?,
+    };
+    let Some(mut store) = store else {
+        if json {
+            write_all(out, "[]\n")?;
+        }
+        return Ok(super::EXIT_OK);
+    };
+    if substring {
+        let mut results = Results::with_capacity(limit);
+        store.search_text(&text, archived, limit, &mut results)?;
+        if json {
+            let hits = results.ids().map(|id| (id, None));
+            return print_json_hits(&store, hits, out).map(|_| super::EXIT_OK);
+        }
+        print_hits(&store, &results, out)?;
+        if results.truncated() {
+            say(out, format_args!("(the search stopped at its byte budget, limits::STORE_SEARCH_MAX_BYTES)"))?;
+        }
+        return Ok(super::EXIT_OK);
+    }
+    let mut ranked = Ranked::new();
+    store.rank_where(&text, limit, archived, None, &mut ranked)?;
+    if json {
+        let hits = ranked.hits().iter().map(|h| (h.id, Some(h.score)));
+        return print_json_hits(&store, hits, out).map(|_| super::EXIT_OK);
+    }
+    if ranked.is_empty() {
+        say(out, format_args!("no entries match"))?;
+    }
+    for h in ranked.hits() {
+        let Some(info) = store.info(h.id) else { continue };
+        say(
+            out,
+            format_args!(
+                "{}  score {}  v{}  created {}  hits {}{}",
+                info.key,
+                Score(h.score),
+                info.version,
+                Time(info.created),
+                info.hits,
+                if info.archived { "  archived" } else { "" }
+            ),
+        )?;
     }
     Ok(super::EXIT_OK)
+}
+
+/// A BM25 score for people: four decimals, or three significant digits when smaller than
+/// 0.01 (a query of words in half the entries or more scores around 1e-6).
+struct Score(f64);
+
+impl core::fmt::Display for Score {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.0.abs() >= 0.01 || self.0 == 0.0 {
+            write!(f, "{:.4}", self.0)
+        } else {
+            write!(f, "{:.3e}", self.0)
+        }
+    }
+}
+
+/// `[{"key": ..., "score": ...}, ...]` for `memory search --json`.
+fn print_json_hits(
+    store: &Store,
+    hits: impl Iterator<Item = (crate::memory::query::EntryId, Option<f64>)>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut text = String::new();
+    {
+        let mut w = Writer::pretty(&mut text);
+        w.begin_array()?;
+        for (id, score) in hits {
+            let Some(key) = store.key(id) else { continue };
+            w.begin_object()?;
+            w.key("key")?;
+            w.string(key.as_str())?;
+            w.key("score")?;
+            match score {
+                Some(x) => w.f64(x)?,
+                None => w.null()?,
+            }
+            w.end_object()?;
+        }
+        w.end_array()?;
+        w.finish()?;
+    }
+    text.push('\n');
+    write_all(out, &text)
 }
 
 fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {

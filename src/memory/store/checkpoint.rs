@@ -61,7 +61,7 @@ pub(super) fn remove(dir: &Path) {
 }
 
 /// CRC-32 of the `TAIL_BYTES` of the log before `covered`.
-fn tail_crc(store: &mut Store, covered: u64) -> Result<u32> {
+pub(super) fn tail_crc(store: &mut Store, covered: u64) -> Result<u32> {
     let start = covered.saturating_sub(TAIL_BYTES);
     let n = (covered - start) as usize;
     store.rbuf.clear();
@@ -102,6 +102,11 @@ impl Store {
         })?;
         crate::memory::atomic::sync_dir(&self.dir)?;
         self.checkpointed = covered;
+        // The full-text index beside it, when built: a cache too, so a failure is a warning.
+        if let Err(e) = self.recall_write_file() {
+            e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
+                .print_warning();
+        }
         Ok(())
     }
 
@@ -135,6 +140,12 @@ impl Store {
         self.flush_access_only()?;
         if self.log.len != self.checkpointed {
             self.checkpoint()?;
+        } else if self.recall_file_behind() {
+            // The full-text index was built since the last checkpoint: write its file now,
+            // so the next search reads it instead of the whole log.
+            if let Err(e) = self.recall_write_file() {
+                e.context(format_args!("the full-text index file was not written")).print_warning();
+            }
         }
         Ok(())
     }
@@ -252,22 +263,23 @@ struct Sizes {
 }
 
 /// Writes little-endian fields into the header.
-struct Put<'b> {
-    buf: &'b mut [u8],
-    at: usize,
+/// A writer of little-endian fields into a fixed header.
+pub(super) struct Put<'b> {
+    pub(super) buf: &'b mut [u8],
+    pub(super) at: usize,
 }
 
 impl Put<'_> {
-    fn bytes(&mut self, b: &[u8]) {
+    pub(super) fn bytes(&mut self, b: &[u8]) {
         if let Some(dst) = self.buf.get_mut(self.at..self.at + b.len()) {
             dst.copy_from_slice(b);
         }
         self.at += b.len();
     }
-    fn u32(&mut self, v: u32) {
+    pub(super) fn u32(&mut self, v: u32) {
         self.bytes(&v.to_le_bytes());
     }
-    fn u64(&mut self, v: u64) {
+    pub(super) fn u64(&mut self, v: u64) {
         self.bytes(&v.to_le_bytes());
     }
 }
@@ -298,16 +310,24 @@ pub(super) fn read(store: &mut Store, file_len: u64) -> Result<Option<u64>> {
     res.map(Some)
 }
 
-/// A sequential reader over the checkpoint file with a running CRC of what it returned.
-struct In<'b> {
+/// A sequential reader over a file (the checkpoint, the full-text index's file) with a
+/// running CRC of what it returned.
+pub(super) struct In<'b> {
     file: File,
     buf: &'b mut Vec<u8>,
     pos: usize,
-    crc: u32,
+    pub(super) crc: u32,
 }
 
-impl In<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8]> {
+impl<'b> In<'b> {
+    /// A reader of `file` from its start, through `buf` (cleared).
+    pub(super) fn new(file: File, buf: &'b mut Vec<u8>) -> In<'b> {
+        buf.clear();
+        In { file, buf, pos: 0, crc: 0 }
+    }
+
+    /// The next `n` bytes.
+    pub(super) fn take(&mut self, n: usize) -> Result<&[u8]> {
         if self.pos + n > self.buf.len() {
             self.buf.drain(..self.pos);
             self.pos = 0;
@@ -325,34 +345,35 @@ impl In<'_> {
             }
             self.buf.truncate(have + got);
             if self.buf.len() < n {
-                bail!(Io, "the checkpoint is cut short");
+                bail!(Io, "the file is cut short");
             }
         }
         // Refilled above to hold `n` bytes from `pos`; never fewer passed off as them.
-        let Some(s) = self.buf.get(self.pos..self.pos + n) else { bail!(Io, "the checkpoint is cut short") };
+        let Some(s) = self.buf.get(self.pos..self.pos + n) else { bail!(Io, "the file is cut short") };
         self.crc = crc32_continue(self.crc, s);
         self.pos += n;
         Ok(s)
     }
 
-    fn u32(&mut self) -> Result<u32> {
+    /// The next little-endian u32.
+    pub(super) fn u32(&mut self) -> Result<u32> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
     }
 }
 
 /// The little-endian numbers at the header's fixed offsets (0 past its end).
-fn le32(b: &[u8], at: usize) -> u32 {
+pub(super) fn le32(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_le_bytes)
 }
 
-fn le64(b: &[u8], at: usize) -> u64 {
+pub(super) fn le64(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_le_bytes)
 }
 
 fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) -> Result<u64> {
     buf.clear();
-    let mut r = In { file, buf, pos: 0, crc: 0 };
+    let mut r = In::new(file, buf);
     let mut hdr = [0u8; HEADER_BYTES];
     hdr.copy_from_slice(r.take(HEADER_BYTES)?);
     let u32_at = |at: usize| le32(&hdr, at);

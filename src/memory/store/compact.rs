@@ -44,6 +44,8 @@ impl Store {
         }
         // Access statistics counted in RAM go into the new log's `put` records.
         let before = self.log.len;
+        // A full-text index in use is built again for the new log (its ids and offsets).
+        let recall_was_ready = self.recall_is_ready();
         let tmp = temp_path(&self.dir);
         remove_temp(&self.dir);
         if let Err(e) = self.write_compacted(&tmp, order) {
@@ -70,6 +72,15 @@ impl Store {
         if let Err(e) = res {
             self.log.poison();
             return Err(e);
+        }
+        if recall_was_ready {
+            // In id order the index follows the renumbering; in another order it is rebuilt.
+            let followed = order.is_none() && self.recall_follow_compaction();
+            if !followed {
+                if let Err(e) = self.recall_ready() {
+                    e.print_warning();
+                }
+            }
         }
         self.checkpoint_quietly();
         Ok((before, self.log.len))

@@ -14,6 +14,10 @@
 //! - [`checkpoint`]: the index written to `store.ckpt`, so an open replays only what follows.
 //! - `compact`: rewriting the log with only live state.
 //! - `query`: tag queries over the posting lists; `search`: text search over the log.
+//! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`fulltext`]: the
+//!   full-text index's tables; [`rank`]: BM25 top-k with MaxScore over any walk of postings; [`recall`]: that index kept current, and ranked (BM25) queries;
+//!   [`recall_file`]: the index written to `store.fts` with the checkpoint; [`recall_disk`]:
+//!   that file searched in place by read-only commands.
 //!
 //! # Durability
 //!
@@ -47,12 +51,18 @@
 pub mod append;
 pub mod checkpoint;
 mod compact;
+pub mod fulltext;
 pub mod links;
 mod query;
+pub mod rank;
+pub mod recall;
+pub mod recall_disk;
+pub mod recall_file;
 mod replay;
 mod search;
 pub mod slots;
 pub mod tags;
+pub mod tokenize;
 mod write;
 
 #[cfg(test)]
@@ -199,6 +209,8 @@ pub struct Store {
     wbuf: FixedBuf,
     rbuf: Vec<u8>,
     vbuf: String,
+    /// The full-text index (built on first use).
+    recall: recall::Recall,
 }
 
 /// Approximate bytes of one link record, for garbage accounting.
@@ -237,6 +249,7 @@ impl Store {
         // writer (the lock holder) removes it.
         compact::remove_temp(dir);
         checkpoint::remove_temp(dir);
+        recall_file::remove_temp(dir);
         s.open_index()?;
         Ok(s)
     }
@@ -294,6 +307,7 @@ impl Store {
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
+            recall: recall::Recall::new(),
         }
     }
 
@@ -333,7 +347,11 @@ impl Store {
     /// read, write and value buffers (about 3 × `STORE_RECORD_MAX_BYTES`, independent of the
     /// capacity) are not included.
     pub fn ram_bytes(&self) -> usize {
-        self.slots.ram_bytes() + self.keys.ram_bytes() + self.tags.ram_bytes() + self.links.ram_bytes()
+        self.slots.ram_bytes()
+            + self.keys.ram_bytes()
+            + self.tags.ram_bytes()
+            + self.links.ram_bytes()
+            + self.recall.ram_bytes()
     }
 
     /// Size of the log in bytes.

@@ -32,6 +32,7 @@ impl Store {
         self.replayed_bytes = 0;
         self.checkpointed = 0;
         self.log.len = 0;
+        self.recall_close();
     }
 
     /// Reads the store from disk into a fresh index: header, checkpoint, the rest of the log.

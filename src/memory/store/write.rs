@@ -283,6 +283,7 @@ impl Store {
             ver: 1,
         };
         self.install(id, &slot, &set)?;
+        self.recall_sync(id);
         self.after_write();
         Ok(Put { id, version: 1, change: Change::Created })
     }
@@ -346,7 +347,9 @@ impl Store {
             hits: clamp32(head.hits),
             ver: head.ver,
         };
-        self.slots.set(id, &slot, None)
+        self.slots.set(id, &slot, None)?;
+        self.recall_sync(id);
+        Ok(())
     }
 
     fn set_archived_id(&mut self, id: EntryId, archived: bool, now: u64) -> Result<()> {
@@ -404,6 +407,7 @@ impl Store {
         };
         self.unindex_keeping(id, &set);
         self.install(id, &slot, &set)?;
+        self.recall_sync(id);
         self.after_write();
         Ok(*new_key)
     }
@@ -416,6 +420,7 @@ impl Store {
         log::encode_del(&mut self.wbuf, id)?;
         self.log.append(self.wbuf.as_slice())?;
         self.uninstall(id);
+        self.recall_sync(id);
         Ok(())
     }
 

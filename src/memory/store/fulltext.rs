@@ -1,0 +1,629 @@
+//! The full-text index: for every word (term), the documents that hold it and how often,
+//! in fixed tables reserved once when the index is first used.
+//!
+//! A *document* is one indexed version of an entry's text (its tags joined by `,`, a space,
+//! its value; see [`super::tokenize`]). Documents get numbers (`docno`) from a counter, so
+//! every term's postings are appended in increasing docno order and stay sorted without
+//! moving anything: a change of an entry makes a new document and kills the old one
+//! ([`FullText::start_remove`] and what follows it update the statistics at once; its postings become garbage that
+//! ranking skips). When docnos or posting blocks run out the owner rebuilds the index, which
+//! drops the garbage.
+//!
+//! Statistics are exact for the live documents, as FTS5 keeps them: the number of documents,
+//! their total tokens, and for each term the number of documents holding it (`df`).
+//!
+//! Postings: each term has a chain of blocks of [`BLOCK_POSTINGS`] `(docno, tf)` pairs in a
+//! shared pool. The dictionary is an open-addressing hash table over the term text, kept in
+//! an arena. Terms whose `df` falls to 0 stay until the next rebuild.
+
+use crate::error::Result;
+use crate::limits::TEXT_TOKEN_MAX_BYTES;
+use crate::memory::hash::fnv1a64;
+use crate::memory::query::EntryId;
+
+/// Postings per block.
+pub const BLOCK_POSTINGS: usize = 8;
+
+/// "None" for block, document and entry links.
+pub const NONE: u32 = u32::MAX;
+
+/// A block of postings of one term.
+#[derive(Clone, Copy)]
+pub struct Block {
+    /// Document numbers, increasing.
+    pub doc: [u32; BLOCK_POSTINGS],
+    /// Occurrences of the term in each (saturating).
+    pub tf: [u16; BLOCK_POSTINGS],
+    /// The next block of the term, or [`NONE`].
+    pub next: u32,
+    /// Postings in use.
+    pub n: u32,
+}
+
+impl Default for Block {
+    fn default() -> Self {
+        Block { doc: [0; BLOCK_POSTINGS], tf: [0; BLOCK_POSTINGS], next: NONE, n: 0 }
+    }
+}
+
+/// A term of the dictionary.
+#[derive(Clone, Copy, Default)]
+pub struct Term {
+    text_at: u32,
+    text_len: u32,
+    /// Live documents holding the term.
+    pub df: u32,
+    /// First block, or [`NONE`].
+    pub head: u32,
+    tail: u32,
+    /// The last document a posting was added for, plus one (0: none).
+    last_doc: u32,
+    /// The removal pass that last counted this term (see `remove_doc`).
+    mark: u32,
+}
+
+/// What one live document is.
+#[derive(Clone, Copy, Default)]
+pub struct Doc {
+    /// The entry, or [`NONE`] once the document is dead.
+    pub entry: u32,
+    /// Tokens in the document.
+    pub tokens: u32,
+    /// Where the `put` record it indexes starts in the log.
+    pub offset: u64,
+    /// That record's length.
+    pub rec_len: u32,
+}
+
+/// Sizes of the index's tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    /// Distinct terms.
+    pub terms: usize,
+    /// Bytes of term text.
+    pub text: usize,
+    /// Posting blocks.
+    pub blocks: usize,
+    /// Document numbers (live and dead) before a rebuild is needed.
+    pub docs: usize,
+    /// Entry ids.
+    pub entries: usize,
+}
+
+impl Sizes {
+    /// The sizes for a store of `cap` entries and `room` ids (see `limits.rs`, `TEXT_*`).
+    pub fn for_capacity(cap: usize, room: usize) -> Sizes {
+        use crate::limits::{TEXT_BLOCKS_PER_ENTRY, TEXT_MIN_TERMS, TEXT_TERMS_PER_ENTRY, TEXT_TERM_BYTES_PER_TERM};
+        let terms = (cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS);
+        Sizes {
+            terms,
+            text: terms * TEXT_TERM_BYTES_PER_TERM,
+            blocks: cap * TEXT_BLOCKS_PER_ENTRY + terms,
+            docs: room + room / 2 + 64,
+            entries: room,
+        }
+    }
+
+    /// Bytes of RAM these tables reserve.
+    pub fn ram_bytes(&self) -> usize {
+        self.terms * (core::mem::size_of::<Term>() + 2 * 4)
+            + self.text
+            + self.blocks * core::mem::size_of::<Block>()
+            + self.docs * core::mem::size_of::<Doc>()
+            + self.entries * 4
+    }
+}
+
+/// The index. See the module documentation.
+pub struct FullText {
+    sizes: Sizes,
+    /// Hash table: 0 empty, else term id + 1. A power of two, at least twice the terms.
+    slots: Vec<u32>,
+    terms: Vec<Term>,
+    text: Vec<u8>,
+    blocks: Vec<Block>,
+    docs: Vec<Doc>,
+    /// Entry id to its live document, or [`NONE`].
+    entry_doc: Vec<u32>,
+    live_docs: u64,
+    total_tokens: u64,
+    pass: u32,
+}
+
+impl FullText {
+    /// An index with no tables yet (nothing reserved until [`FullText::reserve`]).
+    pub fn unreserved() -> FullText {
+        FullText {
+            sizes: Sizes { terms: 0, text: 0, blocks: 0, docs: 0, entries: 0 },
+            slots: Vec::new(),
+            terms: Vec::new(),
+            text: Vec::new(),
+            blocks: Vec::new(),
+            docs: Vec::new(),
+            entry_doc: Vec::new(),
+            live_docs: 0,
+            total_tokens: 0,
+            pass: 0,
+        }
+    }
+
+    /// Reserves the tables for `sizes` (once; later calls with the same sizes only clear).
+    pub fn reserve(&mut self, sizes: Sizes) {
+        if self.sizes != sizes {
+            let slots = (sizes.terms * 2).next_power_of_two();
+            self.slots = vec![0; slots];
+            self.terms = Vec::with_capacity(sizes.terms);
+            self.text = Vec::with_capacity(sizes.text);
+            self.blocks = Vec::with_capacity(sizes.blocks);
+            self.docs = Vec::with_capacity(sizes.docs);
+            self.entry_doc = vec![NONE; sizes.entries];
+            self.sizes = sizes;
+        }
+        self.clear();
+    }
+
+    /// Whether the tables are reserved.
+    pub fn is_reserved(&self) -> bool {
+        self.sizes.entries > 0
+    }
+
+    /// Empties the index (keeping its tables).
+    pub fn clear(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = 0);
+        self.terms.clear();
+        self.text.clear();
+        self.blocks.clear();
+        self.docs.clear();
+        self.entry_doc.iter_mut().for_each(|d| *d = NONE);
+        self.live_docs = 0;
+        self.total_tokens = 0;
+        self.pass = 0;
+    }
+
+    /// Bytes of RAM reserved.
+    pub fn ram_bytes(&self) -> usize {
+        self.sizes.ram_bytes()
+    }
+
+    /// Live documents.
+    pub fn live_docs(&self) -> u64 {
+        self.live_docs
+    }
+
+    /// Tokens in all live documents.
+    pub fn total_tokens(&self) -> u64 {
+        self.total_tokens
+    }
+
+    /// Distinct terms (including ones no live document holds any more).
+    pub fn term_count(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// Document numbers handed out (live and dead).
+    pub fn doc_count(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Posting blocks in use.
+    pub fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Whether a document of `tokens` tokens surely fits without a rebuild (a docno free, and
+    /// a block for each of its tokens).
+    pub fn has_room_for(&self, tokens: usize) -> bool {
+        self.docs.len() < self.sizes.docs
+            && self.blocks.len() + tokens <= self.sizes.blocks
+            && self.terms.len() + tokens <= self.sizes.terms
+            && self.text.len() + tokens * TEXT_TOKEN_MAX_BYTES.min(16) <= self.sizes.text
+    }
+
+    /// The live document of entry `id`.
+    pub fn doc_of(&self, id: EntryId) -> Option<(u32, Doc)> {
+        let d = *self.entry_doc.get(id as usize)?;
+        let doc = *self.docs.get(d as usize)?;
+        Some((d, doc))
+    }
+
+    /// Document `d` (live or dead).
+    pub fn doc(&self, d: u32) -> Option<&Doc> {
+        self.docs.get(d as usize)
+    }
+
+    /// Term `t`.
+    pub fn term(&self, t: u32) -> Option<&Term> {
+        self.terms.get(t as usize)
+    }
+
+    /// The text of term `t`.
+    pub fn term_text(&self, t: u32) -> &[u8] {
+        self.terms
+            .get(t as usize)
+            .and_then(|x| self.text.get(x.text_at as usize..(x.text_at + x.text_len) as usize))
+            .unwrap_or(&[])
+    }
+
+    /// Block `b`.
+    pub fn block(&self, b: u32) -> Option<&Block> {
+        self.blocks.get(b as usize)
+    }
+
+    /// The term with this text.
+    pub fn find(&self, word: &[u8]) -> Option<u32> {
+        let mask = self.slots.len().checked_sub(1)?;
+        let mut i = fnv1a64(word) as usize & mask;
+        loop {
+            let s = *self.slots.get(i)?;
+            if s == 0 {
+                return None;
+            }
+            if self.term_text(s - 1) == word {
+                return Some(s - 1);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The term with this text, added if new.
+    fn intern(&mut self, word: &[u8]) -> Result<u32> {
+        let mask = self.slots.len().saturating_sub(1);
+        let mut i = fnv1a64(word) as usize & mask;
+        loop {
+            let Some(&s) = self.slots.get(i) else { bail!(Internal, "full-text dictionary not reserved") };
+            if s == 0 {
+                break;
+            }
+            if self.term_text(s - 1) == word {
+                return Ok(s - 1);
+            }
+            i = (i + 1) & mask;
+        }
+        if self.terms.len() >= self.sizes.terms || self.text.len() + word.len() > self.sizes.text {
+            bail!(
+                CapacityExceeded,
+                "the full-text index holds {} distinct words in {} bytes, its most (TEXT_TERMS_PER_ENTRY, TEXT_TERM_BYTES_PER_TERM in limits.rs)",
+                self.terms.len(),
+                self.text.len()
+            );
+        }
+        let t = self.terms.len() as u32;
+        let term = Term {
+            text_at: self.text.len() as u32,
+            text_len: word.len() as u32,
+            df: 0,
+            head: NONE,
+            tail: NONE,
+            last_doc: 0,
+            mark: 0,
+        };
+        self.text.extend_from_slice(word);
+        self.terms.push(term);
+        if let Some(slot) = self.slots.get_mut(i) {
+            *slot = t + 1;
+        }
+        Ok(t)
+    }
+
+    /// Starts a new document for entry `id` (whose record is `rec_len` bytes at `offset`);
+    /// add its words with [`FullText::add_word`], then [`FullText::finish_doc`]. The entry's
+    /// previous document must have been removed.
+    pub fn start_doc(&mut self, id: EntryId, offset: u64, rec_len: u32) -> Result<u32> {
+        if self.docs.len() >= self.sizes.docs {
+            bail!(
+                CapacityExceeded,
+                "the full-text index ran out of document numbers ({}); it must be rebuilt",
+                self.sizes.docs
+            );
+        }
+        if id as usize >= self.entry_doc.len() {
+            bail!(Internal, "entry id {} beyond the full-text index's {} ids", id, self.entry_doc.len());
+        }
+        let d = self.docs.len() as u32;
+        self.docs.push(Doc { entry: id, tokens: 0, offset, rec_len });
+        Ok(d)
+    }
+
+    /// Adds one occurrence of `word` to document `d` (the one being built).
+    pub fn add_word(&mut self, d: u32, word: &[u8]) -> Result<()> {
+        let t = self.intern(word)?;
+        let Some(term) = self.terms.get(t as usize).copied() else { bail!(Internal, "term {} missing", t) };
+        if term.last_doc == d + 1 {
+            // Another occurrence: the term's last posting is this document's.
+            if let Some(b) = self.blocks.get_mut(term.tail as usize) {
+                let i = (b.n as usize).saturating_sub(1);
+                if let Some(tf) = b.tf.get_mut(i) {
+                    *tf = tf.saturating_add(1);
+                }
+            }
+        } else {
+            self.push_posting(t, term, d)?;
+        }
+        if let Some(doc) = self.docs.get_mut(d as usize) {
+            doc.tokens = doc.tokens.saturating_add(1);
+        }
+        Ok(())
+    }
+
+    fn push_posting(&mut self, t: u32, mut term: Term, d: u32) -> Result<()> {
+        let tail_full = self.blocks.get(term.tail as usize).is_none_or(|b| b.n as usize >= BLOCK_POSTINGS);
+        if tail_full {
+            if self.blocks.len() >= self.sizes.blocks {
+                bail!(
+                    CapacityExceeded,
+                    "the full-text index's {} posting blocks are in use (TEXT_BLOCKS_PER_ENTRY in limits.rs); it must be rebuilt",
+                    self.sizes.blocks
+                );
+            }
+            let b = self.blocks.len() as u32;
+            self.blocks.push(Block::default());
+            match self.blocks.get_mut(term.tail as usize) {
+                Some(prev) => prev.next = b,
+                None => term.head = b,
+            }
+            term.tail = b;
+        }
+        if let Some(b) = self.blocks.get_mut(term.tail as usize) {
+            let i = b.n as usize;
+            if let (Some(doc), Some(tf)) = (b.doc.get_mut(i), b.tf.get_mut(i)) {
+                *doc = d;
+                *tf = 1;
+                b.n += 1;
+            }
+        }
+        term.df += 1;
+        term.last_doc = d + 1;
+        if let Some(slot) = self.terms.get_mut(t as usize) {
+            *slot = term;
+        }
+        Ok(())
+    }
+
+    /// Makes document `d` the live one of its entry and counts it.
+    pub fn finish_doc(&mut self, d: u32) {
+        let Some(doc) = self.docs.get(d as usize).copied() else { return };
+        if let Some(e) = self.entry_doc.get_mut(doc.entry as usize) {
+            *e = d;
+        }
+        self.live_docs += 1;
+        self.total_tokens += u64::from(doc.tokens);
+    }
+
+    /// Starts removing the live document of entry `id`: returns it; call
+    /// [`FullText::remove_word`] for each of its words (as they were added), then
+    /// [`FullText::finish_remove`].
+    pub fn start_remove(&mut self, id: EntryId) -> Option<u32> {
+        let d = *self.entry_doc.get(id as usize)?;
+        if d == NONE {
+            return None;
+        }
+        self.pass = self.pass.wrapping_add(1).max(1);
+        Some(d)
+    }
+
+    /// One word of the document being removed: its term loses the document from `df` once.
+    pub fn remove_word(&mut self, word: &[u8]) {
+        let Some(t) = self.find(word) else { return };
+        let pass = self.pass;
+        if let Some(term) = self.terms.get_mut(t as usize) {
+            if term.mark != pass {
+                term.mark = pass;
+                term.df = term.df.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Ends the removal of document `d`: it is dead, its entry has no document.
+    pub fn finish_remove(&mut self, d: u32) {
+        let Some(doc) = self.docs.get_mut(d as usize) else { return };
+        let (entry, tokens) = (doc.entry, doc.tokens);
+        doc.entry = NONE;
+        if let Some(e) = self.entry_doc.get_mut(entry as usize) {
+            if *e == d {
+                *e = NONE;
+            }
+        }
+        self.live_docs = self.live_docs.saturating_sub(1);
+        self.total_tokens = self.total_tokens.saturating_sub(u64::from(tokens));
+    }
+
+    /// Adds a live document read from the index's file (documents come in docno order).
+    pub fn load_doc(&mut self, doc: Doc) -> Result<u32> {
+        let d = self.start_doc(doc.entry, doc.offset, doc.rec_len)?;
+        if let Some(x) = self.docs.get_mut(d as usize) {
+            x.tokens = doc.tokens;
+        }
+        if self.entry_doc.get(doc.entry as usize).is_some_and(|&e| e != NONE) {
+            bail!(Io, "entry {} has two documents", doc.entry);
+        }
+        self.finish_doc(d);
+        Ok(d)
+    }
+
+    /// A term read from the index's file (each once): its id, for [`FullText::load_postings`].
+    pub fn load_term(&mut self, word: &[u8]) -> Result<u32> {
+        let t = self.intern(word)?;
+        if self.terms.get(t as usize).is_none_or(|x| x.head != NONE) {
+            bail!(Io, "a word is listed twice");
+        }
+        Ok(t)
+    }
+
+    /// Adds the postings of term `t` read from the index's file: `next` yields them in
+    /// increasing document order (loaded documents only), `None` after the last.
+    pub fn load_postings(&mut self, t: u32, mut next: impl FnMut() -> Result<Option<(u32, u16)>>) -> Result<()> {
+        let Some(mut term) = self.terms.get(t as usize).copied() else { bail!(Internal, "term {} missing", t) };
+        let docs = self.docs.len() as u32;
+        let mut b = term.tail;
+        while let Some((d, tf)) = next()? {
+            if d >= docs || tf == 0 || term.last_doc > d {
+                bail!(Io, "a posting names document {} of {} (tf {}), or out of order", d, docs, tf);
+            }
+            let full = self.blocks.get(b as usize).is_none_or(|x| x.n as usize >= BLOCK_POSTINGS);
+            if full {
+                if self.blocks.len() >= self.sizes.blocks {
+                    bail!(
+                        CapacityExceeded,
+                        "the full-text index's {} posting blocks are in use (TEXT_BLOCKS_PER_ENTRY in limits.rs)",
+                        self.sizes.blocks
+                    );
+                }
+                let nb = self.blocks.len() as u32;
+                self.blocks.push(Block::default());
+                match self.blocks.get_mut(b as usize) {
+                    Some(prev) => prev.next = nb,
+                    None => term.head = nb,
+                }
+                b = nb;
+            }
+            if let Some(x) = self.blocks.get_mut(b as usize) {
+                let i = x.n as usize;
+                if let (Some(slot_d), Some(slot_tf)) = (x.doc.get_mut(i), x.tf.get_mut(i)) {
+                    *slot_d = d;
+                    *slot_tf = tf;
+                    x.n += 1;
+                }
+            }
+            term.df += 1;
+            term.last_doc = d + 1;
+        }
+        term.tail = b;
+        if let Some(slot) = self.terms.get_mut(t as usize) {
+            *slot = term;
+        }
+        Ok(())
+    }
+
+    /// After a compaction renumbered the live entries densely in id order: the k-th entry
+    /// with a live document becomes entry k, its record now at `place(k)`. `false` (the index
+    /// left as it was) when some new entry has no place.
+    pub fn renumber_entries(&mut self, mut place: impl FnMut(EntryId) -> Option<(u64, u32)>) -> bool {
+        let live = self.entry_doc.iter().filter(|&&d| d != NONE).count();
+        if (0..live as EntryId).any(|k| place(k).is_none()) {
+            return false;
+        }
+        let mut k: EntryId = 0;
+        for i in 0..self.entry_doc.len() {
+            let Some(&d) = self.entry_doc.get(i) else { break };
+            if d == NONE {
+                continue;
+            }
+            // New ids are never above old ones (dense renumbering, same order).
+            if let Some(e) = self.entry_doc.get_mut(i) {
+                *e = NONE;
+            }
+            if let Some(e) = self.entry_doc.get_mut(k as usize) {
+                *e = d;
+            }
+            if let (Some(doc), Some((offset, len))) = (self.docs.get_mut(d as usize), place(k)) {
+                doc.entry = k;
+                doc.offset = offset;
+                doc.rec_len = len;
+            }
+            k += 1;
+        }
+        true
+    }
+
+    /// Entry ids with a live document, in id order.
+    pub fn indexed_entries(&self) -> impl Iterator<Item = EntryId> + '_ {
+        self.entry_doc.iter().enumerate().filter(|(_, &d)| d != NONE).map(|(i, _)| i as EntryId)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> FullText {
+        let mut f = FullText::unreserved();
+        f.reserve(Sizes { terms: 64, text: 1024, blocks: 64, docs: 16, entries: 8 });
+        f
+    }
+
+    fn add(f: &mut FullText, id: EntryId, words: &[&str]) -> u32 {
+        let d = f.start_doc(id, u64::from(id) * 100, 10).unwrap();
+        for w in words {
+            f.add_word(d, w.as_bytes()).unwrap();
+        }
+        f.finish_doc(d);
+        d
+    }
+
+    fn postings(f: &FullText, word: &str) -> Vec<(u32, u16)> {
+        let mut out = Vec::new();
+        let Some(t) = f.find(word.as_bytes()) else { return out };
+        let mut b = f.term(t).unwrap().head;
+        while let Some(blk) = f.block(b) {
+            for i in 0..blk.n as usize {
+                out.push((blk.doc[i], blk.tf[i]));
+            }
+            b = blk.next;
+        }
+        out
+    }
+
+    #[test]
+    fn adds_postings_in_document_order_with_term_frequencies() {
+        let mut f = small();
+        add(&mut f, 0, &["a", "b", "a"]);
+        add(&mut f, 1, &["b", "c"]);
+        assert_eq!(postings(&f, "a"), [(0, 2)]);
+        assert_eq!(postings(&f, "b"), [(0, 1), (1, 1)]);
+        assert_eq!(f.term(f.find(b"b").unwrap()).unwrap().df, 2);
+        assert_eq!((f.live_docs(), f.total_tokens()), (2, 5));
+        assert_eq!(f.find(b"zzz"), None);
+    }
+
+    #[test]
+    fn chains_blocks_when_a_term_has_many_documents() {
+        let mut f = small();
+        for id in 0..8 {
+            add(&mut f, id, &["x"]);
+        }
+        for id in 0..4 {
+            let d = f.start_remove(id).unwrap();
+            f.remove_word(b"x");
+            f.finish_remove(d);
+            add(&mut f, id, &["x", "x"]);
+        }
+        let p = postings(&f, "x");
+        assert_eq!(p.len(), 12);
+        assert!(p.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(f.term(f.find(b"x").unwrap()).unwrap().df, 8);
+        assert_eq!(f.live_docs(), 8);
+        assert_eq!(f.total_tokens(), 12);
+    }
+
+    #[test]
+    fn removal_counts_each_term_once_per_document() {
+        let mut f = small();
+        add(&mut f, 0, &["a", "a", "b"]);
+        add(&mut f, 1, &["a"]);
+        let d = f.start_remove(0).unwrap();
+        for w in ["a", "a", "b"] {
+            f.remove_word(w.as_bytes());
+        }
+        f.finish_remove(d);
+        assert_eq!(f.term(f.find(b"a").unwrap()).unwrap().df, 1);
+        assert_eq!(f.term(f.find(b"b").unwrap()).unwrap().df, 0);
+        assert_eq!((f.live_docs(), f.total_tokens()), (1, 1));
+        assert_eq!(f.doc(d).unwrap().entry, NONE);
+        assert!(f.doc_of(0).is_none());
+        assert_eq!(f.indexed_entries().collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn full_tables_are_capacity_errors() {
+        let mut f = FullText::unreserved();
+        f.reserve(Sizes { terms: 2, text: 1024, blocks: 8, docs: 2, entries: 8 });
+        let d = f.start_doc(0, 0, 1).unwrap();
+        f.add_word(d, b"a").unwrap();
+        f.add_word(d, b"b").unwrap();
+        let e = f.add_word(d, b"c").unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+        f.finish_doc(d);
+        f.start_doc(1, 0, 1).unwrap();
+        assert_eq!(f.start_doc(2, 0, 1).unwrap_err().code(), crate::error::Code::CapacityExceeded);
+    }
+}

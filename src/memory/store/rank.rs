@@ -1,0 +1,456 @@
+//! Ranked retrieval, whatever holds the postings: BM25 as FTS5 computes it, exact top-k with
+//! MaxScore pruning, over query words that walk their postings in document order (the index
+//! in RAM, [`super::fulltext`], or its file, [`super::recall_disk`]). The formula and the
+//! pruning are argued in [`super::recall`].
+
+use super::EntryId;
+use crate::error::Result;
+use crate::limits::{RANK_MAX_RESULTS, RANK_MAX_TERMS};
+use crate::memory::store::fulltext::{FullText, NONE};
+use crate::memory::store::tokenize::{Token, Tokens};
+
+/// BM25's k1, as FTS5.
+pub const K1: f64 = 1.2;
+/// BM25's b, as FTS5.
+pub const B: f64 = 0.75;
+/// FTS5's IDF for a word in half the documents or more.
+const MIN_IDF: f64 = 1e-6;
+
+/// One ranked entry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RankHit {
+    /// The entry.
+    pub id: EntryId,
+    /// Its BM25 score (higher is better; `-bm25()` of FTS5).
+    pub score: f64,
+}
+
+/// The results of a ranked query, best first: a bounded list reserved once
+/// ([`RANK_MAX_RESULTS`]), reused from query to query without allocating.
+pub struct Ranked {
+    hits: Vec<RankHit>,
+    dropped: usize,
+}
+
+impl Default for Ranked {
+    fn default() -> Self {
+        Ranked::new()
+    }
+}
+
+impl Ranked {
+    /// An empty list with room for [`RANK_MAX_RESULTS`] hits.
+    pub fn new() -> Ranked {
+        Ranked { hits: Vec::with_capacity(RANK_MAX_RESULTS), dropped: 0 }
+    }
+
+    /// The hits, best first.
+    pub fn hits(&self) -> &[RankHit] {
+        &self.hits
+    }
+
+    /// Number of hits.
+    pub fn len(&self) -> usize {
+        self.hits.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.hits.is_empty()
+    }
+
+    /// Empties the list.
+    pub fn clear(&mut self) {
+        self.hits.clear();
+        self.dropped = 0;
+    }
+
+    /// Words of the text that [`crate::memory::store::Store::relevant`] left out (beyond
+    /// the `RANK_MAX_TERMS` rarest; a word counted at each of its occurrences); 0 for other
+    /// queries.
+    pub fn dropped_words(&self) -> usize {
+        self.dropped
+    }
+
+    pub(super) fn set_dropped_words(&mut self, n: usize) {
+        self.dropped = n;
+    }
+
+    /// Room for hits.
+    pub(super) fn capacity(&self) -> usize {
+        self.hits.capacity()
+    }
+
+    /// Keeps `h` if it is among the best `limit` (a min-heap on the worst kept, root first).
+    pub(super) fn offer(&mut self, h: RankHit, limit: usize) {
+        if self.hits.len() < limit {
+            self.hits.push(h);
+            let mut i = self.hits.len() - 1;
+            while i > 0 {
+                let p = (i - 1) / 2;
+                if !self.worse_at(i, p) {
+                    break;
+                }
+                self.hits.swap(i, p);
+                i = p;
+            }
+        } else if self.hits.first().is_some_and(|root| better(&h, root)) {
+            if let Some(root) = self.hits.first_mut() {
+                *root = h;
+            }
+            let n = self.hits.len();
+            let mut i = 0;
+            loop {
+                let (l, r) = (2 * i + 1, 2 * i + 2);
+                let mut m = i;
+                if l < n && self.worse_at(l, m) {
+                    m = l;
+                }
+                if r < n && self.worse_at(r, m) {
+                    m = r;
+                }
+                if m == i {
+                    break;
+                }
+                self.hits.swap(i, m);
+                i = m;
+            }
+        }
+    }
+
+    fn worse_at(&self, a: usize, b: usize) -> bool {
+        match (self.hits.get(a), self.hits.get(b)) {
+            (Some(x), Some(y)) => better(y, x),
+            _ => false,
+        }
+    }
+
+    /// The worst score kept, when `limit` are kept.
+    fn threshold(&self, limit: usize) -> Option<f64> {
+        if self.hits.len() < limit {
+            return None;
+        }
+        self.hits.first().map(|h| h.score)
+    }
+
+    /// Puts the hits best first.
+    pub(super) fn sort(&mut self) {
+        self.hits.sort_unstable_by(|a, b| {
+            if better(a, b) {
+                core::cmp::Ordering::Less
+            } else if better(b, a) {
+                core::cmp::Ordering::Greater
+            } else {
+                core::cmp::Ordering::Equal
+            }
+        });
+    }
+}
+
+/// Higher score first, then the lower id.
+fn better(a: &RankHit, b: &RankHit) -> bool {
+    a.score > b.score || (a.score == b.score && a.id < b.id)
+}
+
+/// A query word as the index knows it.
+#[derive(Clone, Copy, Default)]
+pub struct QueryWord {
+    /// Where its postings are: a term id (RAM) or a byte offset (file); unique per word.
+    pub at: u64,
+    /// Their length in bytes (file), 0 in RAM.
+    pub bytes: u32,
+    /// Their CRC-32 (file), 0 in RAM.
+    pub crc: u32,
+    /// Documents holding it.
+    pub df: u32,
+    /// Times it occurs in the query.
+    pub mult: f64,
+}
+
+/// The distinct words of a query that the index knows, in query order.
+pub struct QueryWords {
+    /// The words.
+    pub words: [QueryWord; RANK_MAX_TERMS],
+    /// How many.
+    pub n: usize,
+    /// Words left out (see [`QueryWords::parse`]).
+    pub dropped: usize,
+}
+
+impl QueryWords {
+    /// The known words of `query`, looked up with `find`. More than [`RANK_MAX_TERMS`]
+    /// distinct words (known or not) is `CAPACITY_EXCEEDED`; with `rarest`, the
+    /// `RANK_MAX_TERMS` known words of fewest documents are kept instead and the others
+    /// counted in `dropped`.
+    pub fn parse(
+        query: &str,
+        rarest: bool,
+        mut find: impl FnMut(&[u8]) -> Result<Option<QueryWord>>,
+    ) -> Result<QueryWords> {
+        let mut q = QueryWords { words: [QueryWord::default(); RANK_MAX_TERMS], n: 0, dropped: 0 };
+        let mut words = Tokens::new(query);
+        let mut tok = Token::default();
+        let mut distinct = 0usize;
+        while words.next_into(&mut tok) {
+            let Some(w) = find(tok.as_bytes())? else {
+                if !rarest {
+                    // A word no entry holds: it matches nothing, but counts toward the limit.
+                    distinct += 1;
+                    if distinct > RANK_MAX_TERMS {
+                        break;
+                    }
+                }
+                continue;
+            };
+            if let Some(c) = q.words.iter_mut().take(q.n).find(|c| c.at == w.at) {
+                c.mult += 1.0;
+                continue;
+            }
+            if rarest && q.n == RANK_MAX_TERMS {
+                // Full: the new word replaces the most common kept one if it is rarer.
+                let most = q.words.iter_mut().max_by_key(|c| c.df);
+                if let Some(c) = most.filter(|c| c.df > w.df) {
+                    *c = QueryWord { mult: 1.0, ..w };
+                }
+                q.dropped += 1;
+                continue;
+            }
+            distinct += 1;
+            if distinct > RANK_MAX_TERMS {
+                break;
+            }
+            if let Some(c) = q.words.get_mut(q.n) {
+                *c = QueryWord { mult: 1.0, ..w };
+                q.n += 1;
+            }
+        }
+        if distinct > RANK_MAX_TERMS {
+            bail!(
+                CapacityExceeded,
+                "a ranked query weighs at most {} distinct words (RANK_MAX_TERMS); shorten the query",
+                RANK_MAX_TERMS
+            );
+        }
+        Ok(q)
+    }
+}
+
+/// A query word's walk over its postings, in increasing document order.
+pub trait Walk {
+    /// The current document, or [`NONE`] at the end.
+    fn doc(&self) -> u32;
+    /// Occurrences of the word in the current document.
+    fn tf(&self) -> u32;
+    /// Moves to the next posting.
+    fn advance(&mut self) -> Result<()>;
+    /// Moves to the first posting at or after document `target`.
+    fn seek(&mut self, target: u32) -> Result<()> {
+        while self.doc() < target {
+            self.advance()?;
+        }
+        Ok(())
+    }
+}
+
+/// A word's weight in a query.
+#[derive(Clone, Copy, Default)]
+struct Weight {
+    mult: f64,
+    idf: f64,
+    /// The most one document can get from this word.
+    ub: f64,
+}
+
+impl Weight {
+    /// This word's part of a document's score, for `f` occurrences and the document's
+    /// `k1 · (1 − b + b · |D| / avgdl)`.
+    fn contribution(&self, f: u32, norm: f64) -> f64 {
+        let f = f64::from(f);
+        self.mult * (self.idf * ((f * (K1 + 1.0)) / (f + norm)))
+    }
+}
+
+/// The collection a query runs over.
+pub struct Collection {
+    /// Live documents.
+    pub docs: u64,
+    /// Their tokens.
+    pub tokens: u64,
+}
+
+/// MaxScore top-k: `cur[i]` walks the postings of `q.words[i]`; `doc(d)` is document `d`'s
+/// entry and tokens (`None`: a dead document); `admit` filters entries. Hits go to `out`
+/// (unsorted: the caller sorts them).
+pub fn max_score<C: Walk>(
+    q: &QueryWords,
+    cur: &mut [C],
+    coll: &Collection,
+    doc: impl Fn(u32) -> Option<(EntryId, u32)>,
+    admit: impl Fn(EntryId) -> bool,
+    limit: usize,
+    out: &mut Ranked,
+) -> Result<()> {
+    let n_docs = coll.docs as f64;
+    let avgdl = if coll.docs == 0 { 1.0 } else { coll.tokens as f64 / n_docs };
+    let n = q.n.min(cur.len());
+    let mut w = [Weight::default(); RANK_MAX_TERMS];
+    for (wi, qw) in w.iter_mut().zip(q.words.iter()).take(n) {
+        let df = f64::from(qw.df);
+        let idf = ((n_docs - df + 0.5) / (df + 0.5)).ln();
+        let idf = if idf <= 0.0 { MIN_IDF } else { idf };
+        *wi = Weight { mult: qw.mult, idf, ub: qw.mult * idf * (K1 + 1.0) };
+    }
+    // Words by upper bound, smallest first, and the running sums of those bounds.
+    let mut perm = [0u8; RANK_MAX_TERMS];
+    for (i, p) in perm.iter_mut().enumerate().take(n) {
+        *p = i as u8;
+    }
+    let ub = |i: &u8| w.get(*i as usize).map_or(0.0, |x| x.ub);
+    if let Some(p) = perm.get_mut(..n) {
+        p.sort_unstable_by(|a, b| ub(a).total_cmp(&ub(b)));
+    }
+    let at = |k: usize| perm.get(k).copied().unwrap_or(0) as usize;
+    let mut prefix = [0f64; RANK_MAX_TERMS];
+    let mut sum = 0.0;
+    for (k, p) in prefix.iter_mut().enumerate().take(n) {
+        sum += w.get(at(k)).map_or(0.0, |x| x.ub);
+        *p = sum;
+    }
+    let mut first_ess = 0usize;
+    let mut tf = [0u32; RANK_MAX_TERMS];
+    loop {
+        let mut d = NONE;
+        for k in first_ess..n {
+            d = d.min(cur.get(at(k)).map_or(NONE, |c| c.doc()));
+        }
+        if d == NONE {
+            break;
+        }
+        let info = doc(d).filter(|&(e, _)| admit(e));
+        let norm = K1 * (1.0 - B + B * f64::from(info.map_or(0, |x| x.1)) / avgdl);
+        let mut s = 0.0;
+        tf.iter_mut().take(n).for_each(|t| *t = 0);
+        for k in first_ess..n {
+            let i = at(k);
+            let Some(c) = cur.get_mut(i) else { continue };
+            if c.doc() == d {
+                if info.is_some() {
+                    let f = c.tf();
+                    if let Some(t) = tf.get_mut(i) {
+                        *t = f;
+                    }
+                    s += w.get(i).map_or(0.0, |x| x.contribution(f, norm));
+                }
+                c.advance()?;
+            }
+        }
+        let Some((entry, _)) = info else { continue };
+        let theta = out.threshold(limit);
+        let mut pruned = false;
+        for k in (0..first_ess).rev() {
+            if let Some(t) = theta {
+                if s + prefix.get(k).copied().unwrap_or(0.0) < t {
+                    pruned = true;
+                    break;
+                }
+            }
+            let i = at(k);
+            let Some(c) = cur.get_mut(i) else { continue };
+            c.seek(d)?;
+            if c.doc() == d {
+                let f = c.tf();
+                if let Some(t) = tf.get_mut(i) {
+                    *t = f;
+                }
+                s += w.get(i).map_or(0.0, |x| x.contribution(f, norm));
+            }
+        }
+        if pruned {
+            continue;
+        }
+        // The exact score, summed in query order as FTS5 sums its phrases.
+        let mut score = 0.0;
+        for (x, &f) in w.iter().zip(tf.iter()).take(n) {
+            if f > 0 {
+                score += x.contribution(f, norm);
+            }
+        }
+        out.offer(RankHit { id: entry, score }, limit);
+        if let Some(t) = out.threshold(limit) {
+            while first_ess < n && prefix.get(first_ess).is_some_and(|&p| p < t) {
+                first_ess += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A walk over a term's postings in the index in RAM.
+#[derive(Default)]
+pub struct RamWalk<'a> {
+    ix: Option<&'a FullText>,
+    block: u32,
+    pos: u32,
+    doc: u32,
+}
+
+impl<'a> RamWalk<'a> {
+    /// The walk of term `t`'s postings.
+    pub fn new(ix: &'a FullText, t: u32) -> RamWalk<'a> {
+        let mut c = RamWalk { ix: Some(ix), block: ix.term(t).map_or(NONE, |x| x.head), pos: 0, doc: NONE };
+        c.load();
+        c
+    }
+
+    fn load(&mut self) {
+        self.doc = match self.ix.and_then(|ix| ix.block(self.block)) {
+            Some(b) if self.pos < b.n => b.doc.get(self.pos as usize).copied().unwrap_or(NONE),
+            _ => NONE,
+        };
+    }
+}
+
+impl Walk for RamWalk<'_> {
+    fn doc(&self) -> u32 {
+        self.doc
+    }
+
+    fn tf(&self) -> u32 {
+        self.ix
+            .and_then(|ix| ix.block(self.block))
+            .and_then(|b| b.tf.get(self.pos as usize))
+            .map_or(0, |&f| u32::from(f))
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        let Some(b) = self.ix.and_then(|ix| ix.block(self.block)) else {
+            self.doc = NONE;
+            return Ok(());
+        };
+        self.pos += 1;
+        if self.pos >= b.n {
+            self.block = b.next;
+            self.pos = 0;
+        }
+        self.load();
+        Ok(())
+    }
+
+    fn seek(&mut self, target: u32) -> Result<()> {
+        while self.doc < target {
+            let Some(b) = self.ix.and_then(|ix| ix.block(self.block)) else {
+                self.doc = NONE;
+                return Ok(());
+            };
+            let last = b.doc.get((b.n as usize).saturating_sub(1)).copied().unwrap_or(0);
+            if last < target {
+                self.block = b.next;
+                self.pos = 0;
+                self.load();
+            } else {
+                self.advance()?;
+            }
+        }
+        Ok(())
+    }
+}

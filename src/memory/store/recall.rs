@@ -1,0 +1,968 @@
+//! Recall by words: the full-text index ([`super::fulltext`]) kept current with the store, and
+//! ranked queries over it, ordered as SQLite FTS5's `bm25()` orders an OR query.
+//!
+//! # Ranking
+//!
+//! A query is words ([`super::tokenize`]); an entry matches when it holds any of them (FTS5's
+//! `a OR b OR c`). Its score is FTS5's BM25 with k1 = 1.2 and b = 0.75 (`fts5_aux.c`):
+//!
+//! ```text
+//! score = Σ over query words q:  IDF(q) · f(q,D) · (k1 + 1) / (f(q,D) + k1 · (1 − b + b · |D| / avgdl))
+//! IDF(q) = ln((N − n(q) + 0.5) / (n(q) + 0.5)), and 1e-6 where that is ≤ 0 (words in half the
+//!          entries or more)
+//! ```
+//!
+//! with N the entries indexed, n(q) those holding q, f(q,D) the occurrences of q in the
+//! entry's text, |D| its words and avgdl the mean over all entries. FTS5's `bm25()` returns
+//! the negated sum (lower is better); here the score is the sum itself (higher is better), so
+//! `score == -bm25()`. A word given twice in a query counts twice, as two FTS5 phrases do.
+//! Equal scores come in entry id order. Archived entries are indexed (they count in N and
+//! avgdl) and left out of results unless asked for.
+//!
+//! Retrieval is exact top-k with MaxScore pruning: query words in order of their highest
+//! possible contribution (`IDF · (k1 + 1)`); once the k-th best score passes the sum of the
+//! smallest ones, documents holding only those words cannot enter the results, so their
+//! postings are no longer walked, only probed for the documents the other words bring. A
+//! query of very common words (IDF 1e-6) ends up walking the postings of one of them.
+//!
+//! # Upkeep
+//!
+//! The index is opened on first use (a store that is never searched never builds it): read
+//! from `store.fts` ([`super::recall_file`]) when that matches the log, the entries changed
+//! since brought up to date one by one, else built from the log. After that, every change of
+//! an entry (create, overwrite, retag, archive, delete) reads the new and the old `put` record
+//! back and moves the entry's words from one to the other (a word's `df` counted out once per
+//! document). An index that cannot follow (a table full, a record unreadable) is marked stale
+//! and rebuilt from the log at the next query. A compaction in id order renumbers it; a reload
+//! closes it. The writer writes `store.fts` with every checkpoint and at close. The log stays
+//! the only truth.
+//!
+//! # Where the postings are read
+//!
+//! The writer (the agent, `memory import`) holds the index in RAM, in tables sized once from
+//! the capacity (`TEXT_*` in `limits.rs`). A read-only store (`memory search`) whose
+//! `store.fts` covers the log exactly searches the file in place instead
+//! ([`super::recall_disk`]): it reads the dictionary pages and postings its words need, with a
+//! bounded buffer per word, and never loads the index. When the file is behind the log (an
+//! agent writing now) the read-only store loads it and brings it up to date in RAM.
+
+use super::fulltext::{FullText, Sizes, NONE};
+use super::rank::{max_score, Collection, QueryWord, QueryWords, RamWalk};
+pub use super::rank::{RankHit, Ranked};
+use super::recall_disk::DiskWalk;
+use super::tokenize::{Token, Tokens};
+use super::{room_for, EntryId, Store};
+use crate::error::Result;
+use crate::limits::{RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES};
+use crate::memory::key::Key;
+use crate::memory::log;
+use crate::memory::query::Archived;
+use crate::memory::store::append::LogFile;
+
+/// The state of the store's full-text index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not built (nothing reserved yet, or closed by a reload).
+    Closed,
+    /// Current with the store.
+    Ready,
+    /// Behind the store: rebuilt before the next query.
+    Stale,
+}
+
+/// The full-text index and its scratch buffers, owned by the store.
+pub struct Recall {
+    pub(super) index: FullText,
+    state: State,
+    /// Whether the last open read the index's file (else it was rebuilt from the log).
+    from_file: bool,
+    /// Whether the last read of the index's file found it taken of another log state.
+    pub(super) file_stale: bool,
+    rec: Vec<u8>,
+    val: String,
+    /// Log length the last `store.fts` written or read covers (0: none).
+    pub(super) written: u64,
+    /// `store.fts` opened for searching in place (read-only stores, file up to date).
+    disk: Option<super::recall_disk::DiskIndex>,
+    /// The file writer's scratch (reserved with the tables).
+    pub(super) scratch: super::recall_file::WriteScratch,
+}
+
+impl Recall {
+    /// A closed index: nothing reserved.
+    pub fn new() -> Recall {
+        Recall {
+            index: FullText::unreserved(),
+            state: State::Closed,
+            from_file: false,
+            file_stale: false,
+            rec: Vec::new(),
+            val: String::new(),
+            disk: None,
+            written: 0,
+            scratch: super::recall_file::WriteScratch { renumber: Vec::new(), sorted: Vec::new(), pages: Vec::new() },
+        }
+    }
+
+    /// Bytes of RAM the index reserves (0 until it is first used).
+    pub fn ram_bytes(&self) -> usize {
+        let disk = self.disk.as_ref().map_or(0, |d| d.ram_bytes());
+        disk + if self.index.is_reserved() {
+            self.index.ram_bytes()
+                + STORE_RECORD_MAX_BYTES
+                + STORE_VALUE_MAX_BYTES
+                + self.scratch.renumber.capacity() * 4
+                + self.scratch.sorted.capacity() * 4
+                + self.scratch.pages.capacity() * 4
+        } else {
+            0
+        }
+    }
+}
+
+impl Default for Recall {
+    fn default() -> Self {
+        Recall::new()
+    }
+}
+
+/// Statistics of the full-text index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecallStats {
+    /// Whether the index is built and current.
+    pub ready: bool,
+    /// Entries indexed.
+    pub documents: u64,
+    /// Words in them.
+    pub tokens: u64,
+    /// Distinct words in the dictionary.
+    pub terms: usize,
+    /// Document numbers used (live and dead; a rebuild drops the dead).
+    pub doc_numbers: usize,
+    /// Posting blocks used.
+    pub blocks: usize,
+    /// RAM reserved, bytes.
+    pub ram_bytes: usize,
+    /// Whether the index was read from `store.fts` (else rebuilt from the log).
+    pub from_file: bool,
+    /// Whether queries read `store.fts` in place (a read-only store, the file up to date).
+    pub in_place: bool,
+}
+
+/// What a ranked query asks.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    query: &'a str,
+    limit: usize,
+    archived: Archived,
+    tags: Option<&'a Key>,
+    /// Keep the rarest `RANK_MAX_TERMS` words of a longer text (else that is an error).
+    rarest: bool,
+}
+
+/// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
+/// word of its text: the tags, then the value.
+fn each_word(
+    log: &LogFile,
+    rec: &mut Vec<u8>,
+    val: &mut String,
+    (id, offset, len): (EntryId, u64, u32),
+    mut f: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    rec.clear();
+    rec.resize(len as usize, 0);
+    log.read_at(rec, offset)?;
+    let line = rec.strip_suffix(b"\n").unwrap_or(rec);
+    let log::Record::Put { head, tags, value_escaped } = log::decode(line)? else {
+        bail!(Io, "{} at byte {}: expected the put record of entry {}", log.path.display(), offset, id);
+    };
+    if head.id != id {
+        bail!(Io, "{} at byte {}: record is for entry {}, not {}", log.path.display(), offset, head.id, id);
+    }
+    val.clear();
+    log::decode_str(value_escaped, val)?;
+    let mut tok = Token::default();
+    for tag in tags.iter() {
+        let mut words = Tokens::new(tag.as_str());
+        while words.next_into(&mut tok) {
+            f(tok.as_bytes())?;
+        }
+    }
+    let mut words = Tokens::new(val);
+    while words.next_into(&mut tok) {
+        f(tok.as_bytes())?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The entries most relevant to `query`, best first, at most `limit` (and at most
+    /// [`RANK_MAX_RESULTS`]), archived entries left out: BM25 over the words of each entry's
+    /// tags and value, ordered as SQLite FTS5's `bm25()` orders `w1 OR w2 OR ...` (see the
+    /// module documentation). A query with no words, or whose words no entry holds, gives
+    /// no hits. More than [`RANK_MAX_TERMS`] distinct words is `CAPACITY_EXCEEDED`.
+    ///
+    /// The first call builds the index (reading every live entry once); after that a query
+    /// allocates nothing.
+    pub fn rank(&mut self, query: &str, limit: usize, out: &mut Ranked) -> Result<()> {
+        self.rank_where(query, limit, Archived::Exclude, None, out)
+    }
+
+    /// [`Store::rank`] with a filter: `archived` says which entries pass, and with `tags`
+    /// only entries carrying all of those tags.
+    pub fn rank_where(
+        &mut self,
+        query: &str,
+        limit: usize,
+        archived: Archived,
+        tags: Option<&Key>,
+        out: &mut Ranked,
+    ) -> Result<()> {
+        self.rank_inner(&Ask { query, limit, archived, tags, rarest: false }, out)
+    }
+
+    /// The `limit` entries most relevant to `text` (a task, a question, a page of notes),
+    /// best first, archived entries left out: [`Store::rank`] for a text of any length. A
+    /// text of more than [`RANK_MAX_TERMS`] distinct words the index knows is weighed by the
+    /// `RANK_MAX_TERMS` rarest of them (the words that weigh most in BM25; a word the index
+    /// does not know matches nothing and is not counted); [`Ranked::dropped_words`] says how
+    /// many others were left out. Allocation-free once the index is open, like `rank`.
+    pub fn relevant(&mut self, text: &str, limit: usize, out: &mut Ranked) -> Result<()> {
+        self.rank_inner(&Ask { query: text, limit, archived: Archived::Exclude, tags: None, rarest: true }, out)
+    }
+
+    fn rank_inner(&mut self, ask: &Ask<'_>, out: &mut Ranked) -> Result<()> {
+        let &Ask { query, limit, archived, tags, rarest } = ask;
+        out.clear();
+        let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
+        // A read-only store searches an up-to-date store.fts in place; otherwise (and if
+        // that fails) the index is loaded or built.
+        if self.log.read_only() && self.recall.state == State::Closed {
+            if self.recall.disk.is_none() {
+                self.recall.disk = self.recall_open_disk();
+            }
+            if let Some(mut disk) = self.recall.disk.take() {
+                let res = self.rank_on_disk(&mut disk, &Ask { limit, ..*ask }, out);
+                match res {
+                    Ok(()) => {
+                        self.recall.disk = Some(disk);
+                        return Ok(());
+                    }
+                    Err(e) if e.code() == crate::error::Code::CapacityExceeded => {
+                        self.recall.disk = Some(disk);
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        out.clear();
+                        e.context(format_args!("searching store.fts in place; loading it instead")).print_warning();
+                    }
+                }
+            }
+        }
+        self.recall_ready()?;
+        let required = match tags {
+            Some(key) => match self.tagset_of(key) {
+                Some(set) => Some((set, key.tag_count())),
+                None => return Ok(()), // a tag no entry carries
+            },
+            None => None,
+        };
+        if limit == 0 {
+            return Ok(());
+        }
+        let ix = &self.recall.index;
+        let q = QueryWords::parse(query, rarest, |w| {
+            Ok(ix.find(w).map(|t| QueryWord {
+                at: u64::from(t),
+                df: ix.term(t).map_or(0, |x| x.df),
+                ..QueryWord::default()
+            }))
+        })?;
+        out.set_dropped_words(q.dropped);
+        if q.n == 0 {
+            return Ok(());
+        }
+        let admit = |id: EntryId| -> bool {
+            let Some(s) = self.slots.get(id) else { return false };
+            if !archived.admits(s.archived) {
+                return false;
+            }
+            match &required {
+                None => true,
+                Some((set, n)) => {
+                    let have = self.slots.tag_ids(id);
+                    crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
+                }
+            }
+        };
+        let mut cur: [RamWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| RamWalk::default());
+        for (c, w) in cur.iter_mut().zip(q.words.iter()).take(q.n) {
+            *c = RamWalk::new(ix, w.at as u32);
+        }
+        let coll = Collection { docs: ix.live_docs(), tokens: ix.total_tokens() };
+        let doc = |d: u32| ix.doc(d).filter(|x| x.entry != NONE).map(|x| (x.entry, x.tokens));
+        max_score(&q, &mut cur, &coll, doc, admit, limit, out)?;
+        out.sort();
+        Ok(())
+    }
+
+    /// [`Store::rank_where`] over `store.fts` in place.
+    fn rank_on_disk(
+        &mut self,
+        disk: &mut super::recall_disk::DiskIndex,
+        ask: &Ask<'_>,
+        out: &mut Ranked,
+    ) -> Result<()> {
+        let &Ask { query, limit, archived, tags, rarest } = ask;
+        let required = match tags {
+            Some(key) => match self.tagset_of(key) {
+                Some(set) => Some((set, key.tag_count())),
+                None => return Ok(()),
+            },
+            None => None,
+        };
+        if limit == 0 {
+            return Ok(());
+        }
+        let q = QueryWords::parse(query, rarest, |w| disk.find(w))?;
+        out.set_dropped_words(q.dropped);
+        if q.n == 0 {
+            return Ok(());
+        }
+        let admit = |id: EntryId| -> bool {
+            let Some(s) = self.slots.get(id) else { return false };
+            if !archived.admits(s.archived) {
+                return false;
+            }
+            match &required {
+                None => true,
+                Some((set, n)) => {
+                    let have = self.slots.tag_ids(id);
+                    crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
+                }
+            }
+        };
+        let (docs, tokens) = disk.totals();
+        let coll = Collection { docs, tokens };
+        let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
+        let (file, mut bufs, docs_table) = disk.walk_parts();
+        for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
+            let Some(buf) = bufs.next() else { break };
+            *c = DiskWalk::new(file, buf, w)?;
+        }
+        let doc = |d: u32| docs_table.get(d as usize).copied();
+        max_score(&q, &mut walks, &coll, doc, admit, limit, out)?;
+        out.sort();
+        Ok(())
+    }
+
+    /// Statistics of the full-text index (without building it).
+    pub fn recall_stats(&self) -> RecallStats {
+        let ix = &self.recall.index;
+        RecallStats {
+            ready: self.recall.state == State::Ready,
+            documents: ix.live_docs(),
+            tokens: ix.total_tokens(),
+            terms: ix.term_count(),
+            doc_numbers: ix.doc_count(),
+            blocks: ix.block_count(),
+            ram_bytes: self.recall.ram_bytes(),
+            from_file: self.recall.from_file,
+            in_place: self.recall.disk.is_some(),
+        }
+    }
+
+    /// Builds the index now if it is not current (it is otherwise built by the first query).
+    ///
+    /// A closed index is read from its file (`store.fts`, see [`super::recall_file`]) when
+    /// that matches the log, and the entries changed since brought up to date; otherwise (no
+    /// file, or one that cannot be used, with a warning) and when stale it is rebuilt from
+    /// the log.
+    pub fn recall_ready(&mut self) -> Result<()> {
+        match self.recall.state {
+            State::Ready => Ok(()),
+            State::Stale => self.recall_rebuild(),
+            State::Closed => {
+                self.recall_reserve();
+                match self.recall_read_file() {
+                    Ok(true) => {
+                        self.recall.state = State::Ready;
+                        self.recall_reconcile();
+                        if self.recall.state == State::Ready {
+                            self.recall.from_file = true;
+                            return Ok(());
+                        }
+                        self.recall_rebuild()
+                    }
+                    Ok(false) => self.recall_rebuild(),
+                    Err(e) => {
+                        e.context(format_args!("the full-text index is rebuilt from the log")).print_warning();
+                        self.recall_rebuild()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the index is built and current.
+    pub(super) fn recall_is_ready(&self) -> bool {
+        self.recall.state == State::Ready
+    }
+
+    /// Reserves the index's tables (once) and empties them; the index is stale until filled.
+    pub(super) fn recall_reserve(&mut self) {
+        let room = room_for(self.cap);
+        let r = &mut self.recall;
+        r.state = State::Stale;
+        let sizes = Sizes::for_capacity(self.cap, room);
+        r.index.reserve(sizes);
+        if r.scratch.renumber.capacity() < sizes.docs {
+            r.scratch.renumber = Vec::with_capacity(sizes.docs);
+            r.scratch.sorted = Vec::with_capacity(sizes.terms);
+            r.scratch.pages = Vec::with_capacity(2 * (sizes.terms / 64 + 1));
+        }
+        if r.rec.capacity() == 0 {
+            r.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
+            r.val = String::with_capacity(STORE_VALUE_MAX_BYTES);
+        }
+    }
+
+    /// After loading the index's file: every entry whose record is not the one indexed
+    /// (changed, created or deleted since the file was written) is brought up to date.
+    fn recall_reconcile(&mut self) {
+        let end = self.slots.room() as EntryId;
+        for id in 0..end {
+            let want = self.slots.get(id).map(|s| s.offset);
+            let have = self.recall.index.doc_of(id).map(|(_, d)| d.offset);
+            if want != have {
+                self.recall_sync(id);
+            }
+        }
+    }
+
+    /// Rebuilds the index from the log: every live entry's `put` record read and indexed.
+    pub fn recall_rebuild(&mut self) -> Result<()> {
+        self.recall_reserve();
+        self.recall.from_file = false;
+        let r = &mut self.recall;
+        let end = self.slots.next_id() as EntryId;
+        for id in 0..end {
+            let Some(s) = self.slots.get(id) else { continue };
+            add_entry(r, &self.log, (id, s.offset, s.len))
+                .map_err(|e| e.context(format_args!("building the full-text index")))?;
+        }
+        r.state = State::Ready;
+        Ok(())
+    }
+
+    /// Brings entry `id`'s words in the index up to date after a change (nothing while the
+    /// index is closed or stale). A failure leaves the index stale, rebuilt by the next query.
+    pub(super) fn recall_sync(&mut self, id: EntryId) {
+        if self.recall.state != State::Ready {
+            return;
+        }
+        let want = self.slots.get(id).map(|s| (s.offset, s.len));
+        let r = &mut self.recall;
+        let have = r.index.doc_of(id).map(|(_, d)| d.offset);
+        if want.map(|w| w.0) == have {
+            return;
+        }
+        let res = remove_entry(r, &self.log, id).and_then(|_| match want {
+            Some((offset, len)) => add_entry(r, &self.log, (id, offset, len)),
+            None => Ok(()),
+        });
+        if let Err(e) = res {
+            r.state = State::Stale;
+            if e.code() != crate::error::Code::CapacityExceeded {
+                e.context(format_args!("the full-text index will be rebuilt")).print_warning();
+            }
+        }
+    }
+
+    /// After a compaction in id order (and the reload that closed the index): renumbers the
+    /// index's entries as the log's were, with their new records, instead of rebuilding it.
+    /// The dead documents' postings stay garbage until a rebuild or the next open from file.
+    pub(super) fn recall_follow_compaction(&mut self) -> bool {
+        if self.recall.index.live_docs() != self.slots.live() as u64 {
+            return false;
+        }
+        let slots = &self.slots;
+        let ok = self.recall.index.renumber_entries(|k| slots.get(k).map(|s| (s.offset, s.len)));
+        if ok {
+            self.recall.state = State::Ready;
+        }
+        ok
+    }
+
+    /// Closes the index (after a reload: entry ids and log offsets may all have changed).
+    pub(super) fn recall_close(&mut self) {
+        self.recall.state = State::Closed;
+        self.recall.written = 0;
+        self.recall.disk = None;
+    }
+}
+
+/// Indexes entry `id`'s record as a new document.
+fn add_entry(r: &mut Recall, log: &LogFile, (id, offset, len): (EntryId, u64, u32)) -> Result<()> {
+    let d = r.index.start_doc(id, offset, len)?;
+    let index = &mut r.index;
+    each_word(log, &mut r.rec, &mut r.val, (id, offset, len), |w| index.add_word(d, w))?;
+    r.index.finish_doc(d);
+    Ok(())
+}
+
+/// Takes entry `id`'s live document out of the index, if it has one (its record, still in
+/// the log, says which words to count out).
+fn remove_entry(r: &mut Recall, log: &LogFile, id: EntryId) -> Result<()> {
+    let Some((_, doc)) = r.index.doc_of(id) else { return Ok(()) };
+    let Some(d) = r.index.start_remove(id) else { return Ok(()) };
+    let index = &mut r.index;
+    each_word(log, &mut r.rec, &mut r.val, (id, doc.offset, doc.rec_len), |w| {
+        index.remove_word(w);
+        Ok(())
+    })?;
+    r.index.finish_remove(d);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::rank::{B, K1};
+    use super::*;
+    use crate::memory::key::normalize;
+    use crate::testing::temp_dir;
+
+    fn k(s: &str) -> Key {
+        normalize(s).unwrap()
+    }
+
+    fn words(text: &str) -> Vec<Vec<u8>> {
+        let mut t = Tokens::new(text);
+        let mut tok = Token::default();
+        let mut out = Vec::new();
+        while t.next_into(&mut tok) {
+            out.push(tok.as_bytes().to_vec());
+        }
+        out
+    }
+
+    /// BM25 of every live entry, computed from scratch as FTS5 computes it, best first.
+    fn brute(s: &mut Store, query: &str, limit: usize, archived: Archived) -> Vec<(EntryId, f64)> {
+        let ids: Vec<EntryId> = s.ids().collect();
+        let mut docs = Vec::new();
+        for id in ids {
+            let key = s.key(id).unwrap();
+            let text = format!("{} {}", key.as_str(), s.value(id).unwrap());
+            docs.push((id, words(&text), s.info(id).unwrap().archived));
+        }
+        let n = docs.len() as f64;
+        let avgdl = docs.iter().map(|d| d.1.len()).sum::<usize>() as f64 / n;
+        let q = words(query);
+        let idf: Vec<f64> = q
+            .iter()
+            .map(|w| {
+                let hits = docs.iter().filter(|d| d.1.contains(w)).count() as f64;
+                let idf = ((n - hits + 0.5) / (hits + 0.5)).ln();
+                if idf <= 0.0 {
+                    1e-6
+                } else {
+                    idf
+                }
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (id, toks, arch) in &docs {
+            if !archived.admits(*arch) || !q.iter().any(|w| toks.contains(w)) {
+                continue;
+            }
+            let dl = toks.len() as f64;
+            let mut score = 0.0;
+            for (w, idf) in q.iter().zip(&idf) {
+                let f = toks.iter().filter(|t| *t == w).count() as f64;
+                score += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
+            }
+            out.push((*id, score));
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.truncate(limit);
+        out
+    }
+
+    fn ranked(s: &mut Store, query: &str, limit: usize) -> Vec<(EntryId, f64)> {
+        let mut out = Ranked::new();
+        s.rank(query, limit, &mut out).unwrap();
+        out.hits().iter().map(|h| (h.id, h.score)).collect()
+    }
+
+    fn assert_same(got: &[(EntryId, f64)], want: &[(EntryId, f64)], what: &str) {
+        assert_eq!(got.len(), want.len(), "{}: {:?} vs {:?}", what, got, want);
+        for (g, w) in got.iter().zip(want) {
+            assert!((g.1 - w.1).abs() < 1e-9, "{}: {:?} vs {:?}", what, got, want);
+            if g.0 != w.0 {
+                // Only a tie may swap.
+                assert!((g.1 - w.1).abs() < 1e-12, "{}: {:?} vs {:?}", what, got, want);
+            }
+        }
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        /// A Zipf-like word: small numbers far more often.
+        fn word(&mut self, vocab: u64) -> String {
+            let r = self.below(vocab * vocab) as f64;
+            let w = (vocab as f64 - r.sqrt()).max(0.0) as u64;
+            format!("w{}", (vocab - 1).saturating_sub(w))
+        }
+        fn text(&mut self, vocab: u64, n: u64) -> String {
+            (0..n).map(|_| self.word(vocab)).collect::<Vec<_>>().join(" ")
+        }
+    }
+
+    #[test]
+    fn ranks_as_bm25_computed_from_scratch() {
+        let d = temp_dir("rank-brute");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for i in 0..300 {
+            let n = 5 + rng.below(30);
+            let text = rng.text(60, n);
+            s.put(&k(&format!("note,n{}", i)), &text, 1).unwrap();
+        }
+        for _ in 0..60 {
+            let q = format!("{} {} {}", rng.word(60), rng.word(60), rng.word(60));
+            for limit in [1, 5, 10, 50] {
+                let want = brute(&mut s, &q, limit, Archived::Exclude);
+                assert_same(&ranked(&mut s, &q, limit), &want, &q);
+            }
+        }
+    }
+
+    #[test]
+    fn stays_current_through_overwrites_retags_archives_deletes_and_compaction() {
+        let d = temp_dir("rank-upkeep");
+        let mut s = Store::open_with_capacity(&d, 256).unwrap();
+        let mut rng = Rng(12345);
+        let mut live: Vec<String> = Vec::new();
+        // Open the index first, so that every change below goes through the upkeep.
+        assert!(ranked(&mut s, "anything", 10).is_empty());
+        for step in 0..600 {
+            let op = rng.below(10);
+            if live.is_empty() || op < 4 {
+                let key = format!("t{}", step);
+                let n = 3 + rng.below(20);
+                s.put(&k(&key), &rng.text(40, n), 1).unwrap();
+                live.push(key);
+            } else {
+                let i = rng.below(live.len() as u64) as usize;
+                let key = live[i].clone();
+                match op {
+                    4 | 5 => {
+                        let n = 3 + rng.below(20);
+                        s.put(&k(&key), &rng.text(40, n), 2).unwrap();
+                    }
+                    6 => {
+                        let archived = s.info(s.find(&k(&key)).unwrap()).unwrap().archived;
+                        s.set_archived(&k(&key), !archived, 3).unwrap();
+                    }
+                    7 => {
+                        let new = format!("{},extra{}", key, step);
+                        s.add_tags(&k(&key), &k(&format!("extra{}", step)), 4).unwrap();
+                        live[i] = new;
+                    }
+                    _ => {
+                        s.delete(&k(&key)).unwrap();
+                        live.swap_remove(i);
+                    }
+                }
+            }
+            if step % 50 == 49 {
+                let q = format!("{} {} extra{}", rng.word(40), rng.word(40), step - 10);
+                let want = brute(&mut s, &q, 10, Archived::Exclude);
+                assert_same(&ranked(&mut s, &q, 10), &want, &q);
+                let mut out = Ranked::new();
+                s.rank_where(&q, 10, Archived::Only, None, &mut out).unwrap();
+                let got: Vec<_> = out.hits().iter().map(|h| (h.id, h.score)).collect();
+                assert_same(&got, &brute(&mut s, &q, 10, Archived::Only), &q);
+            }
+            if step == 300 {
+                s.compact().unwrap();
+            }
+        }
+        let st = s.recall_stats();
+        assert!(st.ready);
+        assert_eq!(st.documents as usize, s.len());
+        // A reopened store builds the same index from the log.
+        let q = "w1 w2 w3";
+        let before = ranked(&mut s, q, 20);
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 256).unwrap();
+        assert_eq!(ranked(&mut s, q, 20), before);
+    }
+
+    #[test]
+    fn tags_are_words_and_filter() {
+        let d = temp_dir("rank-tags");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("recipes,french_cuisine"), "Crème brûlée with vanilla", 1).unwrap();
+        s.put(&k("recipes,desserts"), "chocolate cake, no vanilla", 1).unwrap();
+        s.put(&k("notes"), "the cake is a lie", 1).unwrap();
+        // A tag's words match ("french" is only in a tag), diacritics do not matter.
+        let got = ranked(&mut s, "FRENCH creme", 10);
+        assert_eq!(got.len(), 1);
+        assert_eq!(s.key(got[0].0).unwrap().as_str(), "french_cuisine,recipes");
+        let mut out = Ranked::new();
+        s.rank_where("cake", 10, Archived::Exclude, Some(&k("recipes")), &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        s.rank_where("cake", 10, Archived::Exclude, Some(&k("unknown_tag")), &mut out).unwrap();
+        assert!(out.is_empty());
+        assert!(ranked(&mut s, "", 10).is_empty());
+        assert!(ranked(&mut s, " ,;", 10).is_empty());
+        assert!(ranked(&mut s, "absent", 10).is_empty());
+        assert!(ranked(&mut s, "cake", 0).is_empty());
+    }
+
+    #[test]
+    fn too_many_query_words_is_a_capacity_error() {
+        let d = temp_dir("rank-long");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("a"), "x", 1).unwrap();
+        let q: String = (0..=RANK_MAX_TERMS).map(|i| format!("q{} ", i)).collect();
+        let mut out = Ranked::new();
+        let e = s.rank(&q, 10, &mut out).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+        assert!(e.message().contains("RANK_MAX_TERMS"));
+        // The same word many times is one word.
+        s.rank(&"x ".repeat(500), 10, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn a_full_index_is_rebuilt_and_keeps_ranking_right() {
+        let d = temp_dir("rank-rebuild");
+        // Capacity 16: few document numbers, so overwrites force rebuilds.
+        let mut s = Store::open_with_capacity(&d, 16).unwrap();
+        let mut rng = Rng(7);
+        assert!(ranked(&mut s, "w1", 5).is_empty());
+        for round in 0..200 {
+            let n = 3 + rng.below(10);
+            s.put(&k(&format!("e{}", round % 10)), &rng.text(20, n), 1).unwrap();
+        }
+        let q = "w0 w3 w7";
+        let want = brute(&mut s, q, 10, Archived::Exclude);
+        assert_same(&ranked(&mut s, q, 10), &want, q);
+        assert!(s.recall_stats().doc_numbers <= Sizes::for_capacity(16, room_for(16)).docs);
+    }
+
+    fn corpus(s: &mut Store, rng: &mut Rng, n: usize, from: usize) {
+        for i in from..from + n {
+            let len = 5 + rng.below(25);
+            let text = rng.text(80, len);
+            s.put(&k(&format!("doc,d{}", i)), &text, 1).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_index_file_is_read_back_and_brought_up_to_date() {
+        let d = temp_dir("rank-file");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(99);
+        corpus(&mut s, &mut rng, 200, 0);
+        let q = "w1 w5 w9";
+        let want = ranked(&mut s, q, 15);
+        s.checkpoint().unwrap();
+        assert!(d.join(super::super::recall_file::RECALL_FILE_NAME).exists());
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        assert_eq!(ranked(&mut s, q, 15), want);
+        assert!(s.recall_stats().from_file);
+        // Changes after the file was written (no checkpoint since): new, changed, deleted,
+        // archived entries are brought up to date when the file is read.
+        corpus(&mut s, &mut rng, 30, 200);
+        corpus(&mut s, &mut rng, 20, 0);
+        s.delete(&k("doc,d50")).unwrap();
+        s.set_archived(&k("doc,d51"), true, 2).unwrap();
+        let want = brute(&mut s, q, 15, Archived::Exclude);
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        assert_same(&ranked(&mut s, q, 15), &want, q);
+        assert!(s.recall_stats().from_file);
+        assert_eq!(s.recall_stats().documents as usize, s.len());
+        // A read-only store reads it too, and writes nothing.
+        let before = std::fs::read(d.join("store.fts")).unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        assert_same(&ranked(&mut r, q, 15), &want, q);
+        assert_eq!(std::fs::read(d.join("store.fts")).unwrap(), before);
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_index_file_is_detected_and_rebuilt() {
+        use super::super::recall_file::RecallFile;
+        let d = temp_dir("rank-file-bad");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(5);
+        corpus(&mut s, &mut rng, 150, 0);
+        let q = "w2 w3 w40";
+        let want = ranked(&mut s, q, 10);
+        s.checkpoint().unwrap();
+        assert!(matches!(s.recall_file_check(), RecallFile::Usable { docs: 150, .. }));
+        drop(s);
+        let path = d.join("store.fts");
+        let good = std::fs::read(&path).unwrap();
+        // A flipped byte anywhere (header or body), a cut, a foreign file.
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for at in [3, 20, 70, good.len() / 2, good.len() - 1] {
+            let mut b = good.clone();
+            b[at] ^= 0x10;
+            cases.push(b);
+        }
+        cases.push(good[..good.len() - 7].to_vec());
+        cases.push(good[..40].to_vec());
+        cases.push(b"not an index".to_vec());
+        for bad in cases {
+            std::fs::write(&path, &bad).unwrap();
+            let mut s = Store::open_with_capacity(&d, 512).unwrap();
+            assert!(matches!(s.recall_file_check(), RecallFile::Damaged(_)));
+            assert_eq!(ranked(&mut s, q, 10), want);
+            assert!(!s.recall_stats().from_file);
+        }
+        // After a compaction the old file names another log: not used.
+        std::fs::write(&path, &good).unwrap();
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        s.delete(&k("doc,d3")).unwrap();
+        s.compact().unwrap();
+        let want = brute(&mut s, q, 10, Archived::Exclude);
+        std::fs::write(&path, &good).unwrap();
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        assert!(matches!(s.recall_file_check(), RecallFile::Stale(_)));
+        assert_same(&ranked(&mut s, q, 10), &want, q);
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(s.recall_file_check(), RecallFile::Missing));
+    }
+
+    #[test]
+    fn a_read_only_store_searches_an_up_to_date_file_in_place() {
+        let d = temp_dir("rank-in-place");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(31);
+        corpus(&mut s, &mut rng, 300, 0);
+        s.set_archived(&k("doc,d7"), true, 2).unwrap();
+        let mut queries = vec!["w1 w2 w3".to_string(), "w0".into(), "doc".into(), "absent w5".into()];
+        for _ in 0..40 {
+            queries.push(format!("{} {} {}", rng.word(80), rng.word(80), rng.word(80)));
+        }
+        let mut want = Vec::new();
+        for q in &queries {
+            want.push((ranked(&mut s, q, 10), brute(&mut s, q, 10, Archived::Include)));
+        }
+        s.close().unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        for (q, (w, w_all)) in queries.iter().zip(&want) {
+            assert_same(&ranked(&mut r, q, 10), w, q);
+            let mut out = Ranked::new();
+            r.rank_where(q, 10, Archived::Include, None, &mut out).unwrap();
+            let got: Vec<_> = out.hits().iter().map(|h| (h.id, h.score)).collect();
+            assert_same(&got, w_all, q);
+        }
+        let st = r.recall_stats();
+        assert!(st.in_place && !st.ready);
+        assert!(st.ram_bytes < 2 << 20, "{}", st.ram_bytes);
+        // Tags filter in place too.
+        let mut out = Ranked::new();
+        r.rank_where("w1 w2", 10, Archived::Exclude, Some(&k("d3")), &mut out).unwrap();
+        assert!(out.hits().iter().all(|h| r.key(h.id).unwrap().has_tag("d3")));
+
+        // The log grown since the file: loaded and brought up to date instead.
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        corpus(&mut s, &mut rng, 10, 300);
+        let q = "w1 w4";
+        let want = brute(&mut s, q, 10, Archived::Exclude);
+        drop(s);
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        assert_same(&ranked(&mut r, q, 10), &want, q);
+        assert!(!r.recall_stats().in_place);
+    }
+
+    #[test]
+    fn damage_met_while_searching_in_place_falls_back_and_rebuilds() {
+        let d = temp_dir("rank-in-place-bad");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(77);
+        corpus(&mut s, &mut rng, 200, 0);
+        // A word in every entry ("doc", a tag): its postings are read to their end.
+        let q = "doc";
+        let want = ranked(&mut s, q, 300);
+        s.close().unwrap();
+        let path = d.join("store.fts");
+        let good = std::fs::read(&path).unwrap();
+        // Flip a byte inside the postings of "doc" (its record in the body: length, word,
+        // count, bytes, postings).
+        let mut bad = good.clone();
+        let rec = (128 + 200 * 20..good.len()).find(|&i| good[i..].starts_with(b"\x03doc")).unwrap();
+        bad[rec + 1 + 3 + 8 + 5] ^= 0x04;
+        std::fs::write(&path, &bad).unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        let got = ranked(&mut r, q, 300);
+        assert_eq!(got, want);
+        assert!(!r.recall_stats().in_place);
+    }
+
+    #[test]
+    fn relevant_takes_a_text_of_any_length_by_its_rarest_words() {
+        let d = temp_dir("rank-relevant");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        // 100 entries sharing common words; one holds the rare words of the task.
+        for i in 0..100 {
+            let common: String = (0..80).map(|j| format!("c{} ", (i + j) % 90)).collect();
+            s.put(&k(&format!("note,n{}", i)), &common, 1).unwrap();
+        }
+        s.put(&k("target"), "zebra quokka narwhal c1 c2", 1).unwrap();
+        let task: String = (0..90).map(|j| format!("c{} ", j)).collect::<String>() + "zebra quokka narwhal unknownword";
+        let mut out = Ranked::new();
+        let e = s.rank(&task, 5, &mut out).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+        s.relevant(&task, 5, &mut out).unwrap();
+        assert_eq!(s.key(out.hits()[0].id).unwrap().as_str(), "target");
+        assert_eq!(out.len(), 5);
+        assert!(out.dropped_words() >= 90 + 3 - 64, "{}", out.dropped_words());
+        // A short text: the same as rank, nothing dropped.
+        s.relevant("zebra c5", 5, &mut out).unwrap();
+        let relevant: Vec<_> = out.hits().to_vec();
+        assert_eq!(out.dropped_words(), 0);
+        s.rank("zebra c5", 5, &mut out).unwrap();
+        assert_eq!(out.hits(), &relevant[..]);
+        // In place too (read-only, file up to date).
+        s.close().unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        r.relevant(&task, 5, &mut out).unwrap();
+        assert!(r.recall_stats().in_place);
+        assert_eq!(r.key(out.hits()[0].id).unwrap().as_str(), "target");
+    }
+
+    #[test]
+    fn heap_keeps_the_best_in_order() {
+        let mut r = Ranked::new();
+        for (i, sc) in [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0].iter().enumerate() {
+            r.offer(RankHit { id: i as EntryId, score: *sc }, 4);
+        }
+        r.sort();
+        let got: Vec<_> = r.hits().iter().map(|h| (h.id, h.score)).collect();
+        assert_eq!(got, [(5, 9.0), (7, 6.0), (4, 5.0), (2, 4.0)]);
+        let mut r = Ranked::new();
+        for id in [5, 3, 9, 1] {
+            r.offer(RankHit { id, score: 1.0 }, 3);
+        }
+        r.sort();
+        assert_eq!(r.hits().iter().map(|h| h.id).collect::<Vec<_>>(), [1, 3, 5]);
+    }
+}
