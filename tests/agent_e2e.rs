@@ -889,7 +889,8 @@ fn system_prompt_splits_the_base_prompt() {
     let system = msgs.at(0).unwrap().get("content").unwrap().as_str().unwrap();
     let user = msgs.at(1).unwrap().get("content").unwrap().as_str().unwrap();
     assert!(system.contains("<purpose>") && !system.contains("<working_memory>"), "{}", system);
-    assert!(user.starts_with("<working_memory>"), "{}", user);
+    // The product view first (it grows only at its end), then working memory.
+    assert!(user.starts_with("<product>\n") && user.contains("\n<working_memory>\n"), "{}", user);
     assert!(doc.root().get("model").unwrap().as_str() == Some("qwen/qwen3-8b"));
 }
 
@@ -1217,7 +1218,7 @@ fn demo_walks_every_state_and_action() {
 fn an_invalid_config_is_exit_2_with_the_key_path() {
     let d = TempDir::new("badconfig");
     write_config(d.path(), "http://127.0.0.1:9/v1/chat/completions", |c| {
-        set(c, "\"temperature\": 0.7", "\"temperature\": \"hot\"");
+        set(c, "\"temperature\": 0.3", "\"temperature\": \"hot\"");
         set(c, "\"max_iterations\": 5", "\"max_iterations\": -7");
     });
     write_memory(d.path(), "thinking", &[]);

@@ -147,8 +147,8 @@ fn free_form_parts_stay_free() {
         );
         set(
             c,
-            "\"goal\": \"Carry out exactly one memory action.\",",
-            "\"goal\": \"Carry out exactly one memory action.\", \"my_own_hint\": {\"anything\": \"goes\"},",
+            "\"goal\": \"Check the last entry, then add the next one the task needs.\",",
+            "\"goal\": \"Check the last entry, then add the next one the task needs.\", \"my_own_hint\": {\"anything\": \"goes\"},",
         );
     });
     let (code, out, err) = lkjagent_in(&d.0, &["check", "--no-network"]);

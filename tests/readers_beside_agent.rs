@@ -56,8 +56,10 @@ fn data_dir() -> PathBuf {
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/memory.json"), d.join("memory.json")).unwrap();
     let mut script = String::new();
     for i in 0..CYCLES {
+        // A save adds a key; the later values of a key are explicit updates.
         let reply = format!(
-            "<agent><action><type>storage_save</type><tags>{}</tags><value>{}</value></action></agent>",
+            "<agent><action><type>{}</type><tags>{}</tags><value>{}</value></action></agent>",
+            if i < KEYS { "storage_save" } else { "record_update" },
             fact_key(i),
             fact_value(i)
         );

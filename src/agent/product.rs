@@ -27,8 +27,8 @@ use crate::error::Result;
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::grammar::ProductAsk;
 use crate::limits::{
-    GRAMMAR_NAME_MAX_CHARS, PRODUCT_ENTRY_MAX_BYTES, PRODUCT_TAGS_MAX, PRODUCT_TAKEN_MAX, PRODUCT_TAKEN_MAX_CHARS,
-    PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES, TAG_MAX_BYTES,
+    PRODUCT_ENTRY_MAX_BYTES, PRODUCT_TAGS_MAX, PRODUCT_TAKEN_MAX, PRODUCT_TAKEN_MAX_CHARS, PRODUCT_VIEW_MAX_BYTES,
+    PRODUCT_VIEW_MAX_ENTRIES, TAG_MAX_BYTES,
 };
 use crate::memory::hash::{fnv1a64, fnv1a64_continue};
 use crate::memory::key::{normalize, Key};
@@ -593,7 +593,7 @@ fn name_of<'k>(key: &'k Key, product: &Key) -> Option<&'k str> {
     if key.tag_count() != product.tag_count() + 1 || !product.tags().all(|t| key.has_tag(t)) {
         return None;
     }
-    key.tags().find(|t| !product.has_tag(t)).filter(|n| n.len() < GRAMMAR_NAME_MAX_CHARS as usize)
+    key.tags().find(|t| !product.has_tag(t))
 }
 
 /// The words of `text`: runs of ASCII letters and digits (other characters separate).
