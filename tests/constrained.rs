@@ -662,7 +662,7 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
             "languagerefinery35214f9",
         ];
         for name in names {
-            if r() % 3 != 0 {
+            if !r().is_multiple_of(3) {
                 live.store.put(&normalize(&format!("cooking,glossary,{name}")).unwrap(), "x: y", 1).unwrap();
             }
         }

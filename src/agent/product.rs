@@ -433,7 +433,7 @@ impl Product {
                 // The word's place in the task: `words` yields slices of it.
                 let at = (word.as_ptr() as usize).saturating_sub(task.as_ptr() as usize);
                 let rest = task.get(at..).unwrap_or("");
-                let phrase = rest.split(|c| matches!(c, ':' | '.' | ';' | '!' | '?' | '\n' | ',')).next().unwrap_or("");
+                let phrase = rest.split([':', '.', ';', '!', '?', '\n', ',']).next().unwrap_or("");
                 let _ = self.title.push_str(crate::bytes::str_prefix(phrase.trim(), TITLE_MAX_BYTES));
             }
             if !self.tags.is_full() && !self.tags.iter().any(|t| t.as_str() == lower) {

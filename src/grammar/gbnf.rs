@@ -194,7 +194,7 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             && n.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
             && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     };
-    if p.taken.windows(2).any(|w| w[0] >= w[1]) {
+    if p.taken.iter().zip(p.taken.iter().skip(1)).any(|(a, b)| a >= b) {
         bail!(Internal, "the names a product entry may not take are not sorted and distinct (a bug)");
     }
     let mut taken: ArrayVec<&str, PRODUCT_TAKEN_MAX> = ArrayVec::new();
@@ -278,7 +278,7 @@ impl Trie<'_> {
         alphabet
             .iter()
             .copied()
-            .filter(move |&c| !(c == b'_' && ends) && !(lo..hi).any(|i| self.byte_at(i, depth) == Some(c)))
+            .filter(move |&c| !((c == b'_' && ends) || (lo..hi).any(|i| self.byte_at(i, depth) == Some(c))))
     }
 
     /// The children a name may follow: all, but the separator where a taken name ends (see
