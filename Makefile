@@ -7,7 +7,7 @@ HOST    := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 BIN     := target/release/lkjagent
 STATIC  := target/static/$(HOST)/release/lkjagent
 
-.PHONY: build run demo test conformance bench fuzz static lint model-check report-check recall-fts5 clean
+.PHONY: build run demo test conformance bench fuzz static lint model-check local report-check recall-fts5 clean
 
 build:
 	$(CARGO) build --release --locked
@@ -55,6 +55,11 @@ recall-fts5:
 # (~/.cache/lkjagent-model-check), runs the agent against it and reports figures.
 model-check: build
 	python3 tools/model_check.py
+
+# The agent on a small local model it installs (the model check's server and model, in the same
+# cache outside the repository), in a data directory of its own, until Ctrl-C.
+local: build
+	python3 tools/local.py
 
 # `lkjagent report` in a real browser: renders the demo's report and a generated 100,000-cycle
 # run's, and screenshots each with headless Chromium (installed from the system's packages when

@@ -14,15 +14,18 @@ a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent
    `lkjagent grammar --state S --format gbnf`, which llama.cpp's own parser must accept
    (llama_sampler_init_grammar, in a separate process: never sent to the server, which a
    malformed grammar would kill). If one is rejected, constrained modes are not run.
-4. Run the agent MODEL_CHECK_CYCLES (30) cycles per mode in MODEL_CHECK_MODES ("auto off"),
-   each in a fresh copy of data/config.json and data/memory.json (llm.endpoint, llm.model,
-   llm.constrain, agent.iterate.max_iterations and the task changed), against the one server.
+4. Run the agent MODEL_CHECK_CYCLES (30) cycles per mode in MODEL_CHECK_MODES ("auto off"; a
+   mode written MODE@completion runs MODE through /v1/completions) on the first task of TASKS,
+   and in the first mode on each other task (another domain, so that no choice is tuned to one
+   task), each in a fresh copy of data/config.json and data/memory.json (llm.endpoint,
+   llm.model, llm.constrain, agent.iterate.max_iterations and the task changed), against the one
+   server, with the exchange log on.
 5. Figures per mode, from DIR/logs/audit.jsonl, `lkjagent memory export`, the agent's stderr and
    the server's verbose log (split per run by file offset):
    valid replies (`valid`, else error null and no problems); actions tried / ok / refused as
    identical repeats; new store entries (not the agent's own think/evaluation/command logs, not
    a copy or near-copy (difflib ratio >= 0.8) of any text in config.json or the task, distinct
-   values); replies that hit max_tokens (`finish` == "length", else completion tokens >=
+   values), and those that serve the task (the rule at TASKS); replies that hit max_tokens (`finish` == "length", else completion tokens >=
    llm.max_tokens); prompt tokens sent (usage.prompt_tokens) vs re-evaluated by the server (M of
    "N prefix-match hit, remaining M prompt tokens to eval", plus the whole prompt of requests
    with no prefix hit); seconds per cycle and per successful action; the constrain mode used;
