@@ -430,6 +430,10 @@ pub const GRAMMAR_NAME_MAX_CHARS: u32 = 24;
 /// Longest definition a product ask allows (one sentence), in characters.
 pub const GRAMMAR_ENTRY_MAX_CHARS: u32 = 240;
 
+/// Shortest definition a product ask allows, in characters (a few words: "Chicken." is no
+/// definition of chicken).
+pub const GRAMMAR_ENTRY_MIN_CHARS: u32 = 16;
+
 /// Most names a product ask for the next names allows (small models name a few well, and
 /// drift after that).
 pub const GRAMMAR_PLAN_MAX_NAMES: u32 = 4;

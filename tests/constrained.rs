@@ -746,7 +746,7 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
     }
     // Random names are mostly not name-shaped (the plan drops them and asks again): some saves
     // happen all the same, every one of them new.
-    assert!(saves >= 100, "replies sampled from the grammar save: {saves}");
+    assert!(saves >= 50, "replies sampled from the grammar save: {saves}");
 }
 
 /// The product grammar's name rule, read by the independent GBNF reader: no taken name (of any

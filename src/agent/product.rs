@@ -312,10 +312,15 @@ impl Product {
             return false;
         }
         let words = || name.split(' ').filter(|w| !w.is_empty());
+        // A word: letters (or `-`), a vowel, and no capital after a small letter (a small
+        // model that drifts runs names together: "ChickenLovers").
         let shaped = |w: &str| {
             (2..=NAME_WORD_MAX_LETTERS).contains(&w.len())
                 && w.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
                 && w.bytes().any(|b| b"aeiouyAEIOUY".contains(&b))
+                && !w.as_bytes().windows(2).any(|p| {
+                    p.first().is_some_and(u8::is_ascii_lowercase) && p.get(1).is_some_and(u8::is_ascii_uppercase)
+                })
         };
         let first = words().next().unwrap_or("");
         let first_lower = |list: &[&str]| list.iter().any(|w| w.eq_ignore_ascii_case(first));
@@ -579,6 +584,11 @@ impl Product {
                 return Some("its name is a word of the task itself; name one thing the task is about");
             }
         }
+        // A text made only of the name's own words says nothing ("Chicken: Chicken Pots.").
+        let name_words = |w: &str| words(head(value)).any(|h| h.eq_ignore_ascii_case(w));
+        if words(body(value)).all(name_words) {
+            return Some("the text only repeats the name; say what it is");
+        }
         let (h, b) = (normal_hash(head(value)), normal_hash(body(value)));
         if self.seen.iter().any(|&(sh, sb)| sb == b || (sh == h && head(value).len() < value.len())) {
             return Some("<product> already says this; write something new");
@@ -741,6 +751,8 @@ mod tests {
         assert!(p.file(&key("cooking,glossary"), "Cooking: making food").is_err());
         assert!(p.repeats(&key("cooking,glossary,braising"), "Braise : something else").is_some());
         assert!(p.repeats(&key("cooking,glossary,other"), "BRAISE: to cook, slowly!").is_some());
+        // A text of the name's words only says nothing.
+        assert!(p.repeats(&key("cooking,glossary,chicken_pot"), "Chicken pot: pot chicken.").is_some());
         // Another name with the same text is a copy too.
         assert!(p.repeats(&key("cooking,glossary,stew"), "Stew: To cook slowly.").is_some());
         assert!(p.repeats(&key("cooking,glossary,sear"), "sear: to brown the surface").is_none());

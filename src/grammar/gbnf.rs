@@ -25,7 +25,9 @@
 use super::{Language, ProductAsk, ProductSave};
 use crate::error::Result;
 use crate::fixed::{ArrayVec, FixedBuf};
-use crate::limits::{GRAMMAR_ENTRY_MAX_CHARS, GRAMMAR_NAME_MAX_CHARS, GRAMMAR_PLAN_MAX_NAMES, PRODUCT_TAKEN_MAX};
+use crate::limits::{
+    GRAMMAR_ENTRY_MAX_CHARS, GRAMMAR_ENTRY_MIN_CHARS, GRAMMAR_NAME_MAX_CHARS, GRAMMAR_PLAN_MAX_NAMES, PRODUCT_TAKEN_MAX,
+};
 use crate::reply::ActionKind;
 
 /// Writes the GBNF grammar of `lang` into `out` (cleared first). `CAPACITY_EXCEEDED` if it
@@ -147,9 +149,12 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> Re
             out.push_str(" \"</tags><value>\" ")?;
             literal(out, name)?;
             out.push_str(" \": \" sentence \"</value></action>\\n\"\n")?;
-            // One sentence: text up to its first full stop, which ends it.
+            // One sentence of prose: at least GRAMMAR_ENTRY_MIN_CHARS, up to its first full
+            // stop, which ends it, without the brackets, colons and other signs a small model
+            // strings into timestamps and lists once it drifts.
             out.format(format_args!(
-                "sentence ::= [A-Za-z\\u00C0-\\U0010FFFF] [^<&\\n\\r.]{{0,{}}} \".\"\n",
+                "sentence ::= [A-Za-z\\u00C0-\\U0010FFFF] [^<&\\n\\r.:;{{}}\\[\\]_=*#@|~^$\\\\]{{{},{}}} \".\"\n",
+                GRAMMAR_ENTRY_MIN_CHARS.saturating_sub(2),
                 value_chars.min(GRAMMAR_ENTRY_MAX_CHARS).saturating_sub(2)
             ))
         }
