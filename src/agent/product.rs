@@ -1,25 +1,34 @@
-//! The task's product: what the agent has made for its task so far, shown to the model just
-//! before the ask, and the names a new entry may not take (docs/design.md §5, "Small models").
+//! The task's product: what the agent has made for its task so far, shown to the model before
+//! working memory, the names a new entry may not take, and what to ask (docs/design.md §5).
 //!
-//! Small models state facts about a named thing and continue a document of the task's own
-//! product well; they cannot invent what to do next from abstract instructions, and they copy
-//! whatever sits in the prompt. So the agent carries the structure and the novelty, and asks
-//! the model only for the next entry:
+//! Small models state facts about a named thing and continue a list or a document well; they
+//! cannot invent what to do next from abstract instructions, and they copy whatever sits in the
+//! prompt. So the agent carries the structure and the novelty, and asks the model only what it
+//! can answer:
 //!
 //! - **The product's tags** come from the task's own words: its first
 //!   [`PRODUCT_TAGS_MAX`] content words, as tags ("Build a small glossary of cooking terms..."
 //!   gives `cooking,glossary`). Every entry of the product carries them and one tag of its own,
-//!   its name (`braise,cooking,glossary`).
+//!   its name (`braise,cooking,glossary`), which the agent takes from the head of the value
+//!   ([`Product::file`]). The title ("glossary of cooking terms"), the unit ("term", from "one
+//!   term per entry") and the domain ("cooking") come from the task's words too.
 //! - **The view** ([`Product::render`]) is the newest [`PRODUCT_VIEW_MAX_ENTRIES`] entries that
 //!   carry the product's tags, oldest of them first, one value a line (a value is written
 //!   `name: one sentence`), bounded by [`PRODUCT_VIEW_MAX_BYTES`].
 //! - **The names taken** ([`Product::taken`]) are those of the newest [`PRODUCT_TAKEN_MAX`]
 //!   product entries and the task's own content words (a small model asked for a cooking term
-//!   answers `cooking`). The grammar makes them impossible as the name of a new entry
-//!   ([`crate::grammar::ProductSave`]); a save that names one anyway (an unconstrained reply)
-//!   is refused, as is a value whose head or text is one the view shows already.
-//! - **The ask** ([`Product::write_ask`]) is the last line of the prompt: the next entry of the
-//!   product, in its form, or, with nothing made yet, the first.
+//!   answers `cooking`). The grammar makes them impossible as a new name, or as the first word
+//!   of one ([`crate::grammar::ProductSave`]); a save that names one anyway (an unconstrained
+//!   reply) is refused, as is one whose name or text the view shows already
+//!   ([`Product::repeats`]).
+//! - **The asks** ([`Product::ask`], [`Product::write_question`]): with a grammar, the prompt
+//!   ends with one concrete question and the grammar writes all of the reply but the answer.
+//!   With no free name in the plan (the working-memory entry [`PLAN_KEY`]): names, as a list
+//!   that continues the newest entries' names (`Examples: Braise, Sear, `); else the entry of
+//!   the plan's next free name ("In the glossary of cooking terms, what is roux? Answer in one
+//!   sentence.", the value starting `Roux: `). After each cycle the plan keeps only the free,
+//!   name-shaped names not yet asked for ([`Product::settle_plan`]). Without a grammar the ask
+//!   is the next entry ([`Product::write_ask`]).
 //!
 //! Everything is reserved in [`Product::new`]; refreshing and rendering allocate nothing.
 
