@@ -482,9 +482,10 @@ impl Product {
 
     /// Writes the view into `out`: `<product>`, the newest entries' values (oldest of them
     /// first, one a line, each cut at [`PRODUCT_ENTRY_MAX_BYTES`]), `</product>`; nothing when
-    /// the product is inactive. Within [`PRODUCT_VIEW_MAX_BYTES`]: entries that would pass it
-    /// are left out, the oldest first. Remembers what it showed for [`Product::repeats`].
-    pub fn render(&mut self, store: &mut Store, out: &mut FixedBuf) -> Result<()> {
+    /// the product is inactive. Its lines take at most `max_bytes` (and never more than
+    /// [`PRODUCT_VIEW_MAX_BYTES`]): entries that would pass it are left out, the oldest first.
+    /// Remembers what it showed for [`Product::repeats`] and the ask.
+    pub fn render(&mut self, store: &mut Store, out: &mut FixedBuf, max_bytes: usize) -> Result<()> {
         self.seen.clear();
         self.names.clear();
         self.shown = 0;
@@ -502,7 +503,7 @@ impl Product {
                 Ok(v) => line(v).len() + 1,
                 Err(_) => continue,
             };
-            if bytes + len > PRODUCT_VIEW_MAX_BYTES {
+            if bytes + len > max_bytes.min(PRODUCT_VIEW_MAX_BYTES) {
                 break;
             }
             bytes += len;
@@ -711,6 +712,58 @@ mod tests {
         let mut p = Product::new();
         p.derive(task);
         p
+    }
+
+    /// The view stays within its bounds for any store: random product entries (long, short,
+    /// several lines, multi-byte text, names that are and are not tags) and random byte
+    /// budgets; the taken names stay sorted and distinct, within their bounds.
+    #[test]
+    fn the_view_stays_within_its_bounds_for_any_store() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let pieces = ["a", "é", "考え", " ", "\n", ":", "sear", "braise ", "x".repeat(90).leak()];
+        for case in 0..12 {
+            let dir = crate::testing::temp_dir("product-view");
+            let mut store = Store::open_with_capacity(&dir, 4096).unwrap();
+            let mut working = WorkingSet::new();
+            working.add(&normalize("task").unwrap(), "A glossary of cooking terms, one term per entry.", 1).unwrap();
+            for i in 0..(next() % 400) {
+                let mut value = format!("Name{}: ", i);
+                for _ in 0..(next() % 40) {
+                    value.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+                }
+                let key = if next() % 5 == 0 {
+                    format!("cooking,glossary,n{i},extra")
+                } else {
+                    format!("cooking,glossary,n{i}")
+                };
+                store.put(&normalize(&key).unwrap(), value.trim(), 1).unwrap();
+            }
+            let mut p = Product::new();
+            p.refresh(&working, Some(&store));
+            let taken: Vec<&str> = p.taken().collect();
+            assert!(taken.windows(2).all(|w| w[0] < w[1]), "case {case}: {taken:?}");
+            assert!(
+                taken.len() <= PRODUCT_TAKEN_MAX
+                    && taken.iter().map(|t| t.len()).sum::<usize>() <= PRODUCT_TAKEN_MAX_CHARS + 64 * 16
+            );
+            for max in [0, 1, 100, 2000, 1 << 20] {
+                let mut out = FixedBuf::with_capacity("view", 64 * 1024);
+                p.render(&mut store, &mut out, max).unwrap();
+                let text = out.as_str().expect("the view is text");
+                let body = text.strip_prefix("<product>\n").and_then(|t| t.strip_suffix("</product>\n")).unwrap();
+                assert!(body.len() <= max.min(PRODUCT_VIEW_MAX_BYTES), "case {case}, max {max}: {} bytes", body.len());
+                let lines: Vec<&str> = body.lines().collect();
+                assert!(lines.len() <= PRODUCT_VIEW_MAX_ENTRIES && lines.len() == p.shown());
+                assert!(lines.iter().all(|l| l.len() <= PRODUCT_ENTRY_MAX_BYTES && !l.is_empty()), "{lines:?}");
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]

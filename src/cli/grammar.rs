@@ -75,7 +75,7 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
     // continues from.
     if let Some(s) = store.as_deref_mut() {
         let mut view = crate::fixed::FixedBuf::with_capacity("product view", crate::limits::PROMPT_MAX_BYTES);
-        product.render(s, &mut view)?;
+        product.render(s, &mut view, crate::limits::PRODUCT_VIEW_MAX_BYTES)?;
     }
     c.prepare(
         Some(mode),

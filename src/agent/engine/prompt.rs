@@ -229,12 +229,15 @@ impl Agent {
     pub(super) fn build_prompt(&mut self) -> Result<()> {
         let state = self.memory.state;
         self.product.refresh(&self.memory.working, Some(&self.store));
+        // The view takes at most a quarter of what paging brings the prompt down to, so that
+        // paging working memory out always brings the prompt under its limits, view and all.
+        let view_bytes = (self.paging_target() as f64 * self.bytes_per_token / 4.0) as usize;
         let p = &mut self.prompt;
         p.clear();
         p.push_str(head_of(&self.config, &self.constrainer))?;
         // The product before working memory: it grows only at its end (a new entry), while
         // working memory's logs rotate every cycle, so a server's prompt cache keeps it.
-        self.product.render(&mut self.store, p)?;
+        self.product.render(&mut self.store, p, view_bytes)?;
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         render_pairs(p, wm.iter().map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
