@@ -182,9 +182,9 @@ pub struct Product {
     newest: Results,
     /// The names taken, sorted and distinct.
     taken: ArrayVec<Word, PRODUCT_TAKEN_MAX>,
-    /// Hashes of the head (the text before `:`) and of the whole value of each entry in the
-    /// view, as [`normal_hash`] makes them.
-    seen: ArrayVec<(u64, u64), PRODUCT_VIEW_MAX_ENTRIES>,
+    /// For each entry in the view: the hash of its head (the text before `:`, as
+    /// [`normal_hash`] makes it) and the words of its text ([`Words`]).
+    seen: ArrayVec<(u64, Words), PRODUCT_VIEW_MAX_ENTRIES>,
     /// Entries the view showed in the last render.
     shown: usize,
     /// The names (heads) of the newest of them, newest last, for the ask.
@@ -517,7 +517,7 @@ impl Product {
             let text = line(v);
             out.push_str(text)?;
             out.push_str("\n")?;
-            let _ = self.seen.push((normal_hash(head(v)), normal_hash(body(v))));
+            let _ = self.seen.push((normal_hash(head(v)), Words::of(body(v))));
             self.shown += 1;
             let name = crate::bytes::str_prefix(head(v).trim(), TITLE_MAX_BYTES);
             if !name.is_empty() && name.len() < v.len() {
@@ -599,8 +599,8 @@ impl Product {
         if words(body(value)).all(name_words) {
             return Some("the text only repeats the name; say what it is");
         }
-        let (h, b) = (normal_hash(head(value)), normal_hash(body(value)));
-        if self.seen.iter().any(|&(sh, sb)| sb == b || (sh == h && head(value).len() < value.len())) {
+        let (h, b) = (normal_hash(head(value)), Words::of(body(value)));
+        if self.seen.iter().any(|(sh, sb)| sb.alike(&b) || (*sh == h && head(value).len() < value.len())) {
             return Some("<product> already says this; write something new");
         }
         None
@@ -692,6 +692,39 @@ fn normal_hash(text: &str) -> u64 {
         h = fnv1a64_continue(h, b" ");
     }
     h
+}
+
+/// Most words of a text kept to compare it with another (its first distinct ones).
+const TEXT_WORDS_MAX: usize = 24;
+
+/// The distinct words of a text (the first [`TEXT_WORDS_MAX`]), as sorted FNV-1a hashes of their
+/// lowercased letters, to tell a copy that differs in a word or two from a new text.
+#[derive(Clone, Copy, Debug, Default)]
+struct Words(ArrayVec<u32, TEXT_WORDS_MAX>);
+
+impl Words {
+    fn of(text: &str) -> Words {
+        let mut w = ArrayVec::new();
+        for word in words(text) {
+            let h = normal_hash(word) as u32;
+            if !w.is_full() && !w.iter().any(|&x| x == h) {
+                let _ = w.push(h);
+            }
+        }
+        w.as_mut_slice().sort_unstable();
+        Words(w)
+    }
+
+    /// Whether the two share at least 70% of their words (Jaccard): one is a near copy of the
+    /// other ("a Japanese dish made with kimchi" and "Japanese dish made with kimchi").
+    fn alike(&self, other: &Words) -> bool {
+        let (a, b) = (self.0.as_slice(), other.0.as_slice());
+        if a.is_empty() || b.is_empty() {
+            return a == b;
+        }
+        let shared = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
+        shared * 10 >= (a.len() + b.len() - shared) * 7
+    }
 }
 
 /// Removes adjacent duplicates of a sorted list.
@@ -807,16 +840,21 @@ mod tests {
     #[test]
     fn repeats_are_found_by_name_head_and_value() {
         let mut p = product_for("A glossary of cooking terms, one term per entry.");
-        let _ = p.seen.push((normal_hash("braise"), normal_hash(" to cook slowly")));
+        let _ = p.seen.push((normal_hash("braise"), Words::of(" a Japanese dish made with kimchi and pork belly")));
         let key = |s: &str| normalize(s).unwrap();
         assert!(p.repeats(&key("cooking,glossary,terms"), "terms: making food").is_some());
         assert!(p.file(&key("cooking,glossary"), "Cooking: making food").is_err());
         assert!(p.repeats(&key("cooking,glossary,braising"), "Braise : something else").is_some());
-        assert!(p.repeats(&key("cooking,glossary,other"), "BRAISE: to cook, slowly!").is_some());
+        assert!(p.repeats(&key("cooking,glossary,other"), "BRAISE: something else entirely").is_some());
+        assert!(p
+            .repeats(&key("cooking,glossary,jianjen"), "Jianjen: Japanese dish made with kimchi and pork belly.")
+            .is_some());
         // A text of the name's words only says nothing.
         assert!(p.repeats(&key("cooking,glossary,chicken_pot"), "Chicken pot: pot chicken.").is_some());
         // Another name with the same text is a copy too.
-        assert!(p.repeats(&key("cooking,glossary,stew"), "Stew: To cook slowly.").is_some());
+        assert!(p
+            .repeats(&key("cooking,glossary,stew"), "Stew: A JAPANESE dish, made with kimchi and pork belly!")
+            .is_some());
         assert!(p.repeats(&key("cooking,glossary,sear"), "sear: to brown the surface").is_none());
         // Not a product key: only the value checks apply.
         assert!(p.repeats(&key("notes"), "sear: to brown").is_none());
