@@ -596,7 +596,7 @@ impl Product {
         }
         // A text made only of the name's own words says nothing ("Chicken: Chicken Pots.").
         let name_words = |w: &str| words(head(value)).any(|h| h.eq_ignore_ascii_case(w));
-        if words(body(value)).all(name_words) {
+        if split_entry(value).1 && words(body(value)).all(name_words) {
             return Some("the text only repeats the name; say what it is");
         }
         let (h, b) = (normal_hash(head(value)), Words::of(body(value)));
@@ -851,6 +851,8 @@ mod tests {
             .is_some());
         // A text of the name's words only says nothing.
         assert!(p.repeats(&key("cooking,glossary,chicken_pot"), "Chicken pot: pot chicken.").is_some());
+        // A value with no name is not judged by its name.
+        assert!(p.repeats(&key("notes"), "first").is_none());
         // Another name with the same text is a copy too.
         assert!(p
             .repeats(&key("cooking,glossary,stew"), "Stew: A JAPANESE dish, made with kimchi and pork belly!")
