@@ -71,40 +71,13 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// Words a small model starts an answer with that name nothing ("The ...", "Here is ...",
-/// "Including: ..."), taken so that no entry is named by them or starts with them.
+/// "Including: ...") or copies from the agent's own lines ("Result: ..."): the plan keeps no
+/// name that is one or starts with one.
+#[rustfmt::skip]
 const NOT_NAMES: &[&str] = &[
-    "a",
-    "an",
-    "another",
-    "answer",
-    "definition",
-    "example",
-    "examples",
-    "here",
-    "i",
-    "including",
-    "it",
-    "its",
-    "my",
-    "name",
-    "new",
-    "next",
-    "no",
-    "ok",
-    "okay",
-    "one",
-    "our",
-    "sure",
-    "that",
-    "the",
-    "these",
-    "this",
-    "those",
-    "we",
-    "what",
-    "yes",
-    "you",
-    "your",
+    "a", "action", "an", "another", "answer", "definition", "example", "examples", "here", "i", "including", "it",
+    "its", "my", "name", "new", "next", "no", "ok", "okay", "one", "our", "plan", "refused", "repeat", "result",
+    "sure", "tags", "that", "the", "these", "this", "those", "we", "what", "yes", "you", "your",
 ];
 
 /// The working-memory key of the plan: the names of the next entries, as the model named them

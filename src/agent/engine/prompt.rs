@@ -240,7 +240,11 @@ impl Agent {
         self.product.render(&mut self.store, p, view_bytes)?;
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
-        render_pairs(p, wm.iter().map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
+        // The plan is the agent's own bookkeeping of names to ask about: shown, a small model
+        // copies its list into the entry it is asked for.
+        let plan = self.product.active().then_some(crate::agent::product::PLAN_KEY);
+        let shown = wm.iter().filter(|(k, _, _)| Some(k.as_str()) != plan);
+        render_pairs(p, shown.map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
         p.push_str("</working_memory>\n")?;
         p.format(format_args!(
             "<current_state>{}</current_state>\n<iteration>{}</iteration>\n",
