@@ -124,10 +124,26 @@ fn assert_inert(html: &str) {
     }
     assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count(), "every drawing is closed once");
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    // Nothing may run or be fetched, and only the page's own style applies: the policy names its
+    // SHA-256 (a browser drops a style whose hash differs, so the hash is checked here).
+    let style = html.split("<style>").nth(1).and_then(|s| s.split("</style>").next()).expect("a style block");
+    let digest = lkjagent::sha256::Sha256::digest(style.as_bytes());
+    let b64 = {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for c in digest.chunks(3) {
+            let n = c.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+            for i in 0..4 {
+                out.push(if i <= c.len() { A[(n >> (18 - 6 * i)) as usize & 63] as char } else { '=' });
+            }
+        }
+        out
+    };
     assert!(
-        html.contains("content=\"default-src 'none'; style-src 'unsafe-inline'\""),
-        "the page forbids scripts and fetches"
+        html.contains(&format!("content=\"default-src 'none'; style-src 'sha256-{b64}'\"")),
+        "the page forbids scripts and fetches, and names its style's hash"
     );
+    assert!(!lower.contains("unsafe-"), "no unsafe CSP source");
 }
 
 #[test]

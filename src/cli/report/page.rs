@@ -74,15 +74,37 @@ table.stack td::before{content:attr(data-label);position:absolute;left:.2rem;top
 svg.plot{height:8rem}*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}\
 ";
 
+/// The base64 of the SHA-256 of [`STYLE`], for the page's Content-Security-Policy.
+fn style_digest() -> &'static str {
+    static DIGEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIGEST.get_or_init(|| base64(&crate::sha256::Sha256::digest(STYLE.as_bytes())))
+}
+
+/// Standard base64 (RFC 4648 §4), with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (b(0) << 16) | (b(1) << 8) | b(2);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            let c = ALPHABET.get((n >> shift) as usize & 63).copied().unwrap_or(b'=');
+            out.push(if i <= chunk.len() { c as char } else { '=' });
+        }
+    }
+    out
+}
+
 impl Report {
     /// Writes the whole page.
     pub fn write(&self, p: &mut Page) {
         p.markup("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
         p.markup("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
-        // Defence in depth: even a text that escaped escaping could run nothing and fetch nothing.
-        p.markup(
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        );
+        // Defence in depth: even a text that escaped escaping could run nothing and fetch nothing,
+        // and no style but the page's own one applies (named by its SHA-256, as CSP allows).
+        p.markup("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'sha256-");
+        p.markup(style_digest());
+        p.markup("'\">");
         p.markup("<meta name=\"referrer\" content=\"no-referrer\">");
         p.markup("<title>lkjagent report: ");
         p.text(&self.data.display().to_string());
@@ -559,6 +581,25 @@ impl core::fmt::Display for Span {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn base64_as_rfc_4648_says() {
+        // RFC 4648 §10 test vectors.
+        for (plain, coded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64(plain.as_bytes()), coded);
+        }
+        // A SHA-256 is 44 characters with one pad.
+        assert_eq!(super::style_digest().len(), 44);
+        assert!(super::style_digest().ends_with('='));
+    }
+
     use super::*;
 
     #[test]
