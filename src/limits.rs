@@ -427,12 +427,26 @@ pub const GRAMMAR_THINK_MAX_CHARS: u32 = 1500;
 /// by the grammar (the grammar cannot write them either).
 pub const GRAMMAR_NAME_MAX_CHARS: u32 = 24;
 
-/// Longest definition a product ask allows (one sentence), in characters.
-pub const GRAMMAR_ENTRY_MAX_CHARS: u32 = 240;
+/// Most words of a definition a product ask allows (one sentence: a first clause and up to
+/// [`GRAMMAR_ENTRY_MAX_CLAUSES`]` - 1` more after a comma, each of at most a quarter of these).
+/// A word is at most [`GRAMMAR_WORD_MAX_CHARS`] characters, so a definition is at most about
+/// 700 characters; a typical one is about 120.
+pub const GRAMMAR_ENTRY_MAX_WORDS: u32 = 32;
 
-/// Shortest definition a product ask allows, in characters (a few words: "Chicken." is no
-/// definition of chicken).
-pub const GRAMMAR_ENTRY_MIN_CHARS: u32 = 16;
+/// Most clauses (comma-separated parts) of a definition a product ask allows: a small model
+/// that drifts strings names into a long comma list ("Lions, Leopards, Giraffes, ...").
+pub const GRAMMAR_ENTRY_MAX_CLAUSES: u32 = 4;
+
+/// Longest word of a definition a product ask allows, in characters: a capital, 3 consonants,
+/// 5 groups of up to 3 vowels with up to 4 consonants between them and after them, and a `'`
+/// or `-` part of 3 consonants and 3 vowel groups with their consonants (see `grammar::gbnf`).
+pub const GRAMMAR_WORD_MAX_CHARS: u32 = 1 + 3 + 5 * 3 + 5 * 4 + 1 + 3 + 3 * 3 + 3 * 4;
+
+const _: () = assert!(
+    (GRAMMAR_NAME_MAX_CHARS + 2 + GRAMMAR_ENTRY_MAX_WORDS * (GRAMMAR_WORD_MAX_CHARS + 2)) as usize
+        <= STORE_VALUE_MAX_BYTES / 4,
+    "a definition a product ask allows fits a stored value with room to spare"
+);
 
 /// Most names a product ask for the next names allows (small models name a few well, and
 /// drift after that).
@@ -459,6 +473,14 @@ pub const PRODUCT_VIEW_MAX_BYTES: usize = 3 * 1024;
 
 /// Most bytes of one entry in the product view.
 pub const PRODUCT_ENTRY_MAX_BYTES: usize = 240;
+
+/// Most names the agent remembers having asked the model about this run (each never asked
+/// again). Cost: 8 bytes each, reserved once; past it the oldest is forgotten.
+pub const PRODUCT_ASKED_MAX: usize = 256;
+
+/// Most distinct words the product view's definitions offer as the next names of a glossary
+/// (the rest are left for a later cycle). Cost: 72 bytes each, reserved once.
+pub const PRODUCT_CANDIDATES_MAX: usize = 64;
 
 /// Most names a new product entry may not take: the names of stored product entries (the
 /// newest, read from the store's tag index) and the task's own words. Cost: 64 bytes each,

@@ -704,7 +704,7 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
                     if a.kind == ActionKind::WorkingMemoryAdd {
                         // Names for the plan: none of them is stored, or a word of the task.
                         assert_eq!((mode, a.tags), (Mode::Grammar, "plan"), "{reply}");
-                        let names = value.strip_prefix("Examples: ").unwrap_or_else(|| panic!("{reply}"));
+                        let names = value.strip_prefix("Some cooking terms: ").unwrap_or_else(|| panic!("{reply}"));
                         for name in names.split(", ") {
                             let tag: String = name.to_ascii_lowercase().replace([' ', '-'], "_");
                             let key = normalize(&format!("cooking,glossary,{tag}")).unwrap();

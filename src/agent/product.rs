@@ -12,23 +12,29 @@
 //!   its name (`braise,cooking,glossary`), which the agent takes from the head of the value
 //!   ([`Product::file`]). The title ("glossary of cooking terms"), the unit ("term", from "one
 //!   term per entry") and the domain ("cooking") come from the task's words too.
-//! - **The view** ([`Product::render`]) is the newest [`PRODUCT_VIEW_MAX_ENTRIES`] entries that
-//!   carry the product's tags, oldest of them first, one value a line (a value is written
-//!   `name: one sentence`), bounded by [`PRODUCT_VIEW_MAX_BYTES`].
+//! - **The view** ([`Product::render`]) is the names of the newest [`PRODUCT_VIEW_MAX_ENTRIES`]
+//!   entries that carry the product's tags, oldest of them first, one a line, bounded by
+//!   [`PRODUCT_VIEW_MAX_BYTES`]. Names, not whole entries: with definitions in its prompt, a
+//!   small model asked for a new one copies one of them (measured: 16 of 18 copies).
 //! - **The names taken** ([`Product::taken`]) are those of the newest [`PRODUCT_TAKEN_MAX`]
-//!   product entries and the task's own content words (a small model asked for a cooking term
-//!   answers `cooking`). The grammar makes them impossible as a new name, or as the first word
-//!   of one ([`crate::grammar::ProductSave`]); a save that names one anyway (an unconstrained
-//!   reply) is refused, as is one whose name or text the view shows already
-//!   ([`Product::repeats`]).
+//!   product entries and the task's own words (a small model asked for a cooking term answers
+//!   `cooking`, or `One term`). The grammar makes them impossible as a new name, or as the
+//!   first word of one ([`crate::grammar::ProductSave`]); a save that names one anyway (an
+//!   unconstrained reply) is refused, as is one whose name or text the view shows already, or
+//!   whose text is the task's own words ([`Product::repeats`]). A name asked about once is not
+//!   asked again in the run, whatever came of it ([`Product::asked`]).
 //! - **The asks** ([`Product::ask`], [`Product::write_question`]): with a grammar, the prompt
 //!   ends with one concrete question and the grammar writes all of the reply but the answer.
-//!   With no free name in the plan (the working-memory entry [`PLAN_KEY`]): names, as a list
-//!   that continues the newest entries' names (`Examples: Braise, Sear, `); else the entry of
-//!   the plan's next free name ("In the glossary of cooking terms, what is roux? Answer in one
-//!   sentence.", the value starting `Roux: `). After each cycle the plan keeps only the free,
-//!   name-shaped names not yet asked for ([`Product::settle_plan`]). Without a grammar the ask
-//!   is the next entry ([`Product::write_ask`]).
+//!   The next name is the plan's next free one (the working-memory entry [`PLAN_KEY`], which
+//!   the prompt does not show); for a glossary with none, the word the view's definitions use
+//!   most that is not taken (the words a glossary uses are its next terms, and real words,
+//!   which a small model defines well: "made with *flour* and *butter*"). The ask for it is
+//!   its entry ("In the glossary of cooking terms, what is Flour? Answer in one sentence.", the
+//!   value starting `Flour: `, one sentence of words). With no name at all: names for the plan,
+//!   as a list that continues the newest entries' names ("List some well-known cooking
+//!   terms.", the value starting `Some cooking terms: Braise, Sear, `). After each cycle the
+//!   plan keeps only the free, name-shaped names not yet asked for ([`Product::settle_plan`]).
+//!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
 //! Everything is reserved in [`Product::new`]; refreshing and rendering allocate nothing.
 
@@ -36,8 +42,8 @@ use crate::error::Result;
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::grammar::ProductAsk;
 use crate::limits::{
-    PRODUCT_ENTRY_MAX_BYTES, PRODUCT_TAGS_MAX, PRODUCT_TAKEN_MAX, PRODUCT_TAKEN_MAX_CHARS, PRODUCT_VIEW_MAX_BYTES,
-    PRODUCT_VIEW_MAX_ENTRIES, TAG_MAX_BYTES,
+    PRODUCT_ASKED_MAX, PRODUCT_CANDIDATES_MAX, PRODUCT_ENTRY_MAX_BYTES, PRODUCT_TAGS_MAX, PRODUCT_TAKEN_MAX,
+    PRODUCT_TAKEN_MAX_CHARS, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES, TAG_MAX_BYTES,
 };
 use crate::memory::hash::{fnv1a64, fnv1a64_continue};
 use crate::memory::key::{normalize, Key};
@@ -83,9 +89,6 @@ const NOT_NAMES: &[&str] = &[
 /// The working-memory key of the plan: the names of the next entries, as the model named them
 /// (`Terms for the glossary of cooking terms: roux, fondue`).
 pub const PLAN_KEY: &str = "plan";
-
-/// What a plan's value starts with (see [`Product::ask`]).
-const PLAN_PREFIX: &str = "Examples: ";
 
 /// Most names the plan keeps (small models name the first few best).
 pub const PLAN_NAMES_MAX: usize = 3;
@@ -133,6 +136,42 @@ const ASK_NAMES_MAX: usize = 6;
 /// first of them names what an entry is.
 const UNIT_MARKERS: &[&str] = &["each", "every", "one", "per"];
 
+/// Units of a task whose entries define words ("one term per entry"): the words a definition
+/// uses are the next terms to define. Sorted.
+const GLOSSARY_UNITS: &[&str] =
+    &["abbreviation", "acronym", "concept", "definition", "expression", "idiom", "phrase", "term", "word"];
+
+/// Words of a title that make it a glossary ("dictionary of networking terms"). Sorted.
+const GLOSSARY_FORMS: &[&str] = &["dictionary", "glossary", "lexicon", "terminology", "vocabulary"];
+
+/// Words that end a noun phrase in a definition ("made with *flour* and *butter*"): the word
+/// before one is the head of a phrase, a candidate term. Sorted.
+#[rustfmt::skip]
+const PHRASE_ENDS: &[&str] = &[
+    "after", "and", "are", "as", "at", "before", "between", "but", "by", "called", "during", "for", "from", "in",
+    "including", "into", "is", "like", "made", "of", "on", "or", "over", "such", "than", "that", "through", "to",
+    "under", "used", "using", "was", "were", "when", "where", "which", "while", "who", "whose", "with", "without",
+];
+
+/// Words that end a phrase but name nothing worth a definition of its own: what definitions
+/// of anything are made of ("a *type* of", "the *art* of", "many *others*"), adverbs,
+/// adjectives and participles that stand before a phrase end ("*native* to", "*found* in"). Sorted; a plural is looked up as its singular.
+#[rustfmt::skip]
+const GENERIC_WORDS: &[&str] = &[
+    "able", "addition", "also", "always", "amount", "area", "art", "aspect", "available", "close", "common",
+    "context", "different", "done", "due", "eaten", "else", "equal", "even", "ever", "example", "experience",
+    "form", "found", "free", "full", "given", "great", "group", "grown", "held", "here", "high", "important",
+    "just", "kept", "kind", "known", "level", "lot", "low", "main", "many", "method", "more", "most", "much",
+    "native", "never", "number", "often", "only", "other", "part", "particular", "people", "piece", "place",
+    "point", "popular", "process", "purpose", "quality", "range", "result", "rich", "role", "same", "seen", "side",
+    "similar", "something", "sometimes", "specific", "still", "style", "such", "there", "they", "thing", "time",
+    "together", "too", "type", "unique", "use", "user", "usually", "variety", "various", "very", "way", "well",
+    "world",
+];
+
+/// Endings of words that are not names of things (adverbs, participles, adjectives).
+const NOT_NOUN_ENDINGS: &[&str] = &["able", "ed", "ful", "ible", "ical", "ish", "less", "ly", "ous"];
+
 /// A tag-sized word.
 type Word = ArrayString<TAG_MAX_BYTES>;
 
@@ -164,10 +203,10 @@ pub struct Product {
     names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, ASK_NAMES_MAX>,
     /// The unit in the plural ("terms").
     units: Word,
-    /// What the plan's value starts with: `Examples: ` and the names of the newest entries the
-    /// view showed (`Examples: Braise, Sear, `), so that the model continues a list of the
-    /// product's own names, which small models do well.
-    prefix: ArrayString<{ (ASK_NAMES_MAX + 1) * TITLE_MAX_BYTES }>,
+    /// What the plan's value starts with: `Some <domain> <units>: ` and the names of the newest
+    /// entries the view showed (`Some cooking terms: Braise, Sear, `), so that the model
+    /// continues a list of the product's own names, which small models do well.
+    prefix: ArrayString<{ (ASK_NAMES_MAX + 3) * TITLE_MAX_BYTES }>,
     /// The plan's next free name, as written.
     next: ArrayString<TITLE_MAX_BYTES>,
     /// Every word of the task, lowercased (a name that starts with one is copied from it).
@@ -175,6 +214,15 @@ pub struct Product {
     /// What the product is about: the title less the words of its form and its unit
     /// ("cooking" of "glossary of cooking terms").
     domain: ArrayString<TITLE_MAX_BYTES>,
+    /// Whether the product defines words (a glossary): then the words its definitions use are
+    /// the next names to ask about ([`Product::render`]).
+    glossary: bool,
+    /// FNV-1a hashes of the tags of the names asked about this run, oldest first: never asked
+    /// again, whatever came of the ask.
+    asked: ArrayVec<u64, PRODUCT_ASKED_MAX>,
+    /// The words the view's definitions use that could name a new entry, with how many of the
+    /// definitions use them, in the order met (newest definition first).
+    candidates: ArrayVec<(Word, u32), PRODUCT_CANDIDATES_MAX>,
 }
 
 impl Default for Product {
@@ -203,6 +251,9 @@ impl Product {
             next: ArrayString::new(),
             all_words: ArrayVec::new(),
             domain: ArrayString::new(),
+            glossary: false,
+            asked: ArrayVec::new(),
+            candidates: ArrayVec::new(),
         }
     }
 
@@ -244,8 +295,9 @@ impl Product {
         self.newest.clear();
         self.taken.clear();
         let Some(key) = self.key else { return };
-        // The task's words first: they must always be there.
-        for w in self.words.iter() {
+        // Every word of the task first: they must always be there. A name that is one, or
+        // starts with one, is copied from the task ("One animal", "List of").
+        for w in self.all_words.iter().chain(self.words.iter()) {
             let _ = self.taken.push(*w);
         }
         let q = Query { required: Some(key), max_results: PRODUCT_TAKEN_MAX, ..Query::default() };
@@ -290,7 +342,25 @@ impl Product {
     /// term", copied from the task).
     fn is_free(&self, name: &str) -> bool {
         let mut tag = Word::new();
-        if !slug(name, &mut tag) || self.taken.as_slice().binary_search(&tag).is_ok() {
+        if !slug(name, &mut tag) {
+            return false;
+        }
+        // Taken or asked already, in the singular or the plural ("egg" of "eggs").
+        let mut forms: ArrayVec<Word, 3> = ArrayVec::new();
+        let _ = forms.push(tag);
+        if let Some(one) = tag.as_str().strip_suffix('s').filter(|s| s.len() >= 3) {
+            if let Ok(w) = Word::try_from_str(one) {
+                let _ = forms.push(w);
+            }
+        }
+        let mut plural = tag;
+        if plural.push('s').is_ok() {
+            let _ = forms.push(plural);
+        }
+        let seen = |t: &Word| {
+            self.taken.as_slice().binary_search(t).is_ok() || self.asked.as_slice().contains(&fnv1a64(t.as_bytes()))
+        };
+        if forms.iter().any(seen) {
             return false;
         }
         let words = || name.split(' ').filter(|w| !w.is_empty());
@@ -310,6 +380,7 @@ impl Product {
             && words().count() <= NAME_WORDS_MAX
             && words().all(shaped)
             && !first_lower(NOT_NAMES)
+            && !first_lower(PHRASE_ENDS)
             && !self.all_words.iter().any(|w| w.eq_ignore_ascii_case(first))
     }
 
@@ -323,6 +394,19 @@ impl Product {
         }
     }
 
+    /// Remembers that `name` was asked about (a [`ProductAsk::Define`]): it is not asked again
+    /// this run. The oldest of [`PRODUCT_ASKED_MAX`] is forgotten first.
+    pub fn asked(&mut self, name: &str) {
+        let mut tag = Word::new();
+        if !slug(name, &mut tag) {
+            return;
+        }
+        if self.asked.is_full() {
+            self.asked.remove(0);
+        }
+        let _ = self.asked.push(fnv1a64(tag.as_bytes()));
+    }
+
     /// Writes the question of `ask` as the prompt's last line.
     pub fn write_question(&self, ask: ProductAsk<'_>, out: &mut FixedBuf) -> Result<()> {
         match ask {
@@ -332,7 +416,7 @@ impl Product {
             // Asked in the task's words but not as the task says them (a small model copies the
             // task's text when the question repeats it).
             ProductAsk::Names { .. } => out.format(format_args!(
-                "Give examples of {}{}{}.\n",
+                "List some well-known {}{}{}.\n",
                 self.domain,
                 if self.domain.is_empty() { "" } else { " " },
                 self.units.as_str()
@@ -385,6 +469,8 @@ impl Product {
         self.title.clear();
         self.all_words.clear();
         self.domain.clear();
+        self.glossary = false;
+        self.asked.clear();
         self.key = None;
         let mut after_marker = false;
         for word in words(task) {
@@ -430,15 +516,25 @@ impl Product {
         if !self.tags.is_empty() {
             self.key = Key::from_tags(self.tags.iter().map(|t| t.as_str())).ok();
         }
+        if self.unit.is_empty() {
+            // No "one ... per entry": the title's last word, when it is not its form, names
+            // what the entries are ("glossary of cooking terms").
+            let last = self.title.as_str().rsplit(' ').next().unwrap_or("");
+            let content = |w: &str| !w.is_empty() && !FORM_WORDS.iter().any(|f| f.eq_ignore_ascii_case(w));
+            if self.title.as_str().split(' ').filter(|w| content(w)).count() >= 2 && content(last) {
+                let one = last.strip_suffix('s').filter(|s| s.len() >= 3 && !s.ends_with('s')).unwrap_or(last);
+                for c in one.chars() {
+                    let _ = self.unit.push(c.to_ascii_lowercase());
+                }
+            }
+        }
         let unit = if self.unit.is_empty() { "item" } else { self.unit.as_str() };
+        self.glossary = GLOSSARY_UNITS.binary_search(&unit).is_ok()
+            || self.title.as_str().split(' ').any(|w| GLOSSARY_FORMS.iter().any(|f| f.eq_ignore_ascii_case(w)));
         let _ = self.units.push_str(unit);
         if !unit.ends_with('s') {
             let _ = self.units.push('s');
         }
-        // The plan's value starts "Examples: ": a prefix that stands in the task (its title
-        // and a colon) made a small model copy the rest of the task as names.
-        self.prefix.clear();
-        let _ = self.prefix.push_str(PLAN_PREFIX);
         for word in self.title.as_str().split(' ') {
             let lower = |list: &[&str]| list.iter().any(|f| f.eq_ignore_ascii_case(word));
             if word.is_empty()
@@ -451,16 +547,39 @@ impl Product {
             let _ = self.domain.push_str(if self.domain.is_empty() { "" } else { " " });
             let _ = self.domain.push_str(word);
         }
+        self.plan_head();
     }
 
-    /// Writes the view into `out`: `<product>`, the newest entries' values (oldest of them
-    /// first, one a line, each cut at [`PRODUCT_ENTRY_MAX_BYTES`]), `</product>`; nothing when
-    /// the product is inactive. Its lines take at most `max_bytes` (and never more than
+    /// Starts the plan's prefix: `Some <domain> <units>: ` ("Some African animals: "). Not the
+    /// task's title and a colon: that made a small model copy the rest of the task as names.
+    /// Measured with SmolLM2-135M from an empty product: "List some well-known African
+    /// animals." with this prefix named real animals first; "Give examples of ..." with
+    /// `Examples: ` named made-up ones.
+    fn plan_head(&mut self) {
+        self.prefix.clear();
+        let _ = self.prefix.format(format_args!(
+            "Some {}{}{}: ",
+            self.domain,
+            if self.domain.is_empty() { "" } else { " " },
+            self.units.as_str()
+        ));
+    }
+
+    /// Writes the view into `out`: `<product>`, the names of the newest entries (oldest of them
+    /// first, one a line: the head of each value, the text before `:`, or the value's first line
+    /// cut at [`PRODUCT_ENTRY_MAX_BYTES`] when it has none), `</product>`; nothing when the
+    /// product is inactive. Its lines take at most `max_bytes` (and never more than
     /// [`PRODUCT_VIEW_MAX_BYTES`]): entries that would pass it are left out, the oldest first.
-    /// Remembers what it showed for [`Product::repeats`] and the ask.
+    /// Remembers what it showed for [`Product::repeats`] and the ask, and, for a glossary with
+    /// no free name in the plan, takes the next name from the words its definitions use.
+    ///
+    /// Names, not definitions: a small model asked to define a term with definitions in its
+    /// prompt copies one of them (SmolLM2-135M: 16 of 18 definitions were copies of the view's
+    /// first entry, 0 of 18 with the names alone).
     pub fn render(&mut self, store: &mut Store, out: &mut FixedBuf, max_bytes: usize) -> Result<()> {
         self.seen.clear();
         self.names.clear();
+        self.candidates.clear();
         self.shown = 0;
         if !self.active() {
             return Ok(());
@@ -473,7 +592,7 @@ impl Product {
                 break;
             }
             let len = match store.value(id) {
-                Ok(v) => line(v).len() + 1,
+                Ok(v) => shown_line(v).len() + 1,
                 Err(_) => continue,
             };
             if bytes + len > max_bytes.min(PRODUCT_VIEW_MAX_BYTES) {
@@ -483,12 +602,10 @@ impl Product {
             let _ = ids.push(id);
         }
         out.push_str("<product>\n")?;
-        self.prefix.clear();
-        let _ = self.prefix.push_str(PLAN_PREFIX);
+        self.plan_head();
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
-            let text = line(v);
-            out.push_str(text)?;
+            out.push_str(shown_line(v))?;
             out.push_str("\n")?;
             let _ = self.seen.push((normal_hash(head(v)), Words::of(body(v))));
             self.shown += 1;
@@ -503,6 +620,40 @@ impl Product {
         for name in self.names.iter() {
             // The prefix has room for every name the view keeps.
             let _ = self.prefix.format(format_args!("{}, ", name));
+        }
+        if self.glossary && self.next.is_empty() {
+            // The words the definitions use, newest definition first, each counted once a
+            // definition; the one most of them use is asked about next.
+            for &id in ids.iter() {
+                let Ok(v) = store.value(id) else { continue };
+                let mut met: ArrayVec<Word, PRODUCT_CANDIDATES_MAX> = ArrayVec::new();
+                phrase_heads(body(v), |w| {
+                    if !met.iter().any(|m| *m == w) && self.is_free(w.as_str()) {
+                        let _ = met.push(w);
+                    }
+                });
+                for w in met.iter() {
+                    match self.candidates.as_mut_slice().iter_mut().find(|(c, _)| c == w) {
+                        Some((_, n)) => *n += 1,
+                        None => {
+                            let _ = self.candidates.push((*w, 1));
+                        }
+                    }
+                }
+            }
+            let mut best: Option<(Word, u32)> = None;
+            for &(w, n) in self.candidates.iter() {
+                if best.is_none_or(|(_, b)| n > b) {
+                    best = Some((w, n));
+                }
+            }
+            if let Some((w, _)) = best {
+                let mut chars = w.as_str().chars();
+                if let Some(c) = chars.next() {
+                    let _ = self.next.push(c.to_ascii_uppercase());
+                    let _ = self.next.push_str(chars.as_str());
+                }
+            }
         }
         out.push_str("</product>\n")
     }
@@ -571,6 +722,16 @@ impl Product {
         let name_words = |w: &str| words(head(value)).any(|h| h.eq_ignore_ascii_case(w));
         if split_entry(value).1 && words(body(value)).all(name_words) {
             return Some("the text only repeats the name; say what it is");
+        }
+        // A text made mostly of the task's own words is copied from it ("a small glossary of
+        // cooking terms").
+        let (mut all, mut task) = (0, 0);
+        for w in words(body(value)) {
+            all += 1;
+            task += usize::from(self.all_words.iter().any(|t| t.eq_ignore_ascii_case(w)));
+        }
+        if all > 0 && task * 10 >= all * 7 {
+            return Some("the text repeats the task; say what the entry's name is");
         }
         let (h, b) = (normal_hash(head(value)), Words::of(body(value)));
         if self.seen.iter().any(|(sh, sb)| sb.alike(&b) || (*sh == h && head(value).len() < value.len())) {
@@ -652,6 +813,87 @@ fn split_entry(value: &str) -> (&str, bool, &str) {
 fn line(value: &str) -> &str {
     let first = value.trim().lines().next().unwrap_or("");
     crate::bytes::str_prefix(first, PRODUCT_ENTRY_MAX_BYTES)
+}
+
+/// What the view shows of a value: its head (the name), or its first line when it has none.
+fn shown_line(value: &str) -> &str {
+    match split_entry(value) {
+        (h, true, _) if !h.trim().is_empty() => crate::bytes::str_prefix(h.trim(), PRODUCT_ENTRY_MAX_BYTES),
+        _ => line(value),
+    }
+}
+
+/// Most tokens (words and signs) of a definition [`phrase_heads`] reads; the rest is left out.
+const HEAD_TOKENS_MAX: usize = 96;
+
+/// Calls `f` with each word of `text` that ends a noun phrase and could name an entry of its
+/// own, lowercased: a word of small letters ([`NAME_WORD_MAX_LETTERS`] at most, with a vowel)
+/// followed by a sign, the end of the text or a word that ends a phrase ([`PHRASE_ENDS`]:
+/// "made with *flour* and *butter*."), and not a word that names nothing ([`STOPWORDS`],
+/// [`GENERIC_WORDS`], [`NOT_NAMES`], [`NOT_NOUN_ENDINGS`]). Before `and`, `or` or a comma, the
+/// next word must end a phrase too: "*flour* and *water* used" are both names, "sweet and
+/// creamy dessert" holds none but "dessert". Capitalised words are left out: a proper name in
+/// a definition is a place or a people more often than a term.
+fn phrase_heads(text: &str, mut f: impl FnMut(Word)) {
+    // The tokens: words of letters (with `'` or `-` inside), and single signs; each with
+    // whether it is a word.
+    let mut tokens: ArrayVec<(&str, bool), HEAD_TOKENS_MAX> = ArrayVec::new();
+    let mut rest = text;
+    while !tokens.is_full() {
+        rest = rest.trim_start_matches([' ', '\t', '\n', '\r']);
+        let Some(c) = rest.chars().next() else { break };
+        let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-')).unwrap_or(rest.len());
+        let at = if end == 0 { c.len_utf8() } else { end };
+        let _ = tokens.push((rest.get(..at).unwrap_or(""), end > 0));
+        rest = rest.get(at..).unwrap_or("");
+    }
+    let t = tokens.as_slice();
+    // Whether the token at `i` (past the end: the end of the text) ends a phrase.
+    let ends = |i: usize| match t.get(i) {
+        None | Some((_, false)) => true,
+        Some((w, true)) => PHRASE_ENDS.binary_search(w).is_ok(),
+    };
+    // Whether the token at `i` joins two phrases.
+    let joins = |i: usize| matches!(t.get(i), Some((",", false) | ("and" | "or", true)));
+    for (i, &(word, is_word)) in t.iter().enumerate() {
+        if !is_word || !ends(i + 1) {
+            continue;
+        }
+        // Past the joining words, commas and adverbs ("butter, and sometimes eggs").
+        let adverb = |j: usize| matches!(t.get(j), Some((w, true)) if w.ends_with("ly") || GENERIC_WORDS.binary_search(w).is_ok());
+        let mut j = i + 1;
+        while joins(j) || (j > i + 1 && adverb(j)) {
+            j += 1;
+        }
+        // Joined to a word that does not end a phrase: a modifier of that phrase's head ("sweet
+        // and creamy dessert"), unless a participle starts a clause there ("chili, served in").
+        if j > i + 1 && matches!(t.get(j), Some((w, true)) if !w.ends_with("ed")) && !ends(j + 1) {
+            continue;
+        }
+        if let Some(w) = term_word(word) {
+            f(w);
+        }
+    }
+}
+
+/// `word` lowercased if it could name an entry (see [`phrase_heads`]).
+fn term_word(word: &str) -> Option<Word> {
+    let b = word.as_bytes();
+    let ok = (3..=NAME_WORD_MAX_LETTERS).contains(&b.len())
+        && b.iter().all(u8::is_ascii_lowercase)
+        && b.iter().any(|c| b"aeiouy".contains(c));
+    if !ok {
+        return None;
+    }
+    let one = word.strip_suffix('s').filter(|s| s.len() >= 3).unwrap_or(word);
+    let listed = |list: &[&str]| list.binary_search(&word).is_ok() || list.binary_search(&one).is_ok();
+    if listed(STOPWORDS) || listed(GENERIC_WORDS) || listed(PHRASE_ENDS) || NOT_NAMES.binary_search(&word).is_ok() {
+        return None;
+    }
+    if NOT_NOUN_ENDINGS.iter().any(|e| word.ends_with(e) && word.len() > e.len() + 2) {
+        return None;
+    }
+    Word::try_from_str(word).ok()
 }
 
 /// FNV-1a of `text`'s words, lowercased, one space between: equal for texts that differ only in
@@ -773,8 +1015,80 @@ mod tests {
     }
 
     #[test]
-    fn stopwords_are_sorted() {
-        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+    fn word_lists_are_sorted() {
+        for list in [STOPWORDS, NOT_NAMES, GLOSSARY_UNITS, GLOSSARY_FORMS, PHRASE_ENDS, GENERIC_WORDS] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+        }
+    }
+
+    fn heads(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        phrase_heads(text, |w| out.push(w.as_str().to_string()));
+        out
+    }
+
+    /// The words a definition offers as terms are the heads of its noun phrases (measured on
+    /// SmolLM2-135M's definitions), not its adjectives, verbs, adverbs or names of places.
+    #[test]
+    fn a_definition_offers_the_heads_of_its_phrases() {
+        assert_eq!(
+            heads(" a traditional French recipe made with flour, butter, and sometimes eggs that is often used in soups and stews."),
+            ["recipe", "flour", "butter", "eggs", "soups", "stews"]
+        );
+        assert_eq!(
+            heads("a cooking technique that involves removing the skin of vegetables by steam or oil before they are added to food."),
+            ["technique", "skin", "vegetables", "steam", "oil", "food"]
+        );
+        assert_eq!(heads("a crucial ingredient in the world of baking."), ["ingredient", "baking"]);
+        assert_eq!(heads("a large bird of prey that is native to Africa."), ["bird", "prey"]);
+        assert_eq!(heads("lions, elephants, giraffes, and many others."), ["lions", "elephants", "giraffes"]);
+        assert!(heads("").is_empty() && heads(",.;").is_empty() && heads("考え、ok.").is_empty());
+        assert_eq!(heads("a dessert.考え"), ["dessert"]);
+        // Before "and", "or" or a comma, the next word must end a phrase too.
+        assert_eq!(heads("a sweet and delicious drink made with milk."), ["drink", "milk"]);
+        assert_eq!(heads("food and drinks."), ["food", "drinks"]);
+        assert_eq!(heads("salt, pepper or chili, served in a bowl."), ["salt", "pepper", "chili", "bowl"]);
+    }
+
+    #[test]
+    fn a_glossary_asks_next_about_what_its_definitions_use_most() {
+        let dir = crate::testing::temp_dir("product-next");
+        let mut store = Store::open_with_capacity(&dir, 64).unwrap();
+        let mut working = WorkingSet::new();
+        let task = "Build a small glossary of cooking terms: save one term per entry, with a definition.";
+        working.add(&normalize("task").unwrap(), task, 1).unwrap();
+        let put = |store: &mut Store, k: &str, v: &str| store.put(&normalize(k).unwrap(), v, 1).unwrap();
+        put(&mut store, "cooking,glossary,roux", "Roux: a mixture of flour and fat used to thicken sauces.");
+        put(&mut store, "cooking,glossary,batter", "Batter: a liquid made from flour and water used in baking.");
+        put(&mut store, "cooking,glossary,flour", "Flour: a powder made by grinding grain.");
+        let mut p = Product::new();
+        let mut out = FixedBuf::with_capacity("view", 64 * 1024);
+        p.refresh(&working, Some(&store));
+        assert!(p.glossary);
+        p.render(&mut store, &mut out, 1 << 20).unwrap();
+        // Names only, oldest first.
+        assert_eq!(out.as_str().unwrap(), "<product>\nRoux\nBatter\nFlour\n</product>\n");
+        // "flour" is taken; of the free words, none is used twice: the newest definition's first.
+        assert_eq!(p.ask(), ProductAsk::Define("Powder"));
+        p.asked("Powder");
+        p.refresh(&working, Some(&store));
+        out.clear();
+        p.render(&mut store, &mut out, 1 << 20).unwrap();
+        assert_eq!(p.ask(), ProductAsk::Define("Grain"));
+        // A word two definitions use comes first; a plural of an asked name is not asked.
+        put(&mut store, "cooking,glossary,gravy", "Gravy: a sauce of water and fat, with grains.");
+        p.refresh(&working, Some(&store));
+        out.clear();
+        p.render(&mut store, &mut out, 1 << 20).unwrap();
+        assert_eq!(p.ask(), ProductAsk::Define("Water"));
+        // A list is not a glossary: its names come from the model.
+        let mut list = Product::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 2).unwrap();
+        list.refresh(&working, Some(&store));
+        out.clear();
+        list.render(&mut store, &mut out, 1 << 20).unwrap();
+        assert!(!list.glossary && matches!(list.ask(), ProductAsk::Names { .. }));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -833,5 +1147,8 @@ mod tests {
         assert!(p.repeats(&key("cooking,glossary,sear"), "sear: to brown the surface").is_none());
         // Not a product key: only the value checks apply.
         assert!(p.repeats(&key("notes"), "sear: to brown").is_none());
+        // A text of the task's own words is copied from it.
+        assert!(p.repeats(&key("cooking,glossary,whisk"), "Whisk: a glossary of cooking terms.").is_some());
+        assert!(p.repeats(&key("cooking,glossary,whisk"), "Whisk: a tool of wire loops to beat eggs.").is_none());
     }
 }

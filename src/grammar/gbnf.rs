@@ -26,7 +26,8 @@ use super::{Language, ProductAsk, ProductSave};
 use crate::error::Result;
 use crate::fixed::{ArrayVec, FixedBuf};
 use crate::limits::{
-    GRAMMAR_ENTRY_MAX_CHARS, GRAMMAR_ENTRY_MIN_CHARS, GRAMMAR_NAME_MAX_CHARS, GRAMMAR_PLAN_MAX_NAMES, PRODUCT_TAKEN_MAX,
+    GRAMMAR_ENTRY_MAX_CLAUSES, GRAMMAR_ENTRY_MAX_WORDS, GRAMMAR_NAME_MAX_CHARS, GRAMMAR_PLAN_MAX_NAMES,
+    PRODUCT_TAKEN_MAX,
 };
 use crate::reply::ActionKind;
 
@@ -70,7 +71,7 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     }
     let asked = lang.product.filter(|p| p.ask != ProductAsk::Entry && shape.actions.contains(ActionKind::StorageSave));
     if let Some(p) = asked {
-        return asked_action(out, &p, b.value_chars);
+        return asked_action(out, &p);
     }
     if !shape.actions.is_empty() {
         // actions ::= action | action action | ... (explicit: no nested bounded repetition).
@@ -137,10 +138,10 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     Ok(())
 }
 
-/// The one action of a product ask (see [`ProductAsk`]): all of it literal but what the model
-/// is asked for, a definition of at most [`GRAMMAR_ENTRY_MAX_CHARS`] that ends with its first
-/// full stop, or two to [`GRAMMAR_PLAN_MAX_NAMES`] names that no taken name is.
-fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> Result<()> {
+/// The one action of a product ask: all of it literal but what the model is asked for, a
+/// definition of one sentence of words, or two to [`GRAMMAR_PLAN_MAX_NAMES`] names that no
+/// taken name is.
+fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     out.push_str("actions ::= \"<action><type>")?;
     match p.ask {
         ProductAsk::Define(name) => {
@@ -149,14 +150,30 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> Re
             out.push_str(" \"</tags><value>\" ")?;
             literal(out, name)?;
             out.push_str(" \": \" sentence \"</value></action>\\n\"\n")?;
-            // One sentence of prose: at least GRAMMAR_ENTRY_MIN_CHARS, up to its first full
-            // stop, which ends it, without the brackets, colons and other signs a small model
-            // strings into timestamps and lists once it drifts.
+            // One sentence of words, at least three, up to its full stop: a first clause and a
+            // few more after a comma, each bounded. Words, not characters: a small model that
+            // drifts writes runs of letters ("mjNZYnLKyMJAiRt"), signs and long comma lists,
+            // which this leaves no room for (measured with SmolLM2-135M).
+            let clause = GRAMMAR_ENTRY_MAX_WORDS / GRAMMAR_ENTRY_MAX_CLAUSES;
             out.format(format_args!(
-                "sentence ::= [A-Za-z\\u00C0-\\U0010FFFF] [^<&\\n\\r.:;{{}}\\[\\]_=*#@|~^$\\\\]{{{},{}}} \".\"\n",
-                GRAMMAR_ENTRY_MIN_CHARS.saturating_sub(2),
-                value_chars.min(GRAMMAR_ENTRY_MAX_CHARS).saturating_sub(2)
-            ))
+                "sentence ::= word \" \" word \" \" clause (\", \" clause){{0,{}}} \".\"\n\
+                 clause ::= word (\" \" word){{0,{}}}\n",
+                GRAMMAR_ENTRY_MAX_CLAUSES - 1,
+                clause.saturating_sub(3)
+            ))?;
+            // A word: an optional capital, then letters where vowels come at least every 4
+            // consonants (up to 5 vowel groups), and one `'` or `-` part ("lion's",
+            // "flour-based"); "A" (not "I": a definition is not about its writer); a number of up to 4 digits; or an acronym of capitals
+            // ("DNA"). Runs of consonants, letters run into digits and long numbers are what a
+            // small model writes once it drifts ("sbjkfjhjlzjmjw", "10234978652000-water").
+            // Each rule reads a word one way only, so a server tracks one parse of it.
+            out.push_str(
+                "word ::= [A-Z]? core ([-'] part)? | \"A\" | [0-9]{1,4} | [A-Z]{2,6}\n\
+                 core ::= cs{0,3} vs (cs{1,4} vs){0,4} cs{0,4}\n\
+                 part ::= cs{0,3} (vs (cs{1,4} vs){0,2} cs{0,4})?\n\
+                 cs ::= [b-df-hj-np-tv-z]\n\
+                 vs ::= [aeiouy\\u00E0-\\u00FF]{1,3}\n",
+            )
         }
         ProductAsk::Names { key, prefix } => {
             out.push_str("working_memory_add</type><tags>\" ")?;

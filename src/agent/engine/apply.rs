@@ -84,7 +84,7 @@ impl Agent {
             action_scratch: &mut self.action_scratch,
             config: &self.config,
             constrainer: &mut self.constrainer,
-            product: &self.product,
+            product: &mut self.product,
             prompt: self.prompt.as_slice(),
             scratch: &mut self.scratch,
             rotate: &mut self.rotate,
@@ -117,7 +117,7 @@ struct Doing<'a> {
     action_scratch: &'a mut ActionScratch,
     config: &'a Config,
     constrainer: &'a mut Constrainer,
-    product: &'a Product,
+    product: &'a mut Product,
     /// The prompt the reply answers.
     prompt: &'a [u8],
     scratch: &'a mut FixedBuf,
@@ -223,11 +223,14 @@ impl Doing<'_> {
             && self.product.active()
             && state.as_str() != states::PAGING
         {
-            let done = match self.product.ask() {
-                ProductAsk::Define(name) => name,
-                _ => "",
-            };
-            self.product.settle_plan(&mut self.memory.working, done, self.rotate, self.now)?;
+            // The name just asked for is not asked again this run, whatever came of it: a name
+            // whose entry was refused would otherwise come back from the plan or the view.
+            let mut done = ArrayString::<KEY_MAX_BYTES>::new();
+            if let ProductAsk::Define(name) = self.product.ask() {
+                let _ = done.push_str(name);
+            }
+            self.product.asked(done.as_str());
+            self.product.settle_plan(&mut self.memory.working, done.as_str(), self.rotate, self.now)?;
         }
         let next = if any_ok {
             states::EVALUATING
