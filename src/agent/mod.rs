@@ -20,6 +20,7 @@ pub mod audit;
 pub mod checker;
 pub mod config;
 pub mod constrain;
+pub mod embed_config;
 pub mod engine;
 pub mod exchange;
 pub mod inbox;

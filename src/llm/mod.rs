@@ -18,6 +18,7 @@
 //! ```
 
 pub mod client;
+pub mod embed;
 pub mod replay;
 pub mod reply;
 pub mod settings;

@@ -63,6 +63,7 @@ mod search;
 pub mod slots;
 pub mod tags;
 pub mod tokenize;
+pub mod vectors;
 mod write;
 
 #[cfg(test)]
