@@ -206,6 +206,8 @@ pub struct VectorStats {
     pub compactions: u64,
     /// Whether the endpoint is being waited out after a failure.
     pub backing_off: bool,
+    /// Warnings printed about a failing endpoint (one per outage).
+    pub warnings: u64,
 }
 
 /// What one fill did.
@@ -259,6 +261,7 @@ struct Vectors {
     warned: bool,
     embedded: u64,
     compactions: u64,
+    warnings: u64,
 }
 
 /// Recall by meaning: the vectors file, its tables, the embeddings client, and the two lists
@@ -360,6 +363,7 @@ impl Vectors {
             warned: false,
             embedded: 0,
             compactions: 0,
+            warnings: 0,
         };
         m.open_file()?;
         m.build(store)?;
@@ -375,6 +379,7 @@ impl Vectors {
             requests: self.embedder.requests(),
             compactions: self.compactions,
             backing_off: self.retry_at.is_some(),
+            warnings: self.warnings,
         }
     }
 
@@ -557,6 +562,7 @@ impl Vectors {
                 ))
                 .print_warning();
             self.warned = true;
+            self.warnings += 1;
         }
         self.retry_at = Some(Instant::now() + self.backoff);
         self.backoff = (self.backoff * 2).min(Duration::from_secs(EMBED_BACKOFF_MAX_SECS));
