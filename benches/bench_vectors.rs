@@ -17,7 +17,9 @@ use lkjagent::llm::embed::EmbedSettings;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::query::Archived;
 use lkjagent::memory::store::recall::Ranked;
-use lkjagent::memory::store::vectors::{encode, header, key_hash, quantize, stamp, Meaning, RECORD_OVERHEAD, VECTORS_NAME};
+use lkjagent::memory::store::vectors::{
+    encode, header, key_hash, quantize, stamp, Meaning, RECORD_OVERHEAD, VECTORS_NAME,
+};
 use lkjagent::memory::store::Store;
 use std::io::Write;
 use std::time::{Duration, Instant};

@@ -365,13 +365,8 @@ fn embed_child() {
     let Some(dir) = std::env::var_os("LKJ_EMBED_DIR") else { return };
     let url = std::env::var("LKJ_EMBED_URL").unwrap();
     let mut store = Store::open_with_capacity(Path::new(&dir), 1024).unwrap();
-    let s = EmbedSettings {
-        endpoint: url,
-        model: "hash".into(),
-        dimension: DIM,
-        batch: 16,
-        ..EmbedSettings::default()
-    };
+    let s =
+        EmbedSettings { endpoint: url, model: "hash".into(), dimension: DIM, batch: 16, ..EmbedSettings::default() };
     let mut m = Meaning::open(&store, &s, true).unwrap();
     let out = std::io::stdout();
     let mut out = out.lock();

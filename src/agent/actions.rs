@@ -359,7 +359,15 @@ fn search_ranked(
     now: u64,
 ) -> Result<ActionResult> {
     let by = crate::memory::store::vectors::By::Both;
-    match store.rank_by(scratch.meaning.as_mut(), by, words, SEARCH_RESULTS_SHOWN + 1, Archived::Exclude, key, &mut scratch.ranked) {
+    match store.rank_by(
+        scratch.meaning.as_mut(),
+        by,
+        words,
+        SEARCH_RESULTS_SHOWN + 1,
+        Archived::Exclude,
+        key,
+        &mut scratch.ranked,
+    ) {
         Ok(()) => {}
         // A query too long for the ranking is the model's to shorten.
         Err(e) if e.code() == Code::CapacityExceeded => return Ok(r.done(false, format_args!("{}", e.message()))),

@@ -21,8 +21,7 @@ use std::path::Path;
 pub fn by_option(args: &mut Args) -> Result<By> {
     match args.value("--by")? {
         None => Ok(By::Both),
-        Some(v) => By::from_name(v.trim())
-            .ok_or_else(|| err!(Usage, "--by takes words, meaning or both, not '{}'", v)),
+        Some(v) => By::from_name(v.trim()).ok_or_else(|| err!(Usage, "--by takes words, meaning or both, not '{}'", v)),
     }
 }
 

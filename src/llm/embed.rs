@@ -133,7 +133,10 @@ pub struct Embedder {
 
 impl core::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Embedder").field("endpoint", &self.settings.endpoint).field("model", &self.settings.model).finish()
+        f.debug_struct("Embedder")
+            .field("endpoint", &self.settings.endpoint)
+            .field("model", &self.settings.model)
+            .finish()
     }
 }
 
@@ -155,7 +158,11 @@ impl Embedder {
             bail!(ConfigInvalid, "memory.embeddings.model is empty; name the embedding model the server has loaded");
         }
         if settings.dimension == 0 || settings.dimension > EMBED_MAX_DIMENSION {
-            bail!(ConfigInvalid, "memory.embeddings.dimension must be 1..={} (EMBED_MAX_DIMENSION)", EMBED_MAX_DIMENSION);
+            bail!(
+                ConfigInvalid,
+                "memory.embeddings.dimension must be 1..={} (EMBED_MAX_DIMENSION)",
+                EMBED_MAX_DIMENSION
+            );
         }
         if settings.batch == 0 || settings.batch > EMBED_BATCH_MAX {
             bail!(ConfigInvalid, "memory.embeddings.batch must be 1..={} (EMBED_BATCH_MAX)", EMBED_BATCH_MAX);
@@ -224,15 +231,18 @@ impl Embedder {
             accept: "application/json",
             body: self.request.as_slice(),
         };
-        let resp = self.http.send(&req, None, should_stop).map_err(|e| e.context(format_args!("embeddings at {}", self.url)))?;
+        let resp = self
+            .http
+            .send(&req, None, should_stop)
+            .map_err(|e| e.context(format_args!("embeddings at {}", self.url)))?;
         let status = resp.status;
         if !(200..300).contains(&status) {
             let e = crate::llm::reply::server_error(status, resp.body, &mut self.doc, &self.redactor);
             return Err(e.context(format_args!("embeddings at {}", self.url)));
         }
-        self.doc
-            .parse(resp.body)
-            .map_err(|e| e.with_code(crate::error::Code::HttpProtocol).context(format_args!("embeddings answer from {}", self.url)))?;
+        self.doc.parse(resp.body).map_err(|e| {
+            e.with_code(crate::error::Code::HttpProtocol).context(format_args!("embeddings answer from {}", self.url))
+        })?;
         read_vectors(&self.doc, self.settings.api, dim, texts.len(), out)
             .map_err(|e| e.context(format_args!("embeddings answer from {}", self.url)))
     }

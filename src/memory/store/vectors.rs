@@ -7,7 +7,7 @@
 //! ```text
 //! header (32 bytes): "LKJVEC01" | identity u64 | dimension u32 | 0u32 | crc32 of the 24 before | 0u32
 //! record (20 + dimension bytes, fixed):
-//!     key hash u64 | stamp u32 | scale f32 | dimension × i8 | crc32 of the bytes before
+//!     key hash u64 | stamp u32 | scale f32 | dimension × (i8 + 128) | crc32 of the bytes before
 //! ```
 //!
 //! The identity is [`EmbedSettings::identity`] (model, dimension, document prefix): a file of
@@ -129,27 +129,18 @@ pub fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
     scale as f32
 }
 
-/// Lanes of [`dot`]: 16 products at a time, so that the compiler makes SIMD of it (on
-/// x86-64's baseline SSE2: sign-extend to 16 bits, `pmaddwd`), 4.5x the scalar loop.
-const LANES: usize = 16;
-
-/// The integer dot product of a stored vector (bytes) and a query (int8).
+/// The dot product of a stored vector (bytes in offset binary: the int8 component plus 128)
+/// and a query widened to 16 bits: `Σ byte · q`. Subtract `128 · Σ q` for the int8 dot
+/// product. This form (zero-extended bytes, 16-bit products that cannot overflow: 255 · 127)
+/// is the one the compiler turns into SIMD on x86-64's baseline SSE2 (`pmullw`, `pmaddwd`):
+/// measured twice as fast as sign-extending int8 here.
 #[inline]
-pub fn dot(a: &[u8], b: &[i8]) -> i32 {
-    let mut acc = [0i32; LANES];
-    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        let (Ok(x), Ok(y)) = (<&[u8; LANES]>::try_from(x), <&[i8; LANES]>::try_from(y)) else { continue };
-        for ((s, &p), &q) in acc.iter_mut().zip(x.iter()).zip(y.iter()) {
-            *s += i32::from(i16::from(p as i8) * i16::from(q));
-        }
+pub fn dot(a: &[u8], b: &[i16]) -> i32 {
+    let mut s = 0i32;
+    for (&p, &q) in a.iter().zip(b) {
+        s += i32::from(i16::from(p) * q);
     }
-    let mut sum: i32 = acc.iter().sum();
-    for (&p, &q) in ra.iter().zip(rb) {
-        sum += i32::from(p as i8) * i32::from(q);
-    }
-    sum
+    s
 }
 
 fn le_u32(b: &[u8], at: usize) -> u32 {
@@ -184,13 +175,16 @@ pub fn header(identity: u64, dim: usize) -> [u8; HEADER_BYTES as usize] {
 pub fn encode(out: &mut [u8], key_hash: u64, stamp: u32, scale: f32, q: &[i8]) {
     let n = out.len();
     let body = n.saturating_sub(4);
-    for (i, b) in key_hash.to_le_bytes().iter().chain(stamp.to_le_bytes().iter()).chain(scale.to_le_bytes().iter()).enumerate() {
+    for (i, b) in
+        key_hash.to_le_bytes().iter().chain(stamp.to_le_bytes().iter()).chain(scale.to_le_bytes().iter()).enumerate()
+    {
         if let Some(o) = out.get_mut(i) {
             *o = *b;
         }
     }
     for (o, x) in out.iter_mut().skip(16).zip(q) {
-        *o = *x as u8;
+        // Offset binary: -127..=127 as 1..=255 (see [`dot`]).
+        *o = (*x as u8) ^ 0x80;
     }
     let crc = crc32(out.get(..body).unwrap_or(&[]));
     if let Some(t) = out.get_mut(body..) {
@@ -269,6 +263,9 @@ struct Vectors {
     query_hash: u64,
     query_ok: bool,
     query: Vec<i8>,
+    /// The query widened for [`dot`], and 128 times the sum of its components.
+    query16: Vec<i16>,
+    query_bias: i32,
     query_scale: f32,
     /// The endpoint failed: when to try again, and the wait after the next failure.
     retry_at: Option<Instant>,
@@ -350,6 +347,7 @@ impl Meaning {
         }
         self.v.follow(store)?;
         self.v.query_scale = quantize(vector, &mut self.v.query);
+        self.v.widen_query();
         // The cached query text no longer matches the query vector.
         self.v.query_ok = false;
         let admit = |id: EntryId| store.slots.get(id).is_some_and(|s| archived.admits(s.archived));
@@ -393,6 +391,8 @@ impl Vectors {
             query_hash: 0,
             query_ok: false,
             query: vec![0; dim],
+            query16: vec![0; dim],
+            query_bias: 0,
             query_scale: 0.0,
             retry_at: None,
             backoff: Duration::from_secs(EMBED_BACKOFF_BASE_SECS),
@@ -573,6 +573,16 @@ impl Vectors {
         Ok(())
     }
 
+    /// Sets the query's 16-bit copy and its bias for [`dot`].
+    fn widen_query(&mut self) {
+        let mut sum = 0i32;
+        for (w, &q) in self.query16.iter_mut().zip(&self.query) {
+            *w = i16::from(q);
+            sum += i32::from(q);
+        }
+        self.query_bias = 128 * sum;
+    }
+
     /// Rebuilds the tables when the store was compacted (its ids renumbered) since.
     fn follow(&mut self, store: &Store) -> Result<()> {
         if self.built_for != store.store_id {
@@ -583,20 +593,17 @@ impl Vectors {
 
     /// Whether the endpoint may be asked now (not waiting out a failure).
     fn may_ask(&mut self) -> bool {
-        match self.retry_at {
-            Some(t) if Instant::now() < t => false,
-            _ => true,
-        }
+        !matches!(self.retry_at, Some(t) if Instant::now() < t)
     }
 
     /// Notes an endpoint failure: the first one warns; the wait doubles.
     fn failed(&mut self, e: crate::error::Error) {
         if !self.warned {
             e.context(format_args!(
-                    "recall by meaning is off for now, search uses words only; the endpoint is tried again in {} s",
-                    self.backoff.as_secs()
-                ))
-                .print_warning();
+                "recall by meaning is off for now, search uses words only; the endpoint is tried again in {} s",
+                self.backoff.as_secs()
+            ))
+            .print_warning();
             self.warned = true;
             self.warnings += 1;
         }
@@ -613,7 +620,11 @@ impl Vectors {
     fn fill(&mut self, store: &mut Store, max: usize, should_stop: &dyn Fn() -> bool) -> Result<Filled> {
         let mut done = Filled::default();
         if self.read_only {
-            bail!(PersistFailed, "{}: vectors are filled by the agent (or `memory embed`), not by a reader", self.path.display());
+            bail!(
+                PersistFailed,
+                "{}: vectors are filled by the agent (or `memory embed`), not by a reader",
+                self.path.display()
+            );
         }
         self.follow(store)?;
         let next = store.slots.next_id();
@@ -745,8 +756,9 @@ impl Vectors {
         let res = self.copy_current(&out, store);
         let res = res.and_then(|_| {
             out.sync_all().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", tmp.display(), e))?;
-            std::fs::rename(&tmp, &self.path)
-                .map_err(|e| err!(PersistFailed, "renaming {} over {} failed: {}", tmp.display(), self.path.display(), e))?;
+            std::fs::rename(&tmp, &self.path).map_err(|e| {
+                err!(PersistFailed, "renaming {} over {} failed: {}", tmp.display(), self.path.display(), e)
+            })?;
             crate::memory::atomic::sync_dir(&self.dir)
         });
         if let Err(e) = res {
@@ -786,7 +798,8 @@ impl Vectors {
                 }
             }
             let bytes = chunk.get(..kept * rl).unwrap_or(&[]);
-            out.write_all_at(bytes, at_out).map_err(|e| err!(PersistFailed, "writing the vectors' temp file failed: {}", e))?;
+            out.write_all_at(bytes, at_out)
+                .map_err(|e| err!(PersistFailed, "writing the vectors' temp file failed: {}", e))?;
             at_out += bytes.len() as u64;
             r += n;
         }
@@ -809,6 +822,7 @@ impl Vectors {
             Ok(()) => {
                 self.answered();
                 self.query_scale = quantize(self.floats.get(..self.dim).unwrap_or(&[]), &mut self.query);
+                self.widen_query();
                 self.query_hash = h;
                 self.query_ok = true;
                 true
@@ -826,7 +840,13 @@ impl Vectors {
 
     /// The `limit` entries nearest to the current query vector, best first, into `out`
     /// (score: the cosine), those that `admit` lets through.
-    fn nearest(&mut self, store: &Store, limit: usize, admit: &dyn Fn(EntryId) -> bool, out: &mut Ranked) -> Result<()> {
+    fn nearest(
+        &mut self,
+        store: &Store,
+        limit: usize,
+        admit: &dyn Fn(EntryId) -> bool,
+        out: &mut Ranked,
+    ) -> Result<()> {
         out.clear();
         let limit = limit.min(VECTORS_MAX_RESULTS).min(out.capacity());
         let Some(file) = self.file.as_ref() else { return Ok(()) };
@@ -853,7 +873,7 @@ impl Vectors {
                 }
                 let scale = f64::from(f32::from_bits(le_u32(rec, 12)));
                 let v = rec.get(16..16 + self.dim).unwrap_or(&[]);
-                let score = f64::from(dot(v, &self.query)) * scale * qs;
+                let score = f64::from(dot(v, &self.query16) - self.query_bias) * scale * qs;
                 if out.len() >= limit && out.hits().first().is_some_and(|w| score < w.score) {
                     continue;
                 }
@@ -910,7 +930,13 @@ impl Store {
 
     /// [`Store::relevant`] fused with the nearest entries by meaning when `meaning` is given
     /// and the endpoint answers (the prompt builder's "entries most relevant to the task").
-    pub fn relevant_by(&mut self, meaning: Option<&mut Meaning>, text: &str, limit: usize, out: &mut Ranked) -> Result<()> {
+    pub fn relevant_by(
+        &mut self,
+        meaning: Option<&mut Meaning>,
+        text: &str,
+        limit: usize,
+        out: &mut Ranked,
+    ) -> Result<()> {
         self.rank_by_inner(meaning, By::Both, text, limit, Archived::Exclude, None, true, out)
     }
 
@@ -938,6 +964,10 @@ impl Store {
             return words(self, limit, out);
         };
         m.v.follow(self)?;
+        // No vectors yet (a fresh configuration): no request, words alone.
+        if m.v.current == 0 && by == By::Both {
+            return words(self, limit, out);
+        }
         if !m.v.query_vector(query, &|| false) {
             if by == By::Meaning {
                 out.clear();
@@ -971,7 +1001,8 @@ impl Store {
         if by == By::Meaning {
             return m.v.nearest(self, limit, &admit, out);
         }
-        let depth = limit.max(100).min(RANK_MAX_RESULTS);
+        // RANK_MAX_RESULTS (1024) is above 100.
+        let depth = limit.clamp(100, RANK_MAX_RESULTS);
         m.v.nearest(self, depth, &admit, &mut m.near)?;
         words(self, depth, &mut m.words)?;
         fuse(&m.words, &m.near, limit, out);
