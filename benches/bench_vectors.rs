@@ -13,13 +13,11 @@
 //!   never loaded).
 
 use crate::{allocations, percentile, report};
-use lkjagent::llm::embed::EmbedSettings;
+use lkjagent::llm::embed::{meaning, EmbedSettings};
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::query::Archived;
 use lkjagent::memory::store::recall::Ranked;
-use lkjagent::memory::store::vectors::{
-    encode, header, key_hash, quantize, stamp, Meaning, RECORD_OVERHEAD, VECTORS_NAME,
-};
+use lkjagent::memory::store::vectors::{encode, header, key_hash, quantize, stamp, RECORD_OVERHEAD, VECTORS_NAME};
 use lkjagent::memory::store::Store;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -96,7 +94,7 @@ fn at(n: usize) {
     let store = Store::open_read_only_with_capacity(&dir, n).unwrap();
     let rss0 = rss_kib();
     let t = Instant::now();
-    let mut m = Meaning::open(&store, &settings, false).unwrap();
+    let mut m = meaning(&store, &settings, false).unwrap();
     report(&p("open"), t.elapsed().as_secs_f64() * 1e3, "ms");
     assert_eq!(m.stats().current, n);
     let mut rng = Rng(7);

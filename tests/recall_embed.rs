@@ -14,7 +14,7 @@ mod loopback;
 #[path = "support/temp.rs"]
 mod temp;
 
-use lkjagent::llm::embed::EmbedSettings;
+use lkjagent::llm::embed::{meaning, EmbedSettings};
 use lkjagent::memory::key::{normalize, Key};
 use lkjagent::memory::query::Archived;
 use lkjagent::memory::store::recall::Ranked;
@@ -147,7 +147,7 @@ fn requests_are_batched_and_every_entry_gets_a_vector() {
     let dir = temp::TempDir::new("embed-batch");
     let mut store = Store::open_with_capacity(dir.path(), 1024).unwrap();
     fill_store(&mut store, 40);
-    let mut m = Meaning::open(&store, &settings(&srv, 16), true).unwrap();
+    let mut m = meaning(&store, &settings(&srv, 16), true).unwrap();
     // A bounded fill: 20 now, in batches of 16 and 4.
     let f = m.fill(&mut store, 20, &no_stop).unwrap();
     assert_eq!(f.embedded, 20);
@@ -169,7 +169,7 @@ fn requests_are_batched_and_every_entry_gets_a_vector() {
     let len = std::fs::metadata(dir.path().join(VECTORS_NAME)).unwrap().len();
     assert_eq!(len, HEADER_BYTES + 40 * (RECORD_OVERHEAD + DIM) as u64);
     // A reader (another process's view) sees the same vectors.
-    let r = Meaning::open(&store, &settings(&srv, 16), false).unwrap();
+    let r = meaning(&store, &settings(&srv, 16), false).unwrap();
     assert_eq!(r.stats().current, 40);
 }
 
@@ -180,7 +180,7 @@ fn retries_are_bounded_and_a_failing_endpoint_warns_once_then_recovers() {
     let dir = temp::TempDir::new("embed-fail");
     let mut store = Store::open_with_capacity(dir.path(), 1024).unwrap();
     fill_store(&mut store, 30);
-    let mut m = Meaning::open(&store, &settings(&srv, 8), true).unwrap();
+    let mut m = meaning(&store, &settings(&srv, 8), true).unwrap();
     let f = m.fill(&mut store, 30, &no_stop).unwrap();
     assert_eq!(f.embedded, 0);
     assert!(f.missing > 0);
@@ -199,6 +199,9 @@ fn retries_are_bounded_and_a_failing_endpoint_warns_once_then_recovers() {
     assert_eq!(srv.seen().len(), 3);
     // After the backoff it is tried again, still failing: still one warning for the outage.
     m.end_backoff();
+    assert_eq!(m.fill(&mut store, 30, &no_stop).unwrap().embedded, 0);
+    assert_eq!(srv.seen().len(), 6);
+    // With no vector yet, a search asks nothing and ranks by words.
     let mut both = Ranked::new();
     store.rank_by(Some(&mut m), By::Both, "apple river", 10, Archived::Exclude, None, &mut both).unwrap();
     assert_eq!(keys(&store, &both), keys(&store, &words));
@@ -224,7 +227,7 @@ fn fusion_is_reciprocal_rank_with_k_60() {
     let dir = temp::TempDir::new("embed-rrf");
     let mut store = Store::open_with_capacity(dir.path(), 1024).unwrap();
     fill_store(&mut store, 300);
-    let mut m = Meaning::open(&store, &settings(&srv, 16), true).unwrap();
+    let mut m = meaning(&store, &settings(&srv, 16), true).unwrap();
     while m.fill(&mut store, 64, &no_stop).unwrap().embedded > 0 {}
     assert_eq!(m.stats().current, 300);
     for q in ["apple river", "violin harbour glacier", "copper plain", "thunder", "pebble quartz saddle orchid"] {
@@ -282,7 +285,7 @@ fn a_changed_value_is_embedded_again_and_compaction_keeps_the_vectors() {
     let dir = temp::TempDir::new("embed-stale");
     let mut store = Store::open_with_capacity(dir.path(), 1024).unwrap();
     fill_store(&mut store, 50);
-    let mut m = Meaning::open(&store, &settings(&srv, 16), true).unwrap();
+    let mut m = meaning(&store, &settings(&srv, 16), true).unwrap();
     assert_eq!(m.fill(&mut store, 100, &no_stop).unwrap().embedded, 50);
     let mut near = Ranked::new();
     let find = |store: &mut Store, m: &mut Meaning, q: &str, near: &mut Ranked| {
@@ -313,7 +316,7 @@ fn a_changed_value_is_embedded_again_and_compaction_keeps_the_vectors() {
     drop(m);
     let mut other = settings(&srv, 16);
     other.model = "another".into();
-    let m2 = Meaning::open(&store, &other, true).unwrap();
+    let m2 = meaning(&store, &other, true).unwrap();
     assert_eq!(m2.stats().current, 0);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), HEADER_BYTES);
 }
@@ -324,7 +327,7 @@ fn a_torn_tail_is_dropped_by_the_writer_and_ignored_by_readers() {
     let dir = temp::TempDir::new("embed-torn");
     let mut store = Store::open_with_capacity(dir.path(), 1024).unwrap();
     fill_store(&mut store, 20);
-    let mut m = Meaning::open(&store, &settings(&srv, 16), true).unwrap();
+    let mut m = meaning(&store, &settings(&srv, 16), true).unwrap();
     assert_eq!(m.fill(&mut store, 100, &no_stop).unwrap().embedded, 20);
     drop(m);
     let path = dir.path().join(VECTORS_NAME);
@@ -334,10 +337,10 @@ fn a_torn_tail_is_dropped_by_the_writer_and_ignored_by_readers() {
     let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     f.set_len(full - rl / 2).unwrap();
     drop(f);
-    let r = Meaning::open(&store, &settings(&srv, 16), false).unwrap();
+    let r = meaning(&store, &settings(&srv, 16), false).unwrap();
     assert_eq!(r.stats().current, 19);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), full - rl / 2, "a reader writes nothing");
-    let mut m = Meaning::open(&store, &settings(&srv, 16), true).unwrap();
+    let mut m = meaning(&store, &settings(&srv, 16), true).unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), HEADER_BYTES + 19 * rl);
     assert_eq!(m.stats().current, 19);
     assert_eq!(m.fill(&mut store, 100, &no_stop).unwrap().embedded, 1);
@@ -350,7 +353,7 @@ fn a_torn_tail_is_dropped_by_the_writer_and_ignored_by_readers() {
     let mid = (HEADER_BYTES + 3 * rl + 20) as usize;
     bytes[mid] ^= 0xFF;
     std::fs::write(&path, &bytes).unwrap();
-    let mut m = Meaning::open(&store, &settings(&srv, 16), true).unwrap();
+    let mut m = meaning(&store, &settings(&srv, 16), true).unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), HEADER_BYTES + 19 * rl);
     assert_eq!(m.stats().current, 18);
     assert_eq!(m.fill(&mut store, 100, &no_stop).unwrap().embedded, 2);
@@ -367,7 +370,7 @@ fn embed_child() {
     let mut store = Store::open_with_capacity(Path::new(&dir), 1024).unwrap();
     let s =
         EmbedSettings { endpoint: url, model: "hash".into(), dimension: DIM, batch: 16, ..EmbedSettings::default() };
-    let mut m = Meaning::open(&store, &s, true).unwrap();
+    let mut m = meaning(&store, &s, true).unwrap();
     let out = std::io::stdout();
     let mut out = out.lock();
     writeln!(out, "ready").unwrap();
@@ -409,7 +412,7 @@ fn vectors_survive_a_child_killed_mid_write() {
         // The writer's open: whole, checked records only; everything live gets a vector.
         let mut store = Store::open_with_capacity(&dir, 1024).unwrap();
         let s = settings(&srv, 16);
-        let mut m = Meaning::open(&store, &s, true).unwrap();
+        let mut m = meaning(&store, &s, true).unwrap();
         let len = std::fs::metadata(dir.join(VECTORS_NAME)).unwrap().len();
         assert_eq!((len - HEADER_BYTES) % rl, 0, "round {round}: a torn tail stayed");
         assert!(m.stats().damaged <= 1, "round {round}: {:?}", m.stats());

@@ -9,15 +9,13 @@
 //! endpoint's path unless given; `query_prefix`, `document_prefix`, `batch`,
 //! `connect_timeout_ms`, `read_timeout_ms`, `max_retries` and `api_key_env` have defaults
 //! ([`EmbedSettings::default`]). Read by the same [`Checker`] as the rest of the file, so a
-//! typo is a problem naming the nearest key. [`load`] reads only this object, for the
-//! commands that do not load the whole configuration (`memory search`, `memory embed`).
+//! typo is a problem naming the nearest key. The commands that do not load the whole
+//! configuration (`memory search`, `memory embed`) read only this object (`cli::memory_embed`).
 
 use super::checker::{Checker, Got, Key, Target};
-use crate::error::{Code, Result};
-use crate::json::{Document, Value};
-use crate::limits::{CONFIG_FILE_MAX_BYTES, EMBED_BATCH_MAX, EMBED_MAX_DIMENSION};
+use crate::json::Value;
+use crate::limits::{EMBED_BATCH_MAX, EMBED_MAX_DIMENSION};
 use crate::llm::embed::{EmbedApi, EmbedSettings};
-use std::path::Path;
 use std::time::Duration;
 
 /// The settings being read, and which of the required ones were seen.
@@ -113,29 +111,10 @@ pub fn read(c: &mut Checker, memory: Option<Value<'_>>, path: &str) -> Option<Em
     (c.problems().len() == before).then_some(r.s)
 }
 
-/// `memory.embeddings` of `dir/config.json` alone: `Ok(None)` when there is no config file or
-/// no such object. Problems in it are `CONFIG_INVALID`; the rest of the file is not checked
-/// (that is `lkjagent check`'s job).
-pub fn load(dir: &Path) -> Result<Option<EmbedSettings>> {
-    let path = dir.join(super::config::FILE_NAME);
-    let bytes = match std::fs::metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        _ => super::config::read_bounded(&path, CONFIG_FILE_MAX_BYTES)?,
-    };
-    let mut doc = Document::with_capacity(bytes.len() / 2 + 64, bytes.len() + 64);
-    doc.parse(&bytes).map_err(|e| e.with_code(Code::ConfigJsonInvalid).context(format_args!("{}", path.display())))?;
-    let mut c = Checker::new();
-    let memory = doc.root().get("memory");
-    let s = read(&mut c, memory, "memory");
-    if let Some(p) = c.problems().first() {
-        bail!(ConfigInvalid, "{}: {}", path.display(), p);
-    }
-    Ok(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::Document;
 
     fn parse(text: &str) -> (Option<EmbedSettings>, Vec<String>) {
         let mut doc = Document::with_capacity(256, 4096);

@@ -9,12 +9,35 @@
 
 use super::args::Args;
 use super::util::{lock_data_dir, say};
+use crate::agent::checker::Checker;
 use crate::agent::embed_config;
-use crate::error::Result;
+use crate::error::{Code, Result};
+use crate::json::Document;
+use crate::limits::CONFIG_FILE_MAX_BYTES;
+use crate::llm::embed::{meaning, EmbedSettings};
 use crate::memory::store::vectors::{By, Meaning};
 use crate::memory::store::{Store, LOG_NAME};
 use std::io::Write;
 use std::path::Path;
+
+/// `memory.embeddings` of `dir/config.json` alone: `Ok(None)` when there is no config file or
+/// no such object. Problems in it are `CONFIG_INVALID`; the rest of the file is not checked
+/// (that is `lkjagent check`'s job).
+pub fn load(dir: &Path) -> Result<Option<EmbedSettings>> {
+    let path = dir.join(crate::agent::config::FILE_NAME);
+    let bytes = match std::fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        _ => crate::agent::config::read_bounded(&path, CONFIG_FILE_MAX_BYTES)?,
+    };
+    let mut doc = Document::with_capacity(bytes.len() / 2 + 64, bytes.len() + 64);
+    doc.parse(&bytes).map_err(|e| e.with_code(Code::ConfigJsonInvalid).context(format_args!("{}", path.display())))?;
+    let mut c = Checker::new();
+    let s = embed_config::read(&mut c, doc.root().get("memory"), "memory");
+    if let Some(p) = c.problems().first() {
+        bail!(ConfigInvalid, "{}: {}", path.display(), p);
+    }
+    Ok(s)
+}
 
 /// `--by words|meaning|both`: the default is `both` (words alone when no embeddings are
 /// configured).
@@ -31,8 +54,8 @@ pub fn for_search(data: &Path, store: &Store, by: By) -> Result<Option<Meaning>>
     if by == By::Words {
         return Ok(None);
     }
-    match embed_config::load(data)? {
-        Some(settings) => Ok(Some(Meaning::open(store, &settings, false)?)),
+    match load(data)? {
+        Some(settings) => Ok(Some(meaning(store, &settings, false)?)),
         None if by == By::Meaning => {
             bail!(Usage, "--by meaning needs memory.embeddings in {}", data.join("config.json").display())
         }
@@ -47,7 +70,7 @@ pub fn embed(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         Some(v) => v.parse::<usize>().map_err(|_| err!(Usage, "--limit takes a number, not '{}'", v))?,
     };
     args.finish("memory embed")?;
-    let Some(settings) = embed_config::load(data)? else {
+    let Some(settings) = load(data)? else {
         bail!(Usage, "no memory.embeddings in {}: recall by meaning is off", data.join("config.json").display());
     };
     let _lock = lock_data_dir(data)?;
@@ -56,7 +79,7 @@ pub fn embed(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         return Ok(super::EXIT_OK);
     }
     let mut store = Store::open_with_capacity(data, super::util::store_capacity(data))?;
-    let mut m = Meaning::open(&store, &settings, true)?;
+    let mut m = meaning(&store, &settings, true)?;
     let mut total = 0usize;
     let mut idle = 0usize;
     let stop = crate::signal::stop_requested;

@@ -2,7 +2,8 @@
 //!
 //! - `run`: `run`, `demo` and `replay`, the agent loop with a status line per cycle.
 //! - `status`: where the agent stands, read without changing anything.
-//! - `memory`: list, show, query, search, stats, export, import and compact the memory.
+//! - `memory`: list, show, query, search, stats, export, import and compact the memory;
+//!   `memory_embed`: recall by meaning there (`search --by`, `memory embed`).
 //! - `send`: queue a message for the agent's next cycle.
 //! - `check`: validate config, prompts, memory, store and the endpoint before a run.
 //! - `parse_reply`: what the agent would take from a model reply, as JSON.

@@ -29,6 +29,8 @@ use crate::json::{Document, Kind, Writer};
 use crate::limits::{
     EMBED_BATCH_MAX, EMBED_MAX_DIMENSION, EMBED_MAX_REQUEST_BYTES, EMBED_MAX_RESPONSE_BYTES, EMBED_TEXT_MAX_BYTES,
 };
+use crate::memory::store::vectors::{head, Embed, Meaning, TextKind};
+use crate::memory::store::Store;
 use std::time::Duration;
 
 /// Which answer shape the endpoint gives.
@@ -51,15 +53,6 @@ impl EmbedApi {
             EmbedApi::OpenAi
         }
     }
-}
-
-/// What a text is embedded as (it picks the prefix).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TextKind {
-    /// A search: `query_prefix`.
-    Query,
-    /// A stored value: `document_prefix`.
-    Document,
 }
 
 /// `memory.embeddings` (see the README's settings reference).
@@ -282,18 +275,6 @@ impl Embedder {
     }
 }
 
-/// The first `max` bytes of `s`, cut back to a character boundary.
-pub fn head(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.get(..end).unwrap_or("")
-}
-
 /// Reads `n` vectors of `dim` numbers from an answer into `out`.
 fn read_vectors(doc: &Document, api: EmbedApi, dim: usize, n: usize, out: &mut [f32]) -> Result<()> {
     let root = doc.root();
@@ -344,20 +325,32 @@ fn read_vectors(doc: &Document, api: EmbedApi, dim: usize, n: usize, out: &mut [
     Ok(())
 }
 
-/// Whether an embeddings failure is the endpoint's (down, slow, answering errors), which
-/// drops search to words for a while, rather than a fault of this program.
-pub fn is_endpoint_failure(e: &crate::error::Error) -> bool {
-    use crate::error::Code;
-    matches!(
-        e.code(),
-        Code::LlmUnavailable
-            | Code::LlmTimeout
-            | Code::LlmError
-            | Code::HttpProtocol
-            | Code::ResponseTooLarge
-            | Code::ConfigInvalid
-            | Code::ContextOverflow
-    )
+impl Embed for Embedder {
+    fn dimension(&self) -> usize {
+        self.settings.dimension
+    }
+
+    fn batch(&self) -> usize {
+        self.settings.batch
+    }
+
+    fn identity(&self) -> u64 {
+        self.settings.identity()
+    }
+
+    fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    fn embed(&mut self, kind: TextKind, texts: &[&str], out: &mut [f32], should_stop: &dyn Fn() -> bool) -> Result<()> {
+        Embedder::embed(self, kind, texts, out, should_stop)
+    }
+}
+
+/// Recall by meaning for `store` through the endpoint `settings` name (see
+/// [`Meaning::open`]): what the agent (`writable`) and `memory search` open.
+pub fn meaning(store: &Store, settings: &EmbedSettings, writable: bool) -> Result<Meaning> {
+    Meaning::open(store, Box::new(Embedder::new(settings)?), writable)
 }
 
 #[cfg(test)]

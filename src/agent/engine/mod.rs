@@ -236,7 +236,7 @@ impl Agent {
         let exchange = if exchange_log { Some(ExchangeLog::start(dir, run_id.as_str(), now)?) } else { None };
         let mut action_scratch = ActionScratch::new();
         if let Some(e) = &config.embeddings {
-            action_scratch.meaning = Some(crate::memory::store::vectors::Meaning::open(&store, e, true)?);
+            action_scratch.meaning = Some(crate::llm::embed::meaning(&store, e, true)?);
         }
         let mut feedback = FixedBuf::with_capacity("feedback (limits::FEEDBACK_MAX_BYTES)", FEEDBACK_MAX_BYTES);
         if let Some(f) = memory.agent.get(meta::FEEDBACK) {

@@ -10,7 +10,7 @@
 //!     key hash u64 | stamp u32 | scale f32 | dimension × (i8 + 128) | crc32 of the bytes before
 //! ```
 //!
-//! The identity is [`EmbedSettings::identity`] (model, dimension, document prefix): a file of
+//! The identity is [`Embed::identity`] (model, dimension, document prefix): a file of
 //! another identity holds vectors of another model, and is started again. A record is the
 //! vector of the entry whose key hashes to `key hash` ([`key_hash`]: FNV-1a of the key as
 //! written), for the text it had when its stamp ([`stamp`]: its creation time and version)
@@ -56,7 +56,6 @@ use crate::limits::{
     EMBED_TEXT_MAX_BYTES, KEY_MAX_BYTES, RANK_MAX_RESULTS, RRF_K, VECTORS_COMPACT_DEAD_PERCENT,
     VECTORS_COMPACT_MIN_DEAD, VECTORS_MAX_RESULTS, VECTORS_READ_BYTES,
 };
-use crate::llm::embed::{head, is_endpoint_failure, EmbedSettings, Embedder, TextKind};
 use crate::memory::hash::{crc32, fnv1a64, fnv1a64_continue};
 use crate::memory::key::Key;
 use crate::memory::query::Archived;
@@ -64,6 +63,60 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// What a text is embedded as (it picks the prefix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextKind {
+    /// A search: `query_prefix`.
+    Query,
+    /// A stored value: `document_prefix`.
+    Document,
+}
+
+/// What makes vectors: an embeddings endpoint (`llm::embed::Embedder`, in the layer above),
+/// or a test's own function.
+pub trait Embed {
+    /// Numbers per vector.
+    fn dimension(&self) -> usize;
+    /// Texts per call at most.
+    fn batch(&self) -> usize;
+    /// What identifies the vectors it makes (model, dimension, document prefix): vectors of
+    /// another identity are not comparable.
+    fn identity(&self) -> u64;
+    /// Calls made so far.
+    fn requests(&self) -> u64;
+    /// Embeds `texts` (at most `batch`) as `kind`: text i's vector into
+    /// `out[i * dimension ..][.. dimension]`.
+    fn embed(&mut self, kind: TextKind, texts: &[&str], out: &mut [f32], should_stop: &dyn Fn() -> bool) -> Result<()>;
+}
+
+/// Whether an embeddings failure is the endpoint's (down, slow, answering errors or not
+/// embeddings), which drops search to words for a while, rather than a fault here.
+pub fn is_endpoint_failure(e: &crate::error::Error) -> bool {
+    use crate::error::Code;
+    matches!(
+        e.code(),
+        Code::LlmUnavailable
+            | Code::LlmTimeout
+            | Code::LlmError
+            | Code::HttpProtocol
+            | Code::ResponseTooLarge
+            | Code::ConfigInvalid
+            | Code::ContextOverflow
+    )
+}
+
+/// The first `max` bytes of `s`, cut back to a character boundary.
+pub fn head(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.get(..end).unwrap_or("")
+}
 
 /// File name of the vectors inside the data directory.
 pub const VECTORS_NAME: &str = "store.vec";
@@ -249,7 +302,7 @@ struct Vectors {
     built_for: u64,
     current: usize,
     damaged: u64,
-    embedder: Embedder,
+    embedder: Box<dyn Embed>,
     buf: Vec<u8>,
     /// The fill's batch: ids, texts (one string, cut at `ends`), vectors, the records.
     batch_ids: Vec<EntryId>,
@@ -291,8 +344,12 @@ impl core::fmt::Debug for Meaning {
 }
 
 impl Meaning {
-    pub fn open(store: &Store, settings: &EmbedSettings, writable: bool) -> Result<Meaning> {
-        Ok(Meaning { v: Vectors::open(store, settings, writable)?, words: Ranked::new(), near: Ranked::new() })
+    /// Opens recall by meaning for `store` with `embedder` (no request is sent yet): the
+    /// vectors file, read and matched to the store's entries. A writer (`writable`, the lock
+    /// holder) creates the file when missing or of another model, and drops a torn tail; a
+    /// reader writes nothing and treats a missing file as empty.
+    pub fn open(store: &Store, embedder: Box<dyn Embed>, writable: bool) -> Result<Meaning> {
+        Ok(Meaning { v: Vectors::open(store, embedder, writable)?, words: Ranked::new(), near: Ranked::new() })
     }
 
     /// Figures.
@@ -356,9 +413,16 @@ impl Meaning {
 }
 
 impl Vectors {
-    fn open(store: &Store, settings: &EmbedSettings, writable: bool) -> Result<Vectors> {
-        let embedder = Embedder::new(settings)?;
-        let dim = settings.dimension;
+    fn open(store: &Store, embedder: Box<dyn Embed>, writable: bool) -> Result<Vectors> {
+        let dim = embedder.dimension();
+        if dim == 0 || dim > crate::limits::EMBED_MAX_DIMENSION {
+            bail!(
+                ConfigInvalid,
+                "embeddings of {} dimensions (1..={} are kept)",
+                dim,
+                crate::limits::EMBED_MAX_DIMENSION
+            );
+        }
         let rec_len = RECORD_OVERHEAD + dim;
         let room = store.slots.room();
         let max_records = room.saturating_mul(2) + EMBED_FILL_PER_CYCLE + VECTORS_COMPACT_MIN_DEAD;
@@ -369,7 +433,7 @@ impl Vectors {
             dir,
             read_only: !writable,
             file: None,
-            identity: settings.identity(),
+            identity: embedder.identity(),
             dim,
             rec_len,
             records: 0,
@@ -636,7 +700,7 @@ impl Vectors {
         while looked < scan && done.embedded < max {
             self.batch_ids.clear();
             let batch_start = self.cursor;
-            let want = (max - done.embedded).min(self.embedder.settings().batch);
+            let want = (max - done.embedded).min(self.embedder.batch()).min(EMBED_BATCH_MAX);
             while looked < scan && self.batch_ids.len() < want {
                 let id = (self.cursor % next) as EntryId;
                 self.cursor = (self.cursor + 1) % next;
