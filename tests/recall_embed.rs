@@ -431,3 +431,54 @@ fn vectors_survive_a_child_killed_mid_write() {
     assert!(requests.load(Ordering::SeqCst) >= 30);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn lkj(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_lkjagent")).arg("--data").arg(dir).args(args).output().unwrap()
+}
+
+#[test]
+fn memory_embed_and_search_by_meaning_through_the_binary() {
+    let up = Arc::new(AtomicBool::new(true));
+    let srv = server(up.clone());
+    let dir = temp::TempDir::new("embed-cli");
+    let config = format!(
+        r#"{{"llm": {{"endpoint": "http://127.0.0.1:9/v1/chat/completions", "model": "m"}},
+            "memory": {{"embeddings": {{"endpoint": "{}", "model": "hash", "dimension": {}}}}}}}"#,
+        srv.url("/v1/embeddings"),
+        DIM
+    );
+    dir.write("config.json", &config);
+    let storage: Vec<String> =
+        (0..30).map(|i| format!(r#""e{},note": "{} {}""#, i, NOUNS[i % 16], NOUNS[(i * 7 + 3) % 16])).collect();
+    let doc = dir.write("import.json", format!(r#"{{"storage": {{{}}}}}"#, storage.join(",")));
+    let out = lkj(dir.path(), &["memory", "import", doc.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Before any vector: words alone, and no request.
+    let out = lkj(dir.path(), &["memory", "search", "--json", "apple"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(srv.seen().is_empty());
+    let out = lkj(dir.path(), &["memory", "embed"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("30 vectors embedded now, 30 of 30 entries"), "{text}");
+    // By meaning: the entry holding exactly these words comes first.
+    let out =
+        lkj(dir.path(), &["memory", "search", "--json", "--limit", "3", "--by", "meaning", "e5 note glacier pepper"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.find("\"e5,note\"").is_some_and(|i| i < 40), "{text}");
+    let out = lkj(dir.path(), &["memory", "search", "--by", "both", "harbour meadow"]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The endpoint down: words only, one warning, exit 0.
+    up.store(false, Ordering::SeqCst);
+    let out = lkj(dir.path(), &["memory", "search", "--json", "harbour meadow"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("search uses words only").count(), 1, "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"key\""));
+    // A bad --by is a usage error; --by meaning without embeddings too.
+    assert_eq!(lkj(dir.path(), &["memory", "search", "--by", "vibes", "x"]).status.code(), Some(2));
+    dir.write("config.json", r#"{"llm": {"endpoint": "http://127.0.0.1:9/v1/chat/completions", "model": "m"}}"#);
+    assert_eq!(lkj(dir.path(), &["memory", "search", "--by", "meaning", "x"]).status.code(), Some(2));
+    assert_eq!(lkj(dir.path(), &["memory", "embed"]).status.code(), Some(2));
+}

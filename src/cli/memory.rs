@@ -104,7 +104,7 @@ pub fn exec(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Wri
         return Ok(super::EXIT_OK);
     }
     let Some(sub) = sub else {
-        bail!(Usage, "'lkjagent memory' needs a subcommand (list, show, query, search, stats, export, import, compact); see 'lkjagent memory --help'");
+        bail!(Usage, "'lkjagent memory' needs a subcommand (list, show, query, search, stats, export, import, compact, embed); see 'lkjagent memory --help'");
     };
     match sub.as_str() {
         "list" => list(args, data, out),

@@ -50,7 +50,7 @@ commands:
   run           run the agent loop against the configured LLM server
   demo          run the agent loop on the shipped replay script (no server needed)
   status        show state, iteration, memory use, last cycle and last error
-  memory        list, show, query, search, stats, export, import, compact the store
+  memory        list, show, query, search, stats, export, import, compact, embed the store
   send TEXT     queue a message for the agent's next cycle
   check         validate config, prompts, memory, store and the endpoint's health
   replay        run a recorded exchange log again, deterministically
