@@ -476,6 +476,16 @@ fn memory_embed_and_search_by_meaning_through_the_binary() {
     assert!(out.status.success(), "{err}");
     assert_eq!(err.matches("search uses words only").count(), 1, "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"key\""));
+    // store.vec unusable (here a directory): a search still answers, by words.
+    up.store(true, Ordering::SeqCst);
+    std::fs::remove_file(dir.path().join(VECTORS_NAME)).unwrap();
+    std::fs::create_dir(dir.path().join(VECTORS_NAME)).unwrap();
+    let out = lkj(dir.path(), &["memory", "search", "--json", "harbour meadow"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"key\""));
+    let out = lkj(dir.path(), &["memory", "embed"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir(dir.path().join(VECTORS_NAME)).unwrap();
     // A bad --by is a usage error; --by meaning without embeddings too.
     assert_eq!(lkj(dir.path(), &["memory", "search", "--by", "vibes", "x"]).status.code(), Some(2));
     dir.write("config.json", r#"{"llm": {"endpoint": "http://127.0.0.1:9/v1/chat/completions", "model": "m"}}"#);

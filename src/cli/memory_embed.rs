@@ -55,7 +55,15 @@ pub fn for_search(data: &Path, store: &Store, by: By) -> Result<Option<Meaning>>
         return Ok(None);
     }
     match load(data)? {
-        Some(settings) => Ok(Some(meaning(store, &settings, false)?)),
+        Some(settings) => match meaning(store, &settings, false) {
+            Ok(m) => Ok(Some(m)),
+            Err(e) if e.code() == Code::ConfigInvalid => Err(e),
+            // store.vec is a cache: unreadable, it only leaves the words.
+            Err(e) => {
+                e.context(format_args!("searching by words only")).print_warning();
+                Ok(None)
+            }
+        },
         None if by == By::Meaning => {
             bail!(Usage, "--by meaning needs memory.embeddings in {}", data.join("config.json").display())
         }

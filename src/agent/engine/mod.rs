@@ -236,7 +236,16 @@ impl Agent {
         let exchange = if exchange_log { Some(ExchangeLog::start(dir, run_id.as_str(), now)?) } else { None };
         let mut action_scratch = ActionScratch::new();
         if let Some(e) = &config.embeddings {
-            action_scratch.meaning = Some(crate::llm::embed::meaning(&store, e, true)?);
+            // A setting it cannot use stops the start; trouble with store.vec (a cache of the
+            // store) only turns recall by meaning off, with a warning.
+            action_scratch.meaning = match crate::llm::embed::meaning(&store, e, true) {
+                Ok(m) => Some(m),
+                Err(e) if e.code() == crate::error::Code::ConfigInvalid => return Err(e),
+                Err(e) => {
+                    e.context(format_args!("recall by meaning is off for this run")).print_warning();
+                    None
+                }
+            };
         }
         let mut feedback = FixedBuf::with_capacity("feedback (limits::FEEDBACK_MAX_BYTES)", FEEDBACK_MAX_BYTES);
         if let Some(f) = memory.agent.get(meta::FEEDBACK) {
