@@ -592,3 +592,73 @@ pub const REPORT_MAX_KINDS: usize = 64;
 /// Characters of a value or an example shown in a table cell of the report; longer texts end in
 /// `…`.
 pub const REPORT_CELL_CHARS: usize = 160;
+
+// ---------------------------------------------------------------------------------------------
+// Recall by meaning: embeddings and the vectors file (`memory::store::vectors`, `llm::embed`)
+// ---------------------------------------------------------------------------------------------
+
+/// Largest embedding dimension `memory.embeddings.dimension` may name (all-MiniLM-L6-v2: 384,
+/// nomic-embed-text: 768, bge-m3: 1024, text-embedding-3-large: 3072). Cost: one record of the
+/// vectors file is 32 bytes plus one byte per dimension.
+pub const EMBED_MAX_DIMENSION: usize = 4096;
+
+/// Texts sent in one embeddings request (a batch), and so the most vectors one answer holds.
+/// Cost: the request body and the parsed answer, see [`EMBED_MAX_REQUEST_BYTES`] and
+/// [`EMBED_MAX_RESPONSE_BYTES`].
+pub const EMBED_BATCH_MAX: usize = 16;
+
+/// Bytes of one text sent to be embedded: a longer value is embedded by its first this many
+/// bytes (cut at a character boundary; embedding models read at most a few hundred tokens:
+/// all-MiniLM-L6-v2 stops at 256 word pieces). This is a documented cut of what is *sent*,
+/// never of what is stored. Cost: part of [`EMBED_MAX_REQUEST_BYTES`].
+pub const EMBED_TEXT_MAX_BYTES: usize = 2048;
+
+/// Largest embeddings request body: a batch of texts at most [`EMBED_TEXT_MAX_BYTES`] each,
+/// escaped (up to 6 bytes per byte for control characters), plus prefixes and the model name.
+/// Reserved once, when embeddings are configured.
+pub const EMBED_MAX_REQUEST_BYTES: usize = EMBED_BATCH_MAX * (EMBED_TEXT_MAX_BYTES * 6 + 1024) + 4096;
+
+/// Largest embeddings response body: a batch of vectors of [`EMBED_MAX_DIMENSION`] numbers of
+/// up to 24 characters each, plus the envelope. Reserved once (about 1.5 MiB), when
+/// embeddings are configured; a larger answer is `RESPONSE_TOO_LARGE`.
+pub const EMBED_MAX_RESPONSE_BYTES: usize = EMBED_BATCH_MAX * EMBED_MAX_DIMENSION * 24 + 65_536;
+
+/// Entries embedded per agent cycle at most (missing or stale vectors are filled this many at
+/// a time, in batches of [`EMBED_BATCH_MAX`]), so a cycle's cost stays bounded after an
+/// import of thousands of entries or a change of model.
+pub const EMBED_FILL_PER_CYCLE: usize = 32;
+
+/// Entry ids a fill looks at per call to find the ones without a current vector (a bounded
+/// walk that resumes where it stopped, so a cycle costs the same at 1,048,576 entries).
+pub const EMBED_SCAN_PER_CYCLE: usize = 65_536;
+
+/// After the embeddings endpoint failed, the first wait before it is tried again; doubled
+/// after each further failure up to [`EMBED_BACKOFF_MAX_SECS`]. Search uses words only
+/// meanwhile.
+pub const EMBED_BACKOFF_BASE_SECS: u64 = 30;
+
+/// Longest wait between tries of a failing embeddings endpoint.
+pub const EMBED_BACKOFF_MAX_SECS: u64 = 1800;
+
+/// Bytes of the vectors file one read takes during a vector search or a load (positioned reads
+/// of whole records, so a search over 1,048,576 vectors never holds more than this). Small
+/// enough that a piece is still in the CPU's cache when its dot products read it (the copy
+/// out of the page cache is most of a search's time; 256 KiB measured a little faster than
+/// 1 MiB and 64 KiB). Cost: one buffer, reserved when embeddings are configured.
+pub const VECTORS_READ_BYTES: usize = 256 * 1024;
+
+/// The vectors file is rewritten without its dead records (superseded, or of entries no
+/// longer live) when they pass this percentage of its records (and
+/// [`VECTORS_COMPACT_MIN_DEAD`]).
+pub const VECTORS_COMPACT_DEAD_PERCENT: usize = 50;
+
+/// Dead records below which the vectors file is never rewritten.
+pub const VECTORS_COMPACT_MIN_DEAD: usize = 1024;
+
+/// Candidates a vector search keeps before fusion: the best this many by cosine. Cost: 16
+/// bytes each in a list reserved once.
+pub const VECTORS_MAX_RESULTS: usize = RANK_MAX_RESULTS;
+
+/// Reciprocal rank fusion's constant: an entry at rank r (from 1) of a list adds 1 / (k + r)
+/// (k = 60 as in Cormack et al. 2009, and Letta, NullClaw, ZeroClaw).
+pub const RRF_K: f64 = 60.0;

@@ -90,6 +90,9 @@ pub struct ActionScratch {
     results: Results,
     ranked: Ranked,
     text: FixedBuf,
+    /// Recall by meaning, when `memory.embeddings` is configured: `storage_search` with words
+    /// fuses the word and the vector rankings.
+    pub meaning: Option<crate::memory::store::vectors::Meaning>,
 }
 
 impl ActionScratch {
@@ -102,6 +105,7 @@ impl ActionScratch {
                 "action text buffer (limits::STORE_VALUE_MAX_BYTES)",
                 crate::limits::STORE_VALUE_MAX_BYTES,
             ),
+            meaning: None,
         }
     }
 }
@@ -354,7 +358,16 @@ fn search_ranked(
     words: &str,
     now: u64,
 ) -> Result<ActionResult> {
-    match store.rank_where(words, SEARCH_RESULTS_SHOWN + 1, Archived::Exclude, key, &mut scratch.ranked) {
+    let by = crate::memory::store::vectors::By::Both;
+    match store.rank_by(
+        scratch.meaning.as_mut(),
+        by,
+        words,
+        SEARCH_RESULTS_SHOWN + 1,
+        Archived::Exclude,
+        key,
+        &mut scratch.ranked,
+    ) {
         Ok(()) => {}
         // A query too long for the ranking is the model's to shorten.
         Err(e) if e.code() == Code::CapacityExceeded => return Ok(r.done(false, format_args!("{}", e.message()))),

@@ -51,6 +51,8 @@ pub struct Config {
     /// `memory.store_capacity`: entries the store has room for (its tables are sized from it
     /// at open).
     pub store_capacity: usize,
+    /// `memory.embeddings`: recall by meaning (off when absent; see `embed_config.rs`).
+    pub embeddings: Option<crate::llm::embed::EmbedSettings>,
     /// Where the config was read from.
     pub path: PathBuf,
 }
@@ -106,8 +108,10 @@ const RETRY: &[Key<Config>] = &[
 ];
 
 /// `memory`.
-const MEMORY: &[Key<Config>] =
-    &[Key::integer("store_capacity", STORE_MIN_ENTRIES as i64, STORE_MAX_ENTRIES as i64, Slot::StoreCapacity)];
+const MEMORY: &[Key<Config>] = &[
+    Key::integer("store_capacity", STORE_MIN_ENTRIES as i64, STORE_MAX_ENTRIES as i64, Slot::StoreCapacity),
+    Key::read("embeddings", |c, memory, p, config| config.embeddings = super::embed_config::read(c, memory, p)),
+];
 
 /// Where the values of the `llm`, `llm.retry` and `memory` tables go (see [`Config::set`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,6 +223,7 @@ pub fn parse(bytes: &[u8], dir: &Path) -> Result<(Config, Vec<String>)> {
         agent: AgentSettings::default(),
         prompts: Prompts::default(),
         store_capacity: STORE_DEFAULT_ENTRIES,
+        embeddings: None,
         path: dir.join(FILE_NAME),
     };
     let llm_section = match root.get("llm") {
@@ -450,7 +455,7 @@ mod tests {
                  replay_path, constrain, thinks, extra, base_url, tag_format_enforced",
             ),
             ("llm.retry.zzzz", "max_retries, base_delay_ms, max_delay_ms"),
-            ("memory.zzzz", "store_capacity"),
+            ("memory.zzzz", "store_capacity, embeddings"),
         ] {
             let expected = format!("{at}: unknown key; the keys known here are {known}");
             assert!(p.contains(&expected), "{expected}\nmissing in {p:#?}");
@@ -485,6 +490,7 @@ mod tests {
         }
         let mut tables: Vec<(&str, Vec<&str>)> =
             vec![("", names(TOP)), ("llm", names(LLM)), ("llm.retry", names(RETRY)), ("memory", names(MEMORY))];
+        tables.push(("memory.embeddings", names(crate::agent::embed_config::EMBEDDINGS)));
         tables.extend(crate::agent::settings::key_tables());
         let mut missing = Vec::new();
         for (path, keys) in tables {

@@ -3,7 +3,7 @@
 //! - [`config`]: `config.json` read once into typed settings; [`checker`]: the reader that
 //!   collects every problem with its key path; [`settings`]: the `agent` section;
 //!   [`prompts`]: the prompt texts rendered once; [`segments`]: the optional kjxlkj
-//!   `agent-prompt.json`.
+//!   `agent-prompt.json`; [`embed_config`]: `memory.embeddings` (recall by meaning).
 //! - [`engine`]: the [`engine::Agent`] and its cycle, one pipeline (prompt and budget, the
 //!   reply carried out); [`model`]: where replies come from, chosen once.
 //! - [`actions`]: the memory actions against the working set and the store; [`logs`]: the
@@ -20,6 +20,7 @@ pub mod audit;
 pub mod checker;
 pub mod config;
 pub mod constrain;
+pub mod embed_config;
 pub mod engine;
 pub mod exchange;
 pub mod inbox;

@@ -51,13 +51,19 @@ subcommands:
                             (default: newest first, at most 50, archived entries left out;
                             newest is the order the store created them in, not the clock)
   search TEXT [--limit N] [--archived include|only] [--json] [--substring]
+        [--by words|meaning|both]
                             store entries ranked by the words of TEXT (BM25 over each entry's
                             tags and value, in the order SQLite FTS5's bm25() gives for
                             'w1 OR w2 ...'): key, score, version, created, hits; best first,
                             at most 50 unless --limit. --json: an array of
                             {\"key\": ..., \"score\": ...}. --substring: the old scan instead,
                             entries whose value contains TEXT (ASCII case-insensitive), most
-                            recently written first (score null in --json)
+                            recently written first (score null in --json). With
+                            memory.embeddings configured, the word ranking is fused with the
+                            nearest entries by meaning (reciprocal rank, k = 60; the score is
+                            the fused one); --by words or --by meaning takes one ranking alone
+  embed [--limit N]         embed now the store entries without a current vector (the agent
+                            does a few per cycle), then rewrite store.vec without dead records
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
                             ({state, iteration, working_memory, storage, archived}); stdout
@@ -98,7 +104,7 @@ pub fn exec(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Wri
         return Ok(super::EXIT_OK);
     }
     let Some(sub) = sub else {
-        bail!(Usage, "'lkjagent memory' needs a subcommand (list, show, query, search, stats, export, import, compact); see 'lkjagent memory --help'");
+        bail!(Usage, "'lkjagent memory' needs a subcommand (list, show, query, search, stats, export, import, compact, embed); see 'lkjagent memory --help'");
     };
     match sub.as_str() {
         "list" => list(args, data, out),
@@ -109,6 +115,7 @@ pub fn exec(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Wri
         "export" => export(args, data, out),
         "import" => import(args, data, input, out),
         "compact" => compact(args, data, out),
+        "embed" => super::memory_embed::embed(args, data, out),
         other => bail!(Usage, "unknown subcommand 'memory {}'; see 'lkjagent memory --help'", other),
     }
 }
@@ -229,6 +236,7 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let archived = archived_option(&mut args)?;
     let json = args.flag("--json");
     let substring = args.flag("--substring");
+    let by = super::memory_embed::by_option(&mut args)?;
     let text = args.positional();
     args.finish("memory search")?;
     let Some(text) = text.filter(|t| !t.is_empty()) else {
@@ -263,7 +271,8 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         return Ok(super::EXIT_OK);
     }
     let mut ranked = Ranked::new();
-    store.rank_where(&text, limit, archived, None, &mut ranked)?;
+    let mut meaning = super::memory_embed::for_search(data, &store, by)?;
+    store.rank_by(meaning.as_mut(), by, &text, limit, archived, None, &mut ranked)?;
     if json {
         let hits = ranked.hits().iter().map(|h| (h.id, Some(h.score)));
         return print_json_hits(&store, hits, out).map(|_| super::EXIT_OK);

@@ -10,6 +10,8 @@
 //! - [`reply`]: reading replies and servers' error bodies.
 //! - [`stream`]: SSE and NDJSON decoding.
 //! - [`replay`]: the replay script.
+//! - [`embed`]: the embeddings client (OpenAI `/v1/embeddings`, Ollama `/api/embed`) that recall
+//!   by meaning uses.
 //!
 //! ```text
 //! let mut llm = llm::Client::new(&settings)?;                       // start-up: checks, reserves
@@ -18,6 +20,7 @@
 //! ```
 
 pub mod client;
+pub mod embed;
 pub mod replay;
 pub mod reply;
 pub mod settings;

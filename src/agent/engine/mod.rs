@@ -234,6 +234,19 @@ impl Agent {
         let run_id = make_run_id(now);
         let constrainer = Constrainer::new(&config.llm, fnv1a(run_id.as_bytes()));
         let exchange = if exchange_log { Some(ExchangeLog::start(dir, run_id.as_str(), now)?) } else { None };
+        let mut action_scratch = ActionScratch::new();
+        if let Some(e) = &config.embeddings {
+            // A setting it cannot use stops the start; trouble with store.vec (a cache of the
+            // store) only turns recall by meaning off, with a warning.
+            action_scratch.meaning = match crate::llm::embed::meaning(&store, e, true) {
+                Ok(m) => Some(m),
+                Err(e) if e.code() == crate::error::Code::ConfigInvalid => return Err(e),
+                Err(e) => {
+                    e.context(format_args!("recall by meaning is off for this run")).print_warning();
+                    None
+                }
+            };
+        }
         let mut feedback = FixedBuf::with_capacity("feedback (limits::FEEDBACK_MAX_BYTES)", FEEDBACK_MAX_BYTES);
         if let Some(f) = memory.agent.get(meta::FEEDBACK) {
             let _ = feedback.push_str(f);
@@ -260,7 +273,7 @@ impl Agent {
             // As large as the inbox file can be, so every waiting message always fits.
             request: FixedBuf::with_capacity("user request (limits::INBOX_MAX_BYTES)", INBOX_MAX_BYTES),
             feedback,
-            action_scratch: ActionScratch::new(),
+            action_scratch,
             rotate: FixedBuf::with_capacity(
                 "log rotation scratch (limits::WORKING_TEXT_MAX_BYTES)",
                 WORKING_TEXT_MAX_BYTES,
@@ -322,10 +335,21 @@ impl Agent {
             return Ok(c.report);
         }
         self.persist(&mut c)?;
+        self.fill_vectors(should_stop);
         self.record(&mut c)?;
         self.cycles_this_run += 1;
         c.report.overhead = started.elapsed().saturating_sub(c.report.latency);
         Ok(c.report)
+    }
+
+    /// Recall by meaning (when configured): embeds a bounded number of entries without a
+    /// current vector. The vectors are a cache of the store: a failure is a warning.
+    fn fill_vectors(&mut self, should_stop: &dyn Fn() -> bool) {
+        if let Some(m) = self.action_scratch.meaning.as_mut() {
+            if let Err(e) = m.fill(&mut self.store, crate::limits::EMBED_FILL_PER_CYCLE, should_stop) {
+                e.context(format_args!("recall by meaning: filling vectors")).print_warning();
+            }
+        }
     }
 
     /// Starts a cycle: the report, and the clock (and, on replay, the recorded reply).

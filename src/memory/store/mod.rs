@@ -17,7 +17,8 @@
 //! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`fulltext`]: the
 //!   full-text index's tables; [`rank`]: BM25 top-k with MaxScore over any walk of postings; [`recall`]: that index kept current, and ranked (BM25) queries;
 //!   [`recall_file`]: the index written to `store.fts` with the checkpoint; [`recall_disk`]:
-//!   that file searched in place by read-only commands.
+//!   that file searched in place by read-only commands; [`vectors`]: recall by meaning, one
+//!   quantized vector per entry in `store.vec`, fused with the word ranking by reciprocal rank.
 //!
 //! # Durability
 //!
@@ -63,6 +64,7 @@ mod search;
 pub mod slots;
 pub mod tags;
 pub mod tokenize;
+pub mod vectors;
 mod write;
 
 #[cfg(test)]
