@@ -20,6 +20,7 @@ use crate::limits::{ACTION_RESULT_MAX_BYTES, SEARCH_RESULTS_SHOWN};
 use crate::memory::key::{normalize, Key};
 use crate::memory::query::{Archived, Query, Results, Sort};
 use crate::memory::store::recall::Ranked;
+use crate::memory::store::cleanup::Use;
 use crate::memory::store::{Change, Store};
 use crate::memory::working::WorkingSet;
 use crate::reply::{Action, ActionKind};
@@ -154,7 +155,18 @@ pub fn apply(
             false,
             format_args!("refused: a repeat: '{}' is already stored; save something new (record_update changes it)", k),
         )),
-        (ActionKind::StorageSave, Some(k)) => store_put(r, store, &k, value, now),
+        (ActionKind::StorageSave, Some(k)) => {
+            let saved = store_put(r, store, &k, value, now)?;
+            if saved.ok {
+                // Saved in the same cycle as another, or right after a load: related.
+                let linked = store.link_with_recent(&k);
+                store.note_use(&k, Use::Saved);
+                if let Err(e) = linked {
+                    return Ok(saved.done(true, format_args!("saved to storage (not linked: {})", e.message())));
+                }
+            }
+            Ok(saved)
+        }
         (ActionKind::StorageLoad, Some(k)) | (ActionKind::PageIn, Some(k)) => load_into(r, wm, store, scratch, &k, now),
         (ActionKind::PageOut, Some(k)) => page_out(r, wm, store, scratch, &k, now),
         (ActionKind::Archive, Some(k)) => {
@@ -179,7 +191,10 @@ pub fn apply(
                 },
             };
             match store.update(&k, value, expected, now) {
-                Ok(p) => Ok(r.done(true, format_args!("updated to version {}", p.version))),
+                Ok(p) => {
+                    store.note_use(&k, Use::Saved);
+                    Ok(r.done(true, format_args!("updated to version {}", p.version)))
+                }
                 Err(e) if is_fault(e.code()) => Err(e),
                 Err(e) => Ok(r.done(false, format_args!("{}: {}", e.code(), e.message()))),
             }
@@ -253,10 +268,24 @@ fn load_into(
         Err(e) => return failed(r, e),
     }
     let text = scratch.text.text()?;
-    Ok(match wm.add(k, text, now) {
-        Ok(()) => r.done(true, format_args!("loaded from storage into working memory")),
-        Err(e) => r.done(false, format_args!("{}", e.message())),
-    })
+    if let Err(e) = wm.add(k, text, now) {
+        return Ok(r.done(false, format_args!("{}", e.message())));
+    }
+    store.note_use(k, Use::Loaded);
+    // The keys of its related entries, so the model can follow them.
+    let mut related = ArrayString::<ACTION_RESULT_MAX_BYTES>::new();
+    if let Some(id) = store.find(k) {
+        store.related(id, &mut scratch.results);
+        for other in scratch.results.ids() {
+            let Some(key) = store.key(other) else { continue };
+            let sep = if related.is_empty() { "; related: " } else { " | " };
+            if related.push_str(sep).and_then(|()| related.push_str(key.as_str())).is_err() {
+                related.clip_with_marker("...");
+                break;
+            }
+        }
+    }
+    Ok(r.done(true, format_args!("loaded from storage into working memory{}", related.as_str())))
 }
 
 /// Saves the working-memory entry `k` to the store, then removes it from working memory.
@@ -278,6 +307,19 @@ pub fn page_out(
     if !text.trim().is_empty() {
         match store.put(k, text, now) {
             Ok(_) => {}
+            // The live store is full and nothing in it may be moved: the entry goes straight to
+            // the cold store, so working memory still shrinks and nothing is lost.
+            Err(e) if e.code() == Code::CapacityExceeded && store.len() >= store.capacity() => {
+                if let Err(cold) = store.put_cold(k, text, now) {
+                    return failed(r, cold);
+                }
+                e.context(format_args!("paging moved '{}' to the cold store instead", k)).print_warning();
+                wm.remove(k);
+                return Ok(r.done(
+                    true,
+                    format_args!("moved from working memory to the cold store (the store is full; see memory.cleanup)"),
+                ));
+            }
             Err(e) => return failed(r, e),
         }
     }

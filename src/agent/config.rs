@@ -51,6 +51,8 @@ pub struct Config {
     /// `memory.store_capacity`: entries the store has room for (its tables are sized from it
     /// at open).
     pub store_capacity: usize,
+    /// `memory.cleanup`: when and how the agent makes room in the store.
+    pub cleanup: crate::memory::store::cleanup::Policy,
     /// Where the config was read from.
     pub path: PathBuf,
 }
@@ -106,8 +108,56 @@ const RETRY: &[Key<Config>] = &[
 ];
 
 /// `memory`.
-const MEMORY: &[Key<Config>] =
-    &[Key::integer("store_capacity", STORE_MIN_ENTRIES as i64, STORE_MAX_ENTRIES as i64, Slot::StoreCapacity)];
+const MEMORY: &[Key<Config>] = &[
+    Key::integer("store_capacity", STORE_MIN_ENTRIES as i64, STORE_MAX_ENTRIES as i64, Slot::StoreCapacity),
+    Key::read("cleanup", read_cleanup),
+    // The tagged-memory design's and era A's names of memory.cleanup's keys, read by read_cleanup.
+    Key::elsewhere("auto_cleanup_enabled"),
+    Key::elsewhere("auto_cleanup_threshold"),
+    Key::elsewhere("max_entry_age_days"),
+];
+
+/// `memory.cleanup`'s keys.
+const CLEANUP_KEYS: &[&str] = &["enable", "threshold", "keep_cycles", "max_age_days", "action"];
+
+/// `memory.cleanup` (`{enable, threshold, keep_cycles, max_age_days, action}`), and the older
+/// names beside it in `memory`: `auto_cleanup_enabled`, `auto_cleanup_threshold`,
+/// `max_entry_age_days` (the newer name wins when both are given).
+fn read_cleanup(c: &mut Checker, memory: Option<Value<'_>>, p: &str, config: &mut Config) {
+    use crate::limits::CLEANUP_KEEP_CYCLES_MAX;
+    let policy = &mut config.cleanup;
+    if let Some(on) = c.boolean(memory, p, "auto_cleanup_enabled") {
+        policy.enable = on;
+    }
+    if let Some(t) = c.number(memory, p, "auto_cleanup_threshold", 0.01, 1.0) {
+        policy.threshold_percent = (t * 100.0).round() as u64;
+    }
+    if let Some(d) = c.integer(memory, p, "max_entry_age_days", 0, 36_500) {
+        policy.max_age_secs = d as u64 * 86_400;
+    }
+    let path = join(p, "cleanup");
+    let Some(o) = c.object(memory, p, "cleanup") else { return };
+    c.reject_unknown(Some(o), &path, CLEANUP_KEYS);
+    if let Some(on) = c.boolean(Some(o), &path, "enable") {
+        policy.enable = on;
+    }
+    if let Some(t) = c.number(Some(o), &path, "threshold", 0.01, 1.0) {
+        policy.threshold_percent = (t * 100.0).round() as u64;
+    }
+    if let Some(n) = c.integer(Some(o), &path, "keep_cycles", 0, CLEANUP_KEEP_CYCLES_MAX as i64) {
+        policy.keep_cycles = n as u64;
+    }
+    if let Some(d) = c.integer(Some(o), &path, "max_age_days", 0, 36_500) {
+        policy.max_age_secs = d as u64 * 86_400;
+    }
+    if let Some(a) = c.string(Some(o), &path, "action", 16) {
+        match a.trim() {
+            "cold" => policy.delete = false,
+            "delete" => policy.delete = true,
+            other => c.problem_at(&path, "action", format_args!("'{}' is not one of cold, delete", other)),
+        }
+    }
+}
 
 /// Where the values of the `llm`, `llm.retry` and `memory` tables go (see [`Config::set`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,6 +269,7 @@ pub fn parse(bytes: &[u8], dir: &Path) -> Result<(Config, Vec<String>)> {
         agent: AgentSettings::default(),
         prompts: Prompts::default(),
         store_capacity: STORE_DEFAULT_ENTRIES,
+        cleanup: crate::memory::store::cleanup::Policy::default(),
         path: dir.join(FILE_NAME),
     };
     let llm_section = match root.get("llm") {

@@ -50,6 +50,8 @@
 
 pub mod append;
 pub mod checkpoint;
+pub mod cleanup;
+pub mod cold;
 mod compact;
 pub mod fulltext;
 pub mod links;
@@ -180,6 +182,9 @@ pub enum Cleanup {
     Archive,
     /// Delete them.
     Delete,
+    /// Move them to the cold store (`store.cold`, see [`cold`]): out of the live store and its
+    /// capacity, still found by `memory show`, `search --cold`, `export` and `restore`.
+    Cold,
 }
 
 /// The store. See the module documentation.
@@ -211,6 +216,8 @@ pub struct Store {
     vbuf: String,
     /// The full-text index (built on first use).
     recall: recall::Recall,
+    /// The capacity policy and its clean-ups (see [`cleanup`]).
+    upkeep: cleanup::Upkeep,
 }
 
 /// Approximate bytes of one link record, for garbage accounting.
@@ -250,6 +257,7 @@ impl Store {
         compact::remove_temp(dir);
         checkpoint::remove_temp(dir);
         recall_file::remove_temp(dir);
+        cold::remove_temp(dir);
         s.open_index()?;
         Ok(s)
     }
@@ -308,6 +316,7 @@ impl Store {
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             recall: recall::Recall::new(),
+            upkeep: cleanup::Upkeep::new(),
         }
     }
 
