@@ -45,19 +45,23 @@ subcommands:
   list                      working-memory entries: key, bytes, last update, hits
   show KEY                  the text of KEY (working memory first, then the store)
   query [--tags a,b] [--any c,d] [--not e] [--sort newest|oldest|hits|relevance]
-        [--limit N] [--archived include|only]
+        [--limit N] [--archived include|only] [--created-after T] [--created-before T]
+        [--min-hits N] [--max-hits N]
                             store entries carrying all of --tags, at least one of --any and
-                            none of --not; one line each: key, version, created, hits
+                            none of --not, created in the range and accessed within the hits
+                            range; one line each: key, version, created, hits
                             (default: newest first, at most 50, archived entries left out;
-                            newest is the order the store created them in, not the clock)
-  search TEXT [--limit N] [--archived include|only] [--json] [--substring]
+                            newest is the order the store created them in, not the clock).
+                            T is a date (2026-01-31, 2026-01-31T08:00:00Z) or an age (7d, 12h)
+  search TEXT [--limit N] [--archived include|only] [--json] [--substring] [--cold]
                             store entries ranked by the words of TEXT (BM25 over each entry's
                             tags and value, in the order SQLite FTS5's bm25() gives for
                             'w1 OR w2 ...'): key, score, version, created, hits; best first,
                             at most 50 unless --limit. --json: an array of
                             {\"key\": ..., \"score\": ...}. --substring: the old scan instead,
                             entries whose value contains TEXT (ASCII case-insensitive), most
-                            recently written first (score null in --json)
+                            recently written first (score null in --json). --cold: the
+                            cold store instead, entries holding every word (not ranked)
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
                             ({state, iteration, working_memory, storage, archived}); stdout
@@ -68,9 +72,27 @@ subcommands:
                             whole before anything is written, then written as one batch with
                             one sync
   compact                   rewrite store.log with only live records
+  cleanup [--older-than AGE] [--max-hits N] [--delete] [--dry-run]
+                            move the entries last used before AGE (30d, 12h, a date) and/or
+                            used at most N times to the cold store (store.cold), least used
+                            first, in batches that are each all or nothing; --delete deletes
+                            them instead; --dry-run lists them and changes nothing
+  retag KEY [--add a,b] [--remove c]
+                            change an entry's tags
+  delete KEY [--yes]        delete an entry for good (asks on a terminal unless --yes)
+  archive KEY, unarchive KEY
+                            set or clear the archived flag (kept in the store, left out of
+                            default results)
+  restore KEY               bring an entry back from the cold store into the store
+  link KEY KEY              mark two entries as related
+  related KEY               the keys of the entries related to KEY
+
+The cold store (store.cold) holds what clean-ups took out of the store (memory.cleanup in
+config.json, or 'memory cleanup'): show, search --cold, export and restore find it there.
 
 Keys are tag sets: 'b, A' and 'a,b' are the same key. list, show, query, search, stats and
-export change nothing. import and compact refuse to run while the agent (or another import or
+export change nothing (related and cleanup --dry-run neither). import, compact, cleanup,
+retag, delete, archive, unarchive, restore and link refuse to run while the agent (or another import or
 compact) holds the data directory's lock. import checks the whole document before it writes
 anything; importing the same document twice changes nothing the second time.
 
@@ -109,7 +131,10 @@ pub fn exec(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Wri
         "export" => export(args, data, out),
         "import" => import(args, data, input, out),
         "compact" => compact(args, data, out),
-        other => bail!(Usage, "unknown subcommand 'memory {}'; see 'lkjagent memory --help'", other),
+        other => match super::memory_upkeep::exec(other, args, data, out) {
+            Some(res) => res,
+            None => bail!(Usage, "unknown subcommand 'memory {}'; see 'lkjagent memory --help'", other),
+        },
     }
 }
 
@@ -195,7 +220,10 @@ fn show(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         }
         StoreRead::Absent => {}
     }
-    bail!(NotFound, "no entry \"{}\" in working memory or the store", key)
+    if super::memory_upkeep::show_cold(data, &key, out)? {
+        return Ok(super::EXIT_OK);
+    }
+    bail!(NotFound, "no entry \"{}\" in working memory, the store or the cold store", key)
 }
 
 fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
@@ -216,6 +244,33 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     q.max_results = limit_option(&mut args)?;
     q.archived = archived_option(&mut args)?;
+    let now = crate::clock::now_unix();
+    let time = |args: &mut Args, name: &str| -> Result<Option<u64>> {
+        match args.value(name)? {
+            None => Ok(None),
+            Some(v) => {
+                super::memory_upkeep::parse_time(&v, now).map(Some).map_err(|e| e.context(format_args!("{}", name)))
+            }
+        }
+    };
+    if let Some(t) = time(&mut args, "--created-after")? {
+        q.created.0 = t;
+    }
+    if let Some(t) = time(&mut args, "--created-before")? {
+        q.created.1 = t;
+    }
+    let count = |args: &mut Args, name: &str| -> Result<Option<u64>> {
+        match args.value(name)? {
+            None => Ok(None),
+            Some(v) => v.parse::<u64>().map(Some).map_err(|_| err!(Usage, "{} '{}' is not a number", name, v)),
+        }
+    };
+    if let Some(n) = count(&mut args, "--min-hits")? {
+        q.hits.0 = n;
+    }
+    if let Some(n) = count(&mut args, "--max-hits")? {
+        q.hits.1 = n;
+    }
     args.finish("memory query")?;
     let Some(store) = store_for_reading(data, out)? else { return Ok(super::EXIT_OK) };
     let mut results = Results::with_capacity(q.max_results);
@@ -229,11 +284,23 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let archived = archived_option(&mut args)?;
     let json = args.flag("--json");
     let substring = args.flag("--substring");
+    let cold = args.flag("--cold");
     let text = args.positional();
     args.finish("memory search")?;
     let Some(text) = text.filter(|t| !t.is_empty()) else {
         bail!(Usage, "'lkjagent memory search' needs the TEXT to look for; see 'lkjagent memory --help'")
     };
+    if cold {
+        if json || substring {
+            bail!(Usage, "--cold takes neither --json nor --substring");
+        }
+        let live = match open_store_read_only(data)? {
+            StoreRead::Open(s) => Some(s),
+            _ => None,
+        };
+        super::memory_upkeep::search_cold(data, live.as_deref(), &text, limit, out)?;
+        return Ok(super::EXIT_OK);
+    }
     let store = match json {
         // JSON output is the array alone: no store is an empty one.
         true => match open_store_read_only(data)? {
@@ -370,6 +437,7 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
                 ("corrupt_records", st.corrupt_records),
                 ("replayed_bytes", st.replayed_bytes),
                 ("ram_bytes", st.ram_bytes as u64),
+                ("cold_entries", crate::memory::store::cold::scan(data, &mut |_| Ok(true))?.entries),
             ] {
                 w.key(k)?;
                 w.u64(v)?;
@@ -387,6 +455,8 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         return Ok(super::EXIT_OK);
     }
     say(out, format_args!("entries          {} ({} archived) of {}", st.entries, st.archived, st.capacity))?;
+    let cold = crate::memory::store::cold::scan(data, &mut |_| Ok(true))?;
+    say(out, format_args!("cold store       {} entries, {} bytes", cold.entries, cold.bytes))?;
     say(out, format_args!("tags             {} of {}", st.tags, st.max_tags))?;
     say(out, format_args!("links            {}", st.links))?;
     say(

@@ -21,6 +21,7 @@ pub mod check;
 pub mod grammar;
 pub mod json;
 pub mod memory;
+mod memory_upkeep;
 pub mod parse_reply;
 pub mod report;
 pub mod run;

@@ -470,3 +470,210 @@ impl Store {
 
 /// Reads the cold store: see [`cold::scan`].
 pub use cold::scan as scan_cold;
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use crate::memory::key::normalize;
+    use crate::memory::store::recall::Ranked;
+    use crate::memory::store::{Cleanup, LOG_NAME};
+    use crate::testing::temp_dir;
+    use std::collections::BTreeMap;
+
+    fn k(s: &str) -> Key {
+        normalize(s).unwrap()
+    }
+
+    /// Every entry of the cold store, by key (the newest copy wins), values decoded.
+    fn cold_map(d: &std::path::Path) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        cold::scan(d, &mut |e| {
+            let mut v = String::new();
+            log::decode_str(e.value_escaped, &mut v)?;
+            m.insert(e.key.as_str().to_string(), v);
+            Ok(true)
+        })
+        .unwrap();
+        m
+    }
+
+    #[test]
+    fn a_store_of_four_takes_three_hundred_saves_and_keeps_every_one() {
+        let d = temp_dir("cleanup-four");
+        let mut s = Store::open_with_capacity(&d, 4).unwrap();
+        s.set_policy(Some(Policy::default()));
+        for i in 0..300u64 {
+            let key = k(&format!("fact,n{}", i));
+            s.put(&key, &format!("fact number {}", i), 1000 + i).unwrap();
+            s.note_use(&key, Use::Saved);
+            s.flush_access().unwrap();
+            assert!(s.len() <= 4, "live {} at save {}", s.len(), i);
+        }
+        let moved = s.take_moved();
+        assert!(moved.entries >= 296 && !moved.deleted, "{moved:?}");
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 4).unwrap();
+        let cold = cold_map(&d);
+        for i in 0..300u64 {
+            let key = k(&format!("fact,n{}", i));
+            let want = format!("fact number {}", i);
+            match s.load(&key, 1).unwrap() {
+                Some(v) => assert_eq!(v, want),
+                None => assert_eq!(cold.get(key.as_str()), Some(&want), "{} lost", key),
+            }
+        }
+        // The newest entries are the live ones (least used and oldest go first).
+        assert!(s.find(&k("fact,n299")).is_some());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn recent_and_product_entries_stay_and_the_full_store_says_why() {
+        let d = temp_dir("cleanup-shield");
+        let mut s = Store::open_with_capacity(&d, 4).unwrap();
+        s.set_policy(Some(Policy { keep_cycles: 100, ..Policy::default() }));
+        s.protect_tags(Some(k("product")));
+        s.put(&k("product,a"), "the product's entry", 1).unwrap();
+        for i in 0..3 {
+            let key = k(&format!("used,{}", i));
+            s.put(&key, "v", 2).unwrap();
+            s.note_use(&key, Use::Saved);
+        }
+        let e = s.put(&k("one,more"), "v", 3).unwrap_err();
+        assert_eq!(e.code(), crate::error::Code::CapacityExceeded);
+        assert!(e.message().contains("memory.cleanup.keep_cycles"), "{}", e.message());
+        assert!(e.message().contains("memory.store_capacity"), "{}", e.message());
+        // Off: the message says to turn it on.
+        s.set_policy(Some(Policy { enable: false, ..Policy::default() }));
+        let e = s.put(&k("one,more"), "v", 3).unwrap_err();
+        assert!(e.message().contains("memory.cleanup.enable"), "{}", e.message());
+        // Paging's last resort: straight to the cold store.
+        s.put_cold(&k("paged,page"), "paged text", 4).unwrap();
+        assert_eq!(cold_map(&d).get("page,paged").map(String::as_str), Some("paged text"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn moved_entries_leave_the_full_text_index() {
+        let d = temp_dir("cleanup-fts");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("a"), "zebra crossing", 1).unwrap();
+        s.put(&k("b"), "zebra stripes", 50).unwrap();
+        let mut r = Ranked::new();
+        s.rank("zebra", 10, &mut r).unwrap();
+        assert_eq!(r.len(), 2);
+        let n = s.cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, Cleanup::Cold).unwrap();
+        assert_eq!(n, 1);
+        s.rank("zebra", 10, &mut r).unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(s.key(r.hits()[0].id).unwrap().as_str(), "b");
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.rank("zebra", 10, &mut r).unwrap();
+        assert_eq!(r.len(), 1, "after a reopen too");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_cleanup_batch_counts_only_whole() {
+        let d = temp_dir("cleanup-whole");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        for i in 0..5 {
+            s.put(&k(&format!("e{}", i)), "v", i).unwrap();
+        }
+        let whole = s.log_bytes();
+        assert_eq!(s.cleanup_where(&Filter { accessed_before: Some(3), max_hits: None }, Cleanup::Cold).unwrap(), 3);
+        let after = s.log_bytes();
+        drop(s);
+        // The batch cut anywhere before its batch_end: none of it counts, and the writer cuts
+        // it off; the cold copies are the same entries.
+        let full = std::fs::read(d.join(LOG_NAME)).unwrap();
+        for cut in [whole + 1, whole + 40, after - 1] {
+            std::fs::write(d.join(LOG_NAME), &full[..cut as usize]).unwrap();
+            let s = Store::open_read_only(&d).unwrap();
+            assert_eq!(s.len(), 5, "read-only, cut at {}", cut);
+            drop(s);
+            let s = Store::open_with_capacity(&d, 64).unwrap();
+            assert_eq!(s.len(), 5, "cut at {}", cut);
+            assert_eq!(s.log_bytes(), whole, "rolled back to the batch's start");
+        }
+        std::fs::write(d.join(LOG_NAME), &full).unwrap();
+        let s = Store::open_with_capacity(&d, 64).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(cold_map(&d).len(), 3);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_cold_store_drops_a_torn_tail_and_an_unfinished_group() {
+        let d = temp_dir("cleanup-cold-tail");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        for i in 0..4 {
+            s.put(&k(&format!("e{}", i)), "v", i).unwrap();
+        }
+        s.cleanup_where(&Filter { accessed_before: Some(2), max_hits: None }, Cleanup::Cold).unwrap();
+        let first = std::fs::metadata(d.join(cold::COLD_NAME)).unwrap().len();
+        s.cleanup_where(&Filter { accessed_before: Some(4), max_hits: None }, Cleanup::Cold).unwrap();
+        drop(s);
+        let full = std::fs::read(d.join(cold::COLD_NAME)).unwrap();
+        for cut in [first + 3, full.len() as u64 - 1, full.len() as u64 - 30] {
+            std::fs::write(d.join(cold::COLD_NAME), &full[..cut as usize]).unwrap();
+            let mut buf = Vec::new();
+            let c = ColdFile::open(&d, &mut buf).unwrap();
+            assert_eq!(c.len(), first, "cut at {}", cut);
+            assert_eq!(c.entries(), 2);
+            assert_eq!(std::fs::metadata(d.join(cold::COLD_NAME)).unwrap().len(), first);
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn restore_brings_an_entry_back_once() {
+        let d = temp_dir("cleanup-restore");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("old,fact"), "an old fact", 5).unwrap();
+        s.put(&k("new"), "x", 50).unwrap();
+        s.cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, Cleanup::Cold).unwrap();
+        assert!(s.find(&k("fact,old")).is_none());
+        let mut found = None;
+        cold::scan(&d, &mut |e| {
+            let mut v = String::new();
+            log::decode_str(e.value_escaped, &mut v)?;
+            found = Some((e.key, v, e.head));
+            Ok(true)
+        })
+        .unwrap();
+        let (key, value, head) = found.unwrap();
+        let id = s.put_restored(&key, &value, &head).unwrap();
+        assert_eq!(s.put_restored(&key, &value, &head).unwrap(), id, "in both after a crash: back already");
+        let dropped = cold::rewrite_without(&d, &mut |e| e.key == key && e.head.created == head.created).unwrap();
+        assert_eq!(dropped, 1);
+        assert!(cold_map(&d).is_empty());
+        let info = s.info(id).unwrap();
+        assert_eq!(info.created, 5);
+        assert_eq!(s.value(id).unwrap(), "an old fact");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn saves_link_with_the_same_cycle_and_a_load_just_before() {
+        let d = temp_dir("cleanup-links");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("a"), "a", 1).unwrap();
+        s.note_use(&k("a"), Use::Loaded);
+        s.flush_access().unwrap(); // next cycle
+        s.put(&k("b"), "b", 2).unwrap();
+        assert_eq!(s.link_with_recent(&k("b")).unwrap(), 1, "saved right after a load of a");
+        s.note_use(&k("b"), Use::Saved);
+        s.put(&k("c"), "c", 2).unwrap();
+        assert_eq!(s.link_with_recent(&k("c")).unwrap(), 2, "same cycle as b, and after a's load");
+        s.flush_access().unwrap();
+        s.flush_access().unwrap();
+        s.put(&k("d"), "d", 3).unwrap();
+        assert_eq!(s.link_with_recent(&k("d")).unwrap(), 0, "nothing recent");
+        let (a, b) = (s.find(&k("a")).unwrap(), s.find(&k("b")).unwrap());
+        assert!(s.linked(a, b));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

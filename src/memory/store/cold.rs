@@ -57,7 +57,7 @@ pub struct ColdEntry<'a> {
 /// What a scan of the cold store found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ColdStats {
-    /// `put` records (an entry moved twice after a crash counts twice).
+    /// `put` records of whole groups (an entry moved twice after a crash counts twice).
     pub entries: u64,
     /// Size of the file.
     pub bytes: u64,
@@ -138,7 +138,13 @@ impl ColdFile {
         let at = self.len;
         if let Err(e) = self.file.write_all_at(bytes, at) {
             self.abort(group_start);
-            bail!(PersistFailed, "appending {} bytes to {} failed ({}); nothing was moved", bytes.len(), self.path.display(), e);
+            bail!(
+                PersistFailed,
+                "appending {} bytes to {} failed ({}); nothing was moved",
+                bytes.len(),
+                self.path.display(),
+                e
+            );
         }
         self.len += bytes.len() as u64;
         Ok(at)
@@ -194,6 +200,7 @@ fn walk(
     // End of the last whole group (or of the header).
     let mut good_end = 0u64;
     let mut in_group = false;
+    let mut group_puts = 0u64;
     let mut pending_bad: Option<u64> = None;
     let mut go_on = true;
     while let Some(line) = reader.next(scratch)? {
@@ -231,17 +238,22 @@ fn walk(
             err!(Io, "{}: skipped a damaged record at byte {}", path.display(), at).print_warning();
         }
         match rec {
-            Record::Cleanup { .. } => in_group = true,
+            Record::Cleanup { .. } => {
+                in_group = true;
+                group_puts = 0;
+            }
             Record::BatchEnd => {
                 in_group = false;
+                st.entries += group_puts;
+                group_puts = 0;
                 good_end = offset + len as u64 + 1;
             }
             Record::Put { head, tags, value_escaped } if go_on => {
-                st.entries += 1;
+                group_puts += 1;
                 let Ok(key) = Key::from_tags(tags.iter().map(Tag::as_str)) else { continue };
                 go_on = f(&ColdEntry { at: offset, head, key, value_escaped })?;
             }
-            Record::Put { .. } => st.entries += 1,
+            Record::Put { .. } => group_puts += 1,
             _ => {}
         }
     }
@@ -297,7 +309,8 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
             Ok(true)
         })?;
         log::encode_batch_end(&mut buf)?;
-        out.write_all_at(buf.as_slice(), at).map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))?;
+        out.write_all_at(buf.as_slice(), at)
+            .map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))?;
         out.sync_all().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", tmp.display(), e))?;
         std::fs::rename(&tmp, &path)
             .map_err(|e| err!(PersistFailed, "renaming {} over {} failed: {}", tmp.display(), path.display(), e))?;

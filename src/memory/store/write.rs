@@ -266,7 +266,9 @@ impl Store {
                      cycles, and the task's own entries, stay); raise memory.store_capacity or lower \
                      memory.cleanup.keep_cycles"
                 }
-                Some(_) => "and memory.cleanup is off; set memory.cleanup.enable to true, or raise memory.store_capacity",
+                Some(_) => {
+                    "and memory.cleanup is off; set memory.cleanup.enable to true, or raise memory.store_capacity"
+                }
                 None => "; make room with 'lkjagent memory cleanup' or raise memory.store_capacity",
             };
             bail!(
