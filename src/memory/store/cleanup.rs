@@ -289,9 +289,10 @@ impl Store {
     pub fn cleanup_preview(&mut self, filter: &Filter, out: &mut Vec<EntryId>) -> usize {
         let matched = self.select(STORE_CLEANUP_BATCH_MAX, filter, false);
         out.clear();
-        let mut order: Vec<(u32, u32, EntryId)> = self.upkeep.heap.drain().collect();
-        order.sort_unstable();
-        out.extend(order.into_iter().map(|(_, _, id)| id));
+        out.extend_from_slice(&self.upkeep.victims);
+        self.upkeep.victims.clear();
+        let slots = &self.slots;
+        out.sort_unstable_by_key(|&id| slots.get(id).map(|s| (s.hits, s.accessed, id)));
         matched
     }
 
