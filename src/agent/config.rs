@@ -501,7 +501,10 @@ mod tests {
                  replay_path, constrain, thinks, extra, base_url, tag_format_enforced",
             ),
             ("llm.retry.zzzz", "max_retries, base_delay_ms, max_delay_ms"),
-            ("memory.zzzz", "store_capacity"),
+            (
+                "memory.zzzz",
+                "store_capacity, cleanup, auto_cleanup_enabled, auto_cleanup_threshold, max_entry_age_days",
+            ),
         ] {
             let expected = format!("{at}: unknown key; the keys known here are {known}");
             assert!(p.contains(&expected), "{expected}\nmissing in {p:#?}");
@@ -553,6 +556,41 @@ mod tests {
         assert!(missing.is_empty(), "not in README.md's settings reference: {missing:?}");
     }
 
+    /// `memory.cleanup`: every key, the older names beside it (the newer wins), and the
+    /// problems of bad values and unknown keys, with their paths.
+    #[test]
+    fn memory_cleanup_is_read_with_its_older_names() {
+        let (c, p) = parse(
+            br#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"auto_cleanup_threshold": 0.8,
+                 "cleanup": {"enable": true, "threshold": 0.75, "keep_cycles": 5, "max_age_days": 2, "action": "delete"}}}"#,
+            &dir(),
+        )
+        .unwrap();
+        assert!(p.is_empty(), "{p:?}");
+        let want = crate::memory::store::cleanup::Policy {
+            enable: true,
+            threshold_percent: 75,
+            keep_cycles: 5,
+            max_age_secs: 2 * 86_400,
+            delete: true,
+        };
+        assert_eq!(c.cleanup, want);
+        let (c, _) = parse(br#"{"llm": {"endpoint": "http://h/v1", "model": "m"}}"#, &dir()).unwrap();
+        assert_eq!(c.cleanup, crate::memory::store::cleanup::Policy::default());
+        let (_, p) = parse(
+            br#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"cleanup": {"threshold": 2, "action": "burn", "treshold": 1}}}"#,
+            &dir(),
+        )
+        .unwrap();
+        let text = p.join("\n");
+        assert!(text.contains("memory.cleanup.threshold:"), "{text}");
+        assert!(text.contains("memory.cleanup.action: 'burn' is not one of cold, delete"), "{text}");
+        assert!(
+            text.contains("memory.cleanup.treshold: unknown key; did you mean memory.cleanup.threshold?"),
+            "{text}"
+        );
+    }
+
     /// A key the tables leave to other code ([`Rule::Elsewhere`]) is read there: each one,
     /// given alone, changes what it should. A new such key needs a case here.
     #[test]
@@ -576,6 +614,21 @@ mod tests {
                 c.llm.read_timeout == Duration::from_millis(1234)
             }),
             ("base_url", r#"{"llm": {"base_url": "http://h/v1", "model": "m"}}"#, |c| c.llm.endpoint == "http://h/v1"),
+            (
+                "auto_cleanup_enabled",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"auto_cleanup_enabled": false}}"#,
+                |c| !c.cleanup.enable,
+            ),
+            (
+                "auto_cleanup_threshold",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"auto_cleanup_threshold": 0.8}}"#,
+                |c| c.cleanup.threshold_percent == 80,
+            ),
+            (
+                "max_entry_age_days",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"max_entry_age_days": 30}}"#,
+                |c| c.cleanup.max_age_secs == 30 * 86_400,
+            ),
         ];
         let mut elsewhere: Vec<&str> = [TOP, LLM, RETRY, MEMORY].into_iter().flat_map(read_elsewhere).collect();
         elsewhere.sort_unstable();
