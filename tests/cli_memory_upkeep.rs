@@ -4,6 +4,8 @@
 //! `archive`/`unarchive`, `restore`, `link`/`related`, `show`/`search --cold`/`export` over the
 //! cold store, and the lock against a running agent.
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/temp.rs"]
 mod temp;
 
@@ -156,4 +158,33 @@ fn the_changes_refuse_while_the_agent_holds_the_lock() {
     ok(&d.0, &["related", "a,new"]);
     drop(lock);
     ok(&d.0, &["archive", "a,new"]);
+}
+
+/// `check` reports a clean-up cut short (in store.log and in store.cold) and changes nothing;
+/// the next writer rolls it back, and `check` is clean again.
+#[test]
+fn check_reports_an_interrupted_cleanup() {
+    let d = populated();
+    d.write("config.json", &temp::shipped("config.json"));
+    let log_before = std::fs::read(d.0.join("store.log")).unwrap();
+    ok(&d.0, &["cleanup", "--older-than", "30d"]);
+    let log_after = std::fs::read(d.0.join("store.log")).unwrap();
+    let cold = std::fs::read(d.0.join("store.cold")).unwrap();
+    // Cut the log's clean-up batch before its end, and the cold group too.
+    std::fs::write(d.0.join("store.log"), &log_after[..log_after.len() - 5]).unwrap();
+    std::fs::write(d.0.join("store.cold"), &cold[..cold.len() - 5]).unwrap();
+    let before = snapshot(&d.0);
+    let out = cli::lkjagent(["check", "--no-network"]).data(&d.0).output();
+    let text = cli::text(&out);
+    assert!(text.contains("clean-up that was cut short"), "{text}");
+    assert!(text.contains("store.cold") && text.contains("a clean-up not finished"), "{text}");
+    assert_eq!(snapshot(&d.0), before, "check changes nothing");
+    // The writer rolls both back: every entry is live again.
+    let s = Store::open(&d.0).unwrap();
+    assert_eq!(s.len(), 5);
+    drop(s);
+    assert_eq!(std::fs::read(d.0.join("store.log")).unwrap(), log_before);
+    let out = cli::lkjagent(["check", "--no-network"]).data(&d.0).output();
+    let text = cli::text(&out);
+    assert!(!text.contains("cut short") && text.contains("ok   store.cold"), "{text}");
 }

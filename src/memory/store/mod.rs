@@ -167,6 +167,9 @@ pub struct Stats {
     /// Whether that tail holds a whole record that is damaged (it ends in a newline, but its
     /// checksum or JSON is bad), not only a record still being written.
     pub damaged_tail: bool,
+    /// Whether that tail is a clean-up batch a crash (or a clean-up being written) cut short:
+    /// none of it counts, and the agent rolls it back at its next start.
+    pub cut_cleanup: bool,
     /// Whether the last open started from the checkpoint.
     pub from_checkpoint: bool,
     /// Bytes of log the last open replayed (after the checkpoint, or all of it).
@@ -205,6 +208,7 @@ pub struct Store {
     corrupt: u64,
     unfinished_tail: u64,
     damaged_tail: bool,
+    cut_cleanup: bool,
     from_checkpoint: bool,
     replayed_bytes: u64,
     /// Log length the last checkpoint covers (0: none).
@@ -308,6 +312,7 @@ impl Store {
             corrupt: 0,
             unfinished_tail: 0,
             damaged_tail: false,
+            cut_cleanup: false,
             from_checkpoint: false,
             replayed_bytes: 0,
             checkpointed: 0,
@@ -482,6 +487,7 @@ impl Store {
             corrupt_records: self.corrupt,
             unfinished_tail_bytes: self.unfinished_tail,
             damaged_tail: self.damaged_tail,
+            cut_cleanup: self.cut_cleanup,
             from_checkpoint: self.from_checkpoint,
             replayed_bytes: self.replayed_bytes,
             ram_bytes: self.ram_bytes(),

@@ -35,6 +35,7 @@ impl Store {
         self.corrupt = 0;
         self.unfinished_tail = 0;
         self.damaged_tail = false;
+        self.cut_cleanup = false;
         self.from_checkpoint = false;
         self.replayed_bytes = 0;
         self.checkpointed = 0;
@@ -308,6 +309,7 @@ impl Store {
     fn drop_cut_cleanup(&mut self, at: u64, file_len: u64) -> Result<()> {
         if self.log.read_only() {
             self.unfinished_tail = file_len.saturating_sub(at);
+            self.cut_cleanup = true;
             self.log.len = at;
             return Ok(());
         }
