@@ -74,6 +74,9 @@ fn capacity_four_three_hundred_saves_all_kept_and_an_overflowing_working_memory_
     let saves = text.lines().filter(|l| l.contains("storage_save ok")).count();
     assert_eq!(saves, 300, "every cycle's save succeeds:\n{}", text);
     assert!(text.contains("cleanup: 1 moved to the cold store"), "{}", text);
+    let audit = std::fs::read_to_string(d.join("logs").join("audit.jsonl")).unwrap();
+    let lines = audit.lines().filter(|l| l.contains("\"cleanup\":{\"moved\":1,\"to\":\"cold\"}")).count();
+    assert!(lines >= 290, "each clean-up is in the audit log ({} lines)", lines);
     for i in 0..300 {
         let (found, value) = show(&d, &format!("fact,n{}", i));
         assert!(found, "fact,n{} is lost", i);

@@ -472,6 +472,40 @@ mod tests {
         }
     }
 
+    fn action<'a>(kind: ActionKind, tags: &'a str, value: Option<&'a str>) -> Action<'a> {
+        Action { kind, tags, value, ..search_action("", "") }
+    }
+
+    /// Saves in one cycle are linked, and so is a save right after a load; a load names the
+    /// loaded entry's related keys.
+    #[test]
+    fn saves_link_and_a_load_shows_the_related_keys() {
+        let d = temp_dir("action-links");
+        let mut store = Store::open_with_capacity(&d, 64).unwrap();
+        let mut wm = WorkingSet::new();
+        let mut scratch = ActionScratch::new();
+        let save = |store: &mut Store, wm: &mut WorkingSet, scratch: &mut ActionScratch, tags: &str| {
+            let r = apply(&action(ActionKind::StorageSave, tags, Some("text")), wm, store, scratch, 1).unwrap();
+            assert!(r.ok, "{}", r.message.as_str());
+        };
+        save(&mut store, &mut wm, &mut scratch, "fruit,apple");
+        save(&mut store, &mut wm, &mut scratch, "fruit,pear");
+        store.flush_access().unwrap(); // the next cycle
+        store.flush_access().unwrap();
+        save(&mut store, &mut wm, &mut scratch, "tools,hammer");
+        let r =
+            apply(&action(ActionKind::StorageLoad, "apple,fruit", None), &mut wm, &mut store, &mut scratch, 2).unwrap();
+        assert_eq!(r.message.as_str(), "loaded from storage into working memory; related: fruit,pear");
+        store.flush_access().unwrap();
+        save(&mut store, &mut wm, &mut scratch, "fruit,plum");
+        let r =
+            apply(&action(ActionKind::StorageLoad, "apple,fruit", None), &mut wm, &mut store, &mut scratch, 3).unwrap();
+        assert_eq!(r.message.as_str(), "loaded from storage into working memory; related: fruit,pear | fruit,plum");
+        let r = apply(&action(ActionKind::StorageLoad, "hammer,tools", None), &mut wm, &mut store, &mut scratch, 3)
+            .unwrap();
+        assert_eq!(r.message.as_str(), "loaded from storage into working memory", "nothing related");
+    }
+
     #[test]
     fn storage_search_with_words_ranks_and_previews_tags_filter() {
         let d = temp_dir("action-rank");
