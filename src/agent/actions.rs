@@ -307,9 +307,10 @@ pub fn page_out(
     if !text.trim().is_empty() {
         match store.put(k, text, now) {
             Ok(_) => {}
-            // The live store is full and nothing in it may be moved: the entry goes straight to
-            // the cold store, so working memory still shrinks and nothing is lost.
-            Err(e) if e.code() == Code::CapacityExceeded && store.len() >= store.capacity() => {
+            // The live store cannot take it (full, and nothing in it may be moved; or its tag
+            // table is full): the entry goes straight to the cold store, so working memory still
+            // shrinks and nothing is lost.
+            Err(e) if e.code() == Code::CapacityExceeded => {
                 if let Err(cold) = store.put_cold(k, text, now) {
                     return failed(r, cold);
                 }
@@ -317,7 +318,9 @@ pub fn page_out(
                 wm.remove(k);
                 return Ok(r.done(
                     true,
-                    format_args!("moved from working memory to the cold store (the store is full; see memory.cleanup)"),
+                    format_args!(
+                        "moved from working memory to the cold store (the store cannot take it; see memory.cleanup)"
+                    ),
                 ));
             }
             Err(e) => return failed(r, e),

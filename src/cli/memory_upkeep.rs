@@ -305,7 +305,9 @@ pub fn parse_time(text: &str, now: u64) -> Result<u64> {
     if let Some(secs) = t.strip_prefix('@') {
         return secs.parse::<u64>().map_err(|_| err!(Usage, "'{}' is not @ and Unix seconds", t));
     }
-    if let Some(unit) = t.chars().last().filter(char::is_ascii_alphabetic) {
+    let digits = t.get(..t.len().saturating_sub(1)).unwrap_or("");
+    let age = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) || t.len() == 1;
+    if let Some(unit) = t.chars().last().filter(|c| age && c.is_ascii_alphabetic()) {
         let scale = match unit {
             's' => 1,
             'm' => 60,

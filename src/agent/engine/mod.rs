@@ -322,7 +322,7 @@ impl Agent {
         self.model.probe(&mut self.constrainer, should_stop);
         self.prepare_prompt(&mut c)?;
         // The task's own entries, which the prompt shows, stay in the store.
-        self.store.protect_tags(self.product.key().copied());
+        self.store.protect_tags(self.product.key().copied(), self.product.shown());
         let outcome = self.ask_fitting(&mut c, progress, should_stop)?;
         self.carry_out(&mut c, outcome)?;
         if c.report.finished {

@@ -9,8 +9,8 @@
 //! [`CLEANUP_MARGIN_PERCENT`] below the threshold (at least one entry when it is full), taking
 //! first what was used least and longest ago: the fewest accesses, then the oldest last
 //! access, then the oldest entry. It never takes an entry saved or loaded in the last
-//! `keep_cycles` cycles ([`Store::note_use`]; a cycle is a [`Store::flush_access`]), nor one
-//! carrying every tag of the task's product ([`Store::protect_tags`]), which the prompt shows.
+//! `keep_cycles` cycles ([`Store::note_use`]; a cycle is a [`Store::flush_access`]), nor the
+//! task's product entries that the prompt shows (the newest ones, [`Store::protect_tags`]).
 //! With `memory.cleanup.max_age_days`, [`Store::upkeep`] also moves entries unused that long.
 //!
 //! Entries go to the cold store ([`super::cold`]) unless the policy deletes them.
@@ -32,7 +32,7 @@ use super::{Cleanup, EntryId, Store};
 use crate::error::Result;
 use crate::limits::{
     CLEANUP_AGE_CHECK_SECONDS, CLEANUP_DEFAULT_KEEP_CYCLES, CLEANUP_DEFAULT_THRESHOLD_PERCENT, CLEANUP_MARGIN_PERCENT,
-    STORE_CLEANUP_BATCH_MAX, STORE_CLEANUP_RECENT_KEYS,
+    PRODUCT_VIEW_MAX_ENTRIES, STORE_CLEANUP_BATCH_MAX, STORE_CLEANUP_RECENT_KEYS,
 };
 use crate::memory::key::Key;
 use crate::memory::log::{self, PutHead};
@@ -125,7 +125,7 @@ pub(super) struct Upkeep {
     /// Cycles seen (calls of `flush_access`).
     pub(super) cycle: u64,
     pub(super) recent: Recent,
-    pub(super) protect: Option<Key>,
+    pub(super) protect: Option<(Key, usize)>,
     /// Candidates: (hits, last access, id), a max-heap of the best `n` so far.
     heap: std::collections::BinaryHeap<(u32, u32, EntryId)>,
     /// The chosen entries, in id order.
@@ -157,7 +157,7 @@ impl Upkeep {
     pub(super) fn reserve(&mut self) {
         self.heap.reserve(STORE_CLEANUP_BATCH_MAX + 1);
         self.victims.reserve(STORE_CLEANUP_BATCH_MAX);
-        self.shielded.reserve(STORE_CLEANUP_RECENT_KEYS);
+        self.shielded.reserve(STORE_CLEANUP_RECENT_KEYS + PRODUCT_VIEW_MAX_ENTRIES);
         self.recent.ring.reserve_exact(STORE_CLEANUP_RECENT_KEYS);
     }
 }
@@ -174,10 +174,11 @@ impl Store {
         self.upkeep.policy
     }
 
-    /// Entries carrying every tag of `tags` are never taken by a clean-up (the task's product,
-    /// which the prompt shows); `None` lifts it.
-    pub fn protect_tags(&mut self, tags: Option<Key>) {
-        self.upkeep.protect = tags;
+    /// The newest `shown` entries carrying every tag of `tags` (at most
+    /// [`PRODUCT_VIEW_MAX_ENTRIES`]) are never taken by a clean-up: the task's product entries
+    /// the prompt shows. `None` lifts it.
+    pub fn protect_tags(&mut self, tags: Option<Key>, shown: usize) {
+        self.upkeep.protect = tags.map(|k| (k, shown.min(PRODUCT_VIEW_MAX_ENTRIES)));
     }
 
     /// Notes that the agent saved or loaded `key` in this cycle: it is kept from clean-ups for
@@ -317,7 +318,22 @@ impl Store {
                 }
             }
         }
-        let product = if shield { self.upkeep.protect.and_then(|k| self.tagset_of(&k).map(|s| (s, k))) } else { None };
+        if let Some((set, key, shown)) =
+            self.upkeep.protect.filter(|_| shield).and_then(|(k, n)| self.tagset_of(&k).map(|s| (s, k, n)))
+        {
+            // The newest entries of the product, as many as the prompt shows.
+            let mut left = shown;
+            for id in self.slots.ids().rev() {
+                if left == 0 {
+                    break;
+                }
+                let tags = self.slots.tag_ids(id);
+                if set.iter().take(key.tag_count()).all(|t| tags.contains(t)) {
+                    self.upkeep.shielded.push(id);
+                    left -= 1;
+                }
+            }
+        }
         let mut matched = 0;
         let end = self.slots.next_id() as EntryId;
         for id in 0..end {
@@ -327,12 +343,6 @@ impl Store {
                 || self.upkeep.shielded.contains(&id)
             {
                 continue;
-            }
-            if let Some((set, key)) = &product {
-                let tags = self.slots.tag_ids(id);
-                if set.iter().take(key.tag_count()).all(|t| tags.contains(t)) {
-                    continue;
-                }
             }
             matched += 1;
             let cand = (s.hits, s.accessed, id);
@@ -534,8 +544,17 @@ mod tests {
         let d = temp_dir("cleanup-shield");
         let mut s = Store::open_with_capacity(&d, 4).unwrap();
         s.set_policy(Some(Policy { keep_cycles: 100, ..Policy::default() }));
-        s.protect_tags(Some(k("product")));
-        s.put(&k("product,a"), "the product's entry", 1).unwrap();
+        s.protect_tags(Some(k("product")), 1);
+        s.put(&k("product,old"), "an old product entry, no longer shown", 1).unwrap();
+        s.put(&k("product,a"), "the product's entry the prompt shows", 1).unwrap();
+        s.put(&k("filler"), "v", 1).unwrap();
+        s.put(&k("one,more"), "v", 3).unwrap();
+        s.put(&k("two,more"), "v", 3).unwrap();
+        // The old product entry made room (least used, longest ago); the shown one stays.
+        assert!(s.find(&k("product,old")).is_none() && s.find(&k("product,a")).is_some());
+        for gone in ["one,more", "two,more", "filler"] {
+            s.delete(&k(gone)).unwrap();
+        }
         for i in 0..3 {
             let key = k(&format!("used,{}", i));
             s.put(&key, "v", 2).unwrap();

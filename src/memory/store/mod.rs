@@ -18,6 +18,8 @@
 //!   full-text index's tables; [`rank`]: BM25 top-k with MaxScore over any walk of postings; [`recall`]: that index kept current, and ranked (BM25) queries;
 //!   [`recall_file`]: the index written to `store.fts` with the checkpoint; [`recall_disk`]:
 //!   that file searched in place by read-only commands.
+//! - [`cleanup`]: the capacity policy (`memory.cleanup`) and its all-or-nothing clean-up batches;
+//!   [`cold`]: the cold store (`store.cold`) the entries they take go to.
 //!
 //! # Durability
 //!
