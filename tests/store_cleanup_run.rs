@@ -130,3 +130,58 @@ fn with_the_cleanup_off_paging_goes_to_the_cold_store_and_says_why() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The real agent killed with SIGKILL at random moments while it saves into a store of 4,
+/// making room every cycle: after each kill every save its status line acknowledged is found
+/// (live store or cold store) with its value, and the next run starts cleanly.
+#[test]
+fn the_agent_killed_mid_cleanup_loses_no_acknowledged_save() {
+    use lkjagent::memory::store::{cold, Store};
+    let d = data_dir("kill", None);
+    let mut seed = 0x5EED_0023_u64;
+    let mut total = 0;
+    for round in 0..8 {
+        let mut s = String::new();
+        for i in 0..5000 {
+            let reply = format!(
+                "<agent><action><type>storage_save</type><tags>r{},n{}</tags><value>round {} fact {}</value></action></agent>",
+                round, i, round, i
+            );
+            s.push_str(&format!("{{\"content\": {:?}}}\n", reply));
+        }
+        std::fs::write(d.join("script.jsonl"), s).unwrap();
+        let child = lkjagent(["run", "--max-iterations", "5000"]).data(&d).spawn();
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(std::time::Duration::from_millis(100 + seed % 400));
+        let _ = std::process::Command::new("kill").arg("-KILL").arg(child.id().to_string()).status();
+        let out = child.wait();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let acked = text.lines().filter(|l| l.starts_with("cycle ") && l.contains("storage_save ok")).count();
+        let mut found = std::collections::BTreeMap::new();
+        let mut store = Store::open_read_only_with_capacity(&d, 4).unwrap();
+        let ids: Vec<u32> = store.ids().collect();
+        for id in ids {
+            let k = store.key(id).unwrap().as_str().to_string();
+            found.insert(k, store.value(id).unwrap().to_string());
+        }
+        cold::scan(&d, &mut |e| {
+            let mut v = String::new();
+            lkjagent::memory::log::decode_str(e.value_escaped, &mut v)?;
+            found.entry(e.key.as_str().to_string()).or_insert(v);
+            Ok(true)
+        })
+        .unwrap();
+        for i in 0..acked {
+            let key = format!("n{},r{}", i, round);
+            assert_eq!(found.get(&key), Some(&format!("round {} fact {}", round, i)), "round {}: {} lost", round, key);
+        }
+        total += acked;
+        // The next start repairs whatever the kill cut short.
+        assert!(Store::open_with_capacity(&d, 4).unwrap().len() <= 4);
+    }
+    eprintln!("{} acknowledged saves over 8 kills, all found", total);
+    assert!(total > 40, "the runs saved too little to test anything ({})", total);
+    let _ = std::fs::remove_dir_all(&d);
+}
