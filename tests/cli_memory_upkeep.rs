@@ -165,7 +165,7 @@ fn the_changes_refuse_while_the_agent_holds_the_lock() {
 #[test]
 fn check_reports_an_interrupted_cleanup() {
     let d = populated();
-    d.write("config.json", &temp::shipped("config.json"));
+    d.write("config.json", temp::shipped("config.json"));
     let log_before = std::fs::read(d.0.join("store.log")).unwrap();
     ok(&d.0, &["cleanup", "--older-than", "30d"]);
     let log_after = std::fs::read(d.0.join("store.log")).unwrap();
