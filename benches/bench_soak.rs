@@ -12,7 +12,9 @@
 //! - `soak_live_max`: the most live entries seen (at most the capacity); `soak_cold`: entries
 //!   in the cold store at the end; `soak_cleanups`: clean-up batches; `soak_missing`: saves
 //!   acknowledged but found in neither store (target 0).
-//! - `soak_allocations_per_cycle_last`: heap allocations per cycle over the last 10,000.
+//! - `soak_allocations_per_cycle_last`: heap allocations per cycle over the last 10,000, and
+//!   `soak_cycles_allocating_last`: how many of those cycles allocated at all (the ones that
+//!   compact the log; clean-up batches allocate nothing, `tests/store_alloc.rs`).
 
 use lkjagent::agent::config;
 use lkjagent::agent::engine::{Agent, Model};
@@ -89,12 +91,19 @@ fn soak(d: &Path, cycles: usize) -> Result<(), String> {
     let (mut rss_first, mut rss_last) = (0u64, 0u64);
     let (mut live_max, mut cleanups) = (0usize, 0usize);
     let mut allocs_at_last = 0;
+    // Cycles of the last window that allocated at all (a compaction of the log, which names
+    // its files anew and reads the new log back, is the one part of a cycle that does).
+    let mut allocating = 0usize;
     let started = std::time::Instant::now();
     for i in 0..cycles {
         if i + window == cycles {
             allocs_at_last = super::allocations();
         }
+        let before = super::allocations();
         let r = agent.cycle(&mut |_| {}, &|| false).map_err(|e| format!("cycle {} stopped the agent: {}", i + 1, e))?;
+        if i + window >= cycles && super::allocations() > before {
+            allocating += 1;
+        }
         if let Some(e) = &r.error {
             return Err(format!("cycle {} failed: {}", i + 1, e));
         }
@@ -155,5 +164,6 @@ fn soak(d: &Path, cycles: usize) -> Result<(), String> {
     super::report("soak_cleanups", cleanups as f64, "batches");
     super::report("soak_missing", missing as f64, "entries");
     super::report("soak_allocations_per_cycle_last", allocs as f64 / window as f64, "allocs/cycle");
+    super::report("soak_cycles_allocating_last", allocating as f64, "cycles");
     Ok(())
 }
