@@ -43,13 +43,15 @@ usage: lkjagent [--data DIR] memory <subcommand> [options]
 
 subcommands:
   list                      working-memory entries: key, bytes, last update, hits
-  show KEY                  the text of KEY (working memory first, then the store)
+  show KEY                  the text of KEY (working memory first, then the store, then
+                            the cold store)
   query [--tags a,b] [--any c,d] [--not e] [--sort newest|oldest|hits|relevance]
         [--limit N] [--archived include|only] [--created-after T] [--created-before T]
         [--min-hits N] [--max-hits N]
                             store entries carrying all of --tags, at least one of --any and
-                            none of --not, created in the range and accessed within the hits
-                            range; one line each: key, version, created, hits
+                            none of --not, created between --created-after and
+                            --created-before, loaded from --min-hits to --max-hits times;
+                            one line each: key, version, created, hits
                             (default: newest first, at most 50, archived entries left out;
                             newest is the order the store created them in, not the clock).
                             T is a date (2026-01-31, 2026-01-31T08:00:00Z) or an age (7d, 12h)
@@ -64,8 +66,8 @@ subcommands:
                             cold store instead, entries holding every word (not ranked)
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
-                            ({state, iteration, working_memory, storage, archived}); stdout
-                            by default
+                            ({state, iteration, working_memory, storage, archived, cold});
+                            stdout by default
   import FILE|-             merge an era-B document: working_memory entries into memory.json,
                             storage entries into the store, and archives the keys listed
                             under archived; state and iteration stay as they are. Checked
@@ -92,8 +94,8 @@ config.json, or 'memory cleanup'): show, search --cold, export and restore find 
 
 Keys are tag sets: 'b, A' and 'a,b' are the same key. list, show, query, search, stats and
 export change nothing (related and cleanup --dry-run neither). import, compact, cleanup,
-retag, delete, archive, unarchive, restore and link refuse to run while the agent (or another import or
-compact) holds the data directory's lock. import checks the whole document before it writes
+retag, delete, archive, unarchive, restore and link refuse to run while the agent (or another
+of them) holds the data directory's lock. import checks the whole document before it writes
 anything; importing the same document twice changes nothing the second time.
 
 options:
@@ -120,7 +122,7 @@ pub fn exec(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Wri
         return Ok(super::EXIT_OK);
     }
     let Some(sub) = sub else {
-        bail!(Usage, "'lkjagent memory' needs a subcommand (list, show, query, search, stats, export, import, compact); see 'lkjagent memory --help'");
+        bail!(Usage, "'lkjagent memory' needs a subcommand (list, show, query, search, stats, export, import, compact, cleanup, retag, delete, archive, unarchive, restore, link, related); see 'lkjagent memory --help'");
     };
     match sub.as_str() {
         "list" => list(args, data, out),
