@@ -317,7 +317,7 @@ pub fn parse_time(text: &str, now: u64) -> Result<u64> {
             _ => bail!(Usage, "'{}': an age ends in s, m, h, d or w (e.g. 30d)", t),
         };
         let n = t
-            .get(..t.len() - 1)
+            .get(..t.len().saturating_sub(1))
             .and_then(|n| n.parse::<u64>().ok())
             .ok_or_else(|| err!(Usage, "'{}' is not an age such as 30d", t))?;
         return Ok(now.saturating_sub(n.saturating_mul(scale)));
