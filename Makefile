@@ -29,7 +29,8 @@ conformance:
 bench: static
 	LKJAGENT_CORPUS=$(CORPUS) $(CARGO) bench --locked --bench bench
 
-# The capacity soak alone (issue 23): SOAK_CYCLES agent cycles, a save each, store capacity 1,024.
+# The capacity soak alone (issue 23): SOAK_CYCLES agent cycles, a save each, store capacity 1,024,
+# on tmpfs unless LKJAGENT_SOAK_DIR names a directory (a real disk: fsyncs count).
 SOAK_CYCLES ?= 200000
 soak:
 	LKJAGENT_BENCH_ONLY=soak LKJAGENT_SOAK_CYCLES=$(SOAK_CYCLES) $(CARGO) bench --locked --bench bench

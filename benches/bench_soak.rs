@@ -1,7 +1,8 @@
 //! The capacity soak (issue 23): the agent, driven by the `replay` provider, saves a new fact
 //! every cycle into a store of capacity 1,024 with the clean-up on, for 200,000 cycles
 //! (`LKJAGENT_SOAK_CYCLES` changes the count), in a data directory on tmpfs (`/dev/shm`) when
-//! there is one, else under the system temp dir. Figures:
+//! there is one, else under the system temp dir (`LKJAGENT_SOAK_DIR` names another place, a
+//! real disk say, where every cycle's fsyncs count). Figures:
 //!
 //! - `soak_cycles`: cycles run; the agent must never stop (a cycle error or a failed save ends
 //!   the soak early and says so).
@@ -36,7 +37,11 @@ fn key(i: usize) -> String {
 /// Prints the soak's figures.
 pub fn run() {
     let cycles: usize = std::env::var("LKJAGENT_SOAK_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
-    let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let base = match std::env::var_os("LKJAGENT_SOAK_DIR") {
+        Some(d) => PathBuf::from(d),
+        None if Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/shm"),
+        None => std::env::temp_dir(),
+    };
     let d = base.join(format!("lkjagent-bench-soak-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     if let Err(e) = prepare(&d, cycles) {
