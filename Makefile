@@ -7,7 +7,7 @@ HOST    := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 BIN     := target/release/lkjagent
 STATIC  := target/static/$(HOST)/release/lkjagent
 
-.PHONY: build run demo test conformance bench fuzz static lint model-check local report-check recall-fts5 recall-check clean
+.PHONY: build run demo test conformance bench fuzz static lint model-check local report-check recall-fts5 recall-check soak clean
 
 build:
 	$(CARGO) build --release --locked
@@ -28,6 +28,12 @@ conformance:
 # `static` first, so the static binary's size in the figures is of this tree.
 bench: static
 	LKJAGENT_CORPUS=$(CORPUS) $(CARGO) bench --locked --bench bench
+
+# The capacity soak alone (issue 23): SOAK_CYCLES agent cycles, a save each, store capacity 1,024,
+# on tmpfs unless LKJAGENT_SOAK_DIR names a directory (a real disk: fsyncs count).
+SOAK_CYCLES ?= 200000
+soak:
+	LKJAGENT_BENCH_ONLY=soak LKJAGENT_SOAK_CYCLES=$(SOAK_CYCLES) $(CARGO) bench --locked --bench bench
 
 # The input parsers (replies, JSON, HTTP heads, the store log, memory.json, config.json) on
 # random and mutated inputs, FUZZ_SECONDS per target; prints the seed (FUZZ_SEED replays).

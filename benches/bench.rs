@@ -7,7 +7,8 @@
 //! Environment: `LKJAGENT_CORPUS` (default `../shared/corpus`) for the public JSON corpora; a
 //! figure that needs a missing corpus is reported as skipped, not faked.
 //! `LKJAGENT_BENCH_ONLY=json,tag` runs only the named areas (json, tag, http, store, agent, grammar,
-//! bytes, report, recall, vectors).
+//! bytes, report, recall, vectors, soak; `LKJAGENT_SOAK_CYCLES` shortens the soak: see
+//! bench_soak.rs).
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ mod bench_http;
 mod bench_json;
 mod bench_recall;
 mod bench_report;
+mod bench_soak;
 mod bench_store;
 mod bench_tag;
 mod bench_vectors;
@@ -123,6 +125,9 @@ fn main() {
     }
     if wanted("vectors") {
         bench_vectors::run();
+    }
+    if wanted("soak") {
+        bench_soak::run();
     }
     if let Some(kib) = peak_rss_kib() {
         report("bench_process_peak_rss", kib as f64 / 1024.0, "MiB");

@@ -331,6 +331,38 @@ pub const STORE_QUERY_MAX_RESULTS: usize = 1024;
 /// none in memory; bounds the time of a search over a large store.
 pub const STORE_SEARCH_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Most entries one clean-up batch moves out of the live store (to the cold store, or deleted):
+/// the agent's batches are a tenth of the capacity, and `memory cleanup` runs as many batches
+/// as it needs. Each batch is one append and one sync per file, all or nothing. Cost: 12
+/// bytes each for the selection of candidates, reserved once by the writer (48 KiB), and 4
+/// bytes each while a log is replayed.
+pub const STORE_CLEANUP_BATCH_MAX: usize = 4096;
+
+/// Keys of entries saved or loaded in the last `memory.cleanup.keep_cycles` cycles that the
+/// store remembers, so that a clean-up never takes them; past it, the oldest are forgotten (and
+/// may be moved like any other). Cost: about `KEY_MAX_BYTES` + 8 bytes each, reserved once
+/// (about 33 KiB).
+pub const STORE_CLEANUP_RECENT_KEYS: usize = 64;
+
+/// `memory.cleanup.threshold` unless set: the fill, in percent of `memory.store_capacity`, at
+/// which the agent makes room.
+pub const CLEANUP_DEFAULT_THRESHOLD_PERCENT: u64 = 90;
+
+/// How far below the threshold, in percent of the capacity, one clean-up brings the live
+/// store (at least one entry when it is full), so that room is made in batches, not once a save.
+pub const CLEANUP_MARGIN_PERCENT: u64 = 10;
+
+/// `memory.cleanup.keep_cycles` unless set: an entry saved or loaded in this many last cycles
+/// is never taken by a clean-up.
+pub const CLEANUP_DEFAULT_KEEP_CYCLES: u64 = 3;
+
+/// The largest `memory.cleanup.keep_cycles`.
+pub const CLEANUP_KEEP_CYCLES_MAX: u64 = 10_000;
+
+/// With `memory.cleanup.max_age_days` set, the agent looks for entries unused that long at
+/// most once per this many seconds (one pass over the entry table). Cost: none in memory.
+pub const CLEANUP_AGE_CHECK_SECONDS: u64 = 3600;
+
 /// Entries whose access statistics a cycle may change and the store still lists by id, so that
 /// writing them costs what was touched; past it, the flush scans the entry table once. Cost: 4
 /// bytes each, reserved once.

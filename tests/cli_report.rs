@@ -255,6 +255,7 @@ fn texts_from_a_model_a_config_and_a_file_are_escaped() {
             actions: &actions,
             problems: &["<script>NO_TAGS</script>"],
             error: None,
+            cleanup: (0, false),
         })
         .unwrap();
     }

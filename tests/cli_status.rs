@@ -71,6 +71,7 @@ fn after_some_cycles() -> TempDir {
             actions: acts,
             problems: &[],
             error: None,
+            cleanup: (0, false),
         })
         .unwrap();
     }

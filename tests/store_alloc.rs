@@ -103,3 +103,39 @@ fn ranked_recall_and_its_upkeep_allocate_nothing_once_open() {
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The capacity policy's clean-ups allocate nothing: with a store of 256 kept under its
+/// threshold by a batch to the cold store every ~26 saves, every save that does not also
+/// compact the log (a rewrite that names its files anew) makes zero heap allocations, the
+/// clean-up batches included.
+#[test]
+fn a_cleanup_allocates_nothing() {
+    use lkjagent::memory::store::cleanup::{Policy, Use};
+    alloc_counter::count_this_thread(true);
+    let dir = temp::temp_dir("store-alloc-cleanup");
+    let mut store = Store::open_with_capacity(&dir, 256).unwrap();
+    store.set_policy(Some(Policy::default()));
+    let keys: Vec<_> = (0..3000).map(|i| normalize(&format!("fact,n{}", i)).unwrap()).collect();
+    let (mut measured, mut batches, mut compactions) = (0, 0, 0);
+    for (i, key) in keys.iter().enumerate() {
+        let before_bytes = store.log_bytes();
+        let before = alloc_counter::thread_allocations();
+        store.put(key, "a fact of some length, the same for every entry", 1_700_000_000 + i as u64).unwrap();
+        store.note_use(key, Use::Saved);
+        store.flush_access().unwrap();
+        let allocs = alloc_counter::thread_allocations() - before;
+        let moved = store.take_moved();
+        let compacted = store.log_bytes() < before_bytes;
+        compactions += usize::from(compacted);
+        // Past the first clean-up (which opens the cold store once).
+        if i < 300 || compacted {
+            continue;
+        }
+        measured += 1;
+        batches += moved.batches;
+        assert_eq!(allocs, 0, "save {} allocated (a clean-up batch: {})", i, moved.batches > 0);
+    }
+    assert!(batches > 50 && measured > 2000, "{} batches in {} saves measured", batches, measured);
+    let _ = compactions;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,6 +19,7 @@ use crate::fixed::{ArrayString, FixedBuf};
 use crate::limits::{ACTION_RESULT_MAX_BYTES, SEARCH_RESULTS_SHOWN};
 use crate::memory::key::{normalize, Key};
 use crate::memory::query::{Archived, Query, Results, Sort};
+use crate::memory::store::cleanup::Use;
 use crate::memory::store::recall::Ranked;
 use crate::memory::store::{Change, Store};
 use crate::memory::working::WorkingSet;
@@ -158,7 +159,18 @@ pub fn apply(
             false,
             format_args!("refused: a repeat: '{}' is already stored; save something new (record_update changes it)", k),
         )),
-        (ActionKind::StorageSave, Some(k)) => store_put(r, store, &k, value, now),
+        (ActionKind::StorageSave, Some(k)) => {
+            let saved = store_put(r, store, &k, value, now)?;
+            if saved.ok {
+                // Saved in the same cycle as another, or right after a load: related.
+                let linked = store.link_with_recent(&k);
+                store.note_use(&k, Use::Saved);
+                if let Err(e) = linked {
+                    return Ok(saved.done(true, format_args!("saved to storage (not linked: {})", e.message())));
+                }
+            }
+            Ok(saved)
+        }
         (ActionKind::StorageLoad, Some(k)) | (ActionKind::PageIn, Some(k)) => load_into(r, wm, store, scratch, &k, now),
         (ActionKind::PageOut, Some(k)) => page_out(r, wm, store, scratch, &k, now),
         (ActionKind::Archive, Some(k)) => {
@@ -183,7 +195,10 @@ pub fn apply(
                 },
             };
             match store.update(&k, value, expected, now) {
-                Ok(p) => Ok(r.done(true, format_args!("updated to version {}", p.version))),
+                Ok(p) => {
+                    store.note_use(&k, Use::Saved);
+                    Ok(r.done(true, format_args!("updated to version {}", p.version)))
+                }
                 Err(e) if is_fault(e.code()) => Err(e),
                 Err(e) => Ok(r.done(false, format_args!("{}: {}", e.code(), e.message()))),
             }
@@ -257,10 +272,24 @@ fn load_into(
         Err(e) => return failed(r, e),
     }
     let text = scratch.text.text()?;
-    Ok(match wm.add(k, text, now) {
-        Ok(()) => r.done(true, format_args!("loaded from storage into working memory")),
-        Err(e) => r.done(false, format_args!("{}", e.message())),
-    })
+    if let Err(e) = wm.add(k, text, now) {
+        return Ok(r.done(false, format_args!("{}", e.message())));
+    }
+    store.note_use(k, Use::Loaded);
+    // The keys of its related entries, so the model can follow them.
+    let mut related = ArrayString::<ACTION_RESULT_MAX_BYTES>::new();
+    if let Some(id) = store.find(k) {
+        store.related(id, &mut scratch.results);
+        for other in scratch.results.ids() {
+            let Some(key) = store.key(other) else { continue };
+            let sep = if related.is_empty() { "; related: " } else { " | " };
+            if related.push_str(sep).and_then(|()| related.push_str(key.as_str())).is_err() {
+                related.clip_with_marker("...");
+                break;
+            }
+        }
+    }
+    Ok(r.done(true, format_args!("loaded from storage into working memory{}", related.as_str())))
 }
 
 /// Saves the working-memory entry `k` to the store, then removes it from working memory.
@@ -282,6 +311,22 @@ pub fn page_out(
     if !text.trim().is_empty() {
         match store.put(k, text, now) {
             Ok(_) => {}
+            // The live store cannot take it (full, and nothing in it may be moved; or its tag
+            // table is full): the entry goes straight to the cold store, so working memory still
+            // shrinks and nothing is lost.
+            Err(e) if e.code() == Code::CapacityExceeded => {
+                if let Err(cold) = store.put_cold(k, text, now) {
+                    return failed(r, cold);
+                }
+                e.context(format_args!("paging moved '{}' to the cold store instead", k)).print_warning();
+                wm.remove(k);
+                return Ok(r.done(
+                    true,
+                    format_args!(
+                        "moved from working memory to the cold store (the store cannot take it; see memory.cleanup)"
+                    ),
+                ));
+            }
             Err(e) => return failed(r, e),
         }
     }
@@ -441,6 +486,40 @@ mod tests {
             element: "action",
             offset: 0,
         }
+    }
+
+    fn action<'a>(kind: ActionKind, tags: &'a str, value: Option<&'a str>) -> Action<'a> {
+        Action { kind, tags, value, ..search_action("", "") }
+    }
+
+    /// Saves in one cycle are linked, and so is a save right after a load; a load names the
+    /// loaded entry's related keys.
+    #[test]
+    fn saves_link_and_a_load_shows_the_related_keys() {
+        let d = temp_dir("action-links");
+        let mut store = Store::open_with_capacity(&d, 64).unwrap();
+        let mut wm = WorkingSet::new();
+        let mut scratch = ActionScratch::new();
+        let save = |store: &mut Store, wm: &mut WorkingSet, scratch: &mut ActionScratch, tags: &str| {
+            let r = apply(&action(ActionKind::StorageSave, tags, Some("text")), wm, store, scratch, 1).unwrap();
+            assert!(r.ok, "{}", r.message.as_str());
+        };
+        save(&mut store, &mut wm, &mut scratch, "fruit,apple");
+        save(&mut store, &mut wm, &mut scratch, "fruit,pear");
+        store.flush_access().unwrap(); // the next cycle
+        store.flush_access().unwrap();
+        save(&mut store, &mut wm, &mut scratch, "tools,hammer");
+        let r =
+            apply(&action(ActionKind::StorageLoad, "apple,fruit", None), &mut wm, &mut store, &mut scratch, 2).unwrap();
+        assert_eq!(r.message.as_str(), "loaded from storage into working memory; related: fruit,pear");
+        store.flush_access().unwrap();
+        save(&mut store, &mut wm, &mut scratch, "fruit,plum");
+        let r =
+            apply(&action(ActionKind::StorageLoad, "apple,fruit", None), &mut wm, &mut store, &mut scratch, 3).unwrap();
+        assert_eq!(r.message.as_str(), "loaded from storage into working memory; related: fruit,pear | fruit,plum");
+        let r = apply(&action(ActionKind::StorageLoad, "hammer,tools", None), &mut wm, &mut store, &mut scratch, 3)
+            .unwrap();
+        assert_eq!(r.message.as_str(), "loaded from storage into working memory", "nothing related");
     }
 
     #[test]

@@ -65,6 +65,9 @@ pub struct CycleRecord<'a> {
     /// Problems found in the reply (stable codes of the reply protocol).
     pub problems: &'a [&'a str],
     pub error: Option<Code>,
+    /// Entries a clean-up took out of the store this cycle (`memory.cleanup`), and whether they
+    /// were deleted rather than moved to the cold store; written only when there were some.
+    pub cleanup: (usize, bool),
 }
 
 /// `logs/` of data directory `dir`, created if needed. A link to a directory is followed. An
@@ -247,6 +250,15 @@ fn write_record(out: &mut FixedBuf, r: &CycleRecord<'_>) -> Result<()> {
         Some(code) => w.string(code.as_str())?,
         None => w.null()?,
     }
+    if r.cleanup.0 > 0 {
+        w.key("cleanup")?;
+        w.begin_object()?;
+        w.key("moved")?;
+        w.u64(r.cleanup.0 as u64)?;
+        w.key("to")?;
+        w.string(if r.cleanup.1 { "deleted" } else { "cold" })?;
+        w.end_object()?;
+    }
     w.end_object()
 }
 
@@ -306,6 +318,7 @@ mod tests {
             actions: &actions,
             problems: &["UNKNOWN_ACTION"],
             error: None,
+            cleanup: (0, false),
         };
         log.append(&rec).unwrap();
         let text = std::fs::read_to_string(log.path()).unwrap();

@@ -53,6 +53,8 @@ pub struct Config {
     pub store_capacity: usize,
     /// `memory.embeddings`: recall by meaning (off when absent; see `embed_config.rs`).
     pub embeddings: Option<crate::llm::embed::EmbedSettings>,
+    /// `memory.cleanup`: when and how the agent makes room in the store.
+    pub cleanup: crate::memory::store::cleanup::Policy,
     /// Where the config was read from.
     pub path: PathBuf,
 }
@@ -111,7 +113,54 @@ const RETRY: &[Key<Config>] = &[
 const MEMORY: &[Key<Config>] = &[
     Key::integer("store_capacity", STORE_MIN_ENTRIES as i64, STORE_MAX_ENTRIES as i64, Slot::StoreCapacity),
     Key::read("embeddings", |c, memory, p, config| config.embeddings = super::embed_config::read(c, memory, p)),
+    Key::read("cleanup", read_cleanup),
+    // The tagged-memory design's and era A's names of memory.cleanup's keys, read by read_cleanup.
+    Key::elsewhere("auto_cleanup_enabled"),
+    Key::elsewhere("auto_cleanup_threshold"),
+    Key::elsewhere("max_entry_age_days"),
 ];
+
+/// `memory.cleanup`'s keys.
+const CLEANUP_KEYS: &[&str] = &["enable", "threshold", "keep_cycles", "max_age_days", "action"];
+
+/// `memory.cleanup` (`{enable, threshold, keep_cycles, max_age_days, action}`), and the older
+/// names beside it in `memory`: `auto_cleanup_enabled`, `auto_cleanup_threshold`,
+/// `max_entry_age_days` (the newer name wins when both are given).
+fn read_cleanup(c: &mut Checker, memory: Option<Value<'_>>, p: &str, config: &mut Config) {
+    use crate::limits::CLEANUP_KEEP_CYCLES_MAX;
+    let policy = &mut config.cleanup;
+    if let Some(on) = c.boolean(memory, p, "auto_cleanup_enabled") {
+        policy.enable = on;
+    }
+    if let Some(t) = c.number(memory, p, "auto_cleanup_threshold", 0.01, 1.0) {
+        policy.threshold_percent = (t * 100.0).round() as u64;
+    }
+    if let Some(d) = c.integer(memory, p, "max_entry_age_days", 0, 36_500) {
+        policy.max_age_secs = d as u64 * 86_400;
+    }
+    let path = join(p, "cleanup");
+    let Some(o) = c.object(memory, p, "cleanup") else { return };
+    c.reject_unknown(Some(o), &path, CLEANUP_KEYS);
+    if let Some(on) = c.boolean(Some(o), &path, "enable") {
+        policy.enable = on;
+    }
+    if let Some(t) = c.number(Some(o), &path, "threshold", 0.01, 1.0) {
+        policy.threshold_percent = (t * 100.0).round() as u64;
+    }
+    if let Some(n) = c.integer(Some(o), &path, "keep_cycles", 0, CLEANUP_KEEP_CYCLES_MAX as i64) {
+        policy.keep_cycles = n as u64;
+    }
+    if let Some(d) = c.integer(Some(o), &path, "max_age_days", 0, 36_500) {
+        policy.max_age_secs = d as u64 * 86_400;
+    }
+    if let Some(a) = c.string(Some(o), &path, "action", 16) {
+        match a.trim() {
+            "cold" => policy.delete = false,
+            "delete" => policy.delete = true,
+            other => c.problem_at(&path, "action", format_args!("'{}' is not one of cold, delete", other)),
+        }
+    }
+}
 
 /// Where the values of the `llm`, `llm.retry` and `memory` tables go (see [`Config::set`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +273,7 @@ pub fn parse(bytes: &[u8], dir: &Path) -> Result<(Config, Vec<String>)> {
         prompts: Prompts::default(),
         store_capacity: STORE_DEFAULT_ENTRIES,
         embeddings: None,
+        cleanup: crate::memory::store::cleanup::Policy::default(),
         path: dir.join(FILE_NAME),
     };
     let llm_section = match root.get("llm") {
@@ -455,7 +505,10 @@ mod tests {
                  replay_path, constrain, thinks, extra, base_url, tag_format_enforced",
             ),
             ("llm.retry.zzzz", "max_retries, base_delay_ms, max_delay_ms"),
-            ("memory.zzzz", "store_capacity, embeddings"),
+            (
+                "memory.zzzz",
+                "store_capacity, embeddings, cleanup, auto_cleanup_enabled, auto_cleanup_threshold, max_entry_age_days",
+            ),
         ] {
             let expected = format!("{at}: unknown key; the keys known here are {known}");
             assert!(p.contains(&expected), "{expected}\nmissing in {p:#?}");
@@ -508,6 +561,41 @@ mod tests {
         assert!(missing.is_empty(), "not in README.md's settings reference: {missing:?}");
     }
 
+    /// `memory.cleanup`: every key, the older names beside it (the newer wins), and the
+    /// problems of bad values and unknown keys, with their paths.
+    #[test]
+    fn memory_cleanup_is_read_with_its_older_names() {
+        let (c, p) = parse(
+            br#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"auto_cleanup_threshold": 0.8,
+                 "cleanup": {"enable": true, "threshold": 0.75, "keep_cycles": 5, "max_age_days": 2, "action": "delete"}}}"#,
+            &dir(),
+        )
+        .unwrap();
+        assert!(p.is_empty(), "{p:?}");
+        let want = crate::memory::store::cleanup::Policy {
+            enable: true,
+            threshold_percent: 75,
+            keep_cycles: 5,
+            max_age_secs: 2 * 86_400,
+            delete: true,
+        };
+        assert_eq!(c.cleanup, want);
+        let (c, _) = parse(br#"{"llm": {"endpoint": "http://h/v1", "model": "m"}}"#, &dir()).unwrap();
+        assert_eq!(c.cleanup, crate::memory::store::cleanup::Policy::default());
+        let (_, p) = parse(
+            br#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"cleanup": {"threshold": 2, "action": "burn", "treshold": 1}}}"#,
+            &dir(),
+        )
+        .unwrap();
+        let text = p.join("\n");
+        assert!(text.contains("memory.cleanup.threshold:"), "{text}");
+        assert!(text.contains("memory.cleanup.action: 'burn' is not one of cold, delete"), "{text}");
+        assert!(
+            text.contains("memory.cleanup.treshold: unknown key; did you mean memory.cleanup.threshold?"),
+            "{text}"
+        );
+    }
+
     /// A key the tables leave to other code ([`Rule::Elsewhere`]) is read there: each one,
     /// given alone, changes what it should. A new such key needs a case here.
     #[test]
@@ -531,6 +619,21 @@ mod tests {
                 c.llm.read_timeout == Duration::from_millis(1234)
             }),
             ("base_url", r#"{"llm": {"base_url": "http://h/v1", "model": "m"}}"#, |c| c.llm.endpoint == "http://h/v1"),
+            (
+                "auto_cleanup_enabled",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"auto_cleanup_enabled": false}}"#,
+                |c| !c.cleanup.enable,
+            ),
+            (
+                "auto_cleanup_threshold",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"auto_cleanup_threshold": 0.8}}"#,
+                |c| c.cleanup.threshold_percent == 80,
+            ),
+            (
+                "max_entry_age_days",
+                r#"{"llm": {"endpoint": "http://h/v1", "model": "m"}, "memory": {"max_entry_age_days": 30}}"#,
+                |c| c.cleanup.max_age_secs == 30 * 86_400,
+            ),
         ];
         let mut elsewhere: Vec<&str> = [TOP, LLM, RETRY, MEMORY].into_iter().flat_map(read_elsewhere).collect();
         elsewhere.sort_unstable();

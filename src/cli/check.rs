@@ -42,7 +42,8 @@ checks:
   config.json        parsed and validated; every problem on its own line with its key path
   agent-prompt.json  the optional prompt segments (kjxlkj format)
   memory.json        its shape (state, iteration, working_memory, agent)
-  store.log          the tagged store: entries, damaged records
+  store.log          the tagged store: entries, damaged records, a clean-up cut short
+  store.cold         the cold store (what clean-ups moved out): entries, damaged records
   store.fts          the full-text index file: matches the log, out of date, or damaged
                      (a damaged one is a failure; the agent rebuilds it from the log)
   endpoint           the LLM server answers its model list and lists the configured model
@@ -261,6 +262,16 @@ fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
                         st.entries, st.log_bytes, st.corrupt_records
                     ),
                 )
+            } else if st.cut_cleanup {
+                r.ok(
+                    "store.log",
+                    format_args!(
+                        "{} entries ({} archived) of {}, {} bytes, no damaged records; the last {} bytes are a \
+                         clean-up that was cut short (by a crash, or being written now): none of it counts, and the \
+                         agent rolls it back at its next start (its entries stay in the store)",
+                        st.entries, st.archived, st.capacity, st.log_bytes, st.unfinished_tail_bytes
+                    ),
+                )
             } else if st.damaged_tail {
                 r.ok(
                     "store.log",
@@ -290,8 +301,34 @@ fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
                     ),
                 )
             };
-            res.and_then(|_| check_recall_file(&mut store, r))
+            res.and_then(|_| check_recall_file(&mut store, r)).and_then(|_| check_cold(data, r))
         }
+    }
+}
+
+/// The cold store: its groups whole, no damaged record (a damaged one is a failure: an entry
+/// clean-up moved there may be in it).
+fn check_cold(data: &Path, r: &mut Report<'_>) -> Result<()> {
+    const NAME: &str = "store.cold";
+    if !data.join(crate::memory::store::cold::COLD_NAME).exists() {
+        return r.ok(NAME, format_args!("none yet (the first clean-up creates it)"));
+    }
+    match crate::memory::store::cold::scan(data, &mut |_| Ok(true)) {
+        Err(e) => r.fail(NAME, Worst::Failure, format_args!("{}: {}", e.code(), e.message())),
+        Ok(st) if st.damaged > 0 => r.fail(
+            NAME,
+            Worst::Failure,
+            format_args!("{} entries, {} bytes, {} damaged records skipped (warnings above say where)", st.entries, st.bytes, st.damaged),
+        ),
+        Ok(st) if st.unfinished_tail > 0 => r.ok(
+            NAME,
+            format_args!(
+                "{} entries, {} bytes, no damaged records; the last {} bytes are a clean-up not finished (by a \
+                 crash, or being written now): its entries are still in store.log, and the agent drops it at its next start",
+                st.entries, st.bytes, st.unfinished_tail
+            ),
+        ),
+        Ok(st) => r.ok(NAME, format_args!("{} entries, {} bytes, no damaged records", st.entries, st.bytes)),
     }
 }
 

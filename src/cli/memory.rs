@@ -43,14 +43,19 @@ usage: lkjagent [--data DIR] memory <subcommand> [options]
 
 subcommands:
   list                      working-memory entries: key, bytes, last update, hits
-  show KEY                  the text of KEY (working memory first, then the store)
+  show KEY                  the text of KEY (working memory first, then the store, then
+                            the cold store)
   query [--tags a,b] [--any c,d] [--not e] [--sort newest|oldest|hits|relevance]
-        [--limit N] [--archived include|only]
+        [--limit N] [--archived include|only] [--created-after T] [--created-before T]
+        [--min-hits N] [--max-hits N]
                             store entries carrying all of --tags, at least one of --any and
-                            none of --not; one line each: key, version, created, hits
+                            none of --not, created between --created-after and
+                            --created-before, loaded from --min-hits to --max-hits times;
+                            one line each: key, version, created, hits
                             (default: newest first, at most 50, archived entries left out;
-                            newest is the order the store created them in, not the clock)
-  search TEXT [--limit N] [--archived include|only] [--json] [--substring]
+                            newest is the order the store created them in, not the clock).
+                            T is a date (2026-01-31, 2026-01-31T08:00:00Z) or an age (7d, 12h)
+  search TEXT [--limit N] [--archived include|only] [--json] [--substring] [--cold]
         [--by words|meaning|both]
                             store entries ranked by the words of TEXT (BM25 over each entry's
                             tags and value, in the order SQLite FTS5's bm25() gives for
@@ -61,23 +66,42 @@ subcommands:
                             recently written first (score null in --json). With
                             memory.embeddings configured, the word ranking is fused with the
                             nearest entries by meaning (reciprocal rank, k = 60; the score is
-                            the fused one); --by words or --by meaning takes one ranking alone
+                            the fused one); --by words or --by meaning takes one ranking alone. --cold: the cold store instead, entries
+                            holding every word (not ranked)
   embed [--limit N]         embed now the store entries without a current vector (the agent
                             does a few per cycle), then rewrite store.vec without dead records
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
-                            ({state, iteration, working_memory, storage, archived}); stdout
-                            by default
+                            ({state, iteration, working_memory, storage, archived, cold});
+                            stdout by default
   import FILE|-             merge an era-B document: working_memory entries into memory.json,
                             storage entries into the store, and archives the keys listed
                             under archived; state and iteration stay as they are. Checked
                             whole before anything is written, then written as one batch with
                             one sync
   compact                   rewrite store.log with only live records
+  cleanup [--older-than AGE] [--max-hits N] [--delete] [--dry-run]
+                            move the entries last used before AGE (30d, 12h, a date) and/or
+                            used at most N times to the cold store (store.cold), least used
+                            first, in batches that are each all or nothing; --delete deletes
+                            them instead; --dry-run lists them and changes nothing
+  retag KEY [--add a,b] [--remove c]
+                            change an entry's tags
+  delete KEY [--yes]        delete an entry for good (asks on a terminal unless --yes)
+  archive KEY, unarchive KEY
+                            set or clear the archived flag (kept in the store, left out of
+                            default results)
+  restore KEY               bring an entry back from the cold store into the store
+  link KEY KEY              mark two entries as related
+  related KEY               the keys of the entries related to KEY
+
+The cold store (store.cold) holds what clean-ups took out of the store (memory.cleanup in
+config.json, or 'memory cleanup'): show, search --cold, export and restore find it there.
 
 Keys are tag sets: 'b, A' and 'a,b' are the same key. list, show, query, search, stats and
-export change nothing. import and compact refuse to run while the agent (or another import or
-compact) holds the data directory's lock. import checks the whole document before it writes
+export change nothing (related and cleanup --dry-run neither). import, compact, cleanup,
+retag, delete, archive, unarchive, restore and link refuse to run while the agent (or another
+of them) holds the data directory's lock. import checks the whole document before it writes
 anything; importing the same document twice changes nothing the second time.
 
 options:
@@ -104,7 +128,7 @@ pub fn exec(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Wri
         return Ok(super::EXIT_OK);
     }
     let Some(sub) = sub else {
-        bail!(Usage, "'lkjagent memory' needs a subcommand (list, show, query, search, stats, export, import, compact, embed); see 'lkjagent memory --help'");
+        bail!(Usage, "'lkjagent memory' needs a subcommand (list, show, query, search, stats, export, import, compact, embed, cleanup, retag, delete, archive, unarchive, restore, link, related); see 'lkjagent memory --help'");
     };
     match sub.as_str() {
         "list" => list(args, data, out),
@@ -116,7 +140,10 @@ pub fn exec(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Wri
         "import" => import(args, data, input, out),
         "compact" => compact(args, data, out),
         "embed" => super::memory_embed::embed(args, data, out),
-        other => bail!(Usage, "unknown subcommand 'memory {}'; see 'lkjagent memory --help'", other),
+        other => match super::memory_upkeep::exec(other, args, data, out) {
+            Some(res) => res,
+            None => bail!(Usage, "unknown subcommand 'memory {}'; see 'lkjagent memory --help'", other),
+        },
     }
 }
 
@@ -202,7 +229,10 @@ fn show(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         }
         StoreRead::Absent => {}
     }
-    bail!(NotFound, "no entry \"{}\" in working memory or the store", key)
+    if super::memory_upkeep::show_cold(data, &key, out)? {
+        return Ok(super::EXIT_OK);
+    }
+    bail!(NotFound, "no entry \"{}\" in working memory, the store or the cold store", key)
 }
 
 fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
@@ -223,6 +253,33 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     q.max_results = limit_option(&mut args)?;
     q.archived = archived_option(&mut args)?;
+    let now = crate::clock::now_unix();
+    let time = |args: &mut Args, name: &str| -> Result<Option<u64>> {
+        match args.value(name)? {
+            None => Ok(None),
+            Some(v) => {
+                super::memory_upkeep::parse_time(&v, now).map(Some).map_err(|e| e.context(format_args!("{}", name)))
+            }
+        }
+    };
+    if let Some(t) = time(&mut args, "--created-after")? {
+        q.created.0 = t;
+    }
+    if let Some(t) = time(&mut args, "--created-before")? {
+        q.created.1 = t;
+    }
+    let count = |args: &mut Args, name: &str| -> Result<Option<u64>> {
+        match args.value(name)? {
+            None => Ok(None),
+            Some(v) => v.parse::<u64>().map(Some).map_err(|_| err!(Usage, "{} '{}' is not a number", name, v)),
+        }
+    };
+    if let Some(n) = count(&mut args, "--min-hits")? {
+        q.hits.0 = n;
+    }
+    if let Some(n) = count(&mut args, "--max-hits")? {
+        q.hits.1 = n;
+    }
     args.finish("memory query")?;
     let Some(store) = store_for_reading(data, out)? else { return Ok(super::EXIT_OK) };
     let mut results = Results::with_capacity(q.max_results);
@@ -237,11 +294,23 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let json = args.flag("--json");
     let substring = args.flag("--substring");
     let by = super::memory_embed::by_option(&mut args)?;
+    let cold = args.flag("--cold");
     let text = args.positional();
     args.finish("memory search")?;
     let Some(text) = text.filter(|t| !t.is_empty()) else {
         bail!(Usage, "'lkjagent memory search' needs the TEXT to look for; see 'lkjagent memory --help'")
     };
+    if cold {
+        if json || substring {
+            bail!(Usage, "--cold takes neither --json nor --substring");
+        }
+        let live = match open_store_read_only(data)? {
+            StoreRead::Open(s) => Some(s),
+            _ => None,
+        };
+        super::memory_upkeep::search_cold(data, live.as_deref(), &text, limit, out)?;
+        return Ok(super::EXIT_OK);
+    }
     let store = match json {
         // JSON output is the array alone: no store is an empty one.
         true => match open_store_read_only(data)? {
@@ -379,6 +448,7 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
                 ("corrupt_records", st.corrupt_records),
                 ("replayed_bytes", st.replayed_bytes),
                 ("ram_bytes", st.ram_bytes as u64),
+                ("cold_entries", crate::memory::store::cold::scan(data, &mut |_| Ok(true))?.entries),
             ] {
                 w.key(k)?;
                 w.u64(v)?;
@@ -396,6 +466,8 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         return Ok(super::EXIT_OK);
     }
     say(out, format_args!("entries          {} ({} archived) of {}", st.entries, st.archived, st.capacity))?;
+    let cold = crate::memory::store::cold::scan(data, &mut |_| Ok(true))?;
+    say(out, format_args!("cold store       {} entries, {} bytes", cold.entries, cold.bytes))?;
     say(out, format_args!("tags             {} of {}", st.tags, st.max_tags))?;
     say(out, format_args!("links            {}", st.links))?;
     say(

@@ -4,6 +4,9 @@
 //! - `status`: where the agent stands, read without changing anything.
 //! - `memory`: list, show, query, search, stats, export, import and compact the memory;
 //!   `memory_embed`: recall by meaning there (`search --by`, `memory embed`).
+//! - `memory`: list, show, query, search, stats, export, import and compact the memory.
+//! - `memory_upkeep`: the store's upkeep under `memory` (cleanup, retag, delete, archive,
+//!   unarchive, restore, link, related) and the cold store's part of show and search.
 //! - `send`: queue a message for the agent's next cycle.
 //! - `check`: validate config, prompts, memory, store and the endpoint before a run.
 //! - `parse_reply`: what the agent would take from a model reply, as JSON.
@@ -23,6 +26,7 @@ pub mod grammar;
 pub mod json;
 pub mod memory;
 pub mod memory_embed;
+mod memory_upkeep;
 pub mod parse_reply;
 pub mod report;
 pub mod run;
@@ -50,7 +54,7 @@ commands:
   run           run the agent loop against the configured LLM server
   demo          run the agent loop on the shipped replay script (no server needed)
   status        show state, iteration, memory use, last cycle and last error
-  memory        list, show, query, search, stats, export, import, compact, embed the store
+  memory        list, show, query, search, stats, export, import, compact, embed, clean up the store
   send TEXT     queue a message for the agent's next cycle
   check         validate config, prompts, memory, store and the endpoint's health
   replay        run a recorded exchange log again, deterministically

@@ -346,6 +346,13 @@ fn print_status(r: &CycleReport, agent: &Agent) {
         r.wm_budget / 1024,
         r.store_entries
     );
+    if let Some(cold) = r.cold_entries {
+        let _ = write!(line, " (+{} cold)", cold);
+    }
+    if r.cleanup.entries > 0 {
+        let to = if r.cleanup.deleted { "deleted" } else { "moved to the cold store" };
+        let _ = write!(line, " | cleanup: {} {}", r.cleanup.entries, to);
+    }
     if r.overflow_retried {
         let _ = write!(line, " | context overflow: paged out {}, asked again", r.paged_out);
     } else if r.paged_out > 0 {

@@ -47,6 +47,8 @@ pub struct ExportReport {
     pub working: usize,
     /// Entries of `pending` written under `storage` (those the store does not hold).
     pub pending: usize,
+    /// Entries of the cold store written under `cold`.
+    pub cold: usize,
 }
 
 /// Writes the store (if there is one) and, if given, the memory file's state, iteration and
@@ -100,6 +102,34 @@ pub fn export(
         }
     }
     w.end_array()?;
+    // The cold store (`store.cold`): what clean-ups took out of the store, as a list (a key may
+    // be there more than once). Copies of live entries (same key and creation time) are left out.
+    if let Some(store) = store.as_deref() {
+        w.key("cold")?;
+        w.begin_array()?;
+        let mut value = String::new();
+        crate::memory::store::cold::scan(store.dir(), &mut |e| {
+            let live = store.find(&e.key).and_then(|id| store.info(id)).is_some_and(|i| i.created == e.head.created);
+            if live {
+                return Ok(true);
+            }
+            value.clear();
+            crate::memory::log::decode_str(e.value_escaped, &mut value)?;
+            w.begin_object()?;
+            w.key("tags")?;
+            w.string(e.key.as_str())?;
+            w.key("value")?;
+            w.string(&value)?;
+            w.key("created")?;
+            w.u64(e.head.created)?;
+            w.key("hits")?;
+            w.u64(e.head.hits)?;
+            w.end_object()?;
+            report.cold += 1;
+            Ok(true)
+        })?;
+        w.end_array()?;
+    }
     w.end_object()?;
     w.finish()?;
     out.write_str("\n").map_err(|_| err!(Io, "cannot write the export"))?;
@@ -164,9 +194,10 @@ pub struct ImportReport {
 }
 
 /// The top-level keys an import knows; others are ignored with a warning. `working_memory_meta`
-/// and `agent` (a `memory.json` imported as it is) are known and ignored.
-const KNOWN_KEYS: [&str; 7] =
-    ["state", "iteration", "working_memory", "working_memory_meta", "agent", "storage", "archived"];
+/// and `agent` (a `memory.json` imported as it is) are known and ignored, and so is `cold` (an
+/// export's cold store: `memory restore` brings an entry back, an import does not).
+const KNOWN_KEYS: [&str; 8] =
+    ["state", "iteration", "working_memory", "working_memory_meta", "agent", "storage", "archived", "cold"];
 
 /// An import document, parsed and checked as a whole; nothing is written until
 /// [`Import::apply`]. See the module documentation.

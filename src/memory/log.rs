@@ -55,6 +55,8 @@ use std::os::unix::fs::FileExt;
 
 /// The log's format name, in its header record.
 pub const FORMAT_NAME: &str = "lkjagent-store";
+/// The cold store's format name, in its header record (see `store::cold`).
+pub const COLD_FORMAT_NAME: &str = "lkjagent-cold";
 /// The log format version this code writes.
 pub const FORMAT_VERSION: u64 = 2;
 /// The oldest log format version this code reads.
@@ -136,6 +138,18 @@ pub enum Record<'a> {
     },
     /// The batch is complete.
     BatchEnd,
+    /// A clean-up batch begins: `entries` `del` records follow, then `batch_end`. Unlike an
+    /// import's batch it counts only whole: replay applies its deletions at its `batch_end`,
+    /// and one cut short by a crash is dropped (see `store::cleanup`).
+    Cleanup {
+        /// Entries the batch removes.
+        entries: u64,
+    },
+    /// The first record of a cold store (`store.cold`, see `store::cold`), never of a log.
+    ColdHeader {
+        /// Format version.
+        version: u64,
+    },
 }
 
 /// Appends one framed record to `out`: the checksum placeholder, the JSON from `body`, the
@@ -179,6 +193,16 @@ pub fn encode_header(out: &mut FixedBuf, store: u64) -> Result<()> {
 /// Appends a `batch` record announcing `entries` records.
 pub fn encode_batch(out: &mut FixedBuf, entries: u64) -> Result<()> {
     encode(out, |o| write!(o, "{{\"op\":\"batch\",\"entries\":{}}}", entries))
+}
+
+/// Appends a `cleanup` record announcing `entries` deletions.
+pub fn encode_cleanup(out: &mut FixedBuf, entries: u64) -> Result<()> {
+    encode(out, |o| write!(o, "{{\"op\":\"cleanup\",\"entries\":{}}}", entries))
+}
+
+/// Appends the header record of a cold store.
+pub fn encode_cold_header(out: &mut FixedBuf) -> Result<()> {
+    encode(out, |o| write!(o, "{{\"op\":\"cold\",\"format\":\"{}\",\"version\":1}}", COLD_FORMAT_NAME))
 }
 
 /// Appends a `batch_end` record.
@@ -318,6 +342,14 @@ pub fn decode(line: &[u8]) -> Result<Record<'_>> {
         "del" => Record::Del { id: c.field_u32(",\"id\":")? },
         "batch" => Record::Batch { entries: c.field(",\"entries\":")? },
         "batch_end" => Record::BatchEnd,
+        "cleanup" => Record::Cleanup { entries: c.field(",\"entries\":")? },
+        "cold" => {
+            c.lit(",\"format\":\"")?;
+            if c.until_quote()? != COLD_FORMAT_NAME {
+                bail!(JsonInvalid, "not a {} file", COLD_FORMAT_NAME);
+            }
+            Record::ColdHeader { version: c.field(",\"version\":")? }
+        }
         _ => bail!(JsonInvalid, "unknown record op \"{}\"", crate::bytes::str_prefix(op, 32)),
     };
     c.lit("}")?;

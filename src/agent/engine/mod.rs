@@ -111,6 +111,10 @@ pub struct CycleReport {
     pub wm_entries: usize,
     pub store_entries: usize,
     pub paged_out: usize,
+    /// Entries a clean-up took out of the store this cycle (`memory.cleanup`).
+    pub cleanup: crate::memory::store::cleanup::Moved,
+    /// Entries in the cold store, once the agent has written to it.
+    pub cold_entries: Option<u64>,
     /// The server said the prompt overflowed its context; the agent paged out and asked again.
     pub overflow_retried: bool,
     /// The reply carried out a paging move (a save, a remove, a page-out, an archive).
@@ -203,6 +207,7 @@ impl Agent {
     pub fn open_at(dir: &Path, config: Config, model: Model, exchange_log: bool, now: u64) -> Result<Agent> {
         let lock = super::lock::DataLock::acquire(dir)?;
         let mut store = Store::open_with_capacity(dir, config.store_capacity)?;
+        store.set_policy(Some(config.cleanup));
         let (mut memory, report) = memfile::load(dir, &mut store, now)?;
         if report.moved_aside > 0 {
             err!(PersistFailed, "{} unreadable memory file(s) moved aside in {}", report.moved_aside, dir.display())
@@ -329,6 +334,8 @@ impl Agent {
         self.take_inbox(&mut c);
         self.model.probe(&mut self.constrainer, should_stop);
         self.prepare_prompt(&mut c)?;
+        // The task's own entries, which the prompt shows, stay in the store.
+        self.store.protect_tags(self.product.key().copied(), self.product.shown());
         let outcome = self.ask_fitting(&mut c, progress, should_stop)?;
         self.carry_out(&mut c, outcome)?;
         if c.report.finished {
@@ -373,6 +380,8 @@ impl Agent {
             wm_entries: 0,
             store_entries: 0,
             paged_out: 0,
+            cleanup: Default::default(),
+            cold_entries: None,
             overflow_retried: false,
             model_paged: false,
             error: None,
@@ -428,6 +437,7 @@ impl Agent {
         self.memory.agent.set(meta::LAST_CYCLE, itoa(c.now).as_str())?;
         // Access counts of store reads this cycle (storage_load) go to the log with the cycle;
         // a checkpoint or a compaction follows when due.
+        self.store.upkeep(c.now)?;
         self.store.flush_access()?;
         self.saver.save(&self.memory)?;
         if c.took_inbox && self.model.reads_inbox() {
@@ -437,6 +447,8 @@ impl Agent {
         c.report.wm_bytes = self.memory.working.text_bytes();
         c.report.wm_entries = self.memory.working.len();
         c.report.store_entries = self.store.len();
+        c.report.cleanup = self.store.take_moved();
+        c.report.cold_entries = self.store.cold_entries();
         Ok(())
     }
 
@@ -473,6 +485,7 @@ impl Agent {
             actions: records.as_slice(),
             problems: c.problems.as_slice(),
             error: report.error.as_ref().map(Error::code),
+            cleanup: (report.cleanup.entries, report.cleanup.deleted),
         };
         self.audit.append(&audit)?;
         let Some(x) = self.exchange.as_mut() else { return Ok(()) };

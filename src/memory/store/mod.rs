@@ -19,6 +19,8 @@
 //!   [`recall_file`]: the index written to `store.fts` with the checkpoint; [`recall_disk`]:
 //!   that file searched in place by read-only commands; [`vectors`]: recall by meaning, one
 //!   quantized vector per entry in `store.vec`, fused with the word ranking by reciprocal rank.
+//! - [`cleanup`]: the capacity policy (`memory.cleanup`) and its all-or-nothing clean-up batches;
+//!   [`cold`]: the cold store (`store.cold`) the entries they take go to.
 //!
 //! # Durability
 //!
@@ -51,6 +53,8 @@
 
 pub mod append;
 pub mod checkpoint;
+pub mod cleanup;
+pub mod cold;
 mod compact;
 pub mod fulltext;
 pub mod links;
@@ -167,6 +171,9 @@ pub struct Stats {
     /// Whether that tail holds a whole record that is damaged (it ends in a newline, but its
     /// checksum or JSON is bad), not only a record still being written.
     pub damaged_tail: bool,
+    /// Whether that tail is a clean-up batch a crash (or a clean-up being written) cut short:
+    /// none of it counts, and the agent rolls it back at its next start.
+    pub cut_cleanup: bool,
     /// Whether the last open started from the checkpoint.
     pub from_checkpoint: bool,
     /// Bytes of log the last open replayed (after the checkpoint, or all of it).
@@ -182,6 +189,9 @@ pub enum Cleanup {
     Archive,
     /// Delete them.
     Delete,
+    /// Move them to the cold store (`store.cold`, see [`cold`]): out of the live store and its
+    /// capacity, still found by `memory show`, `search --cold`, `export` and `restore`.
+    Cold,
 }
 
 /// The store. See the module documentation.
@@ -202,6 +212,7 @@ pub struct Store {
     corrupt: u64,
     unfinished_tail: u64,
     damaged_tail: bool,
+    cut_cleanup: bool,
     from_checkpoint: bool,
     replayed_bytes: u64,
     /// Log length the last checkpoint covers (0: none).
@@ -213,6 +224,8 @@ pub struct Store {
     vbuf: String,
     /// The full-text index (built on first use).
     recall: recall::Recall,
+    /// The capacity policy and its clean-ups (see [`cleanup`]).
+    upkeep: cleanup::Upkeep,
 }
 
 /// Approximate bytes of one link record, for garbage accounting.
@@ -252,6 +265,7 @@ impl Store {
         compact::remove_temp(dir);
         checkpoint::remove_temp(dir);
         recall_file::remove_temp(dir);
+        cold::remove_temp(dir);
         s.open_index()?;
         Ok(s)
     }
@@ -302,6 +316,7 @@ impl Store {
             corrupt: 0,
             unfinished_tail: 0,
             damaged_tail: false,
+            cut_cleanup: false,
             from_checkpoint: false,
             replayed_bytes: 0,
             checkpointed: 0,
@@ -310,6 +325,7 @@ impl Store {
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             recall: recall::Recall::new(),
+            upkeep: cleanup::Upkeep::new(),
         }
     }
 
@@ -475,6 +491,7 @@ impl Store {
             corrupt_records: self.corrupt,
             unfinished_tail_bytes: self.unfinished_tail,
             damaged_tail: self.damaged_tail,
+            cut_cleanup: self.cut_cleanup,
             from_checkpoint: self.from_checkpoint,
             replayed_bytes: self.replayed_bytes,
             ram_bytes: self.ram_bytes(),

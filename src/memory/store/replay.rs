@@ -8,6 +8,13 @@ use crate::limits::{STORE_CHECKPOINT_EVERY_BYTES, STORE_MAX_LINKS};
 use crate::memory::key::Key;
 use crate::memory::log::{self, LineReader, Record};
 
+/// A clean-up batch found open while replaying: where it started, and the deletions it holds
+/// back until its `batch_end` (a clean-up counts only whole).
+struct OpenCleanup {
+    at: u64,
+    dels: Vec<EntryId>,
+}
+
 /// A batch found open while replaying: where it started, the changes it announced, the
 /// changes (put records) seen.
 #[derive(Clone, Copy)]
@@ -28,6 +35,7 @@ impl Store {
         self.corrupt = 0;
         self.unfinished_tail = 0;
         self.damaged_tail = false;
+        self.cut_cleanup = false;
         self.from_checkpoint = false;
         self.replayed_bytes = 0;
         self.checkpointed = 0;
@@ -158,6 +166,7 @@ impl Store {
         // Whether a bad record since the last good one was whole (it had its newline).
         let mut whole_bad_after_good = false;
         let mut batch: Option<OpenBatch> = None;
+        let mut cleanup: Option<OpenCleanup> = None;
         let mut scratch = core::mem::take(&mut self.rbuf);
         let res = loop {
             let line = match reader.next(&mut scratch) {
@@ -183,7 +192,18 @@ impl Store {
                         e.context(format_args!("{}: skipped a damaged record at byte {}", self.log.path.display(), at))
                             .print_warning();
                     }
-                    if let Err(e) = self.apply(rec, offset, len as u32 + 1, &mut batch, &mut born) {
+                    let applied = match rec {
+                        Record::Cleanup { .. } | Record::Del { .. } | Record::BatchEnd => {
+                            self.apply_cleanup(&rec, offset, &mut cleanup)
+                        }
+                        _ => Ok(false),
+                    };
+                    let applied = match applied {
+                        Ok(true) => Ok(()),
+                        Ok(false) => self.apply(rec, offset, len as u32 + 1, &mut batch, &mut born),
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = applied {
                         break Err(e.context(format_args!("{} at byte {}", self.log.path.display(), offset)));
                     }
                     good_end = offset + len as u64 + 1;
@@ -242,7 +262,66 @@ impl Store {
         if let Some(b) = batch {
             self.report_cut_batch(b)?;
         }
+        if let Some(open) = cleanup {
+            self.drop_cut_cleanup(open.at, file_len)?;
+        }
         Ok(born)
+    }
+
+    /// Replays a record of a clean-up batch: its start, a deletion inside it (held back), its
+    /// end (the deletions applied). Returns false for a record that is not part of one.
+    fn apply_cleanup(&mut self, rec: &Record<'_>, offset: u64, open: &mut Option<OpenCleanup>) -> Result<bool> {
+        match (rec, open.as_mut()) {
+            (Record::Cleanup { entries }, _) => {
+                if open.is_some() {
+                    err!(Io, "{}: a clean-up batch was cut short by another; it is ignored", self.log.path.display())
+                        .print_warning();
+                }
+                let want = usize::try_from(*entries).unwrap_or(usize::MAX).min(crate::limits::STORE_CLEANUP_BATCH_MAX);
+                *open = Some(OpenCleanup { at: offset, dels: Vec::with_capacity(want) });
+                Ok(true)
+            }
+            (Record::Del { id }, Some(c)) => {
+                if c.dels.len() >= crate::limits::STORE_CLEANUP_BATCH_MAX {
+                    bail!(Io, "a clean-up batch holds more than STORE_CLEANUP_BATCH_MAX deletions");
+                }
+                c.dels.push(*id);
+                Ok(true)
+            }
+            (Record::BatchEnd, Some(_)) => {
+                if let Some(c) = open.take() {
+                    for id in c.dels {
+                        self.uninstall(id);
+                        if (id as usize) < self.slots.room() {
+                            self.slots.note_id(id);
+                        }
+                    }
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// A clean-up batch a crash cut short (no `batch_end`): none of it counts. The writer cuts
+    /// the log back to where it began (its entries stay live, and any copies the cold store
+    /// took of them are the same entries, shown once); a reader reads up to there only.
+    fn drop_cut_cleanup(&mut self, at: u64, file_len: u64) -> Result<()> {
+        if self.log.read_only() {
+            self.unfinished_tail = file_len.saturating_sub(at);
+            self.cut_cleanup = true;
+            self.log.len = at;
+            return Ok(());
+        }
+        err!(
+            Io,
+            "{}: a clean-up cut short by a crash was rolled back ({} bytes at byte {}); its entries stay in the store",
+            self.log.path.display(),
+            self.log.len.saturating_sub(at),
+            at
+        )
+        .print_warning();
+        self.log.truncate(at)
     }
 
     /// Says how much of a batch a crash cut short, and (as the writer) closes it in the log so
@@ -340,6 +419,9 @@ impl Store {
                 *batch = Some(OpenBatch { at: offset, changes: entries, puts: 0 });
             }
             Record::BatchEnd => *batch = None,
+            // Handled by `apply_cleanup`.
+            Record::Cleanup { .. } => {}
+            Record::ColdHeader { .. } => bail!(Io, "a cold store's header inside the log"),
         }
         Ok(())
     }

@@ -118,6 +118,7 @@ impl Store {
     /// small `touch` records (one sync for all of them), then takes a checkpoint or compacts
     /// when due. Call once per cycle.
     pub fn flush_access(&mut self) -> Result<usize> {
+        self.count_cycle();
         let n = self.flush_access_only()?;
         self.checkpoint_if_due();
         self.compact_if_needed();
@@ -196,7 +197,11 @@ impl Store {
                 continue;
             }
             match action {
-                Cleanup::Delete => self.delete_id(id)?,
+                Cleanup::Delete | Cleanup::Cold => {
+                    let filter = super::cleanup::Filter { accessed_before: Some(cutoff), max_hits: None };
+                    n += self.cleanup_where(&filter, action)?;
+                    break;
+                }
                 Cleanup::Archive if !s.archived => self.set_archived_id(id, true, now)?,
                 Cleanup::Archive => continue,
             }
@@ -244,13 +249,34 @@ impl Store {
     }
 
     pub(super) fn create(&mut self, key: &Key, value: &str, now: u64) -> Result<Put> {
+        let head = PutHead { id: 0, ver: 1, created: now, accessed: now, hits: 0, archived: false };
+        self.create_with(key, value, &head)
+    }
+
+    /// Creates the entry `key` with the fields of `head` (its id aside): a new entry, or one
+    /// restored from the cold store. Makes room first when the capacity policy says so.
+    pub(super) fn create_with(&mut self, key: &Key, value: &str, head: &PutHead) -> Result<Put> {
         check_value(value)?;
         self.log.check_writable()?;
+        self.make_room_if_due()?;
         if self.slots.live() >= self.cap {
+            let why = match self.upkeep.policy {
+                Some(p) if p.enable => {
+                    "and a clean-up found nothing it may take (entries used in the last memory.cleanup.keep_cycles \
+                     cycles, and the task's own entries, stay); raise memory.store_capacity or lower \
+                     memory.cleanup.keep_cycles"
+                }
+                Some(_) => {
+                    "and memory.cleanup is off; set memory.cleanup.enable to true, or raise memory.store_capacity"
+                }
+                None => "; make room with 'lkjagent memory cleanup' or raise memory.store_capacity",
+            };
             bail!(
                 CapacityExceeded,
-                "the store is full: {} entries (memory.store_capacity); delete or clean up first, or raise memory.store_capacity",
-                self.cap
+                "the store is full: {} of {} entries (memory.store_capacity) {}",
+                self.slots.live(),
+                self.cap,
+                why
             );
         }
         if self.slots.next_id() >= self.slots.room() && !self.log.in_batch() {
@@ -267,7 +293,7 @@ impl Store {
             );
         }
         let set = self.intern_all(key)?;
-        let head = PutHead { id, ver: 1, created: now, accessed: now, hits: 0, archived: false };
+        let head = PutHead { id, ..*head };
         self.wbuf.clear();
         let written = log::encode_put(&mut self.wbuf, &head, key.tags(), value)
             .and_then(|_| self.log.append(self.wbuf.as_slice()));
@@ -275,17 +301,17 @@ impl Store {
         let slot = Slot {
             offset: at,
             len: self.wbuf.len() as u32,
-            archived: false,
+            archived: head.archived,
             dirty: false,
-            created: clamp32(now),
-            accessed: clamp32(now),
-            hits: 0,
-            ver: 1,
+            created: clamp32(head.created),
+            accessed: clamp32(head.accessed),
+            hits: clamp32(head.hits),
+            ver: head.ver,
         };
         self.install(id, &slot, &set)?;
         self.recall_sync(id);
         self.after_write();
-        Ok(Put { id, version: 1, change: Change::Created })
+        Ok(Put { id, version: head.ver, change: Change::Created })
     }
 
     fn replace(&mut self, id: EntryId, value: &str, expected: Option<u32>, now: u64) -> Result<Put> {
@@ -370,7 +396,9 @@ impl Store {
         Ok(())
     }
 
-    fn retag(&mut self, key: &Key, new_key: &Key, now: u64) -> Result<Key> {
+    /// Gives the entry `key` the tags of `new_key` (one record); returns the new key.
+    /// `KEY_INVALID` when another entry has them already.
+    pub fn retag(&mut self, key: &Key, new_key: &Key, now: u64) -> Result<Key> {
         let Some(id) = self.find(key) else { bail!(NotFound, "no store entry with tags \"{}\"", key) };
         if new_key == key {
             return Ok(*new_key);

@@ -1,0 +1,174 @@
+//! The capacity soak (issue 23): the agent, driven by the `replay` provider, saves a new fact
+//! every cycle into a store of capacity 1,024 with the clean-up on, for 200,000 cycles
+//! (`LKJAGENT_SOAK_CYCLES` changes the count), in a data directory on tmpfs (`/dev/shm`) when
+//! there is one, else under the system temp dir (`LKJAGENT_SOAK_DIR` names another place, a
+//! real disk say, where every cycle's fsyncs count). Figures:
+//!
+//! - `soak_cycles`: cycles run; the agent must never stop (a cycle error or a failed save ends
+//!   the soak early and says so).
+//! - `soak_rss_first/last`: the highest VmRSS seen (polled every 500 cycles) in the first and in
+//!   the last 10,000 cycles, and `soak_rss_ratio` (last / first; the target is within 10 %).
+//! - `soak_overhead_p50_first/last`: the cycle's overhead (everything but the model's reply)
+//!   in the first and in the last 10,000 cycles, and `soak_overhead_ratio`.
+//! - `soak_live_max`: the most live entries seen (at most the capacity); `soak_cold`: entries
+//!   in the cold store at the end; `soak_cleanups`: clean-up batches; `soak_missing`: saves
+//!   acknowledged but found in neither store (target 0).
+//! - `soak_allocations_per_cycle_last`: heap allocations per cycle over the last 10,000, and
+//!   `soak_cycles_allocating_last`: how many of those cycles allocated at all (the ones that
+//!   compact the log; clean-up batches allocate nothing, `tests/store_alloc.rs`).
+
+use lkjagent::agent::config;
+use lkjagent::agent::engine::{Agent, Model};
+use lkjagent::llm::{self, ProviderKind};
+use lkjagent::memory::store::cold;
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const CAPACITY: usize = 1024;
+const WINDOW: usize = 10_000;
+const RSS_EVERY: usize = 500;
+
+fn key(i: usize) -> String {
+    format!("fact,n{}", i)
+}
+
+/// Prints the soak's figures.
+pub fn run() {
+    let cycles: usize = std::env::var("LKJAGENT_SOAK_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
+    let base = match std::env::var_os("LKJAGENT_SOAK_DIR") {
+        Some(d) => PathBuf::from(d),
+        None if Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/shm"),
+        None => std::env::temp_dir(),
+    };
+    let d = base.join(format!("lkjagent-bench-soak-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    if let Err(e) = prepare(&d, cycles) {
+        super::skipped("soak", &format!("cannot prepare {}: {}", d.display(), e));
+        return;
+    }
+    let res = soak(&d, cycles);
+    let _ = std::fs::remove_dir_all(&d);
+    if let Err(why) = res {
+        super::skipped("soak", &why);
+    }
+}
+
+fn prepare(d: &Path, cycles: usize) -> std::io::Result<()> {
+    std::fs::create_dir_all(d)?;
+    let config = std::fs::read_to_string("data/config.json")?
+        .replace("\"provider\": \"openai\"", "\"provider\": \"replay\", \"replay_path\": \"script.jsonl\"")
+        .replace("\"store_capacity\": 65536", &format!("\"store_capacity\": {}", CAPACITY));
+    std::fs::write(d.join("config.json"), config)?;
+    std::fs::write(d.join("memory.json"), r#"{"state":"thinking","iteration":0,"working_memory":{}}"#)?;
+    let mut script = std::io::BufWriter::new(std::fs::File::create(d.join("script.jsonl"))?);
+    for i in 0..cycles {
+        writeln!(
+            script,
+            "{{\"content\": \"<agent><next_state>commanding</next_state><action><type>storage_save</type><tags>{}</tags><value>fact number {}: a line of text long enough to look like a saved fact</value></action></agent>\"}}",
+            key(i),
+            i
+        )?;
+    }
+    script.flush()
+}
+
+fn vm_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn soak(d: &Path, cycles: usize) -> Result<(), String> {
+    let mut config = config::load(d).map_err(|e| e.to_string())?;
+    config.llm.provider = ProviderKind::Replay;
+    config.llm.replay_path = Some(d.join("script.jsonl"));
+    let client = llm::Client::new(&config.llm).map_err(|e| e.to_string())?;
+    let mut agent = Agent::open(d, config, Model::Client(Box::new(client)), false).map_err(|e| e.to_string())?;
+    let window = WINDOW.min(cycles / 2).max(1);
+    let mut first = Vec::with_capacity(window);
+    let mut last = Vec::with_capacity(window);
+    let (mut rss_first, mut rss_last) = (0u64, 0u64);
+    let (mut live_max, mut cleanups) = (0usize, 0usize);
+    let mut allocs_at_last = 0;
+    // Cycles of the last window that allocated at all (a compaction of the log, which names
+    // its files anew and reads the new log back, is the one part of a cycle that does).
+    let mut allocating = 0usize;
+    let started = std::time::Instant::now();
+    for i in 0..cycles {
+        if i + window == cycles {
+            allocs_at_last = super::allocations();
+        }
+        let before = super::allocations();
+        let r = agent.cycle(&mut |_| {}, &|| false).map_err(|e| format!("cycle {} stopped the agent: {}", i + 1, e))?;
+        if i + window >= cycles && super::allocations() > before {
+            allocating += 1;
+        }
+        if let Some(e) = &r.error {
+            return Err(format!("cycle {} failed: {}", i + 1, e));
+        }
+        if r.finished || r.actions.iter().next().is_none_or(|a| !a.ok) {
+            return Err(format!("cycle {}: the save did not succeed ({:?})", i + 1, r.actions.iter().next()));
+        }
+        live_max = live_max.max(r.store_entries);
+        cleanups += r.cleanup.batches;
+        let sample = (i % RSS_EVERY == 0).then(vm_rss_kib);
+        if i < window {
+            first.push(r.overhead);
+            rss_first = rss_first.max(sample.unwrap_or(0));
+        }
+        if i + window >= cycles {
+            last.push(r.overhead);
+            rss_last = rss_last.max(sample.unwrap_or(0));
+        }
+    }
+    let allocs = super::allocations() - allocs_at_last;
+    let elapsed = started.elapsed();
+    agent.close_store().map_err(|e| e.to_string())?;
+    drop(agent);
+    // Nothing acknowledged is missing: each key in the live store or the cold store.
+    let mut found: HashSet<String> = HashSet::new();
+    let store = lkjagent::memory::store::Store::open_read_only_with_capacity(d, CAPACITY).map_err(|e| e.to_string())?;
+    let live = store.len();
+    for id in store.ids() {
+        if let Some(k) = store.key(id) {
+            found.insert(k.as_str().to_string());
+        }
+    }
+    let cold_stats = cold::scan(d, &mut |e| {
+        found.insert(e.key.as_str().to_string());
+        Ok(true)
+    })
+    .map_err(|e| e.to_string())?;
+    let missing = (0..cycles)
+        .filter(|&i| {
+            let k = lkjagent::memory::key::normalize(&key(i)).map(|k| k.as_str().to_string()).unwrap_or_default();
+            !found.contains(&k)
+        })
+        .count();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let p_first = us(super::percentile(&mut first, 50.0));
+    let p_last = us(super::percentile(&mut last, 50.0));
+    super::report("soak_cycles", cycles as f64, "cycles");
+    super::report("soak_seconds", elapsed.as_secs_f64(), "s");
+    super::report("soak_rss_first", rss_first as f64 / 1024.0, "MiB");
+    super::report("soak_rss_last", rss_last as f64 / 1024.0, "MiB");
+    super::report("soak_rss_ratio", rss_last as f64 / rss_first.max(1) as f64, "x");
+    super::report("soak_overhead_p50_first", p_first, "us");
+    super::report("soak_overhead_p50_last", p_last, "us");
+    super::report("soak_overhead_ratio", p_last / p_first.max(1e-9), "x");
+    super::report("soak_live_max", live_max as f64, "entries");
+    super::report("soak_live_end", live as f64, "entries");
+    super::report("soak_cold", cold_stats.entries as f64, "entries");
+    super::report("soak_cold_bytes", cold_stats.bytes as f64, "bytes");
+    super::report("soak_cleanups", cleanups as f64, "batches");
+    super::report("soak_missing", missing as f64, "entries");
+    super::report("soak_allocations_per_cycle_last", allocs as f64 / window as f64, "allocs/cycle");
+    super::report("soak_cycles_allocating_last", allocating as f64, "cycles");
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! The cold store: `store.cold`, where a clean-up puts the entries it takes out of the live
+//! store, so that the live store never fills up and nothing the agent learned is lost.
+//!
+//! # Format
+//!
+//! The store log's format ([`crate::memory::log`]): one checksummed JSON line per record. The
+//! first line is a `cold` header (never a log's, so neither file can pass for the other). Then
+//! groups, one per clean-up: a `cleanup` record, the `put` records of the entries it moved
+//! (each the whole entry, as the log last held it: tags, value, version, created, last access,
+//! hits, archived), and a `batch_end`. A group is written and then synced once.
+//!
+//! # Outside the live index
+//!
+//! The cold store has no index in RAM and no capacity: it grows by what it is given (about the
+//! size of the entries' `put` records) and is read by a scan, by the commands only (`memory
+//! show`, `search --cold`, `export`, `restore`, `stats`); the agent's cycle only appends to it.
+//!
+//! # Crash safety, across the two files
+//!
+//! A clean-up appends its group here and syncs it, then writes its deletions to the live log
+//! as one clean-up batch with one sync (see `store::cleanup`). So at every instant each entry
+//! it moves is in the live store, or in both, or in the cold store only: never in neither. An
+//! entry in both (a crash between the two syncs) is the same entry twice: readers show the
+//! live one and skip the cold copy with the same key and creation time, and the next clean-up
+//! may move it again (the newer copy then wins). A group cut short by a crash (no
+//! `batch_end`) is a torn tail: the writer drops it at its next open, as it drops a torn
+//! record (its entries are still live). A damaged record followed by good ones is skipped
+//! with a warning, as in the log.
+//!
+//! `memory restore KEY` puts the entry back into the live store (synced) and then rewrites
+//! the cold store without it (temp file, sync, rename, sync of the directory): a crash in
+//! between leaves it in both, which is the case above.
+
+use crate::error::Result;
+use crate::fixed::FixedBuf;
+use crate::memory::key::{Key, Tag};
+use crate::memory::log::{self, LineReader, PutHead, Record};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// File name of the cold store inside the data directory.
+pub const COLD_NAME: &str = "store.cold";
+
+/// One entry of the cold store, as a scan meets it.
+pub struct ColdEntry<'a> {
+    /// Where its record starts in `store.cold`.
+    pub at: u64,
+    /// Its fields as the live store last held them.
+    pub head: PutHead,
+    /// Its tags.
+    pub key: Key,
+    /// Its value, still JSON-escaped (decode with [`log::decode_str`]).
+    pub value_escaped: &'a str,
+}
+
+/// What a scan of the cold store found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ColdStats {
+    /// `put` records of whole groups (an entry moved twice after a crash counts twice).
+    pub entries: u64,
+    /// Size of the file.
+    pub bytes: u64,
+    /// Damaged records skipped.
+    pub damaged: u64,
+    /// Bytes at the end that are not a whole group (a clean-up being written, or cut short).
+    pub unfinished_tail: u64,
+}
+
+/// The cold store as the writer holds it open (appending only).
+pub struct ColdFile {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    entries: u64,
+    poisoned: bool,
+}
+
+impl ColdFile {
+    /// Opens (creating if absent) the cold store in `dir` for appending: a torn tail or a
+    /// group cut short by a crash is dropped (see the module documentation). `scratch` is
+    /// the store's read buffer.
+    pub fn open(dir: &Path, scratch: &mut Vec<u8>) -> Result<ColdFile> {
+        let path = dir.join(COLD_NAME);
+        crate::memory::nofollow::refuse_link(&path)?;
+        if !path.exists() {
+            let mut header = FixedBuf::with_capacity("cold store header", 128);
+            log::encode_cold_header(&mut header)?;
+            crate::memory::atomic::write_file(dir, COLD_NAME, header.as_slice())?;
+        }
+        let file = crate::memory::nofollow::open(&path, OpenOptions::new().read(true).write(true))?
+            .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
+        let file_len =
+            file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
+        let st = walk(&file, &path, file_len, scratch, &mut |_| Ok(true))?;
+        let good = file_len - st.unfinished_tail;
+        if st.unfinished_tail > 0 {
+            err!(
+                Io,
+                "{}: dropped {} bytes at the end (a clean-up cut short by a crash; its entries are still in the live store)",
+                path.display(),
+                st.unfinished_tail
+            )
+            .print_warning();
+            file.set_len(good)
+                .and_then(|_| file.sync_all())
+                .map_err(|e| err!(PersistFailed, "truncating the torn tail of {} failed: {}", path.display(), e))?;
+        }
+        Ok(ColdFile { path, file, len: good, entries: st.entries, poisoned: false })
+    }
+
+    /// Entries written (see [`ColdStats::entries`]).
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where the next group starts.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the file holds no group yet.
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Appends whole records of the group being written, unsynced; returns where they start.
+    /// A failed write cuts the file back to `group_start` and refuses further writes.
+    pub fn write(&mut self, bytes: &[u8], group_start: u64) -> Result<u64> {
+        if self.poisoned {
+            bail!(PersistFailed, "{}: an earlier write failed; reopen the store", self.path.display());
+        }
+        let at = self.len;
+        if let Err(e) = self.file.write_all_at(bytes, at) {
+            self.abort(group_start);
+            bail!(
+                PersistFailed,
+                "appending {} bytes to {} failed ({}); nothing was moved",
+                bytes.len(),
+                self.path.display(),
+                e
+            );
+        }
+        self.len += bytes.len() as u64;
+        Ok(at)
+    }
+
+    /// Syncs the group that started at `group_start`, holding `entries` entries.
+    pub fn commit(&mut self, group_start: u64, entries: u64) -> Result<()> {
+        if let Err(e) = self.file.sync_data() {
+            self.abort(group_start);
+            bail!(PersistFailed, "syncing {} failed ({}); nothing was moved", self.path.display(), e);
+        }
+        self.entries += entries;
+        Ok(())
+    }
+
+    /// Cuts the file back to `group_start` (best effort) and refuses further writes: after a
+    /// failed write or sync the kernel's view of the file cannot be trusted.
+    pub fn abort(&mut self, group_start: u64) {
+        let _ = self.file.set_len(group_start);
+        self.len = group_start;
+        self.poisoned = true;
+    }
+}
+
+/// Reads every entry of the cold store in `dir` in file order, calling `f` on each until it
+/// returns `Ok(false)`. Writes nothing: a tail that is not a whole group yet (a clean-up being
+/// written) is read as far as its records are whole, which is harmless (its entries are
+/// still in the live store, see the module documentation). A missing file is an empty store.
+pub fn scan(dir: &Path, f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>) -> Result<ColdStats> {
+    let path = dir.join(COLD_NAME);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ColdStats::default()),
+        Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
+    };
+    let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
+    let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
+    walk(&file, &path, len, &mut scratch, f)
+}
+
+/// Walks the file: checks the header, calls `f` on each `put`, counts damage, and measures
+/// the tail after the last whole group.
+fn walk(
+    file: &File,
+    path: &Path,
+    file_len: u64,
+    scratch: &mut Vec<u8>,
+    f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
+) -> Result<ColdStats> {
+    let mut st = ColdStats { bytes: file_len, ..ColdStats::default() };
+    let mut reader = LineReader::new(file, file_len);
+    let mut first = true;
+    // End of the last whole group (or of the header).
+    let mut good_end = 0u64;
+    let mut in_group = false;
+    let mut group_puts = 0u64;
+    let mut pending_bad: Option<u64> = None;
+    let mut go_on = true;
+    while let Some(line) = reader.next(scratch)? {
+        let log::Line { offset, len, complete } = line;
+        let text = reader.text(scratch, len)?;
+        let rec = if complete { log::decode(text) } else { Err(err!(JsonInvalid, "no newline")) };
+        if first {
+            first = false;
+            match rec {
+                Ok(Record::ColdHeader { version: 1 }) => {
+                    good_end = offset + len as u64 + 1;
+                    continue;
+                }
+                Ok(Record::ColdHeader { version }) => {
+                    bail!(Io, "{} has format version {}; this program reads version 1", path.display(), version)
+                }
+                _ => bail!(
+                    Io,
+                    "{} does not start with a cold store header; move it aside (the agent starts a new one)",
+                    path.display()
+                ),
+            }
+        }
+        let rec = match rec {
+            Ok(r) => r,
+            Err(_) => {
+                if pending_bad.is_none() {
+                    pending_bad = Some(offset);
+                }
+                continue;
+            }
+        };
+        if let Some(at) = pending_bad.take() {
+            st.damaged += 1;
+            err!(Io, "{}: skipped a damaged record at byte {}", path.display(), at).print_warning();
+        }
+        match rec {
+            Record::Cleanup { .. } => {
+                in_group = true;
+                group_puts = 0;
+            }
+            Record::BatchEnd => {
+                in_group = false;
+                st.entries += group_puts;
+                group_puts = 0;
+                good_end = offset + len as u64 + 1;
+            }
+            Record::Put { head, tags, value_escaped } if go_on => {
+                group_puts += 1;
+                let Ok(key) = Key::from_tags(tags.iter().map(Tag::as_str)) else { continue };
+                go_on = f(&ColdEntry { at: offset, head, key, value_escaped })?;
+            }
+            Record::Put { .. } => group_puts += 1,
+            _ => {}
+        }
+    }
+    if first && file_len > 0 {
+        bail!(Io, "{} does not start with a whole cold store header", path.display());
+    }
+    // A group still open at the end, or damage at the very end, is not a whole group.
+    if in_group || pending_bad.is_some() {
+        st.unfinished_tail = file_len.saturating_sub(good_end);
+    }
+    Ok(st)
+}
+
+/// Rewrites the cold store in `dir` without the entries for which `drop` says true (`memory
+/// restore`): a new file beside it, synced, renamed over it, the directory synced. Returns
+/// how many were left out. The caller holds the data directory's lock.
+pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool) -> Result<u64> {
+    let path = dir.join(COLD_NAME);
+    let tmp = dir.join(format!(".{}.rewrite", COLD_NAME));
+    let _ = std::fs::remove_file(&tmp);
+    let out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| err!(PersistFailed, "creating {} failed: {}", tmp.display(), e))?;
+    let mut buf = FixedBuf::with_capacity("cold store rewrite buffer", crate::limits::STORE_RECORD_MAX_BYTES);
+    let mut at = 0u64;
+    let mut dropped = 0u64;
+    let res = (|| -> Result<()> {
+        log::encode_cold_header(&mut buf)?;
+        let mut value = String::with_capacity(crate::limits::STORE_VALUE_MAX_BYTES);
+        // One group for all the entries kept: counted first (`drop` decides the same way twice).
+        let mut kept = 0u64;
+        scan(dir, &mut |e| {
+            kept += u64::from(!drop(e));
+            Ok(true)
+        })?;
+        log::encode_cleanup(&mut buf, kept)?;
+        scan(dir, &mut |e| {
+            if drop(e) {
+                dropped += 1;
+                return Ok(true);
+            }
+            value.clear();
+            log::decode_str(e.value_escaped, &mut value)?;
+            if buf.remaining() < e.value_escaped.len() * 6 + 4096 {
+                out.write_all_at(buf.as_slice(), at)
+                    .map_err(|err| err!(PersistFailed, "writing {} failed: {}", tmp.display(), err))?;
+                at += buf.len() as u64;
+                buf.clear();
+            }
+            log::encode_put(&mut buf, &e.head, e.key.tags(), &value)?;
+            Ok(true)
+        })?;
+        log::encode_batch_end(&mut buf)?;
+        out.write_all_at(buf.as_slice(), at)
+            .map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))?;
+        out.sync_all().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", tmp.display(), e))?;
+        std::fs::rename(&tmp, &path)
+            .map_err(|e| err!(PersistFailed, "renaming {} over {} failed: {}", tmp.display(), path.display(), e))?;
+        crate::memory::atomic::sync_dir(dir)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res.map(|_| dropped)
+}
+
+/// Removes a rewrite's temp file a crash left (the writer only).
+pub fn remove_temp(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(format!(".{}.rewrite", COLD_NAME)));
+}
