@@ -401,7 +401,10 @@ def figures(rows, wall, rc, export, cfg, server_log, stderr, task=TASK, domain=C
                      for r in rows)
     acts = [a for r in rows for a in r.get("actions") or []]
     f["tried"], f["ok"] = len(acts), sum(bool(a.get("ok")) for a in acts)
-    f["repeats"] = sum(str(a.get("result", "")).startswith("refused:") for a in acts)
+    refused = [str(a.get("result", "")) for a in acts if str(a.get("result", "")).startswith("refused:")]
+    # A save refused as no entry (unreadable text, no name) is not a repeat; every other refusal is.
+    f["junk"] = sum(r.startswith("refused: not an entry") for r in refused)
+    f["repeats"] = len(refused) - f["junk"]
     f["entries"] = new_entries(export.get("storage") or {}, cfg, task)  # the store starts empty
     f["serving"] = serving(f["entries"], domain)
     max_tokens = cfg["llm"].get("max_tokens") or 1 << 62
@@ -431,6 +434,7 @@ TABLE = [
     ("actions tried", lambda f: str(f["tried"])),
     ("actions ok", lambda f: f"{f['ok']} {pct(f['ok'], f['tried'])}"),
     ("refused as repeats", lambda f: f"{f['repeats']} {pct(f['repeats'], f['tried'])}"),
+    ("refused as no entry", lambda f: f"{f['junk']} {pct(f['junk'], f['tried'])}"),
     ("new store entries", lambda f: str(len(f["entries"]))),
     ("entries serving the task", lambda f: str(len(f["serving"]))),
     ("replies at max_tokens", lambda f: str(f["length"])),

@@ -74,6 +74,13 @@ impl ActionResult {
         r.done(false, format_args!("refused: a repeat: {}", why))
     }
 
+    /// A save of `key` refused because its value is no entry of the task's product, and why.
+    pub fn refused_entry(kind: ActionKind, key: &Key, why: &str) -> ActionResult {
+        let mut r = ActionResult::new(kind);
+        let _ = r.key.push_str(key.as_str());
+        r.done(false, format_args!("refused: not an entry: {}", why))
+    }
+
     fn done(mut self, ok: bool, args: core::fmt::Arguments<'_>) -> ActionResult {
         self.ok = ok;
         self.message.clear();

@@ -708,6 +708,29 @@ impl Product {
         named.map(Some).map_err(|_| "the name before ':' cannot be a tag; name the entry in a few words")
     }
 
+    /// Why `value`, the value of a save under the product's key `key`, is no entry a reader can
+    /// use, if it is not: its text holds too few of the words every English sentence is built
+    /// with (at least one in six of its words must be one of [`STOPWORDS`] or [`PHRASE_ENDS`]).
+    /// What a drifting small model writes is made of none: "soglassar y crioloramón", "IRAJAZ
+    /// AGAIN SAVES GROWL", "2019 Dec 31 2018 2019"; a definition is made of many ("a powder made
+    /// by grinding grain").
+    pub fn unreadable(&self, key: &Key, value: &str) -> Option<&'static str> {
+        let pkey = self.key.as_ref()?;
+        name_of(key, pkey)?;
+        let (mut all, mut joining) = (0usize, 0usize);
+        for w in words(body(value)) {
+            all += 1;
+            let mut lower = Word::new();
+            for c in w.chars() {
+                let _ = lower.push(c.to_ascii_lowercase());
+            }
+            let l = lower.as_str();
+            joining += usize::from(STOPWORDS.binary_search(&l).is_ok() || PHRASE_ENDS.binary_search(&l).is_ok());
+        }
+        (joining == 0 || joining * 6 < all)
+            .then_some("the text is not a sentence a reader can follow; say in plain words what the name is")
+    }
+
     /// Why a save of `key` with `value` would repeat the product, if it would: its name is the
     /// task's own word, or its value (or the head of its value, the text before `:`) is one the
     /// view shows. `None`: new.
@@ -723,14 +746,14 @@ impl Product {
         if split_entry(value).1 && words(body(value)).all(name_words) {
             return Some("the text only repeats the name; say what it is");
         }
-        // A text made mostly of the task's own words is copied from it ("a small glossary of
-        // cooking terms").
+        // An entry's text made mostly of the task's own words is copied from it ("a small
+        // glossary of cooking terms").
         let (mut all, mut task) = (0, 0);
         for w in words(body(value)) {
             all += 1;
             task += usize::from(self.all_words.iter().any(|t| t.eq_ignore_ascii_case(w)));
         }
-        if all > 0 && task * 10 >= all * 7 {
+        if name_of(key, pkey).is_some() && all > 0 && task * 10 >= all * 7 {
             return Some("the text repeats the task; say what the entry's name is");
         }
         let (h, b) = (normal_hash(head(value)), Words::of(body(value)));
@@ -1147,8 +1170,36 @@ mod tests {
         assert!(p.repeats(&key("cooking,glossary,sear"), "sear: to brown the surface").is_none());
         // Not a product key: only the value checks apply.
         assert!(p.repeats(&key("notes"), "sear: to brown").is_none());
+        assert!(p.repeats(&key("notes"), "a glossary of cooking terms.").is_none());
         // A text of the task's own words is copied from it.
         assert!(p.repeats(&key("cooking,glossary,whisk"), "Whisk: a glossary of cooking terms.").is_some());
         assert!(p.repeats(&key("cooking,glossary,whisk"), "Whisk: a tool of wire loops to beat eggs.").is_none());
+    }
+
+    /// Text a drifting small model wrote (SmolLM2-135M, in model checks) is refused; its
+    /// definitions are not.
+    #[test]
+    fn text_without_the_words_of_a_sentence_is_no_entry() {
+        let p = product_for("A glossary of cooking terms, one term per entry.");
+        let key = |s: &str| normalize(s).unwrap();
+        for junk in [
+            "Food: soglassar y crioloramón.",
+            "Iraj: IRAJAZ AGAIN SAVES GROWL LOCAL TOURNA.",
+            "Days: 2019 Dec 31 2018 2019 Jan 5 2020, 2020 april 16 2021.",
+            "Ability: ssozaglollymall-bababyjohnny 2019 3.",
+            "Nzampaba: Nzombabara-lambiya mbia ku njimba-njimba lokombe-mwaka ku njimbabala-na zamboa-kwazao.",
+        ] {
+            assert!(p.unreadable(&key("cooking,glossary,x"), junk).is_some(), "{junk}");
+        }
+        for good in [
+            "Milk: a dairy product that is used for cooking.",
+            "Espresso: a drink made with espresso and steamed milk.",
+            "Yeast: a type of fungus used in baking.",
+            "Roux: a mixture of flour and fat cooked together and used to thicken sauces.",
+        ] {
+            assert!(p.unreadable(&key("cooking,glossary,x"), good).is_none(), "{good}");
+        }
+        // Not an entry of the product: not judged.
+        assert!(p.unreadable(&key("notes"), "Food: soglassar y crioloramón.").is_none());
     }
 }

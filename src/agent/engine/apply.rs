@@ -258,16 +258,23 @@ impl Doing<'_> {
                 Ok(named) => {
                     let key = named.unwrap_or(k);
                     let _ = filed.push_str(key.as_str());
-                    self.product.repeats(&key, value).map(|why| (key, why))
+                    match self.product.unreadable(&key, value) {
+                        Some(why) => Some((key, why, false)),
+                        None => self.product.repeats(&key, value).map(|why| (key, why, true)),
+                    }
                 }
-                Err(why) => Some((k, why)),
+                Err(why) => Some((k, why, false)),
             };
         }
         let a = &crate::reply::Action { tags: if filed.is_empty() { a.tags } else { filed.as_str() }, ..*a };
         let result = if previous == Some(fp) {
             ActionResult::refused(a.kind, a.tags)
-        } else if let Some((k, why)) = refusal {
-            ActionResult::refused_repeat(a.kind, &k, why)
+        } else if let Some((k, why, repeat)) = refusal {
+            if repeat {
+                ActionResult::refused_repeat(a.kind, &k, why)
+            } else {
+                ActionResult::refused_entry(a.kind, &k, why)
+            }
         } else {
             actions::apply(a, &mut self.memory.working, self.store, self.action_scratch, self.now)?
         };
