@@ -710,10 +710,10 @@ impl Product {
 
     /// Why `value`, the value of a save under the product's key `key`, is no entry a reader can
     /// use, if it is not: its text holds too few of the words every English sentence is built
-    /// with (at least one in six of its words must be one of [`STOPWORDS`] or [`PHRASE_ENDS`]).
-    /// What a drifting small model writes is made of none: "soglassar y crioloramón", "IRAJAZ
-    /// AGAIN SAVES GROWL", "2019 Dec 31 2018 2019"; a definition is made of many ("a powder made
-    /// by grinding grain").
+    /// with (at least one in six of its words must be a stop word or a word that ends a
+    /// phrase). What a drifting small model writes is made of none: "soglassar y crioloramón",
+    /// "IRAJAZ AGAIN SAVES GROWL", "2019 Dec 31 2018 2019"; a definition is made of many ("a
+    /// powder made by grinding grain").
     pub fn unreadable(&self, key: &Key, value: &str) -> Option<&'static str> {
         let pkey = self.key.as_ref()?;
         name_of(key, pkey)?;

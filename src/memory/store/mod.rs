@@ -390,6 +390,27 @@ impl Store {
         Some(ids)
     }
 
+    /// Whether a ranked search admits the entry `id`: it is live, `archived` admits it, and it
+    /// carries the first `n` tags of `required` when given (a set from `tagset_of`).
+    pub(crate) fn admits(
+        &self,
+        id: EntryId,
+        archived: crate::memory::query::Archived,
+        required: Option<&(TagSet, usize)>,
+    ) -> bool {
+        let Some(s) = self.slots.get(id) else { return false };
+        if !archived.admits(s.archived) {
+            return false;
+        }
+        match required {
+            None => true,
+            Some((set, n)) => {
+                let have = self.slots.tag_ids(id);
+                crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
+            }
+        }
+    }
+
     /// The entry with exactly these tags, without counting an access.
     pub fn find(&self, key: &Key) -> Option<EntryId> {
         let set = self.tagset_of(key)?;

@@ -282,19 +282,7 @@ impl Store {
         if q.n == 0 {
             return Ok(());
         }
-        let admit = |id: EntryId| -> bool {
-            let Some(s) = self.slots.get(id) else { return false };
-            if !archived.admits(s.archived) {
-                return false;
-            }
-            match &required {
-                None => true,
-                Some((set, n)) => {
-                    let have = self.slots.tag_ids(id);
-                    crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
-                }
-            }
-        };
+        let admit = |id: EntryId| self.admits(id, archived, required.as_ref());
         let mut cur: [RamWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| RamWalk::default());
         for (c, w) in cur.iter_mut().zip(q.words.iter()).take(q.n) {
             *c = RamWalk::new(ix, w.at as u32);
@@ -329,19 +317,7 @@ impl Store {
         if q.n == 0 {
             return Ok(());
         }
-        let admit = |id: EntryId| -> bool {
-            let Some(s) = self.slots.get(id) else { return false };
-            if !archived.admits(s.archived) {
-                return false;
-            }
-            match &required {
-                None => true,
-                Some((set, n)) => {
-                    let have = self.slots.tag_ids(id);
-                    crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
-                }
-            }
-        };
+        let admit = |id: EntryId| self.admits(id, archived, required.as_ref());
         let (docs, tokens) = disk.totals();
         let coll = Collection { docs, tokens };
         let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());

@@ -1052,19 +1052,7 @@ impl Store {
             },
             None => None,
         };
-        let admit = |id: EntryId| -> bool {
-            let Some(s) = self.slots.get(id) else { return false };
-            if !archived.admits(s.archived) {
-                return false;
-            }
-            match &required {
-                None => true,
-                Some((set, n)) => {
-                    let have = self.slots.tag_ids(id);
-                    crate::bytes::take(set, *n).iter().all(|t| have.contains(t))
-                }
-            }
-        };
+        let admit = |id: EntryId| self.admits(id, archived, required.as_ref());
         if by == By::Meaning {
             return m.v.nearest(self, limit, &admit, out);
         }
