@@ -889,8 +889,8 @@ fn system_prompt_splits_the_base_prompt() {
     let system = msgs.at(0).unwrap().get("content").unwrap().as_str().unwrap();
     let user = msgs.at(1).unwrap().get("content").unwrap().as_str().unwrap();
     assert!(system.contains("<purpose>") && !system.contains("<working_memory>"), "{}", system);
-    // The product view first (it grows only at its end), then working memory.
-    assert!(user.starts_with("<product>\n") && user.contains("\n<working_memory>\n"), "{}", user);
+    // Working memory first, then the product view (it grows at its end), then the ask.
+    assert!(user.starts_with("<working_memory>\n") && user.contains("</working_memory>\n<product>\n"), "{}", user);
     assert!(doc.root().get("model").unwrap().as_str() == Some("qwen/qwen3-8b"));
 }
 

@@ -1,5 +1,6 @@
-//! The task's product: what the agent has made for its task so far, shown to the model before
-//! working memory, the names a new entry may not take, and what to ask (docs/design.md §5).
+//! The task's product: what the agent has made for its task so far, shown to the model after
+//! working memory and before the ask, the names a new entry may not take, and what to ask
+//! (docs/design.md §5).
 //!
 //! Small models state facts about a named thing and continue a list or a document well; they
 //! cannot invent what to do next from abstract instructions, and they copy whatever sits in the

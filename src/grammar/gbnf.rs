@@ -156,7 +156,7 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             // which this leaves no room for (measured with SmolLM2-135M).
             let clause = GRAMMAR_ENTRY_MAX_WORDS / GRAMMAR_ENTRY_MAX_CLAUSES;
             out.format(format_args!(
-                "sentence ::= word \" \" word \" \" clause (\", \" clause){{0,{}}} \".\"\n\
+                "sentence ::= lead \" \" word \" \" clause (\", \" clause){{0,{}}} \".\"\n\
                  clause ::= word (\" \" word){{0,{}}}\n",
                 GRAMMAR_ENTRY_MAX_CLAUSES - 1,
                 clause.saturating_sub(3)
@@ -166,9 +166,12 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             // "flour-based"); "A" (not "I": a definition is not about its writer); a number of up to 4 digits; or an acronym of capitals
             // ("DNA"). Runs of consonants, letters run into digits and long numbers are what a
             // small model writes once it drifts ("sbjkfjhjlzjmjw", "10234978652000-water").
-            // Each rule reads a word one way only, so a server tracks one parse of it.
+            // A definition does not start with a number (drifting, SmolLM2-135M started 8 in 21
+            // with one: "Sugar: 1000 units of sugar."). Each rule reads a word one way only,
+            // so a server tracks one parse of it.
             out.push_str(
-                "word ::= [A-Z]? core ([-'] part)? | \"A\" | [0-9]{1,4} | [A-Z]{2,6}\n\
+                "word ::= lead | [0-9]{1,4}\n\
+                 lead ::= [A-Z]? core ([-'] part)? | \"A\" | [A-Z]{2,6}\n\
                  core ::= cs{0,3} vs (cs{1,4} vs){0,4} cs{0,4}\n\
                  part ::= cs{0,3} (vs (cs{1,4} vs){0,2} cs{0,4})?\n\
                  cs ::= [b-df-hj-np-tv-z]\n\

@@ -235,9 +235,6 @@ impl Agent {
         let p = &mut self.prompt;
         p.clear();
         p.push_str(head_of(&self.config, &self.constrainer))?;
-        // The product before working memory: it grows only at its end (a new entry), while
-        // working memory's logs rotate every cycle, so a server's prompt cache keeps it.
-        self.product.render(&mut self.store, p, view_bytes)?;
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         // The plan is the agent's own bookkeeping of names to ask about: shown, a small model
@@ -246,6 +243,11 @@ impl Agent {
         let shown = wm.iter().filter(|(k, _, _)| Some(k.as_str()) != plan);
         render_pairs(p, shown.map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
         p.push_str("</working_memory>\n")?;
+        // The product after working memory, near the ask: it grows at its end with each new
+        // entry (most cycles), while working memory changes only when a log is written (a
+        // product save writes none), so a server's prompt cache keeps working memory. Measured
+        // with the view first: 41% of the prompt tokens sent were evaluated again.
+        self.product.render(&mut self.store, p, view_bytes)?;
         p.format(format_args!(
             "<current_state>{}</current_state>\n<iteration>{}</iteration>\n",
             state.as_str(),
