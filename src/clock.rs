@@ -75,6 +75,34 @@ impl fmt::Display for Utc {
     }
 }
 
+/// `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` with an optional `Z`, as Unix seconds (UTC).
+pub fn parse_utc(t: &str) -> Option<u64> {
+    let t = t.strip_suffix('Z').unwrap_or(t);
+    let (date, time) = t.split_once(['T', ' ']).unwrap_or((t, "00:00:00"));
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) || !(1970..=9999).contains(&y) {
+        return None;
+    }
+    let mut c = time.split(':').map(|p| p.parse::<u64>().ok());
+    let (hh, mm, ss) = (c.next()??, c.next()??, c.next().unwrap_or(Some(0))?);
+    if c.next().is_some() || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from civil (H. Hinnant), the inverse of [`Utc::from_unix`].
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
+    let secs = days * 86_400 + hh * 3_600 + mm * 60 + ss;
+    // A day past the month's end (2026-02-30) comes back as another date: refused.
+    let back = Utc::from_unix(secs);
+    (i64::from(back.day) == day).then_some(secs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +130,17 @@ mod tests {
             let next_month = cur.day == 1 && (cur.month == prev.month + 1 || (cur.month == 1 && prev.month == 12));
             assert!(next_day || next_month, "{prev:?} -> {cur:?}");
             prev = cur;
+        }
+    }
+
+    #[test]
+    fn utc_dates_and_times_parse_to_unix_seconds() {
+        assert_eq!(parse_utc("1970-01-01"), Some(0));
+        assert_eq!(parse_utc("2026-01-31"), Some(1_769_817_600));
+        assert_eq!(parse_utc("2026-01-31T08:00:00Z"), Some(1_769_817_600 + 8 * 3_600));
+        assert_eq!(parse_utc("2026-01-31 08:30"), Some(1_769_817_600 + 8 * 3_600 + 30 * 60));
+        for bad in ["2026-02-30", "2026-13-01", "1969-12-31", "2026-01-31T24:00", "2026-01", "7d", ""] {
+            assert_eq!(parse_utc(bad), None, "{bad}");
         }
     }
 }

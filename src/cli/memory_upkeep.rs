@@ -322,42 +322,9 @@ pub fn parse_time(text: &str, now: u64) -> Result<u64> {
             .ok_or_else(|| err!(Usage, "'{}' is not an age such as 30d", t))?;
         return Ok(now.saturating_sub(n.saturating_mul(scale)));
     }
-    parse_date(t).ok_or_else(|| {
+    crate::clock::parse_utc(t).ok_or_else(|| {
         err!(Usage, "'{}' is neither an age (30d, 12h) nor a date (2026-01-31 or 2026-01-31T08:00:00Z)", t)
     })
-}
-
-/// `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM:SS[Z]`, UTC, to Unix seconds.
-fn parse_date(t: &str) -> Option<u64> {
-    let (date, time) = match t.split_once(['T', ' ']) {
-        Some((d, tm)) => (d, Some(tm.trim_end_matches('Z'))),
-        None => (t, None),
-    };
-    let mut d = date.split('-');
-    let (y, m, day) = (d.next()?.parse::<i64>().ok()?, d.next()?.parse::<i64>().ok()?, d.next()?.parse::<i64>().ok()?);
-    if d.next().is_some() || !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&day) {
-        return None;
-    }
-    // Days from the civil date (the inverse of `clock::Utc::from_unix`).
-    let y2 = if m <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let mut secs = u64::try_from(days).ok()?.checked_mul(86_400)?;
-    if let Some(tm) = time {
-        let mut p = tm.split(':');
-        let h = p.next()?.parse::<u64>().ok()?;
-        let mi = p.next().map_or(Some(0), |x| x.parse::<u64>().ok())?;
-        let s = p.next().map_or(Some(0), |x| x.parse::<u64>().ok())?;
-        if h > 23 || mi > 59 || s > 60 || p.next().is_some() {
-            return None;
-        }
-        secs += h * 3_600 + mi * 60 + s;
-    }
-    Some(secs)
 }
 
 #[cfg(test)]

@@ -127,38 +127,10 @@ pub fn parse_since(text: &str, now: u64) -> Result<u64> {
     if let Some(s) = secs {
         return Ok(now.saturating_sub(s));
     }
-    if let Some(u) = parse_utc(t) {
+    if let Some(u) = crate::clock::parse_utc(t) {
         return Ok(u);
     }
     bail!(Usage, "--since takes Unix seconds, a UTC date or time (2026-11-26, 2026-11-26T08:00:00Z) or an age (90m, 12h, 7d), not '{}'", text)
-}
-
-/// `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` with an optional `Z`, as Unix seconds (UTC).
-fn parse_utc(t: &str) -> Option<u64> {
-    let t = t.strip_suffix('Z').unwrap_or(t);
-    let (date, time) = t.split_once(['T', ' ']).unwrap_or((t, "00:00:00"));
-    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) || !(1970..=9999).contains(&y) {
-        return None;
-    }
-    let mut c = time.split(':').map(|p| p.parse::<u64>().ok());
-    let (hh, mm, ss) = (c.next()??, c.next()??, c.next().unwrap_or(Some(0))?);
-    if c.next().is_some() || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    // Days from civil (H. Hinnant), the inverse of `clock::Utc::from_unix`.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
-    let secs = days * 86_400 + hh * 3_600 + mm * 60 + ss;
-    // A day past the month's end (2026-02-30) comes back as another date: refused.
-    let back = crate::clock::Utc::from_unix(secs);
-    (i64::from(back.day) == day).then_some(secs)
 }
 
 /// Writes the page to `path` through a new temporary file beside it and a rename, so a reader
