@@ -18,9 +18,11 @@
 //!   [`PRODUCT_VIEW_MAX_BYTES`]. Names, not whole entries: with definitions in its prompt, a
 //!   small model asked for a new one copies one of them (measured: 16 of 18 copies).
 //! - **The names taken** ([`Product::taken`]) are those of the newest [`PRODUCT_TAKEN_MAX`]
-//!   product entries and the task's own words (a small model asked for a cooking term answers
-//!   `cooking`, or `One term`). The grammar makes them impossible as a new name, or as the
-//!   first word of one ([`crate::grammar::ProductSave`]); a save that names one anyway (an
+//!   product entries (and their plurals) and the task's own words (a small model asked for a
+//!   cooking term answers `cooking`, or `One term`). The grammar makes them impossible as a
+//!   new name; an entry's name, a word that names nothing ("The") and the task's words that
+//!   say nothing of its subject ("One") also as the first word of one
+//!   ([`crate::grammar::ProductSave`]); a save that names one anyway (an
 //!   unconstrained reply) is refused, as is one whose name or text the view shows already, or
 //!   whose text is the task's own words ([`Product::repeats`]). A name asked about once is not
 //!   asked again in the run, whatever came of it ([`Product::asked`]).
@@ -32,8 +34,8 @@
 //!   which a small model defines well: "made with *flour* and *butter*"). The ask for it is
 //!   its entry ("In the glossary of cooking terms, what is Flour? Answer in one sentence.", the
 //!   value starting `Flour: `, one sentence of words). With no name at all: names for the plan,
-//!   as a list that continues the newest entries' names ("List some well-known cooking
-//!   terms.", the value starting `Some cooking terms: Braise, Sear, `). After each cycle the
+//!   as a numbered list that continues the newest entries' names ("Name five cooking
+//!   terms.", the value starting `1. Braise\n2. Sear\n3. `). After each cycle the
 //!   plan keeps only the free, name-shaped names not yet asked for ([`Product::settle_plan`]).
 //!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
@@ -82,9 +84,9 @@ const STOPWORDS: &[&str] = &[
 /// name that is one or starts with one.
 #[rustfmt::skip]
 const NOT_NAMES: &[&str] = &[
-    "a", "action", "an", "another", "answer", "definition", "example", "examples", "here", "i", "including", "it",
-    "its", "my", "name", "new", "next", "no", "ok", "okay", "one", "our", "plan", "refused", "repeat", "result",
-    "sure", "tags", "that", "the", "these", "this", "those", "we", "what", "yes", "you", "your",
+    "a", "action", "an", "another", "answer", "definition", "example", "examples", "here", "heres", "i", "including",
+    "it", "its", "my", "name", "new", "next", "no", "ok", "okay", "one", "our", "plan", "refused", "repeat", "result",
+    "sure", "tags", "that", "the", "there", "theres", "these", "this", "those", "we", "what", "yes", "you", "your",
 ];
 
 /// The working-memory key of the plan: the names of the next entries, as the model named them
@@ -132,6 +134,10 @@ const FORM_WORDS: &[&str] = &[
 
 /// Most names of the newest entries the ask names.
 const ASK_NAMES_MAX: usize = 6;
+
+/// Most bytes of the plan's prefix: a heading of the domain (a title's words) and the units
+/// (a tag), then [`ASK_NAMES_MAX`] numbered names (a title's length each) and the next number.
+const PREFIX_MAX_BYTES: usize = TITLE_MAX_BYTES + TAG_MAX_BYTES + 4 + (ASK_NAMES_MAX + 1) * (TITLE_MAX_BYTES + 5);
 
 /// Words that introduce the unit of a task ("one term per entry"): the content word after the
 /// first of them names what an entry is.
@@ -204,10 +210,10 @@ pub struct Product {
     names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, ASK_NAMES_MAX>,
     /// The unit in the plural ("terms").
     units: Word,
-    /// What the plan's value starts with: `Some <domain> <units>: ` and the names of the newest
-    /// entries the view showed (`Some cooking terms: Braise, Sear, `), so that the model
-    /// continues a list of the product's own names, which small models do well.
-    prefix: ArrayString<{ (ASK_NAMES_MAX + 3) * TITLE_MAX_BYTES }>,
+    /// What the plan's value starts with: the names of the newest entries the view showed,
+    /// numbered, one a line, and the number of the next (`1. Braise\n2. Sear\n3. `), so that
+    /// the model continues a list of the product's own names, which small models do well.
+    prefix: ArrayString<PREFIX_MAX_BYTES>,
     /// The plan's next free name, as written.
     next: ArrayString<TITLE_MAX_BYTES>,
     /// Every word of the task, lowercased (a name that starts with one is copied from it).
@@ -296,10 +302,21 @@ impl Product {
         self.newest.clear();
         self.taken.clear();
         let Some(key) = self.key else { return };
-        // Every word of the task first: they must always be there. A name that is one, or
-        // starts with one, is copied from the task ("One animal", "List of").
+        // Every word of the task first: they must always be there. A name that is one is
+        // copied from the task ("Animals"); one that starts with one of its words that say
+        // nothing of its subject too ("One animal", "List of": `one_`, `list_`), and one that
+        // starts with a word that names nothing ("The lion", "Here are").
         for w in self.all_words.iter().chain(self.words.iter()) {
             let _ = self.taken.push(*w);
+            if STOPWORDS.binary_search(&w.as_str()).is_ok() {
+                take_word(&mut self.taken, w.as_str());
+            }
+        }
+        for w in NOT_NAMES {
+            if let Ok(w) = Word::try_from_str(w) {
+                let _ = self.taken.push(w);
+            }
+            take_word(&mut self.taken, w);
         }
         let q = Query { required: Some(key), max_results: PRODUCT_TAKEN_MAX, ..Query::default() };
         if let Some(store) = store {
@@ -309,12 +326,20 @@ impl Product {
         for id in self.newest.ids() {
             let Some(k) = store.and_then(|s| s.key(id)) else { continue };
             if let Some(name) = name_of(&k, &key) {
-                chars += name.len();
-                if chars > PRODUCT_TAKEN_MAX_CHARS || self.taken.is_full() {
+                // The name, its plural ("Lions" after "Lion": a small model lists a name it
+                // may not write in the plural), and the name as a first word ("Braise and
+                // sear"): two more characters of the grammar.
+                chars += name.len() + 2;
+                if chars > PRODUCT_TAKEN_MAX_CHARS || self.taken.len() + 3 > PRODUCT_TAKEN_MAX {
                     break;
                 }
                 if let Ok(w) = Word::try_from_str(name) {
                     let _ = self.taken.push(w);
+                    let mut plural = w;
+                    if !name.ends_with('s') && plural.push('s').is_ok() {
+                        let _ = self.taken.push(plural);
+                    }
+                    take_word(&mut self.taken, name);
                 }
             }
         }
@@ -336,11 +361,35 @@ impl Product {
         }
     }
 
+    /// Starts the plan's prefix with the list's heading: the domain and the units, capitalised
+    /// ("African animals:"). A small model asked to "Name five African animals." writes that
+    /// heading first; with the list starting at "1. ", it wrote it as the first name and ran on
+    /// from it (SmolLM2-135M: "African animals ikaenjabbabw"). With the heading given, 12 of 29
+    /// cooking names were cooking words (Tuna, Pastry, Frying pan), 11 of 25 without.
+    fn list_head(&mut self) {
+        self.prefix.clear();
+        let (first, then) = match self.domain.is_empty() {
+            true => (self.units.as_str(), ""),
+            false => (self.domain.as_str(), self.units.as_str()),
+        };
+        let mut chars = first.chars();
+        if let Some(c) = chars.next() {
+            let _ = self.prefix.push(c.to_ascii_uppercase());
+            let _ = self.prefix.push_str(chars.as_str());
+        }
+        if !then.is_empty() {
+            let _ = self.prefix.format(format_args!(" {}", then));
+        }
+        let _ = self.prefix.push_str(":\n");
+    }
+
     /// Whether `name` (as written) can name a new entry: it names no entry of the product and
-    /// no word of the task, it looks like a name (1 to [`NAME_WORDS_MAX`] words of 3 to
-    /// [`NAME_WORD_MAX_LETTERS`] letters or `-`, with a vowel), and it does not start with a
-    /// word that names nothing ([`NOT_NAMES`], "Including ...") or a word of the task ("save one
-    /// term", copied from the task).
+    /// no word of the task, it looks like a name (1 to [`NAME_WORDS_MAX`] words of 2 to
+    /// [`NAME_WORD_MAX_LETTERS`] letters or `-`, with a vowel), it does not start with a word
+    /// that names nothing ([`NOT_NAMES`], "Including ...") or one of the task's words that say
+    /// nothing of its subject ("save one term", copied from the task), it does not end with a
+    /// word that ends a phrase ("Salt and"), and it is not all words of the task ("Cooking
+    /// terms"; "Cooking oil" is a name).
     fn is_free(&self, name: &str) -> bool {
         let mut tag = Word::new();
         if !slug(name, &mut tag) {
@@ -376,13 +425,18 @@ impl Product {
                 })
         };
         let first = words().next().unwrap_or("");
-        let first_lower = |list: &[&str]| list.iter().any(|w| w.eq_ignore_ascii_case(first));
+        let last = words().next_back().unwrap_or("");
+        let among = |list: &[&str], word: &str| list.iter().any(|w| w.eq_ignore_ascii_case(word));
+        let task_word = |word: &str| self.all_words.iter().any(|w| w.eq_ignore_ascii_case(word));
         name.trim().len() >= 3
             && words().count() <= NAME_WORDS_MAX
             && words().all(shaped)
-            && !first_lower(NOT_NAMES)
-            && !first_lower(PHRASE_ENDS)
-            && !self.all_words.iter().any(|w| w.eq_ignore_ascii_case(first))
+            && !among(NOT_NAMES, first)
+            && !among(PHRASE_ENDS, first)
+            && !(task_word(first) && among(STOPWORDS, first))
+            && !among(PHRASE_ENDS, last)
+            && !among(STOPWORDS, last)
+            && !words().all(task_word)
     }
 
     /// What to ask a model whose reply a grammar writes (see the module documentation): the
@@ -391,7 +445,7 @@ impl Product {
         if !self.next.is_empty() {
             ProductAsk::Define(self.next.as_str())
         } else {
-            ProductAsk::Names { key: PLAN_KEY, prefix: self.prefix.as_str() }
+            ProductAsk::Names { key: PLAN_KEY, prefix: self.prefix.as_str(), first: self.names.len() as u32 + 1 }
         }
     }
 
@@ -415,9 +469,12 @@ impl Product {
                 out.format(format_args!("In the {}, what is {}? Answer in one sentence.\n", self.title, name))
             }
             // Asked in the task's words but not as the task says them (a small model copies the
-            // task's text when the question repeats it).
+            // task's text when the question repeats it), and as small models were tuned to
+            // answer with a numbered list (SmolLM2-135M, African animals in the agent's prompt:
+            // 18 of 30 names real after "Name five ...", 12 of 30 after "List some well-known
+            // ...").
             ProductAsk::Names { .. } => out.format(format_args!(
-                "List some well-known {}{}{}.\n",
+                "Name five {}{}{}.\n",
                 self.domain,
                 if self.domain.is_empty() { "" } else { " " },
                 self.units.as_str()
@@ -472,6 +529,7 @@ impl Product {
         self.domain.clear();
         self.glossary = false;
         self.asked.clear();
+        self.names.clear();
         self.key = None;
         let mut after_marker = false;
         for word in words(task) {
@@ -548,22 +606,9 @@ impl Product {
             let _ = self.domain.push_str(if self.domain.is_empty() { "" } else { " " });
             let _ = self.domain.push_str(word);
         }
-        self.plan_head();
-    }
-
-    /// Starts the plan's prefix: `Some <domain> <units>: ` ("Some African animals: "). Not the
-    /// task's title and a colon: that made a small model copy the rest of the task as names.
-    /// Measured with SmolLM2-135M from an empty product: "List some well-known African
-    /// animals." with this prefix named real animals first; "Give examples of ..." with
-    /// `Examples: ` named made-up ones.
-    fn plan_head(&mut self) {
-        self.prefix.clear();
-        let _ = self.prefix.format(format_args!(
-            "Some {}{}{}: ",
-            self.domain,
-            if self.domain.is_empty() { "" } else { " " },
-            self.units.as_str()
-        ));
+        self.names.clear();
+        self.list_head();
+        let _ = self.prefix.push_str("1. ");
     }
 
     /// Writes the view into `out`: `<product>`, the names of the newest entries (oldest of them
@@ -603,7 +648,7 @@ impl Product {
             let _ = ids.push(id);
         }
         out.push_str("<product>\n")?;
-        self.plan_head();
+        self.list_head();
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
@@ -618,10 +663,11 @@ impl Product {
                 let _ = self.names.push(ArrayString::try_from_str(name).unwrap_or_default());
             }
         }
-        for name in self.names.iter() {
-            // The prefix has room for every name the view keeps.
-            let _ = self.prefix.format(format_args!("{}, ", name));
+        for (i, name) in self.names.iter().enumerate() {
+            // The prefix has room for every name the view keeps, numbered.
+            let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
         }
+        let _ = self.prefix.format(format_args!("{}. ", self.names.len() + 1));
         if self.glossary && self.next.is_empty() {
             // The words the definitions use, newest definition first, each counted once a
             // definition; the one most of them use is asked about next.
@@ -774,19 +820,45 @@ fn name_of<'k>(key: &'k Key, product: &Key) -> Option<&'k str> {
     key.tags().find(|t| !product.has_tag(t))
 }
 
+/// Adds `word_` to the names taken: no new name starts with `word`.
+fn take_word(taken: &mut ArrayVec<Word, PRODUCT_TAKEN_MAX>, word: &str) {
+    let mut w = Word::new();
+    if w.push_str(word).is_ok() && w.push('_').is_ok() {
+        let _ = taken.push(w);
+    }
+}
+
 /// The words of `text`: runs of ASCII letters and digits (other characters separate).
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty() && w.len() <= TAG_MAX_BYTES)
 }
 
-/// The names of a plan's value: the comma-separated list after its last `": "` (or all of it),
-/// trimmed, empty ones left out.
+/// The names of a plan's value: the list after its last `": "` or heading's `":\n"` (or all of it), one name a line
+/// or between commas, each without its number (`3. Roux`) and without a last word that ends a
+/// phrase (`Lions and`: a small model goes on writing prose), trimmed, empty ones left out.
 fn plan_names(plan: &str) -> impl Iterator<Item = &str> {
-    let list = match plan.rfind(": ") {
+    let list = match plan.rfind(": ").into_iter().chain(plan.rfind(":\n")).max() {
         Some(i) => plan.get(i + 2..).unwrap_or(""),
         None => plan,
     };
-    list.split(',').map(str::trim).filter(|n| !n.is_empty())
+    list.split([',', '\n'])
+        .map(|n| {
+            let n = n.trim();
+            let digits = n.bytes().take_while(u8::is_ascii_digit).count();
+            let n = match n.get(digits..).and_then(|rest| rest.strip_prefix('.')) {
+                Some(rest) if digits > 0 => rest.trim(),
+                _ => n,
+            };
+            match n.rsplit_once(' ') {
+                Some((rest, last))
+                    if PHRASE_ENDS.binary_search(&last).is_ok() || STOPWORDS.binary_search(&last).is_ok() =>
+                {
+                    rest.trim_end()
+                }
+                _ => n,
+            }
+        })
+        .filter(|n| !n.is_empty())
 }
 
 /// The tag of a name as the agent files it: ASCII letters and digits lowercased, every run of
@@ -1020,10 +1092,26 @@ mod tests {
             p.refresh(&working, Some(&store));
             let taken: Vec<&str> = p.taken().collect();
             assert!(taken.windows(2).all(|w| w[0] < w[1]), "case {case}: {taken:?}");
-            assert!(
-                taken.len() <= PRODUCT_TAKEN_MAX
-                    && taken.iter().map(|t| t.len()).sum::<usize>() <= PRODUCT_TAKEN_MAX_CHARS + 64 * 16
-            );
+            // What the grammar pays for: a rule per node of the names' trie (a distinct
+            // prefix). The stored names' part is bounded; the task's words and the words that
+            // name nothing are there with an empty store too.
+            let nodes = |names: &[&str]| {
+                let mut prefixes = std::collections::BTreeSet::new();
+                for n in names {
+                    for i in 1..=n.len() {
+                        prefixes.insert(&n[..i]);
+                    }
+                }
+                prefixes.len()
+            };
+            let mut fixed = Product::new();
+            let empty_dir = crate::testing::temp_dir("product-view-empty");
+            let empty = Store::open_with_capacity(&empty_dir, 8).unwrap();
+            fixed.refresh(&working, Some(&empty));
+            let fixed: Vec<&str> = fixed.taken().collect();
+            let _ = std::fs::remove_dir_all(&empty_dir);
+            assert!(taken.len() <= PRODUCT_TAKEN_MAX);
+            assert!(nodes(&taken) <= nodes(&fixed) + PRODUCT_TAKEN_MAX_CHARS, "case {case}: {}", nodes(&taken));
             for max in [0, 1, 100, 2000, 1 << 20] {
                 let mut out = FixedBuf::with_capacity("view", 64 * 1024);
                 p.render(&mut store, &mut out, max).unwrap();
@@ -1112,6 +1200,37 @@ mod tests {
         out.clear();
         list.render(&mut store, &mut out, 1 << 20).unwrap();
         assert!(!list.glossary && matches!(list.ask(), ProductAsk::Names { .. }));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A plan the model wrote as a numbered list is read name by name, without numbers or a
+    /// last word that ends a phrase; what is free follows the task and the stored names.
+    #[test]
+    fn a_numbered_plan_is_read_name_by_name() {
+        let names: Vec<&str> = plan_names("1. Elephant\n2. Lions and\n3. Cape buffalo\n4.  \n10. Okapi").collect();
+        assert_eq!(names, ["Elephant", "Lions", "Cape buffalo", "Okapi"]);
+        let names: Vec<&str> = plan_names("Some cooking terms: Roux, Braise").collect();
+        assert_eq!(names, ["Roux", "Braise"]);
+        let names: Vec<&str> = plan_names("African animals:\n1. Zebra\n2. Okapi").collect();
+        assert_eq!(names, ["Zebra", "Okapi"]);
+        let dir = crate::testing::temp_dir("product-free");
+        let mut store = Store::open_with_capacity(&dir, 64).unwrap();
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        store.put(&normalize("african,animals,lion").unwrap(), "Lion: a big cat.", 1).unwrap();
+        let mut p = Product::new();
+        p.refresh(&working, Some(&store));
+        // A word of the task may start a name; all of them may not, nor its empty words.
+        assert!(p.is_free("African elephant") && p.is_free("Zebra"));
+        for copied in ["African animals", "Animal", "List of birds", "One zebra", "The zebra", "Zebra and", "Lions"] {
+            assert!(!p.is_free(copied), "{copied}");
+        }
+        // The grammar's list: the name, its plural, and the name as a first word.
+        let taken: Vec<&str> = p.taken().collect();
+        for t in ["lion", "lions", "lion_", "the_", "one_", "african"] {
+            assert!(taken.contains(&t), "{t}: {taken:?}");
+        }
+        assert!(!taken.contains(&"african_"), "{taken:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -178,13 +178,28 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                  vs ::= [aeiouy\\u00E0-\\u00FF]{1,3}\n",
             )
         }
-        ProductAsk::Names { key, prefix } => {
+        ProductAsk::Names { key, prefix, first } => {
             out.push_str("working_memory_add</type><tags>\" ")?;
             literal(out, key)?;
             out.push_str(" \"</tags><value>\" ")?;
             literal(out, prefix)?;
             out.push_str(" names \"</value></action>\\n\"\n")?;
-            out.format(format_args!("names ::= name (\", \" name){{1,{}}}\n", GRAMMAR_PLAN_MAX_NAMES - 1))?;
+            // The list goes on in its own numbers: `name "\n4. " name ("\n5. " name)?`, two
+            // names at least. A small model lists what it knows one a line, numbered, as it
+            // answers "Name five ..." unconstrained (SmolLM2-135M, in the agent's prompt: real
+            // African animals in 1 of 4 comma lists, 18 of 30 numbered names).
+            out.push_str("names ::= name")?;
+            for i in 1..GRAMMAR_PLAN_MAX_NAMES {
+                out.format(format_args!(
+                    " {}\"\\n{}. \" name",
+                    if i >= 2 { "(" } else { "" },
+                    first.saturating_add(i)
+                ))?;
+            }
+            for _ in 2..GRAMMAR_PLAN_MAX_NAMES {
+                out.push_str(")?")?;
+            }
+            out.push_str("\n")?;
             name_rules(out, p)
         }
         ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),
@@ -193,14 +208,16 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
 
 /// The rules of a product save (see [`ProductSave`]): `entry`, the value, is a name, `": "`
 /// and one line of text. The name is what the agent files the entry under (its tag: ASCII
-/// letters lowercased, a space or `-` as `_`), so it starts with a letter, holds letters,
-/// digits, spaces and `-`, and is not one whose tag is taken.
+/// letters lowercased, a space as `_`), written as a reader writes a name: a capital, small
+/// letters, and a space before each further word (`Cape buffalo`), or an acronym (`TCP`); it
+/// is not one whose tag is taken, and does not start with a taken word that ends with `_`.
 ///
 /// `name` is the complement of the taken names within those names of at most M characters
 /// (M = [`GRAMMAR_NAME_MAX_CHARS`]), written as the trie of the taken names: a node is the set
 /// of taken names that share a prefix, and its rule either leaves the trie with a character no
-/// taken name has next (then any rest), or follows one that some have, or ends, when no taken
-/// name ends there. A node is named by the first of its names in sorted order and the depth
+/// taken name has next (then the rest of the word and at most one more), or follows one that
+/// some have, or ends, when no taken name ends there; a node where a taken `word_` ends is
+/// closed: nothing goes on from it. A node is named by the first of its names in sorted order and the depth
 /// (`n-<index>-<depth>`), which is unique because the names are sorted. A node that can write
 /// nothing (a taken name of M characters ends there, so the name would have to go on past M)
 /// is dead: no rule leads to it. The recursion is as deep as a name is long, at most M.
@@ -209,6 +226,14 @@ fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> R
     out.push_str("entry ::= name \": \" value\n")?;
     text_rule(out, "value", value_chars, "")
 }
+
+/// Most letters of a word of a name after the trie of taken names ("hippopotamus"; a small
+/// model that drifts runs words together: "Elephantelephantlamb").
+const NAME_WORD_MAX: usize = 13;
+
+/// Most characters of a name written as an acronym ("TCP", "HTTP"): a capital, then capitals
+/// and digits. Longer runs of capitals were a small model shouting words ("ALMOST").
+const ACRONYM_MAX: u32 = 4;
 
 /// The `name` rule of [`product_rules`].
 fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
@@ -232,15 +257,26 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     if taken.is_empty() || !trie.alive(0, taken.len(), 0) {
         // Nothing to exclude, or (not with any real list) the names fill every path: a save of
         // a taken name is then refused when carried out.
-        out.format(format_args!("name ::= [A-Za-z] [A-Za-z0-9 -]{{0,{}}}\n", max - 1))?;
+        out.format(format_args!(
+            "name ::= [A-Z] ([a-z]{{0,{}}} (\" \" nw)? | [A-Z0-9]{{1,{}}})\n",
+            NAME_WORD_MAX - 1,
+            ACRONYM_MAX - 1
+        ))?;
     } else {
         out.push_str("name ::= n-0-0\n")?;
         trie.node(out, 0, taken.len(), 0)?;
         for depth in 1..=max {
-            out.format(format_args!("r-{} ::= [A-Za-z0-9 -]{{0,{}}}\n", depth, max - depth))?;
+            // The rest of this word, and at most one more word.
+            out.format(format_args!("r-{} ::= [a-z]{{0,{}}} (\" \" nw)?", depth, (max - depth).min(NAME_WORD_MAX)))?;
+            // After a first letter no taken name starts with, an acronym too.
+            out.push_str(if depth == 1 { " | [A-Z] ra\n" } else { "\n" })?;
         }
+        out.format(format_args!("ra ::= [A-Z0-9]{{0,{}}}\n", ACRONYM_MAX - 2))?;
     }
-    Ok(())
+    // A second word: small letters, a vowel at least every 3 consonants ("buffalo", not
+    // "jrjbjhkzfjnjl", which SmolLM2-135M wrote after "Elephant" when any letters were
+    // allowed); at most 4 + 4 × 5 letters.
+    out.push_str("nw ::= [b-df-hj-np-tv-z]{0,2} [aeiouy]{1,2} ([b-df-hj-np-tv-z]{1,3} [aeiouy]{1,2}){0,3} [b-df-hj-np-tv-z]{0,2}\n")
 }
 
 /// The taken names, sorted, as a trie (see [`product_rules`]): a node is a range of names
@@ -254,13 +290,17 @@ struct Trie<'a> {
 impl Trie<'_> {
     /// The tag characters a name may start with, and go on with.
     const FIRST: &'static [u8] = b"abcdefghijklmnopqrstuvwxyz";
-    const NEXT: &'static [u8] = b"abcdefghijklmnopqrstuvwxyz0123456789_";
+    const NEXT: &'static [u8] = b"abcdefghijklmnopqrstuvwxyz_";
 
-    /// Writes the characters of a name that make tag character `c` (a class body).
-    fn write_chars(out: &mut FixedBuf, c: u8) -> Result<()> {
+    /// Writes the characters of a name at `depth` that make tag character `c` (a class body):
+    /// a capital first, small letters after it, a space for `_`. A name is written as a
+    /// reader writes one ("Cape buffalo"), not as a small model that drifts writes
+    /// ("ika-2019-03-28", "AfricanBear", "Giraffe-giraffe-hippo": SmolLM2-135M, 14 lists in
+    /// 14 with letters, digits and `-` allowed anywhere).
+    fn write_chars(out: &mut FixedBuf, c: u8, depth: usize) -> Result<()> {
         match c {
-            b'a'..=b'z' => out.format(format_args!("{}{}", c as char, c.to_ascii_uppercase() as char)),
-            b'_' => out.push_str(" -"),
+            b'a'..=b'z' if depth == 0 => out.format(format_args!("{}", c.to_ascii_uppercase() as char)),
+            b'_' => out.push_str(" "),
             _ => out.format(format_args!("{}", c as char)),
         }
     }
@@ -294,23 +334,26 @@ impl Trie<'_> {
         })
     }
 
-    /// The characters that leave the trie at a node: those of the alphabet no name has next.
-    /// Where a taken name ends, a separator does not leave either: a taken name is not the
-    /// first word of a new one (`Braise and sear` after `Braise`, `The oven` after `the`).
-    fn others(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = u8> + '_ {
-        let alphabet = if depth == 0 { Trie::FIRST } else { Trie::NEXT };
-        let ends = self.ends_here(lo, hi, depth);
-        alphabet
-            .iter()
-            .copied()
-            .filter(move |&c| !((c == b'_' && ends) || (lo..hi).any(|i| self.byte_at(i, depth) == Some(c))))
+    /// Whether a taken name that ends with `_` ends at the node: no name goes on from it (it
+    /// is the first word of no name: `the_` takes `The oven`).
+    fn closed(&self, lo: usize, hi: usize, depth: usize) -> bool {
+        depth > 0
+            && (lo..hi)
+                .any(|i| self.names.get(i).is_some_and(|n| n.len() == depth && n.as_bytes().last() == Some(&b'_')))
     }
 
-    /// The children a name may follow: all, but the separator where a taken name ends (see
-    /// [`Trie::others`]).
+    /// The characters that leave the trie at a node: those of the alphabet no name has next;
+    /// none where the node is closed.
+    fn others(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = u8> + '_ {
+        let alphabet = if depth == 0 { Trie::FIRST } else { Trie::NEXT };
+        let closed = self.closed(lo, hi, depth);
+        alphabet.iter().copied().filter(move |&c| !(closed || (lo..hi).any(|i| self.byte_at(i, depth) == Some(c))))
+    }
+
+    /// The children a name may follow: all, none where the node is closed.
     fn follows(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = (usize, usize, u8)> + '_ {
-        let ends = self.ends_here(lo, hi, depth);
-        self.children(lo, hi, depth).filter(move |&(_, _, c)| !(c == b'_' && ends))
+        let closed = self.closed(lo, hi, depth);
+        self.children(lo, hi, depth).filter(move |_| !closed)
     }
 
     /// Whether the node can write anything: end here, leave, or follow a live child.
@@ -331,15 +374,29 @@ impl Trie<'_> {
             if others.peek().is_some() {
                 out.push_str("[")?;
                 for c in others {
-                    Trie::write_chars(out, c)?;
+                    Trie::write_chars(out, c, depth)?;
                 }
                 out.format(format_args!("] r-{}", depth + 1))?;
                 first = false;
             }
+            if depth == 1 {
+                // An acronym ("TCP"): capitals and digits after the first, a few; its second
+                // letter not one a taken name has next ("AB" after `ab`; "ABC" too, for
+                // simplicity).
+                let open = |c: &u8| !(lo..hi).any(|i| self.byte_at(i, depth) == Some(c.to_ascii_lowercase()));
+                if (b'A'..=b'Z').any(|c| open(&c)) {
+                    out.push_str(if first { "[" } else { " | [" })?;
+                    for c in (b'A'..=b'Z').filter(open) {
+                        out.format(format_args!("{}", c as char))?;
+                    }
+                    out.push_str("] ra")?;
+                    first = false;
+                }
+            }
             for (a, b, c) in self.follows(lo, hi, depth) {
                 if self.alive(a, b, depth + 1) {
                     out.push_str(if first { "[" } else { " | [" })?;
-                    Trie::write_chars(out, c)?;
+                    Trie::write_chars(out, c, depth)?;
                     out.format(format_args!("] n-{}-{}", a, depth + 1))?;
                     first = false;
                 }

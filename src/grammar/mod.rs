@@ -250,7 +250,8 @@ pub struct ProductSave<'a> {
     /// What the agent asks for this cycle.
     pub ask: ProductAsk<'a>,
     /// Names a new entry may not take, as tags (`mise_en_place`), sorted bytewise and without
-    /// duplicates: each a `[a-z][a-z0-9_]*` tag. Names that are not, or not shorter than
+    /// duplicates: each a `[a-z][a-z0-9_]*` tag. One that ends with `_` (`the_`) is a word no
+    /// new name starts with (`The oven`). Names that are not, or not shorter than
     /// [`GRAMMAR_NAME_MAX_CHARS`](crate::limits::GRAMMAR_NAME_MAX_CHARS), cannot be written
     /// by the grammar anyway and are skipped.
     pub taken: &'a [&'a str],
@@ -266,20 +267,17 @@ pub enum ProductAsk<'a> {
     /// The entry for this name: a save of `<name>: ` and one sentence, the only action.
     Define(&'a str),
     /// Names for the next entries: a `working_memory_add` of the plan entry `key`, whose value
-    /// is `prefix` and a few new names, the only action.
+    /// is `prefix` and a few new names, the only action: a numbered list, one name a line, the
+    /// first new one numbered `first` (`1. Braise\n2. Sear\n3. ` and then `Roux\n4. Fondue`).
     Names {
         /// The working-memory key of the plan.
         key: &'a str,
-        /// What the value starts with (`Terms for the glossary of cooking terms: `).
+        /// What the value starts with: the list so far, ending with the number of the first
+        /// new name (`1. Braise\n2. Sear\n3. `).
         prefix: &'a str,
+        /// The number of the first new name.
+        first: u32,
     },
-}
-
-impl ProductSave<'_> {
-    /// Whether `name` is one the grammar may write and the taken list excludes.
-    pub fn excludes(&self, name: &str) -> bool {
-        self.taken.binary_search(&name).is_ok()
-    }
 }
 
 /// The language of replies the agent accepts now. See the module documentation.
