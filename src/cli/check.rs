@@ -46,6 +46,11 @@ checks:
   store.cold         the cold store (what clean-ups moved out): entries, damaged records
   store.fts          the full-text index file: matches the log, out of date, or damaged
                      (a damaged one is a failure; the agent rebuilds it from the log)
+  store.vec          the vectors of recall by meaning: header, every record's checksum, the
+                     vectors current for the store's entries, and whether they are of the
+                     configured model (a damaged or foreign file is a failure; the agent
+                     starts it again or skips the damaged records, and embeds those entries
+                     again)
   endpoint           the LLM server answers its model list and lists the configured model
 
 Check changes nothing. Each line starts with 'ok', 'FAIL', or 'skip' (a check that could not
@@ -118,7 +123,7 @@ pub fn exec(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     let config = check_config(data, &mut r)?;
     check_memory(data, config.as_ref(), &mut r)?;
-    check_store(data, &mut r)?;
+    check_store(data, config.as_ref(), &mut r)?;
     match &config {
         _ if no_network => r.skip("endpoint", format_args!("not contacted (--no-network)"))?,
         None => r.skip("endpoint", format_args!("not contacted: config.json has problems"))?,
@@ -244,7 +249,7 @@ fn check_memory(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Res
     Ok(())
 }
 
-fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
+fn check_store(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Result<()> {
     match open_store_read_only_with(data, true) {
         Ok(StoreRead::Absent) => r.ok("store.log", format_args!("none yet (the agent creates it)")),
         Ok(StoreRead::NotOpened { why, damaged: false }) => r.skip("store.log", format_args!("not read now: {}", why)),
@@ -301,7 +306,9 @@ fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
                     ),
                 )
             };
-            res.and_then(|_| check_recall_file(&mut store, r)).and_then(|_| check_cold(data, r))
+            res.and_then(|_| check_recall_file(&mut store, r))
+                .and_then(|_| check_vectors(&store, config, r))
+                .and_then(|_| check_cold(data, r))
         }
     }
 }
@@ -357,6 +364,78 @@ fn check_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
             ),
         ),
     }
+}
+
+/// The vectors of recall by meaning (`store.vec`): a cache of what the embeddings endpoint
+/// made of the store's values, so damage costs nothing stored, only new requests; a damaged
+/// or foreign file is a failure all the same (the user learns why the agent embeds again).
+/// `config` (when usable) says which model the vectors should be of.
+fn check_vectors(store: &Store, config: Option<&Config>, r: &mut Report<'_>) -> Result<()> {
+    use crate::limits::EMBED_FILL_PER_CYCLE;
+    const NAME: &str = "store.vec";
+    let settings = config.and_then(|c| c.embeddings.as_ref());
+    let found = match crate::memory::store::vectors::check_file(store) {
+        Ok(found) => found,
+        Err(e) => {
+            return r.fail(
+                NAME,
+                Worst::Failure,
+                format_args!(
+                    "{}: {}; nothing stored is lost: the agent starts the file again and embeds every entry again                      ({} per cycle, or all at once with 'lkjagent memory embed')",
+                    e.code(),
+                    e.message(),
+                    EMBED_FILL_PER_CYCLE
+                ),
+            )
+        }
+    };
+    let Some(v) = found else {
+        return match settings {
+            None => r.ok(NAME, format_args!("none (recall by meaning is off: no memory.embeddings in config.json)")),
+            Some(_) => {
+                r.ok(NAME, format_args!("none yet (the agent embeds the entries, {} per cycle)", EMBED_FILL_PER_CYCLE))
+            }
+        };
+    };
+    let model = match settings {
+        None => " (not used: no memory.embeddings in config.json)".to_string(),
+        Some(s) if s.identity() != v.identity || s.dimension != v.dimension => format!(
+            "; they are of another model, dimension or document prefix than memory.embeddings: the agent starts              the file again and embeds every entry again ({} per cycle)",
+            EMBED_FILL_PER_CYCLE
+        ),
+        Some(_) => String::new(),
+    };
+    let what = format!(
+        "{} records, {} of them current for the {} entries, {} dimensions, {} bytes{}",
+        v.records,
+        v.current,
+        store.len(),
+        v.dimension,
+        v.bytes,
+        model
+    );
+    if v.damaged > 0 {
+        return r.fail(
+            NAME,
+            Worst::Failure,
+            format_args!(
+                "{}: {} damaged records (checksum) before the end, skipped: their entries are embedded again, \
+                 and 'lkjagent memory embed' rewrites store.vec without them; {}",
+                Code::Io,
+                v.damaged,
+                what
+            ),
+        );
+    }
+    r.ok(NAME, format_args!("{}", what))?;
+    if v.torn_tail_bytes > 0 {
+        r.note(format_args!(
+            "{}: the last {} bytes of store.vec are not a whole record (being written now, or cut short by a              crash): the agent drops them at its next start and embeds those entries again",
+            Code::Io,
+            v.torn_tail_bytes
+        ))?;
+    }
+    Ok(())
 }
 
 fn check_endpoint(config: &Config, r: &mut Report<'_>) -> Result<()> {
