@@ -397,3 +397,60 @@ fn the_vectors_file_is_checked_and_damage_reported() {
     assert!(line(&out, "store.vec").contains("is not a vectors file (no LKJVEC01 header)"), "{out}");
     assert_eq!(snapshot(&d.0), before, "check must not move anything");
 }
+
+#[test]
+fn the_checkpoint_is_checked_and_damage_reported() {
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        s.put(&normalize("fruit,apple").unwrap(), "An apple is a round fruit.", 100).unwrap();
+        s.put(&normalize("fruit,pear").unwrap(), "A pear.", 200).unwrap();
+        let (res, out) = check(&d.0, &["--no-network"]);
+        assert_eq!(res, Ok(0), "{out}");
+        assert!(line(&out, "store.ckpt").starts_with("ok   store.ckpt: none yet"), "{out}");
+        s.close().unwrap();
+    }
+    let log = std::fs::metadata(d.0.join("store.log")).unwrap().len();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    let l = line(&out, "store.ckpt");
+    assert!(
+        l.contains(&format!("matches the log ({log} bytes): status, memory query and memory search read it in place")),
+        "{out}"
+    );
+    // The log grows after it (an agent writing): out of date, not a failure.
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        s.put(&normalize("fruit,plum").unwrap(), "A plum.", 300).unwrap();
+    }
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.ckpt").contains(&format!("covers {log} of the ")), "{out}");
+    Store::open(&d.0).unwrap().close().unwrap();
+    // An older format: out of date, not a failure.
+    let path = d.0.join("store.ckpt");
+    let good = std::fs::read(&path).unwrap();
+    let mut old = good.clone();
+    old[8..12].copy_from_slice(&2u32.to_le_bytes());
+    std::fs::write(&path, &old).unwrap();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(
+        line(&out, "store.ckpt").starts_with("ok   store.ckpt: out of date (of format 2 (this program writes 3))"),
+        "{out}"
+    );
+    // A flipped byte in the part the read-only commands read (the end: the block checksums),
+    // and in the middle: failures, reported, left in place.
+    for at in [good.len() - 2, good.len() / 2] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x10;
+        std::fs::write(&path, &bad).unwrap();
+        let before = snapshot(&d.0);
+        let (res, out) = check(&d.0, &["--no-network"]);
+        assert_eq!(res, Ok(1), "{out}");
+        let l = line(&out, "store.ckpt");
+        assert!(l.starts_with("FAIL store.ckpt: IO: damaged: "), "{out}");
+        assert!(l.contains("nothing stored is lost: the next start reads the whole log and writes a new one"), "{out}");
+        assert_eq!(snapshot(&d.0), before, "check must not move or repair anything");
+    }
+}

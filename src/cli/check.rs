@@ -26,6 +26,7 @@ use crate::agent::segments;
 use crate::error::{Code, Result};
 use crate::limits::{CHECK_CONNECT_TIMEOUT_MS, CHECK_READ_TIMEOUT_MS, CONFIG_FILE_MAX_BYTES, WORKING_TEXT_MAX_BYTES};
 use crate::llm::{Api, Client, ModelState, ProviderKind};
+use crate::memory::store::checkpoint::CheckpointFile;
 use crate::memory::store::recall_file::RecallFile;
 use crate::memory::store::Store;
 use std::io::{self, Write};
@@ -44,6 +45,9 @@ checks:
   memory.json        its shape (state, iteration, working_memory, agent)
   store.log          the tagged store: entries, damaged records, a clean-up cut short
   store.cold         the cold store (what clean-ups moved out): entries, damaged records
+  store.ckpt         the store's checkpoint: matches the log (read in place by status,
+                     memory query and memory search), out of date, or damaged (a damaged
+                     one is a failure; the agent reads the whole log and writes a new one)
   store.fts          the full-text index file: matches the log, out of date, or damaged
                      (a damaged one is a failure; the agent rebuilds it from the log)
   store.vec          the vectors of recall by meaning: header, every record's checksum, the
@@ -306,7 +310,8 @@ fn check_store(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Resu
                     ),
                 )
             };
-            res.and_then(|_| check_recall_file(&mut store, r))
+            res.and_then(|_| check_checkpoint(&store, r))
+                .and_then(|_| check_recall_file(&mut store, r))
                 .and_then(|_| check_vectors(&store, config, r))
                 .and_then(|_| check_cold(data, r))
         }
@@ -336,6 +341,45 @@ fn check_cold(data: &Path, r: &mut Report<'_>) -> Result<()> {
             ),
         ),
         Ok(st) => r.ok(NAME, format_args!("{} entries, {} bytes, no damaged records", st.entries, st.bytes)),
+    }
+}
+
+/// The store's checkpoint: a cache of the log's index, so out of date is fine and damaged is
+/// a failure that costs nothing stored (the next start reads the whole log).
+fn check_checkpoint(store: &Store, r: &mut Report<'_>) -> Result<()> {
+    const NAME: &str = "store.ckpt";
+    match store.checkpoint_file_check() {
+        CheckpointFile::Missing => {
+            r.ok(NAME, format_args!("none yet (the agent writes one as the log grows and at a clean stop)"))
+        }
+        CheckpointFile::Usable { covered, log_bytes, bytes } if covered == log_bytes => r.ok(
+            NAME,
+            format_args!(
+                "{} bytes, matches the log ({} bytes): status, memory query and memory search read it in place",
+                bytes, log_bytes
+            ),
+        ),
+        CheckpointFile::Usable { covered, log_bytes, bytes } => r.ok(
+            NAME,
+            format_args!(
+                "{} bytes, covers {} of the {} bytes of the log: the next start reads the rest, and the read-only \
+                 commands read the whole store until the agent writes a new one",
+                bytes, covered, log_bytes
+            ),
+        ),
+        CheckpointFile::Stale(e) => r.ok(
+            NAME,
+            format_args!("out of date ({}); the next start reads the whole log and writes a new one", e.message()),
+        ),
+        CheckpointFile::Damaged(e) => r.fail(
+            NAME,
+            Worst::Failure,
+            format_args!(
+                "{}: damaged: {}; nothing stored is lost: the next start reads the whole log and writes a new one",
+                e.code(),
+                e.message()
+            ),
+        ),
     }
 }
 

@@ -364,6 +364,79 @@ impl Store {
     }
 }
 
+/// What `lkjagent check` learns of `store.ckpt`.
+#[derive(Debug)]
+pub enum CheckpointFile {
+    /// There is none (the next start reads the whole log, and writes one).
+    Missing,
+    /// It matches the log and checks out whole: it covers `covered` of the log's `log_bytes`
+    /// (all of it: the read-only commands read it in place; less: the next start replays the
+    /// rest).
+    Usable {
+        /// Log bytes it covers.
+        covered: u64,
+        /// The log's length (whole records).
+        log_bytes: u64,
+        /// Its size.
+        bytes: u64,
+    },
+    /// It was taken of another state of the log (another store, a log since compacted or cut
+    /// back), by another format, or at a larger capacity, and why: not damage; the next start
+    /// reads the whole log and writes a new one.
+    Stale(crate::error::Error),
+    /// It is damaged (a checksum, cut short, not a checkpoint), and why; the next start reads
+    /// the whole log and writes a new one.
+    Damaged(crate::error::Error),
+}
+
+impl Store {
+    /// What `lkjagent check` reports about `store.ckpt`: it is read whole and checked against
+    /// the log in a store of its own (this one's tables stay as they are); nothing is written.
+    pub fn checkpoint_file_check(&self) -> CheckpointFile {
+        let path = self.dir.join(CHECKPOINT_NAME);
+        let bytes = match fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CheckpointFile::Missing,
+            Err(e) => return CheckpointFile::Damaged(err!(Io, "cannot look at {}: {}", path.display(), e)),
+        };
+        let mut raw = [0u8; HEADER_BYTES];
+        let read_head = File::open(&path).and_then(|mut f| f.read_exact(&mut raw));
+        if read_head.is_err() || !raw.starts_with(MAGIC) {
+            return CheckpointFile::Damaged(err!(Io, "not a store checkpoint (or cut short)"));
+        }
+        if le32(&raw, 8) != FORMAT {
+            return CheckpointFile::Stale(err!(Io, "of format {} (this program writes {})", le32(&raw, 8), FORMAT));
+        }
+        let h = match Head::parse(&raw) {
+            Ok(h) => h,
+            Err(e) => return CheckpointFile::Damaged(e),
+        };
+        if h.store != self.store_id {
+            return CheckpointFile::Stale(err!(Io, "of another store log (a compaction since?)"));
+        }
+        if h.layout.next_id > self.slots.room() as u64 || u64::from(h.live) > self.cap as u64 {
+            return CheckpointFile::Stale(err!(Io, "taken at a larger memory.store_capacity than this one"));
+        }
+        // A store of its own, read as the next start reads it: the log's header, then the
+        // checkpoint checked whole (every checksum, every entry against the log).
+        let res = super::append::LogFile::open_read_only(&self.dir.join(super::LOG_NAME)).and_then(|log| {
+            let mut s = Store::with(&self.dir, log, self.cap);
+            let file_len = s.log.file_len()?;
+            s.read_header(file_len)?;
+            if h.covered > file_len || tail_crc(&mut s, h.covered)? != h.tail {
+                return Ok(Err(err!(Io, "the log changed before byte {} since it was taken", h.covered)));
+            }
+            read(&mut s, file_len).map(Ok)
+        });
+        match res {
+            Ok(Ok(Some(covered))) => CheckpointFile::Usable { covered, log_bytes: self.log.len, bytes },
+            Ok(Ok(None)) => CheckpointFile::Missing,
+            Ok(Err(stale)) => CheckpointFile::Stale(stale),
+            Err(e) => CheckpointFile::Damaged(e),
+        }
+    }
+}
+
 /// Sizes and CRCs of the variable sections, for the header.
 struct Sizes {
     links: usize,
