@@ -19,7 +19,7 @@ use lkjagent::memory::store::view::StoreView;
 use lkjagent::memory::store::Store;
 use std::path::Path;
 use std::process::Command;
-use temp::TempDir;
+use temp::{snapshot, TempDir};
 
 const CAP: usize = 4096;
 const TAGS: [&str; 24] = [
@@ -233,7 +233,9 @@ fn the_commands_answer_the_same_whether_the_checkpoint_covers_the_log_or_not() {
     let t = TempDir::new("view-cli");
     random_store(t.path(), 42, 300);
     let ckpt = std::fs::read(t.path().join(CHECKPOINT_NAME)).unwrap();
+    let before = snapshot(t.path());
     let in_place = outputs(t.path());
+    assert_eq!(snapshot(t.path()), before, "the read-only commands write nothing");
     assert!(in_place.iter().all(|(c, _)| *c == 0), "{in_place:?}");
     assert!(in_place[1].1.lines().count() > 1, "{in_place:?}");
     // The same log without the checkpoint: the store opened whole, the log replayed.
@@ -248,7 +250,9 @@ fn the_commands_answer_the_same_whether_the_checkpoint_covers_the_log_or_not() {
         // Dropped without close: no new checkpoint, as when an agent is still running.
     }
     assert!(StoreView::open(t.path(), CAP).unwrap().is_none(), "the log grew since the checkpoint");
+    let before = snapshot(t.path());
     let grown = outputs(t.path());
+    assert_eq!(snapshot(t.path()), before, "the read-only commands write nothing");
     assert!(grown[1].1.starts_with("alpha,newest  v1"), "{:?}", grown[1]);
     // A writer's clean stop writes a checkpoint again: in place, the same answers.
     Store::open_with_capacity(t.path(), CAP).unwrap().close().unwrap();
