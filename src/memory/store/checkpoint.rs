@@ -71,7 +71,7 @@ pub(super) const DIRECTORY_ENTRY: usize = 12;
 /// Bytes read or written per block.
 const BLOCK: usize = 256 << 10;
 /// Bytes of log before the covered length whose checksum the checkpoint keeps.
-const TAIL_BYTES: u64 = 4096;
+pub(super) const TAIL_BYTES: u64 = 4096;
 
 /// Removes a temp file a crash left (the writer only).
 pub(super) fn remove_temp(dir: &Path) {

@@ -20,7 +20,9 @@
 //! then warns and opens the store whole too, which finds the damage and replays the log.
 //! Nothing is ever written.
 
-use super::checkpoint::{le32, le64, Head, CHECKPOINT_NAME, COLUMN_BLOCK, COLUMN_WIDTHS, DIRECTORY_ENTRY, FORMAT};
+use super::checkpoint::{
+    le32, le64, Head, CHECKPOINT_NAME, COLUMN_BLOCK, COLUMN_WIDTHS, DIRECTORY_ENTRY, FORMAT, TAIL_BYTES,
+};
 use super::query::{driver, resolve, run, Tables};
 use super::rank::{max_score, Collection, QueryWords, Ranked};
 use super::recall_disk::{DiskIndex, DiskWalk};
@@ -41,9 +43,6 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-/// Bytes of the log before the covered length whose CRC the checkpoint keeps (as
-/// `checkpoint::tail_crc` reads them).
-const TAIL_BYTES: u64 = 4096;
 /// Most bytes of the log's header line.
 const LOG_HEADER_MAX: usize = 256;
 
