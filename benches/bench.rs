@@ -7,7 +7,7 @@
 //! Environment: `LKJAGENT_CORPUS` (default `../shared/corpus`) for the public JSON corpora; a
 //! figure that needs a missing corpus is reported as skipped, not faked.
 //! `LKJAGENT_BENCH_ONLY=json,tag` runs only the named areas (json, tag, http, store, agent, grammar,
-//! bytes, report, recall, vectors, soak; `LKJAGENT_SOAK_CYCLES` shortens the soak: see
+//! bytes, report, recall, vectors, commands, soak; `LKJAGENT_SOAK_CYCLES` shortens the soak: see
 //! bench_soak.rs).
 
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 mod alloc_counter;
 mod bench_agent;
 mod bench_bytes;
+mod bench_commands;
 mod bench_grammar;
 mod bench_http;
 mod bench_json;
@@ -125,6 +126,9 @@ fn main() {
     }
     if wanted("vectors") {
         bench_vectors::run();
+    }
+    if wanted("commands") {
+        bench_commands::run();
     }
     if wanted("soak") {
         bench_soak::run();

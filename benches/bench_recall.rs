@@ -22,7 +22,7 @@
 //!   index's bytes (`t_data`) and the whole database's, build time).
 
 #[path = "../tests/support/recall_corpus.rs"]
-mod recall_corpus;
+pub(crate) mod recall_corpus;
 
 use crate::{allocations, percentile, report, skipped};
 use lkjagent::memory::key::normalize;

@@ -68,16 +68,16 @@ const SIZES: [usize; 2] = [65_536, 1_048_576];
 // Workloads
 // -------------------------------------------------------------------------------------------
 
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
     fn unit(&mut self) -> f64 {
@@ -95,7 +95,7 @@ fn push_syllable(out: &mut String, i: usize) {
 
 /// The name of the tag of Zipf rank `i` (0 is the most frequent): three syllables, distinct
 /// for every `i` below 70².
-fn zipf_tag(i: usize) -> String {
+pub(crate) fn zipf_tag(i: usize) -> String {
     let mut s = String::with_capacity(6);
     push_syllable(&mut s, i % 70);
     push_syllable(&mut s, i / 70);
@@ -104,12 +104,12 @@ fn zipf_tag(i: usize) -> String {
 }
 
 /// Zipf (s = 1) over `ZIPF_TAGS` ranks.
-struct Zipf {
+pub(crate) struct Zipf {
     cdf: Vec<f64>,
 }
 
 impl Zipf {
-    fn new() -> Zipf {
+    pub(crate) fn new() -> Zipf {
         let weights: Vec<f64> = (1..=ZIPF_TAGS).map(|r| 1.0 / r as f64).collect();
         let total: f64 = weights.iter().sum();
         let mut acc = 0.0;
@@ -129,7 +129,7 @@ impl Zipf {
     }
 
     /// `k` distinct ranks.
-    fn distinct(&self, rng: &mut Rng, k: usize) -> Vec<usize> {
+    pub(crate) fn distinct(&self, rng: &mut Rng, k: usize) -> Vec<usize> {
         let mut ranks = Vec::with_capacity(k);
         while ranks.len() < k {
             let r = self.sample(rng);

@@ -371,8 +371,22 @@ pub const STORE_DIRTY_LIST_MAX: usize = 1024;
 /// The store writes a checkpoint of its index (`store.ckpt`) once this many bytes were
 /// appended to the log since the last one (and at compaction and a clean stop), so an open
 /// replays at most about this much log. Cost: none in memory; one sequential write of about
-/// 44 bytes per entry each time.
+/// 62 bytes per entry each time (44 of the index, 4 per tag an entry carries for the posting
+/// lists a read-only command reads in place, and the column blocks' CRCs).
 pub const STORE_CHECKPOINT_EVERY_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The unit in which a read-only command reads the checkpoint's entry table in place
+/// (`memory::store::view`): each column of `store.ckpt` is cut into blocks of this many bytes,
+/// each with its CRC-32 in the file, and a command reads and checks only the blocks of the
+/// entries it looks at. Cost: one cached block per column (6 KiB) while such a command runs;
+/// on disk, 4 bytes per block (about 0.16 bytes per entry).
+pub const STORE_CHECKPOINT_BLOCK_BYTES: usize = 1024;
+
+/// Bytes a read-only command reads at once when it reads a section of the checkpoint in
+/// place (tag names, the tag directory, a posting list, the column blocks' CRCs). Cost: this
+/// much, reserved once per command; what a section holds is bounded by the capacity (a posting
+/// list holds at most `memory.store_capacity` ids, 4 MiB at [`STORE_MAX_ENTRIES`]).
+pub const STORE_VIEW_READ_BYTES: usize = 64 * 1024;
 
 /// Compaction runs when garbage (superseded records) passes this percentage of the log ...
 pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;

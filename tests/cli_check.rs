@@ -303,3 +303,154 @@ fn the_full_text_index_file_is_checked_and_damage_reported() {
     assert!(line(&out, "store.fts").contains("nothing stored is lost"), "{out}");
     assert_eq!(snapshot(&d.0), before, "check must not move or repair anything");
 }
+
+/// `store.vec` as the agent writes it: the header for `model` (`dim` numbers, no prefix)
+/// and one record per `(key, created, version)`.
+fn write_vectors(dir: &Path, model: &str, dim: usize, entries: &[(&str, u32, u32)]) -> Vec<u8> {
+    use lkjagent::memory::hash::{fnv1a64, fnv1a64_continue};
+    use lkjagent::memory::store::vectors::{encode, header, key_hash, stamp, RECORD_OVERHEAD};
+    let identity = fnv1a64_continue(fnv1a64_continue(fnv1a64(model.as_bytes()), &(dim as u64).to_le_bytes()), b"");
+    let mut bytes = header(identity, dim).to_vec();
+    for (i, &(key, created, ver)) in entries.iter().enumerate() {
+        let mut rec = vec![0u8; RECORD_OVERHEAD + dim];
+        let q: Vec<i8> = (0..dim).map(|j| ((i * 7 + j * 3) % 200) as i8 - 100).collect();
+        encode(&mut rec, key_hash(&normalize(key).unwrap()), stamp(created, ver), 0.01, &q);
+        bytes.extend_from_slice(&rec);
+    }
+    std::fs::write(dir.join("store.vec"), &bytes).unwrap();
+    bytes
+}
+
+#[test]
+fn the_vectors_file_is_checked_and_damage_reported() {
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        s.put(&normalize("fruit,apple").unwrap(), "An apple is a round fruit.", 100).unwrap();
+        s.put(&normalize("fruit,pear").unwrap(), "A pear.", 200).unwrap();
+        s.put(&normalize("fruit,pear").unwrap(), "A pear, changed.", 300).unwrap();
+        s.close().unwrap();
+    }
+    // No file, no embeddings configured.
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.vec").starts_with("ok   store.vec: none (recall by meaning is off"), "{out}");
+    // Embeddings configured: the file is of that model, one vector current, one of an old value.
+    let config = shipped("config.json").replace(
+        "\"store_capacity\": 65536",
+        "\"store_capacity\": 65536, \"embeddings\": {\"endpoint\": \"http://127.0.0.1:9/v1/embeddings\", \"model\": \"hash\", \"dimension\": 8}",
+    );
+    d.write("config.json", &config);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert!(line(&out, "store.vec").starts_with("ok   store.vec: none yet (the agent embeds"), "{out}");
+    assert_eq!(res, Ok(0), "{out}");
+    let good = write_vectors(&d.0, "hash", 8, &[("fruit,apple", 100, 1), ("fruit,pear", 200, 1)]);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert_eq!(
+        line(&out, "store.vec"),
+        format!("ok   store.vec: 2 records, 1 of them current for the 2 entries, 8 dimensions, {} bytes", good.len())
+    );
+    // Of another model: said, not a failure (the agent starts it again).
+    write_vectors(&d.0, "other", 8, &[("fruit,apple", 100, 1)]);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.vec").contains("of another model, dimension or document prefix"), "{out}");
+    // A torn tail (a record cut short): reported with what happens next, not a failure.
+    let mut torn = good.clone();
+    torn.extend_from_slice(&good[32..32 + 11]);
+    std::fs::write(d.0.join("store.vec"), &torn).unwrap();
+    let before = snapshot(&d.0);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.vec").starts_with("ok   store.vec: 2 records"), "{out}");
+    assert!(out.contains("note: IO: the last 11 bytes of store.vec are not a whole record"), "{out}");
+    assert!(out.contains("the agent drops them at its next start and embeds those entries again"), "{out}");
+    assert_eq!(snapshot(&d.0), before, "check must not repair anything");
+    // A damaged record before a good one: a failure, with what the agent does about it.
+    let mut damaged = good.clone();
+    damaged[32 + 20] ^= 0x40;
+    std::fs::write(d.0.join("store.vec"), &damaged).unwrap();
+    let before = snapshot(&d.0);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(1), "{out}");
+    let l = line(&out, "store.vec");
+    assert!(l.starts_with("FAIL store.vec: IO: 1 damaged records (checksum) before the end, skipped"), "{out}");
+    assert!(
+        l.contains("'lkjagent memory embed' rewrites store.vec without them; 1 records, 0 of them current"),
+        "{out}"
+    );
+    assert_eq!(snapshot(&d.0), before, "check must not repair anything");
+    // A damaged header, and a file that is no vectors file at all: failures.
+    let mut bad_header = good.clone();
+    bad_header[10] ^= 0x01;
+    std::fs::write(d.0.join("store.vec"), &bad_header).unwrap();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(1), "{out}");
+    assert!(line(&out, "store.vec").starts_with("FAIL store.vec: IO: the header of "), "{out}");
+    assert!(line(&out, "store.vec").contains("is damaged (checksum); nothing stored is lost: the agent starts the file again and embeds every entry again"), "{out}");
+    d.write("store.vec", "{\"not\": \"vectors\"}\n");
+    let before = snapshot(&d.0);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(1), "{out}");
+    assert!(line(&out, "store.vec").starts_with("FAIL store.vec: IO: "), "{out}");
+    assert!(line(&out, "store.vec").contains("is not a vectors file (no LKJVEC01 header)"), "{out}");
+    assert_eq!(snapshot(&d.0), before, "check must not move anything");
+}
+
+#[test]
+fn the_checkpoint_is_checked_and_damage_reported() {
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        s.put(&normalize("fruit,apple").unwrap(), "An apple is a round fruit.", 100).unwrap();
+        s.put(&normalize("fruit,pear").unwrap(), "A pear.", 200).unwrap();
+        let (res, out) = check(&d.0, &["--no-network"]);
+        assert_eq!(res, Ok(0), "{out}");
+        assert!(line(&out, "store.ckpt").starts_with("ok   store.ckpt: none yet"), "{out}");
+        s.close().unwrap();
+    }
+    let log = std::fs::metadata(d.0.join("store.log")).unwrap().len();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    let l = line(&out, "store.ckpt");
+    assert!(
+        l.contains(&format!("matches the log ({log} bytes): status, memory query and memory search read it in place")),
+        "{out}"
+    );
+    // The log grows after it (an agent writing): out of date, not a failure.
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        s.put(&normalize("fruit,plum").unwrap(), "A plum.", 300).unwrap();
+    }
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.ckpt").contains(&format!("covers {log} of the ")), "{out}");
+    Store::open(&d.0).unwrap().close().unwrap();
+    // An older format: out of date, not a failure.
+    let path = d.0.join("store.ckpt");
+    let good = std::fs::read(&path).unwrap();
+    let mut old = good.clone();
+    old[8..12].copy_from_slice(&2u32.to_le_bytes());
+    std::fs::write(&path, &old).unwrap();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(
+        line(&out, "store.ckpt").starts_with("ok   store.ckpt: out of date (of format 2 (this program writes 3))"),
+        "{out}"
+    );
+    // A flipped byte in the part the read-only commands read (the end: the block checksums),
+    // and in the middle: failures, reported, left in place.
+    for at in [good.len() - 2, good.len() / 2] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x10;
+        std::fs::write(&path, &bad).unwrap();
+        let before = snapshot(&d.0);
+        let (res, out) = check(&d.0, &["--no-network"]);
+        assert_eq!(res, Ok(1), "{out}");
+        let l = line(&out, "store.ckpt");
+        assert!(l.starts_with("FAIL store.ckpt: IO: damaged: "), "{out}");
+        assert!(l.contains("nothing stored is lost: the next start reads the whole log and writes a new one"), "{out}");
+        assert_eq!(snapshot(&d.0), before, "check must not move or repair anything");
+    }
+}

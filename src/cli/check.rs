@@ -26,6 +26,7 @@ use crate::agent::segments;
 use crate::error::{Code, Result};
 use crate::limits::{CHECK_CONNECT_TIMEOUT_MS, CHECK_READ_TIMEOUT_MS, CONFIG_FILE_MAX_BYTES, WORKING_TEXT_MAX_BYTES};
 use crate::llm::{Api, Client, ModelState, ProviderKind};
+use crate::memory::store::checkpoint::CheckpointFile;
 use crate::memory::store::recall_file::RecallFile;
 use crate::memory::store::Store;
 use std::io::{self, Write};
@@ -44,8 +45,16 @@ checks:
   memory.json        its shape (state, iteration, working_memory, agent)
   store.log          the tagged store: entries, damaged records, a clean-up cut short
   store.cold         the cold store (what clean-ups moved out): entries, damaged records
+  store.ckpt         the store's checkpoint: matches the log (read in place by status,
+                     memory query and memory search), out of date, or damaged (a damaged
+                     one is a failure; the agent reads the whole log and writes a new one)
   store.fts          the full-text index file: matches the log, out of date, or damaged
                      (a damaged one is a failure; the agent rebuilds it from the log)
+  store.vec          the vectors of recall by meaning: header, every record's checksum, the
+                     vectors current for the store's entries, and whether they are of the
+                     configured model (a damaged or foreign file is a failure; the agent
+                     starts it again or skips the damaged records, and embeds those entries
+                     again)
   endpoint           the LLM server answers its model list and lists the configured model
 
 Check changes nothing. Each line starts with 'ok', 'FAIL', or 'skip' (a check that could not
@@ -118,7 +127,7 @@ pub fn exec(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     let config = check_config(data, &mut r)?;
     check_memory(data, config.as_ref(), &mut r)?;
-    check_store(data, &mut r)?;
+    check_store(data, config.as_ref(), &mut r)?;
     match &config {
         _ if no_network => r.skip("endpoint", format_args!("not contacted (--no-network)"))?,
         None => r.skip("endpoint", format_args!("not contacted: config.json has problems"))?,
@@ -244,7 +253,7 @@ fn check_memory(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Res
     Ok(())
 }
 
-fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
+fn check_store(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Result<()> {
     match open_store_read_only_with(data, true) {
         Ok(StoreRead::Absent) => r.ok("store.log", format_args!("none yet (the agent creates it)")),
         Ok(StoreRead::NotOpened { why, damaged: false }) => r.skip("store.log", format_args!("not read now: {}", why)),
@@ -301,7 +310,10 @@ fn check_store(data: &Path, r: &mut Report<'_>) -> Result<()> {
                     ),
                 )
             };
-            res.and_then(|_| check_recall_file(&mut store, r)).and_then(|_| check_cold(data, r))
+            res.and_then(|_| check_checkpoint(&store, r))
+                .and_then(|_| check_recall_file(&mut store, r))
+                .and_then(|_| check_vectors(&store, config, r))
+                .and_then(|_| check_cold(data, r))
         }
     }
 }
@@ -332,6 +344,45 @@ fn check_cold(data: &Path, r: &mut Report<'_>) -> Result<()> {
     }
 }
 
+/// The store's checkpoint: a cache of the log's index, so out of date is fine and damaged is
+/// a failure that costs nothing stored (the next start reads the whole log).
+fn check_checkpoint(store: &Store, r: &mut Report<'_>) -> Result<()> {
+    const NAME: &str = "store.ckpt";
+    match store.checkpoint_file_check() {
+        CheckpointFile::Missing => {
+            r.ok(NAME, format_args!("none yet (the agent writes one as the log grows and at a clean stop)"))
+        }
+        CheckpointFile::Usable { covered, log_bytes, bytes } if covered == log_bytes => r.ok(
+            NAME,
+            format_args!(
+                "{} bytes, matches the log ({} bytes): status, memory query and memory search read it in place",
+                bytes, log_bytes
+            ),
+        ),
+        CheckpointFile::Usable { covered, log_bytes, bytes } => r.ok(
+            NAME,
+            format_args!(
+                "{} bytes, covers {} of the {} bytes of the log: the next start reads the rest, and the read-only \
+                 commands read the whole store until the agent writes a new one",
+                bytes, covered, log_bytes
+            ),
+        ),
+        CheckpointFile::Stale(e) => r.ok(
+            NAME,
+            format_args!("out of date ({}); the next start reads the whole log and writes a new one", e.message()),
+        ),
+        CheckpointFile::Damaged(e) => r.fail(
+            NAME,
+            Worst::Failure,
+            format_args!(
+                "{}: damaged: {}; nothing stored is lost: the next start reads the whole log and writes a new one",
+                e.code(),
+                e.message()
+            ),
+        ),
+    }
+}
+
 /// The full-text index's file: a cache of the log, so out of date is fine and damaged is a
 /// failure that costs nothing stored (the agent rebuilds it).
 fn check_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
@@ -357,6 +408,78 @@ fn check_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
             ),
         ),
     }
+}
+
+/// The vectors of recall by meaning (`store.vec`): a cache of what the embeddings endpoint
+/// made of the store's values, so damage costs nothing stored, only new requests; a damaged
+/// or foreign file is a failure all the same (the user learns why the agent embeds again).
+/// `config` (when usable) says which model the vectors should be of.
+fn check_vectors(store: &Store, config: Option<&Config>, r: &mut Report<'_>) -> Result<()> {
+    use crate::limits::EMBED_FILL_PER_CYCLE;
+    const NAME: &str = "store.vec";
+    let settings = config.and_then(|c| c.embeddings.as_ref());
+    let found = match crate::memory::store::vectors::check_file(store) {
+        Ok(found) => found,
+        Err(e) => {
+            return r.fail(
+                NAME,
+                Worst::Failure,
+                format_args!(
+                    "{}: {}; nothing stored is lost: the agent starts the file again and embeds every entry again                      ({} per cycle, or all at once with 'lkjagent memory embed')",
+                    e.code(),
+                    e.message(),
+                    EMBED_FILL_PER_CYCLE
+                ),
+            )
+        }
+    };
+    let Some(v) = found else {
+        return match settings {
+            None => r.ok(NAME, format_args!("none (recall by meaning is off: no memory.embeddings in config.json)")),
+            Some(_) => {
+                r.ok(NAME, format_args!("none yet (the agent embeds the entries, {} per cycle)", EMBED_FILL_PER_CYCLE))
+            }
+        };
+    };
+    let model = match settings {
+        None => " (not used: no memory.embeddings in config.json)".to_string(),
+        Some(s) if s.identity() != v.identity || s.dimension != v.dimension => format!(
+            "; they are of another model, dimension or document prefix than memory.embeddings: the agent starts              the file again and embeds every entry again ({} per cycle)",
+            EMBED_FILL_PER_CYCLE
+        ),
+        Some(_) => String::new(),
+    };
+    let what = format!(
+        "{} records, {} of them current for the {} entries, {} dimensions, {} bytes{}",
+        v.records,
+        v.current,
+        store.len(),
+        v.dimension,
+        v.bytes,
+        model
+    );
+    if v.damaged > 0 {
+        return r.fail(
+            NAME,
+            Worst::Failure,
+            format_args!(
+                "{}: {} damaged records (checksum) before the end, skipped: their entries are embedded again, \
+                 and 'lkjagent memory embed' rewrites store.vec without them; {}",
+                Code::Io,
+                v.damaged,
+                what
+            ),
+        );
+    }
+    r.ok(NAME, format_args!("{}", what))?;
+    if v.torn_tail_bytes > 0 {
+        r.note(format_args!(
+            "{}: the last {} bytes of store.vec are not a whole record (being written now, or cut short by a              crash): the agent drops them at its next start and embeds those entries again",
+            Code::Io,
+            v.torn_tail_bytes
+        ))?;
+    }
+    Ok(())
 }
 
 fn check_endpoint(config: &Config, r: &mut Report<'_>) -> Result<()> {

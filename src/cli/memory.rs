@@ -17,7 +17,8 @@
 
 use super::args::Args;
 use super::util::{
-    display_name, lock_data_dir, open_store_read_only, read_limited, say, write_all, write_error, StoreRead, Time,
+    display_name, lock_data_dir, open_store_read_only, open_store_view, read_limited, say, write_all, write_error,
+    StoreRead, Time,
 };
 // `send` takes these through here; they live in `util`.
 use crate::error::{Code, Result};
@@ -29,9 +30,11 @@ use crate::limits::{
 use crate::memory::era_b::{self, Import, IoText};
 use crate::memory::file::{self as memfile, MemoryFile, MEMORY_FILE};
 use crate::memory::key::{normalize, normalize_optional, Key};
+use crate::memory::query::EntryId;
 use crate::memory::query::{Archived, Query, Results, Sort};
 use crate::memory::store::recall::Ranked;
-use crate::memory::store::{Store, LOG_NAME};
+use crate::memory::store::vectors::By;
+use crate::memory::store::{EntryInfo, Store, LOG_NAME};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -281,11 +284,30 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         q.hits.1 = n;
     }
     args.finish("memory query")?;
-    let Some(store) = store_for_reading(data, out)? else { return Ok(super::EXIT_OK) };
     let mut results = Results::with_capacity(q.max_results);
+    // The checkpoint read in place when it covers the log; else (or when it turns out
+    // damaged) the store opened whole. The same answer either way.
+    if let Some(mut view) = open_store_view(data) {
+        let infos = view.query(&q, &mut results).and_then(|_| {
+            results.ids().map(|id| view.info(id)).filter_map(Result::transpose).collect::<Result<Vec<_>>>()
+        });
+        match infos {
+            Ok(infos) => {
+                print_hits(&infos, &results, out)?;
+                return Ok(super::EXIT_OK);
+            }
+            Err(e) => e.context(format_args!("{}: opening the store whole instead", data.display())).print_warning(),
+        }
+    }
+    let Some(store) = store_for_reading(data, out)? else { return Ok(super::EXIT_OK) };
     store.query(&q, &mut results);
-    print_hits(&store, &results, out)?;
+    print_hits(&infos_of(&store, results.ids()), &results, out)?;
     Ok(super::EXIT_OK)
+}
+
+/// The metadata of entries `ids` (the live ones).
+fn infos_of(store: &Store, ids: impl Iterator<Item = EntryId>) -> Vec<EntryInfo> {
+    ids.filter_map(|id| store.info(id)).collect()
 }
 
 fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
@@ -311,6 +333,37 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         super::memory_upkeep::search_cold(data, live.as_deref(), &text, limit, out)?;
         return Ok(super::EXIT_OK);
     }
+    // Ranked by words alone (no memory.embeddings, or --by words): store.fts and the
+    // checkpoint read in place when both cover the log.
+    let words_only = !substring
+        && by != By::Meaning
+        && (by == By::Words || super::memory_embed::load(data).is_ok_and(|s| s.is_none()));
+    if words_only {
+        if let Some(mut view) = open_store_view(data) {
+            let mut ranked = Ranked::new();
+            let found = view.rank(&text, limit, archived, &mut ranked).and_then(|done| match done {
+                false => Ok(None),
+                true => ranked
+                    .hits()
+                    .iter()
+                    .map(|h| view.info(h.id).map(|i| i.map(|i| (i, h.score))))
+                    .filter_map(Result::transpose)
+                    .collect::<Result<Vec<_>>>()
+                    .map(Some),
+            });
+            match found {
+                Ok(Some(hits)) => {
+                    print_ranked(&hits, json, out)?;
+                    return Ok(super::EXIT_OK);
+                }
+                Ok(None) => {}
+                Err(e) if e.code() == Code::CapacityExceeded => return Err(e),
+                Err(e) => {
+                    e.context(format_args!("{}: opening the store whole instead", data.display())).print_warning()
+                }
+            }
+        }
+    }
     let store = match json {
         // JSON output is the array alone: no store is an empty one.
         true => match open_store_read_only(data)? {
@@ -330,10 +383,10 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         let mut results = Results::with_capacity(limit);
         store.search_text(&text, archived, limit, &mut results)?;
         if json {
-            let hits = results.ids().map(|id| (id, None));
-            return print_json_hits(&store, hits, out).map(|_| super::EXIT_OK);
+            let hits = results.ids().filter_map(|id| store.key(id)).map(|k| (k, None));
+            return print_json_hits(hits, out).map(|_| super::EXIT_OK);
         }
-        print_hits(&store, &results, out)?;
+        print_hits(&infos_of(&store, results.ids()), &results, out)?;
         if results.truncated() {
             say(out, format_args!("(the search stopped at its byte budget, limits::STORE_SEARCH_MAX_BYTES)"))?;
         }
@@ -342,21 +395,27 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let mut ranked = Ranked::new();
     let mut meaning = super::memory_embed::for_search(data, &store, by)?;
     store.rank_by(meaning.as_mut(), by, &text, limit, archived, None, &mut ranked)?;
+    let hits: Vec<(EntryInfo, f64)> =
+        ranked.hits().iter().filter_map(|h| store.info(h.id).map(|i| (i, h.score))).collect();
+    print_ranked(&hits, json, out)?;
+    Ok(super::EXIT_OK)
+}
+
+/// The ranked hits of `memory search`, best first: a line each, or the JSON array.
+fn print_ranked(hits: &[(EntryInfo, f64)], json: bool, out: &mut dyn Write) -> Result<()> {
     if json {
-        let hits = ranked.hits().iter().map(|h| (h.id, Some(h.score)));
-        return print_json_hits(&store, hits, out).map(|_| super::EXIT_OK);
+        return print_json_hits(hits.iter().map(|(i, score)| (i.key, Some(*score))), out);
     }
-    if ranked.is_empty() {
+    if hits.is_empty() {
         say(out, format_args!("no entries match"))?;
     }
-    for h in ranked.hits() {
-        let Some(info) = store.info(h.id) else { continue };
+    for (info, score) in hits {
         say(
             out,
             format_args!(
                 "{}  score {}  v{}  created {}  hits {}{}",
                 info.key,
-                Score(h.score),
+                Score(*score),
                 info.version,
                 Time(info.created),
                 info.hits,
@@ -364,7 +423,7 @@ fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
             ),
         )?;
     }
-    Ok(super::EXIT_OK)
+    Ok(())
 }
 
 /// A BM25 score for people: four decimals, or three significant digits when smaller than
@@ -382,17 +441,12 @@ impl core::fmt::Display for Score {
 }
 
 /// `[{"key": ..., "score": ...}, ...]` for `memory search --json`.
-fn print_json_hits(
-    store: &Store,
-    hits: impl Iterator<Item = (crate::memory::query::EntryId, Option<f64>)>,
-    out: &mut dyn Write,
-) -> Result<()> {
+fn print_json_hits(hits: impl Iterator<Item = (Key, Option<f64>)>, out: &mut dyn Write) -> Result<()> {
     let mut text = String::new();
     {
         let mut w = Writer::pretty(&mut text);
         w.begin_array()?;
-        for (id, score) in hits {
-            let Some(key) = store.key(id) else { continue };
+        for (key, score) in hits {
             w.begin_object()?;
             w.key("key")?;
             w.string(key.as_str())?;
@@ -657,13 +711,13 @@ fn store_for_reading(data: &Path, out: &mut dyn Write) -> Result<Option<Box<Stor
     }
 }
 
-fn print_hits(store: &Store, results: &Results, out: &mut dyn Write) -> Result<()> {
+/// The hits of a query (their metadata in `infos`, in result order) and how many more match.
+fn print_hits(infos: &[EntryInfo], results: &Results, out: &mut dyn Write) -> Result<()> {
     if results.is_empty() {
         say(out, format_args!("no entries match"))?;
         return Ok(());
     }
-    for id in results.ids() {
-        let Some(info) = store.info(id) else { continue };
+    for info in infos {
         say(
             out,
             format_args!(

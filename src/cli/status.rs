@@ -10,7 +10,7 @@
 
 use super::args::Args;
 use super::memory::{read_memory, MemoryRead};
-use super::util::{open_store_read_only, say, write_all, StoreRead, Time};
+use super::util::{open_store_read_only, open_store_view, say, write_all, StoreRead, Time};
 use crate::error::Result;
 use crate::json::{Document, Kind, Typed, Value, Writer};
 use crate::limits::{AUDIT_LINE_MAX_BYTES, INBOX_MAX_BYTES, WORKING_TEXT_MAX_BYTES};
@@ -103,10 +103,14 @@ impl Status {
             MemoryRead::Missing => None,
             MemoryRead::Found(v) => Some(v),
         };
-        let store = match open_store_read_only(data)? {
-            StoreRead::Absent => StorePart::Absent,
-            StoreRead::NotOpened { why, .. } => StorePart::NotRead(why),
-            StoreRead::Open(s) => StorePart::Open { entries: s.len(), log_bytes: s.log_bytes() },
+        // The checkpoint's header says it when it covers the log; else the store, opened whole.
+        let store = match open_store_view(data) {
+            Some(v) => StorePart::Open { entries: v.len(), log_bytes: v.log_bytes() },
+            None => match open_store_read_only(data)? {
+                StoreRead::Absent => StorePart::Absent,
+                StoreRead::NotOpened { why, .. } => StorePart::NotRead(why),
+                StoreRead::Open(s) => StorePart::Open { entries: s.len(), log_bytes: s.log_bytes() },
+            },
         };
         let last_cycle_time =
             memory.as_ref().and_then(|m| m.file.agent.get("last_cycle")).and_then(|t| t.trim().parse::<u64>().ok());

@@ -11,7 +11,8 @@
 //! - [`append`]: appending to the log, `fdatasync`, batches, the refusal after a failed write.
 //! - `write`: creating, replacing, retagging, archiving and deleting entries (the changes).
 //! - `replay`: reading the log into the index on open, and repairing a torn tail.
-//! - [`checkpoint`]: the index written to `store.ckpt`, so an open replays only what follows.
+//! - [`checkpoint`]: the index written to `store.ckpt`, so an open replays only what follows;
+//!   [`view`]: that file read in place by the read-only commands, a question at a time.
 //! - `compact`: rewriting the log with only live state.
 //! - `query`: tag queries over the posting lists; `search`: text search over the log.
 //! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`fulltext`]: the
@@ -69,6 +70,7 @@ pub mod slots;
 pub mod tags;
 pub mod tokenize;
 pub mod vectors;
+pub mod view;
 mod write;
 
 #[cfg(test)]

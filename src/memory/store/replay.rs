@@ -116,7 +116,7 @@ impl Store {
 
     /// Reads and checks the header line; sets the format and the store id and returns where
     /// the records start, or `None` when the file is not a store log at all.
-    fn read_header(&mut self, file_len: u64) -> Result<Option<u64>> {
+    pub(super) fn read_header(&mut self, file_len: u64) -> Result<Option<u64>> {
         let mut scratch = core::mem::take(&mut self.rbuf);
         let res = (|| {
             let mut reader = LineReader::new(&self.log.file, file_len);

@@ -55,6 +55,13 @@ pub fn clamp32(t: u64) -> u32 {
     u32::try_from(t).unwrap_or(u32::MAX)
 }
 
+/// A packed location (see [`Slot::pack`]) as offset, length and archived flag; `None` for an
+/// id not in use.
+pub fn unpack_location(l: u64) -> Option<(u64, u32, bool)> {
+    let offset = l & OFFSET_MASK;
+    (offset != 0).then_some((offset, ((l >> OFFSET_BITS) & LEN_MASK) as u32, l & ARCHIVED != 0))
+}
+
 /// One entry's fields, as a copy (the table stores them column by column).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Slot {

@@ -287,6 +287,11 @@ impl Tags {
         }
     }
 
+    /// Whether the posting lists are built (they are not while a log is replayed).
+    pub fn lists_kept(&self) -> bool {
+        self.lists
+    }
+
     /// Number of entries carrying `id`.
     pub fn count(&self, id: u16) -> u32 {
         self.count.get(usize::from(id)).copied().unwrap_or(0)

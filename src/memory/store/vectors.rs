@@ -1069,3 +1069,101 @@ impl Store {
 pub fn remove_temp(dir: &Path) {
     let _ = std::fs::remove_file(dir.join(format!(".{}.compact", VECTORS_NAME)));
 }
+
+/// What `lkjagent check` learns of `store.vec` by reading it whole (it changes nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VectorsCheck {
+    /// The file's size in bytes.
+    pub bytes: u64,
+    /// The identity in its header (model, dimension, document prefix; see [`Embed::identity`]).
+    pub identity: u64,
+    /// Numbers per vector, from its header.
+    pub dimension: usize,
+    /// Whole records whose checksum holds.
+    pub records: u64,
+    /// Of those, the ones that are the current vector of a live entry.
+    pub current: u64,
+    /// Records whose checksum fails, before the last good one (damage, not a crash): their
+    /// entries are embedded again.
+    pub damaged: u64,
+    /// Bytes at the end that are not a whole good record: a record being appended now, or one
+    /// a crash cut short (the writer drops them when it opens the file).
+    pub torn_tail_bytes: u64,
+}
+
+/// Reads `store.vec` beside `store` and checks it: its header (magic, checksum, a dimension
+/// this program keeps) and every record's checksum; counts the records that are the current
+/// vector of one of `store`'s live entries. `Ok(None)` when there is no file. An error (code
+/// `IO`) when it is not a vectors file or its header is damaged: the writer then starts it
+/// again, and every entry is embedded again.
+pub fn check_file(store: &Store) -> Result<Option<VectorsCheck>> {
+    let path = store.dir().join(VECTORS_NAME);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
+    };
+    let bytes = file.metadata().map_err(|e| err!(Io, "reading {} failed: {}", path.display(), e))?.len();
+    let mut h = [0u8; HEADER_BYTES as usize];
+    if bytes < HEADER_BYTES || file.read_exact_at(&mut h, 0).is_err() || !h.starts_with(MAGIC) {
+        bail!(Io, "{} is not a vectors file (no {} header)", path.display(), "LKJVEC01");
+    }
+    if crc32(h.get(..24).unwrap_or(&[])) != le_u32(&h, 24) {
+        bail!(Io, "the header of {} is damaged (checksum)", path.display());
+    }
+    let dimension = le_u32(&h, 16) as usize;
+    if dimension == 0 || dimension > crate::limits::EMBED_MAX_DIMENSION {
+        bail!(
+            Io,
+            "the header of {} gives {} dimensions (1..={} are kept)",
+            path.display(),
+            dimension,
+            crate::limits::EMBED_MAX_DIMENSION
+        );
+    }
+    let rl = RECORD_OVERHEAD + dimension;
+    let mut out = VectorsCheck { bytes, identity: le_u64(&h, 8), dimension, ..VectorsCheck::default() };
+    // Live entries by key hash, sorted (16 bytes per entry, for this one scan), as `build`.
+    let mut keys: Vec<(u64, u32)> = Vec::with_capacity(store.len());
+    for id in store.ids() {
+        if let Some(k) = store.key(id) {
+            keys.push((key_hash(&k), id));
+        }
+    }
+    keys.sort_unstable();
+    // Which entries have a current vector (one bit per id): counted once each, however many
+    // copies of it the file holds.
+    let mut held = vec![0u8; store.slots.room().div_ceil(8)];
+    let mut buf = vec![0u8; (VECTORS_READ_BYTES / rl).max(1) * rl];
+    let whole = (bytes - HEADER_BYTES) / rl as u64;
+    let (mut r, mut good_end, mut bad_since_good) = (0u64, HEADER_BYTES, 0u64);
+    while r < whole {
+        let n = ((whole - r) as usize).min(buf.len() / rl);
+        let chunk = buf.get_mut(..n * rl).unwrap_or(&mut []);
+        file.read_exact_at(chunk, HEADER_BYTES + r * rl as u64)
+            .map_err(|e| err!(Io, "reading {} failed: {}", path.display(), e))?;
+        for (i, rec) in chunk.chunks_exact(rl).enumerate() {
+            if !record_ok(rec) {
+                bad_since_good += 1;
+                continue;
+            }
+            out.damaged += bad_since_good;
+            bad_since_good = 0;
+            out.records += 1;
+            good_end = HEADER_BYTES + (r + i as u64 + 1) * rl as u64;
+            let (kh, st) = (le_u64(rec, 0), le_u32(rec, 8));
+            let Ok(at) = keys.binary_search_by(|(h, _)| h.cmp(&kh)) else { continue };
+            let Some(&(_, id)) = keys.get(at) else { continue };
+            if store.slots.get(id).is_some_and(|s| stamp(s.created, s.ver) == st) {
+                if let Some(b) = held.get_mut(id as usize / 8) {
+                    let bit = 1u8 << (id % 8);
+                    out.current += u64::from(*b & bit == 0);
+                    *b |= bit;
+                }
+            }
+        }
+        r += n as u64;
+    }
+    out.torn_tail_bytes = bytes - good_end;
+    Ok(Some(out))
+}

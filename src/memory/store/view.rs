@@ -1,0 +1,552 @@
+//! The checkpoint read in place: what the read-only commands (`status`, `memory query`,
+//! `memory search`) open instead of the whole store when `store.ckpt` covers `store.log`
+//! exactly, so that one question costs what it reads, not the store's size.
+//!
+//! Opening reads the log's header line, the checkpoint's header (160 bytes) and the 4 KiB of
+//! log before the length it covers, and checks that the checkpoint names this log (its
+//! identity, exactly its length, the same bytes before it) and is of this format and size:
+//! `status` needs nothing more (the header counts the entries). A tag query then reads the tag
+//! names, the tag directory, the posting list of the tag that drives it (or of each optional
+//! tag), and the column blocks ([`STORE_CHECKPOINT_BLOCK_BYTES`] each, one cached per column)
+//! of the entries it looks at; a ranked search reads `store.fts` in place (see
+//! [`super::recall_disk`]) and the column blocks of its candidates. Every section and block is
+//! checked against its CRC-32 when read. The query is answered by the same code as over the
+//! tables in RAM (`query::Tables`), so the answers are the same.
+//!
+//! Whenever the checkpoint does not cover the log exactly (an agent appending now, a crash
+//! before the next checkpoint, another format) [`StoreView::open`] says `None` and the caller
+//! opens the store whole ([`super::Store::open_read_only_with_capacity`]), which replays what the
+//! checkpoint lacks. A damaged section or block found while answering is an error; the caller
+//! then warns and opens the store whole too, which finds the damage and replays the log.
+//! Nothing is ever written.
+
+use super::checkpoint::{
+    le32, le64, Head, CHECKPOINT_NAME, COLUMN_BLOCK, COLUMN_WIDTHS, DIRECTORY_ENTRY, FORMAT, TAIL_BYTES,
+};
+use super::query::{driver, resolve, run, Tables};
+use super::rank::{max_score, Collection, QueryWords, Ranked};
+use super::recall_disk::{DiskIndex, DiskWalk};
+use super::recall_file::{Header as FtsHeader, HEADER_BYTES as FTS_HEADER_BYTES, RECALL_FILE_NAME};
+use super::slots::{unpack_location, TagSet};
+use super::{room_for, EntryId, EntryInfo, LOG_NAME};
+use crate::error::{Error, Result};
+use crate::limits::{
+    store_max_tags, KEY_MAX_TAGS, RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_CHECKPOINT_BLOCK_BYTES, STORE_MAX_ENTRIES,
+    STORE_MIN_ENTRIES, STORE_VIEW_READ_BYTES, TAG_MAX_BYTES,
+};
+use crate::memory::hash::{crc32, crc32_continue};
+use crate::memory::key::Key;
+use crate::memory::log::{self, Record};
+use crate::memory::query::{Archived, Query, Results};
+use core::cell::RefCell;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Most bytes of the log's header line.
+const LOG_HEADER_MAX: usize = 256;
+
+/// One cached column block.
+struct Cached {
+    /// Which block (`u64::MAX`: none yet).
+    block: u64,
+    len: usize,
+    data: [u8; COLUMN_BLOCK],
+}
+
+/// The store's checkpoint opened for reading in place. See the module documentation.
+pub struct StoreView {
+    dir: PathBuf,
+    file: File,
+    head: Head,
+    cap: usize,
+    /// The tag names (ids 1.. in order) and where each ends in it; empty until a query.
+    names: String,
+    name_ends: Vec<u32>,
+    /// Per tag id (index = id - 1): count, archived count, list CRC; where its list starts.
+    directory: Vec<(u32, u32, u32, u64)>,
+    /// The posting lists read for the current question.
+    lists: Vec<(u16, Vec<u32>)>,
+    /// The CRC of every column block, and where each column's start in it.
+    blocks: Vec<u32>,
+    block_base: [usize; COLUMN_WIDTHS.len()],
+    cache: RefCell<Vec<Cached>>,
+    /// The first failure met while answering through [`Tables`] (whose reads cannot fail).
+    fault: RefCell<Option<Error>>,
+    scratch: Vec<u8>,
+}
+
+fn read_at(file: &File, buf: &mut [u8], at: u64, what: &str) -> Result<()> {
+    file.read_exact_at(buf, at)
+        .map_err(|e| err!(Io, "reading {} bytes of {} at byte {} failed: {}", buf.len(), what, at, e))
+}
+
+/// The log's identity and the bytes of its header line, if it is a store log of this format.
+fn log_identity(log: &File) -> Option<(u64, u64)> {
+    let mut head = [0u8; LOG_HEADER_MAX];
+    let mut got = 0;
+    while got < head.len() {
+        match log.read_at(head.get_mut(got..)?, got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    let head = crate::bytes::take(&head, got);
+    let end = head.iter().position(|&b| b == b'\n')?;
+    match log::decode(head.get(..end)?) {
+        Ok(Record::Header { version, store }) if version == log::FORMAT_VERSION => Some((store, end as u64 + 1)),
+        _ => None,
+    }
+}
+
+impl StoreView {
+    /// Opens the checkpoint of the store in `dir` for reading in place, for a store of
+    /// `capacity` entries (`memory.store_capacity`). `None` when it cannot answer for the log
+    /// as it is now: no checkpoint or no log, another format, or not exactly this log at this
+    /// length (the caller opens the store whole instead). Writes nothing.
+    pub fn open(dir: &Path, capacity: usize) -> Result<Option<StoreView>> {
+        let cap = capacity.clamp(STORE_MIN_ENTRIES, STORE_MAX_ENTRIES);
+        let Ok(logf) = File::open(dir.join(LOG_NAME)) else { return Ok(None) };
+        let Ok(file) = File::open(dir.join(CHECKPOINT_NAME)) else { return Ok(None) };
+        let (Ok(log_meta), Ok(meta)) = (logf.metadata(), file.metadata()) else { return Ok(None) };
+        let Some((store, header_bytes)) = log_identity(&logf) else { return Ok(None) };
+        let mut raw = [0u8; super::checkpoint::HEADER_BYTES];
+        if file.read_exact_at(&mut raw, 0).is_err() || le32(&raw, 8) != FORMAT {
+            return Ok(None);
+        }
+        let Ok(head) = Head::parse(&raw) else { return Ok(None) };
+        let l = head.layout;
+        let room = room_for(cap) as u64;
+        // The log as the checkpoint was taken of it, exactly; sizes this capacity holds (what
+        // is read later is sized from these, so they bound it).
+        if head.store != store
+            || head.covered != log_meta.len()
+            || head.header_bytes != header_bytes
+            || meta.len() != l.file_len()
+            || l.next_id > room
+            || u64::from(head.live) > cap as u64
+            || head.archived > head.live
+            || l.tags == 0
+            || l.tags > store_max_tags(cap) + 1
+            || l.tag_text > (l.tags * TAG_MAX_BYTES) as u64
+            || l.postings > room * KEY_MAX_TAGS as u64
+        {
+            return Ok(None);
+        }
+        let start = head.covered.saturating_sub(TAIL_BYTES);
+        let mut tail = [0u8; TAIL_BYTES as usize];
+        let tail = tail.get_mut(..(head.covered - start) as usize).unwrap_or(&mut []);
+        if logf.read_exact_at(tail, start).is_err() || crc32(tail) != head.tail {
+            return Ok(None);
+        }
+        let mut block_base = [0usize; COLUMN_WIDTHS.len()];
+        let mut at = 0usize;
+        for (col, base) in block_base.iter_mut().enumerate() {
+            *base = at;
+            at += l.blocks(col) as usize;
+        }
+        let cache = (0..COLUMN_WIDTHS.len()).map(|_| Cached { block: u64::MAX, len: 0, data: [0; COLUMN_BLOCK] });
+        Ok(Some(StoreView {
+            dir: dir.to_path_buf(),
+            file,
+            head,
+            cap,
+            names: String::new(),
+            name_ends: Vec::new(),
+            directory: Vec::new(),
+            lists: Vec::new(),
+            blocks: Vec::new(),
+            block_base,
+            cache: RefCell::new(cache.collect()),
+            fault: RefCell::new(None),
+            scratch: Vec::new(),
+        }))
+    }
+
+    /// Live entries (archived included).
+    pub fn len(&self) -> usize {
+        self.head.live as usize
+    }
+
+    /// Whether the store is empty.
+    pub fn is_empty(&self) -> bool {
+        self.head.live == 0
+    }
+
+    /// Size of the log in bytes (which the checkpoint covers exactly).
+    pub fn log_bytes(&self) -> u64 {
+        self.head.covered
+    }
+
+    /// Runs `q` as [`super::Store::query`] does, leaving the best results in `out`. A damaged
+    /// section or block is an `IO` error (the caller opens the store whole instead).
+    pub fn query(&mut self, q: &Query, out: &mut Results) -> Result<()> {
+        out.clear();
+        self.prepare()?;
+        self.lists.clear();
+        let mut req_ids = [0u16; KEY_MAX_TAGS];
+        let (req, all_known) = resolve(&*self, q.required.as_ref(), &mut req_ids);
+        let mut want = [0u16; KEY_MAX_TAGS];
+        let mut n = 0;
+        if let (true, Some(d)) = (all_known, driver(&*self, req)) {
+            want[0] = d;
+            n = 1;
+        } else if all_known {
+            let mut opt_ids = [0u16; KEY_MAX_TAGS];
+            let (opt, _) = resolve(&*self, q.optional.as_ref(), &mut opt_ids);
+            for (w, &t) in want.iter_mut().zip(opt) {
+                *w = t;
+                n += 1;
+            }
+        }
+        for &t in crate::bytes::take(&want, n) {
+            self.load_list(t)?;
+        }
+        run(&*self, q, out);
+        self.take_fault()
+    }
+
+    /// The metadata of entry `id`, as [`super::Store::info`] gives it.
+    pub fn info(&self, id: EntryId) -> Result<Option<EntryInfo>> {
+        let info = self.entry_info(id);
+        self.take_fault().map(|_| info)
+    }
+
+    /// The key of entry `id`, as [`super::Store::key`] gives it.
+    pub fn key(&self, id: EntryId) -> Result<Option<Key>> {
+        let key = self.entry_key(id);
+        self.take_fault().map(|_| key)
+    }
+
+    /// Ranks the entries by the words of `query` as [`super::Store::rank_where`] does (no tag
+    /// filter) over `store.fts` read in place. `Ok(false)` when `store.fts` does not cover the
+    /// log exactly (the caller opens the store whole, which brings the index up to date).
+    pub fn rank(&mut self, query: &str, limit: usize, archived: Archived, out: &mut Ranked) -> Result<bool> {
+        out.clear();
+        let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
+        let Ok(file) = File::open(self.dir.join(RECALL_FILE_NAME)) else { return Ok(false) };
+        let mut raw = [0u8; FTS_HEADER_BYTES];
+        if file.read_exact_at(&mut raw, 0).is_err() {
+            return Ok(false);
+        }
+        let Ok(h) = FtsHeader::parse(&raw) else { return Ok(false) };
+        let room = room_for(self.cap);
+        let sizes = super::fulltext::Sizes::for_capacity(self.cap, room);
+        // The same log, exactly: the same identity, length and bytes before it (the same
+        // 4 KiB the checkpoint's CRC is of).
+        if h.store != self.head.store
+            || h.covered != self.head.covered
+            || h.tail != self.head.tail
+            || h.docs as usize > room
+            || h.terms as usize > sizes.terms
+        {
+            return Ok(false);
+        }
+        let mut disk = DiskIndex::open(file, h)?;
+        self.prepare()?;
+        if limit == 0 {
+            return Ok(true);
+        }
+        let q = QueryWords::parse(query, false, |w| disk.find(w))?;
+        out.set_dropped_words(q.dropped);
+        if q.n == 0 {
+            return Ok(true);
+        }
+        let admit = |id: EntryId| self.fields(id).is_some_and(|(a, _, _)| archived.admits(a));
+        let (docs, tokens) = disk.totals();
+        let coll = Collection { docs, tokens };
+        let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
+        let (file, mut bufs, docs_table) = disk.walk_parts();
+        for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
+            let Some(buf) = bufs.next() else { break };
+            *c = DiskWalk::new(file, buf, w)?;
+        }
+        let doc = |d: u32| docs_table.get(d as usize).copied();
+        max_score(&q, &mut walks, &coll, doc, admit, limit, out)?;
+        out.sort();
+        self.take_fault().map(|_| true)
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Reading the sections
+    // ---------------------------------------------------------------------------------------
+
+    /// Reads the tag names, the directory and the column blocks' CRCs (once).
+    fn prepare(&mut self) -> Result<()> {
+        if self.blocks.is_empty() {
+            self.load_names()?;
+            self.load_directory()?;
+            self.load_blocks()?;
+        }
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `at` into `scratch` in [`STORE_VIEW_READ_BYTES`] pieces, calling
+    /// `each` on every piece; returns the CRC of all of them.
+    fn read_section(&mut self, at: u64, len: u64, mut each: impl FnMut(&[u8]) -> Result<()>) -> Result<u32> {
+        self.scratch.resize(STORE_VIEW_READ_BYTES, 0);
+        let mut crc = 0u32;
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(STORE_VIEW_READ_BYTES as u64) as usize;
+            let buf = self.scratch.get_mut(..n).unwrap_or(&mut []);
+            read_at(&self.file, buf, at + done, CHECKPOINT_NAME)?;
+            crc = crc32_continue(crc, buf);
+            each(buf)?;
+            done += n as u64;
+        }
+        Ok(crc)
+    }
+
+    fn load_names(&mut self) -> Result<()> {
+        let l = self.head.layout;
+        let count = l.tags.saturating_sub(1);
+        let mut lens: Vec<u8> = Vec::with_capacity(count);
+        let mut text: Vec<u8> = Vec::with_capacity(l.tag_text as usize);
+        let crc = self.read_section(l.names_at(), count as u64 + l.tag_text, |piece| {
+            for &b in piece {
+                if lens.len() < count {
+                    lens.push(b);
+                } else {
+                    text.push(b);
+                }
+            }
+            Ok(())
+        })?;
+        if crc != self.head.names_crc || lens.iter().map(|&n| u64::from(n)).sum::<u64>() != l.tag_text {
+            bail!(Io, "{} is damaged (checksum of its tag names)", CHECKPOINT_NAME);
+        }
+        self.names = String::from_utf8(text).map_err(|_| err!(Io, "{}: a tag name is not UTF-8", CHECKPOINT_NAME))?;
+        let mut end = 0u32;
+        self.name_ends = lens
+            .iter()
+            .map(|&n| {
+                end += u32::from(n);
+                end
+            })
+            .collect();
+        Ok(())
+    }
+
+    fn load_directory(&mut self) -> Result<()> {
+        let l = self.head.layout;
+        let count = l.tags.saturating_sub(1);
+        let mut dir: Vec<(u32, u32, u32, u64)> = Vec::with_capacity(count);
+        let mut entry = [0u8; DIRECTORY_ENTRY];
+        let mut have = 0usize;
+        let mut next_at = l.postings_at();
+        let live = self.head.live;
+        let crc = self.read_section(l.directory_at(), (DIRECTORY_ENTRY * count) as u64, |piece| {
+            for &b in piece {
+                if let Some(slot) = entry.get_mut(have) {
+                    *slot = b;
+                }
+                have += 1;
+                if have == DIRECTORY_ENTRY {
+                    let (n, archived, list_crc) = (le32(&entry, 0), le32(&entry, 4), le32(&entry, 8));
+                    if n > live || archived > n {
+                        bail!(Io, "{} is damaged (a tag of {} entries, {} archived)", CHECKPOINT_NAME, n, archived);
+                    }
+                    dir.push((n, archived, list_crc, next_at));
+                    next_at += 4 * u64::from(n);
+                    have = 0;
+                }
+            }
+            Ok(())
+        })?;
+        if crc != self.head.directory_crc || next_at != l.blocks_at() {
+            bail!(Io, "{} is damaged (checksum of its tag directory)", CHECKPOINT_NAME);
+        }
+        self.directory = dir;
+        Ok(())
+    }
+
+    fn load_blocks(&mut self) -> Result<()> {
+        let l = self.head.layout;
+        let total: u64 = (0..COLUMN_WIDTHS.len()).map(|c| l.blocks(c)).sum();
+        let mut blocks: Vec<u32> = Vec::with_capacity(total as usize);
+        let crc = self.read_section(l.blocks_at(), 4 * total, |piece| {
+            blocks.extend(piece.chunks_exact(4).map(|b| le32(b, 0)));
+            Ok(())
+        })?;
+        if crc != self.head.blocks_crc {
+            bail!(Io, "{} is damaged (checksum of its block checksums)", CHECKPOINT_NAME);
+        }
+        self.blocks = blocks;
+        Ok(())
+    }
+
+    /// Reads the posting list of tag `t` (ids in increasing order, all below the ids in use).
+    fn load_list(&mut self, t: u16) -> Result<()> {
+        if self.lists.iter().any(|(id, _)| *id == t) {
+            return Ok(());
+        }
+        let Some(&(n, _, want, at)) = self.directory.get(usize::from(t).wrapping_sub(1)) else {
+            bail!(Io, "{}: no tag {}", CHECKPOINT_NAME, t);
+        };
+        let next_id = self.head.layout.next_id;
+        let mut list: Vec<u32> = Vec::with_capacity(n as usize);
+        let crc = self.read_section(at, 4 * u64::from(n), |piece| {
+            for b in piece.chunks_exact(4) {
+                let id = le32(b, 0);
+                if u64::from(id) >= next_id || list.last().is_some_and(|&last| last >= id) {
+                    bail!(Io, "{} is damaged (the list of tag {} is out of order)", CHECKPOINT_NAME, t);
+                }
+                list.push(id);
+            }
+            Ok(())
+        })?;
+        if crc != want {
+            bail!(Io, "{} is damaged (checksum of the list of tag {})", CHECKPOINT_NAME, t);
+        }
+        self.lists.push((t, list));
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Entries, a column block at a time
+    // ---------------------------------------------------------------------------------------
+
+    /// Records the first failure met while answering.
+    fn failed(&self, e: Error) {
+        if let Ok(mut f) = self.fault.try_borrow_mut() {
+            if f.is_none() {
+                *f = Some(e);
+            }
+        }
+    }
+
+    fn take_fault(&self) -> Result<()> {
+        match self.fault.try_borrow_mut().map(|mut f| f.take()) {
+            Ok(Some(e)) => Err(e),
+            Ok(None) => Ok(()),
+            Err(_) => Err(err!(Internal, "the checkpoint view's fault slot is in use")),
+        }
+    }
+
+    /// Calls `f` with the bytes of `id`'s value in column `col`, reading (and checking) its
+    /// block unless it is the one cached. `None` past the ids in use, or on a failure
+    /// (recorded).
+    fn with_value<R>(&self, col: usize, id: EntryId, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let width = *COLUMN_WIDTHS.get(col)?;
+        let l = self.head.layout;
+        if u64::from(id) >= l.next_id {
+            return None;
+        }
+        let per = (COLUMN_BLOCK / width) as u64;
+        let (b, within) = (u64::from(id) / per, (u64::from(id) % per) as usize * width);
+        let Ok(mut cache) = self.cache.try_borrow_mut() else {
+            self.failed(err!(Internal, "the checkpoint view's block cache is in use"));
+            return None;
+        };
+        let c = cache.get_mut(col)?;
+        if c.block != b {
+            let len = (l.column_len(col) - b * COLUMN_BLOCK as u64).min(COLUMN_BLOCK as u64) as usize;
+            let want = self.block_base.get(col).and_then(|&base| self.blocks.get(base + b as usize));
+            let buf = c.data.get_mut(..len).unwrap_or(&mut []);
+            let res = read_at(&self.file, buf, l.column_at(col) + b * COLUMN_BLOCK as u64, CHECKPOINT_NAME);
+            if let Err(e) = res {
+                c.block = u64::MAX;
+                self.failed(e);
+                return None;
+            }
+            if want != Some(&crc32(buf)) {
+                c.block = u64::MAX;
+                self.failed(err!(
+                    Io,
+                    "{} is damaged (checksum of block {} of column {}, {} bytes of {} each)",
+                    CHECKPOINT_NAME,
+                    b,
+                    col,
+                    STORE_CHECKPOINT_BLOCK_BYTES,
+                    width
+                ));
+                return None;
+            }
+            c.block = b;
+            c.len = len;
+        }
+        c.data.get(..c.len).and_then(|d| d.get(within..within + width)).map(f)
+    }
+
+    /// Offset, length and archived flag of `id`, if live.
+    fn location(&self, id: EntryId) -> Option<(u64, u32, bool)> {
+        self.with_value(0, id, |b| unpack_location(le64(b, 0))).flatten()
+    }
+
+    fn u32_of(&self, col: usize, id: EntryId) -> u32 {
+        self.with_value(col, id, |b| le32(b, 0)).unwrap_or(0)
+    }
+
+    fn name(&self, t: u16) -> &str {
+        let i = usize::from(t);
+        let end = self.name_ends.get(i.wrapping_sub(1)).map_or(0, |&e| e as usize);
+        let start = if i <= 1 { 0 } else { self.name_ends.get(i - 2).map_or(end, |&e| e as usize) };
+        self.names.get(start..end).unwrap_or("")
+    }
+
+    fn entry_key(&self, id: EntryId) -> Option<Key> {
+        self.location(id)?;
+        let set = self.tagset(id);
+        Key::from_tags(super::slots::unpadded(&set).iter().map(|&t| self.name(t))).ok()
+    }
+
+    fn entry_info(&self, id: EntryId) -> Option<EntryInfo> {
+        let (_, _, archived) = self.location(id)?;
+        Some(EntryInfo {
+            id,
+            key: self.entry_key(id)?,
+            version: self.u32_of(4, id),
+            created: u64::from(self.u32_of(1, id)),
+            accessed: u64::from(self.u32_of(2, id)),
+            hits: u64::from(self.u32_of(3, id)),
+            archived,
+        })
+    }
+}
+
+impl Tables for StoreView {
+    fn tag(&self, name: &str) -> Option<u16> {
+        // Tag ids in use are below 65,535; names of unused ids are empty.
+        (1..self.head.layout.tags).find(|&i| !name.is_empty() && self.name(i as u16) == name).map(|i| i as u16)
+    }
+
+    fn tag_counts(&self, t: u16) -> (u32, u32) {
+        self.directory.get(usize::from(t).wrapping_sub(1)).map_or((0, 0), |&(n, a, _, _)| (n, a))
+    }
+
+    fn list(&self, t: u16) -> &[u32] {
+        match self.lists.iter().find(|(id, _)| *id == t) {
+            Some((_, list)) => list,
+            None => {
+                self.failed(err!(Internal, "the posting list of tag {} was not read before the query", t));
+                &[]
+            }
+        }
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        (self.head.live as usize, self.head.archived as usize)
+    }
+
+    fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
+        (0..self.head.layout.next_id as EntryId).filter(|&id| self.location(id).is_some())
+    }
+
+    fn tagset(&self, id: EntryId) -> TagSet {
+        let mut set = [0u16; KEY_MAX_TAGS];
+        self.with_value(5, id, |b| {
+            for (t, pair) in set.iter_mut().zip(b.chunks_exact(2)) {
+                *t = u16::from_le_bytes([pair.first().copied().unwrap_or(0), pair.get(1).copied().unwrap_or(0)]);
+            }
+        });
+        set
+    }
+
+    fn fields(&self, id: EntryId) -> Option<(bool, u32, u32)> {
+        let (_, _, archived) = self.location(id)?;
+        Some((archived, self.u32_of(1, id), self.u32_of(3, id)))
+    }
+}
