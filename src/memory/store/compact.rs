@@ -74,12 +74,11 @@ impl Store {
             return Err(e);
         }
         if recall_was_ready {
-            // In id order the index follows the renumbering; in another order it is rebuilt.
-            let followed = order.is_none() && self.recall_follow_compaction();
-            if !followed {
-                if let Err(e) = self.recall_ready() {
-                    e.print_warning();
-                }
+            // Every id and offset changed: the index is built again for the new log (its
+            // old file names the old log, and is replaced at the checkpoint below).
+            self.recall_discard_file();
+            if let Err(e) = self.recall_ready() {
+                e.print_warning();
             }
         }
         self.checkpoint_quietly();

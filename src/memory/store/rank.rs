@@ -152,16 +152,22 @@ fn better(a: &RankHit, b: &RankHit) -> bool {
     a.score > b.score || (a.score == b.score && a.id < b.id)
 }
 
-/// A query word as the index knows it.
+/// A query word as the index knows it: its postings in the base (`store.fts`) and in the
+/// delta (RAM), and its live document count over both.
 #[derive(Clone, Copy, Default)]
 pub struct QueryWord {
-    /// Where its postings are: a term id (RAM) or a byte offset (file); unique per word.
+    /// Unique per word: the byte offset of its postings in the base, or the delta's term id
+    /// with the top bit set when the base does not have it.
     pub at: u64,
-    /// Their length in bytes (file), 0 in RAM.
+    /// Their length in bytes in the base (0: not in the base).
     pub bytes: u32,
-    /// Their CRC-32 (file), 0 in RAM.
+    /// Their CRC-32.
     pub crc: u32,
-    /// Documents holding it.
+    /// Postings in the base (live and no longer current).
+    pub base_df: u32,
+    /// The delta's term, if it has one.
+    pub term: Option<u32>,
+    /// Live documents holding it (base and delta).
     pub df: u32,
     /// Times it occurs in the query.
     pub mult: f64,
@@ -383,6 +389,61 @@ pub fn max_score<C: Walk>(
         }
     }
     Ok(())
+}
+
+/// One word's walk over two segments: first `base` (document numbers below `shift`), then
+/// `delta` (its numbers moved up by `shift`), so documents still come in increasing order.
+pub struct Chain<A: Walk, D: Walk> {
+    /// The base's walk (`None`: the word is not in the base).
+    pub base: Option<A>,
+    /// The delta's walk.
+    pub delta: D,
+    /// Documents in the base.
+    pub shift: u32,
+}
+
+impl<A: Walk, D: Walk> Chain<A, D> {
+    fn base_doc(&self) -> u32 {
+        self.base.as_ref().map_or(NONE, |b| b.doc())
+    }
+}
+
+impl<A: Walk, D: Walk> Walk for Chain<A, D> {
+    fn doc(&self) -> u32 {
+        match self.base_doc() {
+            NONE => match self.delta.doc() {
+                NONE => NONE,
+                d => d.saturating_add(self.shift),
+            },
+            d => d,
+        }
+    }
+
+    fn tf(&self) -> u32 {
+        match &self.base {
+            Some(b) if b.doc() != NONE => b.tf(),
+            _ => self.delta.tf(),
+        }
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        match &mut self.base {
+            Some(b) if b.doc() != NONE => b.advance(),
+            _ => self.delta.advance(),
+        }
+    }
+
+    fn seek(&mut self, target: u32) -> Result<()> {
+        if let Some(b) = &mut self.base {
+            if b.doc() != NONE {
+                b.seek(target)?;
+                if b.doc() != NONE {
+                    return Ok(());
+                }
+            }
+        }
+        self.delta.seek(target.saturating_sub(self.shift))
+    }
 }
 
 /// A walk over a term's postings in the index in RAM.

@@ -37,10 +37,13 @@
 //! (`recall_disk`) reads the documents, the page table, the dictionary pages of its
 //! words and their postings, each checked by its own CRC.
 
-use super::checkpoint::{le32, le64, tail_crc, In, Put};
-use super::fulltext::{Doc, FullText, NONE};
+use super::checkpoint::{le32, le64, tail_crc, Put};
+use super::fulltext::{FullText, NONE};
+use super::rank::{QueryWord, RamWalk, Walk};
+use super::recall_disk::{DictCursor, DiskIndex, DiskWalk};
 use super::Store;
 use crate::error::Result;
+use crate::limits::{TEXT_MIN_TERMS, TEXT_TERMS_PER_ENTRY};
 use crate::memory::hash::{crc32, crc32_continue};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -49,6 +52,8 @@ use std::path::Path;
 /// File name of the full-text index inside the data directory.
 pub const RECALL_FILE_NAME: &str = "store.fts";
 const TEMP_NAME: &str = ".store.fts.tmp";
+/// The new file's dictionary while the merge writes its body.
+const DICT_TEMP_NAME: &str = ".store.fts.dict.tmp";
 const MAGIC: &[u8; 8] = b"LKJFTS\0\0";
 const FORMAT: u32 = 3;
 pub(super) const HEADER_BYTES: usize = 128;
@@ -60,6 +65,7 @@ const CHUNK: usize = 256 << 10;
 /// Removes a temp file a crash left (the writer only).
 pub(super) fn remove_temp(dir: &Path) {
     let _ = fs::remove_file(dir.join(TEMP_NAME));
+    let _ = fs::remove_file(dir.join(DICT_TEMP_NAME));
 }
 
 /// What `lkjagent check` learns of the file.
@@ -128,27 +134,55 @@ pub(super) fn varint(p: &mut &[u8]) -> Result<u32> {
 }
 
 impl Store {
-    /// Writes the full-text index to `store.fts` (when it is built and current; the writer
-    /// only). Called with the checkpoint.
+    /// Writes the full-text index (base and delta merged) to a new `store.fts` and searches
+    /// that from now on, with an empty delta (the writer at a checkpoint, at close, and
+    /// whenever the delta is full; a read-only store, whose delta is full, into a private
+    /// directory of its own). Nothing to do when the index is not built, or has nothing
+    /// the file lacks.
     pub(super) fn recall_write_file(&mut self) -> Result<()> {
-        if !self.recall_is_ready() || self.log.read_only() {
+        if !self.recall_is_ready() {
             return Ok(());
         }
+        let nothing_new = self.recall.index.is_empty() && self.recall.base.dead_docs() == 0;
+        if nothing_new && self.recall.base.is_open() && (self.log.read_only() || self.recall.written == self.log.len) {
+            return Ok(());
+        }
+        if self.log.read_only() && nothing_new {
+            return Ok(());
+        }
+        let res = self.recall_merge();
+        if let Err(e) = &res {
+            // The old file found damaged: the index is rebuilt from the log at the next
+            // query, without it. (A failed write leaves base and delta as they were; one that
+            // failed after the rename has already discarded them.)
+            if e.code() == crate::error::Code::Io {
+                self.recall_discard_file();
+            }
+        }
+        res
+    }
+
+    /// The merge itself: see [`Store::recall_write_file`] and the module documentation.
+    fn recall_merge(&mut self) -> Result<()> {
+        self.recall_reserve_delta();
         let covered = self.log.len;
         let tail = tail_crc(self, covered)?;
-        let tmp = self.dir.join(TEMP_NAME);
-        remove_temp(&self.dir);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| err!(PersistFailed, "creating {} failed: {}", tmp.display(), e))?;
-        let mut buf = core::mem::take(&mut self.rbuf);
-        buf.clear();
-        let mut scratch = core::mem::take(&mut self.recall.scratch);
-        let res = write_sections(&self.recall.index, &mut file, &mut buf, &mut scratch);
-        self.recall.scratch = scratch;
-        let res = res.and_then(|x| {
+        let dir = self.recall_dir()?;
+        let tmp = dir.join(TEMP_NAME);
+        let dict_tmp = dir.join(DICT_TEMP_NAME);
+        remove_temp(&dir);
+        let create = |p: &Path| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(p)
+                .map_err(|e| err!(PersistFailed, "creating {} failed: {}", p.display(), e))
+        };
+        let res = create(&tmp).and_then(|mut file| {
+            let mut dict = create(&dict_tmp)?;
+            let r = &mut self.recall;
+            let x = merge_sections(&mut r.base, &r.index, &mut file, &mut dict, &mut r.scratch)?;
             let mut h = [0u8; HEADER_BYTES];
             let mut w = Put { buf: &mut h, at: 0 };
             w.bytes(MAGIC);
@@ -156,7 +190,7 @@ impl Store {
             w.u32(x.docs);
             w.u64(self.store_id);
             w.u64(covered);
-            w.u64(self.recall.index.total_tokens());
+            w.u64(x.tokens);
             w.u32(x.terms);
             w.u32(tail);
             w.u32(x.body_crc);
@@ -174,122 +208,74 @@ impl Store {
                 .and_then(|_| file.sync_all())
                 .map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))
         });
-        self.rbuf = buf;
+        let _ = fs::remove_file(&dict_tmp);
         if let Err(e) = res {
-            remove_temp(&self.dir);
+            remove_temp(&dir);
             return Err(e);
         }
-        fs::rename(&tmp, self.dir.join(RECALL_FILE_NAME)).map_err(|e| {
-            remove_temp(&self.dir);
+        let path = dir.join(RECALL_FILE_NAME);
+        fs::rename(&tmp, &path).map_err(|e| {
+            remove_temp(&dir);
             err!(PersistFailed, "renaming {} into place failed: {}", tmp.display(), e)
         })?;
-        crate::memory::atomic::sync_dir(&self.dir)?;
+        // From here the base and delta in RAM are the old file's: replaced by the new one.
+        self.recall_discard_file();
+        crate::memory::atomic::sync_dir(&dir)?;
+        self.recall_merged();
+        if !self.recall_open_base(&path, false)? {
+            bail!(Io, "{} vanished after it was written", path.display());
+        }
+        self.recall_set_ready();
         self.recall.written = covered;
         Ok(())
     }
 
-    /// Whether the index is built and `store.fts` does not cover the whole log.
+    /// Whether the index is built and `store.fts` lacks some of it.
     pub(super) fn recall_file_behind(&self) -> bool {
-        self.recall_is_ready() && self.recall.written != self.log.len
+        self.recall_is_ready()
+            && (!self.recall.index.is_empty()
+                || self.recall.base.dead_docs() > 0
+                || (!self.recall.base.is_open() && self.slots.live() > 0))
     }
 
-    /// Loads `store.fts` into the (reserved) index if it matches the log. `Ok(false)`: there
-    /// is none. An error: it cannot be used (the index is left empty).
-    pub(super) fn recall_read_file(&mut self) -> Result<bool> {
-        let path = self.dir.join(RECALL_FILE_NAME);
-        let file = match File::open(&path) {
+    /// Opens `path` as the base if it matches the log (its entries' records checked against
+    /// the log's: the ones changed since are marked stale for the caller to bring up to
+    /// date). With `verify`, every byte is checked first (the writer, once at open).
+    /// `Ok(false)`: there is none. An error: it cannot be used (the base is left closed).
+    pub(super) fn recall_open_base(&mut self, path: &Path, verify: bool) -> Result<bool> {
+        self.recall.base.close();
+        self.recall.file_stale = false;
+        let file = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
         };
-        let mut buf = core::mem::take(&mut self.rbuf);
-        self.recall.file_stale = false;
-        let res = self.read_file_into(file, &mut buf);
-        self.rbuf = buf;
+        let res = self.recall_load_base(file, verify);
         if res.is_err() {
-            self.recall.index.clear();
+            self.recall.base.close();
         }
         res.map(|_| true).map_err(|e| e.context(format_args!("{}", path.display())))
     }
 
-    fn read_file_into(&mut self, file: File, buf: &mut Vec<u8>) -> Result<()> {
-        let h = {
-            let mut r = In::new(file, buf);
-            let mut raw = [0u8; HEADER_BYTES];
-            raw.copy_from_slice(r.take(HEADER_BYTES)?);
-            let h = Header::parse(&raw)?;
-            self.recall_header_matches(&h, false)?;
-            self.recall.written = h.covered;
-            r.crc = 0;
-            let ix = &mut self.recall.index;
-            ix.clear();
-            for _ in 0..h.docs {
-                let b = r.take(20)?;
-                let doc = Doc { entry: le32(b, 0), tokens: le32(b, 4), offset: le64(b, 8), rec_len: le32(b, 16) };
-                if doc.entry == NONE {
-                    bail!(Io, "a document without an entry");
-                }
-                ix.load_doc(doc)?;
-            }
-            if r.crc != h.docs_crc {
-                bail!(Io, "the index file is damaged (checksum of its documents)");
-            }
-            let mut word = [0u8; 256];
-            for _ in 0..h.terms {
-                let len = usize::from(*r.take(1)?.first().unwrap_or(&0));
-                let w = word.get_mut(..len).unwrap_or(&mut []);
-                w.copy_from_slice(r.take(len)?);
-                let t = ix.load_term(w)?;
-                let n = r.u32()?;
-                let bytes = r.u32()? as usize;
-                // Checked before reading, so a damaged length cannot ask for a huge buffer.
-                if n > h.docs || bytes > n as usize * 10 {
-                    bail!(Io, "a word with {} postings in {} bytes, for {} documents", n, bytes, h.docs);
-                }
-                let mut p = r.take(bytes)?;
-                let (mut d, mut i) = (0u32, 0u32);
-                ix.load_postings(t, || {
-                    if i == n {
-                        return Ok(None);
-                    }
-                    let gap = varint(&mut p)?;
-                    let tf = varint(&mut p)?;
-                    d = if i == 0 { gap } else { d.checked_add(gap).filter(|_| gap > 0).unwrap_or(NONE) };
-                    i += 1;
-                    Ok(Some((d, u16::try_from(tf).unwrap_or(u16::MAX))))
-                })?;
-                if !p.is_empty() {
-                    bail!(Io, "a word's postings are longer than their count");
-                }
-            }
-            if r.crc != h.body_crc {
-                bail!(Io, "the index file is damaged (checksum)");
-            }
-            // The dictionary and its page table, for readers that do not load the index.
-            r.crc = 0;
-            let mut left = h.dict_len;
-            while left > 0 {
-                let n = left.min(64 << 10) as usize;
-                r.take(n)?;
-                left -= n as u64;
-            }
-            if r.crc != h.dict_crc {
-                bail!(Io, "the index file is damaged (checksum of its dictionary)");
-            }
-            r.crc = 0;
-            r.take(h.pages as usize * 8)?;
-            if r.crc != h.sparse_crc {
-                bail!(Io, "the index file is damaged (checksum of its page table)");
-            }
-            if r.take(1).is_ok() {
-                bail!(Io, "the index file has bytes after its end");
-            }
-            h
-        };
-        let ix = &self.recall.index;
-        if u64::from(h.docs) != ix.live_docs() || h.tokens != ix.total_tokens() || h.terms as usize != ix.term_count() {
-            bail!(Io, "the index file's counts do not add up");
+    fn recall_load_base(&mut self, file: File, verify: bool) -> Result<()> {
+        let mut raw = [0u8; HEADER_BYTES];
+        {
+            use std::os::unix::fs::FileExt;
+            file.read_exact_at(&mut raw, 0)
+                .map_err(|e| err!(Io, "reading the header of the index file failed: {}", e))?;
         }
+        let h = Header::parse(&raw)?;
+        self.recall_header_matches(&h, false)?;
+        if verify {
+            let mut buf = core::mem::take(&mut self.rbuf);
+            let res = verify_file(&file, &h, &mut buf);
+            self.rbuf = buf;
+            res?;
+        }
+        let slots = &self.slots;
+        let room = slots.room();
+        self.recall.base.load(file, h, room, |d| slots.get(d.entry).is_some_and(|s| s.offset == d.offset))?;
+        self.recall.written = h.covered;
         Ok(())
     }
 
@@ -297,8 +283,8 @@ impl Store {
     /// (exactly its length with `exact`), the same bytes before it.
     pub(super) fn recall_header_matches(&mut self, h: &Header, exact: bool) -> Result<()> {
         // Sizes within what this store can hold, before anything is reserved for them.
-        let sizes = super::fulltext::Sizes::for_capacity(self.cap, self.slots.room());
-        if h.docs as usize > self.slots.room() || h.terms as usize > sizes.terms {
+        let max_terms = (self.cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS);
+        if h.docs as usize > self.slots.room() || h.terms as usize > max_terms {
             bail!(
                 Io,
                 "the index file lists {} documents and {} words, more than this store holds (capacity {})",
@@ -321,31 +307,85 @@ impl Store {
         Ok(())
     }
 
-    /// What `lkjagent check` reports about `store.fts` (reads it whole; changes nothing).
+    /// What `lkjagent check` reports about `store.fts` (reads it whole, checking every
+    /// byte; changes nothing, holds nothing).
     pub fn recall_file_check(&mut self) -> RecallFile {
-        let bytes = fs::metadata(self.dir.join(RECALL_FILE_NAME)).map(|m| m.len()).unwrap_or(0);
-        let was_ready = self.recall_is_ready();
-        self.recall_reserve();
-        let res = self.recall_read_file();
-        let docs = self.recall.index.live_docs() as u32;
-        self.recall_close();
-        let out = match res {
-            Ok(false) => RecallFile::Missing,
-            Ok(true) => RecallFile::Usable { docs, bytes },
-            Err(e) if self.recall.file_stale => RecallFile::Stale(e),
-            Err(e) => RecallFile::Damaged(e),
+        let path = self.dir.join(RECALL_FILE_NAME);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return RecallFile::Missing,
+            Err(e) => return RecallFile::Damaged(err!(Io, "opening {} failed: {}", path.display(), e)),
         };
-        if was_ready {
-            // The index was current before the check borrowed its tables: build it again.
-            if let Err(e) = self.recall_ready() {
-                e.print_warning();
-            }
+        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut raw = [0u8; HEADER_BYTES];
+        let read = {
+            use std::os::unix::fs::FileExt;
+            file.read_exact_at(&mut raw, 0)
+        };
+        if let Err(e) = read {
+            return RecallFile::Damaged(err!(Io, "{}: reading its header failed: {}", path.display(), e));
         }
-        out
+        let h = match Header::parse(&raw) {
+            Ok(h) => h,
+            Err(e) => return RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
+        };
+        let stale_before = self.recall.file_stale;
+        let matches = self.recall_header_matches(&h, false);
+        let stale = self.recall.file_stale;
+        self.recall.file_stale = stale_before;
+        if let Err(e) = matches {
+            let e = e.context(format_args!("{}", path.display()));
+            return if stale { RecallFile::Stale(e) } else { RecallFile::Damaged(e) };
+        }
+        let mut buf = core::mem::take(&mut self.rbuf);
+        let res = verify_file(&file, &h, &mut buf);
+        self.rbuf = buf;
+        match res {
+            Ok(()) => RecallFile::Usable { docs: h.docs, bytes },
+            Err(e) => RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
+        }
     }
 }
 
+/// Checks every byte of `store.fts` against its checksums and its length against the header
+/// (streaming through `buf`: what the writer does once at open, and `lkjagent check`).
+fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let docs_len = u64::from(h.docs) * 20;
+    let sections = [
+        (HEADER_BYTES as u64, docs_len, h.docs_crc, "documents"),
+        (HEADER_BYTES as u64, h.body_len, h.body_crc, "body"),
+        (h.dict_at(), h.dict_len, h.dict_crc, "dictionary"),
+        (h.dict_at() + h.dict_len, u64::from(h.pages) * 8, h.sparse_crc, "page table"),
+    ];
+    if h.body_len < docs_len {
+        bail!(Io, "the index file is damaged (its body is shorter than its documents)");
+    }
+    buf.clear();
+    buf.resize(CHUNK, 0);
+    for (at, len, want, what) in sections {
+        let (mut at, mut left, mut crc) = (at, len, 0u32);
+        while left > 0 {
+            let n = left.min(CHUNK as u64) as usize;
+            let b = buf.get_mut(..n).unwrap_or(&mut []);
+            file.read_exact_at(b, at).map_err(|e| err!(Io, "the index file is cut short ({}: {})", what, e))?;
+            crc = crc32_continue(crc, b);
+            at += n as u64;
+            left -= n as u64;
+        }
+        if crc != want {
+            bail!(Io, "the index file is damaged (checksum of its {})", what);
+        }
+    }
+    let end = h.dict_at() + h.dict_len + u64::from(h.pages) * 8;
+    let len = file.metadata().map_err(|e| err!(Io, "reading the index file's size failed: {}", e))?.len();
+    if len != end {
+        bail!(Io, "the index file has {} bytes, its header says {}", len, end);
+    }
+    Ok(())
+}
 /// The header of `store.fts`.
+#[derive(Clone, Copy, Default)]
 pub(super) struct Header {
     pub docs: u32,
     pub store: u64,
@@ -402,20 +442,54 @@ impl Header {
     }
 }
 
-/// Scratch of the file writer, reserved with the index's tables.
+/// Scratch of the merge, reserved with the index's tables (see `Store::recall_reserve`).
 #[derive(Default)]
 pub struct WriteScratch {
-    /// New numbers of the documents.
-    pub renumber: Vec<u32>,
-    /// The live words in byte order.
+    /// New numbers of the base's documents ([`NONE`]: not current).
+    pub base_new: Vec<u32>,
+    /// New numbers of the delta's documents.
+    pub delta_new: Vec<u32>,
+    /// The delta's words with live documents, in byte order.
     pub sorted: Vec<u32>,
     /// Each dictionary page: offset in the dictionary, CRC-32.
     pub pages: Vec<u32>,
+    /// Output buffer of the new file.
+    pub out: Vec<u8>,
+    /// Output buffer of its dictionary (written to a file of its own, then copied after the
+    /// body).
+    pub dict: Vec<u8>,
+    /// Input buffer (the old documents, the dictionary copied back).
+    pub input: Vec<u8>,
 }
 
-/// What [`write_sections`] wrote, for the header.
+impl WriteScratch {
+    /// Reserves the buffers for a store of `room` ids, once.
+    pub fn reserve(&mut self, room: usize, max_terms: usize) {
+        use crate::limits::{TEXT_DELTA_DOCS, TEXT_DELTA_TERMS, TEXT_MERGE_BUFFER_BYTES};
+        if self.out.capacity() == 0 {
+            self.base_new = Vec::with_capacity(room);
+            self.delta_new = Vec::with_capacity(TEXT_DELTA_DOCS);
+            self.sorted = Vec::with_capacity(TEXT_DELTA_TERMS);
+            self.pages = Vec::with_capacity(2 * ((max_terms + TEXT_DELTA_TERMS) / DICT_PAGE + 2));
+            self.out = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES + 512);
+            self.dict = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES + 512);
+            self.input = vec![0u8; TEXT_MERGE_BUFFER_BYTES];
+        }
+    }
+
+    /// RAM held, bytes.
+    pub fn ram_bytes(&self) -> usize {
+        (self.base_new.capacity() + self.delta_new.capacity() + self.sorted.capacity() + self.pages.capacity()) * 4
+            + self.out.capacity()
+            + self.dict.capacity()
+            + self.input.capacity()
+    }
+}
+
+/// What [`merge_sections`] wrote, for the header.
 struct Written {
     docs: u32,
+    tokens: u64,
     terms: u32,
     docs_crc: u32,
     body_crc: u32,
@@ -426,132 +500,274 @@ struct Written {
     sparse_crc: u32,
 }
 
-/// Writes everything after a blank header: documents, words with their postings (in byte
-/// order of the words), the dictionary and its page table (see the module documentation).
-fn write_sections(ix: &FullText, file: &mut File, buf: &mut Vec<u8>, sc: &mut WriteScratch) -> Result<Written> {
-    file.write_all(&[0u8; HEADER_BYTES]).map_err(|e| err!(PersistFailed, "writing {} failed: {}", TEMP_NAME, e))?;
-    // New numbers of the live documents, in order (0..live).
-    sc.renumber.clear();
+/// Where one word's postings come from: the base (its place there) and the delta (its term).
+#[derive(Clone, Copy)]
+struct Source {
+    base: Option<QueryWord>,
+    term: Option<u32>,
+}
+
+/// Walks the current postings of `src`, renumbered, in order: `f(new docno, tf)`.
+fn each_posting(
+    base: &mut DiskIndex,
+    delta: &FullText,
+    sc: &WriteScratch,
+    src: Source,
+    mut f: impl FnMut(u32, u32) -> Result<()>,
+) -> Result<()> {
+    if let Some(w) = src.base {
+        let (file, mut bufs, _) = base.walk_parts();
+        let (Some(file), Some(buf)) = (file, bufs.next()) else { bail!(Internal, "store.fts is not open") };
+        let mut walk = DiskWalk::new(file, buf, &w)?;
+        while walk.doc() != NONE {
+            let nd = sc.base_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
+            if nd != NONE {
+                f(nd, walk.tf())?;
+            }
+            walk.advance()?;
+        }
+    }
+    if let Some(t) = src.term {
+        let mut walk = RamWalk::new(delta, t);
+        while walk.doc() != NONE {
+            let nd = sc.delta_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
+            if nd != NONE {
+                f(nd, walk.tf())?;
+            }
+            walk.advance()?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes everything after a blank header: the current documents of the base, then the
+/// delta's, renumbered densely in that order (so every word's postings stay in order: the
+/// base's, then the delta's); the words of both in byte order with their current postings;
+/// the dictionary (written to `dict` as it goes, copied in after the body) and its page
+/// table. Reads the base's documents and dictionary once, each word's postings twice (to
+/// count, then to write), all through bounded buffers, every part checked by its CRC.
+fn merge_sections(
+    base: &mut DiskIndex,
+    delta: &FullText,
+    file: &mut File,
+    dict: &mut File,
+    sc: &mut WriteScratch,
+) -> Result<Written> {
+    use std::os::unix::fs::FileExt;
+    // New numbers: the base's current documents, then the delta's.
     let mut live = 0u32;
-    for d in 0..ix.doc_count() as u32 {
-        let alive = ix.doc(d).is_some_and(|x| x.entry != NONE);
-        if sc.renumber.len() < sc.renumber.capacity() {
-            sc.renumber.push(if alive { live } else { NONE });
+    let mut tokens = 0u64;
+    sc.base_new.clear();
+    for d in 0..base.doc_count() {
+        let doc = base.doc(d);
+        if sc.base_new.len() < sc.base_new.capacity() {
+            sc.base_new.push(if doc.is_some() { live } else { NONE });
         }
-        live += u32::from(alive);
+        live += u32::from(doc.is_some());
+        tokens += doc.map_or(0, |x| u64::from(x.1));
     }
-    let mut out = Out { file, buf, crc: 0, len: 0 };
-    for d in 0..ix.doc_count() as u32 {
-        let Some(doc) = ix.doc(d).filter(|x| x.entry != NONE) else { continue };
-        let mut b = [0u8; 20];
-        let mut w = Put { buf: &mut b, at: 0 };
-        w.u32(doc.entry);
-        w.u32(doc.tokens);
-        w.u64(doc.offset);
-        w.u32(doc.rec_len);
-        out.bytes(&b)?;
-    }
-    let docs_crc = out.crc;
-    let docs_len = out.len;
-    // The live words, in byte order.
-    sc.sorted.clear();
-    for t in 0..ix.term_count() as u32 {
-        if ix.term(t).is_some_and(|x| x.df > 0) && sc.sorted.len() < sc.sorted.capacity() {
-            sc.sorted.push(t);
+    sc.delta_new.clear();
+    for d in 0..delta.doc_count() as u32 {
+        let doc = delta.doc(d).filter(|x| x.entry != NONE);
+        if sc.delta_new.len() < sc.delta_new.capacity() {
+            sc.delta_new.push(if doc.is_some() { live } else { NONE });
         }
+        live += u32::from(doc.is_some());
+        tokens += doc.map_or(0, |x| u64::from(x.tokens));
     }
-    sc.sorted.sort_unstable_by(|&a, &b| ix.term_text(a).cmp(ix.term_text(b)));
-    let renumber = &sc.renumber;
-    let new_doc = |d: u32| renumber.get(d as usize).copied().unwrap_or(NONE);
-    // A word's live postings, renumbered and gap-encoded: count, bytes, CRC.
-    let measure = |t: u32| {
-        let (mut n, mut bytes, mut crc, mut prev) = (0u32, 0u32, 0u32, None);
-        for (d, tf) in PostingIter::new(ix, t) {
-            let nd = new_doc(d);
-            if nd == NONE {
+    let mut out_buf = core::mem::take(&mut sc.out);
+    let mut dict_buf = core::mem::take(&mut sc.dict);
+    out_buf.clear();
+    dict_buf.clear();
+    let res = (|| {
+        file.write_all(&[0u8; HEADER_BYTES]).map_err(|e| err!(PersistFailed, "writing {} failed: {}", TEMP_NAME, e))?;
+        let mut out = Out { file, buf: &mut out_buf, crc: 0, len: 0 };
+        // The base's current documents, as its file lists them (their records: a document
+        // still stale keeps its old record, so the next open finds it stale again).
+        if base.is_open() {
+            let h = base.header;
+            let (mut at, mut left, mut crc, mut d) = (HEADER_BYTES as u64, u64::from(h.docs) * 20, 0u32, 0u32);
+            let step = (sc.input.len() / 20) * 20;
+            while left > 0 {
+                let n = left.min(step as u64) as usize;
+                let chunk = sc.input.get_mut(..n).unwrap_or(&mut []);
+                base.read_at(chunk, at)?;
+                crc = crc32_continue(crc, chunk);
+                for b in chunk.chunks_exact(20) {
+                    if base.doc(d).is_some() {
+                        out.bytes(b)?;
+                    }
+                    d += 1;
+                }
+                at += n as u64;
+                left -= n as u64;
+            }
+            if crc != h.docs_crc {
+                bail!(Io, "store.fts is damaged (checksum of its documents)");
+            }
+        }
+        for d in 0..delta.doc_count() as u32 {
+            let Some(doc) = delta.doc(d).filter(|x| x.entry != NONE) else { continue };
+            let mut b = [0u8; 20];
+            let mut w = Put { buf: &mut b, at: 0 };
+            w.u32(doc.entry);
+            w.u32(doc.tokens);
+            w.u64(doc.offset);
+            w.u32(doc.rec_len);
+            out.bytes(&b)?;
+        }
+        let docs_crc = out.crc;
+        let docs_len = out.len;
+        // The delta's words that have postings, in byte order.
+        sc.sorted.clear();
+        for t in 0..delta.term_count() as u32 {
+            if delta.term(t).is_some_and(|x| x.df > 0) && sc.sorted.len() < sc.sorted.capacity() {
+                sc.sorted.push(t);
+            }
+        }
+        sc.sorted.sort_unstable_by(|&a, &b| delta.term_text(a).cmp(delta.term_text(b)));
+        let mut dout = Out { file: dict, buf: &mut dict_buf, crc: 0, len: 0 };
+        sc.pages.clear();
+        let mut page_crc = 0u32;
+        let mut terms = 0u32;
+        let mut cursor = DictCursor::default();
+        let mut bword = [0u8; 256];
+        let mut bnext = base.next_word(&mut cursor, &mut bword)?;
+        let mut di = 0usize;
+        let mut word = [0u8; 256];
+        loop {
+            let dword = sc.sorted.get(di).map(|&t| delta.term_text(t));
+            let bw = bnext.map(|(len, _)| bword.get(..len).unwrap_or(&[]));
+            let (src, len) = match (bw, dword) {
+                (None, None) => break,
+                (Some(b), d) if d.is_none_or(|d| b < d) => {
+                    let len = b.len();
+                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(b);
+                    (Source { base: bnext.map(|x| x.1), term: None }, len)
+                }
+                (Some(b), Some(d)) if b == d => {
+                    let len = b.len();
+                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(b);
+                    (Source { base: bnext.map(|x| x.1), term: sc.sorted.get(di).copied() }, len)
+                }
+                (_, Some(d)) => {
+                    let len = d.len();
+                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(d);
+                    (Source { base: None, term: sc.sorted.get(di).copied() }, len)
+                }
+                (Some(_), None) => break,
+            };
+            if src.base.is_some() {
+                bnext = base.next_word(&mut cursor, &mut bword)?;
+            }
+            if src.term.is_some() {
+                di += 1;
+            }
+            let w = word.get(..len).unwrap_or(&[]);
+            // Count: postings, bytes, CRC.
+            let (mut n, mut bytes, mut crc, mut prev) = (0u32, 0u32, 0u32, None::<u32>);
+            each_posting(base, delta, sc, src, |nd, tf| {
+                for v in [prev.map_or(nd, |p| nd.wrapping_sub(p)), tf] {
+                    let (b, k) = encode_varint(v);
+                    crc = crc32_continue(crc, crate::bytes::take(&b, k));
+                    bytes += k as u32;
+                }
+                prev = Some(nd);
+                n += 1;
+                Ok(())
+            })?;
+            if n == 0 {
                 continue;
             }
-            for v in [prev.map_or(nd, |p| nd - p), u32::from(tf)] {
-                let (b, k) = encode_varint(v);
-                crc = crc32_continue(crc, crate::bytes::take(&b, k));
-                bytes += k as u32;
+            // The body: the word and its postings.
+            let postings_at = HEADER_BYTES as u64 + out.len + 1 + len as u64 + 8;
+            out.bytes(&[len as u8])?;
+            out.bytes(w)?;
+            out.bytes(&n.to_le_bytes())?;
+            out.bytes(&bytes.to_le_bytes())?;
+            let mut prev = None::<u32>;
+            each_posting(base, delta, sc, src, |nd, tf| {
+                out.varint(prev.map_or(nd, |p| nd.wrapping_sub(p)))?;
+                out.varint(tf)?;
+                prev = Some(nd);
+                Ok(())
+            })?;
+            // The dictionary, in pages of DICT_PAGE words.
+            if (terms as usize).is_multiple_of(DICT_PAGE) {
+                if terms > 0 {
+                    push_page(&mut sc.pages, page_crc)?;
+                }
+                push_page(&mut sc.pages, dout.len as u32)?;
+                page_crc = 0;
             }
-            prev = Some(nd);
-            n += 1;
+            let mut tail = [0u8; 20];
+            let mut t = Put { buf: &mut tail, at: 0 };
+            t.u32(n);
+            t.u64(postings_at);
+            t.u32(bytes);
+            t.u32(crc);
+            dout.bytes(&[len as u8])?;
+            dout.bytes(w)?;
+            dout.bytes(&tail)?;
+            page_crc = crc32_continue(crc32_continue(crc32_continue(page_crc, &[len as u8]), w), &tail);
+            terms += 1;
         }
-        (n, bytes, crc)
-    };
-    let mut terms = 0u32;
-    for &t in sc.sorted.iter() {
-        let (n, bytes, _) = measure(t);
-        let word = ix.term_text(t);
-        out.bytes(&[word.len() as u8])?;
-        out.bytes(word)?;
-        out.bytes(&n.to_le_bytes())?;
-        out.bytes(&bytes.to_le_bytes())?;
-        let mut prev = None;
-        for (d, tf) in PostingIter::new(ix, t) {
-            let nd = new_doc(d);
-            if nd == NONE {
-                continue;
-            }
-            out.varint(prev.map_or(nd, |p| nd - p))?;
-            out.varint(u32::from(tf))?;
-            prev = Some(nd);
+        if terms > 0 {
+            push_page(&mut sc.pages, page_crc)?;
         }
-        terms += 1;
-    }
-    let (body_crc, body_len) = (out.crc, out.len);
-    // The dictionary: where each word's postings are, in pages of DICT_PAGE words.
-    out.crc = 0;
-    out.len = 0;
-    sc.pages.clear();
-    let mut at = HEADER_BYTES as u64 + docs_len;
-    let mut page_crc = 0u32;
-    for (i, &t) in sc.sorted.iter().enumerate() {
-        let (n, bytes, crc) = measure(t);
-        let word = ix.term_text(t);
-        if i % DICT_PAGE == 0 {
-            if i > 0 {
-                sc.pages.push(page_crc);
-            }
-            sc.pages.push(out.len as u32);
-            page_crc = 0;
+        let (body_crc, body_len) = (out.crc, out.len);
+        let (dict_crc, dict_len) = (dout.crc, dout.len);
+        dout.flush()?;
+        // The dictionary copied in after the body.
+        out.crc = 0;
+        let mut at = 0u64;
+        while at < dict_len {
+            let n = (dict_len - at).min(sc.input.len() as u64) as usize;
+            let chunk = sc.input.get_mut(..n).unwrap_or(&mut []);
+            dout.file
+                .read_exact_at(chunk, at)
+                .map_err(|e| err!(PersistFailed, "reading back {} failed: {}", DICT_TEMP_NAME, e))?;
+            out.bytes(chunk)?;
+            at += n as u64;
         }
-        let postings_at = at + 1 + word.len() as u64 + 8;
-        out.bytes(&[word.len() as u8])?;
-        out.bytes(word)?;
-        let mut tail = [0u8; 20];
-        let mut w = Put { buf: &mut tail, at: 0 };
-        w.u32(n);
-        w.u64(postings_at);
-        w.u32(bytes);
-        w.u32(crc);
-        out.bytes(&tail)?;
-        page_crc = crc32_continue(crc32_continue(crc32_continue(page_crc, &[word.len() as u8]), word), &tail);
-        at = postings_at + u64::from(bytes);
+        if out.crc != dict_crc {
+            bail!(PersistFailed, "the index's dictionary did not read back as written");
+        }
+        out.crc = 0;
+        for &v in sc.pages.iter() {
+            out.bytes(&v.to_le_bytes())?;
+        }
+        let sparse_crc = out.crc;
+        out.flush()?;
+        let _ = docs_len;
+        Ok(Written {
+            docs: live,
+            tokens,
+            terms,
+            docs_crc,
+            body_crc,
+            body_len,
+            dict_crc,
+            dict_len,
+            pages: (sc.pages.len() / 2) as u32,
+            sparse_crc,
+        })
+    })();
+    sc.out = out_buf;
+    sc.dict = dict_buf;
+    res
+}
+
+/// Adds to the page list (reserved for the most words the index may have).
+fn push_page(pages: &mut Vec<u32>, v: u32) -> Result<()> {
+    if pages.len() >= pages.capacity() {
+        bail!(
+            CapacityExceeded,
+            "the full-text index has more words than its file may list (TEXT_TERMS_PER_ENTRY, TEXT_DELTA_TERMS)"
+        );
     }
-    if !sc.sorted.is_empty() {
-        sc.pages.push(page_crc);
-    }
-    let (dict_crc, dict_len) = (out.crc, out.len);
-    out.crc = 0;
-    for &v in sc.pages.iter() {
-        out.bytes(&v.to_le_bytes())?;
-    }
-    let sparse_crc = out.crc;
-    out.flush()?;
-    Ok(Written {
-        docs: live,
-        terms,
-        docs_crc,
-        body_crc,
-        body_len,
-        dict_crc,
-        dict_len,
-        pages: (sc.pages.len() / 2) as u32,
-        sparse_crc,
-    })
+    pages.push(v);
+    Ok(())
 }
 
 /// `v` as a varint: the bytes and how many.
@@ -569,33 +785,4 @@ fn encode_varint(mut v: u32) -> ([u8; 5], usize) {
         *slot = low | 0x80;
     }
     (b, n)
-}
-
-/// The postings of term `t`, in order.
-struct PostingIter<'a> {
-    ix: &'a FullText,
-    block: u32,
-    pos: u32,
-}
-
-impl<'a> PostingIter<'a> {
-    fn new(ix: &'a FullText, t: u32) -> PostingIter<'a> {
-        PostingIter { ix, block: ix.term(t).map_or(NONE, |x| x.head), pos: 0 }
-    }
-}
-
-impl Iterator for PostingIter<'_> {
-    type Item = (u32, u16);
-    fn next(&mut self) -> Option<(u32, u16)> {
-        loop {
-            let b = self.ix.block(self.block)?;
-            if self.pos < b.n {
-                let i = self.pos as usize;
-                self.pos += 1;
-                return Some((*b.doc.get(i)?, *b.tf.get(i)?));
-            }
-            self.block = b.next;
-            self.pos = 0;
-        }
-    }
 }
