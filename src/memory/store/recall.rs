@@ -424,6 +424,15 @@ impl Store {
         self.recall.scratch.reserve(room, max_terms);
     }
 
+    /// Test hook: a delta of these (small) sizes, so that merges come often.
+    #[cfg(test)]
+    pub(super) fn recall_test_delta(&mut self, docs: usize, words: usize) {
+        let room = room_for(self.cap);
+        let sizes = Sizes { terms: words, text: words * 8, blocks: words, docs, entries: room };
+        self.recall.index.reserve(sizes);
+        self.recall.scratch.reserve(room, (self.cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS));
+    }
+
     /// After opening the base: every entry whose record is not the one indexed (changed,
     /// created or deleted since the file was written; all of them without a file) is
     /// brought up to date, merging the delta into a new file whenever it is full.
@@ -1032,5 +1041,117 @@ mod tests {
         }
         r.sort();
         assert_eq!(r.hits().iter().map(|h| h.id).collect::<Vec<_>>(), [1, 3, 5]);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Put(u8, Vec<u8>),
+            Retag(u8, u8),
+            Archive(u8),
+            Delete(u8),
+            Merge,
+            Compact,
+            Reopen,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                6 => (0u8..16, proptest::collection::vec(0u8..24, 1..14)).prop_map(|(k, w)| Op::Put(k, w)),
+                1 => (0u8..16, 0u8..6).prop_map(|(k, t)| Op::Retag(k, t)),
+                1 => (0u8..16).prop_map(Op::Archive),
+                2 => (0u8..16).prop_map(Op::Delete),
+                1 => Just(Op::Merge),
+                1 => Just(Op::Compact),
+                1 => Just(Op::Reopen),
+            ]
+        }
+
+        /// The key of slot `k` now (retags add tags), if it exists.
+        fn key_of(s: &Store, k: u8) -> Option<Key> {
+            let tag = format!("k{}", k);
+            s.ids().filter_map(|id| s.key(id)).find(|key| key.has_tag(&tag))
+        }
+
+        fn check(s: &mut Store, queries: &[String], what: &str) {
+            for q in queries {
+                let want = brute(s, q, 10, Archived::Exclude);
+                assert_same(&ranked(s, q, 10), &want, &format!("{}: {}", what, q));
+                let mut out = Ranked::new();
+                s.rank_where(q, 20, Archived::Include, None, &mut out).unwrap();
+                let got: Vec<_> = out.hits().iter().map(|h| (h.id, h.score)).collect();
+                assert_same(&got, &brute(s, q, 20, Archived::Include), &format!("{} (all): {}", what, q));
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+            /// Base + delta, with merges when the (tiny) delta is full, at checkpoints and at
+            /// random points, answers as BM25 computed from scratch over the live entries.
+            #[test]
+            fn base_and_delta_rank_as_from_scratch(ops in proptest::collection::vec(op(), 1..60), small in 2usize..8) {
+                let d = temp_dir("rank-props");
+                let mut s = Store::open_with_capacity(&d, 64).unwrap();
+                s.recall_test_delta(small, 400);
+                assert!(ranked(&mut s, "w1", 5).is_empty());
+                let queries: Vec<String> =
+                    vec!["w0 w1".into(), "w2 w5 w9".into(), "w17 w23".into(), "k3 t1 w0".into(), "w4".into()];
+                for (i, op) in ops.iter().enumerate() {
+                    match op {
+                        Op::Put(k, words) => {
+                            let key = key_of(&s, *k).unwrap_or_else(|| k_(&format!("k{},doc", k)));
+                            let text: Vec<String> = words.iter().map(|w| format!("w{}", w)).collect();
+                            s.put(&key, &text.join(" "), 1).unwrap();
+                        }
+                        Op::Retag(k, t) => {
+                            if let Some(key) = key_of(&s, *k) {
+                                let _ = s.add_tags(&key, &k_(&format!("t{}", t)), 2);
+                            }
+                        }
+                        Op::Archive(k) => {
+                            if let Some(key) = key_of(&s, *k) {
+                                let a = s.info(s.find(&key).unwrap()).unwrap().archived;
+                                s.set_archived(&key, !a, 3).unwrap();
+                            }
+                        }
+                        Op::Delete(k) => {
+                            if let Some(key) = key_of(&s, *k) {
+                                s.delete(&key).unwrap();
+                            }
+                        }
+                        Op::Merge => s.checkpoint().unwrap(),
+                        Op::Compact => {
+                            s.compact().unwrap();
+                        }
+                        Op::Reopen => {
+                            drop(s);
+                            s = Store::open_with_capacity(&d, 64).unwrap();
+                            s.recall_test_delta(small, 400);
+                        }
+                    }
+                    if i % 7 == 6 {
+                        check(&mut s, &queries, &format!("step {} {:?}", i, op));
+                    }
+                }
+                check(&mut s, &queries, "end");
+                let st = s.recall_stats();
+                prop_assert_eq!(st.documents as usize, s.len());
+                // A clean stop writes the file; reopened, read-only too, it answers the same.
+                s.close().unwrap();
+                let mut s = Store::open_with_capacity(&d, 64).unwrap();
+                check(&mut s, &queries, "reopened");
+                drop(s);
+                let mut r = Store::open_read_only_with_capacity(&d, 64).unwrap();
+                check(&mut r, &queries, "read-only");
+                let _ = std::fs::remove_dir_all(&d);
+            }
+        }
+
+        fn k_(s: &str) -> Key {
+            normalize(s).unwrap()
+        }
     }
 }
