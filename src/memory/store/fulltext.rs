@@ -1,20 +1,23 @@
-//! The full-text index: for every word (term), the documents that hold it and how often,
-//! in fixed tables reserved once when the index is first used.
+//! The full-text index's delta: for every word (term), the documents that hold it and how
+//! often, in fixed tables reserved once (`TEXT_DELTA_*` in `limits.rs`); the documents are
+//! those of entries created or changed since `store.fts` (the base, see [`super::recall`])
+//! was written, and each term also counts the base documents holding it that are no longer
+//! current (`base_dead`).
 //!
 //! A *document* is one indexed version of an entry's text (its tags joined by `,`, a space,
 //! its value; see [`super::tokenize`]). Documents get numbers (`docno`) from a counter, so
 //! every term's postings are appended in increasing docno order and stay sorted without
 //! moving anything: a change of an entry makes a new document and kills the old one
-//! ([`FullText::start_remove`] and what follows it update the statistics at once; its postings become garbage that
-//! ranking skips). When docnos or posting blocks run out the owner rebuilds the index, which
-//! drops the garbage.
+//! ([`FullText::start_remove`] and what follows it update the statistics at once; its postings
+//! become garbage that ranking skips). When a table would not hold the next change the
+//! owner merges the delta into a new base and empties it, which drops the garbage.
 //!
 //! Statistics are exact for the live documents, as FTS5 keeps them: the number of documents,
 //! their total tokens, and for each term the number of documents holding it (`df`).
 //!
 //! Postings: each term has a chain of blocks of [`BLOCK_POSTINGS`] `(docno, tf)` pairs in a
 //! shared pool. The dictionary is an open-addressing hash table over the term text, kept in
-//! an arena. Terms whose `df` falls to 0 stay until the next rebuild.
+//! an arena. Terms whose `df` falls to 0 stay until the next merge.
 
 use crate::error::Result;
 use crate::memory::hash::fnv1a64;

@@ -165,6 +165,8 @@ pub struct QueryWord {
     pub crc: u32,
     /// Postings in the base (live and no longer current).
     pub base_df: u32,
+    /// The last of them (a document number of the base).
+    pub last: u32,
     /// The delta's term, if it has one.
     pub term: Option<u32>,
     /// Live documents holding it (base and delta).

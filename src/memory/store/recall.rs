@@ -25,26 +25,60 @@
 //! postings are no longer walked, only probed for the documents the other words bring. A
 //! query of very common words (IDF 1e-6) ends up walking the postings of one of them.
 //!
-//! # Upkeep
+//! # Two segments: the base on disk, the delta in RAM
 //!
-//! The index is opened on first use (a store that is never searched never builds it): read
-//! from `store.fts` ([`super::recall_file`]) when that matches the log, the entries changed
-//! since brought up to date one by one, else built from the log. After that, every change of
-//! an entry (create, overwrite, retag, archive, delete) reads the new and the old `put` record
-//! back and moves the entry's words from one to the other (a word's `df` counted out once per
-//! document). An index that cannot follow (a table full, a record unreadable) is marked stale
-//! and rebuilt from the log at the next query. A compaction in id order renumbers it; a reload
-//! closes it. The writer writes `store.fts` with every checkpoint and at close. The log stays
-//! the only truth.
+//! The index is two segments. The *base* is `store.fts` ([`super::recall_file`]), searched
+//! where it lies ([`super::recall_disk`]): a query reads the dictionary pages and postings
+//! of its words by positioned reads through bounded buffers; RAM holds 12 bytes per base
+//! document (entry and length, the entry's document) and nothing per word. The *delta*
+//! ([`super::fulltext`]) holds, in tables of fixed size (`TEXT_DELTA_*` in `limits.rs`,
+//! reserved once, whatever the store's capacity), the documents of entries created or changed
+//! since the base was written; a base document no longer current (its entry overwritten,
+//! retagged, archived or unarchived, deleted) is marked dead, and its words are counted out
+//! in the delta (`base_dead`: once per document, read from its record, still in the log). So
+//! the statistics are exactly the live set's: N and the total length are the base's minus
+//! its dead documents plus the delta's, and a word's `df` is the base's minus its dead plus
+//! the delta's. A query walks each word's base postings, then its delta postings with their
+//! document numbers moved past the base's ([`super::rank::Chain`]): documents still come in
+//! increasing order, so MaxScore runs as it would over one index. Scores are computed from
+//! the same integers as before, so results are the same bit for bit.
 //!
-//! # Where the postings are read
+//! Why this shape: a read-only command already searched the file in place, at about the
+//! speed of the index in RAM; the writer's changes between two checkpoints are few (a
+//! checkpoint comes every `STORE_CHECKPOINT_EVERY_BYTES` of log), so a delta of fixed size
+//! holds them, and the same code serves the writer, a read-only store whose file is behind
+//! the log, and the rebuild.
 //!
-//! The writer (the agent, `memory import`) holds the index in RAM, in tables sized once from
-//! the capacity (`TEXT_*` in `limits.rs`). A read-only store (`memory search`) whose
-//! `store.fts` covers the log exactly searches the file in place instead
-//! ([`super::recall_disk`]): it reads the dictionary pages and postings its words need, with a
-//! bounded buffer per word, and never loads the index. When the file is behind the log (an
-//! agent writing now) the read-only store loads it and brings it up to date in RAM.
+//! # Upkeep and merges
+//!
+//! The index is opened on first use (a store that is never searched never builds it): the
+//! base is `store.fts` when it names this log (the writer checks every byte of it once, at
+//! open; a read-only store checks each part as it reads it); base documents whose entry's
+//! record is not the one indexed, and live entries the base lacks, are brought into the
+//! delta. After that every change of an entry reads its new and old `put` records and moves
+//! its words (create, overwrite, retag, archive, delete).
+//!
+//! The delta is merged into a new `store.fts` at each checkpoint and at close, and earlier
+//! when the next change might not fit one of its tables (the documented fallback of a full
+//! delta: an *early merge*, never an error). The merge streams: the base's current documents
+//! then the delta's, renumbered densely in that order; the words of both in byte order, each
+//! with its base postings (renumbered, dead documents dropped; copied byte for byte when the
+//! base has no dead document) then its delta postings; the dictionary written to a file of
+//! its own as it goes and copied in after the body. Every buffer is bounded
+//! (`TEXT_MERGE_BUFFER_BYTES`); every part of the old file read is checked by its CRC. The new
+//! file is a temp file created exclusively, synced, renamed over the old one, the directory
+//! synced; a crash at any point leaves the old file or the new one, each a valid base for the
+//! log (an open compares each base document with the entry's record). A read-only store never
+//! writes in the data directory: should its delta fill, it merges into a private directory
+//! under the system temp dir, removed when it is dropped.
+//!
+//! Without a usable file (none, damaged, another log's: with a warning unless simply missing)
+//! the index is built from the log the same way: every live entry into the delta, merged
+//! into a new file whenever the delta is full (the base then has no dead document, so each
+//! merge copies the base's postings and appends the delta's). A file found damaged while
+//! searching or merging is set aside and the index rebuilt from the log. A compaction
+//! (every id and offset changes) rebuilds it; a reload closes it. The log stays the only
+//! truth.
 
 use super::fulltext::{FullText, Sizes, NONE};
 use super::rank::{max_score, Chain, Collection, QueryWord, QueryWords, RamWalk};
@@ -395,6 +429,13 @@ impl Store {
         Ok(())
     }
 
+    /// Writes the index's delta into a new `store.fts` now, as a checkpoint does (the
+    /// writer; nothing when the index is not open or the file has everything).
+    pub fn recall_flush(&mut self) -> Result<()> {
+        self.log.check_writable()?;
+        self.recall_write_file()
+    }
+
     /// Whether the index is built and current.
     pub(super) fn recall_is_ready(&self) -> bool {
         self.recall.state == State::Ready
@@ -431,6 +472,8 @@ impl Store {
         let sizes = Sizes { terms: words, text: words * 8, blocks: words, docs, entries: room };
         self.recall.index.reserve(sizes);
         self.recall.scratch.reserve(room, (self.cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS));
+        // A word's postings of more than 16 bytes take the merge's two-pass way.
+        self.recall.scratch.term = Vec::with_capacity(16);
     }
 
     /// After opening the base: every entry whose record is not the one indexed (changed,

@@ -1,19 +1,20 @@
-//! Searching `store.fts` where it lies: what a read-only command uses when the file is up to
-//! date with the log (it covers the log exactly), so that one search does not load the index.
+//! Searching `store.fts` where it lies: the base segment of the full-text index (see
+//! [`super::recall`]), for the writer and read-only commands alike.
 //!
-//! Opening reads the header, the documents (entry and length: 8 bytes each in RAM) and the
-//! dictionary's page table. A query then reads, by positioned reads, the dictionary page of
-//! each of its words (binary search over the pages' first words) and walks each word's
-//! postings through a buffer of [`RECALL_READ_BYTES`] of its own, refilled as the walk goes:
-//! the bytes a query touches are the pages and postings of its words, and the RAM is the
-//! documents plus [`RANK_MAX_TERMS`] × [`RECALL_READ_BYTES`], reserved once. Every page is
+//! Opening reads the header, the documents (entry and length: 8 bytes each in RAM, and the
+//! entry's document: 4 bytes per id) and the dictionary's page table; each document's entry
+//! is checked against the log (its record still the one indexed, else it is marked stale for
+//! the owner to bring up to date). A query then reads, by positioned reads, the dictionary
+//! page of each of its words (binary search over the pages' first words) and walks each
+//! word's postings through a buffer of [`RECALL_READ_BYTES`] of its own, refilled as the walk
+//! goes: the bytes a query touches are the pages and postings of its words, and the RAM is
+//! the documents plus [`RANK_MAX_TERMS`] × [`RECALL_READ_BYTES`], reserved once. Every page is
 //! checked against its CRC when read, and every word's postings when its walk reaches their
 //! end (a walk that pruning stops early has used only what it read). A mismatch is an error:
-//! the store then loads the file whole, which finds the damage and rebuilds from the log.
+//! the owner sets the file aside and rebuilds the index from the log.
 //!
-//! When the log has grown since the file was written (an agent writing, or a crash before
-//! its next checkpoint) the file is not used this way: the store loads it and brings it up to
-//! date instead ([`super::recall`]).
+//! Documents no longer current are marked dead here (the delta counts their words out); the
+//! file itself is never changed, only replaced by a merge.
 
 use super::checkpoint::{le32, le64};
 use super::fulltext::NONE;
@@ -26,8 +27,9 @@ use crate::memory::hash::{crc32, crc32_continue};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-/// Bytes of one dictionary entry after its word: postings u32, offset u64, bytes u32, CRC u32.
-const ENTRY_TAIL: usize = 20;
+/// Bytes of one dictionary entry after its word: postings u32, offset u64, bytes u32, CRC u32,
+/// last document u32.
+const ENTRY_TAIL: usize = 24;
 /// Most bytes of one dictionary page (64 words of the longest length).
 const PAGE_MAX: usize = 64 * (1 + TEXT_TOKEN_MAX_BYTES + ENTRY_TAIL);
 
@@ -358,6 +360,7 @@ fn word_at(tail: &[u8]) -> QueryWord {
     QueryWord {
         base_df: le32(tail, 0),
         at: le64(tail, 4),
+        last: le32(tail, 20),
         bytes: le32(tail, 12),
         crc: le32(tail, 16),
         ..QueryWord::default()

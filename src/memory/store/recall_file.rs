@@ -1,17 +1,19 @@
-//! The full-text index's file, `store.fts`: the index written beside the log so that opening
-//! it reads one compact file instead of every value in the log.
+//! The full-text index's file, `store.fts`: the index's base segment, beside the log, searched
+//! in place ([`super::recall_disk`]) so that neither an open nor a search reads every value in
+//! the log or holds the index in RAM.
 //!
-//! Like the checkpoint it is a cache: used only when it names the log it was taken of
-//! exactly (the same store id, a length the log still has, the same last 4 KiB before that
-//! length); anything else (missing, damaged, stale, foreign) is ignored, with a warning unless
-//! it is simply missing, and the index is rebuilt from the log. Entries changed after the
-//! file was written are brought up to date at open, one by one (their old record is still in
-//! the log, which only grows between compactions).
+//! Like the checkpoint it is a cache: used only when it names the log it was taken of (the
+//! same store id, a length the log still has, the same last 4 KiB before that length);
+//! anything else (missing, damaged, stale, foreign) is ignored, with a warning unless it is
+//! simply missing, and the index is rebuilt from the log. Entries changed after the file was
+//! written are found at open (each document's record offset against the entry's) and brought
+//! up to date in the delta (their old record is still in the log, which only grows between
+//! compactions).
 //!
-//! Written atomically by the writer only, with the checkpoint (a temp file created
-//! exclusively, synced, renamed over the old one, the directory synced). Readers never write
-//! it. Only live documents and their postings are written, renumbered densely, so the file
-//! is also the index without garbage.
+//! Written by a merge of the old file and the delta (see [`super::recall`]), by the writer
+//! only, atomically (a temp file created exclusively, synced, renamed over the old one, the
+//! directory synced). Only current documents and their postings are written, renumbered
+//! densely, so the file has no garbage.
 //!
 //! Layout (little-endian; varints are LEB128):
 //!
@@ -26,16 +28,15 @@
 //!            postings × (docno gap varint, tf varint))
 //! dictionary (dict_crc), the same words in the same order, in pages of 64:
 //!   terms × (length u8, the word, postings u32, file offset of the postings u64,
-//!            their bytes u32, their CRC-32 u32)
+//!            their bytes u32, their CRC-32 u32, the last docno u32)
 //! page table (pages_crc):
 //!   pages × (offset of the page in the dictionary u32, CRC-32 of the page u32)
 //! ```
 //!
-//! The first gap of a word is its first docno; the rest are differences (at least 1). A
-//! loading reader (the writer, or a reader when the log has grown since) reads the file
-//! whole and checks every CRC; a searching reader of an up-to-date file
-//! (`recall_disk`) reads the documents, the page table, the dictionary pages of its
-//! words and their postings, each checked by its own CRC.
+//! The first gap of a word is its first docno; the rest are differences (at least 1). The
+//! writer checks every byte once when it opens the file, as `lkjagent check` does; a search
+//! (`recall_disk`) reads the documents, the page table, the dictionary pages of its words and
+//! their postings, each checked by its own CRC.
 
 use super::checkpoint::{le32, le64, tail_crc, Put};
 use super::fulltext::{FullText, NONE};
@@ -55,7 +56,7 @@ const TEMP_NAME: &str = ".store.fts.tmp";
 /// The new file's dictionary while the merge writes its body.
 const DICT_TEMP_NAME: &str = ".store.fts.dict.tmp";
 const MAGIC: &[u8; 8] = b"LKJFTS\0\0";
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 pub(super) const HEADER_BYTES: usize = 128;
 /// Words per page of the dictionary (a lookup reads one page).
 const DICT_PAGE: usize = 64;
@@ -105,11 +106,6 @@ impl Out<'_> {
             self.flush()?;
         }
         Ok(())
-    }
-
-    fn varint(&mut self, v: u32) -> Result<()> {
-        let (b, n) = encode_varint(v);
-        self.bytes(crate::bytes::take(&b, n))
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -430,7 +426,7 @@ impl Header {
             dict_crc: le32(h, 76),
             sparse_crc: le32(h, 80),
         };
-        if x.dict_len > u64::from(x.terms) * (1 + 255 + 20) || u64::from(x.pages) > u64::from(x.terms) / 64 + 1 {
+        if x.dict_len > u64::from(x.terms) * (1 + 255 + 24) || u64::from(x.pages) > u64::from(x.terms) / 64 + 1 {
             bail!(Io, "the index file's header gives sizes that do not fit together");
         }
         Ok(x)
@@ -458,8 +454,10 @@ pub struct WriteScratch {
     /// Output buffer of its dictionary (written to a file of its own, then copied after the
     /// body).
     pub dict: Vec<u8>,
-    /// Input buffer (the old documents, the dictionary copied back).
+    /// Input buffer (the old documents and postings, the dictionary copied back).
     pub input: Vec<u8>,
+    /// One word's new postings, when they fit.
+    pub term: Vec<u8>,
 }
 
 impl WriteScratch {
@@ -474,6 +472,7 @@ impl WriteScratch {
             self.out = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES + 512);
             self.dict = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES + 512);
             self.input = vec![0u8; TEXT_MERGE_BUFFER_BYTES];
+            self.term = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES);
         }
     }
 
@@ -483,6 +482,7 @@ impl WriteScratch {
             + self.out.capacity()
             + self.dict.capacity()
             + self.input.capacity()
+            + self.term.capacity()
     }
 }
 
@@ -575,8 +575,10 @@ fn merge_sections(
         live += u32::from(doc.is_some());
         tokens += doc.map_or(0, |x| u64::from(x.tokens));
     }
+    let clean = base.dead_docs() == 0;
     let mut out_buf = core::mem::take(&mut sc.out);
     let mut dict_buf = core::mem::take(&mut sc.dict);
+    let mut term_buf = core::mem::take(&mut sc.term);
     out_buf.clear();
     dict_buf.clear();
     let res = (|| {
@@ -664,18 +666,20 @@ fn merge_sections(
                 di += 1;
             }
             let w = word.get(..len).unwrap_or(&[]);
-            // Count: postings, bytes, CRC.
-            let (mut n, mut bytes, mut crc, mut prev) = (0u32, 0u32, 0u32, None::<u32>);
-            each_posting(base, delta, sc, src, |nd, tf| {
-                for v in [prev.map_or(nd, |p| nd.wrapping_sub(p)), tf] {
-                    let (b, k) = encode_varint(v);
-                    crc = crc32_continue(crc, crate::bytes::take(&b, k));
-                    bytes += k as u32;
-                }
-                prev = Some(nd);
-                n += 1;
-                Ok(())
-            })?;
+            // A clean base (no document taken out: renumbering changes nothing) keeps the
+            // word's postings byte for byte; the delta's follow them.
+            let copy = src.base.filter(|_| clean);
+            let enc_src = if copy.is_some() { Source { base: None, ..src } } else { src };
+            let (prev0, crc0, n0, bytes0) = match copy {
+                Some(b) => (Some(b.last), b.crc, b.base_df, b.bytes),
+                None => (None, 0, 0, 0),
+            };
+            // Count: postings, bytes, CRC, last (kept in the term buffer if they fit).
+            let mut enc = Enc { buf: &mut term_buf, n: n0, bytes: bytes0, crc: crc0, prev: prev0, fits: true };
+            enc.buf.clear();
+            each_posting(base, delta, sc, enc_src, |nd, tf| enc.push(nd, tf, None))?;
+            let Enc { n, bytes, crc, prev, fits, .. } = enc;
+            let crc = crc32_continue(crc, &term_buf);
             if n == 0 {
                 continue;
             }
@@ -685,13 +689,30 @@ fn merge_sections(
             out.bytes(w)?;
             out.bytes(&n.to_le_bytes())?;
             out.bytes(&bytes.to_le_bytes())?;
-            let mut prev = None::<u32>;
-            each_posting(base, delta, sc, src, |nd, tf| {
-                out.varint(prev.map_or(nd, |p| nd.wrapping_sub(p)))?;
-                out.varint(tf)?;
-                prev = Some(nd);
-                Ok(())
-            })?;
+            if let Some(b) = copy {
+                let (mut at, mut left, mut check) = (b.at, u64::from(b.bytes), 0u32);
+                while left > 0 {
+                    let k = left.min(sc.input.len() as u64) as usize;
+                    let chunk = sc.input.get_mut(..k).unwrap_or(&mut []);
+                    base.read_at(chunk, at)?;
+                    check = crc32_continue(check, chunk);
+                    out.bytes(chunk)?;
+                    at += k as u64;
+                    left -= k as u64;
+                }
+                if check != b.crc {
+                    bail!(Io, "store.fts is damaged (the postings of a word do not check out)");
+                }
+            }
+            if fits {
+                out.bytes(&term_buf)?;
+            } else {
+                let mut enc = Enc { buf: &mut term_buf, n: 0, bytes: 0, crc: 0, prev: prev0, fits: true };
+                enc.buf.clear();
+                each_posting(base, delta, sc, enc_src, |nd, tf| enc.push(nd, tf, Some(&mut out)))?;
+                out.bytes(&term_buf)?;
+            }
+            let last = prev.unwrap_or(0);
             // The dictionary, in pages of DICT_PAGE words.
             if (terms as usize).is_multiple_of(DICT_PAGE) {
                 if terms > 0 {
@@ -700,12 +721,13 @@ fn merge_sections(
                 push_page(&mut sc.pages, dout.len as u32)?;
                 page_crc = 0;
             }
-            let mut tail = [0u8; 20];
+            let mut tail = [0u8; 24];
             let mut t = Put { buf: &mut tail, at: 0 };
             t.u32(n);
             t.u64(postings_at);
             t.u32(bytes);
             t.u32(crc);
+            t.u32(last);
             dout.bytes(&[len as u8])?;
             dout.bytes(w)?;
             dout.bytes(&tail)?;
@@ -755,7 +777,41 @@ fn merge_sections(
     })();
     sc.out = out_buf;
     sc.dict = dict_buf;
+    sc.term = term_buf;
     res
+}
+
+/// Encodes one word's postings (gap, tf varints) into a bounded buffer: counting them, and
+/// their CRC as the buffer fills; with a sink, writing each full buffer to it.
+struct Enc<'a> {
+    buf: &'a mut Vec<u8>,
+    n: u32,
+    bytes: u32,
+    crc: u32,
+    prev: Option<u32>,
+    /// Whether every byte so far is still in the buffer.
+    fits: bool,
+}
+
+impl Enc<'_> {
+    fn push(&mut self, nd: u32, tf: u32, sink: Option<&mut Out<'_>>) -> Result<()> {
+        let (g, gk) = encode_varint(self.prev.map_or(nd, |p| nd.wrapping_sub(p)));
+        let (t, tk) = encode_varint(tf);
+        if self.buf.len() + gk + tk > self.buf.capacity() {
+            match sink {
+                Some(out) => out.bytes(self.buf)?,
+                None => self.crc = crc32_continue(self.crc, self.buf),
+            }
+            self.buf.clear();
+            self.fits = false;
+        }
+        self.buf.extend_from_slice(crate::bytes::take(&g, gk));
+        self.buf.extend_from_slice(crate::bytes::take(&t, tk));
+        self.bytes += (gk + tk) as u32;
+        self.n += 1;
+        self.prev = Some(nd);
+        Ok(())
+    }
 }
 
 /// Adds to the page list (reserved for the most words the index may have).
