@@ -1014,6 +1014,41 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_store_far_behind_the_file_merges_into_a_private_dir() {
+        let d = temp_dir("rank-private");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(4242);
+        corpus(&mut s, &mut rng, 120, 0);
+        assert!(!ranked(&mut s, "w1", 3).is_empty());
+        s.close().unwrap();
+        // The log moves on without the index (never searched since): 80 new, 40 changed.
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        corpus(&mut s, &mut rng, 80, 120);
+        corpus(&mut s, &mut rng, 40, 10);
+        s.delete(&k("doc,d3")).unwrap();
+        let queries = ["w1 w2", "w0 w7 w30", "doc", "w11"];
+        let want: Vec<_> = queries.iter().map(|q| brute(&mut s, q, 10, Archived::Exclude)).collect();
+        drop(s);
+        let before: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let fts = std::fs::read(d.join("store.fts")).unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        r.recall_test_delta(8, 4096);
+        for (q, w) in queries.iter().zip(&want) {
+            assert_same(&ranked(&mut r, q, 10), w, q);
+        }
+        let st = r.recall_stats();
+        assert!(st.merges > 0 && st.in_place, "{:?}", st);
+        let private = r.recall.private.clone().unwrap();
+        assert!(!private.starts_with(&d) && private.join("store.fts").exists());
+        drop(r);
+        // Nothing written in the data directory; the private one is gone.
+        let after: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(before, after);
+        assert_eq!(std::fs::read(d.join("store.fts")).unwrap(), fts);
+        assert!(!private.exists());
+    }
+
+    #[test]
     fn damage_met_while_searching_in_place_falls_back_and_rebuilds() {
         let d = temp_dir("rank-in-place-bad");
         let mut s = Store::open_with_capacity(&d, 512).unwrap();
