@@ -468,35 +468,22 @@ impl FullText {
         self.total_tokens = self.total_tokens.saturating_sub(u64::from(tokens));
     }
 
-    /// After a compaction renumbered the live entries densely in id order: the k-th entry
-    /// with a live document becomes entry k, its record now at `place(k)`. `false` (the index
-    /// left as it was) when some new entry has no place.
-    pub fn renumber_entries(&mut self, mut place: impl FnMut(EntryId) -> Option<(u64, u32)>) -> bool {
-        let live = self.entry_doc.iter().filter(|&&d| d != NONE).count();
-        if (0..live as EntryId).any(|k| place(k).is_none()) {
-            return false;
-        }
-        let mut k: EntryId = 0;
-        for i in 0..self.entry_doc.len() {
-            let Some(&d) = self.entry_doc.get(i) else { break };
-            if d == NONE {
-                continue;
-            }
-            // New ids are never above old ones (dense renumbering, same order).
-            if let Some(e) = self.entry_doc.get_mut(i) {
+    /// Gives entries new ids (a compaction's): `new(old)` for every live document.
+    pub fn relabel(&mut self, mut new: impl FnMut(EntryId) -> EntryId) {
+        for doc in self.docs.iter().filter(|d| d.entry != NONE) {
+            if let Some(e) = self.entry_doc.get_mut(doc.entry as usize) {
                 *e = NONE;
             }
-            if let Some(e) = self.entry_doc.get_mut(k as usize) {
-                *e = d;
-            }
-            if let (Some(doc), Some((offset, len))) = (self.docs.get_mut(d as usize), place(k)) {
-                doc.entry = k;
-                doc.offset = offset;
-                doc.rec_len = len;
-            }
-            k += 1;
         }
-        true
+        for (d, doc) in self.docs.iter_mut().enumerate() {
+            if doc.entry == NONE {
+                continue;
+            }
+            doc.entry = new(doc.entry);
+            if let Some(e) = self.entry_doc.get_mut(doc.entry as usize) {
+                *e = d as u32;
+            }
+        }
     }
 
     /// Entry ids with a live document, in id order.

@@ -396,55 +396,79 @@ pub fn max_score<C: Walk>(
 /// One word's walk over two segments: first `base` (document numbers below `shift`), then
 /// `delta` (its numbers moved up by `shift`), so documents still come in increasing order.
 pub struct Chain<A: Walk, D: Walk> {
-    /// The base's walk (`None`: the word is not in the base).
-    pub base: Option<A>,
-    /// The delta's walk.
-    pub delta: D,
-    /// Documents in the base.
-    pub shift: u32,
+    base: Option<A>,
+    delta: D,
+    shift: u32,
+    /// The current document (kept, as `max_score` asks for it far more often than it moves).
+    cur: u32,
+    /// Whether the base's walk is done.
+    in_delta: bool,
 }
 
 impl<A: Walk, D: Walk> Chain<A, D> {
-    fn base_doc(&self) -> u32 {
-        self.base.as_ref().map_or(NONE, |b| b.doc())
+    /// The walk of a word with postings `base` (if the base has it) then `delta`, the base
+    /// holding `shift` documents.
+    pub fn new(base: Option<A>, delta: D, shift: u32) -> Self {
+        let mut c = Chain { base, delta, shift, cur: NONE, in_delta: false };
+        c.settle();
+        c
+    }
+
+    /// Moves to the delta once the base's walk is done, and notes the current document.
+    fn settle(&mut self) {
+        if !self.in_delta {
+            match self.base.as_ref().map_or(NONE, |b| b.doc()) {
+                NONE => self.in_delta = true,
+                d => {
+                    self.cur = d;
+                    return;
+                }
+            }
+        }
+        self.cur = match self.delta.doc() {
+            NONE => NONE,
+            d => d.saturating_add(self.shift),
+        };
     }
 }
 
 impl<A: Walk, D: Walk> Walk for Chain<A, D> {
     fn doc(&self) -> u32 {
-        match self.base_doc() {
-            NONE => match self.delta.doc() {
-                NONE => NONE,
-                d => d.saturating_add(self.shift),
-            },
-            d => d,
-        }
+        self.cur
     }
 
     fn tf(&self) -> u32 {
         match &self.base {
-            Some(b) if b.doc() != NONE => b.tf(),
+            Some(b) if !self.in_delta => b.tf(),
             _ => self.delta.tf(),
         }
     }
 
     fn advance(&mut self) -> Result<()> {
         match &mut self.base {
-            Some(b) if b.doc() != NONE => b.advance(),
-            _ => self.delta.advance(),
+            Some(b) if !self.in_delta => b.advance()?,
+            _ => self.delta.advance()?,
         }
+        self.settle();
+        Ok(())
     }
 
     fn seek(&mut self, target: u32) -> Result<()> {
-        if let Some(b) = &mut self.base {
-            if b.doc() != NONE {
+        if self.cur >= target {
+            return Ok(());
+        }
+        if !self.in_delta {
+            if let Some(b) = &mut self.base {
                 b.seek(target)?;
-                if b.doc() != NONE {
-                    return Ok(());
-                }
+            }
+            self.settle();
+            if !self.in_delta {
+                return Ok(());
             }
         }
-        self.delta.seek(target.saturating_sub(self.shift))
+        self.delta.seek(target.saturating_sub(self.shift))?;
+        self.settle();
+        Ok(())
     }
 }
 

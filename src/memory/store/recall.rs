@@ -133,6 +133,9 @@ pub struct Recall {
     private: Option<PathBuf>,
     /// Merges since the index was opened.
     merges: u64,
+    /// The documents were given a compaction's new ids: the next merge writes their records'
+    /// places from the new log, not the old file's.
+    pub(super) relabeled: bool,
 }
 
 impl Recall {
@@ -151,6 +154,7 @@ impl Recall {
             scratch: super::recall_file::WriteScratch::default(),
             private: None,
             merges: 0,
+            relabeled: false,
         }
     }
 
@@ -361,13 +365,14 @@ impl Store {
         let coll = Collection { docs: base_docs + ix.live_docs(), tokens: base_tokens + ix.total_tokens() };
         let (file, mut bufs, docs) = base.walk_parts();
         let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
-            core::array::from_fn(|_| Chain { base: None, delta: RamWalk::default(), shift });
+            core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));
         for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
-            c.delta = RamWalk::new(ix, w.term.unwrap_or(NONE));
+            let mut b = None;
             if w.bytes > 0 {
                 let (Some(file), Some(buf)) = (file, bufs.next()) else { bail!(Internal, "no walk buffer") };
-                c.base = Some(DiskWalk::new(file, buf, w)?);
+                b = Some(DiskWalk::new(file, buf, w)?);
             }
+            *c = Chain::new(b, RamWalk::new(ix, w.term.unwrap_or(NONE)), shift);
         }
         let doc = |d: u32| match d.checked_sub(shift) {
             None => docs.get(d as usize).copied().filter(|x| x.0 != NONE),
@@ -610,6 +615,57 @@ impl Store {
         })?;
         self.recall.private = Some(p.clone());
         Ok(p)
+    }
+
+    /// Before a compaction in id order replaces the log (and the reload closes the index):
+    /// gives the index's documents the ids the compaction gives their entries (each
+    /// indexed entry's rank in id order) and takes the index out of the store, for
+    /// [`Store::recall_follow_compaction`]. `None` when the index is not current.
+    pub(super) fn recall_take_for_compaction(&mut self) -> Option<Recall> {
+        if !self.recall_is_ready() || !self.recall.index.is_reserved() {
+            return None;
+        }
+        let end = self.slots.next_id();
+        let mut r = core::mem::take(&mut self.recall);
+        let rank = &mut r.scratch.base_new;
+        rank.clear();
+        let mut k = 0u32;
+        for old in 0..end as EntryId {
+            if rank.len() >= rank.capacity() {
+                self.recall = r;
+                return None;
+            }
+            rank.push(k);
+            k += u32::from(r.base.doc_of(old).is_some() || r.index.doc_of(old).is_some());
+        }
+        let rank = &r.scratch.base_new;
+        let new = |old: EntryId| rank.get(old as usize).copied().unwrap_or(NONE);
+        r.base.relabel(new);
+        r.index.relabel(new);
+        Some(r)
+    }
+
+    /// After the compaction and its reload: the index taken by
+    /// [`Store::recall_take_for_compaction`] is put back and written whole to a new
+    /// `store.fts` for the new log (the new records' offsets from the new log), instead of
+    /// being rebuilt from it. Falls back to the rebuild when anything does not fit.
+    pub(super) fn recall_follow_compaction(&mut self, r: Recall) -> Result<()> {
+        let indexed = r.base.totals().0 + r.index.live_docs();
+        self.recall = r;
+        if indexed != self.slots.live() as u64 {
+            self.recall_discard_file();
+            return self.recall_ready();
+        }
+        self.recall.state = State::Ready;
+        self.recall.relabeled = true;
+        let res = self.recall_write_file();
+        self.recall.relabeled = false;
+        if let Err(e) = res {
+            e.context(format_args!("the full-text index is rebuilt for the compacted log")).print_warning();
+            self.recall_discard_file();
+            return self.recall_ready();
+        }
+        Ok(())
     }
 
     /// Closes the index (after a reload: entry ids and log offsets may all have changed).

@@ -246,6 +246,24 @@ impl DiskIndex {
         Ok(doc)
     }
 
+    /// Gives entries new ids (a compaction's): `new(old)` for every current document.
+    pub(super) fn relabel(&mut self, mut new: impl FnMut(EntryId) -> EntryId) {
+        for &(entry, _) in self.docs.iter().filter(|d| d.0 != NONE) {
+            if let Some(e) = self.entry_doc.get_mut(entry as usize) {
+                *e = NONE;
+            }
+        }
+        for (d, x) in self.docs.iter_mut().enumerate() {
+            if x.0 == NONE {
+                continue;
+            }
+            x.0 = new(x.0);
+            if let Some(e) = self.entry_doc.get_mut(x.0 as usize) {
+                *e = d as u32;
+            }
+        }
+    }
+
     /// Takes document `d` out: no longer current (its entry changed or went).
     pub(super) fn kill(&mut self, d: u32) {
         let Some(x) = self.docs.get_mut(d as usize) else { return };

@@ -42,7 +42,7 @@ use super::checkpoint::{le32, le64, tail_crc, Put};
 use super::fulltext::{FullText, NONE};
 use super::rank::{QueryWord, RamWalk, Walk};
 use super::recall_disk::{DictCursor, DiskIndex, DiskWalk};
-use super::Store;
+use super::{EntryId, Store};
 use crate::error::Result;
 use crate::limits::{TEXT_MIN_TERMS, TEXT_TERMS_PER_ENTRY};
 use crate::memory::hash::{crc32, crc32_continue};
@@ -117,6 +117,13 @@ impl Out<'_> {
 
 /// The varint at the front of `p`, which moves past it.
 pub(super) fn varint(p: &mut &[u8]) -> Result<u32> {
+    // Most numbers (gaps between nearby documents, term frequencies) take one byte.
+    if let Some((&b, rest)) = p.split_first() {
+        if b < 0x80 {
+            *p = rest;
+            return Ok(u32::from(b));
+        }
+    }
     let mut v: u32 = 0;
     for shift in [0u32, 7, 14, 21, 28] {
         let Some((&b, rest)) = p.split_first() else { bail!(Io, "a word's postings are cut short") };
@@ -139,7 +146,7 @@ impl Store {
         if !self.recall_is_ready() {
             return Ok(());
         }
-        let nothing_new = self.recall.index.is_empty() && self.recall.base.dead_docs() == 0;
+        let nothing_new = self.recall.index.is_empty() && self.recall.base.dead_docs() == 0 && !self.recall.relabeled;
         if nothing_new && self.recall.base.is_open() && (self.log.read_only() || self.recall.written == self.log.len) {
             return Ok(());
         }
@@ -178,7 +185,10 @@ impl Store {
         let res = create(&tmp).and_then(|mut file| {
             let mut dict = create(&dict_tmp)?;
             let r = &mut self.recall;
-            let x = merge_sections(&mut r.base, &r.index, &mut file, &mut dict, &mut r.scratch)?;
+            let slots = &self.slots;
+            let place = |e: EntryId| slots.get(e).map(|s| (s.offset, s.len));
+            let place: Option<&dyn Fn(EntryId) -> Option<(u64, u32)>> = if r.relabeled { Some(&place) } else { None };
+            let x = merge_sections(&mut r.base, &r.index, place, &mut file, &mut dict, &mut r.scratch)?;
             let mut h = [0u8; HEADER_BYTES];
             let mut w = Put { buf: &mut h, at: 0 };
             w.bytes(MAGIC);
@@ -549,6 +559,7 @@ fn each_posting(
 fn merge_sections(
     base: &mut DiskIndex,
     delta: &FullText,
+    place: Option<&dyn Fn(EntryId) -> Option<(u64, u32)>>,
     file: &mut File,
     dict: &mut File,
     sc: &mut WriteScratch,
@@ -586,7 +597,30 @@ fn merge_sections(
         let mut out = Out { file, buf: &mut out_buf, crc: 0, len: 0 };
         // The base's current documents, as its file lists them (their records: a document
         // still stale keeps its old record, so the next open finds it stale again).
-        if base.is_open() {
+        // After a compaction, every document's entry has a new id and a new record: written
+        // from RAM, the records' places from the new log.
+        let doc_bytes = |entry: EntryId, tokens: u32, at: Option<(u64, u32)>| -> Result<[u8; 20]> {
+            let (offset, len) = match (place, at) {
+                (Some(place), _) => {
+                    place(entry).ok_or_else(|| err!(Internal, "entry {} is not in the new log", entry))?
+                }
+                (None, Some(x)) => x,
+                (None, None) => bail!(Internal, "a document without a record"),
+            };
+            let mut b = [0u8; 20];
+            let mut w = Put { buf: &mut b, at: 0 };
+            w.u32(entry);
+            w.u32(tokens);
+            w.u64(offset);
+            w.u32(len);
+            Ok(b)
+        };
+        if place.is_some() {
+            for d in 0..base.doc_count() {
+                let Some((entry, tokens)) = base.doc(d) else { continue };
+                out.bytes(&doc_bytes(entry, tokens, None)?)?;
+            }
+        } else if base.is_open() {
             let h = base.header;
             let (mut at, mut left, mut crc, mut d) = (HEADER_BYTES as u64, u64::from(h.docs) * 20, 0u32, 0u32);
             let step = (sc.input.len() / 20) * 20;
@@ -610,13 +644,7 @@ fn merge_sections(
         }
         for d in 0..delta.doc_count() as u32 {
             let Some(doc) = delta.doc(d).filter(|x| x.entry != NONE) else { continue };
-            let mut b = [0u8; 20];
-            let mut w = Put { buf: &mut b, at: 0 };
-            w.u32(doc.entry);
-            w.u32(doc.tokens);
-            w.u64(doc.offset);
-            w.u32(doc.rec_len);
-            out.bytes(&b)?;
+            out.bytes(&doc_bytes(doc.entry, doc.tokens, Some((doc.offset, doc.rec_len)))?)?;
         }
         let docs_crc = out.crc;
         let docs_len = out.len;
