@@ -420,6 +420,14 @@ pub const TEXT_DELTA_TERMS: usize = 262_144;
 /// [`TEXT_TOKEN_MAX_BYTES`]). Cost: this many bytes, reserved once.
 pub const TEXT_DELTA_TERM_BYTES: usize = 3 << 20;
 
+// The delta always holds the largest change: an entry's old and new texts (value and tags),
+// each of at most one word per two bytes, their words' text at most 1.5 times the bytes they
+// come from (folding).
+const _: () = assert!(TEXT_DELTA_BLOCKS >= STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * TAG_MAX_BYTES);
+const _: () = assert!(TEXT_DELTA_TERMS >= 2 * (STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * TAG_MAX_BYTES));
+const _: () = assert!(TEXT_DELTA_TERM_BYTES >= 3 * (STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * TAG_MAX_BYTES));
+const _: () = assert!(TEXT_DELTA_DOCS >= 1);
+
 /// Bytes the merge of the delta into `store.fts` reads or writes at a time, for each of its
 /// streams (the old file's documents and postings, the new file and its dictionary). Cost: 4
 /// times this, reserved with the index.

@@ -18,8 +18,8 @@
 //!   top-k with MaxScore over any walk of postings; [`recall`]: the full-text index kept
 //!   current, and ranked (BM25) queries, over two segments: [`recall_disk`], `store.fts`
 //!   searched in place (the base), and [`fulltext`], the bounded delta in RAM;
-//!   [`recall_file`]: the base's file, written by merging the delta into it (at checkpoints,
-//!   and when the delta is full); [`vectors`]: recall by meaning, one
+//!   [`recall_file`]: the base's file; `recall_merge`: the delta merged into a new one (at
+//!   checkpoints, and when the delta is full); [`vectors`]: recall by meaning, one
 //!   quantized vector per entry in `store.vec`, fused with the word ranking by reciprocal rank.
 //! - [`cleanup`]: the capacity policy (`memory.cleanup`) and its all-or-nothing clean-up batches;
 //!   [`cold`]: the cold store (`store.cold`) the entries they take go to.
@@ -65,6 +65,7 @@ pub mod rank;
 pub mod recall;
 pub mod recall_disk;
 pub mod recall_file;
+mod recall_merge;
 mod replay;
 mod search;
 pub mod slots;

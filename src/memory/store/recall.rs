@@ -127,7 +127,7 @@ pub struct Recall {
     /// Log length the last `store.fts` written or read covers (0: none).
     pub(super) written: u64,
     /// The merge's scratch (reserved with the tables).
-    pub(super) scratch: super::recall_file::WriteScratch,
+    pub(super) scratch: super::recall_merge::WriteScratch,
     /// A read-only store's own directory for the files its merges write (never the data
     /// directory); removed when the store is dropped.
     private: Option<PathBuf>,
@@ -151,7 +151,7 @@ impl Recall {
             rec: Vec::new(),
             val: String::new(),
             written: 0,
-            scratch: super::recall_file::WriteScratch::default(),
+            scratch: super::recall_merge::WriteScratch::default(),
             private: None,
             merges: 0,
             relabeled: false,
@@ -551,23 +551,37 @@ impl Store {
             if want.map(|w| w.0) == have.map(|h| h.0) {
                 return Ok(());
             }
-            // Words and their text take at most a byte each of the records they come from.
+            // Words and their text take at most a byte each of the records they come from
+            // (folding may lengthen a word's text by half: twice, for the text).
             let bound = (have.map_or(0, |h| h.1) + want.map_or(0, |w| w.1)) as usize;
-            if !r.index.has_room(1, bound, bound) {
-                if r.index.is_empty() {
+            if !r.index.has_room(1, bound, 2 * bound) {
+                if !r.index.is_empty() {
+                    // The delta is full: merged into a new store.fts (the documented early
+                    // merge).
+                    self.recall_write_file()?;
+                    if self.recall.state != State::Ready {
+                        bail!(Io, "the full-text index could not merge its delta; it will be rebuilt");
+                    }
+                    continue;
+                }
+                // An empty delta and a record of escapes: what its words really need (a
+                // value of STORE_VALUE_MAX_BYTES always fits, see limits.rs).
+                let (mut words, mut text) = (0usize, 0usize);
+                for (offset, len) in [have, want].into_iter().flatten() {
+                    each_word(&self.log, &mut r.rec, &mut r.val, (id, offset, len), |w| {
+                        words += 1;
+                        text += w.len();
+                        Ok(())
+                    })?;
+                }
+                if !r.index.has_room(1, words, text) {
                     bail!(
                         CapacityExceeded,
-                        "entry {}'s records ({} bytes) are more than the full-text index's delta holds (TEXT_DELTA_* in limits.rs)",
+                        "entry {}'s {} words are more than the full-text index's delta holds (TEXT_DELTA_* in limits.rs)",
                         id,
-                        bound
+                        words
                     );
                 }
-                // The delta is full: merged into a new store.fts (the documented early merge).
-                self.recall_write_file()?;
-                if self.recall.state != State::Ready {
-                    bail!(Io, "the full-text index could not merge its delta; it will be rebuilt");
-                }
-                continue;
             }
             if in_delta.is_some() {
                 remove_entry(r, &self.log, id)?;
@@ -1102,6 +1116,27 @@ mod tests {
         assert_eq!(before, after);
         assert_eq!(std::fs::read(d.join("store.fts")).unwrap(), fts);
         assert!(!private.exists());
+    }
+
+    #[test]
+    fn the_largest_values_fit_the_delta_even_when_escaped() {
+        let d = temp_dir("rank-large");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("small"), "w1 w2", 1).unwrap();
+        assert_eq!(ranked(&mut s, "w1", 5).len(), 1);
+        // A value of control characters: a record six times its size, no words.
+        let max = crate::limits::STORE_VALUE_MAX_BYTES;
+        s.put(&k("escapes"), &"\u{1}".repeat(max), 1).unwrap();
+        s.put(&k("escapes"), &"\u{2}".repeat(max - 1), 1).unwrap();
+        // The most words a value can hold, overwritten by as many.
+        let many = "a ".repeat(max / 2);
+        s.put(&k("words"), &many, 1).unwrap();
+        s.put(&k("words"), &"b ".repeat(max / 2), 1).unwrap();
+        s.put(&k("escapes"), "w1 a b", 1).unwrap();
+        for q in ["w1", "a", "b", "escapes words"] {
+            assert_same(&ranked(&mut s, q, 5), &brute(&mut s, q, 5, Archived::Exclude), q);
+        }
+        assert!(s.recall_stats().ready);
     }
 
     #[test]
