@@ -8,13 +8,16 @@
 //!   p50 and p99 too; allocations per query (must be 0);
 //! - `recall_<n>_common3`: the query of the three most common words;
 //! - `recall_<n>_build`: building the index from the log (what the first search after an
-//!   open without `store.fts` pays), and `recall_<n>_open_file`: loading it from `store.fts`
+//!   open without `store.fts` pays), and `recall_<n>_open_file`: opening it from `store.fts`
 //!   (what the agent pays);
 //! - `recall_<n>_in_place_*`: a read-only store searching `store.fts` in place (what
 //!   `memory search` does): the first query (opening the file included), the mean of the 500
 //!   queries, the three most common words, the RAM it holds;
 //! - `recall_<n>_file_percent_of_text`: `store.fts` against the indexed text's bytes, and the
-//!   index's RAM (reserved, and in use);
+//!   writer's index RAM (`ram_reserved`: the delta's fixed tables, the merge's buffers, the
+//!   base's 12 bytes per document);
+//! - `recall_<n>_merge`: writing the delta (the 2,000 saves below) into a new `store.fts`, as
+//!   each checkpoint does; the queries above run over the base and that delta;
 //! - `recall_<n>_upkeep_p50`: what the index adds to one save, without the sync: the p50 of
 //!   puts (overwrites of random entries, inside a batch so none is synced) with the index
 //!   open, minus the p50 with it closed;
@@ -101,6 +104,18 @@ fn at(n: usize) {
     report(&p("common3"), best.as_secs_f64() * 1e3, "ms");
     eprintln!("recall_{}: three most common words: {}", n, common);
 
+    // The merge of the delta (the saves above) into a new store.fts, as a checkpoint does.
+    let st = store.recall_stats();
+    eprintln!("recall_{}: delta of {} documents, {} merges so far", n, st.delta_docs, st.merges);
+    let t = Instant::now();
+    store.recall_flush().unwrap();
+    report(&p("merge"), t.elapsed().as_secs_f64() * 1e3, "ms");
+    let t = Instant::now();
+    for q in &qs {
+        store.rank(q, 10, &mut out).unwrap();
+    }
+    report(&p("query_mean_after_merge"), t.elapsed().as_secs_f64() * 1e3 / qs.len() as f64, "ms");
+
     // Sizes.
     store.checkpoint().unwrap();
     let file = std::fs::metadata(data.join("store.fts")).map(|m| m.len()).unwrap_or(0);
@@ -109,8 +124,6 @@ fn at(n: usize) {
     report(&p("file_percent_of_text"), 100.0 * file as f64 / text_bytes as f64, "%");
     let st = store.recall_stats();
     report(&p("ram_reserved"), st.ram_bytes as f64 / (1 << 20) as f64, "MiB");
-    let used = st.blocks * 56 + st.terms * 36 + st.doc_numbers * 24 + n * 4;
-    report(&p("ram_used"), used as f64 / (1 << 20) as f64, "MiB");
     drop(store);
     // A read-only store (what `memory search` opens): the file searched in place.
     let t = Instant::now();
@@ -131,7 +144,8 @@ fn at(n: usize) {
     report(&p("in_place_common3"), t.elapsed().as_secs_f64() * 1e3, "ms");
     report(&p("in_place_ram"), s.recall_stats().ram_bytes as f64 / (1 << 20) as f64, "MiB");
     drop(s);
-    // Loading the whole file (what the agent does when it opens the index).
+    // Opening the index from the file (what the agent does: every byte checked, the
+    // documents read, nothing else loaded).
     let mut s = lkjagent::memory::store::Store::open_with_capacity(&data, n).unwrap();
     let t = Instant::now();
     s.recall_ready().unwrap();

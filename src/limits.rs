@@ -403,24 +403,49 @@ pub const STORE_COMPACT_MIN_GARBAGE_BYTES: u64 = 1024 * 1024;
 /// per tokenizer in use (on the stack), and at most this much text per distinct word.
 pub const TEXT_TOKEN_MAX_BYTES: usize = 64;
 
-/// Distinct words the full-text index has room for, per entry of store capacity (at least
-/// [`TEXT_MIN_TERMS`]). Words no entry holds any more are dropped at the next rebuild. Cost:
-/// 36 bytes each (the term and two hash slots) plus [`TEXT_TERM_BYTES_PER_TERM`] of text.
+/// Most distinct words `store.fts` may list per entry of store capacity (at least
+/// [`TEXT_MIN_TERMS`]): a file claiming more is taken as damaged, before anything is reserved
+/// for it. Cost: bounds the dictionary's page table read into RAM (8 bytes per 64 words) and
+/// the merge's page list (4 bytes per 32 words).
 pub const TEXT_TERMS_PER_ENTRY: usize = 2;
 
-/// The fewest distinct words the full-text index has room for, whatever the capacity.
+/// The fewest distinct words `store.fts` may list, whatever the capacity.
 pub const TEXT_MIN_TERMS: usize = 65_536;
 
-/// Bytes of word text the full-text index keeps per distinct word it has room for (words
-/// average far less than [`TEXT_TOKEN_MAX_BYTES`]).
-pub const TEXT_TERM_BYTES_PER_TERM: usize = 12;
+/// Documents the full-text index's delta holds: the entries created or changed since
+/// `store.fts` (the base, searched in place) was written. The delta is merged into a new
+/// `store.fts` at each checkpoint, and earlier when one of its tables (this one,
+/// [`TEXT_DELTA_BLOCKS`], [`TEXT_DELTA_TERMS`], [`TEXT_DELTA_TERM_BYTES`]) would not hold the
+/// next change; a rebuild from the log fills and merges it over and over. Cost: 24 bytes each,
+/// reserved once when the index is first used, whatever the store's capacity.
+pub const TEXT_DELTA_DOCS: usize = 65_536;
 
-/// Posting blocks (8 postings, 56 bytes each) the full-text index has per entry of store
-/// capacity, plus one per distinct word it has room for: 64 postings per entry, which holds
-/// entries of about 40 distinct words with room for the postings that changes leave behind
-/// until the index is rebuilt (which drops them). Cost: 448 bytes per entry of capacity,
-/// allocated once when the index is first used and backed by RAM only as filled.
-pub const TEXT_BLOCKS_PER_ENTRY: usize = 8;
+/// Posting blocks (8 postings, 56 bytes each) of the delta: about 45 entries' words per
+/// 1,000 blocks with the blocks that terms leave part-filled. Cost: 56 bytes each (21 MiB),
+/// reserved once and backed by RAM only as filled.
+pub const TEXT_DELTA_BLOCKS: usize = 393_216;
+
+/// Distinct words the delta holds: those of its documents and those of the base documents
+/// no longer current (whose counts it corrects). Cost: 40 bytes each (the term and two hash
+/// slots), reserved once.
+pub const TEXT_DELTA_TERMS: usize = 262_144;
+
+/// Bytes of word text the delta holds for its words (words average far less than
+/// [`TEXT_TOKEN_MAX_BYTES`]). Cost: this many bytes, reserved once.
+pub const TEXT_DELTA_TERM_BYTES: usize = 3 << 20;
+
+// The delta always holds the largest change: an entry's old and new texts (value and tags),
+// each of at most one word per two bytes, their words' text at most 1.5 times the bytes they
+// come from (folding).
+const _: () = assert!(TEXT_DELTA_BLOCKS >= STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * TAG_MAX_BYTES);
+const _: () = assert!(TEXT_DELTA_TERMS >= 2 * (STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * TAG_MAX_BYTES));
+const _: () = assert!(TEXT_DELTA_TERM_BYTES >= 3 * (STORE_VALUE_MAX_BYTES + KEY_MAX_TAGS * TAG_MAX_BYTES));
+const _: () = assert!(TEXT_DELTA_DOCS >= 1);
+
+/// Bytes the merge of the delta into `store.fts` reads or writes at a time, for each of its
+/// streams (the old file's documents and postings, the new file and its dictionary). Cost: 4
+/// times this, reserved with the index.
+pub const TEXT_MERGE_BUFFER_BYTES: usize = 256 * 1024;
 
 /// Most distinct words a ranked query weighs; a longer query is `CAPACITY_EXCEEDED`. Cost:
 /// about 64 bytes each on the stack during a query.

@@ -9,6 +9,12 @@
 //! The child is this test binary itself, re-executed with `--exact recall_child --ignored`
 //! and `LKJ_RECALL_DIR` set. Before each write it prints `W <seq> <op> <key>`; after the write
 //! returned `Ok` it prints `A <seq>`.
+//!
+//! A second test does the same on a store of [`BIG`] entries checkpointed every few writes,
+//! so that most kills land while the full-text index's delta is merged into a new
+//! `store.fts` (or while a compaction rebuilds it): after each, `store.fts` is whole (the
+//! old file or the new one, never a torn one) and the index opened from it ranks as one
+//! rebuilt from the log.
 
 #[path = "support/temp.rs"]
 mod temp;
@@ -16,6 +22,7 @@ mod temp;
 use lkjagent::memory::key::{normalize, Key};
 use lkjagent::memory::query::Archived;
 use lkjagent::memory::store::recall::Ranked;
+use lkjagent::memory::store::recall_file::RecallFile;
 use lkjagent::memory::store::Store;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -25,6 +32,9 @@ use std::time::{Duration, Instant};
 
 const KILLS: usize = 100;
 const KEYS: u64 = 40;
+/// Entries of the second test's store.
+const BIG: u64 = 6_000;
+const BIG_KILLS: usize = 40;
 const WORDS: [&str; 12] = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "sloe", "yuzu", "nut", "oat", "rye"];
 
 struct Rng(u64);
@@ -47,8 +57,10 @@ fn key_for(n: u64) -> Key {
 fn recall_child() {
     let Some(dir) = std::env::var_os("LKJ_RECALL_DIR") else { return };
     let seed: u64 = std::env::var("LKJ_RECALL_SEED").unwrap().parse().unwrap();
+    let big = std::env::var_os("LKJ_RECALL_BIG").is_some();
+    let (keys, cap) = if big { (BIG, BIG as usize + 256) } else { (KEYS, 256) };
     let mut rng = Rng(seed | 1);
-    let mut store = Store::open_with_capacity(Path::new(&dir), 256).unwrap();
+    let mut store = Store::open_with_capacity(Path::new(&dir), cap).unwrap();
     let mut ranked = Ranked::new();
     // Open the index, so that every write below keeps it current.
     store.rank("apple", 5, &mut ranked).unwrap();
@@ -56,9 +68,17 @@ fn recall_child() {
     let mut out = out.lock();
     writeln!(out).unwrap();
     for seq in 0..100_000u64 {
-        let n = rng.below(KEYS);
+        let n = rng.below(keys);
         let key = key_for(n);
         let roll = rng.below(100);
+        // The big store: a checkpoint (a merge of the delta into a new store.fts) every few
+        // writes, a compaction now and then.
+        let roll = match (big, roll) {
+            (false, r) => r,
+            (true, r) if r < 8 => 90,
+            (true, r) if r < 9 => 99,
+            (true, r) => r % 88,
+        };
         if roll < 65 {
             let mut value = format!("r{}u{}", seed, seq);
             for _ in 0..3 + rng.below(20) {
@@ -120,28 +140,71 @@ fn top(store: &mut Store, q: &str, archived: Archived) -> Vec<(u32, f64)> {
 
 #[test]
 fn recall_survives_sigkill() {
-    let dir = temp::temp_dir("recall-crash");
+    run(false);
+}
+
+#[test]
+fn recall_survives_sigkill_while_merging() {
+    run(true);
+}
+
+/// The big store's first entries, each with its unique word, and its index file.
+fn populate(dir: &Path, model: &mut Model) {
+    let mut store = Store::open_with_capacity(dir, BIG as usize + 256).unwrap();
+    let mut rng = Rng(77);
+    store.begin_batch(BIG).unwrap();
+    for n in 0..BIG {
+        let mut value = format!("r0u{}", n);
+        for _ in 0..5 + rng.below(30) {
+            value.push(' ');
+            value.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+        }
+        let key = key_for(n);
+        store.put(&key, &value, 1).unwrap();
+        model.insert(key.to_string(), (format!("r0u{}", n), false));
+    }
+    store.end_batch().unwrap();
+    let mut r = Ranked::new();
+    store.rank("apple", 1, &mut r).unwrap();
+    store.close().unwrap();
+}
+
+fn run(big: bool) {
+    let dir = temp::temp_dir(if big { "recall-crash-merge" } else { "recall-crash" });
     let exe = std::env::current_exe().unwrap();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut model = Model::new();
+    let (kills, cap) = if big { (BIG_KILLS, BIG as usize + 256) } else { (KILLS, 256) };
+    if big {
+        populate(&dir, &mut model);
+    }
     let mut acks = 0usize;
     let mut from_file = 0usize;
+    let mut mid_merge = 0usize;
     let started = Instant::now();
-    for round in 0..KILLS {
-        assert!(started.elapsed() < Duration::from_secs(120), "over its time bound at round {}", round);
-        let mut child = Command::new(&exe)
-            .args(["--exact", "recall_child", "--nocapture", "--ignored", "--test-threads=1"])
+    for round in 0..kills {
+        assert!(started.elapsed() < Duration::from_secs(240), "over its time bound at round {}", round);
+        let mut cmd = Command::new(&exe);
+        cmd.args(["--exact", "recall_child", "--nocapture", "--ignored", "--test-threads=1"])
             .env("LKJ_RECALL_DIR", &dir)
             .env("LKJ_RECALL_SEED", (round as u64 + 1).to_string())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_micros(5_000 + rng.below(40_000)));
+            .stderr(Stdio::null());
+        if big {
+            cmd.env("LKJ_RECALL_BIG", "1");
+        }
+        let mut child = cmd.spawn().unwrap();
+        // The big store's child opens its index first (verifying store.fts): kill after that.
+        let wait = if big { 150_000 + rng.below(300_000) } else { 5_000 + rng.below(40_000) };
+        std::thread::sleep(Duration::from_micros(wait));
         child.kill().unwrap();
+        child.wait().unwrap();
+        // A merge (or compaction) cut short leaves its temp file.
+        mid_merge += usize::from(
+            [".store.fts.tmp", ".store.fts.dict.tmp", ".store.log.compact"].iter().any(|f| dir.join(f).exists()),
+        );
         let mut out = String::new();
         child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-        child.wait().unwrap();
         let mut pending: Option<(u64, String, String)> = None;
         for line in out.lines() {
             let parts: Vec<&str> = line.split(' ').collect();
@@ -156,7 +219,10 @@ fn recall_survives_sigkill() {
                 _ => {}
             }
         }
-        let mut store = Store::open_with_capacity(&dir, 256).unwrap();
+        let mut store = Store::open_with_capacity(&dir, cap).unwrap();
+        // store.fts is whole: the old one or the new one (or none yet), never torn.
+        let file = store.recall_file_check();
+        assert!(!matches!(file, RecallFile::Damaged(_)), "round {}: {:?}", round, file);
         // Ranking with the index as opened (its file and the log after it) ...
         let queries = ["apple pear", "fig kiwi lime", "fruit", "yuzu oat rye date", "pad"];
         let mut opened = Vec::new();
@@ -201,12 +267,14 @@ fn recall_survives_sigkill() {
         store.close().unwrap();
     }
     eprintln!(
-        "recall_crash: {} kills, {} acknowledged writes, index read from store.fts after {} of them, {:.1} s",
-        KILLS,
+        "recall_crash{}: {} kills ({} with a merge or compaction cut short), {} acknowledged writes, index read from store.fts after {} of them, {:.1} s",
+        if big { " (big store)" } else { "" },
+        kills,
+        mid_merge,
         acks,
         from_file,
         started.elapsed().as_secs_f64()
     );
-    assert!(acks >= KILLS, "the children wrote too little to test anything ({} writes)", acks);
+    assert!(acks >= kills, "the children wrote too little to test anything ({} writes)", acks);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -137,9 +137,18 @@ fn top_10_in_fts5_order_for_random_or_queries() {
         })
         .collect();
     assert_eq!(theirs.len(), qs.len());
-    // The writer's index in RAM, then a read-only store searching store.fts in place.
+    // The writer's index (store.fts in place and the delta in RAM), then a read-only store
+    // searching the file it wrote at close.
     let pct = agreement(&mut store, &qs, &theirs);
-    println!("recall-fts5: {} entries, {} queries, top 10 in FTS5's order: {:.1}% (index in RAM)", n, qs.len(), pct);
+    let st = store.recall_stats();
+    println!(
+        "recall-fts5: {} entries, {} queries, top 10 in FTS5's order: {:.1}% (writer: {} documents in the delta, {} merges)",
+        n,
+        qs.len(),
+        pct,
+        st.delta_docs,
+        st.merges
+    );
     assert!(pct >= 99.0, "only {:.1}% of queries ranked as FTS5 ranks them", pct);
     store.close().unwrap();
     let mut reader = Store::open_read_only_with_capacity(&dir.0.join("data"), n).unwrap();

@@ -64,6 +64,10 @@ impl Store {
                 e
             );
         }
+        // In id order the full-text index follows: its documents take the new ids, and are
+        // written to a new store.fts with the new records' places (its old file names the
+        // old log). In another order it is rebuilt.
+        let follow = if order.is_none() { self.recall_take_for_compaction() } else { None };
         // From here the new log is in place: read it back (verifying it) or refuse writes.
         // The new log has no checkpoint yet (one is written below): read it whole, quietly.
         self.whole_log = true;
@@ -73,14 +77,16 @@ impl Store {
             self.log.poison();
             return Err(e);
         }
-        if recall_was_ready {
-            // In id order the index follows the renumbering; in another order it is rebuilt.
-            let followed = order.is_none() && self.recall_follow_compaction();
-            if !followed {
-                if let Err(e) = self.recall_ready() {
-                    e.print_warning();
-                }
+        let res = match follow {
+            Some(r) => self.recall_follow_compaction(r),
+            None if recall_was_ready => {
+                self.recall_discard_file();
+                self.recall_ready()
             }
+            None => Ok(()),
+        };
+        if let Err(e) = res {
+            e.print_warning();
         }
         self.checkpoint_quietly();
         Ok((before, self.log.len))

@@ -1,23 +1,25 @@
-//! The full-text index: for every word (term), the documents that hold it and how often,
-//! in fixed tables reserved once when the index is first used.
+//! The full-text index's delta: for every word (term), the documents that hold it and how
+//! often, in fixed tables reserved once (`TEXT_DELTA_*` in `limits.rs`); the documents are
+//! those of entries created or changed since `store.fts` (the base, see [`super::recall`])
+//! was written, and each term also counts the base documents holding it that are no longer
+//! current (`base_dead`).
 //!
 //! A *document* is one indexed version of an entry's text (its tags joined by `,`, a space,
 //! its value; see [`super::tokenize`]). Documents get numbers (`docno`) from a counter, so
 //! every term's postings are appended in increasing docno order and stay sorted without
 //! moving anything: a change of an entry makes a new document and kills the old one
-//! ([`FullText::start_remove`] and what follows it update the statistics at once; its postings become garbage that
-//! ranking skips). When docnos or posting blocks run out the owner rebuilds the index, which
-//! drops the garbage.
+//! ([`FullText::start_remove`] and what follows it update the statistics at once; its postings
+//! become garbage that ranking skips). When a table would not hold the next change the
+//! owner merges the delta into a new base and empties it, which drops the garbage.
 //!
 //! Statistics are exact for the live documents, as FTS5 keeps them: the number of documents,
 //! their total tokens, and for each term the number of documents holding it (`df`).
 //!
 //! Postings: each term has a chain of blocks of [`BLOCK_POSTINGS`] `(docno, tf)` pairs in a
 //! shared pool. The dictionary is an open-addressing hash table over the term text, kept in
-//! an arena. Terms whose `df` falls to 0 stay until the next rebuild.
+//! an arena. Terms whose `df` falls to 0 stay until the next merge.
 
 use crate::error::Result;
-use crate::limits::TEXT_TOKEN_MAX_BYTES;
 use crate::memory::hash::fnv1a64;
 use crate::memory::query::EntryId;
 
@@ -60,6 +62,9 @@ pub struct Term {
     last_doc: u32,
     /// The removal pass that last counted this term (see `remove_doc`).
     mark: u32,
+    /// Documents of the base segment (`store.fts`, searched in place) holding this term
+    /// that are no longer current: the base's `df` minus this is the live one.
+    pub base_dead: u32,
 }
 
 /// What one live document is.
@@ -91,15 +96,15 @@ pub struct Sizes {
 }
 
 impl Sizes {
-    /// The sizes for a store of `cap` entries and `room` ids (see `limits.rs`, `TEXT_*`).
-    pub fn for_capacity(cap: usize, room: usize) -> Sizes {
-        use crate::limits::{TEXT_BLOCKS_PER_ENTRY, TEXT_MIN_TERMS, TEXT_TERMS_PER_ENTRY, TEXT_TERM_BYTES_PER_TERM};
-        let terms = (cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS);
+    /// The sizes of the delta for a store of `room` ids: fixed tables (`TEXT_DELTA_*` in
+    /// `limits.rs`), whatever the capacity, plus one entry link per id.
+    pub fn delta(room: usize) -> Sizes {
+        use crate::limits::{TEXT_DELTA_BLOCKS, TEXT_DELTA_DOCS, TEXT_DELTA_TERMS, TEXT_DELTA_TERM_BYTES};
         Sizes {
-            terms,
-            text: terms * TEXT_TERM_BYTES_PER_TERM,
-            blocks: cap * TEXT_BLOCKS_PER_ENTRY + terms,
-            docs: room + room / 2 + 64,
+            terms: TEXT_DELTA_TERMS,
+            text: TEXT_DELTA_TERM_BYTES,
+            blocks: TEXT_DELTA_BLOCKS,
+            docs: TEXT_DELTA_DOCS,
             entries: room,
         }
     }
@@ -158,8 +163,9 @@ impl FullText {
             self.docs = Vec::with_capacity(sizes.docs);
             self.entry_doc = vec![NONE; sizes.entries];
             self.sizes = sizes;
+        } else {
+            self.clear();
         }
-        self.clear();
     }
 
     /// Whether the tables are reserved.
@@ -168,13 +174,21 @@ impl FullText {
     }
 
     /// Empties the index (keeping its tables).
+    /// Only what was written is cleared (so tables never used are never touched, and stay
+    /// unbacked by RAM).
     pub fn clear(&mut self) {
-        self.slots.iter_mut().for_each(|s| *s = 0);
+        if !self.terms.is_empty() {
+            self.slots.iter_mut().for_each(|s| *s = 0);
+        }
+        for doc in self.docs.iter().filter(|d| d.entry != NONE) {
+            if let Some(e) = self.entry_doc.get_mut(doc.entry as usize) {
+                *e = NONE;
+            }
+        }
         self.terms.clear();
         self.text.clear();
         self.blocks.clear();
         self.docs.clear();
-        self.entry_doc.iter_mut().for_each(|d| *d = NONE);
         self.live_docs = 0;
         self.total_tokens = 0;
         self.pass = 0;
@@ -210,13 +224,39 @@ impl FullText {
         self.blocks.len()
     }
 
-    /// Whether a document of `tokens` tokens surely fits without a rebuild (a docno free, and
-    /// a block for each of its tokens).
-    pub fn has_room_for(&self, tokens: usize) -> bool {
-        self.docs.len() < self.sizes.docs
+    /// Whether `docs` new documents and base kills of at most `tokens` words in all, of at
+    /// most `text` bytes of word text in all, surely fit (a docno each, a block and a term
+    /// for each word, the text of each).
+    pub fn has_room(&self, docs: usize, tokens: usize, text: usize) -> bool {
+        self.docs.len() + docs <= self.sizes.docs
             && self.blocks.len() + tokens <= self.sizes.blocks
             && self.terms.len() + tokens <= self.sizes.terms
-            && self.text.len() + tokens * TEXT_TOKEN_MAX_BYTES.min(16) <= self.sizes.text
+            && self.text.len() + text <= self.sizes.text
+    }
+
+    /// Whether the delta holds nothing (no document, no base kill).
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty() && self.terms.is_empty()
+    }
+
+    /// Starts counting out a base document (one of `store.fts`): call
+    /// [`FullText::kill_base_word`] with each of its words.
+    pub fn start_base_kill(&mut self) {
+        self.pass = self.pass.wrapping_add(1).max(1);
+    }
+
+    /// One word of the base document being counted out: its term (added if new) has one
+    /// more dead base document, once per document.
+    pub fn kill_base_word(&mut self, word: &[u8]) -> Result<()> {
+        let t = self.intern(word)?;
+        let pass = self.pass;
+        if let Some(term) = self.terms.get_mut(t as usize) {
+            if term.mark != pass {
+                term.mark = pass;
+                term.base_dead = term.base_dead.saturating_add(1);
+            }
+        }
+        Ok(())
     }
 
     /// The live document of entry `id`.
@@ -296,6 +336,7 @@ impl FullText {
             tail: NONE,
             last_doc: 0,
             mark: 0,
+            base_dead: 0,
         };
         self.text.extend_from_slice(word);
         self.terms.push(term);
@@ -427,102 +468,22 @@ impl FullText {
         self.total_tokens = self.total_tokens.saturating_sub(u64::from(tokens));
     }
 
-    /// Adds a live document read from the index's file (documents come in docno order).
-    pub fn load_doc(&mut self, doc: Doc) -> Result<u32> {
-        let d = self.start_doc(doc.entry, doc.offset, doc.rec_len)?;
-        if let Some(x) = self.docs.get_mut(d as usize) {
-            x.tokens = doc.tokens;
-        }
-        if self.entry_doc.get(doc.entry as usize).is_some_and(|&e| e != NONE) {
-            bail!(Io, "entry {} has two documents", doc.entry);
-        }
-        self.finish_doc(d);
-        Ok(d)
-    }
-
-    /// A term read from the index's file (each once): its id, for [`FullText::load_postings`].
-    pub fn load_term(&mut self, word: &[u8]) -> Result<u32> {
-        let t = self.intern(word)?;
-        if self.terms.get(t as usize).is_none_or(|x| x.head != NONE) {
-            bail!(Io, "a word is listed twice");
-        }
-        Ok(t)
-    }
-
-    /// Adds the postings of term `t` read from the index's file: `next` yields them in
-    /// increasing document order (loaded documents only), `None` after the last.
-    pub fn load_postings(&mut self, t: u32, mut next: impl FnMut() -> Result<Option<(u32, u16)>>) -> Result<()> {
-        let Some(mut term) = self.terms.get(t as usize).copied() else { bail!(Internal, "term {} missing", t) };
-        let docs = self.docs.len() as u32;
-        let mut b = term.tail;
-        while let Some((d, tf)) = next()? {
-            if d >= docs || tf == 0 || term.last_doc > d {
-                bail!(Io, "a posting names document {} of {} (tf {}), or out of order", d, docs, tf);
-            }
-            let full = self.blocks.get(b as usize).is_none_or(|x| x.n as usize >= BLOCK_POSTINGS);
-            if full {
-                if self.blocks.len() >= self.sizes.blocks {
-                    bail!(
-                        CapacityExceeded,
-                        "the full-text index's {} posting blocks are in use (TEXT_BLOCKS_PER_ENTRY in limits.rs)",
-                        self.sizes.blocks
-                    );
-                }
-                let nb = self.blocks.len() as u32;
-                self.blocks.push(Block::default());
-                match self.blocks.get_mut(b as usize) {
-                    Some(prev) => prev.next = nb,
-                    None => term.head = nb,
-                }
-                b = nb;
-            }
-            if let Some(x) = self.blocks.get_mut(b as usize) {
-                let i = x.n as usize;
-                if let (Some(slot_d), Some(slot_tf)) = (x.doc.get_mut(i), x.tf.get_mut(i)) {
-                    *slot_d = d;
-                    *slot_tf = tf;
-                    x.n += 1;
-                }
-            }
-            term.df += 1;
-            term.last_doc = d + 1;
-        }
-        term.tail = b;
-        if let Some(slot) = self.terms.get_mut(t as usize) {
-            *slot = term;
-        }
-        Ok(())
-    }
-
-    /// After a compaction renumbered the live entries densely in id order: the k-th entry
-    /// with a live document becomes entry k, its record now at `place(k)`. `false` (the index
-    /// left as it was) when some new entry has no place.
-    pub fn renumber_entries(&mut self, mut place: impl FnMut(EntryId) -> Option<(u64, u32)>) -> bool {
-        let live = self.entry_doc.iter().filter(|&&d| d != NONE).count();
-        if (0..live as EntryId).any(|k| place(k).is_none()) {
-            return false;
-        }
-        let mut k: EntryId = 0;
-        for i in 0..self.entry_doc.len() {
-            let Some(&d) = self.entry_doc.get(i) else { break };
-            if d == NONE {
-                continue;
-            }
-            // New ids are never above old ones (dense renumbering, same order).
-            if let Some(e) = self.entry_doc.get_mut(i) {
+    /// Gives entries new ids (a compaction's): `new(old)` for every live document.
+    pub fn relabel(&mut self, mut new: impl FnMut(EntryId) -> EntryId) {
+        for doc in self.docs.iter().filter(|d| d.entry != NONE) {
+            if let Some(e) = self.entry_doc.get_mut(doc.entry as usize) {
                 *e = NONE;
             }
-            if let Some(e) = self.entry_doc.get_mut(k as usize) {
-                *e = d;
-            }
-            if let (Some(doc), Some((offset, len))) = (self.docs.get_mut(d as usize), place(k)) {
-                doc.entry = k;
-                doc.offset = offset;
-                doc.rec_len = len;
-            }
-            k += 1;
         }
-        true
+        for (d, doc) in self.docs.iter_mut().enumerate() {
+            if doc.entry == NONE {
+                continue;
+            }
+            doc.entry = new(doc.entry);
+            if let Some(e) = self.entry_doc.get_mut(doc.entry as usize) {
+                *e = d as u32;
+            }
+        }
     }
 
     /// Entry ids with a live document, in id order.

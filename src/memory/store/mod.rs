@@ -15,10 +15,12 @@
 //!   [`view`]: that file read in place by the read-only commands, a question at a time.
 //! - `compact`: rewriting the log with only live state.
 //! - `query`: tag queries over the posting lists; `search`: text search over the log.
-//! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`fulltext`]: the
-//!   full-text index's tables; [`rank`]: BM25 top-k with MaxScore over any walk of postings; [`recall`]: that index kept current, and ranked (BM25) queries;
-//!   [`recall_file`]: the index written to `store.fts` with the checkpoint; [`recall_disk`]:
-//!   that file searched in place by read-only commands; [`vectors`]: recall by meaning, one
+//! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`rank`]: BM25
+//!   top-k with MaxScore over any walk of postings; [`recall`]: the full-text index kept
+//!   current, and ranked (BM25) queries, over two segments: [`recall_disk`], `store.fts`
+//!   searched in place (the base), and [`fulltext`], the bounded delta in RAM;
+//!   [`recall_file`]: the base's file; `recall_merge`: the delta merged into a new one (at
+//!   checkpoints, and when the delta is full); [`vectors`]: recall by meaning, one
 //!   quantized vector per entry in `store.vec`, fused with the word ranking by reciprocal rank.
 //! - [`cleanup`]: the capacity policy (`memory.cleanup`) and its all-or-nothing clean-up batches;
 //!   [`cold`]: the cold store (`store.cold`) the entries they take go to.
@@ -64,6 +66,7 @@ pub mod rank;
 pub mod recall;
 pub mod recall_disk;
 pub mod recall_file;
+mod recall_merge;
 mod replay;
 mod search;
 pub mod slots;

@@ -152,16 +152,24 @@ fn better(a: &RankHit, b: &RankHit) -> bool {
     a.score > b.score || (a.score == b.score && a.id < b.id)
 }
 
-/// A query word as the index knows it.
+/// A query word as the index knows it: its postings in the base (`store.fts`) and in the
+/// delta (RAM), and its live document count over both.
 #[derive(Clone, Copy, Default)]
 pub struct QueryWord {
-    /// Where its postings are: a term id (RAM) or a byte offset (file); unique per word.
+    /// Unique per word: the byte offset of its postings in the base, or the delta's term id
+    /// with the top bit set when the base does not have it.
     pub at: u64,
-    /// Their length in bytes (file), 0 in RAM.
+    /// Their length in bytes in the base (0: not in the base).
     pub bytes: u32,
-    /// Their CRC-32 (file), 0 in RAM.
+    /// Their CRC-32.
     pub crc: u32,
-    /// Documents holding it.
+    /// Postings in the base (live and no longer current).
+    pub base_df: u32,
+    /// The last of them (a document number of the base).
+    pub last: u32,
+    /// The delta's term, if it has one.
+    pub term: Option<u32>,
+    /// Live documents holding it (base and delta).
     pub df: u32,
     /// Times it occurs in the query.
     pub mult: f64,
@@ -383,6 +391,85 @@ pub fn max_score<C: Walk>(
         }
     }
     Ok(())
+}
+
+/// One word's walk over two segments: first `base` (document numbers below `shift`), then
+/// `delta` (its numbers moved up by `shift`), so documents still come in increasing order.
+pub struct Chain<A: Walk, D: Walk> {
+    base: Option<A>,
+    delta: D,
+    shift: u32,
+    /// The current document (kept, as `max_score` asks for it far more often than it moves).
+    cur: u32,
+    /// Whether the base's walk is done.
+    in_delta: bool,
+}
+
+impl<A: Walk, D: Walk> Chain<A, D> {
+    /// The walk of a word with postings `base` (if the base has it) then `delta`, the base
+    /// holding `shift` documents.
+    pub fn new(base: Option<A>, delta: D, shift: u32) -> Self {
+        let mut c = Chain { base, delta, shift, cur: NONE, in_delta: false };
+        c.settle();
+        c
+    }
+
+    /// Moves to the delta once the base's walk is done, and notes the current document.
+    fn settle(&mut self) {
+        if !self.in_delta {
+            match self.base.as_ref().map_or(NONE, |b| b.doc()) {
+                NONE => self.in_delta = true,
+                d => {
+                    self.cur = d;
+                    return;
+                }
+            }
+        }
+        self.cur = match self.delta.doc() {
+            NONE => NONE,
+            d => d.saturating_add(self.shift),
+        };
+    }
+}
+
+impl<A: Walk, D: Walk> Walk for Chain<A, D> {
+    fn doc(&self) -> u32 {
+        self.cur
+    }
+
+    fn tf(&self) -> u32 {
+        match &self.base {
+            Some(b) if !self.in_delta => b.tf(),
+            _ => self.delta.tf(),
+        }
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        match &mut self.base {
+            Some(b) if !self.in_delta => b.advance()?,
+            _ => self.delta.advance()?,
+        }
+        self.settle();
+        Ok(())
+    }
+
+    fn seek(&mut self, target: u32) -> Result<()> {
+        if self.cur >= target {
+            return Ok(());
+        }
+        if !self.in_delta {
+            if let Some(b) = &mut self.base {
+                b.seek(target)?;
+            }
+            self.settle();
+            if !self.in_delta {
+                return Ok(());
+            }
+        }
+        self.delta.seek(target.saturating_sub(self.shift))?;
+        self.settle();
+        Ok(())
+    }
 }
 
 /// A walk over a term's postings in the index in RAM.

@@ -25,39 +25,78 @@
 //! postings are no longer walked, only probed for the documents the other words bring. A
 //! query of very common words (IDF 1e-6) ends up walking the postings of one of them.
 //!
-//! # Upkeep
+//! # Two segments: the base on disk, the delta in RAM
 //!
-//! The index is opened on first use (a store that is never searched never builds it): read
-//! from `store.fts` ([`super::recall_file`]) when that matches the log, the entries changed
-//! since brought up to date one by one, else built from the log. After that, every change of
-//! an entry (create, overwrite, retag, archive, delete) reads the new and the old `put` record
-//! back and moves the entry's words from one to the other (a word's `df` counted out once per
-//! document). An index that cannot follow (a table full, a record unreadable) is marked stale
-//! and rebuilt from the log at the next query. A compaction in id order renumbers it; a reload
-//! closes it. The writer writes `store.fts` with every checkpoint and at close. The log stays
-//! the only truth.
+//! The index is two segments. The *base* is `store.fts` ([`super::recall_file`]), searched
+//! where it lies ([`super::recall_disk`]): a query reads the dictionary pages and postings
+//! of its words by positioned reads through bounded buffers; RAM holds 12 bytes per base
+//! document (entry and length, the entry's document) and nothing per word. The *delta*
+//! ([`super::fulltext`]) holds, in tables of fixed size (`TEXT_DELTA_*` in `limits.rs`,
+//! reserved once, whatever the store's capacity), the documents of entries created or changed
+//! since the base was written; a base document no longer current (its entry overwritten,
+//! retagged, archived or unarchived, deleted) is marked dead, and its words are counted out
+//! in the delta (`base_dead`: once per document, read from its record, still in the log). So
+//! the statistics are exactly the live set's: N and the total length are the base's minus
+//! its dead documents plus the delta's, and a word's `df` is the base's minus its dead plus
+//! the delta's. A query walks each word's base postings, then its delta postings with their
+//! document numbers moved past the base's ([`super::rank::Chain`]): documents still come in
+//! increasing order, so MaxScore runs as it would over one index. Scores are computed from
+//! the same integers as before, so results are the same bit for bit.
 //!
-//! # Where the postings are read
+//! Why this shape: a read-only command already searched the file in place, at about the
+//! speed of the index in RAM; the writer's changes between two checkpoints are few (a
+//! checkpoint comes every `STORE_CHECKPOINT_EVERY_BYTES` of log), so a delta of fixed size
+//! holds them, and the same code serves the writer, a read-only store whose file is behind
+//! the log, and the rebuild.
 //!
-//! The writer (the agent, `memory import`) holds the index in RAM, in tables sized once from
-//! the capacity (`TEXT_*` in `limits.rs`). A read-only store (`memory search`) whose
-//! `store.fts` covers the log exactly searches the file in place instead
-//! ([`super::recall_disk`]): it reads the dictionary pages and postings its words need, with a
-//! bounded buffer per word, and never loads the index. When the file is behind the log (an
-//! agent writing now) the read-only store loads it and brings it up to date in RAM.
+//! # Upkeep and merges
+//!
+//! The index is opened on first use (a store that is never searched never builds it): the
+//! base is `store.fts` when it names this log (the writer checks every byte of it once, at
+//! open; a read-only store checks each part as it reads it); base documents whose entry's
+//! record is not the one indexed, and live entries the base lacks, are brought into the
+//! delta. After that every change of an entry reads its new and old `put` records and moves
+//! its words (create, overwrite, retag, archive, delete).
+//!
+//! The delta is merged into a new `store.fts` at each checkpoint and at close, and earlier
+//! when the next change might not fit one of its tables (the documented fallback of a full
+//! delta: an *early merge*, never an error). The merge streams: the base's current documents
+//! then the delta's, renumbered densely in that order; the words of both in byte order, each
+//! with its base postings (renumbered, dead documents dropped; copied byte for byte when the
+//! base has no dead document) then its delta postings; the dictionary written to a file of
+//! its own as it goes and copied in after the body. Every buffer is bounded
+//! (`TEXT_MERGE_BUFFER_BYTES`); every part of the old file read is checked by its CRC. The new
+//! file is a temp file created exclusively, synced, renamed over the old one, the directory
+//! synced; a crash at any point leaves the old file or the new one, each a valid base for the
+//! log (an open compares each base document with the entry's record). A read-only store never
+//! writes in the data directory: should its delta fill, it merges into a private directory
+//! under the system temp dir, removed when it is dropped.
+//!
+//! Without a usable file (none, damaged, another log's: with a warning unless simply missing)
+//! the index is built from the log the same way: every live entry into the delta, merged
+//! into a new file whenever the delta is full (the base then has no dead document, so each
+//! merge copies the base's postings and appends the delta's). A file found damaged while
+//! searching or merging is set aside and the index rebuilt from the log. A compaction
+//! (every id and offset changes) rebuilds it; a reload closes it. The log stays the only
+//! truth.
 
 use super::fulltext::{FullText, Sizes, NONE};
-use super::rank::{max_score, Collection, QueryWord, QueryWords, RamWalk};
+use super::rank::{max_score, Chain, Collection, QueryWord, QueryWords, RamWalk};
 pub use super::rank::{RankHit, Ranked};
-use super::recall_disk::DiskWalk;
+use super::recall_disk::{DiskIndex, DiskWalk};
+use super::recall_file::RECALL_FILE_NAME;
 use super::tokenize::{Token, Tokens};
 use super::{room_for, EntryId, Store};
 use crate::error::Result;
-use crate::limits::{RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES};
+use crate::limits::{
+    RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES, TEXT_MIN_TERMS,
+    TEXT_TERMS_PER_ENTRY,
+};
 use crate::memory::key::Key;
 use crate::memory::log;
 use crate::memory::query::Archived;
 use crate::memory::store::append::LogFile;
+use std::path::PathBuf;
 
 /// The state of the store's full-text index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,20 +111,31 @@ enum State {
 
 /// The full-text index and its scratch buffers, owned by the store.
 pub struct Recall {
+    /// The delta: what changed since the base was written.
     pub(super) index: FullText,
+    /// The base: `store.fts`, searched in place.
+    pub(super) base: DiskIndex,
     state: State,
-    /// Whether the last open read the index's file (else it was rebuilt from the log).
+    /// Whether the last open found the index's file usable (else it was rebuilt from the log).
     from_file: bool,
     /// Whether the last read of the index's file found it taken of another log state.
     pub(super) file_stale: bool,
+    /// The file was found damaged: the next open rebuilds from the log without it.
+    ignore_file: bool,
     rec: Vec<u8>,
     val: String,
     /// Log length the last `store.fts` written or read covers (0: none).
     pub(super) written: u64,
-    /// `store.fts` opened for searching in place (read-only stores, file up to date).
-    disk: Option<super::recall_disk::DiskIndex>,
-    /// The file writer's scratch (reserved with the tables).
-    pub(super) scratch: super::recall_file::WriteScratch,
+    /// The merge's scratch (reserved with the tables).
+    pub(super) scratch: super::recall_merge::WriteScratch,
+    /// A read-only store's own directory for the files its merges write (never the data
+    /// directory); removed when the store is dropped.
+    private: Option<PathBuf>,
+    /// Merges since the index was opened.
+    merges: u64,
+    /// The documents were given a compaction's new ids: the next merge writes their records'
+    /// places from the new log, not the old file's.
+    pub(super) relabeled: bool,
 }
 
 impl Recall {
@@ -93,29 +143,36 @@ impl Recall {
     pub fn new() -> Recall {
         Recall {
             index: FullText::unreserved(),
+            base: DiskIndex::empty(),
             state: State::Closed,
             from_file: false,
             file_stale: false,
+            ignore_file: false,
             rec: Vec::new(),
             val: String::new(),
-            disk: None,
             written: 0,
-            scratch: super::recall_file::WriteScratch { renumber: Vec::new(), sorted: Vec::new(), pages: Vec::new() },
+            scratch: super::recall_merge::WriteScratch::default(),
+            private: None,
+            merges: 0,
+            relabeled: false,
         }
     }
 
     /// Bytes of RAM the index reserves (0 until it is first used).
     pub fn ram_bytes(&self) -> usize {
-        let disk = self.disk.as_ref().map_or(0, |d| d.ram_bytes());
-        disk + if self.index.is_reserved() {
-            self.index.ram_bytes()
-                + STORE_RECORD_MAX_BYTES
-                + STORE_VALUE_MAX_BYTES
-                + self.scratch.renumber.capacity() * 4
-                + self.scratch.sorted.capacity() * 4
-                + self.scratch.pages.capacity() * 4
-        } else {
-            0
+        self.base.ram_bytes()
+            + if self.index.is_reserved() {
+                self.index.ram_bytes() + STORE_RECORD_MAX_BYTES + STORE_VALUE_MAX_BYTES + self.scratch.ram_bytes()
+            } else {
+                0
+            }
+    }
+}
+
+impl Drop for Recall {
+    fn drop(&mut self) {
+        if let Some(dir) = self.private.take() {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }
@@ -143,10 +200,14 @@ pub struct RecallStats {
     pub blocks: usize,
     /// RAM reserved, bytes.
     pub ram_bytes: usize,
-    /// Whether the index was read from `store.fts` (else rebuilt from the log).
+    /// Whether the index was opened from `store.fts` (else rebuilt from the log).
     pub from_file: bool,
-    /// Whether queries read `store.fts` in place (a read-only store, the file up to date).
+    /// Whether queries read a `store.fts` in place (the base).
     pub in_place: bool,
+    /// Documents in the delta (live and dead).
+    pub delta_docs: usize,
+    /// Merges of the delta into a new `store.fts` since the index was opened.
+    pub merges: u64,
 }
 
 /// What a ranked query asks.
@@ -232,34 +293,25 @@ impl Store {
     }
 
     fn rank_inner(&mut self, ask: &Ask<'_>, out: &mut Ranked) -> Result<()> {
-        let &Ask { query, limit, archived, tags, rarest } = ask;
         out.clear();
-        let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
-        // A read-only store searches an up-to-date store.fts in place; otherwise (and if
-        // that fails) the index is loaded or built.
-        if self.log.read_only() && self.recall.state == State::Closed {
-            if self.recall.disk.is_none() {
-                self.recall.disk = self.recall_open_disk();
-            }
-            if let Some(mut disk) = self.recall.disk.take() {
-                let res = self.rank_on_disk(&mut disk, &Ask { limit, ..*ask }, out);
-                match res {
-                    Ok(()) => {
-                        self.recall.disk = Some(disk);
-                        return Ok(());
-                    }
-                    Err(e) if e.code() == crate::error::Code::CapacityExceeded => {
-                        self.recall.disk = Some(disk);
-                        return Err(e);
-                    }
-                    Err(e) => {
-                        out.clear();
-                        e.context(format_args!("searching store.fts in place; loading it instead")).print_warning();
-                    }
-                }
-            }
-        }
+        let ask = Ask { limit: ask.limit.min(RANK_MAX_RESULTS).min(out.capacity()), ..*ask };
         self.recall_ready()?;
+        match self.rank_once(&ask, out) {
+            Err(e) if e.code() == crate::error::Code::Io && self.recall.base.is_open() => {
+                // store.fts found damaged: rebuilt from the log, and the query asked again.
+                out.clear();
+                e.context(format_args!("the full-text index is rebuilt from the log")).print_warning();
+                self.recall_discard_file();
+                self.recall_ready()?;
+                self.rank_once(&ask, out)
+            }
+            res => res,
+        }
+    }
+
+    /// One ranked query over the base and the delta (see the module documentation).
+    fn rank_once(&mut self, ask: &Ask<'_>, out: &mut Ranked) -> Result<()> {
+        let &Ask { query, limit, archived, tags, rarest } = ask;
         let required = match tags {
             Some(key) => match self.tagset_of(key) {
                 Some(set) => Some((set, key.tag_count())),
@@ -270,114 +322,123 @@ impl Store {
         if limit == 0 {
             return Ok(());
         }
+        // The base is taken out while the store's entries are looked at (put back below).
+        let mut base = core::mem::replace(&mut self.recall.base, DiskIndex::empty());
+        let res = self.rank_parts(&mut base, (query, limit, archived, rarest), required.as_ref(), out);
+        self.recall.base = base;
+        res?;
+        out.sort();
+        Ok(())
+    }
+
+    fn rank_parts(
+        &self,
+        base: &mut DiskIndex,
+        (query, limit, archived, rarest): (&str, usize, Archived, bool),
+        required: Option<&(super::slots::TagSet, usize)>,
+        out: &mut Ranked,
+    ) -> Result<()> {
         let ix = &self.recall.index;
         let q = QueryWords::parse(query, rarest, |w| {
-            Ok(ix.find(w).map(|t| QueryWord {
-                at: u64::from(t),
-                df: ix.term(t).map_or(0, |x| x.df),
-                ..QueryWord::default()
+            let b = base.find(w)?;
+            let t = ix.find(w);
+            if b.is_none() && t.is_none() {
+                return Ok(None);
+            }
+            let term = t.and_then(|t| ix.term(t));
+            let base_df = b.map_or(0, |x| x.base_df);
+            let df = base_df.saturating_sub(term.map_or(0, |x| x.base_dead)).saturating_add(term.map_or(0, |x| x.df));
+            Ok(Some(QueryWord {
+                at: b.map_or(u64::from(t.unwrap_or(0)) | 1 << 63, |x| x.at),
+                term: t,
+                df,
+                ..b.unwrap_or_default()
             }))
         })?;
         out.set_dropped_words(q.dropped);
         if q.n == 0 {
             return Ok(());
         }
-        let admit = |id: EntryId| self.admits(id, archived, required.as_ref());
-        let mut cur: [RamWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| RamWalk::default());
-        for (c, w) in cur.iter_mut().zip(q.words.iter()).take(q.n) {
-            *c = RamWalk::new(ix, w.at as u32);
-        }
-        let coll = Collection { docs: ix.live_docs(), tokens: ix.total_tokens() };
-        let doc = |d: u32| ix.doc(d).filter(|x| x.entry != NONE).map(|x| (x.entry, x.tokens));
-        max_score(&q, &mut cur, &coll, doc, admit, limit, out)?;
-        out.sort();
-        Ok(())
-    }
-
-    /// [`Store::rank_where`] over `store.fts` in place.
-    fn rank_on_disk(
-        &mut self,
-        disk: &mut super::recall_disk::DiskIndex,
-        ask: &Ask<'_>,
-        out: &mut Ranked,
-    ) -> Result<()> {
-        let &Ask { query, limit, archived, tags, rarest } = ask;
-        let required = match tags {
-            Some(key) => match self.tagset_of(key) {
-                Some(set) => Some((set, key.tag_count())),
-                None => return Ok(()),
-            },
-            None => None,
-        };
-        if limit == 0 {
-            return Ok(());
-        }
-        let q = QueryWords::parse(query, rarest, |w| disk.find(w))?;
-        out.set_dropped_words(q.dropped);
-        if q.n == 0 {
-            return Ok(());
-        }
-        let admit = |id: EntryId| self.admits(id, archived, required.as_ref());
-        let (docs, tokens) = disk.totals();
-        let coll = Collection { docs, tokens };
-        let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
-        let (file, mut bufs, docs_table) = disk.walk_parts();
+        let admit = |id: EntryId| self.admits(id, archived, required);
+        let shift = base.doc_count();
+        let (base_docs, base_tokens) = base.totals();
+        let coll = Collection { docs: base_docs + ix.live_docs(), tokens: base_tokens + ix.total_tokens() };
+        let (file, mut bufs, docs) = base.walk_parts();
+        let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
+            core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));
         for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
-            let Some(buf) = bufs.next() else { break };
-            *c = DiskWalk::new(file, buf, w)?;
+            let mut b = None;
+            if w.bytes > 0 {
+                let (Some(file), Some(buf)) = (file, bufs.next()) else { bail!(Internal, "no walk buffer") };
+                b = Some(DiskWalk::new(file, buf, w)?);
+            }
+            *c = Chain::new(b, RamWalk::new(ix, w.term.unwrap_or(NONE)), shift);
         }
-        let doc = |d: u32| docs_table.get(d as usize).copied();
-        max_score(&q, &mut walks, &coll, doc, admit, limit, out)?;
-        out.sort();
-        Ok(())
+        let doc = |d: u32| match d.checked_sub(shift) {
+            None => docs.get(d as usize).copied().filter(|x| x.0 != NONE),
+            Some(d) => ix.doc(d).filter(|x| x.entry != NONE).map(|x| (x.entry, x.tokens)),
+        };
+        max_score(&q, &mut walks, &coll, doc, admit, limit, out)
     }
 
     /// Statistics of the full-text index (without building it).
     pub fn recall_stats(&self) -> RecallStats {
         let ix = &self.recall.index;
+        let (base_docs, base_tokens) = self.recall.base.totals();
         RecallStats {
             ready: self.recall.state == State::Ready,
-            documents: ix.live_docs(),
-            tokens: ix.total_tokens(),
-            terms: ix.term_count(),
-            doc_numbers: ix.doc_count(),
+            documents: base_docs + ix.live_docs(),
+            tokens: base_tokens + ix.total_tokens(),
+            terms: self.recall.base.header.terms as usize + ix.term_count(),
+            doc_numbers: self.recall.base.doc_count() as usize + ix.doc_count(),
             blocks: ix.block_count(),
             ram_bytes: self.recall.ram_bytes(),
             from_file: self.recall.from_file,
-            in_place: self.recall.disk.is_some(),
+            in_place: self.recall.base.is_open(),
+            delta_docs: ix.doc_count(),
+            merges: self.recall.merges,
         }
     }
 
     /// Builds the index now if it is not current (it is otherwise built by the first query).
     ///
-    /// A closed index is read from its file (`store.fts`, see [`super::recall_file`]) when
-    /// that matches the log, and the entries changed since brought up to date; otherwise (no
-    /// file, or one that cannot be used, with a warning) and when stale it is rebuilt from
-    /// the log.
+    /// The base is `store.fts` when that matches the log (the writer checks every byte of
+    /// it first); the entries changed since it was written are brought up to date in the
+    /// delta. Without a usable file (none, or one found damaged, with a warning) the index
+    /// is built from the log: every live entry into the delta, merged into a new file
+    /// whenever the delta is full.
     pub fn recall_ready(&mut self) -> Result<()> {
-        match self.recall.state {
-            State::Ready => Ok(()),
-            State::Stale => self.recall_rebuild(),
-            State::Closed => {
-                self.recall_reserve();
-                match self.recall_read_file() {
-                    Ok(true) => {
-                        self.recall.state = State::Ready;
-                        self.recall_reconcile();
-                        if self.recall.state == State::Ready {
-                            self.recall.from_file = true;
-                            return Ok(());
-                        }
-                        self.recall_rebuild()
-                    }
-                    Ok(false) => self.recall_rebuild(),
-                    Err(e) => {
-                        e.context(format_args!("the full-text index is rebuilt from the log")).print_warning();
-                        self.recall_rebuild()
-                    }
-                }
+        if self.recall.state == State::Ready {
+            return Ok(());
+        }
+        self.recall_reserve();
+        if !self.log.read_only() {
+            // The writer reserves everything now, so that no later change allocates.
+            self.recall_reserve_delta();
+        }
+        let mut from_file = false;
+        if !core::mem::take(&mut self.recall.ignore_file) {
+            let path = self.dir.join(RECALL_FILE_NAME);
+            let verify = !self.log.read_only();
+            match self.recall_open_base(&path, verify) {
+                Ok(found) => from_file = found,
+                Err(e) => e.context(format_args!("the full-text index is rebuilt from the log")).print_warning(),
             }
         }
+        self.recall.state = State::Ready;
+        if let Err(e) = self.recall_reconcile() {
+            self.recall.state = State::Stale;
+            return Err(e.context(format_args!("building the full-text index")));
+        }
+        self.recall.from_file = from_file;
+        Ok(())
+    }
+
+    /// Writes the index's delta into a new `store.fts` now, as a checkpoint does (the
+    /// writer; nothing when the index is not open or the file has everything).
+    pub fn recall_flush(&mut self) -> Result<()> {
+        self.log.check_writable()?;
+        self.recall_write_file()
     }
 
     /// Whether the index is built and current.
@@ -387,48 +448,78 @@ impl Store {
 
     /// Reserves the index's tables (once) and empties them; the index is stale until filled.
     pub(super) fn recall_reserve(&mut self) {
-        let room = room_for(self.cap);
         let r = &mut self.recall;
         r.state = State::Stale;
-        let sizes = Sizes::for_capacity(self.cap, room);
-        r.index.reserve(sizes);
-        if r.scratch.renumber.capacity() < sizes.docs {
-            r.scratch.renumber = Vec::with_capacity(sizes.docs);
-            r.scratch.sorted = Vec::with_capacity(sizes.terms);
-            r.scratch.pages = Vec::with_capacity(2 * (sizes.terms / 64 + 1));
-        }
+        r.index.clear();
+        r.base.close();
         if r.rec.capacity() == 0 {
             r.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
             r.val = String::with_capacity(STORE_VALUE_MAX_BYTES);
         }
     }
 
-    /// After loading the index's file: every entry whose record is not the one indexed
-    /// (changed, created or deleted since the file was written) is brought up to date.
-    fn recall_reconcile(&mut self) {
-        let end = self.slots.room() as EntryId;
-        for id in 0..end {
-            let want = self.slots.get(id).map(|s| s.offset);
-            let have = self.recall.index.doc_of(id).map(|(_, d)| d.offset);
-            if want != have {
-                self.recall_sync(id);
-            }
+    /// Reserves the delta's tables and the merge's buffers (once: when the index first has
+    /// something the base lacks; a read-only store searching an up-to-date file never does).
+    pub(super) fn recall_reserve_delta(&mut self) {
+        if self.recall.index.is_reserved() {
+            return;
         }
+        let room = room_for(self.cap);
+        let max_terms = (self.cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS);
+        self.recall.index.reserve(Sizes::delta(room));
+        self.recall.scratch.reserve(room, max_terms);
     }
 
-    /// Rebuilds the index from the log: every live entry's `put` record read and indexed.
-    pub fn recall_rebuild(&mut self) -> Result<()> {
-        self.recall_reserve();
-        self.recall.from_file = false;
-        let r = &mut self.recall;
+    /// Test hook: a delta of these (small) sizes, so that merges come often.
+    #[cfg(test)]
+    pub(super) fn recall_test_delta(&mut self, docs: usize, words: usize) {
+        let room = room_for(self.cap);
+        let sizes = Sizes { terms: words, text: words * 8, blocks: words, docs, entries: room };
+        self.recall.index.reserve(sizes);
+        self.recall.scratch.reserve(room, (self.cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS));
+        // A word's postings of more than 16 bytes take the merge's two-pass way.
+        self.recall.scratch.term = Vec::with_capacity(16);
+    }
+
+    /// After opening the base: every entry whose record is not the one indexed (changed,
+    /// created or deleted since the file was written; all of them without a file) is
+    /// brought up to date, merging the delta into a new file whenever it is full.
+    fn recall_reconcile(&mut self) -> Result<()> {
+        // The base's documents found stale at open.
+        let mut from = 0;
+        while let Some(d) = self.recall.base.next_stale(from) {
+            let Some((entry, _)) = self.recall.base.doc(d) else { break };
+            let merges = self.recall.merges;
+            self.recall_apply(entry)?;
+            // A merge renumbered the base: look again from its start.
+            from = if self.recall.merges == merges { d + 1 } else { 0 };
+        }
+        // Entries the base and the delta do not have.
         let end = self.slots.next_id() as EntryId;
         for id in 0..end {
-            let Some(s) = self.slots.get(id) else { continue };
-            add_entry(r, &self.log, (id, s.offset, s.len))
-                .map_err(|e| e.context(format_args!("building the full-text index")))?;
+            if self.slots.is_live(id) && self.recall.base.doc_of(id).is_none() && self.recall.index.doc_of(id).is_none()
+            {
+                self.recall_apply(id)?;
+            }
         }
-        r.state = State::Ready;
         Ok(())
+    }
+
+    /// Rebuilds the index from the log alone (the file set aside): every live entry's `put`
+    /// record read and indexed.
+    pub fn recall_rebuild(&mut self) -> Result<()> {
+        self.recall.ignore_file = true;
+        self.recall.state = State::Stale;
+        self.recall_ready()
+    }
+
+    /// The file is not to be used again (found damaged, or a merge failed): the index is
+    /// rebuilt from the log at the next query, and writes a new one.
+    pub(super) fn recall_discard_file(&mut self) {
+        self.recall.base.close();
+        self.recall.index.clear();
+        self.recall.ignore_file = true;
+        self.recall.state = State::Stale;
     }
 
     /// Brings entry `id`'s words in the index up to date after a change (nothing while the
@@ -437,44 +528,165 @@ impl Store {
         if self.recall.state != State::Ready {
             return;
         }
-        let want = self.slots.get(id).map(|s| (s.offset, s.len));
-        let r = &mut self.recall;
-        let have = r.index.doc_of(id).map(|(_, d)| d.offset);
-        if want.map(|w| w.0) == have {
-            return;
-        }
-        let res = remove_entry(r, &self.log, id).and_then(|_| match want {
-            Some((offset, len)) => add_entry(r, &self.log, (id, offset, len)),
-            None => Ok(()),
-        });
-        if let Err(e) = res {
-            r.state = State::Stale;
+        if let Err(e) = self.recall_apply(id) {
+            self.recall.state = State::Stale;
             if e.code() != crate::error::Code::CapacityExceeded {
                 e.context(format_args!("the full-text index will be rebuilt")).print_warning();
             }
         }
     }
 
-    /// After a compaction in id order (and the reload that closed the index): renumbers the
-    /// index's entries as the log's were, with their new records, instead of rebuilding it.
-    /// The dead documents' postings stay garbage until a rebuild or the next open from file.
-    pub(super) fn recall_follow_compaction(&mut self) -> bool {
-        if self.recall.index.live_docs() != self.slots.live() as u64 {
-            return false;
+    /// [`Store::recall_sync`], with its failure.
+    fn recall_apply(&mut self, id: EntryId) -> Result<()> {
+        self.recall_reserve_delta();
+        loop {
+            let want = self.slots.get(id).map(|s| (s.offset, s.len));
+            let r = &mut self.recall;
+            let in_delta = r.index.doc_of(id).map(|(_, d)| (d.offset, d.rec_len));
+            let in_base = match (in_delta, r.base.doc_of(id)) {
+                (None, Some(d)) => Some((d, r.base.file_doc(d)?)),
+                _ => None,
+            };
+            let have = in_delta.or(in_base.map(|(_, x)| (x.offset, x.rec_len)));
+            if want.map(|w| w.0) == have.map(|h| h.0) {
+                return Ok(());
+            }
+            // Words and their text take at most a byte each of the records they come from
+            // (folding may lengthen a word's text by half: twice, for the text).
+            let bound = (have.map_or(0, |h| h.1) + want.map_or(0, |w| w.1)) as usize;
+            if !r.index.has_room(1, bound, 2 * bound) {
+                if !r.index.is_empty() {
+                    // The delta is full: merged into a new store.fts (the documented early
+                    // merge).
+                    self.recall_write_file()?;
+                    if self.recall.state != State::Ready {
+                        bail!(Io, "the full-text index could not merge its delta; it will be rebuilt");
+                    }
+                    continue;
+                }
+                // An empty delta and a record of escapes: what its words really need (a
+                // value of STORE_VALUE_MAX_BYTES always fits, see limits.rs).
+                let (mut words, mut text) = (0usize, 0usize);
+                for (offset, len) in [have, want].into_iter().flatten() {
+                    each_word(&self.log, &mut r.rec, &mut r.val, (id, offset, len), |w| {
+                        words += 1;
+                        text += w.len();
+                        Ok(())
+                    })?;
+                }
+                if !r.index.has_room(1, words, text) {
+                    bail!(
+                        CapacityExceeded,
+                        "entry {}'s {} words are more than the full-text index's delta holds (TEXT_DELTA_* in limits.rs)",
+                        id,
+                        words
+                    );
+                }
+            }
+            if in_delta.is_some() {
+                remove_entry(r, &self.log, id)?;
+            } else if let Some((d, doc)) = in_base {
+                r.index.start_base_kill();
+                let index = &mut r.index;
+                each_word(&self.log, &mut r.rec, &mut r.val, (id, doc.offset, doc.rec_len), |w| {
+                    index.kill_base_word(w)
+                })?;
+                r.base.kill(d);
+            }
+            if let Some((offset, len)) = want {
+                add_entry(r, &self.log, (id, offset, len))?;
+            }
+            return Ok(());
         }
-        let slots = &self.slots;
-        let ok = self.recall.index.renumber_entries(|k| slots.get(k).map(|s| (s.offset, s.len)));
-        if ok {
-            self.recall.state = State::Ready;
+    }
+
+    /// Marks the index current again (after a merge opened its new file).
+    pub(super) fn recall_set_ready(&mut self) {
+        self.recall.ignore_file = false;
+        self.recall.state = State::Ready;
+    }
+
+    /// Counts a merge (the file writer's).
+    pub(super) fn recall_merged(&mut self) {
+        self.recall.merges += 1;
+    }
+
+    /// The directory merges write `store.fts` to: the data directory (the writer), or a
+    /// private one of a read-only store's own, created on first use.
+    pub(super) fn recall_dir(&mut self) -> Result<PathBuf> {
+        if !self.log.read_only() {
+            return Ok(self.dir.clone());
         }
-        ok
+        if let Some(p) = &self.recall.private {
+            return Ok(p.clone());
+        }
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("lkjagent-fts-{}-{}", std::process::id(), n));
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&p).map_err(|e| {
+            err!(PersistFailed, "creating {} (a read-only search's own index files) failed: {}", p.display(), e)
+        })?;
+        self.recall.private = Some(p.clone());
+        Ok(p)
+    }
+
+    /// Before a compaction in id order replaces the log (and the reload closes the index):
+    /// gives the index's documents the ids the compaction gives their entries (each
+    /// indexed entry's rank in id order) and takes the index out of the store, for
+    /// [`Store::recall_follow_compaction`]. `None` when the index is not current.
+    pub(super) fn recall_take_for_compaction(&mut self) -> Option<Recall> {
+        if !self.recall_is_ready() || !self.recall.index.is_reserved() {
+            return None;
+        }
+        let end = self.slots.next_id();
+        let mut r = core::mem::take(&mut self.recall);
+        let rank = &mut r.scratch.base_new;
+        rank.clear();
+        let mut k = 0u32;
+        for old in 0..end as EntryId {
+            if rank.len() >= rank.capacity() {
+                self.recall = r;
+                return None;
+            }
+            rank.push(k);
+            k += u32::from(r.base.doc_of(old).is_some() || r.index.doc_of(old).is_some());
+        }
+        let rank = &r.scratch.base_new;
+        let new = |old: EntryId| rank.get(old as usize).copied().unwrap_or(NONE);
+        r.base.relabel(new);
+        r.index.relabel(new);
+        Some(r)
+    }
+
+    /// After the compaction and its reload: the index taken by
+    /// [`Store::recall_take_for_compaction`] is put back and written whole to a new
+    /// `store.fts` for the new log (the new records' offsets from the new log), instead of
+    /// being rebuilt from it. Falls back to the rebuild when anything does not fit.
+    pub(super) fn recall_follow_compaction(&mut self, r: Recall) -> Result<()> {
+        let indexed = r.base.totals().0 + r.index.live_docs();
+        self.recall = r;
+        if indexed != self.slots.live() as u64 {
+            self.recall_discard_file();
+            return self.recall_ready();
+        }
+        self.recall.state = State::Ready;
+        self.recall.relabeled = true;
+        let res = self.recall_write_file();
+        self.recall.relabeled = false;
+        if let Err(e) = res {
+            e.context(format_args!("the full-text index is rebuilt for the compacted log")).print_warning();
+            self.recall_discard_file();
+            return self.recall_ready();
+        }
+        Ok(())
     }
 
     /// Closes the index (after a reload: entry ids and log offsets may all have changed).
     pub(super) fn recall_close(&mut self) {
         self.recall.state = State::Closed;
         self.recall.written = 0;
-        self.recall.disk = None;
+        self.recall.base.close();
     }
 }
 
@@ -487,7 +699,7 @@ fn add_entry(r: &mut Recall, log: &LogFile, (id, offset, len): (EntryId, u64, u3
     Ok(())
 }
 
-/// Takes entry `id`'s live document out of the index, if it has one (its record, still in
+/// Takes entry `id`'s live document out of the delta, if it has one (its record, still in
 /// the log, says which words to count out).
 fn remove_entry(r: &mut Recall, log: &LogFile, id: EntryId) -> Result<()> {
     let Some((_, doc)) = r.index.doc_of(id) else { return Ok(()) };
@@ -736,7 +948,7 @@ mod tests {
         let q = "w0 w3 w7";
         let want = brute(&mut s, q, 10, Archived::Exclude);
         assert_same(&ranked(&mut s, q, 10), &want, q);
-        assert!(s.recall_stats().doc_numbers <= Sizes::for_capacity(16, room_for(16)).docs);
+        assert!(s.recall_stats().delta_docs <= Sizes::delta(room_for(16)).docs);
     }
 
     fn corpus(s: &mut Store, rng: &mut Rng, n: usize, from: usize) {
@@ -851,7 +1063,7 @@ mod tests {
             assert_same(&got, w_all, q);
         }
         let st = r.recall_stats();
-        assert!(st.in_place && !st.ready);
+        assert!(st.in_place && st.ready && st.delta_docs == 0);
         assert!(st.ram_bytes < 2 << 20, "{}", st.ram_bytes);
         // Tags filter in place too.
         let mut out = Ranked::new();
@@ -866,7 +1078,65 @@ mod tests {
         drop(s);
         let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
         assert_same(&ranked(&mut r, q, 10), &want, q);
-        assert!(!r.recall_stats().in_place);
+        // The file in place, and the 10 new entries in the delta.
+        let st = r.recall_stats();
+        assert!(st.in_place && st.delta_docs == 10, "{:?}", st);
+    }
+
+    #[test]
+    fn a_read_only_store_far_behind_the_file_merges_into_a_private_dir() {
+        let d = temp_dir("rank-private");
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        let mut rng = Rng(4242);
+        corpus(&mut s, &mut rng, 120, 0);
+        assert!(!ranked(&mut s, "w1", 3).is_empty());
+        s.close().unwrap();
+        // The log moves on without the index (never searched since): 80 new, 40 changed.
+        let mut s = Store::open_with_capacity(&d, 512).unwrap();
+        corpus(&mut s, &mut rng, 80, 120);
+        corpus(&mut s, &mut rng, 40, 10);
+        s.delete(&k("doc,d3")).unwrap();
+        let queries = ["w1 w2", "w0 w7 w30", "doc", "w11"];
+        let want: Vec<_> = queries.iter().map(|q| brute(&mut s, q, 10, Archived::Exclude)).collect();
+        drop(s);
+        let before: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let fts = std::fs::read(d.join("store.fts")).unwrap();
+        let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
+        r.recall_test_delta(8, 4096);
+        for (q, w) in queries.iter().zip(&want) {
+            assert_same(&ranked(&mut r, q, 10), w, q);
+        }
+        let st = r.recall_stats();
+        assert!(st.merges > 0 && st.in_place, "{:?}", st);
+        let private = r.recall.private.clone().unwrap();
+        assert!(!private.starts_with(&d) && private.join("store.fts").exists());
+        drop(r);
+        // Nothing written in the data directory; the private one is gone.
+        let after: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(before, after);
+        assert_eq!(std::fs::read(d.join("store.fts")).unwrap(), fts);
+        assert!(!private.exists());
+    }
+
+    #[test]
+    fn the_largest_values_fit_the_delta_even_when_escaped() {
+        let d = temp_dir("rank-large");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.put(&k("small"), "w1 w2", 1).unwrap();
+        assert_eq!(ranked(&mut s, "w1", 5).len(), 1);
+        // A value of control characters: a record six times its size, no words.
+        let max = crate::limits::STORE_VALUE_MAX_BYTES;
+        s.put(&k("escapes"), &"\u{1}".repeat(max), 1).unwrap();
+        s.put(&k("escapes"), &"\u{2}".repeat(max - 1), 1).unwrap();
+        // The most words a value can hold, overwritten by as many.
+        let many = "a ".repeat(max / 2);
+        s.put(&k("words"), &many, 1).unwrap();
+        s.put(&k("words"), &"b ".repeat(max / 2), 1).unwrap();
+        s.put(&k("escapes"), "w1 a b", 1).unwrap();
+        for q in ["w1", "a", "b", "escapes words"] {
+            assert_same(&ranked(&mut s, q, 5), &brute(&mut s, q, 5, Archived::Exclude), q);
+        }
+        assert!(s.recall_stats().ready);
     }
 
     #[test]
@@ -940,5 +1210,117 @@ mod tests {
         }
         r.sort();
         assert_eq!(r.hits().iter().map(|h| h.id).collect::<Vec<_>>(), [1, 3, 5]);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Put(u8, Vec<u8>),
+            Retag(u8, u8),
+            Archive(u8),
+            Delete(u8),
+            Merge,
+            Compact,
+            Reopen,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                6 => (0u8..16, proptest::collection::vec(0u8..24, 1..14)).prop_map(|(k, w)| Op::Put(k, w)),
+                1 => (0u8..16, 0u8..6).prop_map(|(k, t)| Op::Retag(k, t)),
+                1 => (0u8..16).prop_map(Op::Archive),
+                2 => (0u8..16).prop_map(Op::Delete),
+                1 => Just(Op::Merge),
+                1 => Just(Op::Compact),
+                1 => Just(Op::Reopen),
+            ]
+        }
+
+        /// The key of slot `k` now (retags add tags), if it exists.
+        fn key_of(s: &Store, k: u8) -> Option<Key> {
+            let tag = format!("k{}", k);
+            s.ids().filter_map(|id| s.key(id)).find(|key| key.has_tag(&tag))
+        }
+
+        fn check(s: &mut Store, queries: &[String], what: &str) {
+            for q in queries {
+                let want = brute(s, q, 10, Archived::Exclude);
+                assert_same(&ranked(s, q, 10), &want, &format!("{}: {}", what, q));
+                let mut out = Ranked::new();
+                s.rank_where(q, 20, Archived::Include, None, &mut out).unwrap();
+                let got: Vec<_> = out.hits().iter().map(|h| (h.id, h.score)).collect();
+                assert_same(&got, &brute(s, q, 20, Archived::Include), &format!("{} (all): {}", what, q));
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+            /// Base + delta, with merges when the (tiny) delta is full, at checkpoints and at
+            /// random points, answers as BM25 computed from scratch over the live entries.
+            #[test]
+            fn base_and_delta_rank_as_from_scratch(ops in proptest::collection::vec(op(), 1..60), small in 2usize..8) {
+                let d = temp_dir("rank-props");
+                let mut s = Store::open_with_capacity(&d, 64).unwrap();
+                s.recall_test_delta(small, 400);
+                assert!(ranked(&mut s, "w1", 5).is_empty());
+                let queries: Vec<String> =
+                    vec!["w0 w1".into(), "w2 w5 w9".into(), "w17 w23".into(), "k3 t1 w0".into(), "w4".into()];
+                for (i, op) in ops.iter().enumerate() {
+                    match op {
+                        Op::Put(k, words) => {
+                            let key = key_of(&s, *k).unwrap_or_else(|| k_(&format!("k{},doc", k)));
+                            let text: Vec<String> = words.iter().map(|w| format!("w{}", w)).collect();
+                            s.put(&key, &text.join(" "), 1).unwrap();
+                        }
+                        Op::Retag(k, t) => {
+                            if let Some(key) = key_of(&s, *k) {
+                                let _ = s.add_tags(&key, &k_(&format!("t{}", t)), 2);
+                            }
+                        }
+                        Op::Archive(k) => {
+                            if let Some(key) = key_of(&s, *k) {
+                                let a = s.info(s.find(&key).unwrap()).unwrap().archived;
+                                s.set_archived(&key, !a, 3).unwrap();
+                            }
+                        }
+                        Op::Delete(k) => {
+                            if let Some(key) = key_of(&s, *k) {
+                                s.delete(&key).unwrap();
+                            }
+                        }
+                        Op::Merge => s.checkpoint().unwrap(),
+                        Op::Compact => {
+                            s.compact().unwrap();
+                        }
+                        Op::Reopen => {
+                            drop(s);
+                            s = Store::open_with_capacity(&d, 64).unwrap();
+                            s.recall_test_delta(small, 400);
+                        }
+                    }
+                    if i % 7 == 6 {
+                        check(&mut s, &queries, &format!("step {} {:?}", i, op));
+                    }
+                }
+                check(&mut s, &queries, "end");
+                let st = s.recall_stats();
+                prop_assert_eq!(st.documents as usize, s.len());
+                // A clean stop writes the file; reopened, read-only too, it answers the same.
+                s.close().unwrap();
+                let mut s = Store::open_with_capacity(&d, 64).unwrap();
+                check(&mut s, &queries, "reopened");
+                drop(s);
+                let mut r = Store::open_read_only_with_capacity(&d, 64).unwrap();
+                check(&mut r, &queries, "read-only");
+                let _ = std::fs::remove_dir_all(&d);
+            }
+        }
+
+        fn k_(s: &str) -> Key {
+            normalize(s).unwrap()
+        }
     }
 }

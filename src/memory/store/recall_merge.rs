@@ -1,0 +1,568 @@
+//! Merging the full-text index's delta into its base: a new `store.fts` (format in
+//! [`super::recall_file`]) written from the old one (`super::recall_disk`) and the delta
+//! (`super::fulltext`) by streaming, through bounded buffers, crash-safely (see
+//! [`super::recall`] for when and why).
+
+use super::checkpoint::{tail_crc, Put};
+use super::fulltext::{FullText, NONE};
+use super::rank::{QueryWord, RamWalk, Walk};
+use super::recall_disk::{DictCursor, DiskIndex, DiskWalk};
+use super::recall_file::{
+    remove_temp, CHUNK, DICT_PAGE, DICT_TEMP_NAME, FORMAT, HEADER_BYTES, MAGIC, RECALL_FILE_NAME, TEMP_NAME,
+};
+use super::{EntryId, Store};
+use crate::error::Result;
+use crate::memory::hash::{crc32, crc32_continue};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+impl Store {
+    /// Writes the full-text index (base and delta merged) to a new `store.fts` and searches
+    /// that from now on, with an empty delta (the writer at a checkpoint, at close, and
+    /// whenever the delta is full; a read-only store, whose delta is full, into a private
+    /// directory of its own). Nothing to do when the index is not built, or has nothing
+    /// the file lacks.
+    pub(super) fn recall_write_file(&mut self) -> Result<()> {
+        if !self.recall_is_ready() {
+            return Ok(());
+        }
+        let nothing_new = self.recall.index.is_empty() && self.recall.base.dead_docs() == 0 && !self.recall.relabeled;
+        if nothing_new && self.recall.base.is_open() && (self.log.read_only() || self.recall.written == self.log.len) {
+            return Ok(());
+        }
+        if self.log.read_only() && nothing_new {
+            return Ok(());
+        }
+        let res = self.recall_merge();
+        if let Err(e) = &res {
+            // The old file found damaged: the index is rebuilt from the log at the next
+            // query, without it. (A failed write leaves base and delta as they were; one that
+            // failed after the rename has already discarded them.)
+            if e.code() == crate::error::Code::Io {
+                self.recall_discard_file();
+            }
+        }
+        res
+    }
+
+    /// The merge itself: see [`Store::recall_write_file`] and the module documentation.
+    fn recall_merge(&mut self) -> Result<()> {
+        self.recall_reserve_delta();
+        let covered = self.log.len;
+        let tail = tail_crc(self, covered)?;
+        let dir = self.recall_dir()?;
+        let tmp = dir.join(TEMP_NAME);
+        let dict_tmp = dir.join(DICT_TEMP_NAME);
+        remove_temp(&dir);
+        let create = |p: &Path| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(p)
+                .map_err(|e| err!(PersistFailed, "creating {} failed: {}", p.display(), e))
+        };
+        let res = create(&tmp).and_then(|mut file| {
+            let mut dict = create(&dict_tmp)?;
+            let r = &mut self.recall;
+            let slots = &self.slots;
+            let place = |e: EntryId| slots.get(e).map(|s| (s.offset, s.len));
+            let place: Option<&dyn Fn(EntryId) -> Option<(u64, u32)>> = if r.relabeled { Some(&place) } else { None };
+            let x = merge_sections(&mut r.base, &r.index, place, &mut file, &mut dict, &mut r.scratch)?;
+            let mut h = [0u8; HEADER_BYTES];
+            let mut w = Put { buf: &mut h, at: 0 };
+            w.bytes(MAGIC);
+            w.u32(FORMAT);
+            w.u32(x.docs);
+            w.u64(self.store_id);
+            w.u64(covered);
+            w.u64(x.tokens);
+            w.u32(x.terms);
+            w.u32(tail);
+            w.u32(x.body_crc);
+            w.u64(x.body_len);
+            w.u64(x.dict_len);
+            w.u32(x.pages);
+            w.u32(x.docs_crc);
+            w.u32(x.dict_crc);
+            w.u32(x.sparse_crc);
+            if let Some((rest, c)) = h.split_last_chunk_mut::<4>() {
+                *c = crc32(rest).to_le_bytes();
+            }
+            use std::os::unix::fs::FileExt;
+            file.write_all_at(&h, 0)
+                .and_then(|_| file.sync_all())
+                .map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))
+        });
+        let _ = fs::remove_file(&dict_tmp);
+        if let Err(e) = res {
+            remove_temp(&dir);
+            return Err(e);
+        }
+        let path = dir.join(RECALL_FILE_NAME);
+        fs::rename(&tmp, &path).map_err(|e| {
+            remove_temp(&dir);
+            err!(PersistFailed, "renaming {} into place failed: {}", tmp.display(), e)
+        })?;
+        // From here the base and delta in RAM are the old file's: replaced by the new one.
+        self.recall_discard_file();
+        crate::memory::atomic::sync_dir(&dir)?;
+        self.recall_merged();
+        if !self.recall_open_base(&path, false)? {
+            bail!(Io, "{} vanished after it was written", path.display());
+        }
+        self.recall_set_ready();
+        self.recall.written = covered;
+        Ok(())
+    }
+}
+
+/// Output through a buffer, with a running CRC and length.
+struct Out<'a> {
+    file: &'a mut File,
+    buf: &'a mut Vec<u8>,
+    crc: u32,
+    len: u64,
+}
+
+impl Out<'_> {
+    fn bytes(&mut self, b: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(b);
+        self.crc = crc32_continue(self.crc, b);
+        self.len += b.len() as u64;
+        if self.buf.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.file.write_all(self.buf).map_err(|e| err!(PersistFailed, "writing {} failed: {}", TEMP_NAME, e))?;
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// Scratch of the merge, reserved with the index's tables (see `Store::recall_reserve`).
+#[derive(Default)]
+pub struct WriteScratch {
+    /// New numbers of the base's documents ([`NONE`]: not current).
+    pub base_new: Vec<u32>,
+    /// New numbers of the delta's documents.
+    pub delta_new: Vec<u32>,
+    /// The delta's words with live documents, in byte order.
+    pub sorted: Vec<u32>,
+    /// Each dictionary page: offset in the dictionary, CRC-32.
+    pub pages: Vec<u32>,
+    /// Output buffer of the new file.
+    pub out: Vec<u8>,
+    /// Output buffer of its dictionary (written to a file of its own, then copied after the
+    /// body).
+    pub dict: Vec<u8>,
+    /// Input buffer (the old documents and postings, the dictionary copied back).
+    pub input: Vec<u8>,
+    /// One word's new postings, when they fit.
+    pub term: Vec<u8>,
+}
+
+impl WriteScratch {
+    /// Reserves the buffers for a store of `room` ids, once.
+    pub fn reserve(&mut self, room: usize, max_terms: usize) {
+        use crate::limits::{TEXT_DELTA_DOCS, TEXT_DELTA_TERMS, TEXT_MERGE_BUFFER_BYTES};
+        if self.out.capacity() == 0 {
+            self.base_new = Vec::with_capacity(room);
+            self.delta_new = Vec::with_capacity(TEXT_DELTA_DOCS);
+            self.sorted = Vec::with_capacity(TEXT_DELTA_TERMS);
+            self.pages = Vec::with_capacity(2 * ((max_terms + TEXT_DELTA_TERMS) / DICT_PAGE + 2));
+            self.out = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES + 512);
+            self.dict = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES + 512);
+            self.input = vec![0u8; TEXT_MERGE_BUFFER_BYTES];
+            self.term = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES);
+        }
+    }
+
+    /// RAM held, bytes.
+    pub fn ram_bytes(&self) -> usize {
+        (self.base_new.capacity() + self.delta_new.capacity() + self.sorted.capacity() + self.pages.capacity()) * 4
+            + self.out.capacity()
+            + self.dict.capacity()
+            + self.input.capacity()
+            + self.term.capacity()
+    }
+}
+
+/// What [`merge_sections`] wrote, for the header.
+struct Written {
+    docs: u32,
+    tokens: u64,
+    terms: u32,
+    docs_crc: u32,
+    body_crc: u32,
+    body_len: u64,
+    dict_crc: u32,
+    dict_len: u64,
+    pages: u32,
+    sparse_crc: u32,
+}
+
+/// Where one word's postings come from: the base (its place there) and the delta (its term).
+#[derive(Clone, Copy)]
+struct Source {
+    base: Option<QueryWord>,
+    term: Option<u32>,
+}
+
+/// Walks the current postings of `src`, renumbered, in order: `f(new docno, tf)`.
+fn each_posting(
+    base: &mut DiskIndex,
+    delta: &FullText,
+    sc: &WriteScratch,
+    src: Source,
+    mut f: impl FnMut(u32, u32) -> Result<()>,
+) -> Result<()> {
+    if let Some(w) = src.base {
+        let (file, mut bufs, _) = base.walk_parts();
+        let (Some(file), Some(buf)) = (file, bufs.next()) else { bail!(Internal, "store.fts is not open") };
+        let mut walk = DiskWalk::new(file, buf, &w)?;
+        while walk.doc() != NONE {
+            let nd = sc.base_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
+            if nd != NONE {
+                f(nd, walk.tf())?;
+            }
+            walk.advance()?;
+        }
+    }
+    if let Some(t) = src.term {
+        let mut walk = RamWalk::new(delta, t);
+        while walk.doc() != NONE {
+            let nd = sc.delta_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
+            if nd != NONE {
+                f(nd, walk.tf())?;
+            }
+            walk.advance()?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes everything after a blank header: the current documents of the base, then the
+/// delta's, renumbered densely in that order (so every word's postings stay in order: the
+/// base's, then the delta's); the words of both in byte order with their current postings;
+/// the dictionary (written to `dict` as it goes, copied in after the body) and its page
+/// table. Reads the base's documents and dictionary once, each word's postings twice (to
+/// count, then to write), all through bounded buffers, every part checked by its CRC.
+fn merge_sections(
+    base: &mut DiskIndex,
+    delta: &FullText,
+    place: Option<&dyn Fn(EntryId) -> Option<(u64, u32)>>,
+    file: &mut File,
+    dict: &mut File,
+    sc: &mut WriteScratch,
+) -> Result<Written> {
+    use std::os::unix::fs::FileExt;
+    // New numbers: the base's current documents, then the delta's.
+    let mut live = 0u32;
+    let mut tokens = 0u64;
+    sc.base_new.clear();
+    for d in 0..base.doc_count() {
+        let doc = base.doc(d);
+        if sc.base_new.len() < sc.base_new.capacity() {
+            sc.base_new.push(if doc.is_some() { live } else { NONE });
+        }
+        live += u32::from(doc.is_some());
+        tokens += doc.map_or(0, |x| u64::from(x.1));
+    }
+    sc.delta_new.clear();
+    for d in 0..delta.doc_count() as u32 {
+        let doc = delta.doc(d).filter(|x| x.entry != NONE);
+        if sc.delta_new.len() < sc.delta_new.capacity() {
+            sc.delta_new.push(if doc.is_some() { live } else { NONE });
+        }
+        live += u32::from(doc.is_some());
+        tokens += doc.map_or(0, |x| u64::from(x.tokens));
+    }
+    let clean = base.dead_docs() == 0;
+    let mut out_buf = core::mem::take(&mut sc.out);
+    let mut dict_buf = core::mem::take(&mut sc.dict);
+    let mut term_buf = core::mem::take(&mut sc.term);
+    out_buf.clear();
+    dict_buf.clear();
+    let res = (|| {
+        file.write_all(&[0u8; HEADER_BYTES]).map_err(|e| err!(PersistFailed, "writing {} failed: {}", TEMP_NAME, e))?;
+        let mut out = Out { file, buf: &mut out_buf, crc: 0, len: 0 };
+        // The base's current documents, as its file lists them (their records: a document
+        // still stale keeps its old record, so the next open finds it stale again).
+        // After a compaction, every document's entry has a new id and a new record: written
+        // from RAM, the records' places from the new log.
+        let doc_bytes = |entry: EntryId, tokens: u32, at: Option<(u64, u32)>| -> Result<[u8; 20]> {
+            let (offset, len) = match (place, at) {
+                (Some(place), _) => {
+                    place(entry).ok_or_else(|| err!(Internal, "entry {} is not in the new log", entry))?
+                }
+                (None, Some(x)) => x,
+                (None, None) => bail!(Internal, "a document without a record"),
+            };
+            let mut b = [0u8; 20];
+            let mut w = Put { buf: &mut b, at: 0 };
+            w.u32(entry);
+            w.u32(tokens);
+            w.u64(offset);
+            w.u32(len);
+            Ok(b)
+        };
+        if place.is_some() {
+            for d in 0..base.doc_count() {
+                let Some((entry, tokens)) = base.doc(d) else { continue };
+                out.bytes(&doc_bytes(entry, tokens, None)?)?;
+            }
+        } else if base.is_open() {
+            let h = base.header;
+            let (mut at, mut left, mut crc, mut d) = (HEADER_BYTES as u64, u64::from(h.docs) * 20, 0u32, 0u32);
+            let step = (sc.input.len() / 20) * 20;
+            while left > 0 {
+                let n = left.min(step as u64) as usize;
+                let chunk = sc.input.get_mut(..n).unwrap_or(&mut []);
+                base.read_at(chunk, at)?;
+                crc = crc32_continue(crc, chunk);
+                for b in chunk.chunks_exact(20) {
+                    if base.doc(d).is_some() {
+                        out.bytes(b)?;
+                    }
+                    d += 1;
+                }
+                at += n as u64;
+                left -= n as u64;
+            }
+            if crc != h.docs_crc {
+                bail!(Io, "store.fts is damaged (checksum of its documents)");
+            }
+        }
+        for d in 0..delta.doc_count() as u32 {
+            let Some(doc) = delta.doc(d).filter(|x| x.entry != NONE) else { continue };
+            out.bytes(&doc_bytes(doc.entry, doc.tokens, Some((doc.offset, doc.rec_len)))?)?;
+        }
+        let docs_crc = out.crc;
+        let docs_len = out.len;
+        // The delta's words that have postings, in byte order.
+        sc.sorted.clear();
+        for t in 0..delta.term_count() as u32 {
+            if delta.term(t).is_some_and(|x| x.df > 0) && sc.sorted.len() < sc.sorted.capacity() {
+                sc.sorted.push(t);
+            }
+        }
+        sc.sorted.sort_unstable_by(|&a, &b| delta.term_text(a).cmp(delta.term_text(b)));
+        let mut dout = Out { file: dict, buf: &mut dict_buf, crc: 0, len: 0 };
+        sc.pages.clear();
+        let mut page_crc = 0u32;
+        let mut terms = 0u32;
+        let mut cursor = DictCursor::default();
+        let mut bword = [0u8; 256];
+        let mut bnext = base.next_word(&mut cursor, &mut bword)?;
+        let mut di = 0usize;
+        let mut word = [0u8; 256];
+        loop {
+            let dword = sc.sorted.get(di).map(|&t| delta.term_text(t));
+            let bw = bnext.map(|(len, _)| bword.get(..len).unwrap_or(&[]));
+            let (src, len) = match (bw, dword) {
+                (None, None) => break,
+                (Some(b), d) if d.is_none_or(|d| b < d) => {
+                    let len = b.len();
+                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(b);
+                    (Source { base: bnext.map(|x| x.1), term: None }, len)
+                }
+                (Some(b), Some(d)) if b == d => {
+                    let len = b.len();
+                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(b);
+                    (Source { base: bnext.map(|x| x.1), term: sc.sorted.get(di).copied() }, len)
+                }
+                (_, Some(d)) => {
+                    let len = d.len();
+                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(d);
+                    (Source { base: None, term: sc.sorted.get(di).copied() }, len)
+                }
+                (Some(_), None) => break,
+            };
+            if src.base.is_some() {
+                bnext = base.next_word(&mut cursor, &mut bword)?;
+            }
+            if src.term.is_some() {
+                di += 1;
+            }
+            let w = word.get(..len).unwrap_or(&[]);
+            // A clean base (no document taken out: renumbering changes nothing) keeps the
+            // word's postings byte for byte; the delta's follow them.
+            let copy = src.base.filter(|_| clean);
+            let enc_src = if copy.is_some() { Source { base: None, ..src } } else { src };
+            let (prev0, crc0, n0, bytes0) = match copy {
+                Some(b) => (Some(b.last), b.crc, b.base_df, b.bytes),
+                None => (None, 0, 0, 0),
+            };
+            // Count: postings, bytes, CRC, last (kept in the term buffer if they fit).
+            let mut enc = Enc { buf: &mut term_buf, n: n0, bytes: bytes0, crc: crc0, prev: prev0, fits: true };
+            enc.buf.clear();
+            each_posting(base, delta, sc, enc_src, |nd, tf| enc.push(nd, tf, None))?;
+            let Enc { n, bytes, crc, prev, fits, .. } = enc;
+            let crc = crc32_continue(crc, &term_buf);
+            if n == 0 {
+                continue;
+            }
+            // The body: the word and its postings.
+            let postings_at = HEADER_BYTES as u64 + out.len + 1 + len as u64 + 8;
+            out.bytes(&[len as u8])?;
+            out.bytes(w)?;
+            out.bytes(&n.to_le_bytes())?;
+            out.bytes(&bytes.to_le_bytes())?;
+            if let Some(b) = copy {
+                let (mut at, mut left, mut check) = (b.at, u64::from(b.bytes), 0u32);
+                while left > 0 {
+                    let k = left.min(sc.input.len() as u64) as usize;
+                    let chunk = sc.input.get_mut(..k).unwrap_or(&mut []);
+                    base.read_at(chunk, at)?;
+                    check = crc32_continue(check, chunk);
+                    out.bytes(chunk)?;
+                    at += k as u64;
+                    left -= k as u64;
+                }
+                if check != b.crc {
+                    bail!(Io, "store.fts is damaged (the postings of a word do not check out)");
+                }
+            }
+            if fits {
+                out.bytes(&term_buf)?;
+            } else {
+                let mut enc = Enc { buf: &mut term_buf, n: 0, bytes: 0, crc: 0, prev: prev0, fits: true };
+                enc.buf.clear();
+                each_posting(base, delta, sc, enc_src, |nd, tf| enc.push(nd, tf, Some(&mut out)))?;
+                out.bytes(&term_buf)?;
+            }
+            let last = prev.unwrap_or(0);
+            // The dictionary, in pages of DICT_PAGE words.
+            if (terms as usize).is_multiple_of(DICT_PAGE) {
+                if terms > 0 {
+                    push_page(&mut sc.pages, page_crc)?;
+                }
+                push_page(&mut sc.pages, dout.len as u32)?;
+                page_crc = 0;
+            }
+            let mut tail = [0u8; 24];
+            let mut t = Put { buf: &mut tail, at: 0 };
+            t.u32(n);
+            t.u64(postings_at);
+            t.u32(bytes);
+            t.u32(crc);
+            t.u32(last);
+            dout.bytes(&[len as u8])?;
+            dout.bytes(w)?;
+            dout.bytes(&tail)?;
+            page_crc = crc32_continue(crc32_continue(crc32_continue(page_crc, &[len as u8]), w), &tail);
+            terms += 1;
+        }
+        if terms > 0 {
+            push_page(&mut sc.pages, page_crc)?;
+        }
+        let (body_crc, body_len) = (out.crc, out.len);
+        let (dict_crc, dict_len) = (dout.crc, dout.len);
+        dout.flush()?;
+        // The dictionary copied in after the body.
+        out.crc = 0;
+        let mut at = 0u64;
+        while at < dict_len {
+            let n = (dict_len - at).min(sc.input.len() as u64) as usize;
+            let chunk = sc.input.get_mut(..n).unwrap_or(&mut []);
+            dout.file
+                .read_exact_at(chunk, at)
+                .map_err(|e| err!(PersistFailed, "reading back {} failed: {}", DICT_TEMP_NAME, e))?;
+            out.bytes(chunk)?;
+            at += n as u64;
+        }
+        if out.crc != dict_crc {
+            bail!(PersistFailed, "the index's dictionary did not read back as written");
+        }
+        out.crc = 0;
+        for &v in sc.pages.iter() {
+            out.bytes(&v.to_le_bytes())?;
+        }
+        let sparse_crc = out.crc;
+        out.flush()?;
+        let _ = docs_len;
+        Ok(Written {
+            docs: live,
+            tokens,
+            terms,
+            docs_crc,
+            body_crc,
+            body_len,
+            dict_crc,
+            dict_len,
+            pages: (sc.pages.len() / 2) as u32,
+            sparse_crc,
+        })
+    })();
+    sc.out = out_buf;
+    sc.dict = dict_buf;
+    sc.term = term_buf;
+    res
+}
+
+/// Encodes one word's postings (gap, tf varints) into a bounded buffer: counting them, and
+/// their CRC as the buffer fills; with a sink, writing each full buffer to it.
+struct Enc<'a> {
+    buf: &'a mut Vec<u8>,
+    n: u32,
+    bytes: u32,
+    crc: u32,
+    prev: Option<u32>,
+    /// Whether every byte so far is still in the buffer.
+    fits: bool,
+}
+
+impl Enc<'_> {
+    fn push(&mut self, nd: u32, tf: u32, sink: Option<&mut Out<'_>>) -> Result<()> {
+        let (g, gk) = encode_varint(self.prev.map_or(nd, |p| nd.wrapping_sub(p)));
+        let (t, tk) = encode_varint(tf);
+        if self.buf.len() + gk + tk > self.buf.capacity() {
+            match sink {
+                Some(out) => out.bytes(self.buf)?,
+                None => self.crc = crc32_continue(self.crc, self.buf),
+            }
+            self.buf.clear();
+            self.fits = false;
+        }
+        self.buf.extend_from_slice(crate::bytes::take(&g, gk));
+        self.buf.extend_from_slice(crate::bytes::take(&t, tk));
+        self.bytes += (gk + tk) as u32;
+        self.n += 1;
+        self.prev = Some(nd);
+        Ok(())
+    }
+}
+
+/// Adds to the page list (reserved for the most words the index may have).
+fn push_page(pages: &mut Vec<u32>, v: u32) -> Result<()> {
+    if pages.len() >= pages.capacity() {
+        bail!(
+            CapacityExceeded,
+            "the full-text index has more words than its file may list (TEXT_TERMS_PER_ENTRY, TEXT_DELTA_TERMS)"
+        );
+    }
+    pages.push(v);
+    Ok(())
+}
+
+/// `v` as a varint: the bytes and how many.
+fn encode_varint(mut v: u32) -> ([u8; 5], usize) {
+    let mut b = [0u8; 5];
+    let mut n = 0;
+    while let Some(slot) = b.get_mut(n) {
+        let low = (v & 0x7F) as u8;
+        v >>= 7;
+        n += 1;
+        if v == 0 {
+            *slot = low;
+            break;
+        }
+        *slot = low | 0x80;
+    }
+    (b, n)
+}
