@@ -24,7 +24,7 @@ use super::checkpoint::{
     le32, le64, Head, CHECKPOINT_NAME, COLUMN_BLOCK, COLUMN_WIDTHS, DIRECTORY_ENTRY, FORMAT, TAIL_BYTES,
 };
 use super::query::{driver, resolve, run, Tables};
-use super::rank::{max_score, Collection, QueryWords, Ranked};
+use super::rank::{max_score, Collection, QueryWord, QueryWords, Ranked};
 use super::recall_disk::{DiskIndex, DiskWalk};
 use super::recall_file::{Header as FtsHeader, HEADER_BYTES as FTS_HEADER_BYTES, RECALL_FILE_NAME};
 use super::slots::{unpack_location, TagSet};
@@ -233,23 +233,24 @@ impl StoreView {
         }
         let Ok(h) = FtsHeader::parse(&raw) else { return Ok(false) };
         let room = room_for(self.cap);
-        let sizes = super::fulltext::Sizes::for_capacity(self.cap, room);
         // The same log, exactly: the same identity, length and bytes before it (the same
         // 4 KiB the checkpoint's CRC is of).
         if h.store != self.head.store
             || h.covered != self.head.covered
             || h.tail != self.head.tail
             || h.docs as usize > room
-            || h.terms as usize > sizes.terms
         {
             return Ok(false);
         }
-        let mut disk = DiskIndex::open(file, h)?;
+        // The file covers the log: every document in it is current.
+        let mut disk = DiskIndex::empty();
+        disk.load(file, h, room, |_| true)?;
         self.prepare()?;
         if limit == 0 {
             return Ok(true);
         }
-        let q = QueryWords::parse(query, false, |w| disk.find(w))?;
+        // Only the base: a word's live documents are its postings.
+        let q = QueryWords::parse(query, false, |w| Ok(disk.find(w)?.map(|x| QueryWord { df: x.base_df, ..x })))?;
         out.set_dropped_words(q.dropped);
         if q.n == 0 {
             return Ok(true);
@@ -259,6 +260,7 @@ impl StoreView {
         let coll = Collection { docs, tokens };
         let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
         let (file, mut bufs, docs_table) = disk.walk_parts();
+        let Some(file) = file else { bail!(Internal, "store.fts loaded without its file (a bug)") };
         for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
             let Some(buf) = bufs.next() else { break };
             *c = DiskWalk::new(file, buf, w)?;
