@@ -361,12 +361,13 @@ impl Product {
         }
     }
 
-    /// Starts the plan's prefix with the list's heading: the domain and the units, capitalised
-    /// ("African animals:"). A small model asked to "Name five African animals." writes that
+    /// Writes the plan's prefix: the list's heading, the domain and the units capitalised
+    /// ("African animals:"), then the names the view keeps numbered, one a line, and the
+    /// next number (`1. Braise\n2. Sear\n3. `). A small model asked to "Name five African animals." writes that
     /// heading first; with the list starting at "1. ", it wrote it as the first name and ran on
     /// from it (SmolLM2-135M: "African animals ikaenjabbabw"). With the heading given, 12 of 29
     /// cooking names were cooking words (Tuna, Pastry, Frying pan), 11 of 25 without.
-    fn list_head(&mut self) {
+    fn write_prefix(&mut self) {
         self.prefix.clear();
         let (first, then) = match self.domain.is_empty() {
             true => (self.units.as_str(), ""),
@@ -381,6 +382,11 @@ impl Product {
             let _ = self.prefix.format(format_args!(" {}", then));
         }
         let _ = self.prefix.push_str(":\n");
+        // The prefix has room for the heading and every name the view keeps, numbered.
+        for (i, name) in self.names.iter().enumerate() {
+            let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
+        }
+        let _ = self.prefix.format(format_args!("{}. ", self.names.len() + 1));
     }
 
     /// Whether `name` (as written) can name a new entry: it names no entry of the product and
@@ -607,8 +613,7 @@ impl Product {
             let _ = self.domain.push_str(word);
         }
         self.names.clear();
-        self.list_head();
-        let _ = self.prefix.push_str("1. ");
+        self.write_prefix();
     }
 
     /// Writes the view into `out`: `<product>`, the names of the newest entries (oldest of them
@@ -648,7 +653,6 @@ impl Product {
             let _ = ids.push(id);
         }
         out.push_str("<product>\n")?;
-        self.list_head();
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
@@ -663,11 +667,7 @@ impl Product {
                 let _ = self.names.push(ArrayString::try_from_str(name).unwrap_or_default());
             }
         }
-        for (i, name) in self.names.iter().enumerate() {
-            // The prefix has room for every name the view keeps, numbered.
-            let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
-        }
-        let _ = self.prefix.format(format_args!("{}. ", self.names.len() + 1));
+        self.write_prefix();
         if self.glossary && self.next.is_empty() {
             // The words the definitions use, newest definition first, each counted once a
             // definition; the one most of them use is asked about next.
