@@ -39,16 +39,13 @@ impl Setup {
         std::fs::create_dir_all(root.join("data")).unwrap();
         std::fs::create_dir_all(root.join("outside")).unwrap();
         let s = Setup { root };
-        let shipped = |name: &str| {
-            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)).unwrap()
-        };
-        let config = shipped("config.json");
+        let config = temp::shipped("config.json");
         let from = "\"provider\": \"openai\"";
         assert_eq!(config.matches(from).count(), 1);
         let config = config.replace(from, "\"provider\": \"replay\", \"replay_path\": \"demo.jsonl\"");
         std::fs::write(s.data().join("config.json"), config).unwrap();
-        std::fs::write(s.data().join("demo.jsonl"), shipped("demo.jsonl")).unwrap();
-        std::fs::write(s.data().join("memory.json"), shipped("memory.json")).unwrap();
+        std::fs::write(s.data().join("demo.jsonl"), temp::shipped("demo.jsonl")).unwrap();
+        std::fs::write(s.data().join("memory.json"), temp::shipped("memory.json")).unwrap();
         s
     }
 

@@ -17,7 +17,7 @@ mod temp;
 use cli::lkjagent;
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,13 +47,12 @@ fn fact_value(i: usize) -> String {
 /// A data directory whose agent saves `CYCLES` facts through the replay provider.
 fn data_dir() -> PathBuf {
     let d = temp_dir("readers-beside-agent");
-    let shipped = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/config.json")).unwrap();
-    let config = shipped
+    let config = temp::shipped("config.json")
         .replace(r#""provider": "openai","#, r#""provider": "replay", "replay_path": "script.jsonl","#)
         .replace(r#""max_iterations": 5"#, &format!(r#""max_iterations": {}"#, CYCLES));
     assert!(config.contains("replay_path") && config.contains(&CYCLES.to_string()), "config edits did not apply");
     std::fs::write(d.join("config.json"), config).unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/memory.json"), d.join("memory.json")).unwrap();
+    std::fs::write(d.join("memory.json"), temp::shipped("memory.json")).unwrap();
     let mut script = String::new();
     for i in 0..CYCLES {
         // A save adds a key; the later values of a key are explicit updates.
@@ -140,8 +139,8 @@ fn read_only_commands_beside_a_running_agent_lose_nothing() {
 #[test]
 fn read_only_commands_leave_a_compaction_file_alone() {
     let d = temp_dir("readers-compaction");
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/memory.json"), d.join("memory.json")).unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/config.json"), d.join("config.json")).unwrap();
+    std::fs::write(d.join("memory.json"), temp::shipped("memory.json")).unwrap();
+    std::fs::write(d.join("config.json"), temp::shipped("config.json")).unwrap();
     {
         let mut s = Store::open(&d).unwrap();
         s.put(&normalize("fruit,apple").unwrap(), "An apple.", 1).unwrap();

@@ -83,9 +83,23 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// The text of a shipped file in `data/` (`config.json`, `memory.json`, ...).
+/// The text of a shipped file in `data/` (`config.json`, `memory.json`, ...): as git holds it
+/// (its index, so a staged change counts) when the checkout is a git one, else the file. `make
+/// run` runs the agent in `data/`, so its `memory.json` is the user's memory after a first run
+/// (a run without a server records its error there), and a user points `config.json` at their
+/// own server: neither is what the tests start from.
 pub fn shipped(name: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)).unwrap()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let git = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["show", &format!(":data/{name}")])
+        .stderr(std::process::Stdio::null())
+        .output();
+    match git {
+        Ok(out) if out.status.success() => String::from_utf8(out.stdout).unwrap(),
+        _ => std::fs::read_to_string(root.join("data").join(name)).unwrap(),
+    }
 }
 
 /// Replaces `from` by `to` in `text`, which must hold `from` exactly once.
