@@ -554,7 +554,7 @@ pub const PRODUCT_ASKED_MAX: usize = 256;
 pub const PRODUCT_CANDIDATES_MAX: usize = 64;
 
 /// Most names a new product entry may not take: the names of stored product entries (the
-/// newest, read from the store's tag index; each also in the plural and as a first word), the
+/// newest, read from the store's tag index; each as letters no new name starts with), the
 /// task's own words and the words that name nothing. Cost: 65 bytes each, reserved once.
 /// Older names past it are still refused when saved (the key exists).
 pub const PRODUCT_TAKEN_MAX: usize = 512;

@@ -785,6 +785,9 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
         "the",
         "the_",
         "z9",
+        "lion*",
+        "sea_l*",
+        "thy*",
     ];
     taken.sort_unstable();
     let states = vec!["evaluating".to_string()];
@@ -839,6 +842,13 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
     }
     for name in ["The oven", "Braise and sear", "A frame", "Mise en place two"] {
         assert!(!g.matches(&reply(name)), "{name} starts with a taken word\n{text}");
+    }
+    // Taken as letters (`lion*`): not the name, nor any that starts with its letters.
+    for name in ["Lion", "Lions", "Lioness", "Lion cub", "Sea l", "Sea lion", "Sea ls", "Thy", "Thyme"] {
+        assert!(!g.matches(&reply(name)), "{name} starts with taken letters\n{text}");
+    }
+    for name in ["Lio", "Liomys", "Li", "Sea", "Sea bass", "Seal", "Th", "Thai", "Tha"] {
+        assert!(g.matches(&reply(name)), "{name} does not start with taken letters\n{text}");
     }
     // Taken, but not as a first word: a name may start with it.
     for name in ["Ab initio", "Ba ba"] {

@@ -18,10 +18,11 @@
 //!   [`PRODUCT_VIEW_MAX_BYTES`]. Names, not whole entries: with definitions in its prompt, a
 //!   small model asked for a new one copies one of them (measured: 16 of 18 copies).
 //! - **The names taken** ([`Product::taken`]) are those of the newest [`PRODUCT_TAKEN_MAX`]
-//!   product entries (and their plurals) and the task's own words (a small model asked for a
-//!   cooking term answers `cooking`, or `One term`). The grammar makes them impossible as a
-//!   new name; an entry's name, a word that names nothing ("The") and the task's words that
-//!   say nothing of its subject ("One") also as the first word of one
+//!   product entries and the task's own words (a small model asked for a cooking term
+//!   answers `cooking`, or `One term`). The grammar makes them impossible as a new name; an
+//!   entry's name also as the start of one (`Lion`: not `Lions`, `Lionel`), a word that names
+//!   nothing ("A") and the task's words that say nothing of its subject ("One") as its first
+//!   word, "The" as its first letters
 //!   ([`crate::grammar::ProductSave`]); a save that names one anyway (an
 //!   unconstrained reply) is refused, as is one whose name or text the view shows already, or
 //!   whose text is the task's own words ([`Product::repeats`]). A name asked about once is not
@@ -88,6 +89,20 @@ const NOT_NAMES: &[&str] = &[
     "it", "its", "my", "name", "new", "next", "no", "ok", "okay", "one", "our", "plan", "refused", "repeat", "result",
     "sure", "tags", "that", "the", "there", "theres", "these", "this", "those", "we", "what", "yes", "you", "your",
 ];
+
+/// Words a small model starts a list item with that name nothing and that may not be the start
+/// of a new name at all, as letters, not only as a word: asked to go on with a list and not
+/// allowed to write "The African elephant", SmolLM2-135M wrote "The" as the start of a made-up
+/// name ("Thelil", "Thetans", "Thesira": 10 names of 16 in a run). Closed as letters, the
+/// model's " The" is no longer a way in, and it starts another name. It costs names that
+/// start so ("Thermometer").
+const NOT_NAME_STARTS: &[&str] = &["the"];
+
+/// Fewest letters of a plural name's singular for the singular's letters to be closed.
+const STEM_MIN_LETTERS: usize = 4;
+
+/// Fewest definitions of the view that must use a word for it to be asked about next.
+const CANDIDATE_MIN_USES: u32 = 2;
 
 /// The working-memory key of the plan: the names of the next entries, as the model named them
 /// (`Terms for the glossary of cooking terms: roux, fondue`).
@@ -318,6 +333,9 @@ impl Product {
             }
             take_word(&mut self.taken, w);
         }
+        for w in NOT_NAME_STARTS {
+            take_start(&mut self.taken, w);
+        }
         let q = Query { required: Some(key), max_results: PRODUCT_TAKEN_MAX, ..Query::default() };
         if let Some(store) = store {
             store.query(&q, &mut self.newest);
@@ -326,20 +344,24 @@ impl Product {
         for id in self.newest.ids() {
             let Some(k) = store.and_then(|s| s.key(id)) else { continue };
             if let Some(name) = name_of(&k, &key) {
-                // The name, its plural ("Lions" after "Lion": a small model lists a name it
-                // may not write in the plural), and the name as a first word ("Braise and
-                // sear"): two more characters of the grammar.
-                chars += name.len() + 2;
-                if chars > PRODUCT_TAKEN_MAX_CHARS || self.taken.len() + 3 > PRODUCT_TAKEN_MAX {
+                // The name as the start of no name: not itself, nor its plural ("Lions" after
+                // "Lion"), nor a first word ("Braise and sear"), nor a longer word. Taken only
+                // as itself, a name a small model lists again was written on into a made-up one
+                // (SmolLM2-135M: "Anjelica", then "Anjelicaan", "Anjelicaanii"; "Zoos" into
+                // "Zoosia"): its tokens lead there, and only letters were left to follow them.
+                // A plural as its singular's letters ("Elephant", "Elephantesses" after
+                // "Elephants"; "Gorillaines" after "Gorillas"), but for a short one, only as
+                // a name: as letters it would close "Pear" after "Peas".
+                let one = name.strip_suffix('s').filter(|s| s.len() >= 3 && !s.ends_with('s'));
+                let stem = one.filter(|o| o.len() >= STEM_MIN_LETTERS).unwrap_or(name);
+                let short = one.filter(|o| o.len() < STEM_MIN_LETTERS);
+                chars += stem.len() + 1 + short.map_or(0, str::len);
+                if chars > PRODUCT_TAKEN_MAX_CHARS || self.taken.len() + 2 > PRODUCT_TAKEN_MAX {
                     break;
                 }
-                if let Ok(w) = Word::try_from_str(name) {
+                take_start(&mut self.taken, stem);
+                if let Some(w) = short.and_then(|o| Word::try_from_str(o).ok()) {
                     let _ = self.taken.push(w);
-                    let mut plural = w;
-                    if !name.ends_with('s') && plural.push('s').is_ok() {
-                        let _ = self.taken.push(plural);
-                    }
-                    take_word(&mut self.taken, name);
                 }
             }
         }
@@ -413,8 +435,13 @@ impl Product {
         if plural.push('s').is_ok() {
             let _ = forms.push(plural);
         }
+        let starts = |t: &Word| {
+            self.taken.iter().filter_map(|w| w.as_str().strip_suffix('*')).any(|s| t.as_str().starts_with(s))
+        };
         let seen = |t: &Word| {
-            self.taken.as_slice().binary_search(t).is_ok() || self.asked.as_slice().contains(&fnv1a64(t.as_bytes()))
+            self.taken.as_slice().binary_search(t).is_ok()
+                || starts(t)
+                || self.asked.as_slice().contains(&fnv1a64(t.as_bytes()))
         };
         if forms.iter().any(seen) {
             return false;
@@ -688,8 +715,11 @@ impl Product {
                     }
                 }
             }
+            // Only a word two definitions use: one that only the newest uses leads away from
+            // the task, one definition at a time (SmolLM2-135M, cooking: Food, Ingredients,
+            // Earth, Planet, Solarsystem, Industry, Beauty, Animal, Language, Horns).
             let mut best: Option<(Word, u32)> = None;
-            for &(w, n) in self.candidates.iter() {
+            for &(w, n) in self.candidates.iter().filter(|(_, n)| *n >= CANDIDATE_MIN_USES) {
                 if best.is_none_or(|(_, b)| n > b) {
                     best = Some((w, n));
                 }
@@ -818,6 +848,14 @@ fn name_of<'k>(key: &'k Key, product: &Key) -> Option<&'k str> {
         return None;
     }
     key.tags().find(|t| !product.has_tag(t))
+}
+
+/// Adds `word*` to the names taken: no new name starts with the letters of `word`.
+fn take_start(taken: &mut ArrayVec<Word, PRODUCT_TAKEN_MAX>, word: &str) {
+    let mut w = Word::new();
+    if w.push_str(word).is_ok() && w.push('*').is_ok() {
+        let _ = taken.push(w);
+    }
 }
 
 /// Adds `word_` to the names taken: no new name starts with `word`.
@@ -1180,14 +1218,9 @@ mod tests {
         p.render(&mut store, &mut out, 1 << 20).unwrap();
         // Names only, oldest first.
         assert_eq!(out.as_str().unwrap(), "<product>\nRoux\nBatter\nFlour\n</product>\n");
-        // "flour" is taken; of the free words, none is used twice: the newest definition's first.
-        assert_eq!(p.ask(), ProductAsk::Define("Powder"));
-        p.asked("Powder");
-        p.refresh(&working, Some(&store));
-        out.clear();
-        p.render(&mut store, &mut out, 1 << 20).unwrap();
-        assert_eq!(p.ask(), ProductAsk::Define("Grain"));
-        // A word two definitions use comes first; a plural of an asked name is not asked.
+        // "flour" is taken; of the free words, none is used twice: names are asked for.
+        assert!(matches!(p.ask(), ProductAsk::Names { first: 4, .. }), "{:?}", p.ask());
+        // A word two definitions use is asked about.
         put(&mut store, "cooking,glossary,gravy", "Gravy: a sauce of water and fat, with grains.");
         p.refresh(&working, Some(&store));
         out.clear();
@@ -1218,19 +1251,43 @@ mod tests {
         let mut working = WorkingSet::new();
         working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
         store.put(&normalize("african,animals,lion").unwrap(), "Lion: a big cat.", 1).unwrap();
+        store.put(&normalize("african,animals,gorillas").unwrap(), "Gorillas: big apes.", 1).unwrap();
+        store.put(&normalize("african,animals,bats").unwrap(), "Bats: they fly.", 1).unwrap();
         let mut p = Product::new();
         p.refresh(&working, Some(&store));
         // A word of the task may start a name; all of them may not, nor its empty words.
         assert!(p.is_free("African elephant") && p.is_free("Zebra"));
-        for copied in ["African animals", "Animal", "List of birds", "One zebra", "The zebra", "Zebra and", "Lions"] {
+        for copied in [
+            "African animals",
+            "Animal",
+            "List of birds",
+            "One zebra",
+            "The zebra",
+            "Thelil",
+            "Zebra and",
+            "Lions",
+            "Lion cub",
+            "Lionel",
+            "Gorilla",
+            "Gorillaines",
+            "Bat",
+            "Bats",
+        ] {
             assert!(!p.is_free(copied), "{copied}");
         }
-        // The grammar's list: the name, its plural, and the name as a first word.
+        // What the grammar's trie is made of: a stored name and "the" as letters no name
+        // starts with, the task's empty words as first words, its other words exactly.
         let taken: Vec<&str> = p.taken().collect();
-        for t in ["lion", "lions", "lion_", "the_", "one_", "african"] {
+        assert!(p.is_free("Bath") && p.is_free("Batty"));
+        for t in ["lion*", "gorilla*", "bats*", "bat", "the*", "one_", "african"] {
             assert!(taken.contains(&t), "{t}: {taken:?}");
         }
-        assert!(!taken.contains(&"african_"), "{taken:?}");
+        for t in ["lion", "lions", "lion_", "gorillas*", "bat*", "african_", "african*"] {
+            assert!(!taken.contains(&t), "{t}: {taken:?}");
+        }
+        // A name asked about is not free again, in the plural either.
+        p.asked("Zebra");
+        assert!(!p.is_free("Zebra") && !p.is_free("Zebras") && p.is_free("Zebu"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

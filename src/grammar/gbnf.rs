@@ -154,9 +154,18 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             // few more after a comma, each bounded. Words, not characters: a small model that
             // drifts writes runs of letters ("mjNZYnLKyMJAiRt"), signs and long comma lists,
             // which this leaves no room for (measured with SmolLM2-135M).
+            //
+            // It starts with an article, as a definition does ("a", "an", "the"). After `Roux:`
+            // a small model writes " a" (one token) or a lone " " about as often; after the lone
+            // space its next tokens are numbers and `</` ("Roux: 10</value>"), which the grammar
+            // refuses, and what it may write then is the runs of letters above. With the article
+            // required, whatever the space's token, the next is the article: SmolLM2-135M wrote
+            // runs of letters in 13 of 36 definitions ("Flour: iawkjyzlspbjmjxpqvhjt"), with the
+            // article in 0 of 40.
             let clause = GRAMMAR_ENTRY_MAX_WORDS / GRAMMAR_ENTRY_MAX_CLAUSES;
             out.format(format_args!(
-                "sentence ::= lead \" \" word \" \" clause (\", \" clause){{0,{}}} \".\"\n\
+                "sentence ::= article \" \" word \" \" clause (\", \" clause){{0,{}}} \".\"\n\
+                 article ::= \"a\" | \"an\" | \"the\" | \"A\" | \"An\" | \"The\"\n\
                  clause ::= word (\" \" word){{0,{}}}\n",
                 GRAMMAR_ENTRY_MAX_CLAUSES - 1,
                 clause.saturating_sub(3)
@@ -199,7 +208,10 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             for _ in 2..GRAMMAR_PLAN_MAX_NAMES {
                 out.push_str(")?")?;
             }
-            out.push_str("\n")?;
+            // A line's end after the last: a small model that may not number one more goes on
+            // with the last name instead ("4. Fried iphofyfridk", "4. Monkeys andgahsosmosm":
+            // the last name of 5 lists in 8 ran on so with SmolLM2-135M).
+            out.push_str(" \"\\n\"?\n")?;
             name_rules(out, p)
         }
         ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),
@@ -210,14 +222,16 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
 /// and one line of text. The name is what the agent files the entry under (its tag: ASCII
 /// letters lowercased, a space as `_`), written as a reader writes a name: a capital, small
 /// letters, and a space before each further word (`Cape buffalo`), or an acronym (`TCP`); it
-/// is not one whose tag is taken, and does not start with a taken word that ends with `_`.
+/// is not one whose tag is taken, and does not start with a taken word that ends with `_`, nor
+/// with the letters of one that ends with `*`.
 ///
 /// `name` is the complement of the taken names within those names of at most M characters
 /// (M = [`GRAMMAR_NAME_MAX_CHARS`]), written as the trie of the taken names: a node is the set
 /// of taken names that share a prefix, and its rule either leaves the trie with a character no
 /// taken name has next (then the rest of the word and at most one more), or follows one that
-/// some have, or ends, when no taken name ends there; a node where a taken `word_` ends is
-/// closed: nothing goes on from it. A node is named by the first of its names in sorted order and the depth
+/// some have, or ends, when no taken name ends there; a node where a taken `word_` ends, or
+/// where the letters of a taken `word*` do, is closed: nothing goes on from it (nor ends there,
+/// for `word*`). A node is named by the first of its names in sorted order and the depth
 /// (`n-<index>-<depth>`), which is unique because the names are sorted. A node that can write
 /// nothing (a taken name of M characters ends there, so the name would have to go on past M)
 /// is dead: no rule leads to it. The recursion is as deep as a name is long, at most M.
@@ -240,9 +254,10 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     let max = GRAMMAR_NAME_MAX_CHARS as usize;
     // Only names the rule below could write matter; they must come sorted and distinct.
     let writable = |n: &str| {
-        n.len() <= max
-            && n.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
-            && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        let letters = n.strip_suffix('*').unwrap_or(n);
+        letters.len() <= max
+            && letters.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && letters.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     };
     if p.taken.iter().zip(p.taken.iter().skip(1)).any(|(a, b)| a >= b) {
         bail!(Internal, "the names a product entry may not take are not sorted and distinct (a bug)");
@@ -310,9 +325,10 @@ impl Trie<'_> {
         self.names.get(i).and_then(|n| n.as_bytes().get(depth)).copied()
     }
 
-    /// Whether a taken name of the node ends at it (then the name must go on).
+    /// Whether a taken name of the node ends at it (then the name must go on), or a taken
+    /// `word*` does (then nothing may be written from it: see [`Trie::closed`]).
     fn ends_here(&self, lo: usize, hi: usize, depth: usize) -> bool {
-        (lo..hi).any(|i| self.byte_at(i, depth).is_none())
+        (lo..hi).any(|i| matches!(self.byte_at(i, depth), None | Some(b'*')))
     }
 
     /// The children of a node: (first name, one past the last, next byte), in order.
@@ -334,12 +350,18 @@ impl Trie<'_> {
         })
     }
 
-    /// Whether a taken name that ends with `_` ends at the node: no name goes on from it (it
-    /// is the first word of no name: `the_` takes `The oven`).
+    /// Whether a taken name that ends with `_` ends at the node, or one that ends with `*`
+    /// ends just after it: no name goes on from it. `a_` is the first word of no name (`A
+    /// lion`); `lion*` is the start of none, nor a name (`Lion`, `Lions`, `Lionel`).
     fn closed(&self, lo: usize, hi: usize, depth: usize) -> bool {
         depth > 0
-            && (lo..hi)
-                .any(|i| self.names.get(i).is_some_and(|n| n.len() == depth && n.as_bytes().last() == Some(&b'_')))
+            && (lo..hi).any(|i| {
+                self.names.get(i).is_some_and(|n| match n.as_bytes().last() {
+                    Some(b'_') => n.len() == depth,
+                    Some(b'*') => n.len() == depth + 1,
+                    _ => false,
+                })
+            })
     }
 
     /// The characters that leave the trie at a node: those of the alphabet no name has next;

@@ -251,7 +251,8 @@ pub struct ProductSave<'a> {
     pub ask: ProductAsk<'a>,
     /// Names a new entry may not take, as tags (`mise_en_place`), sorted bytewise and without
     /// duplicates: each a `[a-z][a-z0-9_]*` tag. One that ends with `_` (`the_`) is a word no
-    /// new name starts with (`The oven`). Names that are not, or not shorter than
+    /// new name starts with (`The oven`); one that ends with `*` (`lion*`) is letters no new
+    /// name starts with (`Lion`, `Lions`, `Lionel`). Names that are not, or not shorter than
     /// [`GRAMMAR_NAME_MAX_CHARS`](crate::limits::GRAMMAR_NAME_MAX_CHARS), cannot be written
     /// by the grammar anyway and are skipped.
     pub taken: &'a [&'a str],
