@@ -705,7 +705,7 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
                         // Names for the plan: none of them is stored, or a word of the task.
                         assert_eq!((mode, a.tags), (Mode::Grammar, "plan"), "{reply}");
                         // A heading, then a numbered list, one name a line, the view's names first.
-                        let list = value.strip_prefix("Cooking terms:\n").unwrap_or_else(|| panic!("{reply}"));
+                        let list = value.strip_prefix("Common cooking terms:\n").unwrap_or_else(|| panic!("{reply}"));
                         let mut names = Vec::new();
                         for (i, line) in list.lines().enumerate() {
                             let name = line.strip_prefix(&format!("{}. ", i + 1)).unwrap_or_else(|| panic!("{reply}"));

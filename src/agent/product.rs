@@ -152,7 +152,15 @@ const ASK_NAMES_MAX: usize = 6;
 
 /// Most bytes of the plan's prefix: a heading of the domain (a title's words) and the units
 /// (a tag), then [`ASK_NAMES_MAX`] numbered names (a title's length each) and the next number.
-const PREFIX_MAX_BYTES: usize = TITLE_MAX_BYTES + TAG_MAX_BYTES + 4 + (ASK_NAMES_MAX + 1) * (TITLE_MAX_BYTES + 5);
+const PREFIX_MAX_BYTES: usize =
+    COMMON_HEADING.len() + TITLE_MAX_BYTES + TAG_MAX_BYTES + 4 + (ASK_NAMES_MAX + 1) * (TITLE_MAX_BYTES + 5);
+
+/// The first word of the plan's heading and of the names ask: what a small model knows best is
+/// what is common, and asked for that it names real things (SmolLM2-135M, in the agent's prompt:
+/// 13 of 20 names real African animals after "Name five common African animals.", 7 of 18
+/// without "common", 2 of 12 after "Name five animals that live in Africa."; the greedy answer
+/// to the plain question was "Aardvarus cristatus").
+const COMMON_HEADING: &str = "Common";
 
 /// Words that introduce the unit of a task ("one term per entry"): the content word after the
 /// first of them names what an entry is.
@@ -391,19 +399,11 @@ impl Product {
     /// cooking names were cooking words (Tuna, Pastry, Frying pan), 11 of 25 without.
     fn write_prefix(&mut self) {
         self.prefix.clear();
-        let (first, then) = match self.domain.is_empty() {
-            true => (self.units.as_str(), ""),
-            false => (self.domain.as_str(), self.units.as_str()),
-        };
-        let mut chars = first.chars();
-        if let Some(c) = chars.next() {
-            let _ = self.prefix.push(c.to_ascii_uppercase());
-            let _ = self.prefix.push_str(chars.as_str());
+        let _ = self.prefix.push_str(COMMON_HEADING);
+        if !self.domain.is_empty() {
+            let _ = self.prefix.format(format_args!(" {}", self.domain));
         }
-        if !then.is_empty() {
-            let _ = self.prefix.format(format_args!(" {}", then));
-        }
-        let _ = self.prefix.push_str(":\n");
+        let _ = self.prefix.format(format_args!(" {}:\n", self.units));
         // The prefix has room for the heading and every name the view keeps, numbered.
         for (i, name) in self.names.iter().enumerate() {
             let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
@@ -507,7 +507,7 @@ impl Product {
             // 18 of 30 names real after "Name five ...", 12 of 30 after "List some well-known
             // ...").
             ProductAsk::Names { .. } => out.format(format_args!(
-                "Name five {}{}{}.\n",
+                "Name five common {}{}{}.\n",
                 self.domain,
                 if self.domain.is_empty() { "" } else { " " },
                 self.units.as_str()
@@ -1219,7 +1219,17 @@ mod tests {
         // Names only, oldest first.
         assert_eq!(out.as_str().unwrap(), "<product>\nRoux\nBatter\nFlour\n</product>\n");
         // "flour" is taken; of the free words, none is used twice: names are asked for.
-        assert!(matches!(p.ask(), ProductAsk::Names { first: 4, .. }), "{:?}", p.ask());
+        assert_eq!(
+            p.ask(),
+            ProductAsk::Names {
+                key: PLAN_KEY,
+                prefix: "Common cooking terms:\n1. Roux\n2. Batter\n3. Flour\n4. ",
+                first: 4
+            }
+        );
+        let mut q = FixedBuf::with_capacity("ask", 256);
+        p.write_question(p.ask(), &mut q).unwrap();
+        assert_eq!(q.as_str().unwrap(), "Name five common cooking terms.\n");
         // A word two definitions use is asked about.
         put(&mut store, "cooking,glossary,gravy", "Gravy: a sauce of water and fat, with grains.");
         p.refresh(&working, Some(&store));
