@@ -81,7 +81,7 @@
 //! truth.
 
 use super::fulltext::{FullText, Sizes, NONE};
-use super::rank::{max_score, Chain, Collection, QueryWord, QueryWords, RamWalk};
+use super::rank::{max_score, Chain, Collection, Docs, QueryWord, QueryWords, RamWalk};
 pub use super::rank::{RankHit, Ranked};
 use super::recall_disk::{DiskIndex, DiskWalk};
 use super::recall_file::RECALL_FILE_NAME;
@@ -219,6 +219,29 @@ struct Ask<'a> {
     tags: Option<&'a Key>,
     /// Keep the rarest `RANK_MAX_TERMS` words of a longer text (else that is an error).
     rarest: bool,
+}
+
+/// The documents of the base, then the delta's (numbered from `shift` on).
+struct BothDocs<'a> {
+    base: super::recall_disk::BaseDocs<'a>,
+    delta: &'a FullText,
+    shift: u32,
+}
+
+impl Docs for BothDocs<'_> {
+    fn tokens(&mut self, d: u32) -> Result<Option<u32>> {
+        match d.checked_sub(self.shift) {
+            None => self.base.tokens(d),
+            Some(d) => Ok(self.delta.doc(d).filter(|x| x.entry != NONE).map(|x| x.tokens)),
+        }
+    }
+
+    fn entry(&mut self, d: u32) -> Result<Option<EntryId>> {
+        match d.checked_sub(self.shift) {
+            None => self.base.entry(d),
+            Some(d) => Ok(self.delta.doc(d).filter(|x| x.entry != NONE).map(|x| x.entry)),
+        }
+    }
 }
 
 /// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
@@ -363,22 +386,21 @@ impl Store {
         let shift = base.doc_count();
         let (base_docs, base_tokens) = base.totals();
         let coll = Collection { docs: base_docs + ix.live_docs(), tokens: base_tokens + ix.total_tokens() };
-        let (file, mut bufs, docs) = base.walk_parts();
+        let mut parts = base.walk_parts();
         let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
             core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));
         for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
             let mut b = None;
             if w.bytes > 0 {
-                let (Some(file), Some(buf)) = (file, bufs.next()) else { bail!(Internal, "no walk buffer") };
-                b = Some(DiskWalk::new(file, buf, w)?);
+                let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
+                    bail!(Internal, "no walk buffer")
+                };
+                b = Some(DiskWalk::new(file, buf, dec, w)?);
             }
             *c = Chain::new(b, RamWalk::new(ix, w.term.unwrap_or(NONE)), shift);
         }
-        let doc = |d: u32| match d.checked_sub(shift) {
-            None => docs.get(d as usize).copied().filter(|x| x.0 != NONE),
-            Some(d) => ix.doc(d).filter(|x| x.entry != NONE).map(|x| (x.entry, x.tokens)),
-        };
-        max_score(&q, &mut walks, &coll, doc, admit, limit, out)
+        let mut docs = BothDocs { base: parts.docs, delta: ix, shift };
+        max_score(&q, &mut walks, &coll, &mut docs, admit, limit, out)
     }
 
     /// Statistics of the full-text index (without building it).

@@ -15,28 +15,46 @@
 //! directory synced). Only current documents and their postings are written, renumbered
 //! densely, so the file has no garbage.
 //!
-//! Layout (little-endian; varints are LEB128):
+//! Layout (format 5; little-endian; varints are LEB128):
 //!
 //! ```text
 //! header, 128 bytes:
 //!   "LKJFTS\0\0"  format u32  docs u32  store u64  covered u64  tokens u64  terms u32
-//!   tail_crc u32  body_crc u32  body_len u64  dict_len u64  pages u32  docs_crc u32
-//!   dict_crc u32  pages_crc u32  (unused)  header_crc u32 (of the rest)
-//! body (body_crc; its first part, the documents, also docs_crc):
-//!   docs × (entry u32, tokens u32, offset u64, record length u32)
-//!   terms, in byte order of the words × (length u8, the word, postings u32, their bytes u32,
-//!            postings × (docno gap varint, tf varint))
+//!   tail_crc u32  body_crc u32  body_len u64  dict_len u64  pages u32  doc_table_crc u32
+//!   dict_crc u32  pages_crc u32  doc_pages u32  (unused)  header_crc u32 (of the rest)
+//! body (body_crc):
+//!   lengths: docs × tokens u32
+//!   records: docs × (entry u32, offset u64, record length u32)
+//!   terms, in byte order of the words × (length u8, the word, postings u32, blocks u32,
+//!            postings bytes u32, postings, skip table)
+//!     postings: blocks of at most SKIP_BLOCK (128) × (docno gap varint, tf varint)
+//!     skip table (only with 2 blocks or more): groups of SKIP_GROUP (32) entries ×
+//!            (last docno u32, end of the block in the postings u32, CRC-32 of the block u32,
+//!             impact u16, postings u16), each group followed by its CRC-32
 //! dictionary (dict_crc), the same words in the same order, in pages of 64:
 //!   terms × (length u8, the word, postings u32, file offset of the postings u64,
-//!            their bytes u32, their CRC-32 u32, the last docno u32)
+//!            their bytes u32, their CRC-32 u32, the last docno u32, blocks u32, impact u16,
+//!            reference mean length u32)
 //! page table (pages_crc):
 //!   pages × (offset of the page in the dictionary u32, CRC-32 of the page u32)
+//! document page table (doc_table_crc):
+//!   doc_pages × (CRC-32 of DOC_PAGE (256) lengths u32, CRC-32 of their records u32)
 //! ```
 //!
-//! The first gap of a word is its first docno; the rest are differences (at least 1). The
-//! writer checks every byte once when it opens the file, as `lkjagent check` does; a search
-//! (`recall_disk`) reads the documents, the page table, the dictionary pages of its words and
-//! their postings, each checked by its own CRC.
+//! The first gap of a word is its first docno; the rest are differences (at least 1), across
+//! blocks too (a block's first gap counts from the previous block's last docno, which its
+//! skip entry gives). A block's *impact* bounds what any of its postings can add to a score:
+//! `floor(65535 · tf / (tf + k1 · (1 − b + b · |D| / A))) + 1` at most, over its postings,
+//! with `A` the word's reference mean length (64ths of a token; the file's own mean length
+//! when the word was written, kept when a merge copies its blocks). A query with mean length
+//! `A'` bounds a block's contributions by `IDF · (k1 + 1) · impact / 65535 · max(1, A' / A)`
+//! (see [`super::rank`]); the word's impact is the largest of its blocks'.
+//!
+//! The writer checks the sections' CRCs when it opens the file (and the document pages as it
+//! reads them), `lkjagent check` every byte of every structure; a search
+//! (`recall_disk`) reads the page tables, the dictionary pages of its words, the skip groups
+//! and blocks it needs, and (in place) the document pages of the documents it scores, each
+//! checked by its own CRC.
 
 use super::checkpoint::{le32, le64, tail_crc};
 use super::Store;
@@ -52,10 +70,29 @@ pub(super) const TEMP_NAME: &str = ".store.fts.tmp";
 /// The new file's dictionary while the merge writes its body.
 pub(super) const DICT_TEMP_NAME: &str = ".store.fts.dict.tmp";
 pub(super) const MAGIC: &[u8; 8] = b"LKJFTS\0\0";
-pub(super) const FORMAT: u32 = 4;
+pub(super) const FORMAT: u32 = 5;
 pub(super) const HEADER_BYTES: usize = 128;
 /// Words per page of the dictionary (a lookup reads one page).
 pub(super) const DICT_PAGE: usize = 64;
+/// Postings per block (the unit a walk skips or decodes).
+pub(super) const SKIP_BLOCK: usize = 128;
+/// Skip entries per group (the unit checked by one CRC).
+pub(super) const SKIP_GROUP: usize = 32;
+/// Bytes of one skip entry.
+pub(super) const SKIP_ENTRY: usize = 16;
+/// Bytes of a full group of skip entries with its CRC.
+pub(super) const GROUP_BYTES: usize = SKIP_GROUP * SKIP_ENTRY + 4;
+/// Documents per page of the documents' lengths and records (each page checked by a CRC).
+pub(super) const DOC_PAGE: usize = 256;
+/// Bytes of one document's record (entry, offset, record length).
+pub(super) const DOC_RECORD: usize = 16;
+/// Bytes of one dictionary entry after its word: postings u32, offset u64, bytes u32, CRC
+/// u32, last document u32, blocks u32, impact u16, reference mean length u32.
+pub(super) const ENTRY_TAIL: usize = 34;
+/// An impact of 1 (`tf / (tf + norm)` reaches 1 only in the limit).
+pub(super) const IMPACT_ONE: f64 = 65535.0;
+/// Reference mean lengths are stored in 64ths of a token.
+pub(super) const MEAN_SCALE: f64 = 64.0;
 /// Bytes gathered before each write.
 pub(super) const CHUNK: usize = 256 << 10;
 
@@ -104,6 +141,46 @@ pub(super) fn varint(p: &mut &[u8]) -> Result<u32> {
         }
     }
     bail!(Io, "a number longer than 5 bytes")
+}
+
+/// The reference mean length of an index of `docs` documents and `tokens` tokens, as stored
+/// (64ths of a token, rounded down, at least 1).
+pub(super) fn mean_ref(tokens: u64, docs: u64) -> u32 {
+    if docs == 0 {
+        return 1;
+    }
+    let m = (tokens as f64 / docs as f64 * MEAN_SCALE).floor();
+    if m >= f64::from(u32::MAX) {
+        u32::MAX
+    } else {
+        (m as u32).max(1)
+    }
+}
+
+/// The impact of a posting of `tf` occurrences in a document of `len` tokens, for the
+/// reference mean length `mean` (as stored): an upper bound of `tf / (tf + norm)` in 65535ths.
+pub(super) fn impact(tf: u32, len: u32, mean: u32) -> u16 {
+    use super::rank::{B, K1};
+    let a = f64::from(mean.max(1)) / MEAN_SCALE;
+    let f = f64::from(tf);
+    let x = f / (f + K1 * (1.0 - B + B * f64::from(len) / a));
+    let q = (x * IMPACT_ONE).floor() + 1.0;
+    if q >= IMPACT_ONE {
+        u16::MAX
+    } else if q <= 1.0 {
+        1
+    } else {
+        q as u16
+    }
+}
+
+/// Bytes of a skip table of `blocks` blocks (none for a single block).
+pub(super) fn skip_bytes(blocks: u32) -> u64 {
+    if blocks <= 1 {
+        return 0;
+    }
+    let b = u64::from(blocks);
+    b * SKIP_ENTRY as u64 + b.div_ceil(SKIP_GROUP as u64) * 4
 }
 
 impl Store {
@@ -185,7 +262,7 @@ impl Store {
     }
 
     /// What `lkjagent check` reports about `store.fts` (reads it whole, checking every
-    /// byte; changes nothing, holds nothing).
+    /// byte and decoding every structure; changes nothing, holds nothing after).
     pub fn recall_file_check(&mut self) -> RecallFile {
         let path = self.dir.join(RECALL_FILE_NAME);
         let file = match File::open(&path) {
@@ -217,6 +294,9 @@ impl Store {
         let mut buf = core::mem::take(&mut self.rbuf);
         let res = verify_file(&file, &h, &mut buf);
         self.rbuf = buf;
+        // Every structure too: the document pages, the dictionary, every word's skip groups
+        // and blocks, decoded (what searches rely on without reading it all).
+        let res = res.and_then(|_| super::recall_disk::DiskIndex::check_file(file, h, self.slots.room()));
         match res {
             Ok(()) => RecallFile::Usable { docs: h.docs, bytes },
             Err(e) => RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
@@ -224,20 +304,17 @@ impl Store {
     }
 }
 
-/// Checks every byte of `store.fts` against its checksums and its length against the header
-/// (streaming through `buf`: what the writer does once at open, and `lkjagent check`).
+/// Checks every section of `store.fts` against its checksum and its length against the
+/// header (streaming through `buf`: what the writer does once at open, and `lkjagent check`
+/// before it walks every structure).
 fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let docs_len = u64::from(h.docs) * 20;
     let sections = [
-        (HEADER_BYTES as u64, docs_len, h.docs_crc, "documents"),
         (HEADER_BYTES as u64, h.body_len, h.body_crc, "body"),
         (h.dict_at(), h.dict_len, h.dict_crc, "dictionary"),
-        (h.dict_at() + h.dict_len, u64::from(h.pages) * 8, h.sparse_crc, "page table"),
+        (h.pages_at(), u64::from(h.pages) * 8, h.sparse_crc, "page table"),
+        (h.doc_table_at(), u64::from(h.doc_pages) * 8, h.doc_table_crc, "document page table"),
     ];
-    if h.body_len < docs_len {
-        bail!(Io, "the index file is damaged (its body is shorter than its documents)");
-    }
     buf.clear();
     buf.resize(CHUNK, 0);
     for (at, len, want, what) in sections {
@@ -254,13 +331,14 @@ fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
             bail!(Io, "the index file is damaged (checksum of its {})", what);
         }
     }
-    let end = h.dict_at() + h.dict_len + u64::from(h.pages) * 8;
+    let end = h.doc_table_at() + u64::from(h.doc_pages) * 8;
     let len = file.metadata().map_err(|e| err!(Io, "reading the index file's size failed: {}", e))?.len();
     if len != end {
         bail!(Io, "the index file has {} bytes, its header says {}", len, end);
     }
     Ok(())
 }
+
 /// The header of `store.fts`.
 #[derive(Clone, Copy, Default)]
 pub(super) struct Header {
@@ -274,9 +352,10 @@ pub(super) struct Header {
     pub body_len: u64,
     pub dict_len: u64,
     pub pages: u32,
-    pub docs_crc: u32,
+    pub doc_table_crc: u32,
     pub dict_crc: u32,
     pub sparse_crc: u32,
+    pub doc_pages: u32,
 }
 
 impl Header {
@@ -303,18 +382,38 @@ impl Header {
             body_len: le64(h, 52),
             dict_len: le64(h, 60),
             pages: le32(h, 68),
-            docs_crc: le32(h, 72),
+            doc_table_crc: le32(h, 72),
             dict_crc: le32(h, 76),
             sparse_crc: le32(h, 80),
+            doc_pages: le32(h, 84),
         };
-        if x.dict_len > u64::from(x.terms) * (1 + 255 + 24) || u64::from(x.pages) > u64::from(x.terms) / 64 + 1 {
+        if x.dict_len > u64::from(x.terms) * (1 + 255 + ENTRY_TAIL as u64)
+            || u64::from(x.pages) > u64::from(x.terms) / DICT_PAGE as u64 + 1
+            || x.doc_pages as usize != (x.docs as usize).div_ceil(DOC_PAGE)
+            || x.body_len < u64::from(x.docs) * (4 + DOC_RECORD as u64)
+        {
             bail!(Io, "the index file's header gives sizes that do not fit together");
         }
         Ok(x)
     }
 
+    /// Where the records of the documents start in the file.
+    pub(super) fn records_at(&self) -> u64 {
+        HEADER_BYTES as u64 + 4 * u64::from(self.docs)
+    }
+
     /// Where the dictionary starts in the file.
     pub(super) fn dict_at(&self) -> u64 {
         HEADER_BYTES as u64 + self.body_len
+    }
+
+    /// Where the dictionary's page table starts.
+    pub(super) fn pages_at(&self) -> u64 {
+        self.dict_at() + self.dict_len
+    }
+
+    /// Where the documents' page table starts.
+    pub(super) fn doc_table_at(&self) -> u64 {
+        self.pages_at() + 8 * u64::from(self.pages)
     }
 }

@@ -242,9 +242,9 @@ impl StoreView {
         {
             return Ok(false);
         }
-        // The file covers the log: every document in it is current.
+        // The file covers the log: every document in it is current, and read only as scored.
         let mut disk = DiskIndex::empty();
-        disk.load(file, h, room, |_| true)?;
+        disk.open_in_place(file, h, room)?;
         self.prepare()?;
         if limit == 0 {
             return Ok(true);
@@ -259,14 +259,13 @@ impl StoreView {
         let (docs, tokens) = disk.totals();
         let coll = Collection { docs, tokens };
         let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
-        let (file, mut bufs, docs_table) = disk.walk_parts();
-        let Some(file) = file else { bail!(Internal, "store.fts loaded without its file (a bug)") };
+        let mut parts = disk.walk_parts();
+        let Some(file) = parts.file else { bail!(Internal, "store.fts opened without its file (a bug)") };
         for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
-            let Some(buf) = bufs.next() else { break };
-            *c = DiskWalk::new(file, buf, w)?;
+            let (Some(buf), Some(dec)) = (parts.bufs.next(), parts.decoded.next()) else { break };
+            *c = DiskWalk::new(file, buf, dec, w)?;
         }
-        let doc = |d: u32| docs_table.get(d as usize).copied();
-        max_score(&q, &mut walks, &coll, doc, admit, limit, out)?;
+        max_score(&q, &mut walks, &coll, &mut parts.docs, admit, limit, out)?;
         out.sort();
         self.take_fault().map(|_| true)
     }
