@@ -115,7 +115,8 @@ pub enum RecallFile {
         bytes: u64,
     },
     /// It was taken of another state of the log (another store, a log since compacted or
-    /// cut back), and why: not damage; the index will be rebuilt.
+    /// cut back) or is of another format (an older program's), and why: not damage; the
+    /// index will be rebuilt.
     Stale(crate::error::Error),
     /// It is damaged (checksum, cut short, not an index file), and why; the index will be
     /// rebuilt.
@@ -281,6 +282,10 @@ impl Store {
         }
         let h = match Header::parse(&raw) {
             Ok(h) => h,
+            // Another format (an older program's): not damage; rebuilt from the log.
+            Err(e) if Header::other_format(&raw) => {
+                return RecallFile::Stale(e.context(format_args!("{}", path.display())))
+            }
             Err(e) => return RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
         };
         let stale_before = self.recall.file_stale;
@@ -395,6 +400,13 @@ impl Header {
             bail!(Io, "the index file's header gives sizes that do not fit together");
         }
         Ok(x)
+    }
+
+    /// Whether `h` is the intact header of an index file of another format.
+    pub(super) fn other_format(h: &[u8; HEADER_BYTES]) -> bool {
+        h.starts_with(MAGIC)
+            && h.split_last_chunk::<4>().is_some_and(|(rest, crc)| crc32(rest) == u32::from_le_bytes(*crc))
+            && le32(h, 8) != FORMAT
     }
 
     /// Where the records of the documents start in the file.

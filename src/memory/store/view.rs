@@ -235,10 +235,14 @@ impl StoreView {
         let room = room_for(self.cap);
         // The same log, exactly: the same identity, length and bytes before it (the same
         // 4 KiB the checkpoint's CRC is of).
+        // And every live entry in it: a file written by an early merge (a delta full
+        // while the index was built, before a crash or an exit without closing) covers the
+        // log but lacks the entries of the delta it had then.
         if h.store != self.head.store
             || h.covered != self.head.covered
             || h.tail != self.head.tail
             || h.docs as usize > room
+            || h.docs != self.head.live
         {
             return Ok(false);
         }
