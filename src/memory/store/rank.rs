@@ -336,6 +336,9 @@ pub struct Collection {
     pub docs: u64,
     /// Their tokens.
     pub tokens: u64,
+    /// At most the fewest tokens of a document, when reading a document's length costs a
+    /// read (in place): a candidate is then first bounded with that length.
+    pub min_len: Option<u32>,
 }
 
 /// Exact top-k by MaxScore with block-max bounds: `cur[i]` walks the postings of
@@ -442,6 +445,26 @@ pub fn max_score<C: Walk, D: Docs>(
                 for k in first_ess..n {
                     if let Some(c) = cur.get_mut(at(k)) {
                         c.seek(end + 1)?;
+                    }
+                }
+                continue;
+            }
+        }
+        if let (Some(t), Some(min)) = (theta, coll.min_len) {
+            // Bounded before its length is read: its essential words at the shortest length,
+            // its other words at their blocks' bounds.
+            let norm = K1 * (1.0 - B + B * f64::from(min) / avgdl);
+            let mut s: f64 = bb.iter().take(first_ess).sum();
+            for k in first_ess..n {
+                let i = at(k);
+                if let Some(c) = cur.get(i).filter(|c| c.doc() == d) {
+                    s += w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                }
+            }
+            if s * SLACK * SLACK < t {
+                for k in first_ess..n {
+                    if let Some(c) = cur.get_mut(at(k)).filter(|c| c.doc() == d) {
+                        c.advance()?;
                     }
                 }
                 continue;

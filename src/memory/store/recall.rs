@@ -385,7 +385,8 @@ impl Store {
         let admit = |id: EntryId| self.admits(id, archived, required);
         let shift = base.doc_count();
         let (base_docs, base_tokens) = base.totals();
-        let coll = Collection { docs: base_docs + ix.live_docs(), tokens: base_tokens + ix.total_tokens() };
+        let coll =
+            Collection { docs: base_docs + ix.live_docs(), tokens: base_tokens + ix.total_tokens(), min_len: None };
         let mut parts = base.walk_parts();
         let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
             core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));

@@ -301,6 +301,7 @@ impl DiskIndex {
         let per = (self.chunks.len() / ((4 + DOC_RECORD) * DOC_PAGE)).max(1) * DOC_PAGE;
         let mut first = 0usize;
         let mut tokens = 0u64;
+        let mut min_len = if docs == 0 { 0 } else { u32::MAX };
         while first < docs {
             let n = (docs - first).min(per);
             let (lens, recs) = self.chunks.split_at_mut(per * 4);
@@ -329,11 +330,12 @@ impl DiskIndex {
                     }
                 }
                 tokens += u64::from(doc.tokens);
+                min_len = min_len.min(doc.tokens);
                 self.docs.push((doc.entry, doc.tokens));
             }
             first += n;
         }
-        if tokens != h.tokens {
+        if tokens != h.tokens || min_len != h.min_len {
             bail!(Io, "store.fts is damaged (its documents' tokens do not add up)");
         }
         self.file = Some(file);

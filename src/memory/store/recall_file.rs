@@ -21,7 +21,8 @@
 //! header, 128 bytes:
 //!   "LKJFTS\0\0"  format u32  docs u32  store u64  covered u64  tokens u64  terms u32
 //!   tail_crc u32  body_crc u32  body_len u64  dict_len u64  pages u32  doc_table_crc u32
-//!   dict_crc u32  pages_crc u32  doc_pages u32  (unused)  header_crc u32 (of the rest)
+//!   dict_crc u32  pages_crc u32  doc_pages u32  fewest tokens of a document u32  (unused)
+//!   header_crc u32 (of the rest)
 //! body (body_crc):
 //!   lengths: docs × tokens u32
 //!   records: docs × (entry u32, offset u64, record length u32)
@@ -361,6 +362,7 @@ pub(super) struct Header {
     pub dict_crc: u32,
     pub sparse_crc: u32,
     pub doc_pages: u32,
+    pub min_len: u32,
 }
 
 impl Header {
@@ -391,6 +393,7 @@ impl Header {
             dict_crc: le32(h, 76),
             sparse_crc: le32(h, 80),
             doc_pages: le32(h, 84),
+            min_len: le32(h, 88),
         };
         if x.dict_len > u64::from(x.terms) * (1 + 255 + ENTRY_TAIL as u64)
             || u64::from(x.pages) > u64::from(x.terms) / DICT_PAGE as u64 + 1

@@ -89,6 +89,7 @@ impl Store {
             w.u32(x.dict_crc);
             w.u32(x.sparse_crc);
             w.u32(x.doc_pages);
+            w.u32(x.min_len);
             if let Some((rest, c)) = h.split_last_chunk_mut::<4>() {
                 *c = crc32(rest).to_le_bytes();
             }
@@ -217,6 +218,7 @@ struct Written {
     terms: u32,
     doc_table_crc: u32,
     doc_pages: u32,
+    min_len: u32,
     body_crc: u32,
     body_len: u64,
     dict_crc: u32,
@@ -324,14 +326,17 @@ fn merge_sections(
         sc.len_pages.clear();
         sc.rec_pages.clear();
         let mut pages = DocPages { crc: 0, n: 0 };
+        let mut min_len = u32::MAX;
         for d in 0..base.doc_count() {
             if let Some((_, t)) = base.doc(d) {
                 pages.add(&mut out, &t.to_le_bytes(), &mut sc.len_pages)?;
+                min_len = min_len.min(t);
             }
         }
         for d in 0..delta.doc_count() as u32 {
             if let Some(doc) = delta.doc(d).filter(|x| x.entry != NONE) {
                 pages.add(&mut out, &doc.tokens.to_le_bytes(), &mut sc.len_pages)?;
+                min_len = min_len.min(doc.tokens);
             }
         }
         pages.end(&mut sc.len_pages)?;
@@ -582,6 +587,7 @@ fn merge_sections(
             terms,
             doc_table_crc,
             doc_pages: sc.len_pages.len() as u32,
+            min_len: if live == 0 { 0 } else { min_len },
             body_crc,
             body_len,
             dict_crc,

@@ -259,9 +259,9 @@ impl StoreView {
         if q.n == 0 {
             return Ok(true);
         }
-        let admit = |id: EntryId| self.fields(id).is_some_and(|(a, _, _)| archived.admits(a));
+        let admit = |id: EntryId| self.location(id).is_some_and(|(_, _, a)| archived.admits(a));
         let (docs, tokens) = disk.totals();
-        let coll = Collection { docs, tokens };
+        let coll = Collection { docs, tokens, min_len: Some(disk.header.min_len) };
         let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
         let mut parts = disk.walk_parts();
         let Some(file) = parts.file else { bail!(Internal, "store.fts opened without its file (a bug)") };
