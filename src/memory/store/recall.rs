@@ -19,11 +19,16 @@
 //! Equal scores come in entry id order. Archived entries are indexed (they count in N and
 //! avgdl) and left out of results unless asked for.
 //!
-//! Retrieval is exact top-k with MaxScore pruning: query words in order of their highest
-//! possible contribution (`IDF · (k1 + 1)`); once the k-th best score passes the sum of the
-//! smallest ones, documents holding only those words cannot enter the results, so their
-//! postings are no longer walked, only probed for the documents the other words bring. A
-//! query of very common words (IDF 1e-6) ends up walking the postings of one of them.
+//! Retrieval is exact top-k with MaxScore pruning and block-max bounds ([`super::rank`]):
+//! query words in order of their highest possible contribution (their largest block impact
+//! in `store.fts`, `IDF · (k1 + 1)` where the delta holds them); once the k-th best score
+//! passes the sum of the smallest ones, documents holding only those words cannot enter the
+//! results, so their postings are no longer walked, only probed for the documents the other
+//! words bring, passing unread the blocks that end before them. Where the bounds of the
+//! blocks holding a candidate sum below the k-th score, that candidate and every document up
+//! to the first end of those blocks are skipped, the walks jumping past them unread: a
+//! query of very common words (IDF 1e-6) decodes only the blocks where a document can still
+//! enter.
 //!
 //! # Two segments: the base on disk, the delta in RAM
 //!

@@ -27,8 +27,8 @@ use super::checkpoint::{le32, le64};
 use super::fulltext::NONE;
 use super::rank::{Docs, QueryWord, Walk};
 use super::recall_file::{
-    skip_bytes, varint, Header, DICT_PAGE, DOC_PAGE, DOC_RECORD, ENTRY_TAIL, GROUP_BYTES, HEADER_BYTES, SKIP_BLOCK,
-    SKIP_ENTRY, SKIP_GROUP,
+    impact, skip_bytes, varint, Header, DICT_PAGE, DOC_PAGE, DOC_RECORD, ENTRY_TAIL, GROUP_BYTES, HEADER_BYTES,
+    SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP,
 };
 use super::EntryId;
 use crate::error::Result;
@@ -304,7 +304,9 @@ impl DiskIndex {
         let mut min_len = if docs == 0 { 0 } else { u32::MAX };
         while first < docs {
             let n = (docs - first).min(per);
-            let (lens, recs) = self.chunks.split_at_mut(per * 4);
+            let Some((lens, recs)) = self.chunks.split_at_mut_checked(per * 4) else {
+                bail!(Internal, "store.fts: document buffer")
+            };
             let (Some(lens), Some(recs)) = (lens.get_mut(..n * 4), recs.get_mut(..n * DOC_RECORD)) else {
                 bail!(Internal, "store.fts: document buffer")
             };
@@ -387,8 +389,12 @@ impl DiskIndex {
             let mut last = NONE;
             let mut most = 0u16;
             while walk.doc() != NONE {
-                if walk.doc() >= h.docs {
-                    bail!(Io, "store.fts is damaged (a posting names document {} of {})", walk.doc(), h.docs);
+                let Some(&(_, len)) = parts.docs.docs.get(walk.doc() as usize) else {
+                    bail!(Io, "store.fts is damaged (a posting names document {} of {})", walk.doc(), h.docs)
+                };
+                // Each block's impact bounds each of its postings.
+                if impact(walk.tf(), len, w.mean) > walk.cur_impact {
+                    bail!(Io, "store.fts is damaged (a block's impact is below one of its postings')");
                 }
                 n += 1;
                 last = walk.doc();
@@ -515,7 +521,7 @@ impl DiskIndex {
         let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
             bail!(Internal, "store.fts is not open")
         };
-        let mut walk = DiskWalk::new(file, buf, dec, w)?;
+        let mut walk = DiskWalk::open(file, buf, dec, w)?;
         let mut c = Copied::default();
         for k in 0..w.blocks {
             let e = walk.entry(k)?;
@@ -797,6 +803,13 @@ impl<'a> DiskWalk<'a> {
         decoded: &'a mut [u32],
         w: &QueryWord,
     ) -> Result<DiskWalk<'a>> {
+        let mut c = DiskWalk::open(file, buf, decoded, w)?;
+        c.decode()?;
+        Ok(c)
+    }
+
+    /// The walk of `w`'s postings, before its first block (nothing read yet).
+    fn open(file: &'a File, buf: &'a mut [u8], decoded: &'a mut [u32], w: &QueryWord) -> Result<DiskWalk<'a>> {
         let Some((skip, post)) = buf.split_at_mut_checked(SKIP_WINDOW) else { bail!(Internal, "walk buffer") };
         if decoded.len() < DECODED {
             bail!(Internal, "walk decoding buffer");
@@ -808,7 +821,7 @@ impl<'a> DiskWalk<'a> {
             bail!(Io, "store.fts is damaged (a word of {} postings in {} blocks)", w.base_df, w.blocks);
         }
         let skip_at = w.at + u64::from(w.bytes);
-        let mut c = DiskWalk {
+        Ok(DiskWalk {
             file: Some(file),
             skip: Window { buf: skip, at: 0, len: 0 },
             post: Window { buf: post, at: 0, len: 0 },
@@ -822,8 +835,24 @@ impl<'a> DiskWalk<'a> {
             want_last: w.last,
             doc: NONE,
             ..DiskWalk::default()
-        };
+        })
+    }
+
+    /// [`DiskWalk::new`], positioned on the first posting at or after document `from`
+    /// (the blocks before it passed unread).
+    pub(super) fn starting_at(
+        file: &'a File,
+        buf: &'a mut [u8],
+        decoded: &'a mut [u32],
+        w: &QueryWord,
+        from: u32,
+    ) -> Result<DiskWalk<'a>> {
+        let mut c = DiskWalk::open(file, buf, decoded, w)?;
+        if from > 0 && c.skip_to(from)?.is_none() {
+            c.cursor = c.blocks;
+        }
         c.decode()?;
+        c.seek(from)?;
         Ok(c)
     }
 
@@ -885,7 +914,9 @@ impl<'a> DiskWalk<'a> {
         if crc32(p) != e.crc {
             bail!(Io, "store.fts is damaged (checksum of a block of postings)");
         }
-        let (docs, tfs) = self.decoded.split_at_mut(SKIP_BLOCK);
+        let Some((docs, tfs)) = self.decoded.split_at_mut_checked(SKIP_BLOCK) else {
+            bail!(Internal, "walk decoding buffer")
+        };
         let mut prev = if k == 0 { None } else { Some(self.prev_last) };
         for (d, t) in docs.iter_mut().zip(tfs.iter_mut()).take(count) {
             let gap = varint(&mut p)?;

@@ -249,8 +249,7 @@ fn each_posting(
         let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
             bail!(Internal, "store.fts is not open")
         };
-        let mut walk = DiskWalk::new(file, buf, dec, &w)?;
-        walk.seek(from)?;
+        let mut walk = DiskWalk::starting_at(file, buf, dec, &w, from)?;
         while walk.doc() != NONE {
             let nd = sc.base_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
             if nd != NONE {
@@ -449,6 +448,7 @@ fn merge_sections(
                 bn: 0,
                 bstart: 0,
                 best: (0, 0, 0.0),
+                per_len: per_len(word_mean),
                 crc: 0,
             };
             // Count: postings, bytes, blocks (kept in the term buffer if they fit).
@@ -507,6 +507,7 @@ fn merge_sections(
                     bn: 0,
                     bstart: 0,
                     best: (0, 0, 0.0),
+                    per_len: per_len(word_mean),
                     crc: word_crc,
                 };
                 enc.buf.clear();
@@ -655,6 +656,8 @@ struct Enc<'a> {
     bn: u32,
     bstart: usize,
     best: (u32, u32, f64),
+    /// `k1 · b / A` (A the reference mean length).
+    per_len: f64,
     /// The CRC of the bytes written to the sink.
     crc: u32,
 }
@@ -669,9 +672,7 @@ impl Enc<'_> {
         self.n += 1;
         self.prev = Some(nd);
         // The posting of the largest tf / (tf + norm) so far: f1 · n2 > f2 · n1.
-        use super::rank::{B, K1};
-        let a = f64::from(self.mean.max(1)) / super::recall_file::MEAN_SCALE;
-        let norm = K1 * (1.0 - B + B * f64::from(len) / a);
+        let norm = super::rank::K1 * (1.0 - super::rank::B) + f64::from(len) * self.per_len;
         let (bf, _, bn) = self.best;
         if bf == 0 || f64::from(tf) * bn > f64::from(bf) * norm {
             self.best = (tf, len, norm);
@@ -723,6 +724,13 @@ impl Enc<'_> {
         self.bstart = self.buf.len();
         Ok(())
     }
+}
+
+/// `k1 · b / A` for the reference mean length `mean` (as stored): what a token adds to a
+/// document's norm.
+fn per_len(mean: u32) -> f64 {
+    use super::rank::{B, K1};
+    K1 * B / (f64::from(mean.max(1)) / super::recall_file::MEAN_SCALE)
 }
 
 /// Adds to the page list (reserved for the most words the index may have).

@@ -9,7 +9,9 @@
 //! names, the tag directory, the posting list of the tag that drives it (or of each optional
 //! tag), and the column blocks ([`STORE_CHECKPOINT_BLOCK_BYTES`] each, one cached per column)
 //! of the entries it looks at; a ranked search reads `store.fts` in place (see
-//! [`super::recall_disk`]) and the column blocks of its candidates. Every section and block is
+//! [`super::recall_disk`]: its page tables, the dictionary pages, skip groups and blocks of
+//! its words, the pages of lengths of the documents it scores and of records of those it
+//! keeps) and the location blocks of the entries it keeps. Every section and block is
 //! checked against its CRC-32 when read. The query is answered by the same code as over the
 //! tables in RAM (`query::Tables`), so the answers are the same.
 //!
