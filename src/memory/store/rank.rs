@@ -287,6 +287,11 @@ pub trait Docs {
     fn tokens(&mut self, d: u32) -> Result<Option<u32>>;
     /// Entry of document `d`; `None` when it is not current.
     fn entry(&mut self, d: u32) -> Result<Option<EntryId>>;
+    /// Whether [`Docs::tokens`] of `d` would read the file (a candidate is then first
+    /// bounded without its length).
+    fn costly(&self, _d: u32) -> bool {
+        false
+    }
 }
 
 /// A word's weight in a query.
@@ -403,7 +408,8 @@ pub fn max_score<C: Walk, D: Docs>(
         *p = sum;
     }
     let mut first_ess = 0usize;
-    let mut tf = [0u32; RANK_MAX_TERMS];
+    // Each word's part of the current document's score (0: the document lacks it).
+    let mut part = [0f64; RANK_MAX_TERMS];
     // The bound of each word's block at the current document (by rank in `perm`).
     let mut bb = [0f64; RANK_MAX_TERMS];
     // The last document each of those bounds holds to (asked again after it).
@@ -450,7 +456,7 @@ pub fn max_score<C: Walk, D: Docs>(
                 continue;
             }
         }
-        if let (Some(t), Some(min)) = (theta, coll.min_len) {
+        if let (Some(t), Some(min), true) = (theta, coll.min_len, docs.costly(d)) {
             // Bounded before its length is read: its essential words at the shortest length,
             // its other words at their blocks' bounds.
             let norm = K1 * (1.0 - B + B * f64::from(min) / avgdl);
@@ -473,17 +479,17 @@ pub fn max_score<C: Walk, D: Docs>(
         let len = docs.tokens(d)?;
         let norm = K1 * (1.0 - B + B * f64::from(len.unwrap_or(0)) / avgdl);
         let mut s = 0.0;
-        tf.iter_mut().take(n).for_each(|t| *t = 0);
+        part.iter_mut().take(n).for_each(|p| *p = 0.0);
         for k in first_ess..n {
             let i = at(k);
             let Some(c) = cur.get_mut(i) else { continue };
             if c.doc() == d {
                 if len.is_some() {
-                    let f = c.tf();
-                    if let Some(t) = tf.get_mut(i) {
-                        *t = f;
+                    let x = w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                    if let Some(p) = part.get_mut(i) {
+                        *p = x;
                     }
-                    s += w.get(i).map_or(0.0, |x| x.contribution(f, norm));
+                    s += x;
                 }
                 c.advance()?;
             }
@@ -507,21 +513,21 @@ pub fn max_score<C: Walk, D: Docs>(
             let Some(c) = cur.get_mut(i) else { continue };
             c.seek(d)?;
             if c.doc() == d {
-                let f = c.tf();
-                if let Some(t) = tf.get_mut(i) {
-                    *t = f;
+                let x = w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                if let Some(p) = part.get_mut(i) {
+                    *p = x;
                 }
-                s += w.get(i).map_or(0.0, |x| x.contribution(f, norm));
+                s += x;
             }
         }
         if pruned {
             continue;
         }
-        // The exact score, summed in query order as FTS5 sums its phrases.
+        // The exact score, its words' parts summed in query order as FTS5 sums its phrases.
         let mut score = 0.0;
-        for (x, &f) in w.iter().zip(tf.iter()).take(n) {
-            if f > 0 {
-                score += x.contribution(f, norm);
+        for &p in part.iter().take(n) {
+            if p > 0.0 {
+                score += p;
             }
         }
         if !out.would_take(score, limit) {

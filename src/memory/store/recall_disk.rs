@@ -156,6 +156,10 @@ impl Docs for BaseDocs<'_> {
         Ok(Some(le32(&self.cache.lens, (d as usize % DOC_PAGE) * 4)))
     }
 
+    fn costly(&self, d: u32) -> bool {
+        !self.resident && self.cache.len_page != Some(d / DOC_PAGE as u32)
+    }
+
     fn entry(&mut self, d: u32) -> Result<Option<EntryId>> {
         if self.resident {
             return Ok(self.docs.get(d as usize).filter(|x| x.0 != NONE).map(|x| x.0));
