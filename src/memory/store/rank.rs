@@ -15,6 +15,40 @@ pub const K1: f64 = 1.2;
 pub const B: f64 = 0.75;
 /// FTS5's IDF for a word in half the documents or more.
 const MIN_IDF: f64 = 1e-6;
+/// An impact of 1 (`tf / (tf + norm)` reaches 1 only in the limit).
+pub const IMPACT_ONE: f64 = 65535.0;
+/// Reference mean lengths are stored in 64ths of a token.
+pub const MEAN_SCALE: f64 = 64.0;
+
+/// The reference mean length of an index of `docs` documents and `tokens` tokens, as stored
+/// (64ths of a token, rounded down, at least 1).
+pub(super) fn mean_ref(tokens: u64, docs: u64) -> u32 {
+    if docs == 0 {
+        return 1;
+    }
+    let m = (tokens as f64 / docs as f64 * MEAN_SCALE).floor();
+    if m >= f64::from(u32::MAX) {
+        u32::MAX
+    } else {
+        (m as u32).max(1)
+    }
+}
+
+/// The impact of a posting of `tf` occurrences in a document of `len` tokens, for the
+/// reference mean length `mean` (as stored): an upper bound of `tf / (tf + norm)` in 65535ths.
+pub(super) fn impact(tf: u32, len: u32, mean: u32) -> u16 {
+    let a = f64::from(mean.max(1)) / MEAN_SCALE;
+    let f = f64::from(tf);
+    let x = f / (f + K1 * (1.0 - B + B * f64::from(len) / a));
+    let q = (x * IMPACT_ONE).floor() + 1.0;
+    if q >= IMPACT_ONE {
+        u16::MAX
+    } else if q <= 1.0 {
+        1
+    } else {
+        q as u16
+    }
+}
 
 /// One ranked entry.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -380,10 +414,10 @@ pub fn max_score<C: Walk, D: Docs>(
         let sup = qw.mult * idf * (K1 + 1.0);
         // A block's impact was taken at the reference mean length A; at avgdl it bounds
         // the contributions by impact · max(1, avgdl / A) (see recall_file).
-        let reference = f64::from(qw.mean) / super::recall_file::MEAN_SCALE;
+        let reference = f64::from(qw.mean) / MEAN_SCALE;
         let per_impact = match qw.mean {
             0 => f64::INFINITY,
-            _ => sup / super::recall_file::IMPACT_ONE * (avgdl / reference).max(1.0) * SLACK,
+            _ => sup / IMPACT_ONE * (avgdl / reference).max(1.0) * SLACK,
         };
         let mut wi_ = Weight { mult: qw.mult, idf, sup, per_impact, ub: 0.0 };
         let base = if qw.bytes > 0 { wi_.bound(u32::from(qw.impact)) } else { 0.0 };

@@ -25,10 +25,10 @@
 
 use super::checkpoint::{le32, le64};
 use super::fulltext::NONE;
-use super::rank::{Docs, QueryWord, Walk};
+use super::rank::{impact, Docs, QueryWord, Walk};
 use super::recall_file::{
-    impact, skip_bytes, varint, Header, DICT_PAGE, DOC_PAGE, DOC_RECORD, ENTRY_TAIL, GROUP_BYTES, HEADER_BYTES,
-    SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP,
+    skip_bytes, varint, Header, DICT_PAGE, DOC_PAGE, DOC_RECORD, ENTRY_TAIL, GROUP_BYTES, HEADER_BYTES, SKIP_BLOCK,
+    SKIP_ENTRY, SKIP_GROUP,
 };
 use super::EntryId;
 use crate::error::Result;

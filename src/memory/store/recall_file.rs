@@ -90,10 +90,6 @@ pub(super) const DOC_RECORD: usize = 16;
 /// Bytes of one dictionary entry after its word: postings u32, offset u64, bytes u32, CRC
 /// u32, last document u32, blocks u32, impact u16, reference mean length u32.
 pub(super) const ENTRY_TAIL: usize = 34;
-/// An impact of 1 (`tf / (tf + norm)` reaches 1 only in the limit).
-pub(super) const IMPACT_ONE: f64 = 65535.0;
-/// Reference mean lengths are stored in 64ths of a token.
-pub(super) const MEAN_SCALE: f64 = 64.0;
 /// Bytes gathered before each write.
 pub(super) const CHUNK: usize = 256 << 10;
 
@@ -143,37 +139,6 @@ pub(super) fn varint(p: &mut &[u8]) -> Result<u32> {
         }
     }
     bail!(Io, "a number longer than 5 bytes")
-}
-
-/// The reference mean length of an index of `docs` documents and `tokens` tokens, as stored
-/// (64ths of a token, rounded down, at least 1).
-pub(super) fn mean_ref(tokens: u64, docs: u64) -> u32 {
-    if docs == 0 {
-        return 1;
-    }
-    let m = (tokens as f64 / docs as f64 * MEAN_SCALE).floor();
-    if m >= f64::from(u32::MAX) {
-        u32::MAX
-    } else {
-        (m as u32).max(1)
-    }
-}
-
-/// The impact of a posting of `tf` occurrences in a document of `len` tokens, for the
-/// reference mean length `mean` (as stored): an upper bound of `tf / (tf + norm)` in 65535ths.
-pub(super) fn impact(tf: u32, len: u32, mean: u32) -> u16 {
-    use super::rank::{B, K1};
-    let a = f64::from(mean.max(1)) / MEAN_SCALE;
-    let f = f64::from(tf);
-    let x = f / (f + K1 * (1.0 - B + B * f64::from(len) / a));
-    let q = (x * IMPACT_ONE).floor() + 1.0;
-    if q >= IMPACT_ONE {
-        u16::MAX
-    } else if q <= 1.0 {
-        1
-    } else {
-        q as u16
-    }
 }
 
 /// Bytes of a skip table of `blocks` blocks (none for a single block).
@@ -262,58 +227,12 @@ impl Store {
         self.recall.file_stale = false;
         Ok(())
     }
-
-    /// What `lkjagent check` reports about `store.fts` (reads it whole, checking every
-    /// byte and decoding every structure; changes nothing, holds nothing after).
-    pub fn recall_file_check(&mut self) -> RecallFile {
-        let path = self.dir.join(RECALL_FILE_NAME);
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return RecallFile::Missing,
-            Err(e) => return RecallFile::Damaged(err!(Io, "opening {} failed: {}", path.display(), e)),
-        };
-        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut raw = [0u8; HEADER_BYTES];
-        let read = {
-            use std::os::unix::fs::FileExt;
-            file.read_exact_at(&mut raw, 0)
-        };
-        if let Err(e) = read {
-            return RecallFile::Damaged(err!(Io, "{}: reading its header failed: {}", path.display(), e));
-        }
-        let h = match Header::parse(&raw) {
-            Ok(h) => h,
-            // Another format (an older program's): not damage; rebuilt from the log.
-            Err(e) if Header::other_format(&raw) => {
-                return RecallFile::Stale(e.context(format_args!("{}", path.display())))
-            }
-            Err(e) => return RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
-        };
-        let stale_before = self.recall.file_stale;
-        let matches = self.recall_header_matches(&h, false);
-        let stale = self.recall.file_stale;
-        self.recall.file_stale = stale_before;
-        if let Err(e) = matches {
-            let e = e.context(format_args!("{}", path.display()));
-            return if stale { RecallFile::Stale(e) } else { RecallFile::Damaged(e) };
-        }
-        let mut buf = core::mem::take(&mut self.rbuf);
-        let res = verify_file(&file, &h, &mut buf);
-        self.rbuf = buf;
-        // Every structure too: the document pages, the dictionary, every word's skip groups
-        // and blocks, decoded (what searches rely on without reading it all).
-        let res = res.and_then(|_| super::recall_disk::DiskIndex::check_file(file, h, self.slots.room()));
-        match res {
-            Ok(()) => RecallFile::Usable { docs: h.docs, bytes },
-            Err(e) => RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
-        }
-    }
 }
 
 /// Checks every section of `store.fts` against its checksum and its length against the
 /// header (streaming through `buf`: what the writer does once at open, and `lkjagent check`
 /// before it walks every structure).
-fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
+pub(super) fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let sections = [
         (HEADER_BYTES as u64, h.body_len, h.body_crc, "body"),

@@ -5,11 +5,11 @@
 
 use super::checkpoint::{tail_crc, Put};
 use super::fulltext::{FullText, NONE};
-use super::rank::{Docs, QueryWord, RamWalk, Walk};
+use super::rank::{impact, mean_ref, Docs, QueryWord, RamWalk, Walk};
 use super::recall_disk::{DictCursor, DiskIndex, DiskWalk};
 use super::recall_file::{
-    impact, mean_ref, remove_temp, skip_bytes, CHUNK, DICT_PAGE, DICT_TEMP_NAME, DOC_PAGE, FORMAT, HEADER_BYTES, MAGIC,
-    RECALL_FILE_NAME, SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP, TEMP_NAME,
+    remove_temp, skip_bytes, verify_file, Header, RecallFile, CHUNK, DICT_PAGE, DICT_TEMP_NAME, DOC_PAGE, FORMAT,
+    HEADER_BYTES, MAGIC, RECALL_FILE_NAME, SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP, TEMP_NAME,
 };
 use super::{EntryId, Store};
 use crate::error::Result;
@@ -45,6 +45,52 @@ impl Store {
             }
         }
         res
+    }
+
+    /// What `lkjagent check` reports about `store.fts` (reads it whole, checking every
+    /// byte and decoding every structure; changes nothing, holds nothing after).
+    pub fn recall_file_check(&mut self) -> RecallFile {
+        let path = self.dir.join(RECALL_FILE_NAME);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return RecallFile::Missing,
+            Err(e) => return RecallFile::Damaged(err!(Io, "opening {} failed: {}", path.display(), e)),
+        };
+        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut raw = [0u8; HEADER_BYTES];
+        let read = {
+            use std::os::unix::fs::FileExt;
+            file.read_exact_at(&mut raw, 0)
+        };
+        if let Err(e) = read {
+            return RecallFile::Damaged(err!(Io, "{}: reading its header failed: {}", path.display(), e));
+        }
+        let h = match Header::parse(&raw) {
+            Ok(h) => h,
+            // Another format (an older program's): not damage; rebuilt from the log.
+            Err(e) if Header::other_format(&raw) => {
+                return RecallFile::Stale(e.context(format_args!("{}", path.display())))
+            }
+            Err(e) => return RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
+        };
+        let stale_before = self.recall.file_stale;
+        let matches = self.recall_header_matches(&h, false);
+        let stale = self.recall.file_stale;
+        self.recall.file_stale = stale_before;
+        if let Err(e) = matches {
+            let e = e.context(format_args!("{}", path.display()));
+            return if stale { RecallFile::Stale(e) } else { RecallFile::Damaged(e) };
+        }
+        let mut buf = core::mem::take(&mut self.rbuf);
+        let res = verify_file(&file, &h, &mut buf);
+        self.rbuf = buf;
+        // Every structure too: the document pages, the dictionary, every word's skip groups
+        // and blocks, decoded (what searches rely on without reading it all).
+        let res = res.and_then(|_| DiskIndex::check_file(file, h, self.slots.room()));
+        match res {
+            Ok(()) => RecallFile::Usable { docs: h.docs, bytes },
+            Err(e) => RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
+        }
     }
 
     /// The merge itself: see [`Store::recall_write_file`] and the module documentation.
@@ -730,7 +776,7 @@ impl Enc<'_> {
 /// document's norm.
 fn per_len(mean: u32) -> f64 {
     use super::rank::{B, K1};
-    K1 * B / (f64::from(mean.max(1)) / super::recall_file::MEAN_SCALE)
+    K1 * B / (f64::from(mean.max(1)) / super::rank::MEAN_SCALE)
 }
 
 /// Adds to the page list (reserved for the most words the index may have).
