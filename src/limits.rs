@@ -451,9 +451,11 @@ pub const TEXT_MERGE_BUFFER_BYTES: usize = 256 * 1024;
 /// about 64 bytes each on the stack during a query.
 pub const RANK_MAX_TERMS: usize = 64;
 
-/// Bytes of `store.fts` a ranked query reads at a time for each of its words, when a
-/// read-only command searches the file in place. Cost: [`RANK_MAX_TERMS`] times this (1 MiB),
-/// reserved at the first such search, plus 8 bytes per indexed entry.
+/// Bytes of `store.fts` a ranked query reads at a time for each of its words (a quarter for
+/// its skip groups, the rest for its blocks of postings). Cost: [`RANK_MAX_TERMS`] times this
+/// (1 MiB) and 1 KiB per word for its decoded block (64 KiB), reserved at the first search,
+/// plus, for the writer, 12 bytes per indexed entry (read in place: one page of lengths and
+/// one of records, 5 KiB).
 pub const RECALL_READ_BYTES: usize = 16 * 1024;
 
 /// Most entries one ranked query returns. Cost: 16 bytes each in the caller's

@@ -15,6 +15,40 @@ pub const K1: f64 = 1.2;
 pub const B: f64 = 0.75;
 /// FTS5's IDF for a word in half the documents or more.
 const MIN_IDF: f64 = 1e-6;
+/// An impact of 1 (`tf / (tf + norm)` reaches 1 only in the limit).
+pub const IMPACT_ONE: f64 = 65535.0;
+/// Reference mean lengths are stored in 64ths of a token.
+pub const MEAN_SCALE: f64 = 64.0;
+
+/// The reference mean length of an index of `docs` documents and `tokens` tokens, as stored
+/// (64ths of a token, rounded down, at least 1).
+pub(super) fn mean_ref(tokens: u64, docs: u64) -> u32 {
+    if docs == 0 {
+        return 1;
+    }
+    let m = (tokens as f64 / docs as f64 * MEAN_SCALE).floor();
+    if m >= f64::from(u32::MAX) {
+        u32::MAX
+    } else {
+        (m as u32).max(1)
+    }
+}
+
+/// The impact of a posting of `tf` occurrences in a document of `len` tokens, for the
+/// reference mean length `mean` (as stored): an upper bound of `tf / (tf + norm)` in 65535ths.
+pub(super) fn impact(tf: u32, len: u32, mean: u32) -> u16 {
+    let a = f64::from(mean.max(1)) / MEAN_SCALE;
+    let f = f64::from(tf);
+    let x = f / (f + K1 * (1.0 - B + B * f64::from(len) / a));
+    let q = (x * IMPACT_ONE).floor() + 1.0;
+    if q >= IMPACT_ONE {
+        u16::MAX
+    } else if q <= 1.0 {
+        1
+    } else {
+        q as u16
+    }
+}
 
 /// One ranked entry.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -125,6 +159,12 @@ impl Ranked {
         }
     }
 
+    /// Whether a hit of `score` might be kept (before its entry is known: ties are kept by
+    /// entry id).
+    fn would_take(&self, score: f64, limit: usize) -> bool {
+        self.hits.len() < limit || self.hits.first().is_some_and(|root| score >= root.score)
+    }
+
     /// The worst score kept, when `limit` are kept.
     fn threshold(&self, limit: usize) -> Option<f64> {
         if self.hits.len() < limit {
@@ -167,6 +207,12 @@ pub struct QueryWord {
     pub base_df: u32,
     /// The last of them (a document number of the base).
     pub last: u32,
+    /// Their blocks in the base.
+    pub blocks: u32,
+    /// The largest impact of their blocks (see [`super::recall_file`]).
+    pub impact: u16,
+    /// The reference mean length of their impacts (64ths of a token).
+    pub mean: u32,
     /// The delta's term, if it has one.
     pub term: Option<u32>,
     /// Live documents holding it (base and delta).
@@ -258,6 +304,28 @@ pub trait Walk {
         }
         Ok(())
     }
+    /// The bound of the postings from document `target` on that lie in the block holding
+    /// the first of them, and that block's last document, without moving [`Walk::doc`]
+    /// (the walk may pass, unread, blocks before `target`: the caller asks for no
+    /// document before it afterwards). The bound is an impact (65535ths of the word's
+    /// `IDF · (k1 + 1)` at the file's reference mean length), `u32::MAX` for no bound
+    /// tighter than that, 0 with `NONE` when no posting is left.
+    fn block_max(&mut self, _target: u32) -> Result<(u32, u32)> {
+        Ok(if self.doc() == NONE { (0, NONE) } else { (u32::MAX, NONE) })
+    }
+}
+
+/// The documents a query scores: their lengths and entries.
+pub trait Docs {
+    /// Tokens of document `d`; `None` when it is not current.
+    fn tokens(&mut self, d: u32) -> Result<Option<u32>>;
+    /// Entry of document `d`; `None` when it is not current.
+    fn entry(&mut self, d: u32) -> Result<Option<EntryId>>;
+    /// Whether [`Docs::tokens`] of `d` would read the file (a candidate is then first
+    /// bounded without its length).
+    fn costly(&self, _d: u32) -> bool {
+        false
+    }
 }
 
 /// A word's weight in a query.
@@ -265,6 +333,10 @@ pub trait Walk {
 struct Weight {
     mult: f64,
     idf: f64,
+    /// `mult · IDF · (k1 + 1)`: more than any one document can get from this word.
+    sup: f64,
+    /// What an impact of 1 (65535) bounds, with the reference mean length's correction.
+    per_impact: f64,
     /// The most one document can get from this word.
     ub: f64,
 }
@@ -276,6 +348,25 @@ impl Weight {
         let f = f64::from(f);
         self.mult * (self.idf * ((f * (K1 + 1.0)) / (f + norm)))
     }
+
+    /// The bound of a block of impact `q` (see [`Walk::block_max`]).
+    fn bound(&self, q: u32) -> f64 {
+        let b = f64::from(q) * self.per_impact;
+        if q == u32::MAX || b > self.sup {
+            self.sup
+        } else {
+            b
+        }
+    }
+}
+
+/// Relative slack given to every bound against rounding (bounds only ever prune).
+const SLACK: f64 = 1.0 + 1e-9;
+
+/// Whether a document whose score is at most `bound` cannot enter results whose worst kept
+/// score is `theta`.
+fn below(bound: f64, theta: Option<f64>) -> bool {
+    theta.is_some_and(|t| bound * SLACK < t)
 }
 
 /// The collection a query runs over.
@@ -284,16 +375,30 @@ pub struct Collection {
     pub docs: u64,
     /// Their tokens.
     pub tokens: u64,
+    /// At most the fewest tokens of a document, when reading a document's length costs a
+    /// read (in place): a candidate is then first bounded with that length.
+    pub min_len: Option<u32>,
 }
 
-/// MaxScore top-k: `cur[i]` walks the postings of `q.words[i]`; `doc(d)` is document `d`'s
-/// entry and tokens (`None`: a dead document); `admit` filters entries. Hits go to `out`
-/// (unsorted: the caller sorts them).
-pub fn max_score<C: Walk>(
+/// Exact top-k by MaxScore with block-max bounds: `cur[i]` walks the postings of
+/// `q.words[i]`; `docs` gives the documents' lengths and entries; `admit` filters entries.
+/// Hits go to `out` (unsorted: the caller sorts them).
+///
+/// Words are ordered by the most a document can get from each (`ub`: its largest block
+/// impact, or `IDF · (k1 + 1)` where the delta holds it); once the k-th best score passes the
+/// sum of the smallest bounds, documents holding only those words cannot enter the results
+/// and those words' postings are no longer walked, only probed (*non-essential*). For each
+/// candidate document, the bounds of the blocks holding it in every word are summed first:
+/// below the threshold, no document up to the first of those blocks' ends can enter either,
+/// and the walks jump past it unread. Otherwise the document's length is read, its essential
+/// words scored, and its non-essential ones probed from the largest bound down while the
+/// score plus the bounds left can still reach the threshold. Only a document that would be
+/// kept has its entry looked up (and `admit`ted).
+pub fn max_score<C: Walk, D: Docs>(
     q: &QueryWords,
     cur: &mut [C],
     coll: &Collection,
-    doc: impl Fn(u32) -> Option<(EntryId, u32)>,
+    docs: &mut D,
     admit: impl Fn(EntryId) -> bool,
     limit: usize,
     out: &mut Ranked,
@@ -306,7 +411,19 @@ pub fn max_score<C: Walk>(
         let df = f64::from(qw.df);
         let idf = ((n_docs - df + 0.5) / (df + 0.5)).ln();
         let idf = if idf <= 0.0 { MIN_IDF } else { idf };
-        *wi = Weight { mult: qw.mult, idf, ub: qw.mult * idf * (K1 + 1.0) };
+        let sup = qw.mult * idf * (K1 + 1.0);
+        // A block's impact was taken at the reference mean length A; at avgdl it bounds
+        // the contributions by impact · max(1, avgdl / A) (see recall_file).
+        let reference = f64::from(qw.mean) / MEAN_SCALE;
+        let per_impact = match qw.mean {
+            0 => f64::INFINITY,
+            _ => sup / IMPACT_ONE * (avgdl / reference).max(1.0) * SLACK,
+        };
+        let mut wi_ = Weight { mult: qw.mult, idf, sup, per_impact, ub: 0.0 };
+        let base = if qw.bytes > 0 { wi_.bound(u32::from(qw.impact)) } else { 0.0 };
+        let delta = if qw.term.is_some() { sup } else { 0.0 };
+        wi_.ub = base.max(delta);
+        *wi = wi_;
     }
     // Words by upper bound, smallest first, and the running sums of those bounds.
     let mut perm = [0u8; RANK_MAX_TERMS];
@@ -325,7 +442,12 @@ pub fn max_score<C: Walk>(
         *p = sum;
     }
     let mut first_ess = 0usize;
-    let mut tf = [0u32; RANK_MAX_TERMS];
+    // Each word's part of the current document's score (0: the document lacks it).
+    let mut part = [0f64; RANK_MAX_TERMS];
+    // The bound of each word's block at the current document (by rank in `perm`).
+    let mut bb = [0f64; RANK_MAX_TERMS];
+    // The last document each of those bounds holds to (asked again after it).
+    let mut ends = [NONE; RANK_MAX_TERMS];
     loop {
         let mut d = NONE;
         for k in first_ess..n {
@@ -334,58 +456,121 @@ pub fn max_score<C: Walk>(
         if d == NONE {
             break;
         }
-        let info = doc(d).filter(|&(e, _)| admit(e));
-        let norm = K1 * (1.0 - B + B * f64::from(info.map_or(0, |x| x.1)) / avgdl);
+        let theta = out.threshold(limit);
+        if theta.is_some() {
+            // The blocks at d: their bounds, and the first of their ends. A word's bound
+            // holds up to its block's end whatever its walk did since, so it is asked
+            // again only past that end.
+            let mut bound = 0.0;
+            let mut end = NONE;
+            for (k, (b, e)) in bb.iter_mut().zip(ends.iter_mut()).enumerate().take(n) {
+                if d > *e || *e == NONE {
+                    let i = at(k);
+                    let Some(c) = cur.get_mut(i) else { continue };
+                    let (imp, last) = c.block_max(d)?;
+                    *b = w.get(i).map_or(0.0, |x| x.bound(imp));
+                    *e = if last == NONE { NONE - 1 } else { last };
+                }
+                bound += *b;
+                end = end.min(*e);
+            }
+            if end == NONE - 1 {
+                end = NONE;
+            }
+            if below(bound, theta) {
+                // No document from d to `end` can enter the results.
+                if end == NONE {
+                    break;
+                }
+                for k in first_ess..n {
+                    if let Some(c) = cur.get_mut(at(k)) {
+                        c.seek(end + 1)?;
+                    }
+                }
+                continue;
+            }
+        }
+        if let (Some(t), Some(min), true) = (theta, coll.min_len, docs.costly(d)) {
+            // Bounded before its length is read: its essential words at the shortest length,
+            // its other words at their blocks' bounds.
+            let norm = K1 * (1.0 - B + B * f64::from(min) / avgdl);
+            let mut s: f64 = bb.iter().take(first_ess).sum();
+            for k in first_ess..n {
+                let i = at(k);
+                if let Some(c) = cur.get(i).filter(|c| c.doc() == d) {
+                    s += w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                }
+            }
+            if s * SLACK * SLACK < t {
+                for k in first_ess..n {
+                    if let Some(c) = cur.get_mut(at(k)).filter(|c| c.doc() == d) {
+                        c.advance()?;
+                    }
+                }
+                continue;
+            }
+        }
+        let len = docs.tokens(d)?;
+        let norm = K1 * (1.0 - B + B * f64::from(len.unwrap_or(0)) / avgdl);
         let mut s = 0.0;
-        tf.iter_mut().take(n).for_each(|t| *t = 0);
+        part.iter_mut().take(n).for_each(|p| *p = 0.0);
         for k in first_ess..n {
             let i = at(k);
             let Some(c) = cur.get_mut(i) else { continue };
             if c.doc() == d {
-                if info.is_some() {
-                    let f = c.tf();
-                    if let Some(t) = tf.get_mut(i) {
-                        *t = f;
+                if len.is_some() {
+                    let x = w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                    if let Some(p) = part.get_mut(i) {
+                        *p = x;
                     }
-                    s += w.get(i).map_or(0.0, |x| x.contribution(f, norm));
+                    s += x;
                 }
                 c.advance()?;
             }
         }
-        let Some((entry, _)) = info else { continue };
-        let theta = out.threshold(limit);
+        if len.is_none() {
+            continue;
+        }
+        let mut rest: f64 = bb.iter().take(first_ess).sum();
         let mut pruned = false;
         for k in (0..first_ess).rev() {
-            if let Some(t) = theta {
-                if s + prefix.get(k).copied().unwrap_or(0.0) < t {
-                    pruned = true;
-                    break;
-                }
+            if rest > 0.0 && below(s + rest, theta) {
+                pruned = true;
+                break;
+            }
+            let b = bb.get(k).copied().unwrap_or(0.0);
+            rest -= b;
+            if b == 0.0 {
+                continue;
             }
             let i = at(k);
             let Some(c) = cur.get_mut(i) else { continue };
             c.seek(d)?;
             if c.doc() == d {
-                let f = c.tf();
-                if let Some(t) = tf.get_mut(i) {
-                    *t = f;
+                let x = w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                if let Some(p) = part.get_mut(i) {
+                    *p = x;
                 }
-                s += w.get(i).map_or(0.0, |x| x.contribution(f, norm));
+                s += x;
             }
         }
         if pruned {
             continue;
         }
-        // The exact score, summed in query order as FTS5 sums its phrases.
+        // The exact score, its words' parts summed in query order as FTS5 sums its phrases.
         let mut score = 0.0;
-        for (x, &f) in w.iter().zip(tf.iter()).take(n) {
-            if f > 0 {
-                score += x.contribution(f, norm);
+        for &p in part.iter().take(n) {
+            if p > 0.0 {
+                score += p;
             }
         }
+        if !out.would_take(score, limit) {
+            continue;
+        }
+        let Some(entry) = docs.entry(d)?.filter(|&e| admit(e)) else { continue };
         out.offer(RankHit { id: entry, score }, limit);
         if let Some(t) = out.threshold(limit) {
-            while first_ess < n && prefix.get(first_ess).is_some_and(|&p| p < t) {
+            while first_ess < n && prefix.get(first_ess).is_some_and(|&p| p * SLACK < t) {
                 first_ess += 1;
             }
         }
@@ -469,6 +654,19 @@ impl<A: Walk, D: Walk> Walk for Chain<A, D> {
         self.delta.seek(target.saturating_sub(self.shift))?;
         self.settle();
         Ok(())
+    }
+
+    fn block_max(&mut self, target: u32) -> Result<(u32, u32)> {
+        if !self.in_delta && target < self.shift {
+            if let Some(b) = &mut self.base {
+                match b.block_max(target)? {
+                    (0, NONE) => {}
+                    found => return Ok(found),
+                }
+            }
+        }
+        // The delta's postings: no bound tighter than the word's.
+        Ok(if self.delta.doc() == NONE { (0, NONE) } else { (u32::MAX, NONE) })
     }
 }
 

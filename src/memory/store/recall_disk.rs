@@ -1,54 +1,85 @@
 //! Searching `store.fts` where it lies: the base segment of the full-text index (see
 //! [`super::recall`]), for the writer and read-only commands alike.
 //!
-//! Opening reads the header, the documents (entry and length: 8 bytes each in RAM, and the
-//! entry's document: 4 bytes per id) and the dictionary's page table; each document's entry
-//! is checked against the log (its record still the one indexed, else it is marked stale for
-//! the owner to bring up to date). A query then reads, by positioned reads, the dictionary
-//! page of each of its words (binary search over the pages' first words) and walks each
-//! word's postings through a buffer of [`RECALL_READ_BYTES`] of its own, refilled as the walk
-//! goes: the bytes a query touches are the pages and postings of its words, and the RAM is
-//! the documents plus [`RANK_MAX_TERMS`] × [`RECALL_READ_BYTES`], reserved once. Every page is
-//! checked against its CRC when read, and every word's postings when its walk reaches their
-//! end (a walk that pruning stops early has used only what it read). A mismatch is an error:
-//! the owner sets the file aside and rebuilds the index from the log.
+//! Opening reads the header, the dictionary's and the documents' page tables, and, for the
+//! writer (*resident*), the documents (entry and length: 8 bytes each in RAM, and the entry's
+//! document: 4 bytes per id), each page checked by its CRC; each document's entry is checked
+//! against the log (its record still the one indexed, else it is marked stale for the owner to
+//! bring up to date). A read-only command searching a file that covers the log reads no
+//! document at open (*in place*): a query reads the page of lengths of each document it
+//! scores and the page of records of each it keeps, one of each cached.
+//!
+//! A query reads, by positioned reads, the dictionary page of each of its words (binary
+//! search over the pages' first words), and walks each word's postings block by block
+//! through a buffer of [`RECALL_READ_BYTES`] of its own (its skip groups and its postings):
+//! a block whose last document is before the one sought is skipped by its skip entry without
+//! being read, and the *block-max* bound of the blocks at a document (`Walk::block_max`) lets
+//! the ranking skip documents, and whole runs of blocks, that cannot enter the results. The
+//! RAM is the documents (resident) plus [`RANK_MAX_TERMS`] × ([`RECALL_READ_BYTES`] and
+//! 1 KiB of decoded block), reserved once. Every page, skip group and block is checked
+//! against its CRC when read. A mismatch is an error: the owner sets the file aside and
+//! rebuilds the index from the log.
 //!
 //! Documents no longer current are marked dead here (the delta counts their words out); the
 //! file itself is never changed, only replaced by a merge.
 
 use super::checkpoint::{le32, le64};
 use super::fulltext::NONE;
-use super::rank::{QueryWord, Walk};
-use super::recall_file::{varint, Header, HEADER_BYTES};
+use super::rank::{impact, Docs, QueryWord, Walk};
+use super::recall_file::{
+    skip_bytes, varint, Header, DICT_PAGE, DOC_PAGE, DOC_RECORD, ENTRY_TAIL, GROUP_BYTES, HEADER_BYTES, SKIP_BLOCK,
+    SKIP_ENTRY, SKIP_GROUP,
+};
 use super::EntryId;
 use crate::error::Result;
 use crate::limits::{RANK_MAX_TERMS, RECALL_READ_BYTES, TEXT_TOKEN_MAX_BYTES};
-use crate::memory::hash::{crc32, crc32_continue};
+use crate::memory::hash::crc32;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-/// Bytes of one dictionary entry after its word: postings u32, offset u64, bytes u32, CRC u32,
-/// last document u32.
-const ENTRY_TAIL: usize = 24;
 /// Most bytes of one dictionary page (64 words of the longest length).
-const PAGE_MAX: usize = 64 * (1 + TEXT_TOKEN_MAX_BYTES + ENTRY_TAIL);
+const PAGE_MAX: usize = DICT_PAGE * (1 + TEXT_TOKEN_MAX_BYTES + ENTRY_TAIL);
+/// Bytes of each word's read buffer given to its skip groups (whole groups); the rest holds
+/// its postings.
+const SKIP_WINDOW: usize = (RECALL_READ_BYTES / 4 / GROUP_BYTES) * GROUP_BYTES;
+/// Most bytes of one block (two varints of 5 bytes per posting).
+const BLOCK_MAX_BYTES: usize = SKIP_BLOCK * 10;
+const _: () = assert!(SKIP_WINDOW >= GROUP_BYTES && RECALL_READ_BYTES - SKIP_WINDOW >= BLOCK_MAX_BYTES);
+/// Decoded postings per walk: documents and term frequencies of one block.
+const DECODED: usize = 2 * SKIP_BLOCK;
 
 /// `store.fts` opened for searching in place: the base segment of the full-text index.
 pub struct DiskIndex {
     file: Option<File>,
     pub(super) header: Header,
-    /// Per document: entry ([`NONE`] once no longer current), tokens.
+    /// Whether the documents are in RAM (the writer; else read page by page as scored).
+    resident: bool,
+    /// Per document (resident): entry ([`NONE`] once no longer current), tokens.
     docs: Vec<(u32, u32)>,
-    /// Entry id to its document here, or [`NONE`].
+    /// Entry id to its document here, or [`NONE`] (resident).
     entry_doc: Vec<u32>,
     /// Documents whose entry's record is not the one indexed (found at open), one bit each.
     stale: Vec<u64>,
     /// Per dictionary page: offset in the dictionary, CRC-32.
     pages: Vec<(u32, u32)>,
+    /// Per document page: CRC-32 of its lengths, of its records.
+    doc_pages: Vec<(u32, u32)>,
     page: Vec<u8>,
     chunks: Vec<u8>,
+    /// Each walk's decoded block.
+    decoded: Vec<u32>,
+    cache: DocCache,
     dead_docs: u64,
     dead_tokens: u64,
+}
+
+/// One page of lengths and one of records, as last read (in place).
+#[derive(Default)]
+pub(super) struct DocCache {
+    len_page: Option<u32>,
+    lens: Vec<u8>,
+    rec_page: Option<u32>,
+    recs: Vec<u8>,
 }
 
 fn read_at(file: &File, buf: &mut [u8], at: u64) -> Result<()> {
@@ -66,9 +97,95 @@ pub(super) struct FileDoc {
 }
 
 impl FileDoc {
-    pub(super) fn parse(b: &[u8]) -> FileDoc {
-        FileDoc { entry: le32(b, 0), tokens: le32(b, 4), offset: le64(b, 8), rec_len: le32(b, 16) }
+    /// A document from its record (16 bytes) and its length.
+    pub(super) fn parse(b: &[u8], tokens: u32) -> FileDoc {
+        FileDoc { entry: le32(b, 0), tokens, offset: le64(b, 4), rec_len: le32(b, 12) }
     }
+}
+
+/// Bytes of document page `p` of a column of `width` bytes per document, for `docs` documents.
+fn doc_page_len(docs: u32, p: u32, width: usize) -> usize {
+    let first = p as usize * DOC_PAGE;
+    (docs as usize).saturating_sub(first).min(DOC_PAGE) * width
+}
+
+/// Reads (into `buf`) and checks document page `p` of the column at `at` of `width` bytes.
+fn read_doc_page(file: &File, h: &Header, at: u64, p: u32, width: usize, want: u32, buf: &mut Vec<u8>) -> Result<()> {
+    let len = doc_page_len(h.docs, p, width);
+    buf.clear();
+    buf.resize(len, 0);
+    read_at(file, buf, at + u64::from(p) * (DOC_PAGE * width) as u64)?;
+    if crc32(buf) != want {
+        bail!(Io, "store.fts is damaged (checksum of document page {})", p);
+    }
+    Ok(())
+}
+
+/// The documents of a base as a query scores them: from RAM (resident) or read page by page.
+pub(super) struct BaseDocs<'a> {
+    file: Option<&'a File>,
+    header: &'a Header,
+    resident: bool,
+    docs: &'a [(u32, u32)],
+    doc_pages: &'a [(u32, u32)],
+    cache: &'a mut DocCache,
+}
+
+impl BaseDocs<'_> {
+    fn page_crcs(&self, p: u32) -> Result<(u32, u32)> {
+        self.doc_pages.get(p as usize).copied().ok_or_else(|| err!(Io, "store.fts has no document page {}", p))
+    }
+}
+
+impl Docs for BaseDocs<'_> {
+    fn tokens(&mut self, d: u32) -> Result<Option<u32>> {
+        if self.resident {
+            return Ok(self.docs.get(d as usize).filter(|x| x.0 != NONE).map(|x| x.1));
+        }
+        if d >= self.header.docs {
+            return Ok(None);
+        }
+        let Some(file) = self.file else { bail!(Internal, "store.fts is not open") };
+        let p = d / DOC_PAGE as u32;
+        if self.cache.len_page != Some(p) {
+            self.cache.len_page = None;
+            let (want, _) = self.page_crcs(p)?;
+            read_doc_page(file, self.header, HEADER_BYTES as u64, p, 4, want, &mut self.cache.lens)?;
+            self.cache.len_page = Some(p);
+        }
+        Ok(Some(le32(&self.cache.lens, (d as usize % DOC_PAGE) * 4)))
+    }
+
+    fn costly(&self, d: u32) -> bool {
+        !self.resident && self.cache.len_page != Some(d / DOC_PAGE as u32)
+    }
+
+    fn entry(&mut self, d: u32) -> Result<Option<EntryId>> {
+        if self.resident {
+            return Ok(self.docs.get(d as usize).filter(|x| x.0 != NONE).map(|x| x.0));
+        }
+        if d >= self.header.docs {
+            return Ok(None);
+        }
+        let Some(file) = self.file else { bail!(Internal, "store.fts is not open") };
+        let p = d / DOC_PAGE as u32;
+        if self.cache.rec_page != Some(p) {
+            self.cache.rec_page = None;
+            let (_, want) = self.page_crcs(p)?;
+            read_doc_page(file, self.header, self.header.records_at(), p, DOC_RECORD, want, &mut self.cache.recs)?;
+            self.cache.rec_page = Some(p);
+        }
+        Ok(Some(le32(&self.cache.recs, (d as usize % DOC_PAGE) * DOC_RECORD)))
+    }
+}
+
+/// What walks need: the file, a read buffer and a decoding buffer per word, and the
+/// documents.
+pub(super) struct WalkParts<'a> {
+    pub file: Option<&'a File>,
+    pub bufs: core::slice::ChunksMut<'a, u8>,
+    pub decoded: core::slice::ChunksMut<'a, u32>,
+    pub docs: BaseDocs<'a>,
 }
 
 impl DiskIndex {
@@ -77,12 +194,16 @@ impl DiskIndex {
         DiskIndex {
             file: None,
             header: Header::default(),
+            resident: true,
             docs: Vec::new(),
             entry_doc: Vec::new(),
             stale: Vec::new(),
             pages: Vec::new(),
+            doc_pages: Vec::new(),
             page: Vec::new(),
             chunks: Vec::new(),
+            decoded: Vec::new(),
+            cache: DocCache::default(),
             dead_docs: 0,
             dead_tokens: 0,
         }
@@ -105,14 +226,55 @@ impl DiskIndex {
         self.docs.clear();
         self.stale.clear();
         self.pages.clear();
+        self.doc_pages.clear();
+        self.cache.len_page = None;
+        self.cache.rec_page = None;
         self.dead_docs = 0;
         self.dead_tokens = 0;
     }
 
+    /// Reserves the query buffers (once).
+    fn reserve_buffers(&mut self) {
+        if self.chunks.is_empty() {
+            self.chunks = vec![0u8; RANK_MAX_TERMS * RECALL_READ_BYTES];
+            self.page = vec![0u8; PAGE_MAX];
+            self.decoded = vec![0u32; RANK_MAX_TERMS * DECODED];
+            self.cache.lens = Vec::with_capacity(DOC_PAGE * 4);
+            self.cache.recs = Vec::with_capacity(DOC_PAGE * DOC_RECORD);
+        }
+    }
+
+    /// Reads and checks the two page tables of `file` (header `h`).
+    fn load_tables(&mut self, file: &File, h: &Header) -> Result<()> {
+        let Some(table) = self.chunks.get_mut(..h.pages as usize * 8) else {
+            bail!(Io, "store.fts has a page table of {} pages, more than this reader holds", h.pages)
+        };
+        read_at(file, table, h.pages_at())?;
+        if crc32(table) != h.sparse_crc {
+            bail!(Io, "store.fts is damaged (checksum of its page table)");
+        }
+        if self.pages.capacity() < h.pages as usize {
+            self.pages.reserve_exact(h.pages as usize);
+        }
+        self.pages.extend(table.chunks_exact(8).map(|b| (le32(b, 0), le32(b, 4))));
+        let Some(table) = self.chunks.get_mut(..h.doc_pages as usize * 8) else {
+            bail!(Io, "store.fts has {} document pages, more than this reader holds", h.doc_pages)
+        };
+        read_at(file, table, h.doc_table_at())?;
+        if crc32(table) != h.doc_table_crc {
+            bail!(Io, "store.fts is damaged (checksum of its document page table)");
+        }
+        if self.doc_pages.capacity() < h.doc_pages as usize {
+            self.doc_pages.reserve_exact(h.doc_pages as usize);
+        }
+        self.doc_pages.extend(table.chunks_exact(8).map(|b| (le32(b, 0), le32(b, 4))));
+        Ok(())
+    }
+
     /// Opens `file`, whose header `h` was checked against the log, for a store of `room`
-    /// ids: reads its documents (checked by their CRC; `current(doc)` says whether the entry's
-    /// record is still the one indexed, else the document is marked stale) and page table.
-    /// Buffers are reserved the first time and reused after.
+    /// ids, resident: reads its documents (each page checked by its CRC; `current(doc)` says
+    /// whether the entry's record is still the one indexed, else the document is marked
+    /// stale) and page tables. Buffers are reserved the first time and reused after.
     pub(super) fn load(
         &mut self,
         file: File,
@@ -121,9 +283,10 @@ impl DiskIndex {
         mut current: impl FnMut(&FileDoc) -> bool,
     ) -> Result<()> {
         self.close();
-        if self.chunks.is_empty() {
-            self.chunks = vec![0u8; RANK_MAX_TERMS * RECALL_READ_BYTES];
-            self.page = vec![0u8; PAGE_MAX];
+        self.resident = true;
+        self.reserve_buffers();
+        if h.docs as usize > room {
+            bail!(Io, "store.fts lists {} documents, more than this store holds", h.docs);
         }
         if self.entry_doc.len() != room {
             self.entry_doc = vec![NONE; room];
@@ -137,17 +300,31 @@ impl DiskIndex {
             self.stale.reserve_exact(room.div_ceil(64).max(words));
         }
         self.stale.resize(words, 0);
-        let mut at = HEADER_BYTES as u64;
-        let mut left = u64::from(h.docs) * 20;
-        let mut crc = 0u32;
-        let step = (self.chunks.len() / 20) * 20;
-        while left > 0 {
-            let n = left.min(step as u64) as usize;
-            let buf = self.chunks.get_mut(..n).unwrap_or(&mut []);
-            read_at(&file, buf, at)?;
-            crc = crc32_continue(crc, buf);
-            for b in buf.chunks_exact(20) {
-                let doc = FileDoc::parse(b);
+        self.load_tables(&file, &h)?;
+        // Pages of lengths and records, many at a time.
+        let per = (self.chunks.len() / ((4 + DOC_RECORD) * DOC_PAGE)).max(1) * DOC_PAGE;
+        let mut first = 0usize;
+        let mut tokens = 0u64;
+        let mut min_len = if docs == 0 { 0 } else { u32::MAX };
+        while first < docs {
+            let n = (docs - first).min(per);
+            let Some((lens, recs)) = self.chunks.split_at_mut_checked(per * 4) else {
+                bail!(Internal, "store.fts: document buffer")
+            };
+            let (Some(lens), Some(recs)) = (lens.get_mut(..n * 4), recs.get_mut(..n * DOC_RECORD)) else {
+                bail!(Internal, "store.fts: document buffer")
+            };
+            read_at(&file, lens, HEADER_BYTES as u64 + first as u64 * 4)?;
+            read_at(&file, recs, h.records_at() + (first * DOC_RECORD) as u64)?;
+            for (i, (lp, rp)) in lens.chunks(DOC_PAGE * 4).zip(recs.chunks(DOC_PAGE * DOC_RECORD)).enumerate() {
+                let p = first / DOC_PAGE + i;
+                let want = self.doc_pages.get(p).copied().unwrap_or_default();
+                if (crc32(lp), crc32(rp)) != want {
+                    bail!(Io, "store.fts is damaged (checksum of document page {})", p);
+                }
+            }
+            for (l, r) in lens.chunks_exact(4).zip(recs.chunks_exact(DOC_RECORD)) {
+                let doc = FileDoc::parse(r, le32(l, 0));
                 let d = self.docs.len();
                 match self.entry_doc.get_mut(doc.entry as usize) {
                     Some(e) if *e == NONE => *e = d as u32,
@@ -158,27 +335,13 @@ impl DiskIndex {
                         *w |= 1 << (d % 64);
                     }
                 }
+                tokens += u64::from(doc.tokens);
+                min_len = min_len.min(doc.tokens);
                 self.docs.push((doc.entry, doc.tokens));
             }
-            at += n as u64;
-            left -= n as u64;
+            first += n;
         }
-        if crc != h.docs_crc {
-            bail!(Io, "store.fts is damaged (checksum of its documents)");
-        }
-        let Some(table) = self.chunks.get_mut(..h.pages as usize * 8) else {
-            bail!(Io, "store.fts has a page table of {} pages, more than this reader holds", h.pages)
-        };
-        read_at(&file, table, h.dict_at() + h.dict_len)?;
-        if crc32(table) != h.sparse_crc {
-            bail!(Io, "store.fts is damaged (checksum of its page table)");
-        }
-        if self.pages.capacity() < h.pages as usize {
-            self.pages.reserve_exact(h.pages as usize);
-        }
-        self.pages.extend(table.chunks_exact(8).map(|b| (le32(b, 0), le32(b, 4))));
-        let tokens: u64 = self.docs.iter().map(|d| u64::from(d.1)).sum();
-        if tokens != h.tokens {
+        if tokens != h.tokens || min_len != h.min_len {
             bail!(Io, "store.fts is damaged (its documents' tokens do not add up)");
         }
         self.file = Some(file);
@@ -186,14 +349,84 @@ impl DiskIndex {
         Ok(())
     }
 
+    /// Opens `file` (header `h`, checked against the log, which it covers exactly: every
+    /// document is current) in place: reads only its page tables; documents are read page
+    /// by page as queries score them.
+    pub(super) fn open_in_place(&mut self, file: File, h: Header, room: usize) -> Result<()> {
+        self.close();
+        self.resident = false;
+        self.reserve_buffers();
+        if h.docs as usize > room {
+            bail!(Io, "store.fts lists {} documents, more than this store holds", h.docs);
+        }
+        self.load_tables(&file, &h)?;
+        self.file = Some(file);
+        self.header = h;
+        Ok(())
+    }
+
+    /// Checks every structure of `file` (whose sections' CRCs were checked): its documents
+    /// (pages, entries, lengths), its dictionary in order, and every word's skip groups and
+    /// blocks, decoded (`lkjagent check`).
+    pub(super) fn check_file(file: File, h: Header, room: usize) -> Result<()> {
+        let mut ix = DiskIndex::empty();
+        ix.load(file, h, room, |_| true)?;
+        let mut c = DictCursor::default();
+        let mut word = [0u8; 256];
+        let mut prev = [0u8; 256];
+        let mut prev_len = None;
+        let mut terms = 0u32;
+        while let Some((len, w)) = ix.next_word(&mut c, &mut word)? {
+            let (this, before) = (word.get(..len).unwrap_or(&[]), prev_len.and_then(|n| prev.get(..n)));
+            if len == 0 || before.is_some_and(|b| b >= this) {
+                bail!(Io, "store.fts is damaged (its dictionary is out of order at word {})", terms);
+            }
+            prev.copy_from_slice(&word);
+            prev_len = Some(len);
+            terms += 1;
+            let mut parts = ix.walk_parts();
+            let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
+                bail!(Internal, "store.fts is not open")
+            };
+            let mut walk = DiskWalk::new(file, buf, dec, &w)?;
+            let mut n = 0u32;
+            let mut last = NONE;
+            let mut most = 0u16;
+            while walk.doc() != NONE {
+                let Some(&(_, len)) = parts.docs.docs.get(walk.doc() as usize) else {
+                    bail!(Io, "store.fts is damaged (a posting names document {} of {})", walk.doc(), h.docs)
+                };
+                // Each block's impact bounds each of its postings.
+                if impact(walk.tf(), len, w.mean) > walk.cur_impact {
+                    bail!(Io, "store.fts is damaged (a block's impact is below one of its postings')");
+                }
+                n += 1;
+                last = walk.doc();
+                most = most.max(walk.cur_impact);
+                walk.advance()?;
+            }
+            if n != w.base_df || last != w.last || most != w.impact || walk.cursor != w.blocks {
+                bail!(Io, "store.fts is damaged (the postings of word {} do not match the dictionary)", terms);
+            }
+        }
+        if terms != h.terms {
+            bail!(Io, "store.fts is damaged (its dictionary lists {} words, its header {})", terms, h.terms);
+        }
+        Ok(())
+    }
+
     /// Documents in the file (live and no longer current): the delta's numbers start here.
     pub(super) fn doc_count(&self) -> u32 {
-        self.docs.len() as u32
+        if self.resident {
+            self.docs.len() as u32
+        } else {
+            self.header.docs
+        }
     }
 
     /// Live documents and their tokens.
     pub(super) fn totals(&self) -> (u64, u64) {
-        (self.docs.len() as u64 - self.dead_docs, self.header.tokens - self.dead_tokens)
+        (u64::from(self.doc_count()) - self.dead_docs, self.header.tokens - self.dead_tokens)
     }
 
     /// Documents no longer current.
@@ -207,8 +440,12 @@ impl DiskIndex {
             + self.entry_doc.capacity() * 4
             + self.stale.capacity() * 8
             + self.pages.capacity() * 8
+            + self.doc_pages.capacity() * 8
             + self.page.capacity()
             + self.chunks.capacity()
+            + self.decoded.capacity() * 4
+            + self.cache.lens.capacity()
+            + self.cache.recs.capacity()
     }
 
     /// The current document of entry `id`, if it has one here.
@@ -216,7 +453,7 @@ impl DiskIndex {
         self.entry_doc.get(id as usize).copied().filter(|&d| d != NONE)
     }
 
-    /// Document `d`: entry and tokens, `None` when no longer current.
+    /// Document `d`: entry and tokens, `None` when no longer current (resident).
     pub(super) fn doc(&self, d: u32) -> Option<(EntryId, u32)> {
         self.docs.get(d as usize).copied().filter(|x| x.0 != NONE)
     }
@@ -234,16 +471,84 @@ impl DiskIndex {
         }
     }
 
-    /// Document `d` as the file lists it (one positioned read).
-    pub(super) fn file_doc(&self, d: u32) -> Result<FileDoc> {
+    /// Document `d` as the file lists it (its page of records read and checked).
+    pub(super) fn file_doc(&mut self, d: u32) -> Result<FileDoc> {
         let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
-        let mut b = [0u8; 20];
-        read_at(file, &mut b, HEADER_BYTES as u64 + u64::from(d) * 20)?;
-        let doc = FileDoc::parse(&b);
+        let p = d / DOC_PAGE as u32;
+        let (_, want) =
+            self.doc_pages.get(p as usize).copied().ok_or_else(|| err!(Io, "store.fts has no document {}", d))?;
+        self.cache.rec_page = None;
+        read_doc_page(file, &self.header, self.header.records_at(), p, DOC_RECORD, want, &mut self.cache.recs)?;
+        self.cache.rec_page = Some(p);
+        let at = (d as usize % DOC_PAGE) * DOC_RECORD;
+        let tokens = self.docs.get(d as usize).map_or(0, |x| x.1);
+        let doc = FileDoc::parse(self.cache.recs.get(at..).unwrap_or(&[]), tokens);
         if self.docs.get(d as usize).is_none_or(|x| x.0 != doc.entry) {
             bail!(Io, "store.fts changed under its reader (document {})", d);
         }
         Ok(doc)
+    }
+
+    /// Calls `f(document, record)` for every document's record, page by page through `buf`,
+    /// each page checked by its CRC (the merge).
+    pub(super) fn each_record(&self, buf: &mut [u8], mut f: impl FnMut(u32, &[u8]) -> Result<()>) -> Result<()> {
+        let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
+        let h = &self.header;
+        let page_bytes = DOC_PAGE * DOC_RECORD;
+        let per = (buf.len() / page_bytes).max(1);
+        let mut p = 0u32;
+        while p < h.doc_pages {
+            let pages = (h.doc_pages - p).min(per as u32);
+            let len =
+                (pages as usize * page_bytes).min((h.docs as usize).saturating_sub(p as usize * DOC_PAGE) * DOC_RECORD);
+            let Some(chunk) = buf.get_mut(..len) else { bail!(Internal, "merge input buffer") };
+            read_at(file, chunk, h.records_at() + u64::from(p) * page_bytes as u64)?;
+            for (i, page) in chunk.chunks(page_bytes).enumerate() {
+                let q = p + i as u32;
+                if self.doc_pages.get(q as usize).is_none_or(|x| x.1 != crc32(page)) {
+                    bail!(Io, "store.fts is damaged (checksum of document page {})", q);
+                }
+                for (j, rec) in page.chunks_exact(DOC_RECORD).enumerate() {
+                    f(q * DOC_PAGE as u32 + j as u32, rec)?;
+                }
+            }
+            p += pages;
+        }
+        Ok(())
+    }
+
+    /// The blocks of `w` a merge of a clean base copies byte for byte (all of them with
+    /// `all`, else all but a last block that is not full), their skip entries appended to
+    /// `skip` (each group read checked by its CRC).
+    pub(super) fn full_blocks(&mut self, w: &QueryWord, all: bool, skip: &mut Vec<u8>) -> Result<Copied> {
+        let mut parts = self.walk_parts();
+        let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
+            bail!(Internal, "store.fts is not open")
+        };
+        let mut walk = DiskWalk::open(file, buf, dec, w)?;
+        let mut c = Copied::default();
+        for k in 0..w.blocks {
+            let e = walk.entry(k)?;
+            if k + 1 == w.blocks && !all && usize::from(e.count) < SKIP_BLOCK {
+                break;
+            }
+            if skip.len() + SKIP_ENTRY > skip.capacity() {
+                bail!(Internal, "a word has more blocks than the store has documents for");
+            }
+            skip.extend_from_slice(&e.last.to_le_bytes());
+            skip.extend_from_slice(&e.end.to_le_bytes());
+            skip.extend_from_slice(&e.crc.to_le_bytes());
+            skip.extend_from_slice(&e.impact.to_le_bytes());
+            skip.extend_from_slice(&e.count.to_le_bytes());
+            c = Copied {
+                n: c.n + u32::from(e.count),
+                bytes: e.end,
+                blocks: k + 1,
+                last: Some(e.last),
+                impact: c.impact.max(e.impact),
+            };
+        }
+        Ok(c)
     }
 
     /// Gives entries new ids (a compaction's): `new(old)` for every current document.
@@ -300,7 +605,6 @@ impl DiskIndex {
         let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
         read_at(file, buf, at)
     }
-
     /// The next word of the dictionary after `c` (all of them in byte order, page by page,
     /// each page checked), copied into `word`: its length and where its postings are.
     /// `None` after the last, or when no file is open.
@@ -356,12 +660,34 @@ impl DiskIndex {
         Ok(None)
     }
 
-    /// What walks need: the file (if open), a buffer for each word, and the documents
-    /// (entry, or [`NONE`], and tokens per document number).
-    #[allow(clippy::type_complexity)]
-    pub(super) fn walk_parts(&mut self) -> (Option<&File>, core::slice::ChunksMut<'_, u8>, &[(EntryId, u32)]) {
-        (self.file.as_ref(), self.chunks.chunks_mut(RECALL_READ_BYTES), &self.docs)
+    /// What walks need: the file (if open), a read buffer and a decoding buffer for each
+    /// word, and the documents.
+    pub(super) fn walk_parts(&mut self) -> WalkParts<'_> {
+        WalkParts {
+            file: self.file.as_ref(),
+            bufs: self.chunks.chunks_mut(RECALL_READ_BYTES),
+            decoded: self.decoded.chunks_mut(DECODED),
+            docs: BaseDocs {
+                file: self.file.as_ref(),
+                header: &self.header,
+                resident: self.resident,
+                docs: &self.docs,
+                doc_pages: &self.doc_pages,
+                cache: &mut self.cache,
+            },
+        }
     }
+}
+
+/// What a merge copies of a word's blocks: postings, bytes, blocks, the last document, the
+/// largest impact.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Copied {
+    pub n: u32,
+    pub bytes: u32,
+    pub blocks: u32,
+    pub last: Option<u32>,
+    pub impact: u16,
 }
 
 /// A place in the dictionary, for [`DiskIndex::next_word`].
@@ -378,14 +704,17 @@ fn word_at(tail: &[u8]) -> QueryWord {
     QueryWord {
         base_df: le32(tail, 0),
         at: le64(tail, 4),
-        last: le32(tail, 20),
         bytes: le32(tail, 12),
         crc: le32(tail, 16),
+        last: le32(tail, 20),
+        blocks: le32(tail, 24),
+        impact: u16::from_le_bytes([tail.get(28).copied().unwrap_or(0), tail.get(29).copied().unwrap_or(0)]),
+        mean: le32(tail, 30),
         ..QueryWord::default()
     }
 }
 
-/// The entries of a dictionary page: (word, the 20 bytes after it).
+/// The entries of a dictionary page: (word, the bytes after it).
 fn entries(mut page: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     core::iter::from_fn(move || {
         let (&len, rest) = page.split_first()?;
@@ -397,57 +726,242 @@ fn entries(mut page: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     })
 }
 
-/// A walk over a word's postings in the file.
+/// One skip entry: a block's last document, where it ends in the postings, its CRC, its
+/// impact and its postings.
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    last: u32,
+    end: u32,
+    crc: u32,
+    impact: u16,
+    count: u16,
+}
+
+/// A bounded window over a region of the file, read as needed.
+#[derive(Default)]
+struct Window<'a> {
+    buf: &'a mut [u8],
+    /// File offset of `buf[0]`, and the bytes in it.
+    at: u64,
+    len: usize,
+}
+
+impl Window<'_> {
+    /// The `n` bytes at `at` (read, when not already in, from `at` up to the window's size or
+    /// the region's `end`).
+    fn get(&mut self, file: &File, at: u64, n: usize, end: u64) -> Result<&[u8]> {
+        let have = at >= self.at && at + n as u64 <= self.at + self.len as u64;
+        if !have {
+            let len = (self.buf.len() as u64).min(end.saturating_sub(at)) as usize;
+            if len < n {
+                bail!(Io, "store.fts is damaged (a block or skip group beyond its word's bytes)");
+            }
+            let Some(dst) = self.buf.get_mut(..len) else { bail!(Internal, "walk buffer") };
+            self.len = 0;
+            read_at(file, dst, at)?;
+            self.at = at;
+            self.len = len;
+        }
+        let from = (at - self.at) as usize;
+        self.buf.get(from..from + n).ok_or_else(|| err!(Internal, "walk window"))
+    }
+}
+
+/// A walk over a word's postings in the file, block by block.
 #[derive(Default)]
 pub struct DiskWalk<'a> {
     file: Option<&'a File>,
-    buf: &'a mut [u8],
-    /// The next file byte to read, and the end of the postings.
-    next: u64,
-    end: u64,
-    lo: usize,
-    hi: usize,
-    left: u32,
+    skip: Window<'a>,
+    post: Window<'a>,
+    decoded: &'a mut [u32],
+    /// Where the postings start, their bytes, where the skip table starts and ends.
+    at: u64,
+    bytes: u32,
+    skip_at: u64,
+    skip_end: u64,
+    blocks: u32,
+    /// The word's only block (when it has one).
+    single: Entry,
+    /// The dictionary's last document of the word.
+    want_last: u32,
+    /// The skip group checked and in the window.
+    group: Option<u32>,
+    /// The next block to decode; the last document and the end of the one before it.
+    cursor: u32,
+    prev_last: u32,
+    start: u32,
+    /// The decoded block: postings, position, last document, impact.
+    n: usize,
+    pos: usize,
+    cur_last: u32,
+    cur_impact: u16,
     doc: u32,
-    tf: u32,
-    started: bool,
-    crc: u32,
-    want: u32,
 }
 
 impl<'a> DiskWalk<'a> {
-    /// The walk of `w`'s postings, through `buf`, positioned on the first.
-    pub(super) fn new(file: &'a File, buf: &'a mut [u8], w: &QueryWord) -> Result<DiskWalk<'a>> {
-        let mut c = DiskWalk {
-            file: Some(file),
-            buf,
-            next: w.at,
-            end: w.at + u64::from(w.bytes),
-            left: w.base_df,
-            doc: NONE,
-            want: w.crc,
-            ..DiskWalk::default()
-        };
-        c.advance()?;
+    /// The walk of `w`'s postings, through `buf` (read) and `decoded`, positioned on the
+    /// first.
+    pub(super) fn new(
+        file: &'a File,
+        buf: &'a mut [u8],
+        decoded: &'a mut [u32],
+        w: &QueryWord,
+    ) -> Result<DiskWalk<'a>> {
+        let mut c = DiskWalk::open(file, buf, decoded, w)?;
+        c.decode()?;
         Ok(c)
     }
 
-    /// At least 10 bytes (two varints) ahead, unless the postings end first.
-    fn fill(&mut self) -> Result<()> {
-        if self.hi - self.lo >= 10 || self.next >= self.end {
+    /// The walk of `w`'s postings, before its first block (nothing read yet).
+    fn open(file: &'a File, buf: &'a mut [u8], decoded: &'a mut [u32], w: &QueryWord) -> Result<DiskWalk<'a>> {
+        let Some((skip, post)) = buf.split_at_mut_checked(SKIP_WINDOW) else { bail!(Internal, "walk buffer") };
+        if decoded.len() < DECODED {
+            bail!(Internal, "walk decoding buffer");
+        }
+        if w.blocks == 0
+            || u64::from(w.blocks) > u64::from(w.base_df)
+            || u64::from(w.base_df) > u64::from(w.blocks) * SKIP_BLOCK as u64
+        {
+            bail!(Io, "store.fts is damaged (a word of {} postings in {} blocks)", w.base_df, w.blocks);
+        }
+        let skip_at = w.at + u64::from(w.bytes);
+        Ok(DiskWalk {
+            file: Some(file),
+            skip: Window { buf: skip, at: 0, len: 0 },
+            post: Window { buf: post, at: 0, len: 0 },
+            decoded,
+            at: w.at,
+            bytes: w.bytes,
+            skip_at,
+            skip_end: skip_at + skip_bytes(w.blocks),
+            blocks: w.blocks,
+            single: Entry { last: w.last, end: w.bytes, crc: w.crc, impact: w.impact, count: w.base_df as u16 },
+            want_last: w.last,
+            doc: NONE,
+            ..DiskWalk::default()
+        })
+    }
+
+    /// [`DiskWalk::new`], positioned on the first posting at or after document `from`
+    /// (the blocks before it passed unread).
+    pub(super) fn starting_at(
+        file: &'a File,
+        buf: &'a mut [u8],
+        decoded: &'a mut [u32],
+        w: &QueryWord,
+        from: u32,
+    ) -> Result<DiskWalk<'a>> {
+        let mut c = DiskWalk::open(file, buf, decoded, w)?;
+        if from > 0 && c.skip_to(from)?.is_none() {
+            c.cursor = c.blocks;
+        }
+        c.decode()?;
+        c.seek(from)?;
+        Ok(c)
+    }
+
+    /// Skip entry `k` (its group read and checked when not the one in the window).
+    fn entry(&mut self, k: u32) -> Result<Entry> {
+        if self.blocks == 1 {
+            return Ok(self.single);
+        }
+        let g = k / SKIP_GROUP as u32;
+        let Some(file) = self.file else { bail!(Internal, "a walk without a file") };
+        let in_group = (self.blocks - g * SKIP_GROUP as u32).min(SKIP_GROUP as u32) as usize;
+        let len = in_group * SKIP_ENTRY + 4;
+        let at = self.skip_at + u64::from(g) * GROUP_BYTES as u64;
+        let bytes = self.skip.get(file, at, len, self.skip_end)?;
+        if self.group != Some(g) {
+            let Some((body, crc)) = bytes.split_last_chunk::<4>() else { bail!(Internal, "skip group") };
+            if crc32(body) != u32::from_le_bytes(*crc) {
+                bail!(Io, "store.fts is damaged (checksum of a skip group)");
+            }
+            self.group = Some(g);
+        }
+        let e = (k as usize % SKIP_GROUP) * SKIP_ENTRY;
+        let Some(b) = bytes.get(e..e + SKIP_ENTRY) else { bail!(Internal, "skip entry") };
+        Ok(Entry {
+            last: le32(b, 0),
+            end: le32(b, 4),
+            crc: le32(b, 8),
+            impact: u16::from_le_bytes([b.get(12).copied().unwrap_or(0), b.get(13).copied().unwrap_or(0)]),
+            count: u16::from_le_bytes([b.get(14).copied().unwrap_or(0), b.get(15).copied().unwrap_or(0)]),
+        })
+    }
+
+    /// Passes block `cursor` without reading it.
+    fn pass(&mut self, e: &Entry) {
+        self.prev_last = e.last;
+        self.start = e.end;
+        self.cursor += 1;
+    }
+
+    /// Decodes block `cursor` (checked by its CRC) and stands on its first posting; past the
+    /// last block, the walk ends.
+    fn decode(&mut self) -> Result<()> {
+        if self.cursor >= self.blocks {
+            self.doc = NONE;
+            self.n = 0;
+            self.pos = 0;
             return Ok(());
         }
-        self.buf.copy_within(self.lo..self.hi, 0);
-        self.hi -= self.lo;
-        self.lo = 0;
-        let n = (self.buf.len() - self.hi).min((self.end - self.next) as usize);
+        let k = self.cursor;
+        let e = self.entry(k)?;
         let Some(file) = self.file else { bail!(Internal, "a walk without a file") };
-        let Some(dst) = self.buf.get_mut(self.hi..self.hi + n) else { bail!(Internal, "walk buffer") };
-        read_at(file, dst, self.next)?;
-        self.crc = crc32_continue(self.crc, dst);
-        self.next += n as u64;
-        self.hi += n;
+        let len = e.end.checked_sub(self.start).filter(|&l| l > 0 && l as usize <= BLOCK_MAX_BYTES);
+        let count = usize::from(e.count);
+        let (Some(len), true) = (len, e.end <= self.bytes && (1..=SKIP_BLOCK).contains(&count)) else {
+            bail!(Io, "store.fts is damaged (a skip entry out of bounds)");
+        };
+        let end = self.at + u64::from(self.bytes);
+        let mut p = self.post.get(file, self.at + u64::from(self.start), len as usize, end)?;
+        if crc32(p) != e.crc {
+            bail!(Io, "store.fts is damaged (checksum of a block of postings)");
+        }
+        let Some((docs, tfs)) = self.decoded.split_at_mut_checked(SKIP_BLOCK) else {
+            bail!(Internal, "walk decoding buffer")
+        };
+        let mut prev = if k == 0 { None } else { Some(self.prev_last) };
+        for (d, t) in docs.iter_mut().zip(tfs.iter_mut()).take(count) {
+            let gap = varint(&mut p)?;
+            let tf = varint(&mut p)?;
+            let doc = match prev {
+                None => Some(gap),
+                Some(x) if gap > 0 => x.checked_add(gap).filter(|&d| d != NONE),
+                Some(_) => None,
+            };
+            let (Some(doc), true) = (doc, tf > 0) else { bail!(Io, "store.fts is damaged (a posting out of order)") };
+            *d = doc;
+            *t = tf;
+            prev = Some(doc);
+        }
+        let last_block = k + 1 == self.blocks;
+        if !p.is_empty() || prev != Some(e.last) || (last_block && (e.end != self.bytes || e.last != self.want_last)) {
+            bail!(Io, "store.fts is damaged (a block of postings does not match its skip entry)");
+        }
+        self.n = count;
+        self.pos = 0;
+        self.cur_last = e.last;
+        self.cur_impact = e.impact;
+        self.doc = docs.first().copied().unwrap_or(NONE);
+        self.pass(&e);
         Ok(())
+    }
+
+    /// Passes, unread, the blocks before the first whose last document is `target` or after.
+    /// Returns that block's entry (`None`: no block is left).
+    fn skip_to(&mut self, target: u32) -> Result<Option<Entry>> {
+        while self.cursor < self.blocks {
+            let e = self.entry(self.cursor)?;
+            if e.last >= target {
+                return Ok(Some(e));
+            }
+            if e.last < self.prev_last && self.cursor > 0 {
+                bail!(Io, "store.fts is damaged (skip entries out of order)");
+            }
+            self.pass(&e);
+        }
+        Ok(None)
     }
 }
 
@@ -457,36 +971,51 @@ impl Walk for DiskWalk<'_> {
     }
 
     fn tf(&self) -> u32 {
-        self.tf
+        self.decoded.get(SKIP_BLOCK + self.pos).copied().unwrap_or(0)
     }
 
     fn advance(&mut self) -> Result<()> {
-        if self.left == 0 {
-            if self.doc != NONE {
-                self.doc = NONE;
-                if self.next != self.end || self.lo != self.hi || self.crc != self.want {
-                    bail!(Io, "store.fts is damaged (the postings of a word do not check out)");
-                }
-            }
+        if self.doc == NONE {
             return Ok(());
         }
-        self.fill()?;
-        let mut p = self.buf.get(self.lo..self.hi).unwrap_or(&[]);
-        let before = p.len();
-        let gap = varint(&mut p)?;
-        let tf = varint(&mut p)?;
-        self.lo += before - p.len();
-        self.doc = match self.started {
-            false => gap,
-            true if gap > 0 => self.doc.checked_add(gap).unwrap_or(NONE),
-            true => NONE,
-        };
-        if self.doc == NONE || tf == 0 {
-            bail!(Io, "store.fts is damaged (a posting out of order)");
+        self.pos += 1;
+        if self.pos < self.n {
+            self.doc = self.decoded.get(self.pos).copied().unwrap_or(NONE);
+            return Ok(());
         }
-        self.started = true;
-        self.tf = tf;
-        self.left -= 1;
+        self.decode()
+    }
+
+    fn seek(&mut self, target: u32) -> Result<()> {
+        if self.doc >= target {
+            return Ok(());
+        }
+        if target > self.cur_last {
+            if self.skip_to(target)?.is_none() {
+                self.cursor = self.blocks;
+            }
+            self.decode()?;
+        }
+        while self.doc < target {
+            self.pos += 1;
+            if self.pos >= self.n {
+                return self.decode().and_then(|_| self.seek(target));
+            }
+            self.doc = self.decoded.get(self.pos).copied().unwrap_or(NONE);
+        }
         Ok(())
+    }
+
+    fn block_max(&mut self, target: u32) -> Result<(u32, u32)> {
+        if self.doc == NONE {
+            return Ok((0, NONE));
+        }
+        if target <= self.cur_last {
+            return Ok((u32::from(self.cur_impact), self.cur_last));
+        }
+        Ok(match self.skip_to(target)? {
+            Some(e) => (u32::from(e.impact), e.last),
+            None => (0, NONE),
+        })
     }
 }

@@ -15,28 +15,47 @@
 //! directory synced). Only current documents and their postings are written, renumbered
 //! densely, so the file has no garbage.
 //!
-//! Layout (little-endian; varints are LEB128):
+//! Layout (format 5; little-endian; varints are LEB128):
 //!
 //! ```text
 //! header, 128 bytes:
 //!   "LKJFTS\0\0"  format u32  docs u32  store u64  covered u64  tokens u64  terms u32
-//!   tail_crc u32  body_crc u32  body_len u64  dict_len u64  pages u32  docs_crc u32
-//!   dict_crc u32  pages_crc u32  (unused)  header_crc u32 (of the rest)
-//! body (body_crc; its first part, the documents, also docs_crc):
-//!   docs × (entry u32, tokens u32, offset u64, record length u32)
-//!   terms, in byte order of the words × (length u8, the word, postings u32, their bytes u32,
-//!            postings × (docno gap varint, tf varint))
+//!   tail_crc u32  body_crc u32  body_len u64  dict_len u64  pages u32  doc_table_crc u32
+//!   dict_crc u32  pages_crc u32  doc_pages u32  fewest tokens of a document u32  (unused)
+//!   header_crc u32 (of the rest)
+//! body (body_crc):
+//!   lengths: docs × tokens u32
+//!   records: docs × (entry u32, offset u64, record length u32)
+//!   terms, in byte order of the words × (length u8, the word, postings u32, blocks u32,
+//!            postings bytes u32, postings, skip table)
+//!     postings: blocks of at most SKIP_BLOCK (128) × (docno gap varint, tf varint)
+//!     skip table (only with 2 blocks or more): groups of SKIP_GROUP (32) entries ×
+//!            (last docno u32, end of the block in the postings u32, CRC-32 of the block u32,
+//!             impact u16, postings u16), each group followed by its CRC-32
 //! dictionary (dict_crc), the same words in the same order, in pages of 64:
 //!   terms × (length u8, the word, postings u32, file offset of the postings u64,
-//!            their bytes u32, their CRC-32 u32, the last docno u32)
+//!            their bytes u32, their CRC-32 u32, the last docno u32, blocks u32, impact u16,
+//!            reference mean length u32)
 //! page table (pages_crc):
 //!   pages × (offset of the page in the dictionary u32, CRC-32 of the page u32)
+//! document page table (doc_table_crc):
+//!   doc_pages × (CRC-32 of DOC_PAGE (256) lengths u32, CRC-32 of their records u32)
 //! ```
 //!
-//! The first gap of a word is its first docno; the rest are differences (at least 1). The
-//! writer checks every byte once when it opens the file, as `lkjagent check` does; a search
-//! (`recall_disk`) reads the documents, the page table, the dictionary pages of its words and
-//! their postings, each checked by its own CRC.
+//! The first gap of a word is its first docno; the rest are differences (at least 1), across
+//! blocks too (a block's first gap counts from the previous block's last docno, which its
+//! skip entry gives). A block's *impact* bounds what any of its postings can add to a score:
+//! `floor(65535 · tf / (tf + k1 · (1 − b + b · |D| / A))) + 1` at most, over its postings,
+//! with `A` the word's reference mean length (64ths of a token; the file's own mean length
+//! when the word was written, kept when a merge copies its blocks). A query with mean length
+//! `A'` bounds a block's contributions by `IDF · (k1 + 1) · impact / 65535 · max(1, A' / A)`
+//! (see [`super::rank`]); the word's impact is the largest of its blocks'.
+//!
+//! The writer checks the sections' CRCs when it opens the file (and the document pages as it
+//! reads them), `lkjagent check` every byte of every structure; a search
+//! (`recall_disk`) reads the page tables, the dictionary pages of its words, the skip groups
+//! and blocks it needs, and (in place) the document pages of the documents it scores, each
+//! checked by its own CRC.
 
 use super::checkpoint::{le32, le64, tail_crc};
 use super::Store;
@@ -52,10 +71,25 @@ pub(super) const TEMP_NAME: &str = ".store.fts.tmp";
 /// The new file's dictionary while the merge writes its body.
 pub(super) const DICT_TEMP_NAME: &str = ".store.fts.dict.tmp";
 pub(super) const MAGIC: &[u8; 8] = b"LKJFTS\0\0";
-pub(super) const FORMAT: u32 = 4;
+pub(super) const FORMAT: u32 = 5;
 pub(super) const HEADER_BYTES: usize = 128;
 /// Words per page of the dictionary (a lookup reads one page).
 pub(super) const DICT_PAGE: usize = 64;
+/// Postings per block (the unit a walk skips or decodes).
+pub(super) const SKIP_BLOCK: usize = 128;
+/// Skip entries per group (the unit checked by one CRC).
+pub(super) const SKIP_GROUP: usize = 32;
+/// Bytes of one skip entry.
+pub(super) const SKIP_ENTRY: usize = 16;
+/// Bytes of a full group of skip entries with its CRC.
+pub(super) const GROUP_BYTES: usize = SKIP_GROUP * SKIP_ENTRY + 4;
+/// Documents per page of the documents' lengths and records (each page checked by a CRC).
+pub(super) const DOC_PAGE: usize = 256;
+/// Bytes of one document's record (entry, offset, record length).
+pub(super) const DOC_RECORD: usize = 16;
+/// Bytes of one dictionary entry after its word: postings u32, offset u64, bytes u32, CRC
+/// u32, last document u32, blocks u32, impact u16, reference mean length u32.
+pub(super) const ENTRY_TAIL: usize = 34;
 /// Bytes gathered before each write.
 pub(super) const CHUNK: usize = 256 << 10;
 
@@ -78,7 +112,8 @@ pub enum RecallFile {
         bytes: u64,
     },
     /// It was taken of another state of the log (another store, a log since compacted or
-    /// cut back), and why: not damage; the index will be rebuilt.
+    /// cut back) or is of another format (an older program's), and why: not damage; the
+    /// index will be rebuilt.
     Stale(crate::error::Error),
     /// It is damaged (checksum, cut short, not an index file), and why; the index will be
     /// rebuilt.
@@ -104,6 +139,15 @@ pub(super) fn varint(p: &mut &[u8]) -> Result<u32> {
         }
     }
     bail!(Io, "a number longer than 5 bytes")
+}
+
+/// Bytes of a skip table of `blocks` blocks (none for a single block).
+pub(super) fn skip_bytes(blocks: u32) -> u64 {
+    if blocks <= 1 {
+        return 0;
+    }
+    let b = u64::from(blocks);
+    b * SKIP_ENTRY as u64 + b.div_ceil(SKIP_GROUP as u64) * 4
 }
 
 impl Store {
@@ -183,61 +227,19 @@ impl Store {
         self.recall.file_stale = false;
         Ok(())
     }
-
-    /// What `lkjagent check` reports about `store.fts` (reads it whole, checking every
-    /// byte; changes nothing, holds nothing).
-    pub fn recall_file_check(&mut self) -> RecallFile {
-        let path = self.dir.join(RECALL_FILE_NAME);
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return RecallFile::Missing,
-            Err(e) => return RecallFile::Damaged(err!(Io, "opening {} failed: {}", path.display(), e)),
-        };
-        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut raw = [0u8; HEADER_BYTES];
-        let read = {
-            use std::os::unix::fs::FileExt;
-            file.read_exact_at(&mut raw, 0)
-        };
-        if let Err(e) = read {
-            return RecallFile::Damaged(err!(Io, "{}: reading its header failed: {}", path.display(), e));
-        }
-        let h = match Header::parse(&raw) {
-            Ok(h) => h,
-            Err(e) => return RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
-        };
-        let stale_before = self.recall.file_stale;
-        let matches = self.recall_header_matches(&h, false);
-        let stale = self.recall.file_stale;
-        self.recall.file_stale = stale_before;
-        if let Err(e) = matches {
-            let e = e.context(format_args!("{}", path.display()));
-            return if stale { RecallFile::Stale(e) } else { RecallFile::Damaged(e) };
-        }
-        let mut buf = core::mem::take(&mut self.rbuf);
-        let res = verify_file(&file, &h, &mut buf);
-        self.rbuf = buf;
-        match res {
-            Ok(()) => RecallFile::Usable { docs: h.docs, bytes },
-            Err(e) => RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
-        }
-    }
 }
 
-/// Checks every byte of `store.fts` against its checksums and its length against the header
-/// (streaming through `buf`: what the writer does once at open, and `lkjagent check`).
-fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
+/// Checks every section of `store.fts` against its checksum and its length against the
+/// header (streaming through `buf`: what the writer does once at open, and `lkjagent check`
+/// before it walks every structure).
+pub(super) fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let docs_len = u64::from(h.docs) * 20;
     let sections = [
-        (HEADER_BYTES as u64, docs_len, h.docs_crc, "documents"),
         (HEADER_BYTES as u64, h.body_len, h.body_crc, "body"),
         (h.dict_at(), h.dict_len, h.dict_crc, "dictionary"),
-        (h.dict_at() + h.dict_len, u64::from(h.pages) * 8, h.sparse_crc, "page table"),
+        (h.pages_at(), u64::from(h.pages) * 8, h.sparse_crc, "page table"),
+        (h.doc_table_at(), u64::from(h.doc_pages) * 8, h.doc_table_crc, "document page table"),
     ];
-    if h.body_len < docs_len {
-        bail!(Io, "the index file is damaged (its body is shorter than its documents)");
-    }
     buf.clear();
     buf.resize(CHUNK, 0);
     for (at, len, want, what) in sections {
@@ -254,13 +256,14 @@ fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
             bail!(Io, "the index file is damaged (checksum of its {})", what);
         }
     }
-    let end = h.dict_at() + h.dict_len + u64::from(h.pages) * 8;
+    let end = h.doc_table_at() + u64::from(h.doc_pages) * 8;
     let len = file.metadata().map_err(|e| err!(Io, "reading the index file's size failed: {}", e))?.len();
     if len != end {
         bail!(Io, "the index file has {} bytes, its header says {}", len, end);
     }
     Ok(())
 }
+
 /// The header of `store.fts`.
 #[derive(Clone, Copy, Default)]
 pub(super) struct Header {
@@ -274,9 +277,11 @@ pub(super) struct Header {
     pub body_len: u64,
     pub dict_len: u64,
     pub pages: u32,
-    pub docs_crc: u32,
+    pub doc_table_crc: u32,
     pub dict_crc: u32,
     pub sparse_crc: u32,
+    pub doc_pages: u32,
+    pub min_len: u32,
 }
 
 impl Header {
@@ -303,18 +308,46 @@ impl Header {
             body_len: le64(h, 52),
             dict_len: le64(h, 60),
             pages: le32(h, 68),
-            docs_crc: le32(h, 72),
+            doc_table_crc: le32(h, 72),
             dict_crc: le32(h, 76),
             sparse_crc: le32(h, 80),
+            doc_pages: le32(h, 84),
+            min_len: le32(h, 88),
         };
-        if x.dict_len > u64::from(x.terms) * (1 + 255 + 24) || u64::from(x.pages) > u64::from(x.terms) / 64 + 1 {
+        if x.dict_len > u64::from(x.terms) * (1 + 255 + ENTRY_TAIL as u64)
+            || u64::from(x.pages) > u64::from(x.terms) / DICT_PAGE as u64 + 1
+            || x.doc_pages as usize != (x.docs as usize).div_ceil(DOC_PAGE)
+            || x.body_len < u64::from(x.docs) * (4 + DOC_RECORD as u64)
+        {
             bail!(Io, "the index file's header gives sizes that do not fit together");
         }
         Ok(x)
     }
 
+    /// Whether `h` is the intact header of an index file of another format.
+    pub(super) fn other_format(h: &[u8; HEADER_BYTES]) -> bool {
+        h.starts_with(MAGIC)
+            && h.split_last_chunk::<4>().is_some_and(|(rest, crc)| crc32(rest) == u32::from_le_bytes(*crc))
+            && le32(h, 8) != FORMAT
+    }
+
+    /// Where the records of the documents start in the file.
+    pub(super) fn records_at(&self) -> u64 {
+        HEADER_BYTES as u64 + 4 * u64::from(self.docs)
+    }
+
     /// Where the dictionary starts in the file.
     pub(super) fn dict_at(&self) -> u64 {
         HEADER_BYTES as u64 + self.body_len
+    }
+
+    /// Where the dictionary's page table starts.
+    pub(super) fn pages_at(&self) -> u64 {
+        self.dict_at() + self.dict_len
+    }
+
+    /// Where the documents' page table starts.
+    pub(super) fn doc_table_at(&self) -> u64 {
+        self.pages_at() + 8 * u64::from(self.pages)
     }
 }

@@ -5,10 +5,11 @@
 
 use super::checkpoint::{tail_crc, Put};
 use super::fulltext::{FullText, NONE};
-use super::rank::{QueryWord, RamWalk, Walk};
+use super::rank::{impact, mean_ref, Docs, QueryWord, RamWalk, Walk};
 use super::recall_disk::{DictCursor, DiskIndex, DiskWalk};
 use super::recall_file::{
-    remove_temp, CHUNK, DICT_PAGE, DICT_TEMP_NAME, FORMAT, HEADER_BYTES, MAGIC, RECALL_FILE_NAME, TEMP_NAME,
+    remove_temp, skip_bytes, verify_file, Header, RecallFile, CHUNK, DICT_PAGE, DICT_TEMP_NAME, DOC_PAGE, FORMAT,
+    HEADER_BYTES, MAGIC, RECALL_FILE_NAME, SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP, TEMP_NAME,
 };
 use super::{EntryId, Store};
 use crate::error::Result;
@@ -44,6 +45,52 @@ impl Store {
             }
         }
         res
+    }
+
+    /// What `lkjagent check` reports about `store.fts` (reads it whole, checking every
+    /// byte and decoding every structure; changes nothing, holds nothing after).
+    pub fn recall_file_check(&mut self) -> RecallFile {
+        let path = self.dir.join(RECALL_FILE_NAME);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return RecallFile::Missing,
+            Err(e) => return RecallFile::Damaged(err!(Io, "opening {} failed: {}", path.display(), e)),
+        };
+        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut raw = [0u8; HEADER_BYTES];
+        let read = {
+            use std::os::unix::fs::FileExt;
+            file.read_exact_at(&mut raw, 0)
+        };
+        if let Err(e) = read {
+            return RecallFile::Damaged(err!(Io, "{}: reading its header failed: {}", path.display(), e));
+        }
+        let h = match Header::parse(&raw) {
+            Ok(h) => h,
+            // Another format (an older program's): not damage; rebuilt from the log.
+            Err(e) if Header::other_format(&raw) => {
+                return RecallFile::Stale(e.context(format_args!("{}", path.display())))
+            }
+            Err(e) => return RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
+        };
+        let stale_before = self.recall.file_stale;
+        let matches = self.recall_header_matches(&h, false);
+        let stale = self.recall.file_stale;
+        self.recall.file_stale = stale_before;
+        if let Err(e) = matches {
+            let e = e.context(format_args!("{}", path.display()));
+            return if stale { RecallFile::Stale(e) } else { RecallFile::Damaged(e) };
+        }
+        let mut buf = core::mem::take(&mut self.rbuf);
+        let res = verify_file(&file, &h, &mut buf);
+        self.rbuf = buf;
+        // Every structure too: the document pages, the dictionary, every word's skip groups
+        // and blocks, decoded (what searches rely on without reading it all).
+        let res = res.and_then(|_| DiskIndex::check_file(file, h, self.slots.room()));
+        match res {
+            Ok(()) => RecallFile::Usable { docs: h.docs, bytes },
+            Err(e) => RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
+        }
     }
 
     /// The merge itself: see [`Store::recall_write_file`] and the module documentation.
@@ -84,9 +131,11 @@ impl Store {
             w.u64(x.body_len);
             w.u64(x.dict_len);
             w.u32(x.pages);
-            w.u32(x.docs_crc);
+            w.u32(x.doc_table_crc);
             w.u32(x.dict_crc);
             w.u32(x.sparse_crc);
+            w.u32(x.doc_pages);
+            w.u32(x.min_len);
             if let Some((rest, c)) = h.split_last_chunk_mut::<4>() {
                 *c = crc32(rest).to_le_bytes();
             }
@@ -155,6 +204,12 @@ pub struct WriteScratch {
     pub sorted: Vec<u32>,
     /// Each dictionary page: offset in the dictionary, CRC-32.
     pub pages: Vec<u32>,
+    /// Each document page: CRC-32 of its lengths, of its records.
+    pub len_pages: Vec<u32>,
+    /// See `len_pages`.
+    pub rec_pages: Vec<u32>,
+    /// One word's skip entries (the most blocks a word of the store's documents has).
+    pub skip: Vec<u8>,
     /// Output buffer of the new file.
     pub out: Vec<u8>,
     /// Output buffer of its dictionary (written to a file of its own, then copied after the
@@ -175,6 +230,9 @@ impl WriteScratch {
             self.delta_new = Vec::with_capacity(TEXT_DELTA_DOCS);
             self.sorted = Vec::with_capacity(TEXT_DELTA_TERMS);
             self.pages = Vec::with_capacity(2 * ((max_terms + TEXT_DELTA_TERMS) / DICT_PAGE + 2));
+            self.len_pages = Vec::with_capacity(room.div_ceil(DOC_PAGE) + 1);
+            self.rec_pages = Vec::with_capacity(room.div_ceil(DOC_PAGE) + 1);
+            self.skip = Vec::with_capacity(skip_bytes(room.div_ceil(SKIP_BLOCK) as u32 + 2) as usize);
             self.out = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES + 512);
             self.dict = Vec::with_capacity(TEXT_MERGE_BUFFER_BYTES + 512);
             self.input = vec![0u8; TEXT_MERGE_BUFFER_BYTES];
@@ -184,7 +242,14 @@ impl WriteScratch {
 
     /// RAM held, bytes.
     pub fn ram_bytes(&self) -> usize {
-        (self.base_new.capacity() + self.delta_new.capacity() + self.sorted.capacity() + self.pages.capacity()) * 4
+        (self.base_new.capacity()
+            + self.delta_new.capacity()
+            + self.sorted.capacity()
+            + self.pages.capacity()
+            + self.len_pages.capacity()
+            + self.rec_pages.capacity())
+            * 4
+            + self.skip.capacity()
             + self.out.capacity()
             + self.dict.capacity()
             + self.input.capacity()
@@ -197,7 +262,9 @@ struct Written {
     docs: u32,
     tokens: u64,
     terms: u32,
-    docs_crc: u32,
+    doc_table_crc: u32,
+    doc_pages: u32,
+    min_len: u32,
     body_crc: u32,
     body_len: u64,
     dict_crc: u32,
@@ -213,22 +280,27 @@ struct Source {
     term: Option<u32>,
 }
 
-/// Walks the current postings of `src`, renumbered, in order: `f(new docno, tf)`.
+/// Walks the current postings of `src` (the base's from its document `from` on),
+/// renumbered, in order: `f(new docno, tf, tokens of the document)`.
 fn each_posting(
     base: &mut DiskIndex,
     delta: &FullText,
     sc: &WriteScratch,
     src: Source,
-    mut f: impl FnMut(u32, u32) -> Result<()>,
+    from: u32,
+    mut f: impl FnMut(u32, u32, u32) -> Result<()>,
 ) -> Result<()> {
     if let Some(w) = src.base {
-        let (file, mut bufs, _) = base.walk_parts();
-        let (Some(file), Some(buf)) = (file, bufs.next()) else { bail!(Internal, "store.fts is not open") };
-        let mut walk = DiskWalk::new(file, buf, &w)?;
+        let mut parts = base.walk_parts();
+        let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
+            bail!(Internal, "store.fts is not open")
+        };
+        let mut walk = DiskWalk::starting_at(file, buf, dec, &w, from)?;
         while walk.doc() != NONE {
             let nd = sc.base_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
             if nd != NONE {
-                f(nd, walk.tf())?;
+                let len = parts.docs.tokens(walk.doc())?.unwrap_or(0);
+                f(nd, walk.tf(), len)?;
             }
             walk.advance()?;
         }
@@ -238,7 +310,8 @@ fn each_posting(
         while walk.doc() != NONE {
             let nd = sc.delta_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
             if nd != NONE {
-                f(nd, walk.tf())?;
+                let len = delta.doc(walk.doc()).map_or(0, |x| x.tokens);
+                f(nd, walk.tf(), len)?;
             }
             walk.advance()?;
         }
@@ -248,9 +321,10 @@ fn each_posting(
 
 /// Writes everything after a blank header: the current documents of the base, then the
 /// delta's, renumbered densely in that order (so every word's postings stay in order: the
-/// base's, then the delta's); the words of both in byte order with their current postings;
-/// the dictionary (written to `dict` as it goes, copied in after the body) and its page
-/// table. Reads the base's documents and dictionary once, each word's postings twice (to
+/// base's, then the delta's), their lengths then their records, in pages; the words of both
+/// in byte order with their current postings in blocks and their skip tables; the
+/// dictionary (written to `dict` as it goes, copied in after the body) and the page tables.
+/// Reads the base's documents and dictionary once, each word's postings twice at most (to
 /// count, then to write), all through bounded buffers, every part checked by its CRC.
 fn merge_sections(
     base: &mut DiskIndex,
@@ -282,20 +356,40 @@ fn merge_sections(
         live += u32::from(doc.is_some());
         tokens += doc.map_or(0, |x| u64::from(x.tokens));
     }
+    let mean = mean_ref(tokens, u64::from(live));
     let clean = base.dead_docs() == 0;
     let mut out_buf = core::mem::take(&mut sc.out);
     let mut dict_buf = core::mem::take(&mut sc.dict);
     let mut term_buf = core::mem::take(&mut sc.term);
+    let mut skip_buf = core::mem::take(&mut sc.skip);
     out_buf.clear();
     dict_buf.clear();
     let res = (|| {
         file.write_all(&[0u8; HEADER_BYTES]).map_err(|e| err!(PersistFailed, "writing {} failed: {}", TEMP_NAME, e))?;
         let mut out = Out { file, buf: &mut out_buf, crc: 0, len: 0 };
-        // The base's current documents, as its file lists them (their records: a document
-        // still stale keeps its old record, so the next open finds it stale again).
-        // After a compaction, every document's entry has a new id and a new record: written
-        // from RAM, the records' places from the new log.
-        let doc_bytes = |entry: EntryId, tokens: u32, at: Option<(u64, u32)>| -> Result<[u8; 20]> {
+        // The documents' lengths, in pages.
+        sc.len_pages.clear();
+        sc.rec_pages.clear();
+        let mut pages = DocPages { crc: 0, n: 0 };
+        let mut min_len = u32::MAX;
+        for d in 0..base.doc_count() {
+            if let Some((_, t)) = base.doc(d) {
+                pages.add(&mut out, &t.to_le_bytes(), &mut sc.len_pages)?;
+                min_len = min_len.min(t);
+            }
+        }
+        for d in 0..delta.doc_count() as u32 {
+            if let Some(doc) = delta.doc(d).filter(|x| x.entry != NONE) {
+                pages.add(&mut out, &doc.tokens.to_le_bytes(), &mut sc.len_pages)?;
+                min_len = min_len.min(doc.tokens);
+            }
+        }
+        pages.end(&mut sc.len_pages)?;
+        // Their records: the base's current documents as its file lists them (a document
+        // still stale keeps its old record, so the next open finds it stale again). After a
+        // compaction, every document's entry has a new id and a new record: written from
+        // RAM, the records' places from the new log.
+        let record = |entry: EntryId, at: Option<(u64, u32)>| -> Result<[u8; 16]> {
             let (offset, len) = match (place, at) {
                 (Some(place), _) => {
                     place(entry).ok_or_else(|| err!(Internal, "entry {} is not in the new log", entry))?
@@ -303,47 +397,31 @@ fn merge_sections(
                 (None, Some(x)) => x,
                 (None, None) => bail!(Internal, "a document without a record"),
             };
-            let mut b = [0u8; 20];
+            let mut b = [0u8; 16];
             let mut w = Put { buf: &mut b, at: 0 };
             w.u32(entry);
-            w.u32(tokens);
             w.u64(offset);
             w.u32(len);
             Ok(b)
         };
         if place.is_some() {
             for d in 0..base.doc_count() {
-                let Some((entry, tokens)) = base.doc(d) else { continue };
-                out.bytes(&doc_bytes(entry, tokens, None)?)?;
+                let Some((entry, _)) = base.doc(d) else { continue };
+                pages.add(&mut out, &record(entry, None)?, &mut sc.rec_pages)?;
             }
         } else if base.is_open() {
-            let h = base.header;
-            let (mut at, mut left, mut crc, mut d) = (HEADER_BYTES as u64, u64::from(h.docs) * 20, 0u32, 0u32);
-            let step = (sc.input.len() / 20) * 20;
-            while left > 0 {
-                let n = left.min(step as u64) as usize;
-                let chunk = sc.input.get_mut(..n).unwrap_or(&mut []);
-                base.read_at(chunk, at)?;
-                crc = crc32_continue(crc, chunk);
-                for b in chunk.chunks_exact(20) {
-                    if base.doc(d).is_some() {
-                        out.bytes(b)?;
-                    }
-                    d += 1;
-                }
-                at += n as u64;
-                left -= n as u64;
-            }
-            if crc != h.docs_crc {
-                bail!(Io, "store.fts is damaged (checksum of its documents)");
-            }
+            let live_doc = |d: u32| base.doc(d).is_some();
+            let (input, rec_pages) = (&mut sc.input, &mut sc.rec_pages);
+            base.each_record(input, |d, rec| match live_doc(d) {
+                true => pages.add(&mut out, rec, rec_pages),
+                false => Ok(()),
+            })?;
         }
         for d in 0..delta.doc_count() as u32 {
             let Some(doc) = delta.doc(d).filter(|x| x.entry != NONE) else { continue };
-            out.bytes(&doc_bytes(doc.entry, doc.tokens, Some((doc.offset, doc.rec_len)))?)?;
+            pages.add(&mut out, &record(doc.entry, Some((doc.offset, doc.rec_len)))?, &mut sc.rec_pages)?;
         }
-        let docs_crc = out.crc;
-        let docs_len = out.len;
+        pages.end(&mut sc.rec_pages)?;
         // The delta's words that have postings, in byte order.
         sc.sorted.clear();
         for t in 0..delta.term_count() as u32 {
@@ -391,36 +469,65 @@ fn merge_sections(
             }
             let w = word.get(..len).unwrap_or(&[]);
             // A clean base (no document taken out: renumbering changes nothing) keeps the
-            // word's postings byte for byte; the delta's follow them.
-            let copy = src.base.filter(|_| clean);
-            let enc_src = if copy.is_some() { Source { base: None, ..src } } else { src };
-            let (prev0, crc0, n0, bytes0) = match copy {
-                Some(b) => (Some(b.last), b.crc, b.base_df, b.bytes),
-                None => (None, 0, 0, 0),
+            // word's full blocks byte for byte (all of them when the delta adds nothing);
+            // its last block, when not full, is encoded again with the delta's postings.
+            skip_buf.clear();
+            let copied = match src.base.filter(|_| clean) {
+                Some(b) => Some(base.full_blocks(&b, src.term.is_none(), &mut skip_buf)?),
+                None => None,
             };
-            // Count: postings, bytes, CRC, last (kept in the term buffer if they fit).
-            let mut enc = Enc { buf: &mut term_buf, n: n0, bytes: bytes0, crc: crc0, prev: prev0, fits: true };
+            let c = copied.unwrap_or_default();
+            let (word_mean, from) = match (copied, src.base) {
+                (Some(_), Some(b)) => (b.mean, c.last.map_or(0, |l| l + 1)),
+                _ => (mean, 0),
+            };
+            let fresh = Enc {
+                buf: &mut term_buf,
+                skip: &mut skip_buf,
+                n: c.n,
+                bytes: c.bytes,
+                blocks: c.blocks,
+                prev: c.last,
+                fits: true,
+                mean: word_mean,
+                most: c.impact,
+                bn: 0,
+                bstart: 0,
+                best: (0, 0, 0.0),
+                per_len: per_len(word_mean),
+                crc: 0,
+            };
+            // Count: postings, bytes, blocks (kept in the term buffer if they fit).
+            let skip_len = fresh.skip.len();
+            let mut enc = fresh;
             enc.buf.clear();
-            each_posting(base, delta, sc, enc_src, |nd, tf| enc.push(nd, tf, None))?;
-            let Enc { n, bytes, crc, prev, fits, .. } = enc;
-            let crc = crc32_continue(crc, &term_buf);
+            each_posting(base, delta, sc, src, from, |nd, tf, l| enc.push(nd, tf, l, None))?;
+            enc.close(None, false)?;
+            let Enc { n, bytes, blocks, prev, fits, most, .. } = enc;
             if n == 0 {
                 continue;
             }
-            // The body: the word and its postings.
-            let postings_at = HEADER_BYTES as u64 + out.len + 1 + len as u64 + 8;
+            // The body: the word, its postings, its skip table.
+            let postings_at = HEADER_BYTES as u64 + out.len + 1 + len as u64 + 12;
             out.bytes(&[len as u8])?;
             out.bytes(w)?;
             out.bytes(&n.to_le_bytes())?;
+            out.bytes(&blocks.to_le_bytes())?;
             out.bytes(&bytes.to_le_bytes())?;
-            if let Some(b) = copy {
+            let mut word_crc = 0u32;
+            if let (Some(b), Some(_)) = (src.base, copied) {
+                // The copied blocks; all the word's bytes read, to check them against its CRC.
                 let (mut at, mut left, mut check) = (b.at, u64::from(b.bytes), 0u32);
+                let mut keep = u64::from(c.bytes);
                 while left > 0 {
                     let k = left.min(sc.input.len() as u64) as usize;
                     let chunk = sc.input.get_mut(..k).unwrap_or(&mut []);
                     base.read_at(chunk, at)?;
                     check = crc32_continue(check, chunk);
-                    out.bytes(chunk)?;
+                    let take = chunk.get(..(keep.min(k as u64)) as usize).unwrap_or(&[]);
+                    out.bytes(take)?;
+                    word_crc = crc32_continue(word_crc, take);
+                    keep -= take.len() as u64;
                     at += k as u64;
                     left -= k as u64;
                 }
@@ -430,11 +537,35 @@ fn merge_sections(
             }
             if fits {
                 out.bytes(&term_buf)?;
+                word_crc = crc32_continue(word_crc, &term_buf);
             } else {
-                let mut enc = Enc { buf: &mut term_buf, n: 0, bytes: 0, crc: 0, prev: prev0, fits: true };
+                skip_buf.truncate(skip_len);
+                let mut enc = Enc {
+                    buf: &mut term_buf,
+                    skip: &mut skip_buf,
+                    n: c.n,
+                    bytes: c.bytes,
+                    blocks: c.blocks,
+                    prev: c.last,
+                    fits: true,
+                    mean: word_mean,
+                    most: c.impact,
+                    bn: 0,
+                    bstart: 0,
+                    best: (0, 0, 0.0),
+                    per_len: per_len(word_mean),
+                    crc: word_crc,
+                };
                 enc.buf.clear();
-                each_posting(base, delta, sc, enc_src, |nd, tf| enc.push(nd, tf, Some(&mut out)))?;
-                out.bytes(&term_buf)?;
+                each_posting(base, delta, sc, src, from, |nd, tf, l| enc.push(nd, tf, l, Some(&mut out)))?;
+                enc.close(Some(&mut out), false)?;
+                word_crc = enc.crc;
+            }
+            if blocks > 1 {
+                for group in skip_buf.chunks(SKIP_GROUP * SKIP_ENTRY) {
+                    out.bytes(group)?;
+                    out.bytes(&crc32(group).to_le_bytes())?;
+                }
             }
             let last = prev.unwrap_or(0);
             // The dictionary, in pages of DICT_PAGE words.
@@ -445,13 +576,16 @@ fn merge_sections(
                 push_page(&mut sc.pages, dout.len as u32)?;
                 page_crc = 0;
             }
-            let mut tail = [0u8; 24];
+            let mut tail = [0u8; super::recall_file::ENTRY_TAIL];
             let mut t = Put { buf: &mut tail, at: 0 };
             t.u32(n);
             t.u64(postings_at);
             t.u32(bytes);
-            t.u32(crc);
+            t.u32(word_crc);
             t.u32(last);
+            t.u32(blocks);
+            t.bytes(&most.to_le_bytes());
+            t.u32(word_mean);
             dout.bytes(&[len as u8])?;
             dout.bytes(w)?;
             dout.bytes(&tail)?;
@@ -484,13 +618,23 @@ fn merge_sections(
             out.bytes(&v.to_le_bytes())?;
         }
         let sparse_crc = out.crc;
+        out.crc = 0;
+        for (&l, &r) in sc.len_pages.iter().zip(sc.rec_pages.iter()) {
+            out.bytes(&l.to_le_bytes())?;
+            out.bytes(&r.to_le_bytes())?;
+        }
+        let doc_table_crc = out.crc;
         out.flush()?;
-        let _ = docs_len;
+        if sc.len_pages.len() != sc.rec_pages.len() || sc.len_pages.len() != (live as usize).div_ceil(DOC_PAGE) {
+            bail!(Internal, "the index's document pages do not add up");
+        }
         Ok(Written {
             docs: live,
             tokens,
             terms,
-            docs_crc,
+            doc_table_crc,
+            doc_pages: sc.len_pages.len() as u32,
+            min_len: if live == 0 { 0 } else { min_len },
             body_crc,
             body_len,
             dict_crc,
@@ -502,40 +646,137 @@ fn merge_sections(
     sc.out = out_buf;
     sc.dict = dict_buf;
     sc.term = term_buf;
+    sc.skip = skip_buf;
     res
 }
 
-/// Encodes one word's postings (gap, tf varints) into a bounded buffer: counting them, and
-/// their CRC as the buffer fills; with a sink, writing each full buffer to it.
+/// The CRC of the document page being written.
+struct DocPages {
+    crc: u32,
+    n: usize,
+}
+
+impl DocPages {
+    /// Writes one document's bytes of a column.
+    fn add(&mut self, out: &mut Out<'_>, b: &[u8], crcs: &mut Vec<u32>) -> Result<()> {
+        out.bytes(b)?;
+        self.crc = crc32_continue(self.crc, b);
+        self.n += 1;
+        if self.n == DOC_PAGE {
+            self.end(crcs)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the page (if it has a document).
+    fn end(&mut self, crcs: &mut Vec<u32>) -> Result<()> {
+        if self.n > 0 {
+            if crcs.len() >= crcs.capacity() {
+                bail!(Internal, "more document pages than the store has room for");
+            }
+            crcs.push(self.crc);
+        }
+        self.crc = 0;
+        self.n = 0;
+        Ok(())
+    }
+}
+
+/// Encodes one word's postings (gap, tf varints) in blocks of [`SKIP_BLOCK`] into a bounded
+/// buffer, and their skip entries: counting them as the buffer fills; with a sink, writing
+/// each full buffer to it (at the end of a block, so that a block's bytes are in the buffer
+/// when it closes).
 struct Enc<'a> {
     buf: &'a mut Vec<u8>,
+    skip: &'a mut Vec<u8>,
     n: u32,
     bytes: u32,
-    crc: u32,
+    blocks: u32,
     prev: Option<u32>,
     /// Whether every byte so far is still in the buffer.
     fits: bool,
+    /// The word's reference mean length, and the largest impact of its blocks.
+    mean: u32,
+    most: u16,
+    /// The open block: postings, where it starts in the buffer, its best (tf, length, norm).
+    bn: u32,
+    bstart: usize,
+    best: (u32, u32, f64),
+    /// `k1 · b / A` (A the reference mean length).
+    per_len: f64,
+    /// The CRC of the bytes written to the sink.
+    crc: u32,
 }
 
 impl Enc<'_> {
-    fn push(&mut self, nd: u32, tf: u32, sink: Option<&mut Out<'_>>) -> Result<()> {
+    fn push(&mut self, nd: u32, tf: u32, len: u32, sink: Option<&mut Out<'_>>) -> Result<()> {
         let (g, gk) = encode_varint(self.prev.map_or(nd, |p| nd.wrapping_sub(p)));
         let (t, tk) = encode_varint(tf);
-        if self.buf.len() + gk + tk > self.buf.capacity() {
-            match sink {
-                Some(out) => out.bytes(self.buf)?,
-                None => self.crc = crc32_continue(self.crc, self.buf),
-            }
-            self.buf.clear();
-            self.fits = false;
-        }
         self.buf.extend_from_slice(crate::bytes::take(&g, gk));
         self.buf.extend_from_slice(crate::bytes::take(&t, tk));
         self.bytes += (gk + tk) as u32;
         self.n += 1;
         self.prev = Some(nd);
+        // The posting of the largest tf / (tf + norm) so far: f1 · n2 > f2 · n1.
+        let norm = super::rank::K1 * (1.0 - super::rank::B) + f64::from(len) * self.per_len;
+        let (bf, _, bn) = self.best;
+        if bf == 0 || f64::from(tf) * bn > f64::from(bf) * norm {
+            self.best = (tf, len, norm);
+        }
+        self.bn += 1;
+        if self.bn as usize == SKIP_BLOCK {
+            self.close(sink, true)?;
+        }
         Ok(())
     }
+}
+
+impl Enc<'_> {
+    /// Closes the open block (if it has postings): its skip entry, and the buffer written
+    /// to the sink (or, counting, let go) when the next block might not fit it.
+    fn close(&mut self, sink: Option<&mut Out<'_>>, more: bool) -> Result<()> {
+        if self.bn > 0 {
+            let block = self.buf.get(self.bstart..).unwrap_or(&[]);
+            let (tf, len, _) = self.best;
+            let q = impact(tf, len, self.mean);
+            let mut e = [0u8; SKIP_ENTRY];
+            let mut w = Put { buf: &mut e, at: 0 };
+            w.u32(self.prev.unwrap_or(0));
+            w.u32(self.bytes);
+            w.u32(crc32(block));
+            w.bytes(&q.to_le_bytes());
+            w.bytes(&(self.bn as u16).to_le_bytes());
+            if self.skip.len() + SKIP_ENTRY > self.skip.capacity() {
+                bail!(Internal, "a word has more blocks than the store has documents for");
+            }
+            self.skip.extend_from_slice(&e);
+            self.most = self.most.max(q);
+            self.blocks += 1;
+            self.bn = 0;
+            self.best = (0, 0, 0.0);
+        }
+        match sink {
+            Some(out) => {
+                out.bytes(self.buf)?;
+                self.crc = crc32_continue(self.crc, self.buf);
+                self.buf.clear();
+            }
+            None if more && self.buf.len() + SKIP_BLOCK * 10 > self.buf.capacity() => {
+                self.fits = false;
+                self.buf.clear();
+            }
+            None => {}
+        }
+        self.bstart = self.buf.len();
+        Ok(())
+    }
+}
+
+/// `k1 · b / A` for the reference mean length `mean` (as stored): what a token adds to a
+/// document's norm.
+fn per_len(mean: u32) -> f64 {
+    use super::rank::{B, K1};
+    K1 * B / (f64::from(mean.max(1)) / super::rank::MEAN_SCALE)
 }
 
 /// Adds to the page list (reserved for the most words the index may have).

@@ -9,7 +9,9 @@
 //! names, the tag directory, the posting list of the tag that drives it (or of each optional
 //! tag), and the column blocks ([`STORE_CHECKPOINT_BLOCK_BYTES`] each, one cached per column)
 //! of the entries it looks at; a ranked search reads `store.fts` in place (see
-//! [`super::recall_disk`]) and the column blocks of its candidates. Every section and block is
+//! [`super::recall_disk`]: its page tables, the dictionary pages, skip groups and blocks of
+//! its words, the pages of lengths of the documents it scores and of records of those it
+//! keeps) and the location blocks of the entries it keeps. Every section and block is
 //! checked against its CRC-32 when read. The query is answered by the same code as over the
 //! tables in RAM (`query::Tables`), so the answers are the same.
 //!
@@ -235,16 +237,20 @@ impl StoreView {
         let room = room_for(self.cap);
         // The same log, exactly: the same identity, length and bytes before it (the same
         // 4 KiB the checkpoint's CRC is of).
+        // And every live entry in it: a file written by an early merge (a delta full
+        // while the index was built, before a crash or an exit without closing) covers the
+        // log but lacks the entries of the delta it had then.
         if h.store != self.head.store
             || h.covered != self.head.covered
             || h.tail != self.head.tail
             || h.docs as usize > room
+            || h.docs != self.head.live
         {
             return Ok(false);
         }
-        // The file covers the log: every document in it is current.
+        // The file covers the log: every document in it is current, and read only as scored.
         let mut disk = DiskIndex::empty();
-        disk.load(file, h, room, |_| true)?;
+        disk.open_in_place(file, h, room)?;
         self.prepare()?;
         if limit == 0 {
             return Ok(true);
@@ -255,18 +261,17 @@ impl StoreView {
         if q.n == 0 {
             return Ok(true);
         }
-        let admit = |id: EntryId| self.fields(id).is_some_and(|(a, _, _)| archived.admits(a));
+        let admit = |id: EntryId| self.location(id).is_some_and(|(_, _, a)| archived.admits(a));
         let (docs, tokens) = disk.totals();
-        let coll = Collection { docs, tokens };
+        let coll = Collection { docs, tokens, min_len: Some(disk.header.min_len) };
         let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
-        let (file, mut bufs, docs_table) = disk.walk_parts();
-        let Some(file) = file else { bail!(Internal, "store.fts loaded without its file (a bug)") };
+        let mut parts = disk.walk_parts();
+        let Some(file) = parts.file else { bail!(Internal, "store.fts opened without its file (a bug)") };
         for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
-            let Some(buf) = bufs.next() else { break };
-            *c = DiskWalk::new(file, buf, w)?;
+            let (Some(buf), Some(dec)) = (parts.bufs.next(), parts.decoded.next()) else { break };
+            *c = DiskWalk::new(file, buf, dec, w)?;
         }
-        let doc = |d: u32| docs_table.get(d as usize).copied();
-        max_score(&q, &mut walks, &coll, doc, admit, limit, out)?;
+        max_score(&q, &mut walks, &coll, &mut parts.docs, admit, limit, out)?;
         out.sort();
         self.take_fault().map(|_| true)
     }
