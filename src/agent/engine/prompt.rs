@@ -235,6 +235,18 @@ impl Agent {
         let p = &mut self.prompt;
         p.clear();
         p.push_str(head_of(&self.config, &self.constrainer))?;
+        // A state that saves, with a product and a constraint that carries the format, ends
+        // with the concrete ask: the next entry of the product.
+        let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
+        let asks = saves && self.product.active() && self.constrainer.constrained() && state.as_str() != states::PAGING;
+        if asks {
+            // Asked one question after another, the agent stays in one state for many cycles
+            // while the product grows every cycle: the state goes before what changes, so a
+            // server's prompt cache keeps it (with it after the view, 52 tokens of 315 were
+            // evaluated again in a cycle that only added a name to the view; the state's
+            // line is 10 of them).
+            p.format(format_args!("<current_state>{}</current_state>\n", state.as_str()))?;
+        }
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         // The plan is the agent's own bookkeeping of names to ask about: shown, a small model
@@ -249,10 +261,6 @@ impl Agent {
         // with the view first: 41% of the prompt tokens sent were evaluated again.
         let view_at = p.len();
         self.product.render(&mut self.store, p, view_bytes)?;
-        // A state that saves, with a product and a constraint that carries the format, ends
-        // with the concrete ask: the next entry of the product.
-        let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
-        let asks = saves && self.product.active() && self.constrainer.constrained() && state.as_str() != states::PAGING;
         let grammar = self.constrainer.active() == crate::grammar::Mode::Grammar;
         if asks && grammar && matches!(self.product.ask(), crate::grammar::ProductAsk::Names { .. }) {
             // Asked for names, the model continues the product's numbered list, which the
@@ -261,11 +269,10 @@ impl Agent {
             // name in 9 with the view shown too, 8 in 11 without it).
             p.truncate(view_at);
         }
-        p.format(format_args!(
-            "<current_state>{}</current_state>\n<iteration>{}</iteration>\n",
-            state.as_str(),
-            self.memory.iteration + 1
-        ))?;
+        if !asks {
+            p.format(format_args!("<current_state>{}</current_state>\n", state.as_str()))?;
+        }
+        p.format(format_args!("<iteration>{}</iteration>\n", self.memory.iteration + 1))?;
         if !self.feedback.is_empty() {
             p.push_str("<feedback>\n")?;
             p.extend_from_slice(self.feedback.as_slice())?;

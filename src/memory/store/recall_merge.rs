@@ -6,7 +6,7 @@
 use super::checkpoint::{tail_crc, Put};
 use super::fulltext::{FullText, NONE};
 use super::rank::{impact, mean_ref, Docs, QueryWord, RamWalk, Walk};
-use super::recall_disk::{DictCursor, DiskIndex, DiskWalk};
+use super::recall_disk::{Copied, DictCursor, DiskIndex, DiskWalk};
 use super::recall_file::{
     remove_temp, skip_bytes, verify_file, Header, RecallFile, CHUNK, DICT_PAGE, DICT_TEMP_NAME, DOC_PAGE, FORMAT,
     HEADER_BYTES, MAGIC, RECALL_FILE_NAME, SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP, TEMP_NAME,
@@ -481,22 +481,7 @@ fn merge_sections(
                 (Some(_), Some(b)) => (b.mean, c.last.map_or(0, |l| l + 1)),
                 _ => (mean, 0),
             };
-            let fresh = Enc {
-                buf: &mut term_buf,
-                skip: &mut skip_buf,
-                n: c.n,
-                bytes: c.bytes,
-                blocks: c.blocks,
-                prev: c.last,
-                fits: true,
-                mean: word_mean,
-                most: c.impact,
-                bn: 0,
-                bstart: 0,
-                best: (0, 0, 0.0),
-                per_len: per_len(word_mean),
-                crc: 0,
-            };
+            let fresh = Enc::after(&mut term_buf, &mut skip_buf, &c, word_mean, 0);
             // Count: postings, bytes, blocks (kept in the term buffer if they fit).
             let skip_len = fresh.skip.len();
             let mut enc = fresh;
@@ -540,22 +525,7 @@ fn merge_sections(
                 word_crc = crc32_continue(word_crc, &term_buf);
             } else {
                 skip_buf.truncate(skip_len);
-                let mut enc = Enc {
-                    buf: &mut term_buf,
-                    skip: &mut skip_buf,
-                    n: c.n,
-                    bytes: c.bytes,
-                    blocks: c.blocks,
-                    prev: c.last,
-                    fits: true,
-                    mean: word_mean,
-                    most: c.impact,
-                    bn: 0,
-                    bstart: 0,
-                    best: (0, 0, 0.0),
-                    per_len: per_len(word_mean),
-                    crc: word_crc,
-                };
+                let mut enc = Enc::after(&mut term_buf, &mut skip_buf, &c, word_mean, word_crc);
                 enc.buf.clear();
                 each_posting(base, delta, sc, src, from, |nd, tf, l| enc.push(nd, tf, l, Some(&mut out)))?;
                 enc.close(Some(&mut out), false)?;
@@ -708,7 +678,28 @@ struct Enc<'a> {
     crc: u32,
 }
 
-impl Enc<'_> {
+impl<'a> Enc<'a> {
+    /// An encoder that goes on after the blocks `c` copied (none: from a word's first
+    /// posting), with the word's reference mean length and the CRC of the sink's bytes so far.
+    fn after(buf: &'a mut Vec<u8>, skip: &'a mut Vec<u8>, c: &Copied, mean: u32, crc: u32) -> Enc<'a> {
+        Enc {
+            buf,
+            skip,
+            n: c.n,
+            bytes: c.bytes,
+            blocks: c.blocks,
+            prev: c.last,
+            fits: true,
+            mean,
+            most: c.impact,
+            bn: 0,
+            bstart: 0,
+            best: (0, 0, 0.0),
+            per_len: per_len(mean),
+            crc,
+        }
+    }
+
     fn push(&mut self, nd: u32, tf: u32, len: u32, sink: Option<&mut Out<'_>>) -> Result<()> {
         let (g, gk) = encode_varint(self.prev.map_or(nd, |p| nd.wrapping_sub(p)));
         let (t, tk) = encode_varint(tf);
