@@ -435,8 +435,14 @@ impl Product {
         if plural.push('s').is_ok() {
             let _ = forms.push(plural);
         }
+        // Whether a taken `word*` is the start of `t`: each of its starts looked up in the sorted
+        // list, not the whole list scanned for every form of every word a definition uses.
         let starts = |t: &Word| {
-            self.taken.iter().filter_map(|w| w.as_str().strip_suffix('*')).any(|s| t.as_str().starts_with(s))
+            (1..=t.len()).any(|n| {
+                let mut w = Word::new();
+                t.as_str().get(..n).is_some_and(|s| w.push_str(s).is_ok() && w.push('*').is_ok())
+                    && self.taken.as_slice().binary_search(&w).is_ok()
+            })
         };
         let seen = |t: &Word| {
             self.taken.as_slice().binary_search(t).is_ok()
