@@ -8,7 +8,7 @@ use crate::agent::actions::{self, ActionResult, ActionScratch};
 use crate::agent::config::Config;
 use crate::agent::constrain::Constrainer;
 use crate::agent::logs;
-use crate::agent::product::Product;
+use crate::agent::product::{Product, PLAN_KEY};
 use crate::agent::settings::LogSettings;
 use crate::error::{Code, Error, Result};
 use crate::fixed::ArrayString;
@@ -280,9 +280,17 @@ impl Doing<'_> {
         };
         self.memory.agent.set(meta::LAST_ACTION, hex64(fp).as_str())?;
         let config = self.config;
-        // A new entry of the product shows in the product view; a log line saying so would only
-        // be agent talk for a small model to copy (it is in the audit log).
-        if result.ok && result.kind == ActionKind::StorageSave && self.product.owns(result.key.as_str()) {
+        // A new entry of the product shows in the product view, and the plan (names the grammar
+        // asked for) is the agent's own note, which the prompt does not show; a log line saying
+        // so would only be agent talk for a small model to copy (it is in the audit log), and
+        // one more line in working memory, ahead of the view, changes the prompt's head: the
+        // server re-reads all that follows it.
+        let product_work = match result.kind {
+            ActionKind::StorageSave => self.product.owns(result.key.as_str()),
+            ActionKind::WorkingMemoryAdd => self.product.active() && result.key.as_str() == PLAN_KEY,
+            _ => false,
+        };
+        if result.ok && product_work {
             self.constrainer.note_action(result.kind, result.key.as_str());
             return Ok(result);
         }
