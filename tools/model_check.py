@@ -133,7 +133,7 @@ peeler mandoline blender mixer processor kettle saucepan casserole tongs
 thermometer timer grill broiler microwave toaster steamer mortar pestle tray
 sheet ramekin mold mould funnel zester baster apron
 umami flavor flavour aroma aromatic texture appetizer entree entrée dessert garnish seasoning recipe ingredient dish meal course
-brunch buffet cuisine gourmet chef sommelier pantry larder leftovers portion serving
+brunch buffet cuisine gourmet chef rib ribs espresso coffee tea lemonade sommelier pantry larder leftovers portion serving
 """.split()) | {"al dente", "sous vide", "mise en place", "bain marie", "dim sum", "ice cream", "baking soda",
                 "baking powder", "rolling pin", "cutting board", "frying pan", "stir fry", "deep fry",
                 "au gratin", "en papillote", "chow mein", "hot dog", "beurre blanc",
@@ -154,7 +154,7 @@ scorpion seal secretarybird serval shark sheep shoebill shrew skink snail snake 
 springbok springhare squirrel starling steenbok stork sunbird suricate swallow termite tilapia
 topi tortoise turaco turtle viper vulture warthog waterbuck weaver whale wildebeest wolf zebra
 zorilla ant tsetse gazelle addax beisa dibatag sitatunga tiang dugong gerbil mamba adder boomslang
-bee-eater roller barbet bustard francolin korhaan kite buzzard harrier osprey heron hamerkop
+bee-eater dolphin roller barbet bustard francolin korhaan kite buzzard harrier osprey heron hamerkop
 jacana spoonbill cormorant darter gull tern plover lapwing weaverbird whydah widowbird canary
 """.split()) | {"wild dog", "honey badger", "puff adder", "black mamba", "nile crocodile", "grey parrot",
                 "secretary bird", "guinea fowl", "bush baby", "dik dik", "african elephant",

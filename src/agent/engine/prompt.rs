@@ -239,14 +239,6 @@ impl Agent {
         // with the concrete ask: the next entry of the product.
         let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
         let asks = saves && self.product.active() && self.constrainer.constrained() && state.as_str() != states::PAGING;
-        if asks {
-            // Asked one question after another, the agent stays in one state for many cycles
-            // while the product grows every cycle: the state goes before what changes, so a
-            // server's prompt cache keeps it (with it after the view, 52 tokens of 315 were
-            // evaluated again in a cycle that only added a name to the view; the state's
-            // line is 10 of them).
-            p.format(format_args!("<current_state>{}</current_state>\n", state.as_str()))?;
-        }
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         // The plan is the agent's own bookkeeping of names to ask about: shown, a small model
@@ -269,9 +261,12 @@ impl Agent {
             // name in 9 with the view shown too, 8 in 11 without it).
             p.truncate(view_at);
         }
-        if !asks {
-            p.format(format_args!("<current_state>{}</current_state>\n", state.as_str()))?;
-        }
+        // The state after what grows: asked one question after another, the agent goes from
+        // evaluating to thinking and back whenever a save is refused, and the state's line
+        // ahead of working memory then made a server evaluate all that follows it again
+        // (SmolLM2-135M, cooking, 8 such changes in 30 cycles: 1,440 of the 3,178 tokens
+        // evaluated again). Here it costs its own ten tokens a cycle.
+        p.format(format_args!("<current_state>{}</current_state>\n", state.as_str()))?;
         p.format(format_args!("<iteration>{}</iteration>\n", self.memory.iteration + 1))?;
         if !self.feedback.is_empty() {
             p.push_str("<feedback>\n")?;
