@@ -1395,6 +1395,30 @@ mod tests {
         // A text of the task's own words is copied from it.
         assert!(p.repeats(&key("cooking,glossary,whisk"), "Whisk: a glossary of cooking terms.").is_some());
         assert!(p.repeats(&key("cooking,glossary,whisk"), "Whisk: a tool of wire loops to beat eggs.").is_none());
+        // Only words of content count: "a", "of", "with" and "per" are the task's words too.
+        assert!(p.repeats(&key("cooking,glossary,dish"), "Dish: a cooking dish with a sauce.").is_none());
+        assert!(p.repeats(&key("cooking,glossary,dish"), "Dish: a term of cooking, one per entry.").is_some());
+    }
+
+    #[test]
+    fn a_name_in_y_and_its_plural_in_ies_close_each_other() {
+        let dir = crate::testing::temp_dir("product-ies");
+        let mut store = Store::open_with_capacity(&dir, 64).unwrap();
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        for (i, n) in ["Berries", "Jelly", "Ray"].iter().enumerate() {
+            let key = format!("african,animals,{}", n.to_lowercase());
+            store.put(&normalize(&key).unwrap(), &format!("{n}: an animal of Africa."), i as u64 + 1).unwrap();
+        }
+        let mut p = Product::new();
+        p.refresh(&working, Some(&store));
+        // "Jelly" closes "Jellies" ("jelli*"), "Berries" closes "Berry" ("berry*"); a name of
+        // two letters before its "y" closes nothing more ("Rain" stays free after "Ray").
+        let taken: Vec<&str> = p.taken().collect();
+        assert!(taken.contains(&"jelli*") && taken.contains(&"berry*") && taken.contains(&"berrie*"), "{taken:?}");
+        assert!(!p.is_free("Jellies") && !p.is_free("Berry") && !p.is_free("Rays"));
+        assert!(p.is_free("Jackal") && p.is_free("Rain"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Text a drifting small model wrote (SmolLM2-135M, in model checks) is refused; its
