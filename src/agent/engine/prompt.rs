@@ -261,13 +261,16 @@ impl Agent {
             // name in 9 with the view shown too, 8 in 11 without it).
             p.truncate(view_at);
         }
-        // The state after what grows: asked one question after another, the agent goes from
-        // evaluating to thinking and back whenever a save is refused, and the state's line
-        // ahead of working memory then made a server evaluate all that follows it again
-        // (SmolLM2-135M, cooking, 8 such changes in 30 cycles: 1,440 of the 3,178 tokens
-        // evaluated again). Here it costs its own ten tokens a cycle.
-        p.format(format_args!("<current_state>{}</current_state>\n", state.as_str()))?;
-        p.format(format_args!("<iteration>{}</iteration>\n", self.memory.iteration + 1))?;
+        // Asked one question whose answer the grammar frames, the model has no state to follow
+        // and no use for the cycle's number: both go. The state's line ahead of working memory
+        // made a server evaluate all that follows it again whenever a refused save moved the
+        // agent from evaluating to thinking and back (SmolLM2-135M, cooking, 8 such changes in
+        // 30 cycles: 1,440 of the 3,178 tokens evaluated again); after the view, the two lines
+        // were 18 of the 52 tokens evaluated again in a cycle that added a name to it.
+        if !asks {
+            p.format(format_args!("<current_state>{}</current_state>\n", state.as_str()))?;
+            p.format(format_args!("<iteration>{}</iteration>\n", self.memory.iteration + 1))?;
+        }
         if !self.feedback.is_empty() {
             p.push_str("<feedback>\n")?;
             p.extend_from_slice(self.feedback.as_slice())?;
