@@ -713,6 +713,8 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
                         }
                         assert!(names.len() >= 2, "{reply}");
                         let ProductAsk::Names { first, .. } = product.ask() else { panic!("{reply}") };
+                        // Names of one word: a made-up second word set the pattern of a list.
+                        assert!(names.iter().skip(first as usize - 1).all(|n| !n.contains(' ')), "{reply}");
                         for name in names.into_iter().skip(first as usize - 1) {
                             let tag: String = name.to_ascii_lowercase().replace([' ', '-'], "_");
                             let key = normalize(&format!("cooking,glossary,{tag}")).unwrap();
@@ -885,4 +887,32 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
     assert!(!g.matches(&reply("1st")));
     assert!(!g.matches(&reply("Sear").replace("Sear: to brown it.", "to brown it")));
     assert!(!g.matches(&reply("Sear").replace("cooking,glossary", "cooking,glossary,sear")));
+
+    // Asked for names, the model lists names of one word: the same taken names are excluded,
+    // and a second word is not written.
+    let names = grammar::Language {
+        product: Some(grammar::ProductSave {
+            tags: "cooking,glossary",
+            taken: &taken,
+            ask: grammar::ProductAsk::Names { key: "plan", prefix: "Common cooking terms:\n1. ", first: 1 },
+        }),
+        ..lang
+    };
+    buf.clear();
+    grammar::gbnf::write(&names, &mut buf).unwrap();
+    let text = buf.as_str().unwrap();
+    let g = Grammar::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let list = |a: &str, b: &str| {
+        format!(
+            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>Common cooking terms:\n1. {a}\n2. {b}\n</value></action>\n</agent>"
+        )
+    };
+    for (a, b) in [("Sear", "Theory"), ("Abcd", "Mise"), ("Seal", "TCP"), ("Lio", "Sea")] {
+        assert!(g.matches(&list(a, b)), "{a}, {b} cannot be listed\n{text}");
+    }
+    for (a, b) in
+        [("Sea bass", "Sear"), ("Sear", "Cape buffalo"), ("Lion", "Sear"), ("Sear", "Braise"), ("Sear", "Thyme")]
+    {
+        assert!(!g.matches(&list(a, b)), "{a}, {b} can be listed\n{text}");
+    }
 }

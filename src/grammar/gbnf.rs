@@ -214,7 +214,7 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             // with the last name instead ("4. Fried iphofyfridk", "4. Monkeys andgahsosmosm":
             // the last name of 5 lists in 8 ran on so with SmolLM2-135M).
             out.push_str(" \"\\n\"?\n")?;
-            name_rules(out, p)
+            name_rules(out, p, Words::One)
         }
         ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),
     }
@@ -238,7 +238,7 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
 /// nothing (a taken name of M characters ends there, so the name would have to go on past M)
 /// is dead: no rule leads to it. The recursion is as deep as a name is long, at most M.
 fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> Result<()> {
-    name_rules(out, p)?;
+    name_rules(out, p, Words::Two)?;
     out.push_str("entry ::= name \": \" value\n")?;
     text_rule(out, "value", value_chars, "")
 }
@@ -251,8 +251,23 @@ const NAME_WORD_MAX: usize = 13;
 /// and digits. Longer runs of capitals were a small model shouting words ("ALMOST").
 const ACRONYM_MAX: u32 = 4;
 
-/// The `name` rule of [`product_rules`].
-fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
+/// How many words a name may have.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Words {
+    /// One: a name in a list of names. Asked to go on with a list, a small model wrote a real
+    /// name and then a made-up word after it more often than a term of two words, and the
+    /// made-up word became the pattern of the list and of every list after it (SmolLM2-135M,
+    /// 3 runs of 8: "Elephant ilex", "Lion izam", "Zebra izam", 20 names of 20; "Gorilla
+    /// icao", 19 of 19; "Food science", "Food technology", 22 of 23). Entries that served the
+    /// task, two runs of each of two tasks: 6, 6, 6 and 12 with one word; with two, in eight
+    /// runs, 0 to 12, and 0 or 1 in three of them.
+    One,
+    /// One or two: the name of an entry the model writes whole ("Cape buffalo").
+    Two,
+}
+
+/// The `name` rule of [`product_rules`] and of a names ask, of names of `words` words.
+fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>, words: Words) -> Result<()> {
     let max = GRAMMAR_NAME_MAX_CHARS as usize;
     // Only names the rule below could write matter; they must come sorted and distinct.
     let writable = |n: &str| {
@@ -270,21 +285,25 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             break;
         }
     }
-    let trie = Trie { names: taken.as_slice(), max };
+    let one = words == Words::One;
+    let trie = Trie { names: taken.as_slice(), max, one };
+    // A name's second word, when it may have one.
+    let second = if one { "" } else { " (\" \" nw)?" };
     if taken.is_empty() || !trie.alive(0, taken.len(), 0) {
         // Nothing to exclude, or (not with any real list) the names fill every path: a save of
         // a taken name is then refused when carried out.
         out.format(format_args!(
-            "name ::= [A-Z] ([a-z]{{0,{}}} (\" \" nw)? | [A-Z0-9]{{1,{}}})\n",
+            "name ::= [A-Z] ([a-z]{{0,{}}}{} | [A-Z0-9]{{1,{}}})\n",
             NAME_WORD_MAX - 1,
+            second,
             ACRONYM_MAX - 1
         ))?;
     } else {
         out.push_str("name ::= n-0-0\n")?;
         trie.node(out, 0, taken.len(), 0)?;
         for depth in 1..=max {
-            // The rest of this word, and at most one more word.
-            out.format(format_args!("r-{} ::= [a-z]{{0,{}}} (\" \" nw)?", depth, (max - depth).min(NAME_WORD_MAX)))?;
+            // The rest of this word, and at most one more word when a name may have two.
+            out.format(format_args!("r-{} ::= [a-z]{{0,{}}}{}", depth, (max - depth).min(NAME_WORD_MAX), second))?;
             // After a first letter no taken name starts with, an acronym too.
             out.push_str(if depth == 1 { " | [A-Z] ra\n" } else { "\n" })?;
         }
@@ -293,6 +312,9 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     // A second word: small letters, a vowel at least every 3 consonants ("buffalo", not
     // "jrjbjhkzfjnjl", which SmolLM2-135M wrote after "Elephant" when any letters were
     // allowed); at most 4 + 4 × 5 letters.
+    if one {
+        return Ok(());
+    }
     out.push_str("nw ::= [b-df-hj-np-tv-z]{0,2} [aeiouy]{1,2} ([b-df-hj-np-tv-z]{1,3} [aeiouy]{1,2}){0,3} [b-df-hj-np-tv-z]{0,2}\n")
 }
 
@@ -302,6 +324,8 @@ struct Trie<'a> {
     names: &'a [&'a str],
     /// The longest name the rule writes.
     max: usize,
+    /// Whether a name is one word: no space leaves the trie or follows in it.
+    one: bool,
 }
 
 impl Trie<'_> {
@@ -369,7 +393,7 @@ impl Trie<'_> {
     /// The characters that leave the trie at a node: those of the alphabet no name has next;
     /// none where the node is closed.
     fn others(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = u8> + '_ {
-        let alphabet = if depth == 0 { Trie::FIRST } else { Trie::NEXT };
+        let alphabet = if depth == 0 || self.one { Trie::FIRST } else { Trie::NEXT };
         let closed = self.closed(lo, hi, depth);
         alphabet.iter().copied().filter(move |&c| !(closed || (lo..hi).any(|i| self.byte_at(i, depth) == Some(c))))
     }
@@ -377,7 +401,7 @@ impl Trie<'_> {
     /// The children a name may follow: all, none where the node is closed.
     fn follows(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = (usize, usize, u8)> + '_ {
         let closed = self.closed(lo, hi, depth);
-        self.children(lo, hi, depth).filter(move |_| !closed)
+        self.children(lo, hi, depth).filter(move |&(_, _, c)| !closed && !(self.one && c == b'_'))
     }
 
     /// Whether the node can write anything: end here, leave, or follow a live child.
