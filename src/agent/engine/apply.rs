@@ -285,12 +285,16 @@ impl Doing<'_> {
         // so would only be agent talk for a small model to copy (it is in the audit log), and
         // one more line in working memory, ahead of the view, changes the prompt's head: the
         // server re-reads all that follows it.
+        // With a grammar the agent asks for each entry and never asks about a name twice, so a
+        // refused save of the product needs no line either: the next question is another one
+        // (without a grammar the line is what tells the model its save was refused).
+        let asked = self.constrainer.active() == crate::grammar::Mode::Grammar;
         let product_work = match result.kind {
-            ActionKind::StorageSave => self.product.owns(result.key.as_str()),
-            ActionKind::WorkingMemoryAdd => self.product.active() && result.key.as_str() == PLAN_KEY,
+            ActionKind::StorageSave => self.product.owns(result.key.as_str()) && (result.ok || asked),
+            ActionKind::WorkingMemoryAdd => result.ok && self.product.active() && result.key.as_str() == PLAN_KEY,
             _ => false,
         };
-        if result.ok && product_work {
+        if product_work {
             self.constrainer.note_action(result.kind, result.key.as_str());
             return Ok(result);
         }

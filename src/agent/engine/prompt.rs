@@ -239,12 +239,16 @@ impl Agent {
         // with the concrete ask: the next entry of the product.
         let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
         let asks = saves && self.product.active() && self.constrainer.constrained() && state.as_str() != states::PAGING;
+        let grammar = self.constrainer.active() == crate::grammar::Mode::Grammar;
+        let names_ask = matches!(self.product.ask(), crate::grammar::ProductAsk::Names { .. });
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         // The plan is the agent's own bookkeeping of names to ask about: shown, a small model
-        // copies its list into the entry it is asked for.
+        // copies its list into the entry it is asked for. The task, when the grammar frames a
+        // product question, goes below (see there).
         let plan = self.product.active().then_some(crate::agent::product::PLAN_KEY);
-        let shown = wm.iter().filter(|(k, _, _)| Some(k.as_str()) != plan);
+        let task = (asks && grammar).then_some(crate::agent::product::TASK_KEY);
+        let shown = wm.iter().filter(|(k, _, _)| Some(k.as_str()) != plan && Some(k.as_str()) != task);
         render_pairs(p, shown.map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
         p.push_str("</working_memory>\n")?;
         // The product after working memory, near the ask: it grows at its end with each new
@@ -253,14 +257,22 @@ impl Agent {
         // with the view first: 41% of the prompt tokens sent were evaluated again.
         let view_at = p.len();
         self.product.render(&mut self.store, p, view_bytes)?;
-        let grammar = self.constrainer.active() == crate::grammar::Mode::Grammar;
-        if asks && grammar && matches!(self.product.ask(), crate::grammar::ProductAsk::Names { .. }) {
+        if asks && grammar && names_ask {
             // Asked for names, the model continues the product's numbered list, which the
             // reply's grammar starts with: the view's names once more above it are what a small
             // model copies instead (SmolLM2-135M, 5 real African animals listed: 1 new real
             // name in 9 with the view shown too, 8 in 11 without it).
             p.truncate(view_at);
+            // The task says what the names are of: without it, SmolLM2-135M named 5 cooking
+            // names of 39 ("Food", "Eating"), 25 of 40 with it, and 23 of 40 with it here, just
+            // above the question, where it changes no prompt of a definition.
+            if let Some(t) = self.memory.working.iter().find(|(k, _, _)| Some(k.as_str()) == task) {
+                render_pairs(p, core::iter::once((t.0.as_str(), t.1)), Style::Lines)?;
+            }
         }
+        // Asked what a name is, the model is not shown the task: it copied the task's words as
+        // the answer ("Butter: a small glossary of cooking terms.": 4 answers of 30 with the
+        // task in working memory, 0 of 30 without it, the rest alike).
         // Asked one question whose answer the grammar frames, the model has no state to follow
         // and no use for the cycle's number: both go. The state's line ahead of working memory
         // made a server evaluate all that follows it again whenever a refused save moved the
