@@ -401,7 +401,7 @@ impl Trie<'_> {
     /// The children a name may follow: all, none where the node is closed.
     fn follows(&self, lo: usize, hi: usize, depth: usize) -> impl Iterator<Item = (usize, usize, u8)> + '_ {
         let closed = self.closed(lo, hi, depth);
-        self.children(lo, hi, depth).filter(move |&(_, _, c)| !closed && !(self.one && c == b'_'))
+        self.children(lo, hi, depth).filter(move |&(_, _, c)| !(closed || (self.one && c == b'_')))
     }
 
     /// Whether the node can write anything: end here, leave, or follow a live child.
