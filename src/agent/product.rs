@@ -23,9 +23,9 @@
 //!   entry's name also as the start of one (`Lion`: not `Lions`, `Lionel`), a word that names
 //!   nothing ("A") and the task's words that say nothing of its subject ("One") as its first
 //!   word, "The" and the task's words of content of four letters or more as its first letters
-//!   ("Cookinglab", "African elephant") ([`crate::grammar::ProductSave`]); a save that names one anyway (an
-//!   unconstrained reply) is refused, as is one whose name or text the view shows already, or
-//!   whose text is the task's own words ([`Product::repeats`]). A name asked about once is not
+//!   ("Cookinglab", "African elephant") ([`crate::grammar::ProductSave`]); a save that names
+//!   one anyway (an unconstrained reply) is refused, as is one whose name or text the view
+//!   shows already, or whose text is the task's own words ([`Product::repeats`]). A name asked about once is not
 //!   asked again in the run, whatever came of it ([`Product::asked`]).
 //! - **The asks** ([`Product::ask`], [`Product::write_question`]): with a grammar, the prompt
 //!   ends with one concrete question and the grammar writes all of the reply but the answer.

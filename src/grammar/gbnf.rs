@@ -309,12 +309,12 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>, words: Words) -> Result<(
         }
         out.format(format_args!("ra ::= [A-Z0-9]{{0,{}}}\n", ACRONYM_MAX - 2))?;
     }
-    // A second word: small letters, a vowel at least every 3 consonants ("buffalo", not
-    // "jrjbjhkzfjnjl", which SmolLM2-135M wrote after "Elephant" when any letters were
-    // allowed); at most 4 + 4 × 5 letters.
     if one {
         return Ok(());
     }
+    // A second word: small letters, a vowel at least every 3 consonants ("buffalo", not
+    // "jrjbjhkzfjnjl", which SmolLM2-135M wrote after "Elephant" when any letters were
+    // allowed); at most 4 + 4 × 5 letters.
     out.push_str("nw ::= [b-df-hj-np-tv-z]{0,2} [aeiouy]{1,2} ([b-df-hj-np-tv-z]{1,3} [aeiouy]{1,2}){0,3} [b-df-hj-np-tv-z]{0,2}\n")
 }
 

@@ -244,8 +244,11 @@ impl Agent {
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         // The plan is the agent's own bookkeeping of names to ask about: shown, a small model
-        // copies its list into the entry it is asked for. The task, when the grammar frames a
-        // product question, goes below (see there).
+        // copies its list into the entry it is asked for. The task is not shown when the grammar
+        // frames a product question: asked what a name is, the model copied the task's words as
+        // the answer ("Butter: a small glossary of cooking terms.": 4 answers of 30 with the
+        // task in working memory, 0 of 30 without it, the rest alike); a names ask shows it
+        // just above its question (see there).
         let plan = self.product.active().then_some(crate::agent::product::PLAN_KEY);
         let task = (asks && grammar).then_some(crate::agent::product::TASK_KEY);
         let shown = wm.iter().filter(|(k, _, _)| Some(k.as_str()) != plan && Some(k.as_str()) != task);
@@ -270,9 +273,6 @@ impl Agent {
                 render_pairs(p, core::iter::once((t.0.as_str(), t.1)), Style::Lines)?;
             }
         }
-        // Asked what a name is, the model is not shown the task: it copied the task's words as
-        // the answer ("Butter: a small glossary of cooking terms.": 4 answers of 30 with the
-        // task in working memory, 0 of 30 without it, the rest alike).
         // Asked one question whose answer the grammar frames, the model has no state to follow
         // and no use for the cycle's number: both go. The state's line ahead of working memory
         // made a server evaluate all that follows it again whenever a refused save moved the
