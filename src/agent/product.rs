@@ -341,7 +341,7 @@ impl Product {
         // closes it with "Terms"), but for short ones ("Cat" stays free for "Caterpillar").
         for w in self.words.iter() {
             let w = w.as_str();
-            let one = w.strip_suffix('s').filter(|o| o.len() >= STEM_MIN_LETTERS && !o.ends_with('s')).unwrap_or(w);
+            let one = singular(w).filter(|o| o.len() >= STEM_MIN_LETTERS).unwrap_or(w);
             if one.len() >= STEM_MIN_LETTERS {
                 take_start(&mut self.taken, one);
             }
@@ -371,7 +371,7 @@ impl Product {
                 // A plural as its singular's letters ("Elephant", "Elephantesses" after
                 // "Elephants"; "Gorillaines" after "Gorillas"), but for a short one, only as
                 // a name: as letters it would close "Pear" after "Peas".
-                let one = name.strip_suffix('s').filter(|s| s.len() >= 3 && !s.ends_with('s'));
+                let one = singular(name);
                 let stem = one.filter(|o| o.len() >= STEM_MIN_LETTERS).unwrap_or(name);
                 let short = one.filter(|o| o.len() < STEM_MIN_LETTERS);
                 // A name in -y and its plural in -ies share the letters before them: both are
@@ -901,6 +901,11 @@ fn take_start(taken: &mut ArrayVec<Word, PRODUCT_TAKEN_MAX>, word: &str) {
     if w.push_str(word).is_ok() && w.push('*').is_ok() {
         let _ = taken.push(w);
     }
+}
+
+/// The singular of a plural name in -s ("lions", not "bus" nor "glass"), if it is one.
+fn singular(name: &str) -> Option<&str> {
+    name.strip_suffix('s').filter(|s| s.len() >= 3 && !s.ends_with('s'))
 }
 
 /// Adds `word_` to the names taken: no new name starts with `word`.
