@@ -916,3 +916,55 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
         assert!(!g.matches(&list(a, b)), "{a}, {b} can be listed\n{text}");
     }
 }
+
+#[test]
+fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
+    let taken = ["cooking*"];
+    let states = vec!["evaluating".to_string()];
+    let lang = grammar::Language {
+        states: &states,
+        shape: Shape {
+            next_state: false,
+            next_mask: 0,
+            log: None,
+            actions: ActionSet::NONE.with(ActionKind::StorageSave),
+        },
+        bounds: Bounds::default(),
+        working_keys: &grammar::NoKeys,
+        stored_keys: &grammar::NoKeys,
+        search_tags: &grammar::NoKeys,
+        pinned: &[],
+        managed: &[],
+        recent: &[],
+        in_working: &grammar::NoKeys,
+        product: Some(grammar::ProductSave {
+            tags: "cooking,glossary",
+            taken: &taken,
+            ask: ProductAsk::Define("Roux"),
+        }),
+    };
+    let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
+    grammar::gbnf::write(&lang, &mut buf).unwrap();
+    let text = buf.as_str().unwrap();
+    let g = Grammar::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let reply = |sentence: &str| {
+        format!(
+            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
+        )
+    };
+    for ok in [
+        "a sauce base of flour and fat.",
+        "a cook's thickener, made in a pan.",
+        "a thickener that's cooked, and they're fond of it.",
+        "a base you'll need, and we'd use it, it isn't hard.",
+        "a flour-based paste of butter.",
+    ] {
+        assert!(g.matches(&reply(ok)), "{ok}\n{text}");
+    }
+    // What a drifting small model wrote after an apostrophe (SmolLM2-135M): the rest of the
+    // sentence run into one word.
+    for drift in ["a cat that'sntensed.", "a chef who'sbroughtinhimmck.", "a big animal with a long neck that'sraeli."]
+    {
+        assert!(!g.matches(&reply(drift)), "{drift}\n{text}");
+    }
+}
