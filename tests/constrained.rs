@@ -919,6 +919,31 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
 
 #[test]
 fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
+    let (g, text) = definition_grammar();
+    let reply = |sentence: &str| {
+        format!(
+            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
+        )
+    };
+    for ok in [
+        "a sauce base of flour and fat.",
+        "a cook's thickener, made in a pan.",
+        "a thickener that's cooked, and they're fond of it.",
+        "a base you'll need, and we'd use it, it isn't hard.",
+        "a flour-based paste of butter.",
+    ] {
+        assert!(g.matches(&reply(ok)), "{ok}\n{text}");
+    }
+    // What a drifting small model wrote after an apostrophe (SmolLM2-135M): the rest of the
+    // sentence run into one word.
+    for drift in ["a cat that'sntensed.", "a chef who'sbroughtinhimmck.", "a big animal with a long neck that'sraeli."]
+    {
+        assert!(!g.matches(&reply(drift)), "{drift}\n{text}");
+    }
+}
+
+/// The grammar of a definition ask for "Roux" in a cooking glossary.
+fn definition_grammar() -> (Grammar, String) {
     let taken = ["cooking*"];
     let states = vec!["evaluating".to_string()];
     let lang = grammar::Language {
@@ -945,26 +970,36 @@ fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
     };
     let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
     grammar::gbnf::write(&lang, &mut buf).unwrap();
-    let text = buf.as_str().unwrap();
-    let g = Grammar::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let text = buf.as_str().unwrap().to_string();
+    (Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
+}
+
+#[test]
+fn a_definition_is_one_sentence_of_any_clauses_within_its_words() {
+    let (g, text) = definition_grammar();
     let reply = |sentence: &str| {
         format!(
             "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
         )
     };
-    for ok in [
-        "a sauce base of flour and fat.",
-        "a cook's thickener, made in a pan.",
-        "a thickener that's cooked, and they're fond of it.",
-        "a base you'll need, and we'd use it, it isn't hard.",
-        "a flour-based paste of butter.",
-    ] {
+    let max = lkjagent::limits::GRAMMAR_ENTRY_MAX_WORDS as usize;
+    let words = |n: usize| {
+        let mut s = String::from("a");
+        for _ in 1..n {
+            s.push_str(" paste");
+        }
+        s + "."
+    };
+    // A first clause as long as a definition's sentence is: with a clause cut at 8 words, 774 of
+    // 1,168 definitions in model checks ended at the cut, most of them mid-phrase ("A large and
+    // powerful primate that is found.") or with the next words run together ("ground beef
+    // andcheese").
+    let long = "a thick paste of flour and butter that is cooked slowly in a pan and used to make sauces and soups.";
+    for ok in [long, "a base of flour, butter and milk, for sauces, soups and stews.", &words(3), &words(max)] {
         assert!(g.matches(&reply(ok)), "{ok}\n{text}");
     }
-    // What a drifting small model wrote after an apostrophe (SmolLM2-135M): the rest of the
-    // sentence run into one word.
-    for drift in ["a cat that'sntensed.", "a chef who'sbroughtinhimmck.", "a big animal with a long neck that'sraeli."]
-    {
-        assert!(!g.matches(&reply(drift)), "{drift}\n{text}");
+    let commas = "a base, of flour, butter, and milk, for sauces.";
+    for no in ["a paste.", "a paste", &words(max + 1), commas] {
+        assert!(!g.matches(&reply(no)), "{no}\n{text}");
     }
 }
