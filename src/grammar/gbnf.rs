@@ -150,10 +150,11 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             out.push_str(" \"</tags><value>\" ")?;
             literal(out, name)?;
             out.push_str(" \": \" sentence \"</value></action>\\n\"\n")?;
-            // One sentence of words, at least three, up to its full stop: a first clause and a
-            // few more after a comma, each bounded. Words, not characters: a small model that
-            // drifts writes runs of letters ("mjNZYnLKyMJAiRt"), signs and long comma lists,
-            // which this leaves no room for (measured with SmolLM2-135M).
+            // One sentence of words, at least three and at most [`GRAMMAR_ENTRY_MAX_WORDS`], up
+            // to its full stop, with at most [`GRAMMAR_ENTRY_MAX_CLAUSES`]` - 1` commas. Words,
+            // not characters: a small model that drifts writes runs of letters
+            // ("mjNZYnLKyMJAiRt"), signs and long comma lists, which this leaves no room for
+            // (measured with SmolLM2-135M).
             //
             // It starts with an article, as a definition does ("a", "an"). After `Roux:` a small
             // model writes " a" (one token) or a lone " " about as often; after the lone space
@@ -164,14 +165,31 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             // article in 0 of 40. Not "the": the 10 of those 40 that started with it were
             // superlatives, none true ("Gorilla: the largest land animal in the world.", 3
             // times), and in a model check they were most of the definitions refused as repeats.
-            let clause = GRAMMAR_ENTRY_MAX_WORDS / GRAMMAR_ENTRY_MAX_CLAUSES;
+            //
+            // The words are counted as a chain, `more-<words left>-<commas left>`, not as
+            // clauses of a fixed length each: a clause cut at 8 words was where 774 of 1,168
+            // definitions in model checks ended, mid-phrase ("A large and powerful primate that
+            // is found.") or with the words that did not fit run into one ("ground beef
+            // andcheese"). After a word the next character is `.`, ` ` or `,`: one parse.
+            let commas = GRAMMAR_ENTRY_MAX_CLAUSES.saturating_sub(1);
+            let left = GRAMMAR_ENTRY_MAX_WORDS.saturating_sub(3);
             out.format(format_args!(
-                "sentence ::= article \" \" word \" \" clause (\", \" clause){{0,{}}} \".\"\n\
-                 article ::= \"a\" | \"an\" | \"A\" | \"An\"\n\
-                 clause ::= word (\" \" word){{0,{}}}\n",
-                GRAMMAR_ENTRY_MAX_CLAUSES - 1,
-                clause.saturating_sub(3)
+                "sentence ::= article \" \" word \" \" word more-{}-{}\n\
+                 article ::= \"a\" | \"an\" | \"A\" | \"An\"\n",
+                left, commas
             ))?;
+            for w in 0..=left {
+                for c in 0..=commas {
+                    out.format(format_args!("more-{}-{} ::= \".\"", w, c))?;
+                    if w > 0 {
+                        out.format(format_args!(" | \" \" word more-{}-{}", w - 1, c))?;
+                        if c > 0 {
+                            out.format(format_args!(" | \", \" word more-{}-{}", w - 1, c - 1))?;
+                        }
+                    }
+                    out.push_str("\n")?;
+                }
+            }
             // A word: an optional capital, then letters where vowels come at least every 4
             // consonants (up to 5 vowel groups), and one `-` part ("flour-based") or one
             // English ending after `'` ("lion's", "that's", "they're"; after any `'` part a
