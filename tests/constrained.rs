@@ -792,33 +792,7 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
         "thy*",
     ];
     taken.sort_unstable();
-    let states = vec!["evaluating".to_string()];
-    let lang = grammar::Language {
-        states: &states,
-        shape: Shape {
-            next_state: false,
-            next_mask: 0,
-            log: None,
-            actions: ActionSet::NONE.with(ActionKind::StorageSave),
-        },
-        bounds: Bounds::default(),
-        working_keys: &grammar::NoKeys,
-        stored_keys: &grammar::NoKeys,
-        search_tags: &grammar::NoKeys,
-        pinned: &[],
-        managed: &[],
-        recent: &[],
-        in_working: &grammar::NoKeys,
-        product: Some(grammar::ProductSave {
-            tags: "cooking,glossary",
-            taken: &taken,
-            ask: grammar::ProductAsk::Entry,
-        }),
-    };
-    let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
-    grammar::gbnf::write(&lang, &mut buf).unwrap();
-    let text = buf.as_str().unwrap();
-    let g = Grammar::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let (g, text) = product_grammar(&taken, ProductAsk::Entry);
     let reply = |name: &str| {
         format!(
             "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>{name}: to brown it.</value></action>\n</agent>"
@@ -890,18 +864,8 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
 
     // Asked for names, the model lists names of one word: the same taken names are excluded,
     // and a second word is not written.
-    let names = grammar::Language {
-        product: Some(grammar::ProductSave {
-            tags: "cooking,glossary",
-            taken: &taken,
-            ask: grammar::ProductAsk::Names { key: "plan", prefix: "Common cooking terms:\n1. ", first: 1 },
-        }),
-        ..lang
-    };
-    buf.clear();
-    grammar::gbnf::write(&names, &mut buf).unwrap();
-    let text = buf.as_str().unwrap();
-    let g = Grammar::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let (g, text) =
+        product_grammar(&taken, ProductAsk::Names { key: "plan", prefix: "Common cooking terms:\n1. ", first: 1 });
     let list = |a: &str, b: &str| {
         format!(
             "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>Common cooking terms:\n1. {a}\n2. {b}\n</value></action>\n</agent>"
@@ -919,7 +883,7 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
 
 #[test]
 fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
-    let (g, text) = definition_grammar();
+    let (g, text) = product_grammar(&["cooking*"], ProductAsk::Define("Roux"));
     let reply = |sentence: &str| {
         format!(
             "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
@@ -942,9 +906,8 @@ fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
     }
 }
 
-/// The grammar of a definition ask for "Roux" in a cooking glossary.
-fn definition_grammar() -> (Grammar, String) {
-    let taken = ["cooking*"];
+/// The grammar of a product ask (`ask`) in a cooking glossary whose taken names are `taken`.
+fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
     let states = vec!["evaluating".to_string()];
     let lang = grammar::Language {
         states: &states,
@@ -962,11 +925,7 @@ fn definition_grammar() -> (Grammar, String) {
         managed: &[],
         recent: &[],
         in_working: &grammar::NoKeys,
-        product: Some(grammar::ProductSave {
-            tags: "cooking,glossary",
-            taken: &taken,
-            ask: ProductAsk::Define("Roux"),
-        }),
+        product: Some(grammar::ProductSave { tags: "cooking,glossary", taken, ask }),
     };
     let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
     grammar::gbnf::write(&lang, &mut buf).unwrap();
@@ -976,7 +935,7 @@ fn definition_grammar() -> (Grammar, String) {
 
 #[test]
 fn a_definition_is_one_sentence_of_any_clauses_within_its_words() {
-    let (g, text) = definition_grammar();
+    let (g, text) = product_grammar(&["cooking*"], ProductAsk::Define("Roux"));
     let reply = |sentence: &str| {
         format!(
             "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
