@@ -1248,6 +1248,11 @@ mod tests {
         assert_eq!(heads("a sweet and delicious drink made with milk."), ["drink", "milk"]);
         assert_eq!(heads("food and drinks."), ["food", "drinks"]);
         assert_eq!(heads("salt, pepper or chili, served in a bowl."), ["salt", "pepper", "chili", "bowl"]);
+        // What definitions of anything are ("a food *item*", "a food *product*") is no term: asked
+        // about, SmolLM2-135M wrote "Item: an ingredient that is used in cooking." and
+        // "Product: an item of food that is made fromedrawing."
+        assert_eq!(heads("a food item made with bread and cheese."), ["bread", "cheese"]);
+        assert_eq!(heads("an international food product made with fish and seafood."), ["fish", "seafood"]);
     }
 
     #[test]
