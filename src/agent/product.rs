@@ -185,18 +185,20 @@ const PHRASE_ENDS: &[&str] = &[
 
 /// Words that end a phrase but name nothing worth a definition of its own: what definitions
 /// of anything are made of ("a *type* of", "the *art* of", "many *others*"), adverbs,
-/// adjectives and participles that stand before a phrase end ("*native* to", "*found* in"). Sorted; a plural is looked up as its singular.
+/// adjectives and participles that stand before a phrase end ("*native* to", "*found* in"), and
+/// what a definition of a thing calls it ("a food *item*", "a food *product*"). Sorted; a plural
+/// is looked up as its singular.
 #[rustfmt::skip]
 const GENERIC_WORDS: &[&str] = &[
     "able", "addition", "also", "always", "amount", "area", "art", "aspect", "available", "close", "common",
     "context", "different", "done", "due", "eaten", "else", "equal", "even", "ever", "example", "experience",
     "form", "found", "free", "full", "given", "great", "group", "grown", "held", "here", "high", "important",
-    "just", "kept", "kind", "known", "level", "lot", "low", "main", "many", "method", "more", "most", "much",
-    "native", "never", "number", "often", "only", "other", "part", "particular", "people", "piece", "place",
-    "point", "popular", "process", "purpose", "quality", "range", "result", "rich", "role", "same", "seen", "side",
-    "similar", "something", "sometimes", "specific", "still", "style", "such", "there", "they", "thing", "time",
-    "together", "too", "type", "unique", "use", "user", "usually", "variety", "various", "very", "way", "well",
-    "world",
+    "item", "just", "kept", "kind", "known", "level", "lot", "low", "main", "many", "method", "more", "most",
+    "much", "native", "never", "number", "often", "only", "other", "part", "particular", "people", "piece", "place",
+    "point", "popular", "process", "product", "purpose", "quality", "range", "result", "rich", "role", "same",
+    "seen", "side", "similar", "something", "sometimes", "specific", "still", "style", "such", "there", "they",
+    "thing", "time", "together", "too", "type", "unique", "use", "user", "usually", "variety", "various", "very",
+    "way", "well", "world",
 ];
 
 /// Endings of words that are not names of things (adverbs, participles, adjectives).
