@@ -500,19 +500,21 @@ pub const GRAMMAR_THINK_MAX_CHARS: u32 = 1500;
 /// by the grammar (the grammar cannot write them either).
 pub const GRAMMAR_NAME_MAX_CHARS: u32 = 24;
 
-/// Most words of a definition a product ask allows (one sentence: a first clause and up to
-/// [`GRAMMAR_ENTRY_MAX_CLAUSES`]` - 1` more after a comma, each of at most a quarter of these).
-/// A word is at most [`GRAMMAR_WORD_MAX_CHARS`] characters, so a definition is at most about
-/// 700 characters; a typical one is about 120.
+/// Most words of a definition a product ask allows: one sentence, its clauses as long as they
+/// come within these (a clause cut at a quarter of them ended most definitions mid-phrase). A
+/// word is at most [`GRAMMAR_WORD_MAX_CHARS`] characters, so a definition is at most about 2 KiB
+/// (the assertion below keeps it within a stored value); a typical one is about 60 bytes.
 pub const GRAMMAR_ENTRY_MAX_WORDS: u32 = 32;
 
-/// Most clauses (comma-separated parts) of a definition a product ask allows: a small model
-/// that drifts strings names into a long comma list ("Lions, Leopards, Giraffes, ...").
+/// Most clauses (comma-separated parts: one more than its commas) of a definition a product ask
+/// allows: a small model that drifts strings names into a long comma list ("Lions, Leopards,
+/// Giraffes, ...").
 pub const GRAMMAR_ENTRY_MAX_CLAUSES: u32 = 4;
 
 /// Longest word of a definition a product ask allows, in characters: a capital, 3 consonants,
-/// 5 groups of up to 3 vowels with up to 4 consonants between them and after them, and a `'`
-/// or `-` part of 3 consonants and 3 vowel groups with their consonants (see `grammar::gbnf`).
+/// 5 groups of up to 3 vowels with up to 4 consonants between them and after them, and a `-`
+/// part of 3 consonants and 3 vowel groups with their consonants (longer than any ending after
+/// a `'`; see `grammar::gbnf`).
 pub const GRAMMAR_WORD_MAX_CHARS: u32 = 1 + 3 + 5 * 3 + 5 * 4 + 1 + 3 + 3 * 3 + 3 * 4;
 
 const _: () = assert!(

@@ -196,8 +196,8 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             // drifting small model ran the rest of the sentence into one word: "that'sntensed",
             // "who'sbroughtinhimmck", 3 of 80 definitions in a model check); "A" (not "I": a
             // definition is not about its writer); a number of up to 4 digits; or an acronym of
-            // capitals ("DNA"). Runs of consonants, letters run into digits and long numbers are what a
-            // small model writes once it drifts ("sbjkfjhjlzjmjw", "10234978652000-water").
+            // capitals ("DNA"). Runs of consonants, letters run into digits and long numbers are
+            // what a small model writes once it drifts ("sbjkfjhjlzjmjw", "10234978652000-water").
             // A definition does not start with a number (drifting, SmolLM2-135M started 8 in 21
             // with one: "Sugar: 1000 units of sugar."). Each rule reads a word one way only,
             // so a server tracks one parse of it.
