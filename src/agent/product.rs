@@ -35,8 +35,9 @@
 //!   which a small model defines well: "made with *flour* and *butter*"). The ask for it is
 //!   its entry ("In the glossary of cooking terms, what is Flour? Answer in one sentence.", the
 //!   value starting `Flour: `, one sentence of words). With no name at all: names for the plan,
-//!   as a numbered list that continues the newest entries' names ("Name five cooking
-//!   terms.", the value starting `1. Braise\n2. Sear\n3. `). After each cycle the
+//!   as a numbered list under a heading ("Name five common cooking terms.", the value starting
+//!   `Common cooking terms:\n1. `); for a list that is not a glossary, the list continues the
+//!   newest entries' names (`Common African animals:\n1. Lion\n2. Zebra\n3. `). After each cycle the
 //!   plan keeps only the free, name-shaped names not yet asked for ([`Product::settle_plan`]).
 //!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
@@ -235,9 +236,10 @@ pub struct Product {
     names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, ASK_NAMES_MAX>,
     /// The unit in the plural ("terms").
     units: Word,
-    /// What the plan's value starts with: the names of the newest entries the view showed,
-    /// numbered, one a line, and the number of the next (`1. Braise\n2. Sear\n3. `), so that
-    /// the model continues a list of the product's own names, which small models do well.
+    /// What the plan's value starts with: the list's heading, then, for a list that is not a
+    /// glossary, the names of the newest entries the view showed, numbered, one a line, and the
+    /// number of the next (`1. Lion\n2. Zebra\n3. `), so that the model continues a list of
+    /// the product's own names, which small models do well ([`Product::write_prefix`]).
     prefix: ArrayString<PREFIX_MAX_BYTES>,
     /// The plan's next free name, as written.
     next: ArrayString<TITLE_MAX_BYTES>,
@@ -421,11 +423,20 @@ impl Product {
     }
 
     /// Writes the plan's prefix: the list's heading, the domain and the units capitalised
-    /// ("African animals:"), then the names the view keeps numbered, one a line, and the
-    /// next number (`1. Braise\n2. Sear\n3. `). A small model asked to "Name five African animals." writes that
-    /// heading first; with the list starting at "1. ", it wrote it as the first name and ran on
-    /// from it (SmolLM2-135M: "African animals ikaenjabbabw"). With the heading given, 12 of 29
-    /// cooking names were cooking words (Tuna, Pastry, Frying pan), 11 of 25 without.
+    /// ("African animals:"), then, for a list, the names the view keeps numbered, one a line,
+    /// and the next number (`1. Lion\n2. Zebra\n3. `). A small model asked to "Name five African
+    /// animals." writes that heading first; with the list starting at "1. ", it wrote it as the
+    /// first name and ran on from it (SmolLM2-135M: "African animals ikaenjabbabw"). With the
+    /// heading given, 12 of 29 cooking names were cooking words (Tuna, Pastry, Frying pan), 11
+    /// of 25 without.
+    ///
+    /// A list's names are its items so far, and a small model that goes on with them names more
+    /// of their kind. A glossary's are also the words its definitions used (Food, Fish,
+    /// Ingredients), no list of anything, and going on with them SmolLM2-135M ran through their
+    /// letters instead ("Pantry, Parlor, Parcel, Pintle"): its list starts at `1. ` under the
+    /// heading, and the grammar still closes every name taken. Measured on 30 cycles, by
+    /// `make model-check`'s rule: cooking served with 13, 14, 13 and 14 entries so, 8 to 11
+    /// continuing the names; African animals with 5 and 2 so, 3 to 8 continuing them.
     fn write_prefix(&mut self) {
         self.prefix.clear();
         let _ = self.prefix.push_str(COMMON_HEADING);
@@ -434,10 +445,11 @@ impl Product {
         }
         let _ = self.prefix.format(format_args!(" {}:\n", self.units));
         // The prefix has room for the heading and every name the view keeps, numbered.
-        for (i, name) in self.names.iter().enumerate() {
+        let listed: &[ArrayString<TITLE_MAX_BYTES>] = if self.glossary { &[] } else { self.names.as_slice() };
+        for (i, name) in listed.iter().enumerate() {
             let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
         }
-        let _ = self.prefix.format(format_args!("{}. ", self.names.len() + 1));
+        let _ = self.prefix.format(format_args!("{}. ", listed.len() + 1));
     }
 
     /// Whether `name` (as written) can name a new entry: it names no entry of the product and
@@ -513,7 +525,11 @@ impl Product {
         if !self.next.is_empty() {
             ProductAsk::Define(self.next.as_str())
         } else {
-            ProductAsk::Names { key: PLAN_KEY, prefix: self.prefix.as_str(), first: self.names.len() as u32 + 1 }
+            ProductAsk::Names {
+                key: PLAN_KEY,
+                prefix: self.prefix.as_str(),
+                first: if self.glossary { 1 } else { self.names.len() as u32 + 1 },
+            }
         }
     }
 
