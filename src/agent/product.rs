@@ -25,8 +25,8 @@
 //!   word, "The" and the task's words of content of four letters or more as its first letters
 //!   ("Cookinglab", "African elephant") ([`crate::grammar::ProductSave`]); a save that names
 //!   one anyway (an unconstrained reply) is refused, as is one whose name or text the view
-//!   shows already, or whose text is the task's own words ([`Product::repeats`]). A name asked about once is not
-//!   asked again in the run, whatever came of it ([`Product::asked`]).
+//!   shows already, or whose text is the task's own words ([`Product::repeats`]). A name asked
+//!   about once is not asked again in the run, whatever came of it ([`Product::asked`]).
 //! - **The asks** ([`Product::ask`], [`Product::write_question`]): with a grammar, the prompt
 //!   ends with one concrete question and the grammar writes all of the reply but the answer.
 //!   The next name is the plan's next free one (the working-memory entry [`PLAN_KEY`], which
@@ -37,8 +37,9 @@
 //!   value starting `Flour: `, one sentence of words). With no name at all: names for the plan,
 //!   as a numbered list under a heading ("Name five common cooking terms.", the value starting
 //!   `Common cooking terms:\n1. `); for a list that is not a glossary, the list continues the
-//!   newest entries' names (`Common African animals:\n1. Lion\n2. Zebra\n3. `). After each cycle the
-//!   plan keeps only the free, name-shaped names not yet asked for ([`Product::settle_plan`]).
+//!   newest entries' names (`Common African animals:\n1. Lion\n2. Zebra\n3. `). After each
+//!   cycle the plan keeps only the free, name-shaped names not yet asked for
+//!   ([`Product::settle_plan`]).
 //!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
 //! Everything is reserved in [`Product::new`]; refreshing and rendering allocate nothing.
@@ -241,6 +242,8 @@ pub struct Product {
     /// number of the next (`1. Lion\n2. Zebra\n3. `), so that the model continues a list of
     /// the product's own names, which small models do well ([`Product::write_prefix`]).
     prefix: ArrayString<PREFIX_MAX_BYTES>,
+    /// The number the prefix leaves for the model's first name.
+    first: u32,
     /// The plan's next free name, as written.
     next: ArrayString<TITLE_MAX_BYTES>,
     /// Every word of the task, lowercased (a name that starts with one is copied from it).
@@ -282,6 +285,7 @@ impl Product {
             names: ArrayVec::new(),
             units: Word::new(),
             prefix: ArrayString::new(),
+            first: 1,
             next: ArrayString::new(),
             all_words: ArrayVec::new(),
             domain: ArrayString::new(),
@@ -449,7 +453,8 @@ impl Product {
         for (i, name) in listed.iter().enumerate() {
             let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
         }
-        let _ = self.prefix.format(format_args!("{}. ", listed.len() + 1));
+        self.first = listed.len() as u32 + 1;
+        let _ = self.prefix.format(format_args!("{}. ", self.first));
     }
 
     /// Whether `name` (as written) can name a new entry: it names no entry of the product and
@@ -525,11 +530,7 @@ impl Product {
         if !self.next.is_empty() {
             ProductAsk::Define(self.next.as_str())
         } else {
-            ProductAsk::Names {
-                key: PLAN_KEY,
-                prefix: self.prefix.as_str(),
-                first: if self.glossary { 1 } else { self.names.len() as u32 + 1 },
-            }
+            ProductAsk::Names { key: PLAN_KEY, prefix: self.prefix.as_str(), first: self.first }
         }
     }
 
