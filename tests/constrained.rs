@@ -237,19 +237,7 @@ fn walk(cfg: &Config, state: &str, seed: u64, steps: usize) {
             .unwrap();
             let text = c.text().to_string();
             let lang_states: Vec<&str> = {
-                let lang = grammar::Language {
-                    states: &cfg.agent.states,
-                    shape,
-                    bounds: Bounds::default(),
-                    working_keys: &grammar::NoKeys,
-                    stored_keys: &grammar::NoKeys,
-                    search_tags: &grammar::NoKeys,
-                    pinned: &[],
-                    managed: &[],
-                    recent: &[],
-                    in_working: &grammar::NoKeys,
-                    product: None,
-                };
+                let lang = plain_language(&cfg.agent.states, shape);
                 lang.next_states().map(|s| cfg.agent.states.iter().find(|x| *x == s).unwrap().as_str()).collect()
             };
             let reply = match mode {
@@ -374,19 +362,8 @@ fn replies_sampled_from_random_shapes_are_read_and_executed() {
 fn invalid_replies_are_outside_the_grammar() {
     let states: Vec<String> = ["thinking", "commanding"].map(String::from).to_vec();
     let wm: &[&str] = &["task", "notes"];
-    let lang = grammar::Language {
-        states: &states,
-        shape: Shape { next_state: true, next_mask: 0, log: Some(LogField::Think), actions: ActionSet::ALL },
-        bounds: Bounds::default(),
-        working_keys: &wm,
-        stored_keys: &grammar::NoKeys,
-        search_tags: &grammar::NoKeys,
-        pinned: &PINNED_KEYS,
-        managed: &[],
-        recent: &[],
-        in_working: &grammar::NoKeys,
-        product: None,
-    };
+    let shape = Shape { next_state: true, next_mask: 0, log: Some(LogField::Think), actions: ActionSet::ALL };
+    let lang = grammar::Language { working_keys: &wm, pinned: &PINNED_KEYS, ..plain_language(&states, shape) };
     let mut buf = FixedBuf::with_capacity("test grammar", 1 << 16);
     grammar::gbnf::write(&lang, &mut buf).unwrap();
     let g = Grammar::parse(buf.as_str().unwrap()).unwrap();
@@ -909,23 +886,11 @@ fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
 /// The grammar of a product ask (`ask`) in a cooking glossary whose taken names are `taken`.
 fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
     let states = vec!["evaluating".to_string()];
+    let shape =
+        Shape { next_state: false, next_mask: 0, log: None, actions: ActionSet::NONE.with(ActionKind::StorageSave) };
     let lang = grammar::Language {
-        states: &states,
-        shape: Shape {
-            next_state: false,
-            next_mask: 0,
-            log: None,
-            actions: ActionSet::NONE.with(ActionKind::StorageSave),
-        },
-        bounds: Bounds::default(),
-        working_keys: &grammar::NoKeys,
-        stored_keys: &grammar::NoKeys,
-        search_tags: &grammar::NoKeys,
-        pinned: &[],
-        managed: &[],
-        recent: &[],
-        in_working: &grammar::NoKeys,
         product: Some(grammar::ProductSave { tags: "cooking,glossary", taken, ask }),
+        ..plain_language(&states, shape)
     };
     let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
     grammar::gbnf::write(&lang, &mut buf).unwrap();
@@ -960,5 +925,22 @@ fn a_definition_is_one_sentence_of_any_clauses_within_its_words() {
     let commas = "a base, of flour, butter, and milk, for sauces.";
     for no in ["a paste.", "a paste", &words(max + 1), commas] {
         assert!(!g.matches(&reply(no)), "{no}\n{text}");
+    }
+}
+
+/// A grammar language of `states` and `shape` with no keys, no pins and no product.
+fn plain_language(states: &[String], shape: Shape) -> grammar::Language<'_> {
+    grammar::Language {
+        states,
+        shape,
+        bounds: Bounds::default(),
+        working_keys: &grammar::NoKeys,
+        stored_keys: &grammar::NoKeys,
+        search_tags: &grammar::NoKeys,
+        pinned: &[],
+        managed: &[],
+        recent: &[],
+        in_working: &grammar::NoKeys,
+        product: None,
     }
 }
