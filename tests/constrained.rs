@@ -861,11 +861,7 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
 #[test]
 fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
     let (g, text) = product_grammar(&["cooking*"], ProductAsk::Define("Roux"));
-    let reply = |sentence: &str| {
-        format!(
-            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
-        )
-    };
+    let reply = definition_reply;
     for ok in [
         "a sauce base of flour and fat.",
         "a cook's thickener, made in a pan.",
@@ -901,11 +897,7 @@ fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
 #[test]
 fn a_definition_is_one_sentence_of_any_clauses_within_its_words() {
     let (g, text) = product_grammar(&["cooking*"], ProductAsk::Define("Roux"));
-    let reply = |sentence: &str| {
-        format!(
-            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
-        )
-    };
+    let reply = definition_reply;
     let max = lkjagent::limits::GRAMMAR_ENTRY_MAX_WORDS as usize;
     let words = |n: usize| {
         let mut s = String::from("a");
@@ -943,4 +935,11 @@ fn plain_language(states: &[String], shape: Shape) -> grammar::Language<'_> {
         in_working: &grammar::NoKeys,
         product: None,
     }
+}
+
+/// The reply that saves `sentence` as the definition of "Roux" in a cooking glossary.
+fn definition_reply(sentence: &str) -> String {
+    format!(
+        "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
+    )
 }
