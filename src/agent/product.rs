@@ -1469,6 +1469,34 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    #[test]
+    fn a_stored_name_closes_its_first_letters_as_the_start_of_another() {
+        let dir = crate::testing::temp_dir("product-start");
+        let mut store = Store::open_with_capacity(&dir, 64).unwrap();
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        for (i, n) in ["Elephant", "Tigers", "Cape buffalo", "Bats", "Ox"].iter().enumerate() {
+            let key = format!("african,animals,{}", n.to_lowercase().replace(' ', "_"));
+            store.put(&normalize(&key).unwrap(), &format!("{n}: an animal of Africa."), i as u64 + 1).unwrap();
+        }
+        let mut p = Product::new();
+        p.refresh(&working, Some(&store));
+        let taken: Vec<&str> = p.taken().collect();
+        assert!(taken.contains(&"ele*") && taken.contains(&"tig*") && taken.contains(&"cap*"), "{taken:?}");
+        // The names a small model wrote on from a taken name's first token are closed...
+        for drift in ["Eleodora", "Elezio", "Tigress", "Capensis"] {
+            assert!(!p.is_free(drift), "{drift}");
+        }
+        // ...other names are not, nor those sharing fewer letters; a name of four letters or
+        // fewer closes only its own letters as a start ("Bats": not "Bath"; "Ox": "Oxpecker",
+        // but not "Ostrich").
+        for free in ["Eland", "Tiang", "Camel", "Ostrich", "Giraffe", "Bath"] {
+            assert!(p.is_free(free), "{free}");
+        }
+        assert!(!taken.contains(&"bat*") && !p.is_free("Oxpecker"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Text a drifting small model wrote (SmolLM2-135M, in model checks) is refused; its
     /// definitions are not.
     #[test]
