@@ -20,7 +20,8 @@
 //! - **The names taken** ([`Product::taken`]) are those of the newest [`PRODUCT_TAKEN_MAX`]
 //!   product entries and the task's own words (a small model asked for a cooking term
 //!   answers `cooking`, or `One term`). The grammar makes them impossible as a new name; an
-//!   entry's name also as the start of one (`Lion`: not `Lions`, `Lionel`), a word that names
+//!   entry's name also as the start of one (`Lion`: not `Lions`, `Lionel`), and the first
+//!   three letters of a name of five or more (`Elephant`: not `Eleodora`), a word that names
 //!   nothing ("A") and the task's words that say nothing of its subject ("One") as its first
 //!   word, "The" and the task's words of content of four letters or more as its first letters
 //!   ("Cookinglab", "African elephant") ([`crate::grammar::ProductSave`]); a save that names
@@ -102,6 +103,11 @@ const NOT_NAME_STARTS: &[&str] = &["the"];
 
 /// Fewest letters of a plural name's singular for the singular's letters to be closed.
 const STEM_MIN_LETTERS: usize = 4;
+
+/// How many first letters of a stored name longer than [`STEM_MIN_LETTERS`] start no new name
+/// ("Ele" of "Elephant": not "Eleodora"). It costs the real names that share them ("Mongoose"
+/// after "Monkey").
+const START_LETTERS: usize = 3;
 
 /// Fewest definitions of the view that must use a word for it to be asked about next.
 const CANDIDATE_MIN_USES: u32 = 2;
@@ -389,11 +395,22 @@ impl Product {
                     .strip_suffix('y')
                     .or_else(|| name.strip_suffix("ies"))
                     .filter(|b| b.len() >= STEM_MIN_LETTERS - 1);
+                // Its first letters as the start of no name either: SmolLM2-135M, its token for
+                // "Ele" or "Zoo" still the likeliest once "Elephant" and "Zoos" were closed,
+                // wrote them on into made-up names ("Eleodora", "Elezio", "Eleoprolophos";
+                // "Zoosia", "Zooskeds"), a third of a run's names. Closed, the choice moves to
+                // the first letter, where the model's next likeliest is another real name. Not
+                // a short name's: "Peas" would close "Pear", "Peach" and "Peanut".
+                let start = name.get(..START_LETTERS).filter(|_| name.len() > STEM_MIN_LETTERS);
                 chars += stem.len() + 1 + short.map_or(0, str::len) + other_y.map_or(0, |b| b.len() + 2);
-                if chars > PRODUCT_TAKEN_MAX_CHARS || self.taken.len() + 3 > PRODUCT_TAKEN_MAX {
+                chars += start.map_or(0, |s| s.len() + 1);
+                if chars > PRODUCT_TAKEN_MAX_CHARS || self.taken.len() + 4 > PRODUCT_TAKEN_MAX {
                     break;
                 }
                 take_start(&mut self.taken, stem);
+                if let Some(s) = start {
+                    take_start(&mut self.taken, s);
+                }
                 if let Some(w) = short.and_then(|o| Word::try_from_str(o).ok()) {
                     let _ = self.taken.push(w);
                 }
