@@ -558,9 +558,10 @@ pub const PRODUCT_ASKED_MAX: usize = 256;
 pub const PRODUCT_CANDIDATES_MAX: usize = 64;
 
 /// Most names a new product entry may not take: the names of stored product entries (the
-/// newest, read from the store's tag index; each as letters no new name starts with), the
-/// task's own words and the words that name nothing. Cost: 65 bytes each, reserved once.
-/// Older names past it are still refused when saved (the key exists).
+/// newest, read from the store's tag index; each as letters no new name starts with, and a
+/// long one's first three letters too), the task's own words and the words that name nothing.
+/// Cost: 65 bytes each, reserved once. Older names past it are still refused when saved (the
+/// key exists).
 pub const PRODUCT_TAKEN_MAX: usize = 512;
 
 /// Most characters of all the names in the taken list together: each character is at most one
