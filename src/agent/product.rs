@@ -1465,18 +1465,25 @@ mod tests {
         assert!(p.repeats(&key("cooking,glossary,dish"), "Dish: a term of cooking, one per entry.").is_some());
     }
 
-    #[test]
-    fn a_name_in_y_and_its_plural_in_ies_close_each_other() {
-        let dir = crate::testing::temp_dir("product-ies");
+    /// A product of "Make a list of African animals" refreshed from a store holding an entry
+    /// for each of `names` (`Cape buffalo` under `cape_buffalo`), and the store's directory.
+    fn animals_after(label: &str, names: &[&str]) -> (std::path::PathBuf, Product) {
+        let dir = crate::testing::temp_dir(label);
         let mut store = Store::open_with_capacity(&dir, 64).unwrap();
         let mut working = WorkingSet::new();
         working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
-        for (i, n) in ["Berries", "Jelly", "Ray"].iter().enumerate() {
-            let key = format!("african,animals,{}", n.to_lowercase());
+        for (i, n) in names.iter().enumerate() {
+            let key = format!("african,animals,{}", n.to_lowercase().replace(' ', "_"));
             store.put(&normalize(&key).unwrap(), &format!("{n}: an animal of Africa."), i as u64 + 1).unwrap();
         }
         let mut p = Product::new();
         p.refresh(&working, Some(&store));
+        (dir, p)
+    }
+
+    #[test]
+    fn a_name_in_y_and_its_plural_in_ies_close_each_other() {
+        let (dir, p) = animals_after("product-ies", &["Berries", "Jelly", "Ray"]);
         // "Jelly" closes "Jellies" ("jelli*"), "Berries" closes "Berry" ("berry*"); a name of
         // two letters before its "y" closes nothing more ("Rain" stays free after "Ray").
         let taken: Vec<&str> = p.taken().collect();
@@ -1488,16 +1495,7 @@ mod tests {
 
     #[test]
     fn a_stored_name_closes_its_first_letters_as_the_start_of_another() {
-        let dir = crate::testing::temp_dir("product-start");
-        let mut store = Store::open_with_capacity(&dir, 64).unwrap();
-        let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
-        for (i, n) in ["Elephant", "Tigers", "Cape buffalo", "Bats", "Ox"].iter().enumerate() {
-            let key = format!("african,animals,{}", n.to_lowercase().replace(' ', "_"));
-            store.put(&normalize(&key).unwrap(), &format!("{n}: an animal of Africa."), i as u64 + 1).unwrap();
-        }
-        let mut p = Product::new();
-        p.refresh(&working, Some(&store));
+        let (dir, p) = animals_after("product-start", &["Elephant", "Tigers", "Cape buffalo", "Bats", "Ox"]);
         let taken: Vec<&str> = p.taken().collect();
         assert!(taken.contains(&"ele*") && taken.contains(&"tig*") && taken.contains(&"cap*"), "{taken:?}");
         // The names a small model wrote on from a taken name's first token are closed...
