@@ -396,9 +396,9 @@ impl Product {
                     .or_else(|| name.strip_suffix("ies"))
                     .filter(|b| b.len() >= STEM_MIN_LETTERS - 1);
                 // Its first letters as the start of no name either: SmolLM2-135M, its token for
-                // "Ele" or "Zoo" still the likeliest once "Elephant" and "Zoos" were closed,
+                // "Ele" or "Oce" still the likeliest once "Elephant" and "Ocelot" were closed,
                 // wrote them on into made-up names ("Eleodora", "Elezio", "Eleoprolophos";
-                // "Zoosia", "Zooskeds"), a third of a run's names. Closed, the choice moves to
+                // "Ocenopithecus"), up to a third of a run's names. Closed, the choice moves to
                 // the first letter, where the model's next likeliest is another real name. Not
                 // a short name's: "Peas" would close "Pear", "Peach" and "Peanut".
                 let start = name.get(..START_LETTERS).filter(|_| name.len() > STEM_MIN_LETTERS);
