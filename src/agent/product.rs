@@ -1469,7 +1469,7 @@ mod tests {
     /// for each of `names` (`Cape buffalo` under `cape_buffalo`), and the store's directory.
     fn animals_after(label: &str, names: &[&str]) -> (std::path::PathBuf, Product) {
         let dir = crate::testing::temp_dir(label);
-        let mut store = Store::open_with_capacity(&dir, 64).unwrap();
+        let mut store = Store::open_with_capacity(&dir, 256).unwrap();
         let mut working = WorkingSet::new();
         working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
         for (i, n) in names.iter().enumerate() {
@@ -1509,6 +1509,24 @@ mod tests {
             assert!(p.is_free(free), "{free}");
         }
         assert!(!taken.contains(&"bat*") && !p.is_free("Oxpecker"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A long name's first letters close all its other forms, so the grammar pays only for them
+    /// (a closed node of the trie has no children): the budget of taken characters holds about
+    /// three times as many such names as when each was charged for its whole letters too.
+    #[test]
+    fn a_long_name_costs_the_taken_budget_only_its_first_letters() {
+        // 150 names of ten letters, each with first letters of its own ("baaname", "bbaname"...).
+        let names: Vec<String> = (0..150u8)
+            .map(|i| format!("{}{}{}namesake", (b'b' + i / 26 % 26) as char, (b'a' + i % 26) as char, 'a'))
+            .collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (dir, p) = animals_after("product-budget", &refs);
+        let taken: Vec<&str> = p.taken().collect();
+        let closed = names.iter().filter(|n| taken.contains(&format!("{}*", &n[..3]).as_str())).count();
+        // Charged 15 characters each (ten letters, the start, two signs), 68 fit in 1,024.
+        assert!(closed >= 120, "{closed} of 150 names closed");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
