@@ -402,8 +402,12 @@ impl Product {
                 // the first letter, where the model's next likeliest is another real name. Not
                 // a short name's: "Peas" would close "Pear", "Peach" and "Peanut".
                 let start = name.get(..START_LETTERS).filter(|_| name.len() > STEM_MIN_LETTERS);
-                chars += stem.len() + 1 + short.map_or(0, str::len) + other_y.map_or(0, |b| b.len() + 2);
-                chars += start.map_or(0, |s| s.len() + 1);
+                // What the grammar pays for: with the first letters closed, only them (its trie
+                // writes nothing beneath a closed node, where the other forms are).
+                chars += match start {
+                    Some(s) => s.len() + 1,
+                    None => stem.len() + 1 + short.map_or(0, str::len) + other_y.map_or(0, |b| b.len() + 2),
+                };
                 if chars > PRODUCT_TAKEN_MAX_CHARS || self.taken.len() + 4 > PRODUCT_TAKEN_MAX {
                     break;
                 }
