@@ -565,8 +565,9 @@ pub const PRODUCT_CANDIDATES_MAX: usize = 64;
 pub const PRODUCT_TAKEN_MAX: usize = 512;
 
 /// Most characters of all the names in the taken list together: each character is at most one
-/// rule of the grammar, of at most ~100 bytes (see [`GRAMMAR_MAX_BYTES`]). Names past it are not excluded by the
-/// grammar (and still refused when saved).
+/// rule of the grammar, of at most ~100 bytes (see [`GRAMMAR_MAX_BYTES`]); a long name whose
+/// first three letters are closed counts only those, as nothing beneath them is written. Names
+/// past it are not excluded by the grammar (and still refused when saved).
 pub const PRODUCT_TAKEN_MAX_CHARS: usize = 1024;
 
 /// Most tags the product's key carries (derived from the task's words).
