@@ -1469,6 +1469,41 @@ mod tests {
         assert!(p.repeats(&key("cooking,glossary,dish"), "Dish: a term of cooking, one per entry.").is_some());
     }
 
+    /// The name is part of an entry: a new name whose text is like another entry's but for a
+    /// word or two is a new entry (the view shows names only, so the model did not copy the
+    /// text; a small model's sentences about animals are alike: SmolLM2-135M's "Leopards: a
+    /// big cat that lives in Africa." after "Zebra: a big animal that lives in Africa." was
+    /// refused, and Leopards never asked again); the same text under a new name is a copy.
+    #[test]
+    fn a_new_name_with_a_text_like_another_entrys_is_a_new_entry() {
+        let dir = crate::testing::temp_dir("product-alike");
+        let mut store = Store::open_with_capacity(&dir, 16).unwrap();
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let key = |s: &str| normalize(s).unwrap();
+        store.put(&key("african,animals,zebra"), "Zebra: a big animal that lives in Africa.", 1).unwrap();
+        store.put(&key("african,animals,turtles"), "Turtles: a big group of animals that live in the sea.", 2).unwrap();
+        let mut p = Product::new();
+        p.refresh(&working, Some(&store));
+        let mut out = FixedBuf::with_capacity("view", 4096);
+        p.render(&mut store, &mut out, 4096).unwrap();
+        let new = [
+            ("african,animals,leopards", "Leopards: a big cat that lives in Africa."),
+            ("african,animals,dolphins", "Dolphins: a large group of animals that live in the sea."),
+        ];
+        for (k, v) in new {
+            assert_eq!(p.repeats(&key(k), v), None, "{v}");
+        }
+        let copies = [
+            ("african,animals,gazelle", "Gazelle: a big animal that lives in Africa."),
+            ("african,animals,zebra", "Zebra: a big animal of Africa."),
+        ];
+        for (k, v) in copies {
+            assert!(p.repeats(&key(k), v).is_some(), "{v}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A product of "Make a list of African animals" refreshed from a store holding an entry
     /// for each of `names` (`Cape buffalo` under `cape_buffalo`), and the store's directory.
     fn animals_after(label: &str, names: &[&str]) -> (std::path::PathBuf, Product) {
