@@ -235,7 +235,7 @@ pub struct Product {
     /// The names taken, sorted and distinct.
     taken: ArrayVec<Word, PRODUCT_TAKEN_MAX>,
     /// For each entry in the view: the hash of its head (the text before `:`, as
-    /// [`normal_hash`] makes it) and the words of its text ([`Words`]).
+    /// [`normal_hash`] makes it) and the words of its whole value, name and text ([`Words`]).
     seen: ArrayVec<(u64, Words), PRODUCT_VIEW_MAX_ENTRIES>,
     /// Entries the view showed in the last render.
     shown: usize,
@@ -757,7 +757,7 @@ impl Product {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
             out.push_str("\n")?;
-            let _ = self.seen.push((normal_hash(head(v)), Words::of(body(v))));
+            let _ = self.seen.push((normal_hash(head(v)), Words::of(v)));
             self.shown += 1;
             let name = crate::bytes::str_prefix(head(v).trim(), TITLE_MAX_BYTES);
             if !name.is_empty() && name.len() < v.len() {
@@ -882,8 +882,9 @@ impl Product {
     }
 
     /// Why a save of `key` with `value` would repeat the product, if it would: its name is the
-    /// task's own word, or its value (or the head of its value, the text before `:`) is one the
-    /// view shows. `None`: new.
+    /// task's own word, its text is the task's words or its name's only, its head (the text
+    /// before `:`) is a name the view shows, or its value, name and text together, is alike one
+    /// of the view's entries (70% of their words shared). `None`: new.
     pub fn repeats(&self, key: &Key, value: &str) -> Option<&'static str> {
         let pkey = self.key.as_ref()?;
         if let Some(name) = name_of(key, pkey) {
@@ -918,8 +919,10 @@ impl Product {
         if name_of(key, pkey).is_some() && all > 0 && task * 10 >= all * 7 {
             return Some("the text repeats the task; say what the entry's name is");
         }
-        let (h, b) = (normal_hash(head(value)), Words::of(body(value)));
-        if self.seen.iter().any(|(sh, sb)| sb.alike(&b) || (*sh == h && head(value).len() < value.len())) {
+        // The name is part of the entry: a text like another entry's under a new name is new
+        // unless the two values are alike as a whole (the same text under another name is).
+        let (h, v) = (normal_hash(head(value)), Words::of(value));
+        if self.seen.iter().any(|(sh, sv)| sv.alike(&v) || (*sh == h && head(value).len() < value.len())) {
             return Some("<product> already says this; write something new");
         }
         None
@@ -1440,7 +1443,8 @@ mod tests {
     #[test]
     fn repeats_are_found_by_name_head_and_value() {
         let mut p = product_for("A glossary of cooking terms, one term per entry.");
-        let _ = p.seen.push((normal_hash("braise"), Words::of(" a Japanese dish made with kimchi and pork belly")));
+        let _ =
+            p.seen.push((normal_hash("braise"), Words::of("braise: a Japanese dish made with kimchi and pork belly")));
         let key = |s: &str| normalize(s).unwrap();
         assert!(p.repeats(&key("cooking,glossary,terms"), "terms: making food").is_some());
         assert!(p.file(&key("cooking,glossary"), "Cooking: making food").is_err());
