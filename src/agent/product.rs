@@ -1519,6 +1519,20 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// An acronym is a name to ask about, with a vowel or without: a glossary of networking
+    /// terms is made of them ("TCP", "HTTP", "DNS"), and the grammar lets a list write them;
+    /// small letters with no vowel are still a small model's run-on consonants.
+    #[test]
+    fn an_acronym_without_a_vowel_is_a_name() {
+        let p = product_for("Build a small glossary of networking terms: one term per entry.");
+        for name in ["TCP", "HTTP", "DNS", "SMTP", "BBQ"] {
+            assert!(p.is_free(name), "{name}");
+        }
+        for name in ["Tcp", "Jrjbjhkzfjnjl", "X"] {
+            assert!(!p.is_free(name), "{name}");
+        }
+    }
+
     /// An acronym whose first two letters start a stored name is no name to ask about: the
     /// grammar lets no list write one ("its second letter not one a taken name has next"), and a
     /// list that wrote several in a row before any was stored ("CHOL, CHEM, CHAR", "AACA, AACB,
