@@ -479,12 +479,13 @@ impl Product {
     }
 
     /// Whether `name` (as written) can name a new entry: it names no entry of the product and
-    /// no word of the task, it looks like a name (1 to [`NAME_WORDS_MAX`] words of 2 to
-    /// [`NAME_WORD_MAX_LETTERS`] letters or `-`, with a vowel), it does not start with a word
-    /// that names nothing ([`NOT_NAMES`], "Including ...") or one of the task's words that say
-    /// nothing of its subject ("save one term", copied from the task), it does not end with a
-    /// word that ends a phrase ("Salt and"), and it is not all words of the task ("Cooking
-    /// terms"; "Cooking oil" is a name).
+    /// no word of the task, and is no acronym whose first two letters start a name taken (as
+    /// the grammar has it), it looks like a name (1 to [`NAME_WORDS_MAX`] words of 2 to
+    /// [`NAME_WORD_MAX_LETTERS`] letters or `-`, with a vowel or all capitals), it does not
+    /// start with a word that names nothing ([`NOT_NAMES`], "Including ...") or one of the
+    /// task's words that say nothing of its subject ("save one term", copied from the task), it
+    /// does not end with a word that ends a phrase ("Salt and"), and it is not all words of the
+    /// task ("Cooking terms"; "Cooking oil" is a name).
     fn is_free(&self, name: &str) -> bool {
         let mut tag = Word::new();
         if !slug(name, &mut tag) {
@@ -531,12 +532,12 @@ impl Product {
             }
         }
         let words = || name.split(' ').filter(|w| !w.is_empty());
-        // A word: letters (or `-`), a vowel, and no capital after a small letter (a small
-        // model that drifts runs names together: "ChickenLovers").
+        // A word: letters (or `-`), a vowel or all capitals ("TCP"), and no capital after a
+        // small letter (a small model that drifts runs names together: "ChickenLovers").
         let shaped = |w: &str| {
             (2..=NAME_WORD_MAX_LETTERS).contains(&w.len())
                 && w.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
-                && w.bytes().any(|b| b"aeiouyAEIOUY".contains(&b))
+                && (w.bytes().any(|b| b"aeiouyAEIOUY".contains(&b)) || w.bytes().all(|b| b.is_ascii_uppercase()))
                 && !w.as_bytes().windows(2).any(|p| {
                     p.first().is_some_and(u8::is_ascii_lowercase) && p.get(1).is_some_and(u8::is_ascii_uppercase)
                 })
