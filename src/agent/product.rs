@@ -1492,15 +1492,10 @@ mod tests {
     /// refused, and Leopards never asked again); the same text under a new name is a copy.
     #[test]
     fn a_new_name_with_a_text_like_another_entrys_is_a_new_entry() {
-        let dir = crate::testing::temp_dir("product-alike");
-        let mut store = Store::open_with_capacity(&dir, 16).unwrap();
-        let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let stored =
+            ["Zebra: a big animal that lives in Africa.", "Turtles: a big group of animals that live in the sea."];
+        let (dir, mut store, mut p) = animals_with("product-alike", &stored.map(String::from));
         let key = |s: &str| normalize(s).unwrap();
-        store.put(&key("african,animals,zebra"), "Zebra: a big animal that lives in Africa.", 1).unwrap();
-        store.put(&key("african,animals,turtles"), "Turtles: a big group of animals that live in the sea.", 2).unwrap();
-        let mut p = Product::new();
-        p.refresh(&working, Some(&store));
         let mut out = FixedBuf::with_capacity("view", 4096);
         p.render(&mut store, &mut out, 4096).unwrap();
         let new = [
@@ -1554,17 +1549,24 @@ mod tests {
     /// A product of "Make a list of African animals" refreshed from a store holding an entry
     /// for each of `names` (`Cape buffalo` under `cape_buffalo`), and the store's directory.
     fn animals_after(label: &str, names: &[&str]) -> (std::path::PathBuf, Product) {
+        let values: Vec<String> = names.iter().map(|n| format!("{n}: an animal of Africa.")).collect();
+        let (dir, _, p) = animals_with(label, &values);
+        (dir, p)
+    }
+
+    /// The same from whole values (`Zebra: ...` under `zebra`), with the store.
+    fn animals_with(label: &str, values: &[String]) -> (std::path::PathBuf, Store, Product) {
         let dir = crate::testing::temp_dir(label);
         let mut store = Store::open_with_capacity(&dir, 256).unwrap();
         let mut working = WorkingSet::new();
         working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
-        for (i, n) in names.iter().enumerate() {
-            let key = format!("african,animals,{}", n.to_lowercase().replace(' ', "_"));
-            store.put(&normalize(&key).unwrap(), &format!("{n}: an animal of Africa."), i as u64 + 1).unwrap();
+        for (i, v) in values.iter().enumerate() {
+            let key = format!("african,animals,{}", head(v).trim().to_lowercase().replace(' ', "_"));
+            store.put(&normalize(&key).unwrap(), v, i as u64 + 1).unwrap();
         }
         let mut p = Product::new();
         p.refresh(&working, Some(&store));
-        (dir, p)
+        (dir, store, p)
     }
 
     #[test]
