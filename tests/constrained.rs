@@ -506,6 +506,76 @@ fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
     assert_eq!(audit.matches("\"cached_tokens\":80").count(), 12);
 }
 
+/// A definition for each name the loopback model is asked about.
+fn sentence_about(name: &str) -> &'static str {
+    match name {
+        "Zebra" => "a horse of Africa with black and white stripes.",
+        "Okapi" => "a forest animal related to the giraffe.",
+        "Eland" => "a large antelope of the open savanna.",
+        "Kudu" => "an antelope with long spiral horns.",
+        "Hyrax" => "a small furry mammal that lives among rocks.",
+        _ => "an animal.",
+    }
+}
+
+/// The agent asks a model that follows its grammar for names, then asks about all of them in
+/// one question; each line of the answer is an entry of its own, filed under its name, and
+/// the next cycle asks for names again.
+#[test]
+fn one_reply_defines_every_name_of_the_plan() {
+    let lists = std::sync::Arc::new(AtomicUsize::new(0));
+    let l = lists.clone();
+    let server = Server::start(move |_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        let Some(g) = field(seen, "grammar") else { return Do::Reply(json_ok(&chat_body("no grammar"))) };
+        let grammar = Grammar::parse(&g).unwrap_or_else(|e| panic!("the agent sent a malformed grammar: {e}\n{g}"));
+        let body = seen.body_str();
+        let (kind, tags, value) = if g.contains("lkjok") {
+            return Do::Reply(json_ok(&chat_body("lkjok")));
+        } else if body.contains("Name five common African animals.") {
+            let names =
+                if l.fetch_add(1, Ordering::Relaxed) == 0 { "Zebra\n2. Okapi\n3. Eland" } else { "Kudu\n2. Hyrax" };
+            ("working_memory_add", "plan", format!("Common African animals:\n1. {names}\n"))
+        } else {
+            let at = body.rfind("what ").expect("a question about names");
+            let asked = &body[at..];
+            let asked = &asked[asked.find(' ').unwrap() + 1..asked.find('?').unwrap()];
+            let asked = asked.strip_prefix("are ").or_else(|| asked.strip_prefix("is ")).unwrap();
+            let names: Vec<&str> = asked.split([',', ' ']).filter(|w| !w.is_empty() && *w != "and").collect();
+            let lines: Vec<String> = names.iter().map(|n| format!("{n}: {}", sentence_about(n))).collect();
+            ("storage_save", "african,animals", lines.join("\n"))
+        };
+        let reply =
+            format!("<agent>\n<action><type>{kind}</type><tags>{tags}</tags><value>{value}</value></action>\n</agent>");
+        assert!(grammar.matches(&reply), "the reply is not in the grammar sent\n{reply}\n{g}");
+        Do::Reply(json_ok(&chat_body(&reply)))
+    });
+    let d = shipped_dir("several", &server.url("/v1/chat/completions"), "auto");
+    d.write(
+        "memory.json",
+        r#"{"state":"thinking","iteration":0,"working_memory":{"task":"Make a list of African animals: save one animal per entry to storage, with one sentence about it."}}"#.to_string(),
+    );
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 4);
+    for r in &reports {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+    }
+    // Names, their three entries in one cycle, names again, their two entries.
+    let saves: Vec<usize> = reports.iter().map(|r| r.actions.iter().filter(|a| a.ok).count()).collect();
+    assert_eq!(saves, [1, 3, 1, 2]);
+    drop(a);
+    let mut store = Store::open(&d.0).unwrap();
+    for name in ["Zebra", "Okapi", "Eland", "Kudu", "Hyrax"] {
+        let key = normalize(&format!("african,animals,{}", name.to_lowercase())).unwrap();
+        let id = store.find(&key).unwrap_or_else(|| panic!("{key} is not stored"));
+        assert_eq!(store.value(id).unwrap(), format!("{name}: {}", sentence_about(name)));
+    }
+    let audit = std::fs::read_to_string(d.0.join("logs/audit.jsonl")).unwrap();
+    assert_eq!(audit.matches("{\"type\":\"storage_save\",\"key\":\"african,animals,").count(), 5, "{audit}");
+}
+
 #[test]
 fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
     let server = Server::start(|_, seen| {
@@ -876,6 +946,29 @@ fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
     for drift in ["a cat that'sntensed.", "a chef who'sbroughtinhimmck.", "a big animal with a long neck that'sraeli."]
     {
         assert!(!g.matches(&reply(drift)), "{drift}\n{text}");
+    }
+}
+
+/// Asked about several names, the reply is their entries in the order asked, one a line, each
+/// a name the agent wrote and a sentence the model did.
+#[test]
+fn a_definition_ask_of_several_names_writes_an_entry_for_each_in_turn() {
+    let (g, text) = product_grammar(&["cooking*"], ProductAsk::Define("Roux\nSear\nMise en place"));
+    let reply = |value: &str| {
+        format!(
+            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>{value}</value></action>\n</agent>"
+        )
+    };
+    let ok = "Roux: a paste of flour and fat.\nSear: a way to brown meat.\nMise en place: a set of ready things.";
+    assert!(g.matches(&reply(ok)), "{text}");
+    for no in [
+        "Roux: a paste of flour and fat.",
+        "Roux: a paste of flour and fat.\nSear: a way to brown meat.",
+        "Sear: a way to brown meat.\nRoux: a paste of flour and fat.\nMise en place: a set of ready things.",
+        "Roux: a paste of flour and fat.\nSear: a way to brown meat.\nMise en place: a set of ready things.\n",
+        "Roux: a paste of flour and fat. Sear: a way to brown meat.\nMise en place: a set of ready things.",
+    ] {
+        assert!(!g.matches(&reply(no)), "{no}\n{text}");
     }
 }
 
