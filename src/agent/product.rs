@@ -30,17 +30,20 @@
 //!   about once is not asked again in the run, whatever came of it ([`Product::asked`]).
 //! - **The asks** ([`Product::ask`], [`Product::write_question`]): with a grammar, the prompt
 //!   ends with one concrete question and the grammar writes all of the reply but the answer.
-//!   The next name is the plan's next free one (the working-memory entry [`PLAN_KEY`], which
-//!   the prompt does not show); for a glossary with none, the word the view's definitions use
-//!   most that is not taken (the words a glossary uses are its next terms, and real words,
-//!   which a small model defines well: "made with *flour* and *butter*"). The ask for it is
-//!   its entry ("In the glossary of cooking terms, what is Flour? Answer in one sentence.", the
-//!   value starting `Flour: `, one sentence of words). With no name at all: names for the plan,
-//!   as a numbered list under a heading ("Name five common cooking terms.", the value starting
-//!   `Common cooking terms:\n1. `); for a list that is not a glossary, the list continues the
-//!   newest entries' names (`Common African animals:\n1. Lion\n2. Zebra\n3. `). After each
-//!   cycle the plan keeps only the free, name-shaped names not yet asked for
-//!   ([`Product::settle_plan`]).
+//!   The next names are the plan's free ones (the working-memory entry [`PLAN_KEY`], which
+//!   the prompt does not show); for a glossary with none, the words the view's definitions use
+//!   most that are not taken (the words a glossary uses are its next terms, and real words,
+//!   which a small model defines well: "made with *flour* and *butter*"). The ask for them is
+//!   their entries, all in one question ("In the glossary of cooking terms, what are Flour,
+//!   Butter and Milk? Answer in one sentence each.", the value `Flour: ` and one sentence of
+//!   words, a line break, `Butter: ` and its sentence...): each line is filed as an entry of its
+//!   own, and one cycle defines what took one each (every cycle's reply pays for the markup
+//!   around its answer, about 50 tokens a small model writes one by one). With no name at
+//!   all: names for the plan, as a numbered list under a heading ("Name five common cooking
+//!   terms.", the value starting `Common cooking terms:\n1. `); for a list that is not a
+//!   glossary, the list continues the newest entries' names
+//!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `). After each cycle the plan keeps
+//!   only the free, name-shaped names not yet asked for ([`Product::settle_plan`]).
 //!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
 //! Everything is reserved in [`Product::new`]; refreshing and rendering allocate nothing.
@@ -118,6 +121,10 @@ pub const PLAN_KEY: &str = "plan";
 
 /// Most names the plan keeps (small models name the first few best).
 pub const PLAN_NAMES_MAX: usize = 3;
+
+/// Most bytes of the names asked about in one question: the plan's, a title's length each, one
+/// a line.
+pub const NEXT_MAX_BYTES: usize = PLAN_NAMES_MAX * (TITLE_MAX_BYTES + 1);
 
 /// Most words in a name the plan keeps.
 const NAME_WORDS_MAX: usize = 3;
@@ -250,8 +257,9 @@ pub struct Product {
     prefix: ArrayString<PREFIX_MAX_BYTES>,
     /// The number the prefix leaves for the model's first name.
     first: u32,
-    /// The plan's next free name, as written.
-    next: ArrayString<TITLE_MAX_BYTES>,
+    /// The plan's free names, as written, one a line, at most [`PLAN_NAMES_MAX`]: asked about
+    /// in one question.
+    next: ArrayString<NEXT_MAX_BYTES>,
     /// Every word of the task, lowercased (a name that starts with one is copied from it).
     all_words: ArrayVec<Word, TASK_ALL_WORDS_MAX>,
     /// What the product is about: the title less the words of its form and its unit
@@ -431,19 +439,37 @@ impl Product {
         }
         self.taken.as_mut_slice().sort_unstable();
         dedup(&mut self.taken);
-        // The next name of the plan that is still free, if any.
+        // The plan's names that are still free, each once, in its order.
         self.next.clear();
         let plan = normalize(PLAN_KEY).ok().and_then(|k| working.get(&k)).unwrap_or("");
         for name in plan_names(plan) {
             if self.is_free(name) {
-                // Written as an entry's head: its first letter capitalised.
-                let mut chars = name.chars();
-                if let Some(c) = chars.next() {
-                    let _ = self.next.push(c.to_ascii_uppercase());
-                    let _ = self.next.push_str(chars.as_str());
-                }
-                break;
+                self.push_next(name);
             }
+        }
+    }
+
+    /// Adds `name` to the names asked about next, written as an entry's head (its first letter
+    /// capitalised), unless [`PLAN_NAMES_MAX`] are there or one of them is `name` in the
+    /// singular or the plural: a list that names "Pasta" and "Pastas" would have both defined
+    /// alike.
+    fn push_next(&mut self, name: &str) {
+        let mut chars = name.chars();
+        let Some(c) = chars.next() else { return };
+        let plural = |a: &str, b: &str| {
+            a.len() > b.len()
+                && a.get(..b.len()).is_some_and(|h| h.eq_ignore_ascii_case(b))
+                && a.get(b.len()..).is_some_and(|t| t == "s" || t == "es")
+        };
+        let same = |n: &str| n.eq_ignore_ascii_case(name) || plural(n, name) || plural(name, n);
+        if self.next.lines().count() >= PLAN_NAMES_MAX || self.next.lines().any(same) {
+            return;
+        }
+        let line = if self.next.is_empty() { "" } else { "\n" };
+        if self.next.len() + line.len() + name.len() <= NEXT_MAX_BYTES {
+            let _ = self.next.push_str(line);
+            let _ = self.next.push(c.to_ascii_uppercase());
+            let _ = self.next.push_str(chars.as_str());
         }
     }
 
@@ -558,7 +584,7 @@ impl Product {
     }
 
     /// What to ask a model whose reply a grammar writes (see the module documentation): the
-    /// entry for the plan's next free name, else names for the plan.
+    /// entries for the plan's free names, one a line, else names for the plan.
     pub fn ask(&self) -> ProductAsk<'_> {
         if !self.next.is_empty() {
             ProductAsk::Define(self.next.as_str())
@@ -583,8 +609,21 @@ impl Product {
     /// Writes the question of `ask` as the prompt's last line.
     pub fn write_question(&self, ask: ProductAsk<'_>, out: &mut FixedBuf) -> Result<()> {
         match ask {
-            ProductAsk::Define(name) => {
-                out.format(format_args!("In the {}, what is {}? Answer in one sentence.\n", self.title, name))
+            ProductAsk::Define(names) if !names.contains('\n') => {
+                out.format(format_args!("In the {}, what is {}? Answer in one sentence.\n", self.title, names))
+            }
+            ProductAsk::Define(names) => {
+                out.format(format_args!("In the {}, what are ", self.title))?;
+                let n = names.lines().count();
+                for (i, name) in names.lines().enumerate() {
+                    let sep = match i {
+                        0 => "",
+                        _ if i + 1 == n => " and ",
+                        _ => ", ",
+                    };
+                    out.format(format_args!("{}{}", sep, name))?;
+                }
+                out.push_str("? Answer in one sentence each.\n")
             }
             // Asked in the task's words but not as the task says them (a small model copies the
             // task's text when the question repeats it), and as small models were tuned to
@@ -602,7 +641,8 @@ impl Product {
     }
 
     /// Keeps the plan in `working` to what is still to do, after a cycle: the names that are
-    /// still free, without `done` (the name just asked for, whatever came of it), at most
+    /// still free, without `done` (the names just asked about, one a line, whatever came of
+    /// it), at most
     /// [`PLAN_NAMES_MAX`]; no plan when none is left. `scratch` holds the new text.
     pub fn settle_plan(&self, working: &mut WorkingSet, done: &str, scratch: &mut FixedBuf, now: u64) -> Result<()> {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
@@ -614,7 +654,7 @@ impl Product {
         let mut seen: ArrayVec<Word, PLAN_NAMES_MAX> = ArrayVec::new();
         for name in plan_names(plan) {
             let mut tag = Word::new();
-            if kept == PLAN_NAMES_MAX || name.eq_ignore_ascii_case(done) || !self.is_free(name) {
+            if kept == PLAN_NAMES_MAX || done.lines().any(|d| name.eq_ignore_ascii_case(d)) || !self.is_free(name) {
                 continue;
             }
             if !slug(name, &mut tag) || seen.iter().any(|s| *s == tag) {
@@ -802,18 +842,20 @@ impl Product {
             }
             // Only a word two definitions use: one that only the newest uses leads away from
             // the task, one definition at a time (SmolLM2-135M, cooking: Food, Ingredients,
-            // Earth, Planet, Solarsystem, Industry, Beauty, Animal, Language, Horns).
-            let mut best: Option<(Word, u32)> = None;
-            for &(w, n) in self.candidates.iter().filter(|(_, n)| *n >= CANDIDATE_MIN_USES) {
-                if best.is_none_or(|(_, b)| n > b) {
-                    best = Some((w, n));
+            // Earth, Planet, Solarsystem, Industry, Beauty, Animal, Language, Horns). The words
+            // most of them use, as many as a plan's names, asked about at once.
+            let mut picked: ArrayVec<usize, PLAN_NAMES_MAX> = ArrayVec::new();
+            while !picked.is_full() {
+                let mut best: Option<(usize, u32)> = None;
+                for (i, &(_, n)) in self.candidates.iter().enumerate() {
+                    if n >= CANDIDATE_MIN_USES && !picked.as_slice().contains(&i) && best.is_none_or(|(_, b)| n > b) {
+                        best = Some((i, n));
+                    }
                 }
-            }
-            if let Some((w, _)) = best {
-                let mut chars = w.as_str().chars();
-                if let Some(c) = chars.next() {
-                    let _ = self.next.push(c.to_ascii_uppercase());
-                    let _ = self.next.push_str(chars.as_str());
+                let Some((i, _)) = best else { break };
+                let _ = picked.push(i);
+                if let Some(&(w, _)) = self.candidates.get(i) {
+                    self.push_next(w.as_str());
                 }
             }
         }
@@ -938,6 +980,16 @@ impl Product {
             return Some("<product> already says this; write something new");
         }
         None
+    }
+
+    /// Remembers `value`, an entry of the product saved this cycle, for [`Product::repeats`]:
+    /// the next entries of the same reply may not repeat it either (the oldest entry the view
+    /// showed is forgotten when there is no room).
+    pub fn saved(&mut self, value: &str) {
+        if self.seen.is_full() {
+            self.seen.remove(0);
+        }
+        let _ = self.seen.push((normal_hash(head(value)), Words::of(value)));
     }
 }
 
@@ -1567,6 +1619,82 @@ mod tests {
         let mut p = Product::new();
         p.refresh(&working, Some(&store));
         (dir, store, p)
+    }
+
+    /// The plan's free names are asked about in one question, and the reply's entries, one a
+    /// line, are judged against each other as they are saved: one cycle for the plan's names,
+    /// not one each.
+    #[test]
+    fn the_plans_free_names_are_asked_about_at_once() {
+        let (dir, mut store, mut p) = animals_with("product-several", &["Lion: a big cat of Africa.".to_string()]);
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let plan = "Common African animals:\n1. Zebra\n2. Lions\n3. Zebras\n4. Okapi\n5. Zebra\n6. Eland\n7. Kudu";
+        working.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
+        p.refresh(&working, Some(&store));
+        let mut out = FixedBuf::with_capacity("view", 4096);
+        p.render(&mut store, &mut out, 1 << 20).unwrap();
+        // The free names, each once (not in the plural either), at most PLAN_NAMES_MAX of them
+        // ("Lions" is taken).
+        assert_eq!(p.ask(), ProductAsk::Define("Zebra\nOkapi\nEland"));
+        let mut q = FixedBuf::with_capacity("ask", 256);
+        p.write_question(p.ask(), &mut q).unwrap();
+        assert_eq!(
+            q.as_str().unwrap(),
+            "In the African animals, what are Zebra, Okapi and Eland? Answer in one sentence each.\n"
+        );
+        // An entry saved this cycle is one the next line may not repeat.
+        let key = normalize("african,animals,okapi").unwrap();
+        let zebra = "Zebra: a horse of Africa with black and white stripes.";
+        assert!(p.repeats(&key, "Okapi: a horse of Africa with black and white stripes.").is_none());
+        p.saved(zebra);
+        assert!(p.repeats(&key, "Okapi: a horse of Africa with black and white stripes.").is_some());
+        assert!(p.repeats(&key, "Okapi: a forest animal related to the giraffe.").is_none());
+        // Every name asked about is done: the plan keeps the rest.
+        for name in ["Zebra", "Okapi", "Eland"] {
+            p.asked(name);
+        }
+        let mut scratch = FixedBuf::with_capacity("plan", 1024);
+        p.settle_plan(&mut working, "Zebra\nOkapi\nEland", &mut scratch, 3).unwrap();
+        assert_eq!(working.get(&normalize(PLAN_KEY).unwrap()), Some("Kudu"));
+        p.refresh(&working, Some(&store));
+        assert_eq!(p.ask(), ProductAsk::Define("Kudu"));
+        q.clear();
+        p.write_question(p.ask(), &mut q).unwrap();
+        assert_eq!(q.as_str().unwrap(), "In the African animals, what is Kudu? Answer in one sentence.\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A glossary with no plan asks about the words most of its definitions use, as many as a
+    /// plan's names, the most used first.
+    #[test]
+    fn the_words_most_definitions_use_are_asked_about_at_once() {
+        let dir = crate::testing::temp_dir("product-words");
+        let mut store = Store::open_with_capacity(&dir, 64).unwrap();
+        let mut working = WorkingSet::new();
+        let task = "Build a small glossary of cooking terms: one term per entry, with a definition.";
+        working.add(&normalize("task").unwrap(), task, 1).unwrap();
+        for (i, v) in [
+            "Roux: a paste made with flour and butter.",
+            "Batter: a liquid made with flour and milk.",
+            "Gravy: a sauce made with butter and milk.",
+            "Crepe: a cake made with flour and eggs.",
+            "Scone: a bun made with eggs and cream.",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let key = format!("cooking,glossary,{}", head(v).to_lowercase());
+            store.put(&normalize(&key).unwrap(), v, i as u64 + 1).unwrap();
+        }
+        let mut p = Product::new();
+        p.refresh(&working, Some(&store));
+        let mut out = FixedBuf::with_capacity("view", 4096);
+        p.render(&mut store, &mut out, 1 << 20).unwrap();
+        // Flour three times; eggs, butter and milk twice (eggs met first, in the newest
+        // definition); cream, paste and the others once.
+        assert_eq!(p.ask(), ProductAsk::Define("Flour\nEggs\nButter"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -144,12 +144,19 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
 fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     out.push_str("actions ::= \"<action><type>")?;
     match p.ask {
-        ProductAsk::Define(name) => {
+        ProductAsk::Define(names) => {
             out.push_str("storage_save</type><tags>\" ")?;
             literal(out, p.tags)?;
             out.push_str(" \"</tags><value>\" ")?;
-            literal(out, name)?;
-            out.push_str(" \": \" sentence \"</value></action>\\n\"\n")?;
+            // Each name the agent asks about, in turn, with its sentence, one a line.
+            for (i, name) in names.lines().enumerate() {
+                if i > 0 {
+                    out.push_str(" \"\\n\" ")?;
+                }
+                literal(out, name)?;
+                out.push_str(" \": \" sentence")?;
+            }
+            out.push_str(" \"</value></action>\\n\"\n")?;
             // One sentence of words, at least three and at most [`GRAMMAR_ENTRY_MAX_WORDS`], up
             // to its full stop, with at most [`GRAMMAR_ENTRY_MAX_CLAUSES`]` - 1` commas. Words,
             // not characters: a small model that drifts writes runs of letters

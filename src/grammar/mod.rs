@@ -265,7 +265,8 @@ pub enum ProductAsk<'a> {
     /// Any new entry: a save whose value the model writes, name included (a state may still
     /// take its other actions).
     Entry,
-    /// The entry for this name: a save of `<name>: ` and one sentence, the only action.
+    /// The entries for these names, one a line (`Roux\nSear`): a save of `<name>: ` and one
+    /// sentence for each in turn, a line each, the only action.
     Define(&'a str),
     /// Names for the next entries: a `working_memory_add` of the plan entry `key`, whose value
     /// is `prefix` and a few new names, the only action: a numbered list, one name a line, the

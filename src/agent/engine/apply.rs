@@ -200,21 +200,36 @@ impl Doing<'_> {
                 Instruction::EvaluationLog(t) => self.log_line(&config.agent.evaluation_log, t, false)?,
                 Instruction::StateDelete(_) => requested = Some(states::THINKING),
                 Instruction::Action(a) => {
-                    if self.results.is_full() {
-                        continue;
+                    // Asked about several names, the model saves their entries in one value, one
+                    // a line (the grammar writes each name): each line is an entry of its own,
+                    // filed, judged and saved as if it were the only one.
+                    let several = a.kind == ActionKind::StorageSave
+                        && self.constrainer.active() == crate::grammar::Mode::Grammar
+                        && matches!(self.product.ask(), ProductAsk::Define(names) if names.contains('\n'));
+                    let value = a.value.unwrap_or("");
+                    let lines = value.split('\n').filter(|_| several);
+                    let one = (!several).then_some(a.value);
+                    for part in lines.map(Some).chain(one) {
+                        if self.results.is_full() {
+                            break;
+                        }
+                        any_action = true;
+                        let part = crate::reply::Action { value: part, ..a };
+                        let result = self.action(&part)?;
+                        any_ok |= result.ok;
+                        paged |= result.ok
+                            && matches!(
+                                a.kind,
+                                ActionKind::StorageSave
+                                    | ActionKind::WorkingMemoryRemove
+                                    | ActionKind::PageOut
+                                    | ActionKind::Archive
+                            );
+                        if result.ok && self.product.owns(result.key.as_str()) {
+                            self.product.saved(part.value.unwrap_or(""));
+                        }
+                        let _ = self.results.push(result);
                     }
-                    any_action = true;
-                    let result = self.action(&a)?;
-                    any_ok |= result.ok;
-                    paged |= result.ok
-                        && matches!(
-                            a.kind,
-                            ActionKind::StorageSave
-                                | ActionKind::WorkingMemoryRemove
-                                | ActionKind::PageOut
-                                | ActionKind::Archive
-                        );
-                    let _ = self.results.push(result);
                 }
             }
         }
@@ -223,13 +238,15 @@ impl Doing<'_> {
             && self.product.active()
             && state.as_str() != states::PAGING
         {
-            // The name just asked for is not asked again this run, whatever came of it: a name
-            // whose entry was refused would otherwise come back from the plan or the view.
-            let mut done = ArrayString::<KEY_MAX_BYTES>::new();
-            if let ProductAsk::Define(name) = self.product.ask() {
-                let _ = done.push_str(name);
+            // The names just asked about are not asked again this run, whatever came of it: a
+            // name whose entry was refused would otherwise come back from the plan or the view.
+            let mut done = ArrayString::<{ crate::agent::product::NEXT_MAX_BYTES }>::new();
+            if let ProductAsk::Define(names) = self.product.ask() {
+                let _ = done.push_str(names);
             }
-            self.product.asked(done.as_str());
+            for name in done.as_str().lines() {
+                self.product.asked(name);
+            }
             self.product.settle_plan(&mut self.memory.working, done.as_str(), self.rotate, self.now)?;
         }
         let next = if any_ok {
