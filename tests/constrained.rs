@@ -692,7 +692,7 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
     let shape = cfg.prompts.shape("evaluating");
     assert!(shape.actions.contains(ActionKind::StorageSave), "the shipped evaluating state saves");
     let mut reader = Reader::new();
-    let mut saves = 0;
+    let (mut saves, mut several) = (0, 0);
     for seed in 0..24u64 {
         let mut live = Live::new(seed);
         let mut r = rng(seed ^ 0x5EED);
@@ -779,24 +779,37 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
                     }
                     assert_eq!(a.kind, ActionKind::StorageSave, "{reply}");
                     assert_eq!(normalize(a.tags).unwrap().as_str(), "cooking,glossary", "{reply}");
-                    let filed = product.file(&normalize(a.tags).unwrap(), value);
                     if mode == Mode::JsonSchema {
                         // The schema has no exclusions: a taken name is refused when filed or saved.
+                        let _ = product.file(&normalize(a.tags).unwrap(), value);
                         continue;
                     }
-                    let key = filed.unwrap_or_else(|why| panic!("{why}: {reply}")).expect("a product save");
-                    assert!(live.store.find(&key).is_none(), "seed {seed} step {step}: {key} is stored\n{reply}");
-                    assert!(key.has_tag("cooking") && key.has_tag("glossary") && key.tag_count() == 3, "{key}");
-                    // The grammar leaves no name the product refuses; a random text may still
-                    // be refused for what it says (only the name's or the task's words).
-                    let why = product.repeats(&key, value).unwrap_or("");
-                    assert!(!why.starts_with("its name"), "{key}: {value}: {why}");
-                    let filed_action = lkjagent::reply::Action { tags: key.as_str(), ..a };
-                    let r = actions::apply(&filed_action, &mut live.working, &mut live.store, &mut live.scratch, 2)
-                        .unwrap();
-                    assert!(r.ok, "{}: {}", key, r.message.as_str());
-                    done = value.split(": ").next().unwrap_or("").to_string();
-                    saves += 1;
+                    // The entries of the names asked about, one a line, each filed on its own
+                    // (as the agent does).
+                    let ProductAsk::Define(names) = product.ask() else { panic!("{reply}") };
+                    done = names.to_string();
+                    several += usize::from(done.contains('\n'));
+                    assert_eq!(value.lines().count(), done.lines().count(), "{reply}");
+                    for (line, name) in value.lines().zip(done.lines()) {
+                        assert!(line.starts_with(&format!("{name}: ")), "{reply}");
+                        let filed = product.file(&normalize(a.tags).unwrap(), line);
+                        let key = filed.unwrap_or_else(|why| panic!("{why}: {reply}")).expect("a product save");
+                        assert!(live.store.find(&key).is_none(), "seed {seed} step {step}: {key} is stored\n{reply}");
+                        assert!(key.has_tag("cooking") && key.has_tag("glossary") && key.tag_count() == 3, "{key}");
+                        // The grammar leaves no name the product refuses; a random text may still
+                        // be refused for what it says (only the name's or the task's words).
+                        let why = product.repeats(&key, line).unwrap_or("");
+                        assert!(!why.starts_with("its name"), "{key}: {line}: {why}");
+                        let filed_action = lkjagent::reply::Action { tags: key.as_str(), value: Some(line), ..a };
+                        let r = actions::apply(&filed_action, &mut live.working, &mut live.store, &mut live.scratch, 2)
+                            .unwrap();
+                        assert!(r.ok, "{}: {}", key, r.message.as_str());
+                        product.saved(line);
+                        saves += 1;
+                    }
+                }
+                for name in done.lines() {
+                    product.asked(name);
                 }
                 if mode == Mode::Grammar {
                     let mut scratch = FixedBuf::with_capacity("plan", 4096);
@@ -809,6 +822,7 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
     // Random names are mostly not name-shaped (the plan drops them and asks again): some saves
     // happen all the same, every one of them new.
     assert!(saves >= 50, "replies sampled from the grammar save: {saves}");
+    assert!(several >= 10, "replies that define several names: {several}");
 }
 
 /// The product grammar's name rule, read by the independent GBNF reader: no taken name (of any
