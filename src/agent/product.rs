@@ -1608,12 +1608,18 @@ mod tests {
 
     /// The same from whole values (`Zebra: ...` under `zebra`), with the store.
     fn animals_with(label: &str, values: &[String]) -> (std::path::PathBuf, Store, Product) {
+        product_with(label, "Make a list of African animals: one animal per entry.", "african,animals", values)
+    }
+
+    /// A product of `task` (whose tags are `tags`) refreshed from a store holding `values`,
+    /// oldest first, each under the tags and its name.
+    fn product_with(label: &str, task: &str, tags: &str, values: &[String]) -> (std::path::PathBuf, Store, Product) {
         let dir = crate::testing::temp_dir(label);
         let mut store = Store::open_with_capacity(&dir, 256).unwrap();
         let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        working.add(&normalize("task").unwrap(), task, 1).unwrap();
         for (i, v) in values.iter().enumerate() {
-            let key = format!("african,animals,{}", head(v).trim().to_lowercase().replace(' ', "_"));
+            let key = format!("{tags},{}", head(v).trim().to_lowercase().replace(' ', "_"));
             store.put(&normalize(&key).unwrap(), v, i as u64 + 1).unwrap();
         }
         let mut p = Product::new();
@@ -1669,26 +1675,17 @@ mod tests {
     /// plan's names, the most used first.
     #[test]
     fn the_words_most_definitions_use_are_asked_about_at_once() {
-        let dir = crate::testing::temp_dir("product-words");
-        let mut store = Store::open_with_capacity(&dir, 64).unwrap();
-        let mut working = WorkingSet::new();
-        let task = "Build a small glossary of cooking terms: one term per entry, with a definition.";
-        working.add(&normalize("task").unwrap(), task, 1).unwrap();
-        for (i, v) in [
+        let values: Vec<String> = [
             "Roux: a paste made with flour and butter.",
             "Batter: a liquid made with flour and milk.",
             "Gravy: a sauce made with butter and milk.",
             "Crepe: a cake made with flour and eggs.",
             "Scone: a bun made with eggs and cream.",
         ]
-        .iter()
-        .enumerate()
-        {
-            let key = format!("cooking,glossary,{}", head(v).to_lowercase());
-            store.put(&normalize(&key).unwrap(), v, i as u64 + 1).unwrap();
-        }
-        let mut p = Product::new();
-        p.refresh(&working, Some(&store));
+        .map(String::from)
+        .to_vec();
+        let task = "Build a small glossary of cooking terms: one term per entry, with a definition.";
+        let (dir, mut store, mut p) = product_with("product-words", task, "cooking,glossary", &values);
         let mut out = FixedBuf::with_capacity("view", 4096);
         p.render(&mut store, &mut out, 1 << 20).unwrap();
         // Flour three times; eggs, butter and milk twice (eggs met first, in the newest
