@@ -614,15 +614,7 @@ impl Product {
             }
             ProductAsk::Define(names) => {
                 out.format(format_args!("In the {}, what are ", self.title))?;
-                let n = names.lines().count();
-                for (i, name) in names.lines().enumerate() {
-                    let sep = match i {
-                        0 => "",
-                        _ if i + 1 == n => " and ",
-                        _ => ", ",
-                    };
-                    out.format(format_args!("{}{}", sep, name))?;
-                }
+                write_and_list(out, names.lines())?;
                 out.push_str("? Answer in one sentence each.\n")
             }
             // Asked in the task's words but not as the task says them (a small model copies the
@@ -642,8 +634,8 @@ impl Product {
 
     /// Keeps the plan in `working` to what is still to do, after a cycle: the names that are
     /// still free, without `done` (the names just asked about, one a line, whatever came of
-    /// it), at most
-    /// [`PLAN_NAMES_MAX`]; no plan when none is left. `scratch` holds the new text.
+    /// it), at most [`PLAN_NAMES_MAX`]; no plan when none is left. `scratch` holds the new
+    /// text.
     pub fn settle_plan(&self, working: &mut WorkingSet, done: &str, scratch: &mut FixedBuf, now: u64) -> Result<()> {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
         let Some(plan) = working.get(&key) else { return Ok(()) };
@@ -873,14 +865,7 @@ impl Product {
                 unit, self.title
             ));
         }
-        for (i, name) in self.names.iter().enumerate() {
-            let sep = match i {
-                0 => "",
-                _ if i + 1 == n => " and ",
-                _ => ", ",
-            };
-            out.format(format_args!("{}{}", sep, name))?;
-        }
+        write_and_list(out, self.names.iter().map(|n| n.as_str()))?;
         out.format(format_args!(
             " {} in the {}. Name one more {} and say what it is in one sentence.\n",
             if n == 1 { "is" } else { "are" },
@@ -991,6 +976,20 @@ impl Product {
         }
         let _ = self.seen.push((normal_hash(head(value)), Words::of(value)));
     }
+}
+
+/// Writes `items` as a reader lists them: "A", "A and B", "A, B and C".
+fn write_and_list<'a>(out: &mut FixedBuf, items: impl Iterator<Item = &'a str> + Clone) -> Result<()> {
+    let n = items.clone().count();
+    for (i, item) in items.enumerate() {
+        let sep = match i {
+            0 => "",
+            _ if i + 1 == n => " and ",
+            _ => ", ",
+        };
+        out.format(format_args!("{}{}", sep, item))?;
+    }
+    Ok(())
 }
 
 /// The one tag of `key` besides the product's tags (`braise` of `braise,cooking,glossary`), if
@@ -1669,6 +1668,21 @@ mod tests {
         p.write_question(p.ask(), &mut q).unwrap();
         assert_eq!(q.as_str().unwrap(), "In the African animals, what is Kudu? Answer in one sentence.\n");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn names_are_listed_as_a_reader_lists_them() {
+        let mut out = FixedBuf::with_capacity("list", 256);
+        for (items, listed) in [
+            (&[][..], ""),
+            (&["Roux"][..], "Roux"),
+            (&["Roux", "Sear"][..], "Roux and Sear"),
+            (&["Roux", "Sear", "Mise en place"][..], "Roux, Sear and Mise en place"),
+        ] {
+            out.clear();
+            write_and_list(&mut out, items.iter().copied()).unwrap();
+            assert_eq!(out.as_str().unwrap(), listed);
+        }
     }
 
     /// A glossary with no plan asks about the words most of its definitions use, as many as a
