@@ -789,6 +789,7 @@ fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
                     let ProductAsk::Define(names) = product.ask() else { panic!("{reply}") };
                     done = names.to_string();
                     several += usize::from(done.contains('\n'));
+                    assert_eq!(product.answers_several(&normalize(a.tags).unwrap()), done.contains('\n'));
                     assert_eq!(value.lines().count(), done.lines().count(), "{reply}");
                     for (line, name) in value.lines().zip(done.lines()) {
                         assert!(line.starts_with(&format!("{name}: ")), "{reply}");

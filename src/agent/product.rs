@@ -836,19 +836,18 @@ impl Product {
             // the task, one definition at a time (SmolLM2-135M, cooking: Food, Ingredients,
             // Earth, Planet, Solarsystem, Industry, Beauty, Animal, Language, Horns). The words
             // most of them use, as many as a plan's names, asked about at once.
-            let mut picked: ArrayVec<usize, PLAN_NAMES_MAX> = ArrayVec::new();
-            while !picked.is_full() {
-                let mut best: Option<(usize, u32)> = None;
-                for (i, &(_, n)) in self.candidates.iter().enumerate() {
-                    if n >= CANDIDATE_MIN_USES && !picked.as_slice().contains(&i) && best.is_none_or(|(_, b)| n > b) {
-                        best = Some((i, n));
+            // A word picked is counted out (the candidates are this render's own).
+            for _ in 0..PLAN_NAMES_MAX {
+                let mut best: Option<&mut (Word, u32)> = None;
+                for c in self.candidates.as_mut_slice().iter_mut().filter(|(_, n)| *n >= CANDIDATE_MIN_USES) {
+                    if best.as_ref().is_none_or(|b| c.1 > b.1) {
+                        best = Some(c);
                     }
                 }
-                let Some((i, _)) = best else { break };
-                let _ = picked.push(i);
-                if let Some(&(w, _)) = self.candidates.get(i) {
-                    self.push_next(w.as_str());
-                }
+                let Some(best) = best else { break };
+                best.1 = 0;
+                let word = best.0;
+                self.push_next(word.as_str());
             }
         }
         out.push_str("</product>\n")
@@ -965,6 +964,12 @@ impl Product {
             return Some("<product> already says this; write something new");
         }
         None
+    }
+
+    /// Whether a save under `key` answers this cycle's question about several names: its value
+    /// is their entries, one a line, and each line is an entry of its own.
+    pub fn answers_several(&self, key: &Key) -> bool {
+        self.key.as_ref() == Some(key) && matches!(self.ask(), ProductAsk::Define(names) if names.contains('\n'))
     }
 
     /// Remembers `value`, an entry of the product saved this cycle, for [`Product::repeats`]:

@@ -205,8 +205,7 @@ impl Doing<'_> {
                     // filed, judged and saved as if it were the only one.
                     let several = a.kind == ActionKind::StorageSave
                         && self.constrainer.active() == crate::grammar::Mode::Grammar
-                        && matches!(self.product.ask(), ProductAsk::Define(names) if names.contains('\n'))
-                        && normalize(a.tags).is_ok_and(|k| self.product.key() == Some(&k));
+                        && normalize(a.tags).is_ok_and(|k| self.product.answers_several(&k));
                     let value = a.value.unwrap_or("");
                     let lines = value.split('\n').filter(|_| several);
                     let one = (!several).then_some(a.value);
