@@ -518,14 +518,19 @@ fn sentence_about(name: &str) -> &'static str {
     }
 }
 
-/// The agent asks a model that follows its grammar for names, then asks about all of them in
-/// one question; each line of the answer is an entry of its own, filed under its name, and
-/// the next cycle asks for names again.
-#[test]
-fn one_reply_defines_every_name_of_the_plan() {
-    let lists = std::sync::Arc::new(AtomicUsize::new(0));
-    let l = lists.clone();
-    let server = Server::start(move |_, seen| {
+/// A loopback model that follows the agent's grammar: the probe gets its word, a names ask
+/// (`names_ask`, the question's words) the next of `lists` (the plan's names after `1. `, the
+/// last list again once they run out), a question about names a line `Name: sentence` for each
+/// name it asks about, saved under `tags`. Every reply is checked against the grammar sent.
+fn grammar_follower(
+    names_ask: &'static str,
+    heading: &'static str,
+    lists: &'static [&'static str],
+    tags: &'static str,
+    sentence: fn(&str) -> &'static str,
+) -> Server {
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    Server::start(move |_, seen| {
         if !seen.is_chat() {
             return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
         }
@@ -534,26 +539,38 @@ fn one_reply_defines_every_name_of_the_plan() {
         let body = seen.body_str();
         let (kind, tags, value) = if g.contains("lkjok") {
             return Do::Reply(json_ok(&chat_body("lkjok")));
-        } else if body.contains("Name five common African animals.") {
-            // The second list goes on with the names stored, as the agent starts it.
-            let first = l.fetch_add(1, Ordering::Relaxed) == 0;
-            let names =
-                if first { "Zebra\n2. Okapi\n3. Eland" } else { "Zebra\n2. Okapi\n3. Eland\n4. Kudu\n5. Hyrax" };
-            ("working_memory_add", "plan", format!("Common African animals:\n1. {names}\n"))
+        } else if body.contains(names_ask) {
+            let n = count.fetch_add(1, Ordering::Relaxed).min(lists.len() - 1);
+            ("working_memory_add", "plan", format!("{heading}\n1. {}\n", lists[n]))
         } else {
             let at = body.rfind("what ").expect("a question about names");
             let asked = &body[at..];
             let asked = &asked[asked.find(' ').unwrap() + 1..asked.find('?').unwrap()];
             let asked = asked.strip_prefix("are ").or_else(|| asked.strip_prefix("is ")).unwrap();
             let names: Vec<&str> = asked.split([',', ' ']).filter(|w| !w.is_empty() && *w != "and").collect();
-            let lines: Vec<String> = names.iter().map(|n| format!("{n}: {}", sentence_about(n))).collect();
-            ("storage_save", "african,animals", lines.join("\n"))
+            let lines: Vec<String> = names.iter().map(|n| format!("{n}: {}", sentence(n))).collect();
+            ("storage_save", tags, lines.join("\n"))
         };
         let reply =
             format!("<agent>\n<action><type>{kind}</type><tags>{tags}</tags><value>{value}</value></action>\n</agent>");
         assert!(grammar.matches(&reply), "the reply is not in the grammar sent\n{reply}\n{g}");
         Do::Reply(json_ok(&chat_body(&reply)))
-    });
+    })
+}
+
+/// The agent asks a model that follows its grammar for names, then asks about all of them in
+/// one question; each line of the answer is an entry of its own, filed under its name, and
+/// the next cycle asks for names again.
+#[test]
+fn one_reply_defines_every_name_of_the_plan() {
+    // The second list goes on with the names stored, as the agent starts it.
+    let server = grammar_follower(
+        "Name five common African animals.",
+        "Common African animals:",
+        &["Zebra\n2. Okapi\n3. Eland", "Zebra\n2. Okapi\n3. Eland\n4. Kudu\n5. Hyrax"],
+        "african,animals",
+        sentence_about,
+    );
     let d = shipped_dir("several", &server.url("/v1/chat/completions"), "auto");
     d.write(
         "memory.json",
@@ -576,6 +593,63 @@ fn one_reply_defines_every_name_of_the_plan() {
     }
     let audit = std::fs::read_to_string(d.0.join("logs/audit.jsonl")).unwrap();
     assert_eq!(audit.matches("{\"type\":\"storage_save\",\"key\":\"african,animals,").count(), 5, "{audit}");
+}
+
+/// Definitions of cooking terms that share the words a glossary asks about next.
+fn cooking_sentence(name: &str) -> &'static str {
+    match name {
+        "Roux" => "a paste made with flour and butter.",
+        "Batter" => "a liquid made with flour and milk.",
+        "Gravy" => "a sauce made with butter and milk.",
+        "Butter" => "a fat made by churning cream.",
+        "Milk" => "a white drink that cows give.",
+        "Flour" => "a powder of ground grain.",
+        _ => "a food made in a kitchen.",
+    }
+}
+
+/// With no plan left, a glossary asks about the words its definitions use most. That is a
+/// question like any other: the prompt shows the product and not the task (the prompt of a
+/// names ask showed it: the model copied the task's words as a definition, "Meal: A small
+/// glossary of cooking terms.", and the server evaluated the whole view again).
+#[test]
+fn a_question_about_the_words_definitions_use_shows_the_product_not_the_task() {
+    let server = grammar_follower(
+        "Name five common cooking terms.",
+        "Common cooking terms:",
+        &["Roux\n2. Batter\n3. Gravy"],
+        "cooking,glossary",
+        cooking_sentence,
+    );
+    let d = shipped_dir("words-asked", &server.url("/v1/chat/completions"), "auto");
+    d.write(
+        "memory.json",
+        r#"{"state":"thinking","iteration":0,"working_memory":{"task":"Build a small glossary of cooking terms: save one term per entry to storage, with a one-sentence definition."}}"#,
+    );
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 3);
+    for r in &reports {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+    }
+    let saves: Vec<usize> = reports.iter().map(|r| r.actions.iter().filter(|a| a.ok).count()).collect();
+    assert_eq!(saves, [1, 3, 3], "names, their entries, then the three words the entries share");
+    // The probe, then a request a cycle.
+    let chats = server.chats();
+    // Each request's prompt, up to the constraint.
+    let prompts: Vec<&str> = chats[1..]
+        .iter()
+        .map(|s| {
+            let b = s.body_str();
+            &b[..b.find("\"grammar\"").unwrap_or(b.len())]
+        })
+        .collect();
+    assert_eq!(prompts.len(), 3);
+    assert!(prompts[0].contains("<task>") && !prompts[0].contains("<product>"), "{}", prompts[0]);
+    for (i, p) in prompts[1..].iter().enumerate() {
+        assert!(p.contains("<product>") && !p.contains("<task>"), "question {}: {p}", i + 1);
+    }
+    assert!(prompts[2].contains("<product>\\nRoux\\nBatter\\nGravy\\n</product>"), "{}", prompts[2]);
+    assert!(prompts[2].contains("what are Butter, Milk and Flour?"), "{}", prompts[2]);
 }
 
 #[test]
