@@ -240,7 +240,6 @@ impl Agent {
         let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
         let asks = saves && self.product.active() && self.constrainer.constrained() && state.as_str() != states::PAGING;
         let grammar = self.constrainer.active() == crate::grammar::Mode::Grammar;
-        let names_ask = matches!(self.product.ask(), crate::grammar::ProductAsk::Names { .. });
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         // The plan is the agent's own bookkeeping of names to ask about: shown, a small model
@@ -260,6 +259,9 @@ impl Agent {
         // with the view first: 41% of the prompt tokens sent were evaluated again.
         let view_at = p.len();
         self.product.render(&mut self.store, p, view_bytes)?;
+        // The ask as the view leaves it: for a glossary with no plan, the view picks the words
+        // its definitions use, and a question about them is a question like any other.
+        let names_ask = matches!(self.product.ask(), crate::grammar::ProductAsk::Names { .. });
         if asks && grammar && names_ask {
             // Asked for names, the model continues the product's numbered list, which the
             // reply's grammar starts with: the view's names once more above it are what a small
