@@ -1631,6 +1631,40 @@ mod tests {
         (dir, store, p)
     }
 
+    /// The view only grows at its end, so a server's prompt cache keeps all of it, until it is
+    /// full; then it starts again from its newest half (a window that slid one entry a cycle
+    /// changed its first line each cycle, and the server evaluated all of it again).
+    #[test]
+    fn the_view_grows_at_its_end_and_full_starts_again_from_its_newest_half() {
+        let (dir, mut store, mut p) = animals_with("product-pages", &[]);
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let mut out = FixedBuf::with_capacity("view", 64 * 1024);
+        let mut before = String::new();
+        let mut starts = 0;
+        for i in 0..3 * PRODUCT_VIEW_MAX_ENTRIES {
+            let name = format!("Animal{}", (b'a' + (i % 26) as u8) as char).repeat(1 + i / 26);
+            let key = normalize(&format!("african,animals,{}", name.to_lowercase())).unwrap();
+            store.put(&key, &format!("{name}: an animal of Africa."), i as u64 + 1).unwrap();
+            p.refresh(&working, Some(&store));
+            out.clear();
+            p.render(&mut store, &mut out, 1 << 20).unwrap();
+            let view = out.as_str().unwrap().to_string();
+            let lines: Vec<&str> = view.lines().filter(|l| !l.starts_with('<')).collect();
+            assert!(lines.len() <= PRODUCT_VIEW_MAX_ENTRIES && lines.last() == Some(&name.as_str()), "{view}");
+            let kept = before.trim_end_matches("</product>\n");
+            if !view.starts_with(kept) {
+                // Full: the newest half, then growing again.
+                assert_eq!(before.lines().count() - 2, PRODUCT_VIEW_MAX_ENTRIES, "{before}");
+                assert_eq!(lines.len(), PRODUCT_VIEW_MAX_ENTRIES / 2, "{view}");
+                starts += 1;
+            }
+            before = view;
+        }
+        assert_eq!(starts, 4, "full at 25 entries, then every 12");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// The plan's free names are asked about in one question, and the reply's entries, one a
     /// line, are judged against each other as they are saved: one cycle for the plan's names,
     /// not one each.
