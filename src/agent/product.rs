@@ -246,6 +246,9 @@ pub struct Product {
     seen: ArrayVec<(u64, Words), PRODUCT_VIEW_MAX_ENTRIES>,
     /// Entries the view showed in the last render.
     shown: usize,
+    /// The view's first (oldest) entry: it shows the product's entries from this one on, so
+    /// that it only grows at its end until it is full ([`Product::render`]).
+    view_from: EntryId,
     /// The names (heads) of the newest of them, newest last, for the ask.
     names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, ASK_NAMES_MAX>,
     /// The unit in the plural ("terms").
@@ -296,6 +299,7 @@ impl Product {
             taken: ArrayVec::new(),
             seen: ArrayVec::new(),
             shown: 0,
+            view_from: 0,
             names: ArrayVec::new(),
             units: Word::new(),
             prefix: ArrayString::new(),
@@ -680,6 +684,7 @@ impl Product {
         self.glossary = false;
         self.asked.clear();
         self.names.clear();
+        self.view_from = 0;
         self.key = None;
         let mut after_marker = false;
         for word in words(task) {
@@ -779,22 +784,20 @@ impl Product {
         if !self.active() {
             return Ok(());
         }
-        // The newest entries that fit, counted newest first; then written oldest first.
+        // The entries from the view's first on, counted newest first, then written oldest
+        // first: the view only grows at its end, and a server's prompt cache keeps all of it.
+        // When they no longer fit, the view starts again from the newest that fill half of it.
+        let max_bytes = max_bytes.min(PRODUCT_VIEW_MAX_BYTES);
         let mut ids: ArrayVec<EntryId, PRODUCT_VIEW_MAX_ENTRIES> = ArrayVec::new();
-        let mut bytes = 0;
-        for id in self.newest.ids() {
-            if ids.is_full() {
-                break;
-            }
-            let len = match store.value(id) {
-                Ok(v) => shown_line(v).len() + 1,
-                Err(_) => continue,
+        if !self.view_ids(store, &mut ids, PRODUCT_VIEW_MAX_ENTRIES, max_bytes) {
+            self.view_from = 0;
+            ids.clear();
+            self.view_ids(store, &mut ids, PRODUCT_VIEW_MAX_ENTRIES / 2, max_bytes / 2);
+            // The oldest shown, or past the newest when none fits (a later entry starts it).
+            self.view_from = match ids.as_slice().last() {
+                Some(&id) => id,
+                None => self.newest.ids().next().map_or(0, |id| id.saturating_add(1)),
             };
-            if bytes + len > max_bytes.min(PRODUCT_VIEW_MAX_BYTES) {
-                break;
-            }
-            bytes += len;
-            let _ = ids.push(id);
         }
         out.push_str("<product>\n")?;
         for &id in ids.as_slice().iter().rev() {
@@ -851,6 +854,34 @@ impl Product {
             }
         }
         out.push_str("</product>\n")
+    }
+
+    /// Pushes to `ids` the newest product entries, newest first, back to the view's first
+    /// ([`Product::view_from`]), at most `max` of them in `max_bytes` of lines. `false` when
+    /// they do not all fit (`ids` then holds those that did, from the newest).
+    fn view_ids(
+        &self,
+        store: &mut Store,
+        ids: &mut ArrayVec<EntryId, PRODUCT_VIEW_MAX_ENTRIES>,
+        max: usize,
+        max_bytes: usize,
+    ) -> bool {
+        let mut bytes = 0;
+        for id in self.newest.ids() {
+            if id < self.view_from {
+                break;
+            }
+            let len = match store.value(id) {
+                Ok(v) => shown_line(v).len() + 1,
+                Err(_) => continue,
+            };
+            if ids.len() >= max || bytes + len > max_bytes {
+                return false;
+            }
+            bytes += len;
+            let _ = ids.push(id);
+        }
+        true
     }
 
     /// Writes the ask, the prompt's last line, for a state that saves: the next entry of the
