@@ -543,7 +543,7 @@ fn grammar_follower(
             let n = count.fetch_add(1, Ordering::Relaxed).min(lists.len() - 1);
             ("working_memory_add", "plan", format!("{heading}\n1. {}\n", lists[n]))
         } else {
-            let at = body.rfind("what ").expect("a question about names");
+            let at = body.rfind("What ").expect("a question about names");
             let asked = &body[at..];
             let asked = &asked[asked.find(' ').unwrap() + 1..asked.find('?').unwrap()];
             let asked = asked.strip_prefix("are ").or_else(|| asked.strip_prefix("is ")).unwrap();
@@ -648,8 +648,12 @@ fn a_question_about_the_words_definitions_use_shows_the_product_not_the_task() {
     for (i, p) in prompts[1..].iter().enumerate() {
         assert!(p.contains("<product>") && !p.contains("<task>"), "question {}: {p}", i + 1);
     }
-    assert!(prompts[2].contains("<product>\\nRoux\\nBatter\\nGravy\\n</product>"), "{}", prompts[2]);
-    assert!(prompts[2].contains("what are Butter, Milk and Flour?"), "{}", prompts[2]);
+    assert!(
+        prompts[2].contains("<product>\\nThe glossary of cooking terms:\\nRoux\\nBatter\\nGravy\\n</product>"),
+        "{}",
+        prompts[2]
+    );
+    assert!(prompts[2].contains("What are Butter, Milk and Flour?"), "{}", prompts[2]);
 }
 
 #[test]
@@ -1017,6 +1021,16 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
     {
         assert!(!g.matches(&list(a, b)), "{a}, {b} can be listed\n{text}");
     }
+    // Two names to ten, numbered in order: one list serves three questions of three names.
+    let numbered = |n: usize| {
+        let names: Vec<String> = (1..=n).map(|i| format!("{i}. Name{}", (b'a' + i as u8) as char)).collect();
+        list("", "").replace("1. \n2. \n", &format!("{}\n", names.join("\n")))
+    };
+    for n in 2..=10 {
+        assert!(g.matches(&numbered(n)), "{n} names cannot be listed\n{}", numbered(n));
+    }
+    assert!(!g.matches(&numbered(1)) && !g.matches(&numbered(11)));
+    assert!(!g.matches(&numbered(3).replace("3. ", "4. ")), "a number skipped");
 }
 
 #[test]

@@ -1413,8 +1413,11 @@ mod tests {
         p.refresh(&working, Some(&store));
         assert!(p.glossary);
         p.render(&mut store, &mut out, 1 << 20).unwrap();
-        // Names only, oldest first.
-        assert_eq!(out.as_str().unwrap(), "<product>\nRoux\nBatter\nFlour\n</product>\n");
+        // What it is, then names only, oldest first.
+        assert_eq!(
+            out.as_str().unwrap(),
+            "<product>\nThe glossary of cooking terms:\nRoux\nBatter\nFlour\n</product>\n"
+        );
         // "flour" is taken; of the free words, none is used twice: names are asked for.
         assert_eq!(p.ask(), ProductAsk::Names { key: PLAN_KEY, prefix: "Common cooking terms:\n1. ", first: 1 });
         let mut q = FixedBuf::with_capacity("ask", 256);
@@ -1714,10 +1717,7 @@ mod tests {
         assert_eq!(p.ask(), ProductAsk::Define("Zebra\nOkapi\nEland"));
         let mut q = FixedBuf::with_capacity("ask", 256);
         p.write_question(p.ask(), &mut q).unwrap();
-        assert_eq!(
-            q.as_str().unwrap(),
-            "In the African animals, what are Zebra, Okapi and Eland? Answer in one sentence each.\n"
-        );
+        assert_eq!(q.as_str().unwrap(), "What are Zebra, Okapi and Eland? Answer in one sentence each.\n");
         // An entry saved this cycle is one the next line may not repeat.
         let key = normalize("african,animals,okapi").unwrap();
         let zebra = "Zebra: a horse of Africa with black and white stripes.";
@@ -1736,7 +1736,46 @@ mod tests {
         assert_eq!(p.ask(), ProductAsk::Define("Kudu"));
         q.clear();
         p.write_question(p.ask(), &mut q).unwrap();
-        assert_eq!(q.as_str().unwrap(), "In the African animals, what is Kudu? Answer in one sentence.\n");
+        assert_eq!(q.as_str().unwrap(), "What is Kudu? Answer in one sentence.\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A names ask lists up to ten names; the plan keeps nine of them, and a question asks
+    /// about three: one names ask serves three questions, not one (after each names ask, whose
+    /// prompt shows no view, a server evaluates the view again).
+    #[test]
+    fn a_plan_keeps_nine_names_asked_about_three_at_a_time() {
+        let (dir, mut store, mut p) = animals_with("product-plan", &[]);
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let names = ["Zebra", "Okapi", "Eland", "Kudu", "Hyrax", "Lion", "Hippo", "Rhino", "Gnu", "Ostrich"];
+        let plan: String = std::iter::once("Common African animals:".to_string())
+            .chain(names.iter().enumerate().map(|(i, n)| format!("{}. {n}", i + 1)))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let key = normalize(PLAN_KEY).unwrap();
+        working.add(&key, &plan, 2).unwrap();
+        let mut scratch = FixedBuf::with_capacity("plan", 1024);
+        let mut out = FixedBuf::with_capacity("view", 4096);
+        // The cycle that wrote the list settles it: nine names are kept.
+        p.refresh(&working, Some(&store));
+        p.settle_plan(&mut working, "", &mut scratch, 3).unwrap();
+        assert_eq!(working.get(&key), Some("Zebra, Okapi, Eland, Kudu, Hyrax, Lion, Hippo, Rhino, Gnu"));
+        let mut asks = Vec::new();
+        for _ in 0..4 {
+            p.refresh(&working, Some(&store));
+            out.clear();
+            p.render(&mut store, &mut out, 1 << 20).unwrap();
+            let ProductAsk::Define(asked) = p.ask() else { break };
+            let asked = asked.to_string();
+            for name in asked.lines() {
+                p.asked(name);
+            }
+            p.settle_plan(&mut working, &asked, &mut scratch, 4).unwrap();
+            asks.push(asked);
+        }
+        assert_eq!(asks, ["Zebra\nOkapi\nEland", "Kudu\nHyrax\nLion", "Hippo\nRhino\nGnu"]);
+        assert_eq!(working.get(&key), None, "the plan is done");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
