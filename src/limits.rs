@@ -523,9 +523,11 @@ const _: () = assert!(
     "a definition a product ask allows fits a stored value with room to spare"
 );
 
-/// Most names a product ask for the next names allows (small models name a few well, and
-/// drift after that).
-pub const GRAMMAR_PLAN_MAX_NAMES: u32 = 4;
+/// Most names a product ask for the next names allows: enough for three questions of three
+/// names, one more for a name the plan drops as taken (SmolLM2-135M, 30 cycles: with four, a
+/// names ask came every second cycle, and after each the server evaluated the product view
+/// again; lists of ten served as many entries as lists of four).
+pub const GRAMMAR_PLAN_MAX_NAMES: u32 = 10;
 
 /// llama.cpp refuses a grammar whose nested bounded repetitions multiply to this or more
 /// (`MAX_REPETITION_THRESHOLD`); every bound the generator writes stays below it.
@@ -538,9 +540,12 @@ pub const GRAMMAR_MAX_REPETITION: u32 = 2000;
 /// Largest prompt the agent builds, in bytes. Cost: reserved once at start-up.
 pub const PROMPT_MAX_BYTES: usize = 256 * 1024;
 
-/// Most entries of the task's product shown in the prompt (the newest), and the most of their
-/// names the grammar excludes from a new entry. Cost: a few KiB of ids and names, reserved once.
-pub const PRODUCT_VIEW_MAX_ENTRIES: usize = 24;
+/// Most entries of the task's product shown in the prompt (the newest; full, the view starts
+/// again from its newest half). A server evaluates the view again after each names ask, whose
+/// prompt does not show it: twelve names cost about 50 tokens of SmolLM2-135M, and a longer
+/// view made more of the prompt evaluated again than the target allows. Cost: a few hundred
+/// bytes of ids and names, reserved once.
+pub const PRODUCT_VIEW_MAX_ENTRIES: usize = 12;
 
 /// Most bytes of the product view in the prompt (entries past it are left out, oldest first;
 /// each entry's value is cut at a character boundary to [`PRODUCT_ENTRY_MAX_BYTES`]).

@@ -119,12 +119,16 @@ const CANDIDATE_MIN_USES: u32 = 2;
 /// (`Terms for the glossary of cooking terms: roux, fondue`).
 pub const PLAN_KEY: &str = "plan";
 
-/// Most names the plan keeps (small models name the first few best).
-pub const PLAN_NAMES_MAX: usize = 3;
+/// Most names the plan keeps: those of a names ask's list, less one ([`GRAMMAR_PLAN_MAX_NAMES`]
+/// is ten), for three questions.
+pub const PLAN_NAMES_MAX: usize = 9;
 
-/// Most bytes of the names asked about in one question: the plan's, a title's length each, one
-/// a line.
-pub const NEXT_MAX_BYTES: usize = PLAN_NAMES_MAX * (TITLE_MAX_BYTES + 1);
+/// Most names one question asks about (SmolLM2-135M: three names asked at once took 3.5-5.0 s,
+/// one at a time 5.9 s, with definitions alike).
+pub const QUESTION_NAMES_MAX: usize = 3;
+
+/// Most bytes of the names asked about in one question: a title's length each, one a line.
+pub const NEXT_MAX_BYTES: usize = QUESTION_NAMES_MAX * (TITLE_MAX_BYTES + 1);
 
 /// Most words in a name the plan keeps.
 const NAME_WORDS_MAX: usize = 3;
@@ -260,8 +264,8 @@ pub struct Product {
     prefix: ArrayString<PREFIX_MAX_BYTES>,
     /// The number the prefix leaves for the model's first name.
     first: u32,
-    /// The plan's free names, as written, one a line, at most [`PLAN_NAMES_MAX`]: asked about
-    /// in one question.
+    /// The plan's first free names, as written, one a line, at most [`QUESTION_NAMES_MAX`]:
+    /// asked about in one question.
     next: ArrayString<NEXT_MAX_BYTES>,
     /// Every word of the task, lowercased (a name that starts with one is copied from it).
     all_words: ArrayVec<Word, TASK_ALL_WORDS_MAX>,
@@ -454,7 +458,7 @@ impl Product {
     }
 
     /// Adds `name` to the names asked about next, written as an entry's head (its first letter
-    /// capitalised), unless [`PLAN_NAMES_MAX`] are there or one of them is `name` in the
+    /// capitalised), unless [`QUESTION_NAMES_MAX`] are there or one of them is `name` in the
     /// singular or the plural: a list that names "Pasta" and "Pastas" would have both defined
     /// alike.
     fn push_next(&mut self, name: &str) {
@@ -466,7 +470,7 @@ impl Product {
                 && a.get(b.len()..).is_some_and(|t| t == "s" || t == "es")
         };
         let same = |n: &str| n.eq_ignore_ascii_case(name) || plural(n, name) || plural(name, n);
-        if self.next.lines().count() >= PLAN_NAMES_MAX || self.next.lines().any(same) {
+        if self.next.lines().count() >= QUESTION_NAMES_MAX || self.next.lines().any(same) {
             return;
         }
         let line = if self.next.is_empty() { "" } else { "\n" };
@@ -613,11 +617,14 @@ impl Product {
     /// Writes the question of `ask` as the prompt's last line.
     pub fn write_question(&self, ask: ProductAsk<'_>, out: &mut FixedBuf) -> Result<()> {
         match ask {
+            // What the names are of, the view's first line says: there it is the same in every
+            // question's prompt, and a server's cache keeps it (here it was 8 of the 25 tokens
+            // evaluated again each question).
             ProductAsk::Define(names) if !names.contains('\n') => {
-                out.format(format_args!("In the {}, what is {}? Answer in one sentence.\n", self.title, names))
+                out.format(format_args!("What is {}? Answer in one sentence.\n", names))
             }
             ProductAsk::Define(names) => {
-                out.format(format_args!("In the {}, what are ", self.title))?;
+                out.push_str("What are ")?;
                 write_and_list(out, names.lines())?;
                 out.push_str("? Answer in one sentence each.\n")
             }
@@ -787,7 +794,12 @@ impl Product {
         // The entries from the view's first on, counted newest first, then written oldest
         // first: the view only grows at its end, and a server's prompt cache keeps all of it.
         // When they no longer fit, the view starts again from the newest that fill half of it.
+        // Its first line says what the product is, for the question that follows ("What are
+        // Flour and Butter?"); it counts in the view's bytes, and goes first when they are few.
+        let heading = "The ".len() + self.title.len() + ":\n".len();
         let max_bytes = max_bytes.min(PRODUCT_VIEW_MAX_BYTES);
+        let headed = heading <= max_bytes;
+        let max_bytes = if headed { max_bytes - heading } else { 0 };
         let mut ids: ArrayVec<EntryId, PRODUCT_VIEW_MAX_ENTRIES> = ArrayVec::new();
         if !self.view_ids(store, &mut ids, PRODUCT_VIEW_MAX_ENTRIES, max_bytes) {
             self.view_from = 0;
@@ -800,6 +812,9 @@ impl Product {
             };
         }
         out.push_str("<product>\n")?;
+        if headed {
+            out.format(format_args!("The {}:\n", self.title))?;
+        }
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
@@ -840,7 +855,7 @@ impl Product {
             // Earth, Planet, Solarsystem, Industry, Beauty, Animal, Language, Horns). The words
             // most of them use, as many as a plan's names, asked about at once.
             // A word picked is counted out (the candidates are this render's own).
-            for _ in 0..PLAN_NAMES_MAX {
+            for _ in 0..QUESTION_NAMES_MAX {
                 let mut best: Option<&mut (Word, u32)> = None;
                 for c in self.candidates.as_mut_slice().iter_mut().filter(|(_, n)| *n >= CANDIDATE_MIN_USES) {
                     if best.as_ref().is_none_or(|b| c.1 > b.1) {
@@ -1348,7 +1363,11 @@ mod tests {
                 let text = out.as_str().expect("the view is text");
                 let body = text.strip_prefix("<product>\n").and_then(|t| t.strip_suffix("</product>\n")).unwrap();
                 assert!(body.len() <= max.min(PRODUCT_VIEW_MAX_BYTES), "case {case}, max {max}: {} bytes", body.len());
-                let lines: Vec<&str> = body.lines().collect();
+                // The heading, when the bytes hold it, then the names.
+                let heading = format!("The {}:\n", p.title.as_str());
+                let names = body.strip_prefix(heading.as_str());
+                assert_eq!(names.is_some(), heading.len() <= max.min(PRODUCT_VIEW_MAX_BYTES), "case {case}, max {max}");
+                let lines: Vec<&str> = names.unwrap_or(body).lines().collect();
                 assert!(lines.len() <= PRODUCT_VIEW_MAX_ENTRIES && lines.len() == p.shown());
                 assert!(lines.iter().all(|l| l.len() <= PRODUCT_ENTRY_MAX_BYTES && !l.is_empty()), "{lines:?}");
             }
@@ -1684,18 +1703,18 @@ mod tests {
             out.clear();
             p.render(&mut store, &mut out, 1 << 20).unwrap();
             let view = out.as_str().unwrap().to_string();
-            let lines: Vec<&str> = view.lines().filter(|l| !l.starts_with('<')).collect();
+            let lines: Vec<&str> = view.lines().filter(|l| !l.starts_with('<') && !l.starts_with("The ")).collect();
             assert!(lines.len() <= PRODUCT_VIEW_MAX_ENTRIES && lines.last() == Some(&name.as_str()), "{view}");
             let kept = before.trim_end_matches("</product>\n");
             if !view.starts_with(kept) {
                 // Full: the newest half, then growing again.
-                assert_eq!(before.lines().count() - 2, PRODUCT_VIEW_MAX_ENTRIES, "{before}");
+                assert_eq!(before.lines().count() - 3, PRODUCT_VIEW_MAX_ENTRIES, "{before}: tags, heading, names");
                 assert_eq!(lines.len(), PRODUCT_VIEW_MAX_ENTRIES / 2, "{view}");
                 starts += 1;
             }
             before = view;
         }
-        assert_eq!(starts, 4, "full at 25 entries, then every 12");
+        assert_eq!(starts, 4, "full at one past the most, then every half of it");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
