@@ -13,10 +13,13 @@
 //!   its name (`braise,cooking,glossary`), which the agent takes from the head of the value
 //!   ([`Product::file`]). The title ("glossary of cooking terms"), the unit ("term", from "one
 //!   term per entry") and the domain ("cooking") come from the task's words too.
-//! - **The view** ([`Product::render`]) is the names of the newest [`PRODUCT_VIEW_MAX_ENTRIES`]
-//!   entries that carry the product's tags, oldest of them first, one a line, bounded by
-//!   [`PRODUCT_VIEW_MAX_BYTES`]. Names, not whole entries: with definitions in its prompt, a
-//!   small model asked for a new one copies one of them (measured: 16 of 18 copies).
+//! - **The view** ([`Product::render`]) is a line that says what the product is ("The
+//!   glossary of cooking terms:"), then the names of the newest entries that carry the
+//!   product's tags, oldest of them first, one a line, at most [`PRODUCT_VIEW_MAX_ENTRIES`] in
+//!   [`PRODUCT_VIEW_MAX_BYTES`]. It only grows at its end, so that a server's prompt cache
+//!   keeps it; full, it starts again from its newest half. Names, not whole entries: with
+//!   definitions in its prompt, a small model asked for a new one copies one of them
+//!   (measured: 16 of 18 copies).
 //! - **The names taken** ([`Product::taken`]) are those of the newest [`PRODUCT_TAKEN_MAX`]
 //!   product entries and the task's own words (a small model asked for a cooking term
 //!   answers `cooking`, or `One term`). The grammar makes them impossible as a new name; an
@@ -34,13 +37,14 @@
 //!   the prompt does not show); for a glossary with none, the words the view's definitions use
 //!   most that are not taken (the words a glossary uses are its next terms, and real words,
 //!   which a small model defines well: "made with *flour* and *butter*"). The ask for them is
-//!   their entries, all in one question ("In the glossary of cooking terms, what are Flour,
-//!   Butter and Milk? Answer in one sentence each.", the value `Flour: ` and one sentence of
-//!   words, a line break, `Butter: ` and its sentence...): each line is filed as an entry of its
-//!   own, and one cycle defines what took one each (every cycle's reply pays for the markup
-//!   around its answer, about 50 tokens a small model writes one by one). With no name at
-//!   all: names for the plan, as a numbered list under a heading ("Name five common cooking
-//!   terms.", the value starting `Common cooking terms:\n1. `); for a list that is not a
+//!   their entries, up to [`QUESTION_NAMES_MAX`] in one question ("What are Flour, Butter and
+//!   Milk? Answer in one sentence each.", under the view's line that says what they are of;
+//!   the value `Flour: ` and one sentence of words, a line break, `Butter: ` and its
+//!   sentence...): each line is filed as an entry of its own, and one cycle defines what took
+//!   one each (every cycle's reply pays for the markup around its answer, about 50 tokens a
+//!   small model writes one by one). With no name at all: names for the plan, as a numbered
+//!   list of up to ten under a heading ("Name five common cooking terms.", the value starting
+//!   `Common cooking terms:\n1. `), enough for three questions; for a list that is not a
 //!   glossary, the list continues the newest entries' names
 //!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `). After each cycle the plan keeps
 //!   only the free, name-shaped names not yet asked for ([`Product::settle_plan`]).
@@ -119,7 +123,7 @@ const CANDIDATE_MIN_USES: u32 = 2;
 /// (`Terms for the glossary of cooking terms: roux, fondue`).
 pub const PLAN_KEY: &str = "plan";
 
-/// Most names the plan keeps: those of a names ask's list, less one ([`GRAMMAR_PLAN_MAX_NAMES`]
+/// Most names the plan keeps: those of a names ask's list, less one ([`crate::limits::GRAMMAR_PLAN_MAX_NAMES`]
 /// is ten), for three questions.
 pub const PLAN_NAMES_MAX: usize = 9;
 
