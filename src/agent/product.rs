@@ -123,8 +123,8 @@ const CANDIDATE_MIN_USES: u32 = 2;
 /// (`Terms for the glossary of cooking terms: roux, fondue`).
 pub const PLAN_KEY: &str = "plan";
 
-/// Most names the plan keeps: those of a names ask's list, less one ([`crate::limits::GRAMMAR_PLAN_MAX_NAMES`]
-/// is ten), for three questions.
+/// Most names the plan keeps: those of a names ask's list, less one (a list holds
+/// [`crate::limits::GRAMMAR_PLAN_MAX_NAMES`], ten), for three questions.
 pub const PLAN_NAMES_MAX: usize = 9;
 
 /// Most names one question asks about (SmolLM2-135M: three names asked at once took 3.5-5.0 s,
