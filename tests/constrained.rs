@@ -609,9 +609,9 @@ fn cooking_sentence(name: &str) -> &'static str {
 }
 
 /// With no plan left, a glossary asks about the words its definitions use most. That is a
-/// question like any other: the prompt shows the product and not the task (the prompt of a
-/// names ask showed it: the model copied the task's words as a definition, "Meal: A small
-/// glossary of cooking terms.", and the server evaluated the whole view again).
+/// question like any other: the prompt shows the product and not the task (it was built as a
+/// names ask: the model copied the task's words as a definition, "Meal: A small glossary of
+/// cooking terms.", and the server evaluated the whole view again).
 #[test]
 fn a_question_about_the_words_definitions_use_shows_the_product_not_the_task() {
     let server = grammar_follower(
@@ -644,7 +644,14 @@ fn a_question_about_the_words_definitions_use_shows_the_product_not_the_task() {
         })
         .collect();
     assert_eq!(prompts.len(), 3);
-    assert!(prompts[0].contains("<task>") && !prompts[0].contains("<product>"), "{}", prompts[0]);
+    // The names ask shows what the product is, the view's first line, and neither its names
+    // nor the task: up to that line its prompt is the questions', which a server's cache keeps.
+    let heading = "<product>\\nThe glossary of cooking terms:\\n";
+    assert!(prompts[0].contains(&format!("{heading}</product>\\nName five common cooking terms.")), "{}", prompts[0]);
+    assert!(!prompts[0].contains("<task>"), "{}", prompts[0]);
+    let shared = |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let through_heading = prompts[1].find(heading).unwrap() + heading.len();
+    assert!(shared(prompts[0], prompts[1]) >= through_heading, "{}\n{}", prompts[0], prompts[1]);
     for (i, p) in prompts[1..].iter().enumerate() {
         assert!(p.contains("<product>") && !p.contains("<task>"), "question {}: {p}", i + 1);
     }
