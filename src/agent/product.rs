@@ -254,6 +254,8 @@ pub struct Product {
     seen: ArrayVec<(u64, Words), PRODUCT_VIEW_MAX_ENTRIES>,
     /// Entries the view showed in the last render.
     shown: usize,
+    /// Bytes of the last render before its names ([`Product::heading_bytes`]).
+    heading_bytes: usize,
     /// The view's first (oldest) entry: it shows the product's entries from this one on, so
     /// that it only grows at its end until it is full ([`Product::render`]).
     view_from: EntryId,
@@ -307,6 +309,7 @@ impl Product {
             taken: ArrayVec::new(),
             seen: ArrayVec::new(),
             shown: 0,
+            heading_bytes: 0,
             view_from: 0,
             names: ArrayVec::new(),
             units: Word::new(),
@@ -345,6 +348,12 @@ impl Product {
     /// Entries the last [`Product::render`] showed.
     pub fn shown(&self) -> usize {
         self.shown
+    }
+
+    /// Bytes the last [`Product::render`] wrote before the names: `<product>` and the line
+    /// that says what the product is (none for an inactive product).
+    pub fn heading_bytes(&self) -> usize {
+        self.heading_bytes
     }
 
     /// Brings the product up to date with the task in `working` and the entries in `store`:
@@ -792,6 +801,7 @@ impl Product {
         self.names.clear();
         self.candidates.clear();
         self.shown = 0;
+        self.heading_bytes = 0;
         if !self.active() {
             return Ok(());
         }
@@ -815,10 +825,12 @@ impl Product {
                 None => self.newest.ids().next().map_or(0, |id| id.saturating_add(1)),
             };
         }
+        let at = out.len();
         out.push_str("<product>\n")?;
         if headed {
             out.format(format_args!("The {}:\n", self.title))?;
         }
+        self.heading_bytes = out.len() - at;
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
