@@ -1777,7 +1777,7 @@ mod tests {
 
     /// A names ask lists up to ten names; the plan keeps nine of them, and a question asks
     /// about three: one names ask serves three questions, not one (after each names ask, whose
-    /// prompt shows no view, a server evaluates the view again).
+    /// prompt shows none of the view's names, a server evaluates them again).
     #[test]
     fn a_plan_keeps_nine_names_asked_about_three_at_a_time() {
         let (dir, mut store, mut p) = animals_with("product-plan", &[]);
