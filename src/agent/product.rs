@@ -810,10 +810,18 @@ impl Product {
         // When they no longer fit, the view starts again from the newest that fill half of it.
         // Its first line says what the product is, for the question that follows ("What are
         // Flour and Butter?"); it counts in the view's bytes, and goes first when they are few.
-        let heading = "The ".len() + self.title.len() + ":\n".len();
-        let max_bytes = max_bytes.min(PRODUCT_VIEW_MAX_BYTES);
-        let headed = heading <= max_bytes;
-        let max_bytes = if headed { max_bytes - heading } else { 0 };
+        let at = out.len();
+        out.push_str("<product>\n")?;
+        let line_at = out.len();
+        out.format(format_args!("The {}:\n", self.title))?;
+        let max_bytes = match max_bytes.min(PRODUCT_VIEW_MAX_BYTES).checked_sub(out.len() - line_at) {
+            Some(left) => left,
+            None => {
+                out.truncate(line_at);
+                0
+            }
+        };
+        self.heading_bytes = out.len() - at;
         let mut ids: ArrayVec<EntryId, PRODUCT_VIEW_MAX_ENTRIES> = ArrayVec::new();
         if !self.view_ids(store, &mut ids, PRODUCT_VIEW_MAX_ENTRIES, max_bytes) {
             self.view_from = 0;
@@ -825,12 +833,6 @@ impl Product {
                 None => self.newest.ids().next().map_or(0, |id| id.saturating_add(1)),
             };
         }
-        let at = out.len();
-        out.push_str("<product>\n")?;
-        if headed {
-            out.format(format_args!("The {}:\n", self.title))?;
-        }
-        self.heading_bytes = out.len() - at;
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
