@@ -109,6 +109,29 @@ fn body(path: &str, provider: ProviderKind, extra: &str, prompt: &Prompt<'_>) ->
     seen.body_str().to_string()
 }
 
+/// A presence penalty goes where each server reads it, after the seed; `llm.extra` wins.
+#[test]
+fn a_presence_penalty_goes_in_each_servers_field() {
+    let p = Prompt { seed: Some(7), max_tokens: Some(64), presence_penalty: Some(1.0), ..Prompt::new(None, "Roux:") };
+    let openai = body("/v1/completions", ProviderKind::OpenAi, "", &p);
+    assert!(openai.contains(r#""seed":7,"presence_penalty":1,"stop""#), "{openai}");
+    let chat = body("/v1/chat/completions", ProviderKind::OpenAi, "", &p);
+    assert!(chat.contains(r#""seed":7,"presence_penalty":1,"stop""#), "{chat}");
+    let llama = body("/completion", ProviderKind::OpenAi, "", &p);
+    assert!(llama.contains(r#""n_predict":64,"seed":7,"presence_penalty":1,"stop""#), "{llama}");
+    let ollama = body("/api/generate", ProviderKind::Ollama, "", &p);
+    assert!(
+        ollama.contains(r#""options":{"temperature":0.7,"num_predict":64,"seed":7,"presence_penalty":1,"num_ctx""#),
+        "{ollama}"
+    );
+    let own = body("/v1/completions", ProviderKind::OpenAi, r#"{"presence_penalty":0}"#, &p);
+    assert_eq!(own.matches("presence_penalty").count(), 1, "{own}");
+    assert!(own.ends_with(r#""presence_penalty":0}"#), "{own}");
+    // None: no field.
+    let none = Prompt { presence_penalty: None, ..p };
+    assert!(!body("/v1/completions", ProviderKind::OpenAi, "", &none).contains("presence_penalty"));
+}
+
 #[test]
 fn the_prompt_goes_as_one_document_with_each_servers_fields() {
     let grammar = Prompt {

@@ -48,12 +48,16 @@ pub struct Prompt<'a> {
     pub seed: Option<u64>,
     /// Overrides `llm.max_tokens` for this request (the constraint probe asks for a few).
     pub max_tokens: Option<u32>,
+    /// The presence penalty (OpenAI's `presence_penalty`, Ollama's option of that name): what
+    /// the reply or the prompt's tail already holds gets less likely. `None` sends none (the
+    /// server's default); `llm.extra` wins over it.
+    pub presence_penalty: Option<f64>,
 }
 
 impl<'a> Prompt<'a> {
     /// A plain request: these messages, no constraint, no seed, the configured token cap.
     pub const fn new(system: Option<&'a str>, user: &'a str) -> Prompt<'a> {
-        Prompt { system, user, constraint: None, seed: None, max_tokens: None }
+        Prompt { system, user, constraint: None, seed: None, max_tokens: None, presence_penalty: None }
     }
 }
 
@@ -436,6 +440,10 @@ impl Client {
                         w.key("seed")?;
                         w.u64(seed)?;
                     }
+                    if let Some(p) = prompt.presence_penalty {
+                        w.key("presence_penalty")?;
+                        w.f64(p)?;
+                    }
                     if let Some(n) = self.context_window {
                         w.key("num_ctx")?;
                         w.u64(u64::from(n))?;
@@ -465,6 +473,10 @@ impl Client {
                 if let Some(seed) = prompt.seed.filter(|_| !has("seed")) {
                     w.key("seed")?;
                     w.u64(seed)?;
+                }
+                if let Some(p) = prompt.presence_penalty.filter(|_| !has("presence_penalty")) {
+                    w.key("presence_penalty")?;
+                    w.f64(p)?;
                 }
                 if !self.stop.is_empty() && !has("stop") {
                     w.key("stop")?;
