@@ -595,6 +595,49 @@ fn one_reply_defines_every_name_of_the_plan() {
     assert_eq!(audit.matches("{\"type\":\"storage_save\",\"key\":\"african,animals,").count(), 5, "{audit}");
 }
 
+/// Which of a run's requests after the probe carry a presence penalty, one `bool` a cycle.
+fn penalized(task: &str, server: &Server, n: usize) -> Vec<bool> {
+    let d = shipped_dir("penalty", &server.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", &format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{task}"}}}}"#));
+    let mut a = agent(&d);
+    for r in cycles(&mut a, n) {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+    }
+    let chats = server.chats();
+    assert_eq!(chats.len(), n + 1, "the probe, then a request a cycle");
+    assert!(!chats[0].body_str().contains("presence_penalty"), "the probe: {}", chats[0].body_str());
+    chats[1..].iter().map(|s| s.body_str().contains(r#""presence_penalty":1,"#)).collect()
+}
+
+/// A names ask that gives no names to go on from is sent with a presence penalty: a small model
+/// listing from nothing repeats itself ("Fennel" nine times in a list of ten) and runs through
+/// the letters of a name ("Fizzle, Fizzy, Fizzie"). A list that goes on from the names stored,
+/// and a question, are not: there the words of the prompt are the ones to use.
+#[test]
+fn only_a_list_from_nothing_is_asked_with_a_presence_penalty() {
+    let cooking = grammar_follower(
+        "Name five common cooking terms.",
+        "Common cooking terms:",
+        &["Roux\n2. Batter\n3. Gravy"],
+        "cooking,glossary",
+        cooking_sentence,
+    );
+    let task =
+        "Build a small glossary of cooking terms: save one term per entry to storage, with a one-sentence definition.";
+    // Names, their question, the question about the words their definitions share.
+    assert_eq!(penalized(task, &cooking, 3), [true, false, false]);
+    let animals = grammar_follower(
+        "Name five common African animals.",
+        "Common African animals:",
+        &["Zebra\n2. Okapi\n3. Eland", "Zebra\n2. Okapi\n3. Eland\n4. Kudu\n5. Hyrax"],
+        "african,animals",
+        sentence_about,
+    );
+    let task = "Make a list of African animals: save one animal per entry to storage, with one sentence about it.";
+    // Names from nothing, their question, names going on from Zebra, Okapi and Eland, theirs.
+    assert_eq!(penalized(task, &animals, 4), [true, false, false, false]);
+}
+
 /// Definitions of cooking terms that share the words a glossary asks about next.
 fn cooking_sentence(name: &str) -> &'static str {
     match name {
