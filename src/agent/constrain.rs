@@ -26,7 +26,7 @@
 //! Every reply is still read and checked by the reply reader: the constraint makes a valid
 //! reply the likely one, the reader decides what is taken.
 
-use super::product::Product;
+use super::product::{Product, LIST_PRESENCE_PENALTY};
 use crate::error::{Code, Result};
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::grammar::{self, Bounds, Constraint, KeyList, Language, Mode, ProductAsk, ProductSave};
@@ -116,6 +116,9 @@ pub struct Constrainer {
     last_seed: Option<u64>,
     /// See [`UNAVAILABLE_STEP_DOWN`].
     unavailable_in_a_row: u32,
+    /// The presence penalty of this cycle's constrained request: the product's
+    /// [`LIST_PRESENCE_PENALTY`] for a names ask that gives no names to go on from.
+    presence_penalty: Option<f64>,
     thinks: bool,
     max_tokens: u64,
 }
@@ -139,6 +142,7 @@ impl Constrainer {
             seed_base,
             last_seed: None,
             unavailable_in_a_row: 0,
+            presence_penalty: None,
             thinks: settings.thinks,
             max_tokens: u64::from(settings.max_tokens.unwrap_or(4096)),
         }
@@ -207,6 +211,7 @@ impl Constrainer {
         product: Option<&Product>,
     ) -> Result<()> {
         self.text.clear();
+        self.presence_penalty = None;
         let mode = mode.unwrap_or(self.active);
         if mode == Mode::Off {
             return Ok(());
@@ -241,6 +246,13 @@ impl Constrainer {
         if let Some((p, _)) = product {
             for name in p.taken() {
                 let _ = taken.push(name);
+            }
+        }
+        // A list from nothing repeats itself unless what it wrote already weighs against it;
+        // one that goes on from the names stored must keep to their words.
+        if let Some((p, _)) = product.filter(|_| mode == Mode::Grammar) {
+            if matches!(p.ask(), ProductAsk::Names { first: 1, .. }) {
+                self.presence_penalty = Some(LIST_PRESENCE_PENALTY);
             }
         }
         let lang = Language {
@@ -364,7 +376,8 @@ impl Constrainer {
             Mode::JsonSchema if !text.is_empty() => Some(Constraint::JsonSchema(text)),
             _ => None,
         };
-        let prompt = llm::Prompt { constraint, seed: Some(seed), ..llm::Prompt::new(system, user) };
+        let presence_penalty = self.presence_penalty.filter(|_| constraint.is_some());
+        let prompt = llm::Prompt { constraint, seed: Some(seed), presence_penalty, ..llm::Prompt::new(system, user) };
         if constraint.is_none() {
             return client.complete(&prompt, progress, should_stop);
         }
