@@ -598,7 +598,7 @@ fn one_reply_defines_every_name_of_the_plan() {
 /// Which of a run's requests after the probe carry a presence penalty, one `bool` a cycle.
 fn penalized(task: &str, server: &Server, n: usize) -> Vec<bool> {
     let d = shipped_dir("penalty", &server.url("/v1/chat/completions"), "auto");
-    d.write("memory.json", &format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{task}"}}}}"#));
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{task}"}}}}"#));
     let mut a = agent(&d);
     for r in cycles(&mut a, n) {
         assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
