@@ -46,7 +46,8 @@
 //!   list of up to ten under a heading ("Name five common cooking terms.", the value starting
 //!   `Common cooking terms:\n1. `), enough for three questions; for a list that is not a
 //!   glossary, the list continues the newest entries' names
-//!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `). After each cycle the plan keeps
+//!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `). A list from nothing is asked
+//!   with a presence penalty ([`LIST_PRESENCE_PENALTY`]). After each cycle the plan keeps
 //!   only the free, name-shaped names not yet asked for ([`Product::settle_plan`]).
 //!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
