@@ -1941,4 +1941,32 @@ mod tests {
         // Not an entry of the product: not judged.
         assert!(p.unreadable(&key("notes"), "Food: soglassar y crioloramón.").is_none());
     }
+
+    /// A definition in another language is no entry of an English product, however many of its
+    /// words look English when cut at their accents ("alegrías": "alegr", "as"); and a glossary
+    /// whose definitions were Spanish asked about their words next (SmolLM2-135M: Saludamientos,
+    /// Alimentos, Palabras). An English definition with a foreign name or phrase in it is one.
+    #[test]
+    fn a_definition_in_another_language_is_no_entry() {
+        let p = product_for("A glossary of cooking terms, one term per entry.");
+        let key = normalize("cooking,glossary,x").unwrap();
+        for junk in [
+            "Parenilas: a criolla de saludamientos y alegrías que encontramo el cambio.",
+            "Arroz: a la cena del gastronomic.",
+            "Aroma: an amor más criada que no puedo ser en espanolos.",
+            "Llama: a fuego de la manzana.",
+            "Fizz: a la fizz, a la frillleur, a la mousse.",
+        ] {
+            assert!(p.unreadable(&key, junk).is_some(), "{junk}");
+        }
+        for good in [
+            "Sauté: to cook food quickly in a little fat over high heat.",
+            "Paella: a Spanish rice dish from Valencia, made with saffron.",
+            "Pico de gallo: a fresh salsa of chopped tomato, onion and chili.",
+            "Salsa: a sauce, from the Spanish word for sauce, as in pico de gallo.",
+            "Crème brûlée: a dessert of rich custard under a layer of hard caramel.",
+        ] {
+            assert!(p.unreadable(&key, good).is_none(), "{good}");
+        }
+    }
 }
