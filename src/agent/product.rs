@@ -218,6 +218,22 @@ const PHRASE_ENDS: &[&str] = &[
     "under", "used", "using", "was", "were", "when", "where", "which", "while", "who", "whose", "with", "without",
 ];
 
+/// Words other languages build sentences with that are no English words (Spanish, French,
+/// Italian, Portuguese, German, Polish): a definition with [`FOREIGN_MIN`] of them, and no
+/// fewer English ones, is in another language. SmolLM2-135M wrote such definitions after a
+/// foreign name ("Arroz: a la cena del gastronomic."), and a glossary then asked about their
+/// words (Saludamientos, Alimentos, Palabras). Sorted.
+#[rustfmt::skip]
+const FOREIGN_JOINING: &[&str] = &[
+    "al", "als", "con", "dans", "das", "de", "degli", "dei", "del", "della", "der", "des", "du", "ein", "eine", "el",
+    "en", "est", "et", "il", "jest", "la", "las", "le", "les", "los", "nie", "para", "pour", "que", "sur", "un",
+    "una", "und", "une", "y",
+];
+
+/// Fewest words of [`FOREIGN_JOINING`] that make a definition foreign: one is a phrase an English
+/// definition quotes ("as in pico *de* gallo").
+const FOREIGN_MIN: usize = 2;
+
 /// Words that end a phrase but name nothing worth a definition of its own: what definitions
 /// of anything are made of ("a *type* of", "the *art* of", "many *others*"), adverbs,
 /// adjectives and participles that stand before a phrase end ("*native* to", "*found* in"), and
@@ -981,15 +997,22 @@ impl Product {
     pub fn unreadable(&self, key: &Key, value: &str) -> Option<&'static str> {
         let pkey = self.key.as_ref()?;
         name_of(key, pkey)?;
-        let (mut all, mut joining) = (0usize, 0usize);
-        for w in words(body(value)) {
+        let (mut all, mut joining, mut foreign) = (0usize, 0usize, 0usize);
+        // Whole words, accents and all: cut at them, "alegrías" read as "alegr" and "as".
+        for w in body(value).split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
             all += 1;
             let mut lower = Word::new();
             for c in w.chars() {
-                let _ = lower.push(c.to_ascii_lowercase());
+                if lower.push(c.to_ascii_lowercase()).is_err() {
+                    break;
+                }
             }
             let l = lower.as_str();
             joining += usize::from(STOPWORDS.binary_search(&l).is_ok() || PHRASE_ENDS.binary_search(&l).is_ok());
+            foreign += usize::from(FOREIGN_JOINING.binary_search(&l).is_ok());
+        }
+        if foreign >= FOREIGN_MIN && foreign >= joining {
+            return Some("the text is not in English; say in plain English words what the name is");
         }
         (joining == 0 || joining * 6 < all)
             .then_some("the text is not a sentence a reader can follow; say in plain words what the name is")
@@ -1407,8 +1430,13 @@ mod tests {
 
     #[test]
     fn word_lists_are_sorted() {
-        for list in [STOPWORDS, NOT_NAMES, GLOSSARY_UNITS, GLOSSARY_FORMS, PHRASE_ENDS, GENERIC_WORDS] {
+        for list in [STOPWORDS, NOT_NAMES, GLOSSARY_UNITS, GLOSSARY_FORMS, PHRASE_ENDS, GENERIC_WORDS, FOREIGN_JOINING]
+        {
             assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+        }
+        // A foreign word is no English one that counts for a sentence.
+        for w in FOREIGN_JOINING {
+            assert!(!STOPWORDS.contains(w) && !PHRASE_ENDS.contains(w), "{w}");
         }
     }
 
