@@ -993,8 +993,8 @@ impl Product {
     /// with (at least one in six of its words must be a stop word or a word that ends a
     /// phrase). What a drifting small model writes is made of none: "soglassar y crioloramón",
     /// "IRAJAZ AGAIN SAVES GROWL", "2019 Dec 31 2018 2019"; a definition is made of many ("a
-    /// powder made by grinding grain"). Nor is a text in another language one (two or more of its joining words:
-    /// "a la cena del gastronomic").
+    /// powder made by grinding grain"). Nor is a text in another language (two or more of its
+    /// joining words, and no fewer English ones: "a la cena del gastronomic").
     pub fn unreadable(&self, key: &Key, value: &str) -> Option<&'static str> {
         let pkey = self.key.as_ref()?;
         name_of(key, pkey)?;
