@@ -1587,6 +1587,27 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A small model that runs through the letters of a name writes names that start alike, one
+    /// after another ("Ophira, Ozonope, Ozaazo, Ozotika, Ozeanos"; "Fizzle, Fizzy, Fizzie"): the
+    /// plan reads a run of them no further than its second name.
+    #[test]
+    fn a_run_of_names_that_start_alike_is_read_to_its_second() {
+        let names: Vec<&str> = plan_names(
+            "Common African animals:\n1. Lions\n2. Ophira\n3. Ozonope\n4. Ozaazo\n5. Ozotika\n6. Ozeanos\n7. Zebra",
+        )
+        .collect();
+        assert_eq!(names, ["Lions", "Ophira", "Ozonope", "Ozaazo", "Zebra"]);
+        let names: Vec<&str> = plan_names("Common cooking terms: Fizzle, fizzy, Fizzie, Fizz, Flour").collect();
+        assert_eq!(names, ["Fizzle", "fizzy", "Flour"]);
+        // Names that share a first letter, or two in a row their first two: a real list's.
+        let names: Vec<&str> =
+            plan_names("Common African animals:\n1. Lions\n2. Leopards\n3. Lemurs\n4. Baboons\n5. Bats\n6. Bees")
+                .collect();
+        assert_eq!(names, ["Lions", "Leopards", "Lemurs", "Baboons", "Bats", "Bees"]);
+        // Read again as the plan is rewritten (the names kept, between commas), it stays.
+        assert_eq!(plan_names("Names: Ophira, Ozonope, Ozaazo, Zebra").count(), 4);
+    }
+
     #[test]
     fn tags_unit_and_words_come_from_the_task() {
         let p = product_for(
