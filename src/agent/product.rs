@@ -146,6 +146,16 @@ pub const QUESTION_NAMES_MAX: usize = 3;
 /// Most bytes of the names asked about in one question: a title's length each, one a line.
 pub const NEXT_MAX_BYTES: usize = QUESTION_NAMES_MAX * (TITLE_MAX_BYTES + 1);
 
+/// How many first letters make names alike: a small model that runs through the letters of a
+/// name writes names that start alike, one after another ("Ophira, Ozonope, Ozaazo, Ozotika,
+/// Ozeanos"; "Fizzle, Fizzy, Fizzie"; "Honeycomb, Honeyweed, Honeywurst"), and the plan reads
+/// a run of them no further than its second name. In the lists of 25 runs of SmolLM2-135M on
+/// two tasks, a third alike name was 141 distinct names: 138 not a name of the task's domain by
+/// `make model-check`'s lists, 3 near ones (Flavoured and Flavouring after Flavours, Monitors
+/// after Monsters); a real list's names share a first letter more often than two ("Lions,
+/// Leopards, Lemurs").
+const RUN_LETTERS: usize = 2;
+
 /// Most words in a name the plan keeps.
 const NAME_WORDS_MAX: usize = 3;
 
@@ -1134,7 +1144,8 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 
 /// The names of a plan's value: the list after its last `": "` or heading's `":\n"` (or all of it), one name a line
 /// or between commas, each without its number (`3. Roux`) and without a last word that ends a
-/// phrase (`Lions and`: a small model goes on writing prose), trimmed, empty ones left out.
+/// phrase (`Lions and`: a small model goes on writing prose), trimmed, empty ones left out, and
+/// none whose first [`RUN_LETTERS`] letters the two names before it (as written) share.
 fn plan_names(plan: &str) -> impl Iterator<Item = &str> {
     let list = match plan.rfind(": ").into_iter().chain(plan.rfind(":\n")).max() {
         Some(i) => plan.get(i + 2..).unwrap_or(""),
@@ -1158,6 +1169,15 @@ fn plan_names(plan: &str) -> impl Iterator<Item = &str> {
             }
         })
         .filter(|n| !n.is_empty())
+        .scan(["", ""], |before, n| {
+            let alike = |b: &str| {
+                matches!((b.get(..RUN_LETTERS), n.get(..RUN_LETTERS)), (Some(x), Some(y)) if x.eq_ignore_ascii_case(y))
+            };
+            let run = before.iter().all(|b| alike(b));
+            *before = [before[1], n];
+            Some((!run).then_some(n))
+        })
+        .flatten()
 }
 
 /// The tag of a name as the agent files it: ASCII letters and digits lowercased, every run of
