@@ -48,7 +48,8 @@
 //!   glossary, the list continues the newest entries' names
 //!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `). A list from nothing is asked
 //!   with a presence penalty ([`LIST_PRESENCE_PENALTY`]). After each cycle the plan keeps
-//!   only the free, name-shaped names not yet asked for ([`Product::settle_plan`]).
+//!   only the free, name-shaped names not yet asked for ([`Product::settle_plan`]), and not
+//!   a third in a row that starts as the two before it ("Ozaazo, Ozotika, Ozeanos").
 //!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
 //! Everything is reserved in [`Product::new`]; refreshing and rendering allocate nothing.
