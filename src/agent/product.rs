@@ -1819,6 +1819,47 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A list goes on from its first names, whatever came after them: a small model goes on in
+    /// the kind of the names it is given, and the newest are the ones it named last, made up as
+    /// often as not. An entry archived or deleted is no first name any more: the next one is.
+    #[test]
+    fn a_list_goes_on_from_its_first_names_not_its_newest() {
+        let values: Vec<String> =
+            ["Lion: a big cat.", "Zebra: a horse with stripes.", "Zoosia: an animal.", "Monaakesi: a beast."]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let (dir, mut store, mut p) = animals_with("product-first-names", &values);
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let mut out = FixedBuf::with_capacity("view", 64 * 1024);
+        let prefix = |p: &mut Product, store: &mut Store, out: &mut FixedBuf| {
+            p.refresh(&working, Some(store));
+            out.clear();
+            p.render(store, out, 1 << 20).unwrap();
+            match p.ask() {
+                ProductAsk::Names { prefix, first, .. } => (prefix.to_string(), first),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(prefix(&mut p, &mut store, &mut out), ("Common African animals:\n1. Lion\n2. Zebra\n3. ".into(), 3));
+        // Still the first ones once the view starts again from its newest half.
+        for i in 0..PRODUCT_VIEW_MAX_ENTRIES {
+            let name = format!("Animal{}", (b'a' + i as u8) as char);
+            let key = normalize(&format!("african,animals,{}", name.to_lowercase())).unwrap();
+            store.put(&key, &format!("{name}: an animal of Africa."), 10 + i as u64).unwrap();
+        }
+        let (text, first) = prefix(&mut p, &mut store, &mut out);
+        assert!(!out.as_str().unwrap().contains("\nLion\n"), "the view no longer shows the first");
+        assert_eq!((text.as_str(), first), ("Common African animals:\n1. Lion\n2. Zebra\n3. ", 3));
+        // The user takes one back: the next first name stands in for it.
+        store.set_archived(&normalize("african,animals,lion").unwrap(), true, 100).unwrap();
+        store.delete(&normalize("african,animals,zebra").unwrap()).unwrap();
+        let (text, _) = prefix(&mut p, &mut store, &mut out);
+        assert_eq!(text, "Common African animals:\n1. Zoosia\n2. Monaakesi\n3. ");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// The plan's free names are asked about in one question, and the reply's entries, one a
     /// line, are judged against each other as they are saved: one cycle for the plan's names,
     /// not one each.
