@@ -563,11 +563,11 @@ fn grammar_follower(
 /// the next cycle asks for names again.
 #[test]
 fn one_reply_defines_every_name_of_the_plan() {
-    // The second list goes on with the names stored, as the agent starts it.
+    // The second list goes on with the first two names stored, as the agent starts it.
     let server = grammar_follower(
         "Name five common African animals.",
         "Common African animals:",
-        &["Zebra\n2. Okapi\n3. Eland", "Zebra\n2. Okapi\n3. Eland\n4. Kudu\n5. Hyrax"],
+        &["Zebra\n2. Okapi\n3. Eland", "Zebra\n2. Okapi\n3. Kudu\n4. Hyrax"],
         "african,animals",
         sentence_about,
     );
@@ -629,12 +629,12 @@ fn only_a_list_from_nothing_is_asked_with_a_presence_penalty() {
     let animals = grammar_follower(
         "Name five common African animals.",
         "Common African animals:",
-        &["Zebra\n2. Okapi\n3. Eland", "Zebra\n2. Okapi\n3. Eland\n4. Kudu\n5. Hyrax"],
+        &["Zebra\n2. Okapi\n3. Eland", "Zebra\n2. Okapi\n3. Kudu\n4. Hyrax"],
         "african,animals",
         sentence_about,
     );
     let task = "Make a list of African animals: save one animal per entry to storage, with one sentence about it.";
-    // Names from nothing, their question, names going on from Zebra, Okapi and Eland, theirs.
+    // Names from nothing, their question, names going on from Zebra and Okapi, theirs.
     assert_eq!(penalized(task, &animals, 4), [true, false, false, false]);
 }
 

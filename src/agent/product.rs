@@ -45,11 +45,12 @@
 //!   small model writes one by one). With no name at all: names for the plan, as a numbered
 //!   list of up to ten under a heading ("Name five common cooking terms.", the value starting
 //!   `Common cooking terms:\n1. `), enough for three questions; for a list that is not a
-//!   glossary, the list continues the newest entries' names
-//!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `). A list from nothing is asked
-//!   with a presence penalty ([`LIST_PRESENCE_PENALTY`]). After each cycle the plan keeps
-//!   only the free, name-shaped names not yet asked for ([`Product::settle_plan`]), and not
-//!   a third in a row that starts as the two before it ("Ozaazo, Ozotika, Ozeanos").
+//!   glossary, the list continues its first entries' names
+//!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `), not its newest, which the model
+//!   named last and made up as often as not. A list from nothing is asked with a presence
+//!   penalty ([`LIST_PRESENCE_PENALTY`]). After each cycle the plan keeps only the free,
+//!   name-shaped names not yet asked for ([`Product::settle_plan`]), and not a third in a
+//!   row that starts as the two before it ("Ozaazo, Ozotika, Ozeanos").
 //!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
 //! Everything is reserved in [`Product::new`]; refreshing and rendering allocate nothing.
@@ -63,7 +64,7 @@ use crate::limits::{
 };
 use crate::memory::hash::{fnv1a64, fnv1a64_continue};
 use crate::memory::key::{normalize, Key};
-use crate::memory::query::{EntryId, Query, Results};
+use crate::memory::query::{EntryId, Query, Results, Sort};
 use crate::memory::store::Store;
 use crate::memory::working::WorkingSet;
 
@@ -196,10 +197,21 @@ const FORM_WORDS: &[&str] = &[
 /// Most names of the newest entries the ask names.
 const ASK_NAMES_MAX: usize = 6;
 
+/// How many of a list's first names (its oldest entries) a names ask goes on from. A small
+/// model goes on in the kind of the names it is given; the first names of a list from nothing
+/// are those it knows best (SmolLM2-135M, African animals: the first two real in 25 of 30
+/// lists, a later name in 3 of 10), and the newest are the ones it named last. Going on from
+/// the newest six, its lists ran off the task one window at a time ("Zoophytes, Insects,
+/// Mollusks, Baculidae, Lamellibranchi"): 30-cycle runs served 0 to 19 entries by
+/// `make model-check`'s rule, 10 or more in 5 of 10. From the first two: 12, 19 and 14 (from
+/// the first three: 10, 14, 18).
+pub const LIST_FIRST_NAMES: usize = 2;
+
 /// Most bytes of the plan's prefix: a heading of the domain (a title's words) and the units
-/// (a tag), then [`ASK_NAMES_MAX`] numbered names (a title's length each) and the next number.
+/// (a tag), then [`LIST_FIRST_NAMES`] numbered names (a title's length each) and the next
+/// number.
 const PREFIX_MAX_BYTES: usize =
-    COMMON_HEADING.len() + TITLE_MAX_BYTES + TAG_MAX_BYTES + 4 + (ASK_NAMES_MAX + 1) * (TITLE_MAX_BYTES + 5);
+    COMMON_HEADING.len() + TITLE_MAX_BYTES + TAG_MAX_BYTES + 4 + (LIST_FIRST_NAMES + 1) * (TITLE_MAX_BYTES + 5);
 
 /// The first word of the plan's heading and of the names ask: what a small model knows best is
 /// what is common, and asked for that it names real things (SmolLM2-135M, in the agent's prompt:
@@ -300,12 +312,16 @@ pub struct Product {
     view_from: EntryId,
     /// The names (heads) of the newest of them, newest last, for the ask.
     names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, ASK_NAMES_MAX>,
+    /// The product's oldest entries, oldest first: a list's first names come from them.
+    oldest: Results,
+    /// The names (heads) of a list's first entries, oldest first, for its names ask.
+    first_names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, LIST_FIRST_NAMES>,
     /// The unit in the plural ("terms").
     units: Word,
     /// What the plan's value starts with: the list's heading, then, for a list that is not a
-    /// glossary, the names of the newest entries the view showed, numbered, one a line, and the
-    /// number of the next (`1. Lion\n2. Zebra\n3. `), so that the model continues a list of
-    /// the product's own names, which small models do well ([`Product::write_prefix`]).
+    /// glossary, the names of its first entries, numbered, one a line, and the number of the
+    /// next (`1. Lion\n2. Zebra\n3. `), so that the model continues a list of the product's
+    /// own names, which small models do well ([`Product::write_prefix`]).
     prefix: ArrayString<PREFIX_MAX_BYTES>,
     /// The number the prefix leaves for the model's first name.
     first: u32,
@@ -351,6 +367,8 @@ impl Product {
             heading_bytes: 0,
             view_from: 0,
             names: ArrayVec::new(),
+            oldest: Results::with_capacity(LIST_FIRST_NAMES),
+            first_names: ArrayVec::new(),
             units: Word::new(),
             prefix: ArrayString::new(),
             first: 1,
@@ -534,14 +552,14 @@ impl Product {
     }
 
     /// Writes the plan's prefix: the list's heading, the domain and the units capitalised
-    /// ("African animals:"), then, for a list, the names the view keeps numbered, one a line,
-    /// and the next number (`1. Lion\n2. Zebra\n3. `). A small model asked to "Name five African
+    /// ("African animals:"), then, for a list, the names of its first entries
+    /// ([`LIST_FIRST_NAMES`]) numbered, one a line, and the next number (`1. Lion\n2. Zebra\n3. `). A small model asked to "Name five African
     /// animals." writes that heading first; with the list starting at "1. ", it wrote it as the
     /// first name and ran on from it (SmolLM2-135M: "African animals ikaenjabbabw"). With the
     /// heading given, 12 of 29 cooking names were cooking words (Tuna, Pastry, Frying pan), 11
     /// of 25 without.
     ///
-    /// A list's names are its items so far, and a small model that goes on with them names more
+    /// A list's names are its first items, and a small model that goes on with them names more
     /// of their kind. A glossary's are also the words its definitions used (Food, Fish,
     /// Ingredients), no list of anything, and going on with them SmolLM2-135M ran through their
     /// letters instead ("Pantry, Parlor, Parcel, Pintle"): its list starts at `1. ` under the
@@ -556,7 +574,7 @@ impl Product {
         }
         let _ = self.prefix.format(format_args!(" {}:\n", self.units));
         // The prefix has room for the heading and every name the view keeps, numbered.
-        let listed: &[ArrayString<TITLE_MAX_BYTES>] = if self.glossary { &[] } else { self.names.as_slice() };
+        let listed: &[ArrayString<TITLE_MAX_BYTES>] = if self.glossary { &[] } else { self.first_names.as_slice() };
         for (i, name) in listed.iter().enumerate() {
             let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
         }
@@ -821,6 +839,7 @@ impl Product {
             let _ = self.domain.push_str(word);
         }
         self.names.clear();
+        self.first_names.clear();
         self.write_prefix();
     }
 
@@ -884,6 +903,19 @@ impl Product {
                     self.names.remove(0);
                 }
                 let _ = self.names.push(ArrayString::try_from_str(name).unwrap_or_default());
+            }
+        }
+        self.first_names.clear();
+        if let Some(key) = self.key.filter(|_| !self.glossary) {
+            let q =
+                Query { required: Some(key), max_results: LIST_FIRST_NAMES, sort: Sort::Oldest, ..Query::default() };
+            store.query(&q, &mut self.oldest);
+            for id in self.oldest.ids() {
+                let Ok(v) = store.value(id) else { continue };
+                let name = crate::bytes::str_prefix(head(v).trim(), TITLE_MAX_BYTES);
+                if !name.is_empty() && name.len() < v.len() {
+                    let _ = self.first_names.push(ArrayString::try_from_str(name).unwrap_or_default());
+                }
             }
         }
         self.write_prefix();
