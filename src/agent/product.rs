@@ -1892,6 +1892,65 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A list with no entry yet is asked for its names again, and its first entries are the
+    /// names two lists agree on (in the singular or the plural): those a small model knows, not
+    /// those it made up once ("Monakeko, Anjelica"). After [`FIRST_LISTS_MAX`] lists that agree
+    /// on none, the last is taken as it is. A glossary's list is taken at once.
+    #[test]
+    fn a_lists_first_names_are_those_two_lists_agree_on() {
+        let (dir, mut store, mut p) = animals_with("product-agree", &[]);
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let key = normalize(PLAN_KEY).unwrap();
+        let mut scratch = FixedBuf::with_capacity("plan", 1024);
+        let mut out = FixedBuf::with_capacity("view", 4096);
+        let mut list = |p: &mut Product, working: &mut WorkingSet, store: &mut Store, names: &str| {
+            p.refresh(working, Some(&*store));
+            out.clear();
+            p.render(store, &mut out, 1 << 20).unwrap();
+            assert!(matches!(p.ask(), ProductAsk::Names { first: 1, .. }), "{:?}", p.ask());
+            working.add(&key, &format!("Common African animals:\n{names}"), 2).unwrap();
+            p.settle_plan(working, "", &mut scratch, 3).unwrap();
+            working.get(&key).map(str::to_string)
+        };
+        assert_eq!(
+            list(&mut p, &mut working, &mut store, "1. Monakeko\n2. Lions\n3. Elephants\n4. Zoosia"),
+            None,
+            "heard"
+        );
+        let agreed = list(&mut p, &mut working, &mut store, "1. Elephant\n2. Zebras\n3. Lions\n4. Okapi");
+        assert_eq!(agreed.as_deref(), Some("Elephant, Lions"));
+        p.refresh(&working, Some(&store));
+        assert_eq!(p.ask(), ProductAsk::Define("Elephant\nLions"));
+        // Three lists that agree on nothing: the third is the plan.
+        working.remove(&key);
+        assert_eq!(list(&mut p, &mut working, &mut store, "1. Monakeko\n2. Anjelica"), None);
+        assert_eq!(list(&mut p, &mut working, &mut store, "1. Aardvarks\n2. Aniocerus"), None);
+        assert_eq!(
+            list(&mut p, &mut working, &mut store, "1. Zanzibar\n2. Kigali").as_deref(),
+            Some("Zanzibar, Kigali")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        // A glossary asks about its first list's names at once.
+        let (dir, mut store, mut g) = product_with(
+            "product-agree-glossary",
+            "Build a small glossary of cooking terms: one term per entry.",
+            "cooking,glossary",
+            &[],
+        );
+        let mut working = WorkingSet::new();
+        working
+            .add(&normalize("task").unwrap(), "Build a small glossary of cooking terms: one term per entry.", 1)
+            .unwrap();
+        g.refresh(&working, Some(&store));
+        out.clear();
+        g.render(&mut store, &mut out, 1 << 20).unwrap();
+        working.add(&key, "Common cooking terms:\n1. Roux\n2. Braise", 2).unwrap();
+        g.settle_plan(&mut working, "", &mut scratch, 3).unwrap();
+        assert_eq!(working.get(&key), Some("Roux, Braise"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// The plan's free names are asked about in one question, and the reply's entries, one a
     /// line, are judged against each other as they are saved: one cycle for the plan's names,
     /// not one each.
