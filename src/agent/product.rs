@@ -47,7 +47,8 @@
 //!   `Common cooking terms:\n1. `), enough for three questions; for a list that is not a
 //!   glossary, the list continues its first entries' names
 //!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `), not its newest, which the model
-//!   named last and made up as often as not. A list from nothing is asked with a presence
+//!   named last and made up as often as not; its first names are those two lists from
+//!   nothing agree on ([`FIRST_LISTS_MAX`]). A list from nothing is asked with a presence
 //!   penalty ([`LIST_PRESENCE_PENALTY`]). After each cycle the plan keeps only the free,
 //!   name-shaped names not yet asked for ([`Product::settle_plan`]), and not a third in a
 //!   row that starts as the two before it ("Ozaazo, Ozotika, Ozeanos").
@@ -59,8 +60,8 @@ use crate::error::Result;
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::grammar::ProductAsk;
 use crate::limits::{
-    PRODUCT_ASKED_MAX, PRODUCT_CANDIDATES_MAX, PRODUCT_ENTRY_MAX_BYTES, PRODUCT_TAGS_MAX, PRODUCT_TAKEN_MAX,
-    PRODUCT_TAKEN_MAX_CHARS, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES, TAG_MAX_BYTES,
+    GRAMMAR_PLAN_MAX_NAMES, PRODUCT_ASKED_MAX, PRODUCT_CANDIDATES_MAX, PRODUCT_ENTRY_MAX_BYTES, PRODUCT_TAGS_MAX,
+    PRODUCT_TAKEN_MAX, PRODUCT_TAKEN_MAX_CHARS, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES, TAG_MAX_BYTES,
 };
 use crate::memory::hash::{fnv1a64, fnv1a64_continue};
 use crate::memory::key::{normalize, Key};
@@ -207,6 +208,21 @@ const ASK_NAMES_MAX: usize = 6;
 /// the first three: 10, 14, 18).
 pub const LIST_FIRST_NAMES: usize = 2;
 
+/// Most lists from nothing a list with no entry yet is asked for: its first names are those
+/// two of them agree on ([`Product::settle_plan`]), and the last is taken as it is when none
+/// do. The first names lead every list after them ([`LIST_FIRST_NAMES`]), and a small model's
+/// first list is sometimes made up from its first name on (SmolLM2-135M, African animals:
+/// "Monakeko, Anjelica, Zarina" or "Antejimas, Aeterniam" in about 1 of 10 samples; a run
+/// that went on from such a list served none of its 30 cycles). Two samples rarely make up
+/// the same name, and they agree on the names the model knows (Lions, Elephants): drawn from
+/// 36 sampled first lists, the first two names were both real in 80% of single lists and in
+/// 94% of the names two of them agreed on (97% with the names two of three named, at one
+/// cycle more every time).
+pub const FIRST_LISTS_MAX: u32 = 3;
+
+/// Most names heard from the lists from nothing that agreed on none yet: all of their names.
+const HEARD_MAX: usize = (FIRST_LISTS_MAX as usize - 1) * GRAMMAR_PLAN_MAX_NAMES as usize;
+
 /// Most bytes of the plan's prefix: a heading of the domain (a title's words) and the units
 /// (a tag), then [`LIST_FIRST_NAMES`] numbered names (a title's length each) and the next
 /// number.
@@ -316,6 +332,11 @@ pub struct Product {
     oldest: Results,
     /// The names (heads) of a list's first entries, oldest first, for its names ask.
     first_names: ArrayVec<ArrayString<TITLE_MAX_BYTES>, LIST_FIRST_NAMES>,
+    /// The names of the lists from nothing asked for a list with no entry yet that agreed on
+    /// none, as tags in the singular (`lion`), each once; [`Product::settle_plan`].
+    heard: ArrayVec<Word, HEARD_MAX>,
+    /// How many lists from nothing `heard` holds the names of.
+    lists_heard: u32,
     /// The unit in the plural ("terms").
     units: Word,
     /// What the plan's value starts with: the list's heading, then, for a list that is not a
@@ -369,6 +390,8 @@ impl Product {
             names: ArrayVec::new(),
             oldest: Results::with_capacity(LIST_FIRST_NAMES),
             first_names: ArrayVec::new(),
+            heard: ArrayVec::new(),
+            lists_heard: 0,
             units: Word::new(),
             prefix: ArrayString::new(),
             first: 1,
@@ -717,9 +740,24 @@ impl Product {
     /// still free, without `done` (the names just asked about, one a line, whatever came of
     /// it), at most [`PLAN_NAMES_MAX`]; no plan when none is left. `scratch` holds the new
     /// text.
-    pub fn settle_plan(&self, working: &mut WorkingSet, done: &str, scratch: &mut FixedBuf, now: u64) -> Result<()> {
+    ///
+    /// After a list from nothing for a list with no entry yet (not a glossary), the plan keeps
+    /// only the names an earlier such list named too (in the singular or the plural), in the
+    /// order of the newest; when none did, its names are heard and the plan is dropped, so that
+    /// the next cycle asks for a list again. The [`FIRST_LISTS_MAX`]-th is kept as it is.
+    pub fn settle_plan(
+        &mut self,
+        working: &mut WorkingSet,
+        done: &str,
+        scratch: &mut FixedBuf,
+        now: u64,
+    ) -> Result<()> {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
         let Some(plan) = working.get(&key) else { return Ok(()) };
+        // A list with no entry yet keeps only what an earlier list from nothing named too.
+        let agreeing = !self.glossary
+            && self.lists_heard + 1 < FIRST_LISTS_MAX
+            && matches!(self.ask(), ProductAsk::Names { first: 1, .. });
         scratch.clear();
         let head = plan.rfind(": ").and_then(|i| plan.get(..i + 2)).unwrap_or("");
         scratch.push_str(head)?;
@@ -733,10 +771,31 @@ impl Product {
             if !slug(name, &mut tag) || seen.iter().any(|s| *s == tag) {
                 continue;
             }
+            if agreeing && !self.heard.as_slice().contains(&heard_form(tag)) {
+                continue;
+            }
             let _ = seen.push(tag);
             scratch.push_str(if kept == 0 { "" } else { ", " })?;
             scratch.push_str(name)?;
             kept += 1;
+        }
+        if agreeing {
+            if kept == 0 {
+                // Heard: the next cycle asks for a list again.
+                for name in plan_names(plan) {
+                    let mut tag = Word::new();
+                    if slug(name, &mut tag) && !self.heard.as_slice().contains(&heard_form(tag)) {
+                        let _ = self.heard.push(heard_form(tag));
+                    }
+                }
+                self.lists_heard += 1;
+            } else {
+                self.heard.clear();
+                self.lists_heard = 0;
+            }
+        } else if !self.glossary && matches!(self.ask(), ProductAsk::Names { first: 1, .. }) {
+            self.heard.clear();
+            self.lists_heard = 0;
         }
         if kept == 0 {
             working.remove(&key);
@@ -840,6 +899,8 @@ impl Product {
         }
         self.names.clear();
         self.first_names.clear();
+        self.heard.clear();
+        self.lists_heard = 0;
         self.write_prefix();
     }
 
@@ -1160,6 +1221,11 @@ fn take_start(taken: &mut ArrayVec<Word, PRODUCT_TAKEN_MAX>, word: &str) {
 /// The singular of a plural name in -s ("lions", not "bus" nor "glass"), if it is one.
 fn singular(name: &str) -> Option<&str> {
     name.strip_suffix('s').filter(|s| s.len() >= 3 && !s.ends_with('s'))
+}
+
+/// A name's tag as lists are compared by it: in the singular (`lion` for `lions`).
+fn heard_form(tag: Word) -> Word {
+    singular(tag.as_str()).and_then(|s| Word::try_from_str(s).ok()).unwrap_or(tag)
 }
 
 /// Adds `word_` to the names taken: no new name starts with `word`.
