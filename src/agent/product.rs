@@ -576,8 +576,8 @@ impl Product {
 
     /// Writes the plan's prefix: the list's heading, the domain and the units capitalised
     /// ("African animals:"), then, for a list, the names of its first entries
-    /// ([`LIST_FIRST_NAMES`]) numbered, one a line, and the next number (`1. Lion\n2. Zebra\n3. `). A small model asked to "Name five African
-    /// animals." writes that heading first; with the list starting at "1. ", it wrote it as the
+    /// ([`LIST_FIRST_NAMES`]) numbered, one a line, and the next number (`1. Lion\n2. Zebra\n3. `).
+    /// A small model asked to "Name five African animals." writes that heading first; with the list starting at "1. ", it wrote it as the
     /// first name and ran on from it (SmolLM2-135M: "African animals ikaenjabbabw"). With the
     /// heading given, 12 of 29 cooking names were cooking words (Tuna, Pastry, Frying pan), 11
     /// of 25 without.
@@ -596,7 +596,7 @@ impl Product {
             let _ = self.prefix.format(format_args!(" {}", self.domain));
         }
         let _ = self.prefix.format(format_args!(" {}:\n", self.units));
-        // The prefix has room for the heading and every name the view keeps, numbered.
+        // The prefix has room for the heading and every first name, numbered.
         let listed: &[ArrayString<TITLE_MAX_BYTES>] = if self.glossary { &[] } else { self.first_names.as_slice() };
         for (i, name) in listed.iter().enumerate() {
             let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
@@ -755,9 +755,8 @@ impl Product {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
         let Some(plan) = working.get(&key) else { return Ok(()) };
         // A list with no entry yet keeps only what an earlier list from nothing named too.
-        let agreeing = !self.glossary
-            && self.lists_heard + 1 < FIRST_LISTS_MAX
-            && matches!(self.ask(), ProductAsk::Names { first: 1, .. });
+        let from_nothing = !self.glossary && matches!(self.ask(), ProductAsk::Names { first: 1, .. });
+        let agreeing = from_nothing && self.lists_heard + 1 < FIRST_LISTS_MAX;
         scratch.clear();
         let head = plan.rfind(": ").and_then(|i| plan.get(..i + 2)).unwrap_or("");
         scratch.push_str(head)?;
@@ -779,21 +778,16 @@ impl Product {
             scratch.push_str(name)?;
             kept += 1;
         }
-        if agreeing {
-            if kept == 0 {
-                // Heard: the next cycle asks for a list again.
-                for name in plan_names(plan) {
-                    let mut tag = Word::new();
-                    if slug(name, &mut tag) && !self.heard.as_slice().contains(&heard_form(tag)) {
-                        let _ = self.heard.push(heard_form(tag));
-                    }
+        if agreeing && kept == 0 {
+            // Heard: the next cycle asks for a list again.
+            for name in plan_names(plan) {
+                let mut tag = Word::new();
+                if slug(name, &mut tag) && !self.heard.as_slice().contains(&heard_form(tag)) {
+                    let _ = self.heard.push(heard_form(tag));
                 }
-                self.lists_heard += 1;
-            } else {
-                self.heard.clear();
-                self.lists_heard = 0;
             }
-        } else if !self.glossary && matches!(self.ask(), ProductAsk::Names { first: 1, .. }) {
+            self.lists_heard += 1;
+        } else if from_nothing {
             self.heard.clear();
             self.lists_heard = 0;
         }
@@ -958,12 +952,11 @@ impl Product {
             out.push_str("\n")?;
             let _ = self.seen.push((normal_hash(head(v)), Words::of(v)));
             self.shown += 1;
-            let name = crate::bytes::str_prefix(head(v).trim(), TITLE_MAX_BYTES);
-            if !name.is_empty() && name.len() < v.len() {
+            if let Some(name) = entry_name(v) {
                 if self.names.is_full() {
                     self.names.remove(0);
                 }
-                let _ = self.names.push(ArrayString::try_from_str(name).unwrap_or_default());
+                let _ = self.names.push(name);
             }
         }
         self.first_names.clear();
@@ -972,10 +965,8 @@ impl Product {
                 Query { required: Some(key), max_results: LIST_FIRST_NAMES, sort: Sort::Oldest, ..Query::default() };
             store.query(&q, &mut self.oldest);
             for id in self.oldest.ids() {
-                let Ok(v) = store.value(id) else { continue };
-                let name = crate::bytes::str_prefix(head(v).trim(), TITLE_MAX_BYTES);
-                if !name.is_empty() && name.len() < v.len() {
-                    let _ = self.first_names.push(ArrayString::try_from_str(name).unwrap_or_default());
+                if let Some(name) = store.value(id).ok().and_then(entry_name) {
+                    let _ = self.first_names.push(name);
                 }
             }
         }
@@ -1221,6 +1212,13 @@ fn take_start(taken: &mut ArrayVec<Word, PRODUCT_TAKEN_MAX>, word: &str) {
 /// The singular of a plural name in -s ("lions", not "bus" nor "glass"), if it is one.
 fn singular(name: &str) -> Option<&str> {
     name.strip_suffix('s').filter(|s| s.len() >= 3 && !s.ends_with('s'))
+}
+
+/// The name of an entry of the product: the head of `value`, trimmed and cut at
+/// [`TITLE_MAX_BYTES`]; none when it is empty or the whole value (no `:`).
+fn entry_name(value: &str) -> Option<ArrayString<TITLE_MAX_BYTES>> {
+    let name = crate::bytes::str_prefix(head(value).trim(), TITLE_MAX_BYTES);
+    (!name.is_empty() && name.len() < value.len()).then(|| ArrayString::try_from_str(name).unwrap_or_default())
 }
 
 /// A name's tag as lists are compared by it: in the singular (`lion` for `lions`).
