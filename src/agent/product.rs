@@ -1713,16 +1713,20 @@ mod tests {
             "Common African animals:\n1. Lions\n2. Ophira\n3. Ozonope\n4. Ozaazo\n5. Ozotika\n6. Ozeanos\n7. Zebra",
         )
         .collect();
-        assert_eq!(names, ["Lions", "Ophira", "Ozonope", "Ozaazo", "Zebra"]);
-        let names: Vec<&str> = plan_names("Common cooking terms: Fizzle, fizzy, Fizzie, Fizz, Flour").collect();
-        assert_eq!(names, ["Fizzle", "fizzy", "Flour"]);
-        // Names that share a first letter, or two in a row their first two: a real list's.
+        assert_eq!(names, ["Lions", "Ophira", "Ozonope", "Zebra"]);
+        let names: Vec<&str> = plan_names("Common cooking terms: Fizzle, fizzy, Fizzie, Fizz, Flour, Butter").collect();
+        assert_eq!(names, ["Fizzle", "fizzy", "Butter"]);
+        // A run of a first letter only: a third name in a row is seldom a real one.
+        let names: Vec<&str> =
+            plan_names("Common African animals:\n1. Zerithi\n2. Zutora\n3. Zunibenja\n4. Zwekara\n5. Lions").collect();
+        assert_eq!(names, ["Zerithi", "Zutora", "Lions"]);
         let names: Vec<&str> =
             plan_names("Common African animals:\n1. Lions\n2. Leopards\n3. Lemurs\n4. Baboons\n5. Bats\n6. Bees")
                 .collect();
-        assert_eq!(names, ["Lions", "Leopards", "Lemurs", "Baboons", "Bats", "Bees"]);
+        assert_eq!(names, ["Lions", "Leopards", "Baboons", "Bats"]);
         // Read again as the plan is rewritten (the names kept, between commas), it stays.
-        assert_eq!(plan_names("Names: Ophira, Ozonope, Ozaazo, Zebra").count(), 4);
+        assert_eq!(plan_names("Names: Ophira, Ozonope, Zebra").count(), 3);
+        assert_eq!(plan_names("Names: Lions, Leopards, Baboons, Bats").count(), 4);
     }
 
     #[test]
