@@ -1744,6 +1744,26 @@ mod tests {
         assert!(!none.active());
     }
 
+    /// The unit's plural is written as English writes it, so that the list's heading and its
+    /// question say what the title says once ("Common European capital cities:", not "Common
+    /// European capital cities citys:", which SmolLM2-135M was asked to go on with).
+    #[test]
+    fn the_units_are_the_plural_english_writes() {
+        for (task, units, prefix) in [
+            (
+                "Make a list of European capital cities: save one city per entry, with one sentence about it.",
+                "cities",
+                "Common European capital cities:\n1. ",
+            ),
+            ("Make a list of kitchen tools: one dish per entry.", "dishes", "Common kitchen tools dishes:\n1. "),
+            ("Make a list of toys: one toy per entry.", "toys", "Common toys:\n1. "),
+            ("Make a list of African animals: one animal per entry.", "animals", "Common African animals:\n1. "),
+        ] {
+            let p = product_for(task);
+            assert_eq!((p.units.as_str(), p.prefix.as_str()), (units, prefix), "{task}");
+        }
+    }
+
     #[test]
     fn a_product_save_is_filed_under_its_name() {
         let p = product_for("A glossary of cooking terms, one term per entry.");
