@@ -877,9 +877,7 @@ impl Product {
         self.glossary = GLOSSARY_UNITS.binary_search(&unit).is_ok()
             || self.title.as_str().split(' ').any(|w| GLOSSARY_FORMS.iter().any(|f| f.eq_ignore_ascii_case(w)));
         let _ = self.units.push_str(unit);
-        if !unit.ends_with('s') {
-            let _ = self.units.push('s');
-        }
+        write_plural(&mut self.units);
         for word in self.title.as_str().split(' ') {
             let lower = |list: &[&str]| list.iter().any(|f| f.eq_ignore_ascii_case(word));
             if word.is_empty()
@@ -1220,6 +1218,26 @@ fn singular(name: &str) -> Option<&str> {
 fn entry_name(value: &str) -> Option<ArrayString<TITLE_MAX_BYTES>> {
     let name = crate::bytes::str_prefix(head(value).trim(), TITLE_MAX_BYTES);
     (!name.is_empty() && name.len() < value.len()).then(|| ArrayString::try_from_str(name).unwrap_or_default())
+}
+
+/// Makes the word in `w` plural as English mostly does: "city" and "cities", "dish" and
+/// "dishes", "toy" and "toys"; a word in -s is taken as plural already ("terms"). A word with
+/// no room left stays as it is.
+fn write_plural(w: &mut Word) {
+    let s = w.as_str();
+    if s.ends_with('s') {
+        return;
+    }
+    let stem = s.strip_suffix('y').filter(|b| !b.is_empty() && !b.ends_with(['a', 'e', 'i', 'o', 'u']));
+    let sibilant = ["x", "z", "ch", "sh"].iter().any(|e| s.ends_with(e));
+    let mut out = Word::new();
+    let ok = match stem {
+        Some(b) => out.push_str(b).is_ok() && out.push_str("ies").is_ok(),
+        None => out.push_str(s).is_ok() && out.push_str(if sibilant { "es" } else { "s" }).is_ok(),
+    };
+    if ok {
+        *w = out;
+    }
 }
 
 /// A name's tag as lists are compared by it: in the singular (`lion` for `lions`).
