@@ -132,7 +132,7 @@ pub const PLAN_KEY: &str = "plan";
 pub const PLAN_NAMES_MAX: usize = 9;
 
 /// The presence penalty a names ask is sent with when it gives no names to go on from (a
-/// glossary's every list, a list's first): what the list or the prompt's tail holds already gets
+/// glossary's every list, a list's first ones): what the list or the prompt's tail holds already gets
 /// less likely, so the model names something else instead of a name again or its letters run on.
 /// SmolLM2-135M, cooking, 30 cycles: lists of ten from nothing repeated a name ("Fennel" nine
 /// times, "Fog" ten) or ran through its letters ("Fizzle, Fizzy, Fizzie"); with this penalty on
