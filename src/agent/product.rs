@@ -1680,8 +1680,7 @@ mod tests {
         assert_eq!(names, ["Zebra", "Okapi"]);
         let dir = crate::testing::temp_dir("product-free");
         let mut store = Store::open_with_capacity(&dir, 64).unwrap();
-        let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let working = animals_task();
         store.put(&normalize("african,animals,lion").unwrap(), "Lion: a big cat.", 1).unwrap();
         store.put(&normalize("african,animals,gorillas").unwrap(), "Gorillas: big apes.", 1).unwrap();
         store.put(&normalize("african,animals,bats").unwrap(), "Bats: they fly.", 1).unwrap();
@@ -1909,6 +1908,13 @@ mod tests {
     }
 
     /// The same from whole values (`Zebra: ...` under `zebra`), with the store.
+    /// Working memory that holds the task of [`animals_with`]'s product.
+    fn animals_task() -> WorkingSet {
+        let mut working = WorkingSet::new();
+        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        working
+    }
+
     fn animals_with(label: &str, values: &[String]) -> (std::path::PathBuf, Store, Product) {
         product_with(label, "Make a list of African animals: one animal per entry.", "african,animals", values)
     }
@@ -1935,8 +1941,7 @@ mod tests {
     #[test]
     fn the_view_grows_at_its_end_and_full_starts_again_from_its_newest_half() {
         let (dir, mut store, mut p) = animals_with("product-pages", &[]);
-        let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let working = animals_task();
         let mut out = FixedBuf::with_capacity("view", 64 * 1024);
         let mut before = String::new();
         let mut starts = 0;
@@ -1974,8 +1979,7 @@ mod tests {
                 .map(|s| s.to_string())
                 .collect();
         let (dir, mut store, mut p) = animals_with("product-first-names", &values);
-        let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let working = animals_task();
         let mut out = FixedBuf::with_capacity("view", 64 * 1024);
         let prefix = |p: &mut Product, store: &mut Store, out: &mut FixedBuf| {
             p.refresh(&working, Some(store));
@@ -2011,8 +2015,7 @@ mod tests {
     #[test]
     fn a_lists_first_names_are_those_two_lists_agree_on() {
         let (dir, mut store, mut p) = animals_with("product-agree", &[]);
-        let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let mut working = animals_task();
         let key = normalize(PLAN_KEY).unwrap();
         let mut scratch = FixedBuf::with_capacity("plan", 1024);
         let mut out = FixedBuf::with_capacity("view", 4096);
@@ -2069,8 +2072,7 @@ mod tests {
     #[test]
     fn the_plans_free_names_are_asked_about_at_once() {
         let (dir, mut store, mut p) = animals_with("product-several", &["Lion: a big cat of Africa.".to_string()]);
-        let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let mut working = animals_task();
         let plan = "Common African animals:\n1. Zebra\n2. Lions\n3. Zebras\n4. Okapi\n5. Zebra\n6. Eland\n7. Kudu";
         working.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
         p.refresh(&working, Some(&store));
@@ -2110,8 +2112,7 @@ mod tests {
     #[test]
     fn a_plan_keeps_nine_names_asked_about_three_at_a_time() {
         let (dir, mut store, mut p) = animals_with("product-plan", &[]);
-        let mut working = WorkingSet::new();
-        working.add(&normalize("task").unwrap(), "Make a list of African animals: one animal per entry.", 1).unwrap();
+        let mut working = animals_task();
         let names = ["Zebra", "Okapi", "Eland", "Kudu", "Hyrax", "Lion", "Hippo", "Rhino", "Gnu", "Ostrich"];
         let plan: String = std::iter::once("Common African animals:".to_string())
             .chain(names.iter().enumerate().map(|(i, n)| format!("{}. {n}", i + 1)))
