@@ -2008,6 +2008,33 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Entries under the product's tags that name nothing (imported, say, with no `name:` head)
+    /// are no first names: the first that name something are, and the list goes on from them
+    /// rather than starting again from nothing each time.
+    #[test]
+    fn a_list_goes_on_from_its_first_entries_that_name_something() {
+        let values: Vec<String> = [
+            "Lions of the savanna",
+            "A note without a name",
+            "Zebra: a horse with stripes.",
+            "Okapi: a forest giraffe.",
+            "Eland: an antelope.",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (dir, mut store, mut p) = animals_with("product-first-named", &values);
+        let working = animals_task();
+        p.refresh(&working, Some(&store));
+        let mut out = FixedBuf::with_capacity("view", 4096);
+        p.render(&mut store, &mut out, 1 << 20).unwrap();
+        assert_eq!(
+            p.ask(),
+            ProductAsk::Names { key: PLAN_KEY, prefix: "Common African animals:\n1. Zebra\n2. Okapi\n3. ", first: 3 }
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A list with no entry yet is asked for its names again, and its first entries are the
     /// names two lists agree on (in the singular or the plural): those a small model knows, not
     /// those it made up once ("Monakeko, Anjelica"). After [`FIRST_LISTS_MAX`] lists that agree
