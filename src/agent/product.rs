@@ -214,6 +214,11 @@ const ASK_NAMES_MAX: usize = 6;
 /// the first three: 10, 14, 18).
 pub const LIST_FIRST_NAMES: usize = 2;
 
+/// How many of the product's oldest entries are read for its [`LIST_FIRST_NAMES`]: an entry
+/// that names nothing (imported with no `name:` head) is passed over, so that a few such do not
+/// leave every list starting from nothing.
+const FIRST_NAMES_SCAN: usize = 8;
+
 /// Most lists from nothing a list with no entry yet is asked for: its first names are those
 /// two of them agree on ([`Product::settle_plan`]), and the last is taken as it is when none
 /// do. The first names lead every list after them ([`LIST_FIRST_NAMES`]), and a small model's
@@ -394,7 +399,7 @@ impl Product {
             heading_bytes: 0,
             view_from: 0,
             names: ArrayVec::new(),
-            oldest: Results::with_capacity(LIST_FIRST_NAMES),
+            oldest: Results::with_capacity(FIRST_NAMES_SCAN),
             first_names: ArrayVec::new(),
             heard: ArrayVec::new(),
             lists_heard: 0,
@@ -966,9 +971,12 @@ impl Product {
         self.first_names.clear();
         if let Some(key) = self.key.filter(|_| !self.glossary) {
             let q =
-                Query { required: Some(key), max_results: LIST_FIRST_NAMES, sort: Sort::Oldest, ..Query::default() };
+                Query { required: Some(key), max_results: FIRST_NAMES_SCAN, sort: Sort::Oldest, ..Query::default() };
             store.query(&q, &mut self.oldest);
             for id in self.oldest.ids() {
+                if self.first_names.is_full() {
+                    break;
+                }
                 if let Some(name) = store.value(id).ok().and_then(entry_name) {
                     let _ = self.first_names.push(name);
                 }
