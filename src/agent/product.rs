@@ -1916,6 +1916,18 @@ mod tests {
     }
 
     /// The same from whole values (`Zebra: ...` under `zebra`), with the store.
+    /// The prefix and first number of `p`'s names ask, refreshed from `working` and `store`
+    /// and rendered into `out`; a panic when it asks something else.
+    fn names_ask(p: &mut Product, working: &WorkingSet, store: &mut Store, out: &mut FixedBuf) -> (String, u32) {
+        p.refresh(working, Some(store));
+        out.clear();
+        p.render(store, out, 1 << 20).unwrap();
+        match p.ask() {
+            ProductAsk::Names { prefix, first, .. } => (prefix.to_string(), first),
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// Working memory that holds the task of [`animals_with`]'s product.
     fn animals_task() -> WorkingSet {
         let mut working = WorkingSet::new();
@@ -1989,15 +2001,7 @@ mod tests {
         let (dir, mut store, mut p) = animals_with("product-first-names", &values);
         let working = animals_task();
         let mut out = FixedBuf::with_capacity("view", 64 * 1024);
-        let prefix = |p: &mut Product, store: &mut Store, out: &mut FixedBuf| {
-            p.refresh(&working, Some(store));
-            out.clear();
-            p.render(store, out, 1 << 20).unwrap();
-            match p.ask() {
-                ProductAsk::Names { prefix, first, .. } => (prefix.to_string(), first),
-                other => panic!("{other:?}"),
-            }
-        };
+        let prefix = |p: &mut Product, store: &mut Store, out: &mut FixedBuf| names_ask(p, &working, store, out);
         assert_eq!(prefix(&mut p, &mut store, &mut out), ("Common African animals:\n1. Lion\n2. Zebra\n3. ".into(), 3));
         // Still the first ones once the view starts again from its newest half.
         for i in 0..PRODUCT_VIEW_MAX_ENTRIES {
@@ -2032,14 +2036,9 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         let (dir, mut store, mut p) = animals_with("product-first-named", &values);
-        let working = animals_task();
-        p.refresh(&working, Some(&store));
         let mut out = FixedBuf::with_capacity("view", 4096);
-        p.render(&mut store, &mut out, 1 << 20).unwrap();
-        assert_eq!(
-            p.ask(),
-            ProductAsk::Names { key: PLAN_KEY, prefix: "Common African animals:\n1. Zebra\n2. Okapi\n3. ", first: 3 }
-        );
+        let ask = names_ask(&mut p, &animals_task(), &mut store, &mut out);
+        assert_eq!(ask, ("Common African animals:\n1. Zebra\n2. Okapi\n3. ".into(), 3));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
