@@ -968,8 +968,9 @@ impl Product {
                 let _ = self.names.push(name);
             }
         }
+        // Read for a names ask only: a question, most cycles, has no use for them.
         self.first_names.clear();
-        if let Some(key) = self.key.filter(|_| !self.glossary) {
+        if let Some(key) = self.key.filter(|_| !self.glossary && self.next.is_empty()) {
             let q =
                 Query { required: Some(key), max_results: FIRST_NAMES_SCAN, sort: Sort::Oldest, ..Query::default() };
             store.query(&q, &mut self.oldest);
