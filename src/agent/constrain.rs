@@ -244,7 +244,7 @@ impl Constrainer {
         let mut taken: ArrayVec<&str, PRODUCT_TAKEN_MAX> = ArrayVec::new();
         let product = product.and_then(|p| Some((p, p.key()?)));
         if let Some((p, _)) = product {
-            for name in p.taken() {
+            for name in p.closed() {
                 let _ = taken.push(name);
             }
         }
