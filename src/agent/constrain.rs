@@ -248,10 +248,10 @@ impl Constrainer {
                 let _ = taken.push(name);
             }
         }
-        // A list from nothing repeats itself unless what it wrote already weighs against it;
-        // one that goes on from the names stored must keep to their words.
+        // A list repeats itself unless what it wrote already weighs against it: one from nothing
+        // its own names, one that goes on from the first names the stored ones it may name.
         if let Some((p, _)) = product.filter(|_| mode == Mode::Grammar) {
-            if matches!(p.ask(), ProductAsk::Names { first: 1, .. }) {
+            if matches!(p.ask(), ProductAsk::Names { .. }) {
                 self.presence_penalty = Some(LIST_PRESENCE_PENALTY);
             }
         }
