@@ -2376,6 +2376,30 @@ mod tests {
         assert!(p.unreadable(&key("notes"), "Food: soglassar y crioloramón.").is_none());
     }
 
+    /// A word that no language writes, with one letter three times in a row, is no entry's text:
+    /// a small model asked about a made-up name ran its letters on ("Biggsii: a kjiek ji-bjjik
+    /// jibjiszwadzjisjimjjj."; 11 such texts in the 5,259 stored in this project's runs, and no
+    /// other text had such a word). Capitals ("Henry III") and "www" are words.
+    #[test]
+    fn a_word_with_a_letter_three_times_in_a_row_is_no_entry() {
+        let p = product_for("Make a list of African animals: one animal per entry.");
+        let key = normalize("african,animals,x").unwrap();
+        for junk in [
+            "Biggsii: a kjiek ji-bjjik jibjiszwadzjisjimjjj.",
+            "Birds: a jim-jimbarkcrickhd wiirklepterwiiit of the river and the plain.",
+            "Kangaroo: a jenyjayjawdjajjabjjj and the koala is a jebjahjebjhj, but it's not a bear.",
+        ] {
+            assert!(p.unreadable(&key, junk).is_some(), "{junk}");
+        }
+        for good in [
+            "Lion: a big cat that King Henry III kept in the Tower of London.",
+            "Okapi: an animal of the forest; see www.example.org for more of it.",
+            "Kudu: an antelope with horns of great lengths and strengths.",
+        ] {
+            assert!(p.unreadable(&key, good).is_none(), "{good}");
+        }
+    }
+
     /// A definition in another language is no entry of an English product, however many of its
     /// words look English when cut at their accents ("alegrías": "alegr", "as"); and a glossary
     /// whose definitions were Spanish asked about their words next (SmolLM2-135M: Saludamientos,
