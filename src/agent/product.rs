@@ -30,7 +30,9 @@
 //!   ("Cookinglab", "African elephant") ([`crate::grammar::ProductSave`]); a save that names
 //!   one anyway (an unconstrained reply) is refused, as is one whose name or text the view
 //!   shows already, or whose text is the task's own words ([`Product::repeats`]). A name asked
-//!   about once is not asked again in the run, whatever came of it ([`Product::asked`]).
+//!   about once is not asked again in the run, whatever came of it ([`Product::asked`]), but
+//!   once more when its text was refused as no sentence and a later list names it again
+//!   ([`Product::refused_text`]).
 //! - **The asks** ([`Product::ask`], [`Product::write_question`]): with a grammar, the prompt
 //!   ends with one concrete question and the grammar writes all of the reply but the answer.
 //!   The next names are the plan's free ones (the working-memory entry [`PLAN_KEY`], which
@@ -377,6 +379,11 @@ pub struct Product {
     /// FNV-1a hashes of the tags of the names asked about this run, oldest first: never asked
     /// again, whatever came of the ask.
     asked: ArrayVec<u64, PRODUCT_ASKED_MAX>,
+    /// The same of the names whose text was refused once and that may be asked about once more
+    /// ([`Product::refused_text`]), oldest first.
+    retried: ArrayVec<u64, PRODUCT_ASKED_MAX>,
+    /// The same of those refused so this cycle: [`Product::asked`] passes them over once.
+    spared: ArrayVec<u64, QUESTION_NAMES_MAX>,
     /// The words the view's definitions use that could name a new entry, with how many of the
     /// definitions use them, in the order met (newest definition first).
     candidates: ArrayVec<(Word, u32), PRODUCT_CANDIDATES_MAX>,
@@ -418,6 +425,8 @@ impl Product {
             domain: ArrayString::new(),
             glossary: false,
             asked: ArrayVec::new(),
+            retried: ArrayVec::new(),
+            spared: ArrayVec::new(),
             candidates: ArrayVec::new(),
         }
     }
@@ -492,6 +501,8 @@ impl Product {
         }
         self.newest.clear();
         self.taken.clear();
+        // Passed over only by the cycle whose save was refused.
+        self.spared.clear();
         let Some(key) = self.key else { return };
         // Every word of the task first: they must always be there. A name that is one is
         // copied from the task ("Animals"); one that starts with one of its words that say
@@ -740,20 +751,42 @@ impl Product {
     }
 
     /// Remembers that `name` was asked about (a [`ProductAsk::Define`]): it is not asked again
-    /// this run. The oldest of [`PRODUCT_ASKED_MAX`] is forgotten first.
+    /// this run, unless its text was refused this cycle for the first time
+    /// ([`Product::refused_text`]). The oldest of [`PRODUCT_ASKED_MAX`] is forgotten first.
     pub fn asked(&mut self, name: &str) {
         let mut tag = Word::new();
         if !slug(name, &mut tag) {
             return;
         }
+        let hash = fnv1a64(tag.as_bytes());
+        if let Some(i) = self.spared.iter().position(|&h| h == hash) {
+            self.spared.remove(i);
+            return;
+        }
         if self.asked.is_full() {
             self.asked.remove(0);
         }
-        let _ = self.asked.push(fnv1a64(tag.as_bytes()));
+        let _ = self.asked.push(hash);
     }
 
-    /// Notes that a save of the product under `key` was refused for its text.
-    pub fn refused_text(&mut self, _key: &Key) {}
+    /// Notes that a save of the product under `key` was refused for its text (another
+    /// language, no sentence): the first time for its name this run, the name is not marked
+    /// asked this cycle ([`Product::asked`]), so that a later list that names it again has it
+    /// asked about once more. A small model answers a real name in another language now and
+    /// then (SmolLM2-135M: "Zebra: a loracana de la amarracha ..."; 27 of the 152 texts refused
+    /// as not English in this project's runs were about real names).
+    pub fn refused_text(&mut self, key: &Key) {
+        let Some(name) = self.key.as_ref().and_then(|p| name_of(key, p)) else { return };
+        let hash = fnv1a64(name.as_bytes());
+        if self.retried.as_slice().contains(&hash) {
+            return;
+        }
+        if self.retried.is_full() {
+            self.retried.remove(0);
+        }
+        let _ = self.retried.push(hash);
+        let _ = self.spared.push(hash);
+    }
 
     /// Writes the question of `ask` as the prompt's last line.
     pub fn write_question(&self, ask: ProductAsk<'_>, out: &mut FixedBuf) -> Result<()> {
@@ -867,6 +900,7 @@ impl Product {
         self.domain.clear();
         self.glossary = false;
         self.asked.clear();
+        self.retried.clear();
         self.names.clear();
         self.view_from = 0;
         self.key = None;

@@ -240,6 +240,8 @@ impl Doing<'_> {
         {
             // The names just asked about are not asked again this run, whatever came of it: a
             // name whose entry was refused would otherwise come back from the plan or the view.
+            // One whose text was refused as no sentence, the first time, is passed over: a later
+            // list may name it again.
             let mut done = ArrayString::<{ crate::agent::product::NEXT_MAX_BYTES }>::new();
             if let ProductAsk::Define(names) = self.product.ask() {
                 let _ = done.push_str(names);
@@ -276,7 +278,10 @@ impl Doing<'_> {
                     let key = named.unwrap_or(k);
                     let _ = filed.push_str(key.as_str());
                     match self.product.unreadable(&key, value) {
-                        Some(why) => Some((key, why, false)),
+                        Some(why) => {
+                            self.product.refused_text(&key);
+                            Some((key, why, false))
+                        }
                         None => self.product.repeats(&key, value).map(|why| (key, why, true)),
                     }
                 }
@@ -302,7 +307,7 @@ impl Doing<'_> {
         // so would only be agent talk for a small model to copy (it is in the audit log), and
         // one more line in working memory, ahead of the view, changes the prompt's head: the
         // server re-reads all that follows it.
-        // With a grammar the agent asks for each entry and never asks about a name twice, so a
+        // With a grammar the agent asks for each entry and asks about a name at most twice, so a
         // refused save of the product needs no line either: the next question is another one
         // (without a grammar the line is what tells the model its save was refused).
         let asked = self.constrainer.active() == crate::grammar::Mode::Grammar;
