@@ -1078,6 +1078,15 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
     {
         assert!(!g.matches(&list(a, b)), "{a}, {b} can be listed\n{text}");
     }
+    // A word a small model shouts is listed whole, with names taken or none: cut at four
+    // capitals, it was stored as a made-up acronym ("CHOL", "DINN", "FLAV": 9 entries of a
+    // cooking run); the plan keeps no capitals of more than four.
+    let (none, none_text) =
+        product_grammar(&[], ProductAsk::Names { key: "plan", prefix: "Common cooking terms:\n1. ", first: 1 });
+    for (g, text) in [(&g, &text), (&none, &none_text)] {
+        assert!(g.matches(&list("Sear", "CHOLESTEROL")), "a shouted word is cut\n{text}");
+        assert!(g.matches(&list("TCP", "HTTP")), "acronyms\n{text}");
+    }
     // Two names to ten, numbered in order: one list serves three questions of three names.
     let numbered = |n: usize| {
         let names: Vec<String> = (1..=n).map(|i| format!("{i}. Name{}", (b'a' + i as u8) as char)).collect();

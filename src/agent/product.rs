@@ -1984,6 +1984,10 @@ mod tests {
         for name in ["Tcp", "Jrjbjhkzfjnjl", "X"] {
             assert!(!p.is_free(name), "{name}");
         }
+        // Capitals of more than four are a shouted word, no acronym (a list writes them whole).
+        for name in ["CHOLESTEROL", "DINNER", "ALMOST"] {
+            assert!(!p.is_free(name), "{name}");
+        }
     }
 
     /// An acronym whose first two letters start a stored name is no name to ask about: the
