@@ -716,11 +716,15 @@ impl Product {
         }
         let words = || name.split(' ').filter(|w| !w.is_empty());
         // A word: letters (or `-`), a vowel or all capitals ("TCP"), and no capital after a
-        // small letter (a small model that drifts runs names together: "ChickenLovers").
+        // small letter (a small model that drifts runs names together: "ChickenLovers"). More
+        // capitals than an acronym has are a shouted word ("CHOLESTEROL"), which a list writes
+        // whole so that it is no made-up acronym ([`crate::grammar::gbnf::ACRONYM_MAX`]).
+        let capitals = |w: &str| w.bytes().all(|b| b.is_ascii_uppercase());
         let shaped = |w: &str| {
             (2..=NAME_WORD_MAX_LETTERS).contains(&w.len())
                 && w.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-')
-                && (w.bytes().any(|b| b"aeiouyAEIOUY".contains(&b)) || w.bytes().all(|b| b.is_ascii_uppercase()))
+                && (w.bytes().any(|b| b"aeiouyAEIOUY".contains(&b)) || capitals(w))
+                && !(capitals(w) && w.len() > crate::grammar::gbnf::ACRONYM_MAX as usize)
                 && !w.as_bytes().windows(2).any(|p| {
                     p.first().is_some_and(u8::is_ascii_lowercase) && p.get(1).is_some_and(u8::is_ascii_uppercase)
                 })

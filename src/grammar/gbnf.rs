@@ -277,8 +277,11 @@ fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> R
 const NAME_WORD_MAX: usize = 13;
 
 /// Most characters of a name written as an acronym ("TCP", "HTTP"): a capital, then capitals
-/// and digits. Longer runs of capitals were a small model shouting words ("ALMOST").
-const ACRONYM_MAX: u32 = 4;
+/// and digits. Longer runs of capitals were a small model shouting words ("ALMOST"). A list
+/// writes them whole, up to a word's most letters (and the plan keeps none: see
+/// `agent::product`): cut here, they were made-up acronyms asked about and stored ("CHOL",
+/// "DINN", "FLAV": 9 entries of one cooking run of SmolLM2-135M).
+pub const ACRONYM_MAX: u32 = 4;
 
 /// How many words a name may have.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -316,6 +319,7 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>, words: Words) -> Result<(
     }
     let one = words == Words::One;
     let trie = Trie { names: taken.as_slice(), max, one };
+    let capitals = if one { NAME_WORD_MAX as u32 } else { ACRONYM_MAX };
     // A name's second word, when it may have one.
     let second = if one { "" } else { " (\" \" nw)?" };
     if taken.is_empty() || !trie.alive(0, taken.len(), 0) {
@@ -325,7 +329,7 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>, words: Words) -> Result<(
             "name ::= [A-Z] ([a-z]{{0,{}}}{} | [A-Z0-9]{{1,{}}})\n",
             NAME_WORD_MAX - 1,
             second,
-            ACRONYM_MAX - 1
+            capitals - 1
         ))?;
     } else {
         out.push_str("name ::= n-0-0\n")?;
@@ -336,7 +340,7 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>, words: Words) -> Result<(
             // After a first letter no taken name starts with, an acronym too.
             out.push_str(if depth == 1 { " | [A-Z] ra\n" } else { "\n" })?;
         }
-        out.format(format_args!("ra ::= [A-Z0-9]{{0,{}}}\n", ACRONYM_MAX - 2))?;
+        out.format(format_args!("ra ::= [A-Z0-9]{{0,{}}}\n", capitals - 2))?;
     }
     if one {
         return Ok(());
