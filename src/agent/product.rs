@@ -236,6 +236,10 @@ const FIRST_NAMES_SCAN: usize = 8;
 /// cycle more every time).
 pub const FIRST_LISTS_MAX: u32 = 3;
 
+/// Lists that go on from the first names and name nothing new, in a row, after which the next
+/// list starts from nothing.
+pub const BARREN_LISTS_MAX: u32 = 2;
+
 /// Most names heard from the lists from nothing that agreed on none yet: all of their names.
 const HEARD_MAX: usize = (FIRST_LISTS_MAX as usize - 1) * GRAMMAR_PLAN_MAX_NAMES as usize;
 
@@ -2283,6 +2287,44 @@ mod tests {
         q.clear();
         p.write_question(p.ask(), &mut q).unwrap();
         assert_eq!(q.as_str().unwrap(), "What is Kudu? Answer in one sentence.\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A list never stops naming: going on from two made-up first names of one letter
+    /// ("Anjelica, Anzahana"), SmolLM2-135M listed names of that letter only, which the run
+    /// rule read none of, and 25 cycles in a row planned nothing. The run rule reads the
+    /// model's own names, not the first names given to it; and after lists that name nothing
+    /// new [`BARREN_LISTS_MAX`] times in a row, the next one starts from nothing, every stored
+    /// name closed, until one names something new.
+    #[test]
+    fn a_list_that_names_nothing_new_is_asked_otherwise() {
+        let values: Vec<String> =
+            ["Anjelica", "Anzahana"].iter().map(|n| format!("{n}: an animal of Africa.")).collect();
+        let (dir, mut store, mut p) = animals_with("product-barren", &values);
+        let mut working = animals_task();
+        let key = normalize(PLAN_KEY).unwrap();
+        let mut scratch = FixedBuf::with_capacity("plan", 1024);
+        let mut out = FixedBuf::with_capacity("view", 4096);
+        let mut list = |p: &mut Product, working: &mut WorkingSet, store: &mut Store, names: &str| {
+            let (prefix, _) = names_ask(p, working, store, &mut out);
+            working.add(&key, &format!("{prefix}{names}"), 2).unwrap();
+            p.settle_plan(working, "", &mut scratch, 3).unwrap();
+            let plan = working.get(&key).map(str::to_string);
+            working.remove(&key);
+            (prefix, plan)
+        };
+        let given = "Common African animals:\n1. Anjelica\n2. Anzahana\n3. ";
+        let (prefix, plan) = list(&mut p, &mut working, &mut store, "Ankhara\n4. Amiya\n5. Alimaa");
+        assert_eq!((prefix.as_str(), plan.as_deref()), (given, Some("Ankhara, Amiya")));
+        // Two lists of stored names only, then one from nothing.
+        assert_eq!(list(&mut p, &mut working, &mut store, "Anjelica\n4. Anzahana").1, None);
+        assert_eq!(list(&mut p, &mut working, &mut store, "Anzahana").1, None);
+        names_ask(&mut p, &working, &mut store, &mut FixedBuf::with_capacity("view", 4096));
+        assert!(p.closed().eq(p.taken()), "from nothing, every stored name closed");
+        let (prefix, plan) = list(&mut p, &mut working, &mut store, "Lions\n2. Zebras");
+        assert_eq!((prefix.as_str(), plan.as_deref()), ("Common African animals:\n1. ", Some("Lions, Zebras")));
+        // Named something: from the first names again.
+        assert_eq!(list(&mut p, &mut working, &mut store, "Okapi").0, given);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
