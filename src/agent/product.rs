@@ -237,7 +237,8 @@ const FIRST_NAMES_SCAN: usize = 8;
 pub const FIRST_LISTS_MAX: u32 = 3;
 
 /// Lists that go on from the first names and name nothing new, in a row, after which the next
-/// list starts from nothing.
+/// list starts from nothing, every stored name closed ([`Product::settle_plan`]): however the
+/// model goes on from them, the agent never asks the same thing cycle after cycle.
 pub const BARREN_LISTS_MAX: u32 = 2;
 
 /// Most names heard from the lists from nothing that agreed on none yet: all of their names.
@@ -357,9 +358,10 @@ pub struct Product {
     heard: ArrayVec<Word, HEARD_MAX>,
     /// How many lists from nothing `heard` holds the names of.
     lists_heard: u32,
-    /// Whether the last list that went on from the first names named nothing new: the next
-    /// one has the stored names closed ([`Product::closed`]).
-    barren: bool,
+    /// How many lists that went on from the first names (or started from nothing after them)
+    /// named nothing new, in a row: after one, the next has the stored names closed
+    /// ([`Product::closed`]); after [`BARREN_LISTS_MAX`], it starts from nothing.
+    barren: u32,
     /// The unit in the plural ("terms").
     units: Word,
     /// What the plan's value starts with: the list's heading, then, for a list that is not a
@@ -420,7 +422,7 @@ impl Product {
             first_names: ArrayVec::new(),
             heard: ArrayVec::new(),
             lists_heard: 0,
-            barren: false,
+            barren: 0,
             units: Word::new(),
             prefix: ArrayString::new(),
             first: 1,
@@ -465,7 +467,7 @@ impl Product {
     /// not planned ([`Product::settle_plan`]). After a list that named nothing new, the next
     /// one has them closed, so that it has something new to name.
     pub fn closed(&self) -> impl Iterator<Item = &str> + '_ {
-        let open = self.continues_list() && !self.barren;
+        let open = self.continues_list() && self.barren == 0;
         self.taken().filter(move |w| !open || self.fixed(w))
     }
 
@@ -657,7 +659,8 @@ impl Product {
         }
         let _ = self.prefix.format(format_args!(" {}:\n", self.units));
         // The prefix has room for the heading and every first name, numbered.
-        let listed: &[ArrayString<TITLE_MAX_BYTES>] = if self.glossary { &[] } else { self.first_names.as_slice() };
+        let restart = self.glossary || self.barren >= BARREN_LISTS_MAX;
+        let listed: &[ArrayString<TITLE_MAX_BYTES>] = if restart { &[] } else { self.first_names.as_slice() };
         for (i, name) in listed.iter().enumerate() {
             let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, name));
         }
@@ -834,8 +837,9 @@ impl Product {
     /// only the names an earlier such list named too (in the singular or the plural), in the
     /// order of the newest; when none did, its names are heard and the plan is dropped, so that
     /// the next cycle asks for a list again. The [`FIRST_LISTS_MAX`]-th is kept as it is.
-    /// After a list that goes on from the first names, whether it kept none decides whether
-    /// the next one has the stored names closed ([`Product::closed`]).
+    /// A list that goes on from the first names is read from the model's own names; whether it
+    /// kept none decides whether the next one has the stored names closed
+    /// ([`Product::closed`]), and after [`BARREN_LISTS_MAX`] such lists, starts from nothing.
     pub fn settle_plan(
         &mut self,
         working: &mut WorkingSet,
@@ -845,16 +849,22 @@ impl Product {
     ) -> Result<()> {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
         let Some(plan) = working.get(&key) else { return Ok(()) };
-        // A list with no entry yet keeps only what an earlier list from nothing named too.
-        let from_nothing = !self.glossary && matches!(self.ask(), ProductAsk::Names { first: 1, .. });
+        // A list with no entry yet keeps only what an earlier list from nothing named too; one
+        // that starts from nothing after lists that named nothing new is taken as it is.
+        let first_list = !self.glossary && matches!(self.ask(), ProductAsk::Names { first: 1, .. });
+        let restarted = first_list && self.barren >= BARREN_LISTS_MAX;
+        let from_nothing = first_list && !restarted;
         let continuing = self.continues_list();
+        // The names the model wrote: not the first names the ask gave it (the run rule reads its
+        // own; two given names of one letter left a third of it no name to read).
+        let given = if continuing { self.first.saturating_sub(1) as usize } else { 0 };
         let agreeing = from_nothing && self.lists_heard + 1 < FIRST_LISTS_MAX;
         scratch.clear();
         let head = plan.rfind(": ").and_then(|i| plan.get(..i + 2)).unwrap_or("");
         scratch.push_str(head)?;
         let mut kept = 0;
         let mut seen: ArrayVec<Word, PLAN_NAMES_MAX> = ArrayVec::new();
-        for name in plan_names(plan) {
+        for name in plan_names(after_given(plan, given)) {
             let mut tag = Word::new();
             if kept == PLAN_NAMES_MAX || done.lines().any(|d| name.eq_ignore_ascii_case(d)) || !self.is_free(name) {
                 continue;
@@ -883,8 +893,8 @@ impl Product {
             self.heard.clear();
             self.lists_heard = 0;
         }
-        if continuing {
-            self.barren = kept == 0;
+        if continuing || restarted {
+            self.barren = if kept == 0 { self.barren.saturating_add(1) } else { 0 };
         }
         if kept == 0 {
             working.remove(&key);
@@ -988,7 +998,7 @@ impl Product {
         self.names.clear();
         self.first_names.clear();
         self.heard.clear();
-        self.barren = false;
+        self.barren = 0;
         self.lists_heard = 0;
         self.write_prefix();
     }
@@ -1411,6 +1421,16 @@ fn plan_names(plan: &str) -> impl Iterator<Item = &str> {
             Some((!run).then_some(n))
         })
         .flatten()
+}
+
+/// `plan` less the first `given` names of its numbered list, which the ask gave the model.
+fn after_given(plan: &str, given: usize) -> &str {
+    let Some(i) = plan.find(":\n").filter(|_| given > 0) else { return plan };
+    let mut rest = plan.get(i + 2..).unwrap_or("");
+    for _ in 0..given {
+        rest = rest.split_once('\n').map_or("", |(_, r)| r);
+    }
+    rest
 }
 
 /// The tag of a name as the agent files it: ASCII letters and digits lowercased, every run of
