@@ -2520,25 +2520,35 @@ mod tests {
     fn text_without_the_words_of_a_sentence_is_no_entry() {
         let p = product_for("A glossary of cooking terms, one term per entry.");
         let key = |s: &str| normalize(s).unwrap();
-        for junk in [
-            "Food: soglassar y crioloramón.",
-            "Iraj: IRAJAZ AGAIN SAVES GROWL LOCAL TOURNA.",
-            "Days: 2019 Dec 31 2018 2019 Jan 5 2020, 2020 april 16 2021.",
-            "Ability: ssozaglollymall-bababyjohnny 2019 3.",
-            "Nzampaba: Nzombabara-lambiya mbia ku njimba-njimba lokombe-mwaka ku njimbabala-na zamboa-kwazao.",
-        ] {
-            assert!(p.unreadable(&key("cooking,glossary,x"), junk).is_some(), "{junk}");
-        }
-        for good in [
-            "Milk: a dairy product that is used for cooking.",
-            "Espresso: a drink made with espresso and steamed milk.",
-            "Yeast: a type of fungus used in baking.",
-            "Roux: a mixture of flour and fat cooked together and used to thicken sauces.",
-        ] {
-            assert!(p.unreadable(&key("cooking,glossary,x"), good).is_none(), "{good}");
-        }
+        judged(
+            &p,
+            &key("cooking,glossary,x"),
+            &[
+                "Food: soglassar y crioloramón.",
+                "Iraj: IRAJAZ AGAIN SAVES GROWL LOCAL TOURNA.",
+                "Days: 2019 Dec 31 2018 2019 Jan 5 2020, 2020 april 16 2021.",
+                "Ability: ssozaglollymall-bababyjohnny 2019 3.",
+                "Nzampaba: Nzombabara-lambiya mbia ku njimba-njimba lokombe-mwaka ku njimbabala-na zamboa-kwazao.",
+            ],
+            &[
+                "Milk: a dairy product that is used for cooking.",
+                "Espresso: a drink made with espresso and steamed milk.",
+                "Yeast: a type of fungus used in baking.",
+                "Roux: a mixture of flour and fat cooked together and used to thicken sauces.",
+            ],
+        );
         // Not an entry of the product: not judged.
         assert!(p.unreadable(&key("notes"), "Food: soglassar y crioloramón.").is_none());
+    }
+
+    /// Asserts that `p` reads each of `junk` as no entry under `key`, and each of `good` as one.
+    fn judged(p: &Product, key: &Key, junk: &[&str], good: &[&str]) {
+        for text in junk {
+            assert!(p.unreadable(key, text).is_some(), "{text}");
+        }
+        for text in good {
+            assert!(p.unreadable(key, text).is_none(), "{text}");
+        }
     }
 
     /// A word that no language writes, with one letter three times in a row, is no entry's text:
@@ -2549,20 +2559,20 @@ mod tests {
     fn a_word_with_a_letter_three_times_in_a_row_is_no_entry() {
         let p = product_for("Make a list of African animals: one animal per entry.");
         let key = normalize("african,animals,x").unwrap();
-        for junk in [
-            "Biggsii: a kjiek ji-bjjik jibjiszwadzjisjimjjj.",
-            "Birds: a jim-jimbarkcrickhd wiirklepterwiiit of the river and the plain.",
-            "Kangaroo: a jenyjayjawdjajjabjjj and the koala is a jebjahjebjhj, but it's not a bear.",
-        ] {
-            assert!(p.unreadable(&key, junk).is_some(), "{junk}");
-        }
-        for good in [
-            "Lion: a big cat that King Henry III kept in the Tower of London.",
-            "Okapi: an animal of the forest; see www.example.org for more of it.",
-            "Kudu: an antelope with horns of great lengths and strengths.",
-        ] {
-            assert!(p.unreadable(&key, good).is_none(), "{good}");
-        }
+        judged(
+            &p,
+            &key,
+            &[
+                "Biggsii: a kjiek ji-bjjik jibjiszwadzjisjimjjj.",
+                "Birds: a jim-jimbarkcrickhd wiirklepterwiiit of the river and the plain.",
+                "Kangaroo: a jenyjayjawdjajjabjjj and the koala is a jebjahjebjhj, but it's not a bear.",
+            ],
+            &[
+                "Lion: a big cat that King Henry III kept in the Tower of London.",
+                "Okapi: an animal of the forest; see www.example.org for more of it.",
+                "Kudu: an antelope with horns of great lengths and strengths.",
+            ],
+        );
     }
 
     /// A definition in another language is no entry of an English product, however many of its
@@ -2573,23 +2583,23 @@ mod tests {
     fn a_definition_in_another_language_is_no_entry() {
         let p = product_for("A glossary of cooking terms, one term per entry.");
         let key = normalize("cooking,glossary,x").unwrap();
-        for junk in [
-            "Parenilas: a criolla de saludamientos y alegrías que encontramo el cambio.",
-            "Arroz: a la cena del gastronomic.",
-            "Aroma: an amor más criada que no puedo ser en espanolos.",
-            "Llama: a fuego de la manzana.",
-            "Fizz: a la fizz, a la frillleur, a la mousse.",
-        ] {
-            assert!(p.unreadable(&key, junk).is_some(), "{junk}");
-        }
-        for good in [
-            "Sauté: to cook food quickly in a little fat over high heat.",
-            "Paella: a Spanish rice dish from Valencia, made with saffron.",
-            "Pico de gallo: a fresh salsa of chopped tomato, onion and chili.",
-            "Salsa: a sauce, from the Spanish word for sauce, as in pico de gallo.",
-            "Crème brûlée: a dessert of rich custard under a layer of hard caramel.",
-        ] {
-            assert!(p.unreadable(&key, good).is_none(), "{good}");
-        }
+        judged(
+            &p,
+            &key,
+            &[
+                "Parenilas: a criolla de saludamientos y alegrías que encontramo el cambio.",
+                "Arroz: a la cena del gastronomic.",
+                "Aroma: an amor más criada que no puedo ser en espanolos.",
+                "Llama: a fuego de la manzana.",
+                "Fizz: a la fizz, a la frillleur, a la mousse.",
+            ],
+            &[
+                "Sauté: to cook food quickly in a little fat over high heat.",
+                "Paella: a Spanish rice dish from Valencia, made with saffron.",
+                "Pico de gallo: a fresh salsa of chopped tomato, onion and chili.",
+                "Salsa: a sauce, from the Spanish word for sauce, as in pico de gallo.",
+                "Crème brûlée: a dessert of rich custard under a layer of hard caramel.",
+            ],
+        );
     }
 }
