@@ -50,10 +50,12 @@
 //!   glossary, the list continues its first entries' names
 //!   (`Common African animals:\n1. Lion\n2. Zebra\n3. `), not its newest, which the model
 //!   named last and made up as often as not; its first names are those two lists from
-//!   nothing agree on ([`FIRST_LISTS_MAX`]). A list from nothing is asked with a presence
-//!   penalty ([`LIST_PRESENCE_PENALTY`]). After each cycle the plan keeps only the free,
-//!   name-shaped names not yet asked for ([`Product::settle_plan`]), and not a third in a
-//!   row that starts with the letter of the two before it ("Ozaazo, Ozotika, Ozeanos").
+//!   nothing agree on ([`FIRST_LISTS_MAX`]); its grammar lets it name what is stored
+//!   ([`Product::closed`]). Every list is asked with a presence penalty
+//!   ([`LIST_PRESENCE_PENALTY`]). After each cycle the plan keeps only the free, name-shaped
+//!   names not yet asked for ([`Product::settle_plan`]), and not a third in a row of the
+//!   model's that starts with the letter of the two before it ("Ozaazo, Ozotika, Ozeanos");
+//!   after lists that name nothing new, the next starts from nothing ([`BARREN_LISTS_MAX`]).
 //!   Without a grammar the ask is the next entry ([`Product::write_ask`]).
 //!
 //! Everything is reserved in [`Product::new`]; refreshing and rendering allocate nothing.
@@ -481,7 +483,7 @@ impl Product {
     fn fixed(&self, w: &str) -> bool {
         let s = w.trim_end_matches(['*', '_']);
         self.all_words.iter().chain(self.words.iter()).any(|x| x.as_str() == s || singular(x.as_str()) == Some(s))
-            || NOT_NAMES.contains(&s)
+            || NOT_NAMES.binary_search(&s).is_ok()
             || NOT_NAME_STARTS.contains(&s)
     }
 
@@ -638,11 +640,12 @@ impl Product {
 
     /// Writes the plan's prefix: the list's heading, the domain and the units capitalised
     /// ("African animals:"), then, for a list, the names of its first entries
-    /// ([`LIST_FIRST_NAMES`]) numbered, one a line, and the next number (`1. Lion\n2. Zebra\n3. `).
-    /// A small model asked to "Name five African animals." writes that heading first; with the list starting at "1. ", it wrote it as the
-    /// first name and ran on from it (SmolLM2-135M: "African animals ikaenjabbabw"). With the
-    /// heading given, 12 of 29 cooking names were cooking words (Tuna, Pastry, Frying pan), 11
-    /// of 25 without.
+    /// ([`LIST_FIRST_NAMES`]) numbered, one a line, and the next number (`1. Lion\n2. Zebra\n3. `);
+    /// none after [`BARREN_LISTS_MAX`] lists that named nothing new. A small model asked to
+    /// "Name five African animals." writes that heading first; with the list starting at "1. ",
+    /// it wrote it as the first name and ran on from it (SmolLM2-135M: "African animals
+    /// ikaenjabbabw"). With the heading given, 12 of 29 cooking names were cooking words (Tuna,
+    /// Pastry, Frying pan), 11 of 25 without.
     ///
     /// A list's names are its first items, and a small model that goes on with them names more
     /// of their kind. A glossary's are also the words its definitions used (Food, Fish,
