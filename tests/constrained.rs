@@ -640,7 +640,10 @@ fn the_agent_outlines_then_writes_one_unit_per_subject() {
     assert!(last.contains("Stake the plants\\n</product>\\nWrite the tip about Prune the suckers.\\n"), "{last}");
     // The second outline went on from the first two subjects stored.
     let outline = chats[4].body_str();
-    assert!(outline.contains(r"Tips:\\x0A1. Water regularly\\x0A2. Use mulch\\x0A3. "), "{outline}");
+    assert!(
+        outline.contains(r"Tips for growing tomatoes at home:\\x0A1. Water regularly\\x0A2. Use mulch\\x0A3. "),
+        "{outline}"
+    );
 }
 
 /// Which of a run's requests after the probe carry a presence penalty, one `bool` a cycle.
@@ -910,7 +913,7 @@ fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
         &["Use mulch", "Prune the suckers"][..],
         &["ls", "cd"],
         &["Black hole", "Red giant star", "Don't overwater"],
-        &["Day trip to Nara", "Kyoto"],
+        &["Trip to Nara", "Kyoto"],
         &["Use a cage", "Kyoto"],
     ] {
         assert!(g.matches(&list(ok)), "{ok:?}\n{text}");
@@ -921,7 +924,7 @@ fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
         &["Use mulch: always", "Prune"],
         &["Use mulch, compost", "Prune"],
         &["will'tdrytomatmfc", "Prune"],
-        &["One two three four five", "Prune"],
+        &["One two three four", "Prune"],
         &["Day 3 in Nara", "Prune"],
     ] {
         assert!(!g.matches(&list(no)), "{no:?}\n{text}");
