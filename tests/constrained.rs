@@ -692,7 +692,7 @@ fn a_restart_keeps_what_was_asked_and_a_changed_task_starts_a_new_product() {
     let chats = server.chats();
     let last = chats.last().unwrap().body_str();
     assert!(last.contains("Write the tip about Use mulch."), "asked again after a restart: {last}");
-    let mut store = Store::open(&d.0).unwrap();
+    let store = Store::open(&d.0).unwrap();
     assert!(store.find(&normalize("doubt,soak_the_roots,tips,tomatoes").unwrap()).is_some());
     assert!(store.find(&normalize("tips,tomatoes,use_mulch").unwrap()).is_some());
     drop(store);
@@ -704,7 +704,7 @@ fn a_restart_keeps_what_was_asked_and_a_changed_task_starts_a_new_product() {
     let r = cycles(&mut a, 2);
     assert_eq!(r[0].actions.as_slice().first().map(|a| a.kind), Some("working_memory_add"), "{r:?}");
     drop(a);
-    let mut store = Store::open(&d.0).unwrap();
+    let store = Store::open(&d.0).unwrap();
     assert!(store.find(&normalize("tips,tomatoes,use_mulch").unwrap()).is_some(), "the old product stays");
     let new = lkjagent::agent::product::task::Task::read(other).key.unwrap();
     assert_ne!(new.as_str(), "tips,tomatoes");
