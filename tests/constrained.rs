@@ -792,10 +792,50 @@ fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
         })
         .collect();
     // Cycle 1: the grammar is refused, sent again without it; cycle 2: the JSON Schema (one
-    // step down) is refused, sent again without it; from then on, no constraint.
-    assert_eq!(kinds, ["grammar", "plain", "schema", "plain", "plain", "plain"], "{kinds:?}");
+    // step down) is refused, in the json_schema form and then in the json_object one, and sent
+    // again without it; from then on, no constraint.
+    assert_eq!(kinds, ["grammar", "plain", "schema", "schema", "plain", "plain", "plain"], "{kinds:?}");
     assert_eq!(reports[0].constrain, "json_schema");
     assert_eq!(reports[3].constrain, "off");
+}
+
+/// A server that answers 500 to a schema as `response_format` `json_schema` (llama-cpp-python)
+/// but takes it as `json_object` with a `schema` gets it so, and the run stays constrained.
+#[test]
+fn a_server_that_takes_a_schema_only_as_json_object_gets_it_so() {
+    let server = Server::start(|_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        let b = seen.body_str();
+        if b.contains(r#""type":"json_schema""#) {
+            return Do::Reply(response("500 Internal Server Error", &["Content-Type: application/json"], "{}"));
+        }
+        Do::Reply(json_ok(&chat_body(FREE_REPLY)))
+    });
+    let d = shipped_dir("json-object", &server.url("/v1/chat/completions"), "json_schema");
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 3);
+    for r in &reports {
+        assert!(r.error.is_none(), "cycle {}: {:?}", r.cycle, r.error);
+        assert_eq!(r.constrain, "json_schema");
+    }
+    let forms: Vec<&str> = server
+        .chats()
+        .iter()
+        .map(|s| {
+            let b = s.body_str();
+            if b.contains(r#""type":"json_schema""#) {
+                "json_schema"
+            } else if b.contains(r#""response_format":{"type":"json_object","schema":{"#) {
+                "json_object"
+            } else {
+                "plain"
+            }
+        })
+        .collect();
+    // The 500 is retried once by the client (a 5xx may pass), then the json_object form.
+    assert_eq!(forms, ["json_schema", "json_schema", "json_object", "json_object", "json_object"], "{forms:?}");
 }
 
 #[test]
