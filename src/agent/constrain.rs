@@ -119,6 +119,8 @@ pub struct Constrainer {
     /// Whether the schema goes in the older `json_object` form: the endpoint refused the
     /// `json_schema` one and took this ([`Constraint::JsonObject`]).
     schema_as_object: bool,
+    /// Whether that form exists for the endpoint: an OpenAI-compatible chat route.
+    object_form: bool,
     /// The presence penalty of this cycle's constrained request: the product's
     /// [`LIST_PRESENCE_PENALTY`] for a names ask that gives no names to go on from.
     presence_penalty: Option<f64>,
@@ -147,6 +149,7 @@ impl Constrainer {
             unavailable_in_a_row: 0,
             presence_penalty: None,
             schema_as_object: false,
+            object_form: settings.protocol() == ProviderKind::OpenAi && settings.api() == llm::Api::Chat,
             thinks: settings.thinks,
             max_tokens: u64::from(settings.max_tokens.unwrap_or(4096)),
         }
@@ -397,7 +400,7 @@ impl Constrainer {
         self.last_seed = Some(seed);
         // A schema refused in the `json_schema` form is tried once in the `json_object` one
         // before none: a server that takes a schema so keeps its replies constrained.
-        if from == Mode::JsonSchema && !self.schema_as_object {
+        if from == Mode::JsonSchema && self.object_form && !self.schema_as_object {
             let object = llm::Prompt { constraint: Some(Constraint::JsonObject(text)), seed: Some(seed), ..prompt };
             if client.complete(&object, progress, should_stop).is_ok() {
                 self.schema_as_object = true;
