@@ -55,10 +55,29 @@ const fn last(mask: u64) -> usize {
     ((63 - mask.leading_zeros()) / 8) as usize
 }
 
+/// Forward searches started on this thread (tests only): a reader whose searches grow with the
+/// number of `<` in its input rather than with the markup in it shows here, without timing.
+#[cfg(test)]
+pub(crate) mod searches {
+    use std::cell::Cell;
+    thread_local! {
+        static COUNT: Cell<usize> = const { Cell::new(0) };
+    }
+    pub(crate) fn add() {
+        COUNT.with(|c| c.set(c.get().saturating_add(1)));
+    }
+    /// The count so far, set back to 0.
+    pub(crate) fn take() -> usize {
+        COUNT.with(|c| c.replace(0))
+    }
+}
+
 /// The first index whose byte `hit` accepts. `mask` maps a little-endian word to the
 /// [`zero_bytes`]-style mask of the bytes `hit` accepts; the two must agree.
 #[inline(always)]
 fn scan_fwd(hay: &[u8], mask: impl Fn(u64) -> u64, hit: impl Fn(u8) -> bool) -> Option<usize> {
+    #[cfg(test)]
+    searches::add();
     // A hit in the first word (dense haystacks: a tag every few bytes) is found without setting
     // up the unrolled loop, which then looks at that word again when there is none.
     if let Some((w, _)) = hay.split_first_chunk::<8>() {
