@@ -3,7 +3,7 @@
 //! and `replay` (scripted replies from a file); streamed or whole replies; and the health probe.
 //! An endpoint whose path names a text-completion API (`/v1/completions`, llama.cpp's
 //! `/completion`, Ollama's `/api/generate`) gets the prompt as one document instead, for base
-//! models ([`settings::Api`]). See `spec/llm-servers.md` for what real servers send.
+//! models ([`settings::Api`]). What each server sends and needs: `docs/servers.md`.
 //!
 //! - [`settings`]: the plain settings struct and its defaults.
 //! - [`client`]: the client the agent calls (`complete`, `health`).
