@@ -160,6 +160,14 @@ fn scan_rev(hay: &[u8], mask: impl Fn(u64) -> u64, hit: impl Fn(u8) -> bool) -> 
     head.iter().rposition(|&x| hit(x))
 }
 
+/// How many bytes `hay` starts with that are `b` (0 when its first is not): the length of a
+/// run, stepped over a byte at a time, which a search started at every byte would cost many
+/// times over.
+#[inline]
+pub fn run_of(hay: &[u8], b: u8) -> usize {
+    hay.iter().take_while(|&&x| x == b).count()
+}
+
 /// The first index of `hay` that holds `b`.
 pub fn find_byte(hay: &[u8], b: u8) -> Option<usize> {
     let s = splat(b);

@@ -177,6 +177,9 @@ impl Parser<'_, '_> {
         let mut pos = 0;
         let mut text_from = 0;
         while let Some(lt) = find_byte(self.b, pos, b'<') {
+            // In a run of `<` only the last can open markup (`<` starts none), so the run is
+            // stepped over at once, not searched `<` by `<`.
+            let lt = lt + bytes::run_of(bytes::skip(self.b, lt + 1), b'<');
             match self.markup(lt, text_from)? {
                 Markup::Text => pos = lt + 1,
                 Markup::Truncated => {
@@ -504,6 +507,8 @@ impl Parser<'_, '_> {
                 self.no_close_after(if first_cdata.is_none() { seen } else { !(1 << idx) }, from);
                 return Ok(None);
             };
+            // Only the last `<` of a run can open an end tag or a section.
+            let lt = lt + bytes::run_of(bytes::skip(b, lt + 1), b'<');
             match b.get(lt + 1) {
                 Some(b'/') => {
                     let ns = lt + 2;

@@ -572,7 +572,18 @@ mod tests {
         // costs a few searches, and the bytes looked at stay within a few passes.
         for (name, reply) in [
             ("a run of <", "<".repeat(64 * 1024)),
-            ("runs of < between words", "word <<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<< ".repeat(1000)),
+            (
+                "runs of < between words",
+                "word <<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<< ".repeat(1000),
+            ),
+            (
+                "a run of < in a value",
+                format!(
+                    "<agent><action><type>storage_save</type><tags>t</tags><value>{}</value></action></agent>",
+                    "<".repeat(64 * 1024)
+                ),
+            ),
+            ("a run of < in an unclosed value", format!("<agent><value>{}", "<".repeat(64 * 1024))),
         ] {
             let mut r = Reader::new();
             crate::bytes::searches::take();
