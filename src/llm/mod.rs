@@ -9,6 +9,7 @@
 //! - [`client`]: the client the agent calls (`complete`, `health`).
 //! - [`reply`]: reading replies and servers' error bodies.
 //! - [`stream`]: SSE and NDJSON decoding.
+//! - `wire`: each server's dialect in one place: its request fields and how its answer reads.
 //! - [`replay`]: the replay script.
 //! - [`embed`]: the embeddings client (OpenAI `/v1/embeddings`, Ollama `/api/embed`) that recall
 //!   by meaning uses.
@@ -25,6 +26,7 @@ pub mod replay;
 pub mod reply;
 pub mod settings;
 pub mod stream;
+mod wire;
 
 pub use client::{Client, Completion, Health, ModelState, Prompt};
 pub use reply::{FinishReason, Outcome, Usage};
