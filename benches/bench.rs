@@ -26,6 +26,8 @@ mod bench_soak;
 mod bench_store;
 mod bench_tag;
 mod bench_vectors;
+#[path = "../tests/support/rng.rs"]
+mod rng;
 
 pub use alloc_counter::allocations;
 

@@ -617,22 +617,7 @@ mod tests {
     }
 
     /// A small xorshift generator: deterministic inputs without a dependency.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn bytes(&mut self, lens: std::ops::Range<usize>, alphabet: &[u8]) -> Vec<u8> {
-            let len = lens.start + self.below(lens.end - lens.start);
-            (0..len).map(|_| alphabet[self.below(alphabet.len())]).collect()
-        }
-    }
+    use crate::testing::rng::Rng;
 
     const ALPHABETS: [&[u8]; 4] = [b"ab", b"aAbB", b"xyzXYZ\xc3\xa9", b"aA\x80\xff\x00 "];
 
