@@ -15,10 +15,10 @@
 //! answers that cannot be read.
 
 use super::replay::Replay;
-use super::reply::{apply, server_error, split_think, Accumulator, FinishReason, Outcome, Usage};
+use super::reply::{server_error, split_think, Accumulator, FinishReason, Outcome, Usage};
 use super::settings::{Api, ProviderKind, Settings};
 use super::stream::StreamSink;
-use super::wire::{Sampling, Wire};
+use super::wire::{apply, Sampling, Wire};
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::grammar::Constraint;

@@ -88,8 +88,6 @@ pub enum Outcome {
     Empty,
 }
 
-pub(crate) use super::wire::Wire;
-
 /// The reply being put together.
 pub(crate) struct Accumulator {
     pub(crate) content: FixedBuf,
@@ -188,20 +186,6 @@ impl Accumulator {
             Outcome::Empty
         }
     }
-}
-
-/// Reads one reply object (whole or a streamed piece) into `acc`. Returns whether it said it is
-/// the last one (Ollama `done: true`). A body with an `error` member is the server's error (its
-/// text redacted by `r`); the text that lands in `acc` is redacted by [`Accumulator::redact`]
-/// once the reply is whole.
-pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumulator, r: &Redactor) -> Result<bool> {
-    if root.kind() != Kind::Object {
-        bail!(LlmError, "the server's reply is a JSON {}, not an object", root.kind().name());
-    }
-    if root.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(error_from_json(status, root, r));
-    }
-    wire.read(root, acc)
 }
 
 /// Content: a string, `null` (a streamed role-only delta), or an array of parts with `text`.
@@ -318,7 +302,7 @@ pub(crate) fn server_error(status: u16, body: &[u8], doc: &mut Document, r: &Red
 /// The error object of a JSON body, in each server's shape: `{"error":"..."}` (Ollama native),
 /// `{"error":{"message","type","code"}}` (OpenAI, llama.cpp, vLLM, Ollama `/v1`),
 /// `{"object":"error","message",...}` (older vLLM), `{"detail":"..."}` (FastAPI servers).
-fn error_from_json(status: u16, root: Value<'_>, r: &Redactor) -> Error {
+pub(super) fn error_from_json(status: u16, root: Value<'_>, r: &Redactor) -> Error {
     let err = root.get("error");
     let (obj, message) = match err {
         Some(e) if e.kind() == Kind::String => (root, e.as_str()),
@@ -445,6 +429,7 @@ fn contains_ignore_case(hay: &[u8], needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::wire::{apply, Wire};
 
     fn acc() -> Accumulator {
         Accumulator::new(1024, 1024)

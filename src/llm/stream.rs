@@ -18,8 +18,8 @@
 //! delta, which is one token on every server observed), and the stop check is asked, so a
 //! status line can show a slow model is alive and SIGTERM ends a long stream promptly.
 
-use super::reply::{apply, Accumulator, Wire};
-use super::wire::Framing;
+use super::reply::Accumulator;
+use super::wire::{apply, Framing, Wire};
 use crate::error::Result;
 use crate::fixed::FixedBuf;
 use crate::http::{BodySink, Redactor};

@@ -4,11 +4,12 @@
 //! here and its arms in this file; which URL it is asked at is `client::endpoints`, and which
 //! constraint it can take, `agent::constrain`.
 
-use super::reply::{read_reasoning, read_text, read_usage, Accumulator, FinishReason, Usage};
+use super::reply::{error_from_json, read_reasoning, read_text, read_usage, Accumulator, FinishReason, Usage};
 use super::settings::Api;
 use crate::error::Result;
 use crate::grammar::{schema, Constraint};
-use crate::json::{Value, Writer};
+use crate::http::Redactor;
+use crate::json::{Kind, Value, Writer};
 use core::fmt;
 
 /// The dialect of a server: its request fields and its reply body.
@@ -230,7 +231,7 @@ impl Wire {
 
     /// Reads one reply object of this dialect (whole or a streamed piece) into `acc`; returns
     /// whether it said it is the last one. The checks every dialect shares (an object, no
-    /// `error` member) are made before, by `reply::apply`.
+    /// `error` member) are made before, by [`apply`].
     pub(crate) fn read(self, root: Value<'_>, acc: &mut Accumulator) -> Result<bool> {
         match self {
             Wire::OpenAi => read_openai(root, acc),
@@ -238,6 +239,20 @@ impl Wire {
             Wire::LlamaCpp => read_llamacpp(root, acc),
         }
     }
+}
+
+/// Reads one reply object (whole or a streamed piece) into `acc`. Returns whether it said it is
+/// the last one (Ollama `done: true`). A body with an `error` member is the server's error (its
+/// text redacted by `r`); the text that lands in `acc` is redacted by `Accumulator::redact`
+/// once the reply is whole.
+pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumulator, r: &Redactor) -> Result<bool> {
+    if root.kind() != Kind::Object {
+        bail!(LlmError, "the server's reply is a JSON {}, not an object", root.kind().name());
+    }
+    if root.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(error_from_json(status, root, r));
+    }
+    wire.read(root, acc)
 }
 
 fn read_openai(root: Value<'_>, acc: &mut Accumulator) -> Result<bool> {
