@@ -6,9 +6,11 @@ person reading the product would, and gets a verdict: kept, or junk with the rea
 
 Rules across all shapes, in this order:
 - a copy of the task's own text (or of any prompt text of config.json), or contained in it: junk;
+- a text about the task rather than its subject ("this tip", "the next entry", "the task"): junk;
 - an entry whose text is mostly not in the task's language: junk. English: for a text of 5 or
   more words, at least one English function word (the, a, is, of, to, your, ...) and no more
-  German than English function words; German: at least two German function words (der, die,
+  German than English function words, and under a quarter of the words with letters English
+  does not use (é, ñ, ß, ...); German: at least two German function words (der, die,
   das, ist, ein, eine, und, von, ...) and more German than English ones. Either language: no more
   than a quarter of the words unreadable (15+ letters, no vowel, or 5 consonants in a row);
 - a near-duplicate of an earlier entry (difflib ratio >= 0.8 on the text, case and spacing
@@ -74,6 +76,8 @@ def language_problem(text, lang):
         return "no words"
     if sum(map(unreadable, ws)) * 4 > len(ws):
         return "mostly unreadable words"
+    if lang == "en" and sum(bool(re.search(r"[^a-z'’]", w)) for w in ws) * 4 >= len(ws):
+        return "not English (letters English does not use)"
     en = sum(w in EN_FUNCTION for w in ws)
     de = sum(w in DE_FUNCTION and w not in EN_FUNCTION for w in ws)
     if lang == "de":
@@ -415,6 +419,7 @@ def selected_tasks():
 
 # --- The judge ---------------------------------------------------------------------------------
 SEPARATORS = re.compile(r"\s*(?::|\s[-–—]\s)\s*")
+META = re.compile(r"\b(?:this|the|next|each|an?|one|per|every)\s+(?:tip|entry|entries|task|glossary)\b", re.I)
 LABEL = re.compile(r"^\s*(?:\*\*)?(?:tip|day|paragraph|entry|fact|tag|schritt|absatz|eintrag)\s*\d+\s*"
                    r"(?:\*\*)?\s*[:.)-]\s*", re.I)
 
@@ -487,6 +492,9 @@ def shape_verdict(shape, lang, data, name, text, value):
     if shape == "tips":
         if len(bw) < 4:
             return False, "under 4 words"
+        head, rest = split_entry(body)
+        if head and len(words(rest)) < 3:
+            return False, f"'{head[:30]}' heads a text of under 3 words"
         lowered = " " + norm(body) + " "
         starts = words(LABEL.sub("", text if name else body))[:1]
         advice = (bw[0] in ADVICE_VERBS or (starts and starts[0] in ADVICE_VERBS)
@@ -548,6 +556,9 @@ def judge(entries, task, prompt_texts=()):
             verdict = (False, "a copy of the prompt or task text")
         if verdict is None:
             why = language_problem(body if body else value, lang)
+            rest = split_entry(LABEL.sub("", value))[1]
+            if not why and rest != body and len(words(rest)) >= 3:
+                why = language_problem(rest, lang)
             if why:
                 verdict = (False, why)
         if verdict is None:
@@ -559,6 +570,8 @@ def judge(entries, task, prompt_texts=()):
                     break
             if verdict is None and shape in ("glossary", "list") and name and norm(name) in seen_names:
                 verdict = (False, "same name as an earlier entry")
+        if verdict is None and META.search(body if name and shape in ("glossary", "list") else LABEL.sub("", value)):
+            verdict = (False, "talks about the task, not its subject")
         if verdict is None:
             verdict = shape_verdict(shape, lang, data, name, body, value)
         seen_bodies.append(norm(LABEL.sub("", body)))

@@ -23,8 +23,60 @@ HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", 
        "transfer-encoding", "upgrade", "content-length", "host"}
 
 
+# llama-cpp-python 0.3.36's schema-to-grammar converter copies a regex escape such as `\.` into
+# the GBNF as is ("\." in a literal, [\.] in a class), which llama.cpp's grammar parser rejects;
+# the server then crashes on the NULL grammar (segfault in libllama). The same characters written
+# without a backslash mean the same to a regex: `[.]` outside a class, `.` inside one.
+PLAIN_ESCAPES = set(".:/,;!#@%&=~'`<>\"_ ")
+
+
+def fix_pattern(p):
+    """`p` with escapes of plain punctuation written so the converter keeps them valid."""
+    out, i, in_class = [], 0, False
+    while i < len(p):
+        c = p[i]
+        if c == "\\" and i + 1 < len(p):
+            n = p[i + 1]
+            if n in PLAIN_ESCAPES:
+                out.append(n if in_class else f"[{n}]")
+            else:
+                out.append(c + n)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def fix_patterns(schema):
+    """A copy of `schema` with every "pattern" passed through fix_pattern; (copy, how many changed)."""
+    changed = 0
+
+    def walk(v):
+        nonlocal changed
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                if k == "pattern" and isinstance(x, str):
+                    y = fix_pattern(x)
+                    changed += y != x
+                    out[k] = y
+                else:
+                    out[k] = walk(x)
+            return out
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+    return walk(schema), changed
+
+
 def rewrite(body):
-    """(new body bytes, rewritten?) for a JSON request body."""
+    """(new body bytes, rewritten?) for a JSON request body: a json_schema response_format
+    becomes json_object with the schema (its patterns made safe, see fix_pattern)."""
     try:
         req = json.loads(body)
     except ValueError:
@@ -34,17 +86,23 @@ def rewrite(body):
         return body, False
     js = rf.get("json_schema")
     schema = js.get("schema") if isinstance(js, dict) and "schema" in js else js
-    req["response_format"] = {"type": "json_object", "schema": schema if isinstance(schema, dict) else {}}
+    schema, _ = fix_patterns(schema if isinstance(schema, dict) else {})
+    req["response_format"] = {"type": "json_object", "schema": schema}
     return json.dumps(req).encode(), True
 
 
 class Shim:
-    def __init__(self, upstream, port=0, verbose=False):
+    """`check(schema) -> None or why`, when given, is asked before a rewritten request is sent:
+    a schema whose grammar llama.cpp would reject gets a 400 from the shim (as a server that
+    refuses the schema), not a crashed server."""
+
+    def __init__(self, upstream, port=0, verbose=False, check=None):
         u = urlsplit(upstream)
         if u.hostname not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the shim forwards to a loopback upstream only")
         self.up_host, self.up_port = u.hostname, u.port or 80
-        self.requests = self.rewritten = 0
+        self.requests = self.rewritten = self.refused = 0
+        self.check = check
         self.verbose = verbose
         shim = self
 
@@ -64,7 +122,20 @@ class Shim:
                 new, changed = rewrite(body) if body else (body, False)
                 shim.requests += 1
                 shim.rewritten += changed
+                if changed and shim.check is not None:
+                    why = shim.check(json.loads(new)["response_format"]["schema"])
+                    if why:
+                        shim.refused += 1
+                        return self.refuse(400, f"schema_shim: llama.cpp rejects the schema's grammar: {why}")
                 self.forward(new)
+
+            def refuse(self, status, message):
+                msg = json.dumps({"error": {"message": message}}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(msg)))
+                self.end_headers()
+                self.wfile.write(msg)
 
             def forward(self, body):
                 conn = http.client.HTTPConnection(shim.up_host, shim.up_port, timeout=3600)
@@ -96,12 +167,7 @@ class Shim:
                     self.wfile.flush()
                 except OSError as e:
                     try:
-                        msg = json.dumps({"error": {"message": f"schema_shim: upstream: {e}"}}).encode()
-                        self.send_response(502)
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(msg)))
-                        self.end_headers()
-                        self.wfile.write(msg)
+                        self.refuse(502, f"schema_shim: upstream: {e}")
                     except OSError:
                         pass
                 finally:

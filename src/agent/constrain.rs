@@ -244,14 +244,14 @@ impl Constrainer {
         let mut taken: ArrayVec<&str, PRODUCT_TAKEN_MAX> = ArrayVec::new();
         let product = product.and_then(|p| Some((p, p.key()?)));
         if let Some((p, _)) = product {
-            for name in p.closed() {
+            for name in p.taken() {
                 let _ = taken.push(name);
             }
         }
         // A list repeats itself unless what it wrote already weighs against it: one from nothing
         // its own names, one that goes on from the first names the stored ones it may name.
-        if let Some((p, _)) = product.filter(|_| mode == Mode::Grammar) {
-            if matches!(p.ask(), ProductAsk::Names { .. }) {
+        if let Some((p, _)) = product {
+            if matches!(p.ask(), ProductAsk::Outline { .. }) {
                 self.presence_penalty = Some(LIST_PRESENCE_PENALTY);
             }
         }
@@ -266,13 +266,9 @@ impl Constrainer {
             managed,
             recent: recent.as_slice(),
             in_working: &WorkingKeys(working),
-            // The asks that leave the model only what it is asked are grammar-only: a schema
-            // cannot hold a literal name or a plan's prefix as tightly.
-            product: product.map(|(p, key)| ProductSave {
-                tags: key.as_str(),
-                taken: taken.as_slice(),
-                ask: if mode == Mode::Grammar { p.ask() } else { ProductAsk::Entry },
-            }),
+            // The same asks in a grammar and a schema: the schema holds the fixed start of the
+            // value as its pattern's literal start.
+            product: product.map(|(p, key)| ProductSave { tags: key.as_str(), taken: taken.as_slice(), ask: p.ask() }),
         };
         match mode {
             Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text)?,
