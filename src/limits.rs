@@ -537,7 +537,7 @@ pub const GRAMMAR_UNIT_MAX_SENTENCES: u32 = 3;
 pub const GRAMMAR_UNIT_SCRIPT_MAX_CHARS: u32 = 120;
 
 /// Most words of an outline's item (a subject: "Water regularly", "Black hole", "Kyoto").
-pub const GRAMMAR_OUTLINE_ITEM_MAX_WORDS: u32 = 4;
+pub const GRAMMAR_OUTLINE_ITEM_MAX_WORDS: u32 = 3;
 
 /// Longest outline item in characters, in a script without spaces between words.
 pub const GRAMMAR_OUTLINE_ITEM_MAX_CHARS: u32 = 40;

@@ -528,6 +528,7 @@ fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
 fn sentence_about(head: &str) -> String {
     match head {
         "Water regularly" => "Give the plants deep water twice a week.",
+        "Soak the roots" => "es una forma de regar que se usa en el huerto de la casa.",
         "Use mulch" => "Spread straw around the stems to keep the soil moist.",
         "Stake the plants" => "Tie each stem to a tall stick as it grows.",
         "Prune the suckers" => "Pinch off the shoots between stem and branch.",
@@ -640,7 +641,75 @@ fn the_agent_outlines_then_writes_one_unit_per_subject() {
     assert!(last.contains("Stake the plants\\n</product>\\nWrite the tip about Prune the suckers.\\n"), "{last}");
     // The second outline went on from the first two subjects stored.
     let outline = chats[4].body_str();
-    assert!(outline.contains(r"Tips:\\x0A1. Water regularly\\x0A2. Use mulch\\x0A3. "), "{outline}");
+    assert!(
+        outline.contains(r"Tips for growing tomatoes at home:\\x0A1. Water regularly\\x0A2. Use mulch\\x0A3. "),
+        "{outline}"
+    );
+}
+
+/// Every prompt shows the task as written, whatever its words, language or length, and stays
+/// within its budget.
+#[test]
+fn every_prompt_shows_any_task_whole_within_its_budget() {
+    let long = "Write short notes about rivers and the towns along them. ".repeat(72);
+    assert!(long.len() >= 4000);
+    let tasks = [
+        "Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff, mit einer Definition in einem Satz.",
+        "日本の一週間の旅行を計画してください。一日一項目。",
+        long.trim(),
+    ];
+    for task in tasks {
+        let server = grammar_follower(TIP_LISTS);
+        let d = shipped_dir("any-task", &server.url("/v1/chat/completions"), "auto");
+        let memory = format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{task}"}}}}"#);
+        d.write("memory.json", memory);
+        let mut a = agent(&d);
+        for r in cycles(&mut a, 3) {
+            assert!(r.error.is_none() && !r.invalid_reply, "{task}: cycle {}: {:?}", r.cycle, r);
+            assert!(r.tokens_est < 8192 - 3072, "{task}: {r:?}");
+            assert!(String::from_utf8_lossy(a.last_prompt()).contains(&format!("<product>\n{task}\n")), "{task}");
+        }
+    }
+}
+
+/// The first subject's unit is kept apart as doubtful (another language); a restart does not
+/// ask about it again, and a changed task starts a new product while the old one stays.
+#[test]
+fn a_restart_keeps_what_was_asked_and_a_changed_task_starts_a_new_product() {
+    const LISTS: &[&str] = &["Soak the roots\nUse mulch"];
+    let server = grammar_follower(LISTS);
+    let d = shipped_dir("restart", &server.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
+    let mut a = agent(&d);
+    for r in cycles(&mut a, 2) {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+    }
+    drop(a);
+    let mut a = agent(&d);
+    let r = cycles(&mut a, 1);
+    assert!(r[0].error.is_none(), "{r:?}");
+    drop(a);
+    let chats = server.chats();
+    let last = chats.last().unwrap().body_str();
+    assert!(last.contains("Write the tip about Use mulch."), "asked again after a restart: {last}");
+    let store = Store::open(&d.0).unwrap();
+    assert!(store.find(&normalize("doubt,soak_the_roots,tips,tomatoes").unwrap()).is_some());
+    assert!(store.find(&normalize("tips,tomatoes,use_mulch").unwrap()).is_some());
+    drop(store);
+    // A changed task: the old plan goes, the first ask is an outline, its units its own.
+    let memory = std::fs::read_to_string(d.0.join("memory.json")).unwrap();
+    let other = "Write practical tips for keeping bees, one tip per entry.";
+    d.write("memory.json", memory.replace(TIP_TASK, other));
+    let mut a = agent(&d);
+    let r = cycles(&mut a, 2);
+    assert_eq!(r[0].actions.as_slice().first().map(|a| a.kind), Some("working_memory_add"), "{r:?}");
+    drop(a);
+    let store = Store::open(&d.0).unwrap();
+    assert!(store.find(&normalize("tips,tomatoes,use_mulch").unwrap()).is_some(), "the old product stays");
+    let new = lkjagent::agent::product::task::Task::read(other).key.unwrap();
+    assert_ne!(new.as_str(), "tips,tomatoes");
+    let own = new.union(&normalize("doubt,soak_the_roots").unwrap()).unwrap();
+    assert!(store.find(&own).is_some(), "the new product's own: {own}");
 }
 
 /// Which of a run's requests after the probe carry a presence penalty, one `bool` a cycle.
@@ -723,10 +792,50 @@ fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
         })
         .collect();
     // Cycle 1: the grammar is refused, sent again without it; cycle 2: the JSON Schema (one
-    // step down) is refused, sent again without it; from then on, no constraint.
-    assert_eq!(kinds, ["grammar", "plain", "schema", "plain", "plain", "plain"], "{kinds:?}");
+    // step down) is refused, in the json_schema form and then in the json_object one, and sent
+    // again without it; from then on, no constraint.
+    assert_eq!(kinds, ["grammar", "plain", "schema", "schema", "plain", "plain", "plain"], "{kinds:?}");
     assert_eq!(reports[0].constrain, "json_schema");
     assert_eq!(reports[3].constrain, "off");
+}
+
+/// A server that answers 500 to a schema as `response_format` `json_schema` (llama-cpp-python)
+/// but takes it as `json_object` with a `schema` gets it so, and the run stays constrained.
+#[test]
+fn a_server_that_takes_a_schema_only_as_json_object_gets_it_so() {
+    let server = Server::start(|_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        let b = seen.body_str();
+        if b.contains(r#""type":"json_schema""#) {
+            return Do::Reply(response("500 Internal Server Error", &["Content-Type: application/json"], "{}"));
+        }
+        Do::Reply(json_ok(&chat_body(FREE_REPLY)))
+    });
+    let d = shipped_dir("json-object", &server.url("/v1/chat/completions"), "json_schema");
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 3);
+    for r in &reports {
+        assert!(r.error.is_none(), "cycle {}: {:?}", r.cycle, r.error);
+        assert_eq!(r.constrain, "json_schema");
+    }
+    let forms: Vec<&str> = server
+        .chats()
+        .iter()
+        .map(|s| {
+            let b = s.body_str();
+            if b.contains(r#""type":"json_schema""#) {
+                "json_schema"
+            } else if b.contains(r#""response_format":{"type":"json_object","schema":{"#) {
+                "json_object"
+            } else {
+                "plain"
+            }
+        })
+        .collect();
+    // The 500 is retried once by the client (a 5xx may pass), then the json_object form.
+    assert_eq!(forms, ["json_schema", "json_schema", "json_object", "json_object", "json_object"], "{forms:?}");
 }
 
 #[test]
@@ -910,7 +1019,7 @@ fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
         &["Use mulch", "Prune the suckers"][..],
         &["ls", "cd"],
         &["Black hole", "Red giant star", "Don't overwater"],
-        &["Day trip to Nara", "Kyoto"],
+        &["Trip to Nara", "Kyoto"],
         &["Use a cage", "Kyoto"],
     ] {
         assert!(g.matches(&list(ok)), "{ok:?}\n{text}");
@@ -921,7 +1030,7 @@ fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
         &["Use mulch: always", "Prune"],
         &["Use mulch, compost", "Prune"],
         &["will'tdrytomatmfc", "Prune"],
-        &["One two three four five", "Prune"],
+        &["One two three four", "Prune"],
         &["Day 3 in Nara", "Prune"],
     ] {
         assert!(!g.matches(&list(no)), "{no:?}\n{text}");

@@ -410,6 +410,11 @@ pub enum Constraint<'a> {
     Grammar(&'a str),
     /// The JSON Schema (a JSON object text) of the JSON reply.
     JsonSchema(&'a str),
+    /// The same schema in the older form some OpenAI-compatible servers take instead of
+    /// `json_schema` (llama-cpp-python answers 500 to that and takes `json_object` with a
+    /// `schema`): a chat request's `response_format` `{"type": "json_object", "schema": ...}`;
+    /// on every other route and server, as [`Constraint::JsonSchema`].
+    JsonObject(&'a str),
 }
 
 /// How replies are constrained (`llm.constrain`).

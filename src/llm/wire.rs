@@ -168,8 +168,26 @@ impl Wire {
         // chat (LM Studio, llama.cpp, vLLM, OpenAI), as llama.cpp's `json_schema` and vLLM's
         // `structured_outputs.json` on text completion, or as Ollama's `format`. A field of the
         // same name in `llm.extra` wins.
+        // The older `json_object` form is only a chat request's; elsewhere it is the schema.
+        let constraint = match constraint {
+            Some(Constraint::JsonObject(s)) if api == Api::Completion || self == Wire::Ollama => {
+                Some(Constraint::JsonSchema(s))
+            }
+            other => other,
+        };
         match (constraint, self) {
             (None, _) => {}
+            (Some(Constraint::JsonObject(s)), _) => {
+                if !has("response_format") {
+                    w.key("response_format")?;
+                    w.begin_object()?;
+                    w.key("type")?;
+                    w.string("json_object")?;
+                    w.key("schema")?;
+                    w.raw_value(s)?;
+                    w.end_object()?;
+                }
+            }
             (Some(Constraint::Grammar(g)), Wire::Ollama) => {
                 // Ollama has no grammar field; the agent never asks for one (see
                 // `agent::constrain`), and a caller that does gets a plain request.

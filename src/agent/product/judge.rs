@@ -1,10 +1,16 @@
 //! Whether a unit's text is one a reader of the task can use, stated in terms of the task: in
 //! its language, made of words, new. What fails the language or the words is kept apart as
-//! doubtful (see [`super::DOUBT_TAG`]); what repeats the product is refused.
+//! doubtful (see [`super::DOUBT_TAG`]); what repeats the product is refused. Here too: where
+//! a product save is filed ([`Product::file`]) and the verdict on it ([`Product::judge`]).
 
-use super::lang::{words, Lang, ALL};
+use super::entry::{own_tag, slug, split_entry, subject_of};
+use super::lang::{self, words, Lang, ALL};
+use super::task::{as_tag, Word};
+use super::{subject_hash, Product, Verdict, DOUBT_TAG};
+use crate::error::Result;
 use crate::fixed::ArrayVec;
 use crate::memory::hash::{fnv1a64, fnv1a64_continue};
+use crate::memory::key::{normalize, Key};
 
 /// Most letters in one word of a text: longer runs are letters run on, not words, in every
 /// language this table reads (German compounds included: "Sternentstehungsgebiet" is 22).
@@ -138,6 +144,68 @@ pub fn lower_hash(text: &str) -> u64 {
         h = fnv1a64_continue(h, b" ");
     }
     h
+}
+
+impl Product {
+    /// Where a save under `key` with `value` is filed: a save under exactly the product's tags
+    /// is a unit, filed under those tags and its subject's tag (the head's subject, ASCII
+    /// letters and digits lowercased, other runs one `_`; a subject with none, a hash tag).
+    /// `Ok(None)`: not a product save. `Err`: a product save with no head, and why.
+    pub fn file(&self, key: &Key, value: &str) -> core::result::Result<Option<Key>, &'static str> {
+        let Some(pkey) = self.task.key.as_ref().filter(|k| *k == key) else { return Ok(None) };
+        let (h, sep, body) = split_entry(value);
+        let subject = subject_of(h);
+        if !sep || subject.is_empty() || lang::words(body).next().is_none() {
+            return Err("write the entry as its subject, a colon, then its text");
+        }
+        let mut own = Word::new();
+        if !slug(subject, &mut own) {
+            own.clear();
+            let _ = own.format(format_args!("u{:06x}", subject_hash(subject) & 0xff_ffff));
+        }
+        if self.task.words.as_slice().contains(&own) {
+            return Err("its subject is a word of the task itself; name one thing the task is about");
+        }
+        let named = normalize(own.as_str()).and_then(|n| pkey.union(&n));
+        named.map(Some).map_err(|_| "the subject cannot be a tag; name it in a few words")
+    }
+
+    /// The key a doubtful unit filed under `key` is kept under.
+    pub fn doubt_key(&self, key: &Key) -> Result<Key> {
+        key.union(&normalize(DOUBT_TAG)?)
+    }
+
+    /// What `value`, a unit filed under the product's key `key`, is (see [`Verdict`]).
+    pub fn judge(&self, key: &Key, value: &str) -> Verdict {
+        let Some(pkey) = self.task.key.as_ref() else { return Verdict::New };
+        if own_tag(key, pkey).is_none() {
+            return Verdict::New;
+        }
+        let (h, _, body) = split_entry(value);
+        if let Some(why) = doubtful(body, self.task.lang, self.latin) {
+            return Verdict::Doubt(why);
+        }
+        let text = Words::of(body);
+        if text.within(&Words::of(h)) {
+            return Verdict::Repeat("the text only repeats the subject; say something about it");
+        }
+        let lang = self.task.lang;
+        let (mut content, mut from_task) = (0usize, 0usize);
+        for w in lang::words(body).filter(|w| !lang.is_sentence_word(w)) {
+            content += 1;
+            let mut t = Word::new();
+            from_task += usize::from(as_tag(w, &mut t) && self.task.words.as_slice().contains(&t));
+        }
+        if content > 0 && from_task * 10 >= content * 7 {
+            return Verdict::Repeat("the text repeats the task; say something of the subject");
+        }
+        let hh = lower_hash(h);
+        let all = Words::of(value);
+        if self.seen.iter().any(|(sh, sv)| *sh == hh || sv.alike(&all)) {
+            return Verdict::Repeat("<product> already says this; write something new");
+        }
+        Verdict::New
+    }
 }
 
 #[cfg(test)]

@@ -26,12 +26,16 @@ pub struct Lang {
     /// Units a reader numbers ("Day 3", "Paragraph 2"): their entries are labelled with the
     /// unit and its number, and what each is about follows the label.
     pub numbered_units: &'static [&'static str],
+    /// Words that join two phrases ("and"): the task's phrase for its units ends before one.
+    pub joins: &'static [&'static str],
     /// The unit when the task names none.
     pub entry: &'static str,
     /// The label of the task's line at the head of the product.
     pub task_label: &'static str,
-    /// The question for an outline, around the units in the plural: `outline.0`, units,
-    /// `outline.1` ("List the next " tips ", a few words each.").
+    /// The question for an outline, around the task's phrase for its units: `outline.0`, the
+    /// phrase, `outline.1` ("Name five " tips for growing tomatoes at home "."). Asked to
+    /// list "the next tips, a few words each", SmolLM2-135M copied the prompt's words
+    /// ("one sentence", "one entry"; docs/measurements.md).
     pub outline: (&'static str, &'static str),
     /// The same for numbered units ("List what the next " days " are about, a few words each.").
     pub outline_numbered: (&'static str, &'static str),
@@ -109,9 +113,10 @@ pub const EN: Lang = Lang {
     unit_markers: &["each", "every", "one", "per"],
     entry_words: &["entry", "item", "line", "record"],
     numbered_units: &["chapter", "day", "lesson", "paragraph", "part", "scene", "stage", "step", "week"],
+    joins: &["and", "or"],
     entry: "entry",
     task_label: "Task",
-    outline: ("List the next ", ", a few words each."),
+    outline: ("Name five ", "."),
     outline_numbered: ("List what the next ", " are about, a few words each."),
     unit_numbered: ("Write ", ", about ", "."),
     unit: ("Write the ", " about ", "."),
@@ -149,9 +154,10 @@ pub const DE: Lang = Lang {
     unit_markers: &["je", "jeder", "jedes", "pro"],
     entry_words: &["eintrag", "zeile"],
     numbered_units: &["absatz", "kapitel", "schritt", "tag", "teil", "woche"],
+    joins: &["oder", "und"],
     entry: "Eintrag",
     task_label: "Aufgabe",
-    outline: ("Nenne die nächsten ", ", je in wenigen Worten."),
+    outline: ("Nenne fünf ", "."),
     outline_numbered: ("Nenne, worum es in den nächsten ", " geht, je in wenigen Worten."),
     unit_numbered: ("Schreibe ", " über ", "."),
     unit: ("Schreibe den ", " über ", "."),
@@ -185,9 +191,10 @@ pub const FR: Lang = Lang {
     unit_markers: &["chaque", "par"],
     entry_words: &["entrée", "ligne"],
     numbered_units: &["chapitre", "jour", "paragraphe", "partie", "semaine", "étape"],
+    joins: &["et", "ou"],
     entry: "entrée",
     task_label: "Tâche",
-    outline: ("Liste les prochains ", ", en quelques mots chacun."),
+    outline: ("Nomme cinq ", "."),
     outline_numbered: ("Liste de quoi parlent les prochains ", ", en quelques mots chacun."),
     unit_numbered: ("Écris ", " sur ", "."),
     unit: ("Écris le ", " sur ", "."),
@@ -218,9 +225,10 @@ pub const ES: Lang = Lang {
     unit_markers: &["cada", "por"],
     entry_words: &["entrada", "línea"],
     numbered_units: &["capítulo", "día", "parte", "paso", "párrafo", "semana"],
+    joins: &["o", "y"],
     entry: "entrada",
     task_label: "Tarea",
-    outline: ("Enumera los siguientes ", ", en pocas palabras cada uno."),
+    outline: ("Nombra cinco ", "."),
     outline_numbered: ("Enumera de qué tratan los siguientes ", ", en pocas palabras cada uno."),
     unit_numbered: ("Escribe ", " sobre ", "."),
     unit: ("Escribe el ", " sobre ", "."),
@@ -235,6 +243,7 @@ pub const NEUTRAL: Lang = Lang {
     unit_markers: &[],
     entry_words: &[],
     numbered_units: &[],
+    joins: &[],
     entry: "",
     task_label: "",
     outline: ("", ""),
@@ -290,6 +299,11 @@ impl Lang {
     /// Whether `word` (any case) marks the unit that follows it.
     pub fn is_unit_marker(&self, word: &str) -> bool {
         listed(self.unit_markers, word)
+    }
+
+    /// Whether `word` (any case) joins two phrases.
+    pub fn is_join(&self, word: &str) -> bool {
+        listed(self.joins, word)
     }
 
     /// Whether `word` (any case) names the entry itself.

@@ -29,20 +29,21 @@
 //! names a word of any language. Everything is reserved in [`Product::new`]; refreshing and
 //! rendering allocate nothing.
 
+mod entry;
 pub mod judge;
 pub mod lang;
+mod state;
 pub mod task;
 
 use crate::error::Result;
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::grammar::ProductAsk;
-use crate::limits::{
-    PRODUCT_ASKED_MAX, PRODUCT_ENTRY_MAX_BYTES, PRODUCT_TAKEN_MAX, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES,
-};
+use crate::limits::{PRODUCT_ASKED_MAX, PRODUCT_TAKEN_MAX, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES};
 use crate::memory::key::{normalize, Key};
 use crate::memory::query::{EntryId, Query, Results, Sort};
 use crate::memory::store::Store;
 use crate::memory::working::WorkingSet;
+use entry::{head, own_tag, plan_items, shown_line, slug, subject_of};
 use judge::{lower_hash, Words};
 use task::{as_tag, Task, Word, UNIT_MAX_BYTES};
 
@@ -89,7 +90,7 @@ pub const LIST_PRESENCE_PENALTY: f64 = 1.0;
 const LABEL_JOIN: &str = " – ";
 
 /// Longest outline prefix: the units' heading and the first subjects, numbered.
-const PREFIX_MAX_BYTES: usize = UNIT_MAX_BYTES + 4 + OUTLINE_FIRST * (SUBJECT_MAX_BYTES + 6) + 8;
+const PREFIX_MAX_BYTES: usize = task::PHRASE_MAX_BYTES + 4 + OUTLINE_FIRST * (SUBJECT_MAX_BYTES + 6) + 8;
 
 /// A verdict on a unit's text ([`Product::judge`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -397,7 +398,7 @@ impl Product {
     /// line, and the next number (`Tips:\n1. Water regularly\n2. Use mulch\n3. `).
     fn write_prefix(&mut self) {
         self.prefix.clear();
-        let units = self.task.units.as_str();
+        let units = if self.task.numbered { self.task.units.as_str() } else { self.task.phrase.as_str() };
         let mut chars = units.chars();
         if let Some(c) = chars.next() {
             for u in c.to_uppercase() {
@@ -462,9 +463,13 @@ impl Product {
             return Ok(());
         }
         match ask {
-            ProductAsk::Outline { .. } => {
-                let (a, b) = if self.task.numbered { lang.outline_numbered } else { lang.outline };
+            ProductAsk::Outline { .. } if self.task.numbered => {
+                let (a, b) = lang.outline_numbered;
                 out.format(format_args!("{}{}{}\n", a, self.task.units, b))
+            }
+            ProductAsk::Outline { .. } => {
+                let (a, b) = lang.outline;
+                out.format(format_args!("{}{}{}\n", a, self.task.phrase, b))
             }
             ProductAsk::Unit { .. } => {
                 let (a, b, c) = if self.task.numbered { lang.unit_numbered } else { lang.unit };
@@ -536,66 +541,6 @@ impl Product {
         Ok(())
     }
 
-    /// Where a save under `key` with `value` is filed: a save under exactly the product's tags
-    /// is a unit, filed under those tags and its subject's tag (the head's subject, ASCII
-    /// letters and digits lowercased, other runs one `_`; a subject with none, a hash tag).
-    /// `Ok(None)`: not a product save. `Err`: a product save with no head, and why.
-    pub fn file(&self, key: &Key, value: &str) -> core::result::Result<Option<Key>, &'static str> {
-        let Some(pkey) = self.task.key.as_ref().filter(|k| *k == key) else { return Ok(None) };
-        let (h, sep, body) = split_entry(value);
-        let subject = subject_of(h);
-        if !sep || subject.is_empty() || lang::words(body).next().is_none() {
-            return Err("write the entry as its subject, a colon, then its text");
-        }
-        let mut own = Word::new();
-        if !slug(subject, &mut own) {
-            own.clear();
-            let _ = own.format(format_args!("u{:06x}", subject_hash(subject) & 0xff_ffff));
-        }
-        if self.task.words.as_slice().contains(&own) {
-            return Err("its subject is a word of the task itself; name one thing the task is about");
-        }
-        let named = normalize(own.as_str()).and_then(|n| pkey.union(&n));
-        named.map(Some).map_err(|_| "the subject cannot be a tag; name it in a few words")
-    }
-
-    /// The key a doubtful unit filed under `key` is kept under.
-    pub fn doubt_key(&self, key: &Key) -> Result<Key> {
-        key.union(&normalize(DOUBT_TAG)?)
-    }
-
-    /// What `value`, a unit filed under the product's key `key`, is (see [`Verdict`]).
-    pub fn judge(&self, key: &Key, value: &str) -> Verdict {
-        let Some(pkey) = self.task.key.as_ref() else { return Verdict::New };
-        if own_tag(key, pkey).is_none() {
-            return Verdict::New;
-        }
-        let (h, _, body) = split_entry(value);
-        if let Some(why) = judge::doubtful(body, self.task.lang, self.latin) {
-            return Verdict::Doubt(why);
-        }
-        let text = Words::of(body);
-        if text.within(&Words::of(h)) {
-            return Verdict::Repeat("the text only repeats the subject; say something about it");
-        }
-        let lang = self.task.lang;
-        let (mut content, mut from_task) = (0usize, 0usize);
-        for w in lang::words(body).filter(|w| !lang.is_sentence_word(w)) {
-            content += 1;
-            let mut t = Word::new();
-            from_task += usize::from(as_tag(w, &mut t) && self.task.words.as_slice().contains(&t));
-        }
-        if content > 0 && from_task * 10 >= content * 7 {
-            return Verdict::Repeat("the text repeats the task; say something of the subject");
-        }
-        let hh = lower_hash(h);
-        let all = Words::of(value);
-        if self.seen.iter().any(|(sh, sv)| *sh == hh || sv.alike(&all)) {
-            return Verdict::Repeat("<product> already says this; write something new");
-        }
-        Verdict::New
-    }
-
     /// Remembers `value`, a unit saved this cycle, so the reply's next units may not repeat it.
     pub fn saved(&mut self, value: &str) {
         if self.seen.is_full() {
@@ -603,135 +548,6 @@ impl Product {
         }
         let _ = self.seen.push((lower_hash(head(value)), Words::of(value)));
     }
-
-    /// The state that survives a restart, as text for `memory.json`'s agent map: the task's
-    /// hash, the barren count and the asked subjects' hashes (`<task> <barren> <h>,<h>,...`).
-    pub fn state(&self, out: &mut ArrayString<{ crate::limits::AGENT_META_VALUE_MAX_BYTES }>) {
-        out.clear();
-        let _ = out.format(format_args!("{:016x} {}", self.state_task, self.barren));
-        for (i, h) in self.asked.iter().enumerate() {
-            if out.format(format_args!("{}{:012x}", if i == 0 { " " } else { "," }, h)).is_err() {
-                break;
-            }
-        }
-    }
-
-    /// Takes back a [`Product::state`]. A text that does not read is ignored (the product
-    /// starts afresh, which loses nothing stored).
-    pub fn restore(&mut self, text: &str) {
-        let mut parts = text.split(' ');
-        let (Some(task), Some(barren)) = (parts.next(), parts.next()) else { return };
-        let (Ok(task), Ok(barren)) = (u64::from_str_radix(task, 16), barren.parse::<u32>()) else { return };
-        self.asked.clear();
-        for h in parts.next().unwrap_or("").split(',').filter(|h| !h.is_empty()) {
-            match u64::from_str_radix(h, 16) {
-                Ok(h) if !self.asked.is_full() => {
-                    let _ = self.asked.push(h & 0xffff_ffff_ffff);
-                }
-                _ => break,
-            }
-        }
-        self.state_task = task;
-        self.barren = barren.min(BARREN_MAX);
-    }
-
-    /// At start: takes back the state `saved` (see [`Product::state`]), and drops a plan made
-    /// for another task than the one in `working` (a changed task starts a new plan; the old
-    /// product stays in the store under its own tags).
-    pub fn open(&mut self, working: &mut WorkingSet, saved: Option<&str>, store: &Store) {
-        if let Some(s) = saved {
-            self.restore(s);
-        }
-        let restored = self.state_task;
-        self.refresh(working, Some(store));
-        if restored != 0 && restored != self.task.hash {
-            if let Ok(k) = normalize(PLAN_KEY) {
-                working.remove(&k);
-            }
-            self.refresh(working, Some(store));
-        }
-    }
-}
-
-/// The one tag of `key` besides the product's tags, if the key is the product's tags and
-/// exactly one more.
-fn own_tag<'k>(key: &'k Key, product: &Key) -> Option<&'k str> {
-    if key.tag_count() != product.tag_count() + 1 || !product.tags().all(|t| key.has_tag(t)) {
-        return None;
-    }
-    key.tags().find(|t| !product.has_tag(t))
-}
-
-/// The subject of a head: after a numbered label's join ("Day 3 – Kyoto": `Kyoto`), else the
-/// head, trimmed.
-fn subject_of(head: &str) -> &str {
-    match head.split_once(LABEL_JOIN) {
-        Some((_, s)) => s.trim(),
-        None => head.trim(),
-    }
-}
-
-/// The items of a plan or an outline: its lines (after a heading line that ends with `:`), a
-/// leading number and `.` taken off, empty ones skipped.
-fn plan_items(plan: &str) -> impl Iterator<Item = &str> {
-    let list = match plan.split_once(":\n") {
-        Some((_, rest)) => rest,
-        None => plan,
-    };
-    list.lines()
-        .map(|l| {
-            let l = l.trim();
-            let digits = l.bytes().take_while(u8::is_ascii_digit).count();
-            match l.get(digits..).and_then(|r| r.strip_prefix('.')) {
-                Some(rest) if digits > 0 => rest.trim(),
-                _ => l,
-            }
-        })
-        .filter(|l| !l.is_empty())
-}
-
-/// `name` as a tag: ASCII letters and digits lowercased, every run of other characters one
-/// `_`, none at either end; false when it has no ASCII letter first or does not fit a tag.
-fn slug(name: &str, out: &mut Word) -> bool {
-    out.clear();
-    let mut gap = false;
-    for c in name.trim().chars() {
-        if c.is_ascii_alphanumeric() {
-            if gap && !out.is_empty() && out.push('_').is_err() {
-                return false;
-            }
-            gap = false;
-            if out.push(c.to_ascii_lowercase()).is_err() {
-                return false;
-            }
-        } else {
-            gap = true;
-        }
-    }
-    out.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
-}
-
-/// The text before the first `:` of a value, or all of it.
-fn head(value: &str) -> &str {
-    split_entry(value).0
-}
-
-/// `(head, whether there was a ':', text after it)`.
-fn split_entry(value: &str) -> (&str, bool, &str) {
-    match value.split_once(':') {
-        Some((h, rest)) => (h, true, rest),
-        None => (value, false, ""),
-    }
-}
-
-/// The line the view shows for a value: its head, or its first line, cut at
-/// [`PRODUCT_ENTRY_MAX_BYTES`].
-fn shown_line(value: &str) -> &str {
-    let line = match split_entry(value) {
-        (h, true, _) if !h.trim().is_empty() => h.trim(),
-        _ => value.trim().lines().next().unwrap_or(""),
-    };
-    crate::bytes::str_prefix(line, PRODUCT_ENTRY_MAX_BYTES)
 }
 
 #[cfg(test)]

@@ -17,6 +17,15 @@ pub const UNIT_MAX_BYTES: usize = 48;
 /// Most of the task's words kept, lowercased as tags, to know a subject copied from the task.
 pub const TASK_WORDS_MAX: usize = 48;
 
+/// Longest phrase for the units kept, in bytes.
+pub const PHRASE_MAX_BYTES: usize = 160;
+
+/// Most words of the task's phrase for its units after the units' word.
+const PHRASE_AFTER_MAX: usize = 7;
+
+/// Most words of it before the units' word.
+const PHRASE_BEFORE_MAX: usize = 3;
+
 /// Fewest letters of a task word that can be a tag.
 const TAG_MIN_LETTERS: usize = 3;
 
@@ -38,6 +47,9 @@ pub struct Task {
     /// The unit in the plural: the task's own plural where it writes one ("Begriffe" for
     /// "Begriff"), else the language's rule.
     pub units: ArrayString<UNIT_MAX_BYTES>,
+    /// The task's own phrase for its units ("tips for growing tomatoes at home", "Linux shell
+    /// commands", "Astronomie-Begriffe"), or the units when it writes none.
+    pub phrase: ArrayString<PHRASE_MAX_BYTES>,
     /// Whether a reader numbers the unit ("Day 3"): its entries are labelled so.
     pub numbered: bool,
     /// The task's words that can be tags, lowercased (a subject that is one of them is copied
@@ -54,6 +66,7 @@ impl Task {
             key: None,
             unit: ArrayString::new(),
             units: ArrayString::new(),
+            phrase: ArrayString::new(),
             numbered: false,
             words: ArrayVec::new(),
         }
@@ -74,6 +87,7 @@ impl Task {
             }
         }
         t.read_unit(text);
+        t.read_phrase(text);
         t.read_tags(text);
         t
     }
@@ -130,6 +144,56 @@ impl Task {
             }
             None => plural(lang.plural, found, &mut self.units),
         }
+    }
+
+    /// The phrase: in the task's clause that holds its units' word (as a word, or the end of a
+    /// hyphenated one: "Astronomie-Begriffe"), up to [`PHRASE_BEFORE_MAX`] words of content
+    /// before it and, when the clause goes on without a joining word, up to
+    /// [`PHRASE_AFTER_MAX`] words after it, ending with a word of content; else the units.
+    fn read_phrase(&mut self, text: &str) {
+        let lang = self.lang;
+        let units = self.units.as_str();
+        let is_units = |w: &str| {
+            let last = w.rsplit('-').next().unwrap_or(w);
+            !units.is_empty() && last.to_lowercase() == units.to_lowercase()
+        };
+        for clause in text.split(['.', ',', ':', ';', '!', '?', '\n', '(', ')']) {
+            let tokens: ArrayVec<&str, 64> = {
+                let mut v = ArrayVec::new();
+                for t in clause.split_whitespace() {
+                    if v.push(t).is_err() {
+                        break;
+                    }
+                }
+                v
+            };
+            let t = tokens.as_slice();
+            let Some(at) = t.iter().position(|w| is_units(w)) else { continue };
+            let mut start = at;
+            while start > 0 && at - start < PHRASE_BEFORE_MAX {
+                let w = t.get(start - 1).copied().unwrap_or("");
+                if lang.is_task_word(w) || w.chars().all(|c| c.is_numeric()) {
+                    break;
+                }
+                start -= 1;
+            }
+            let mut end = at + 1;
+            let after = t.get(at + 1..).unwrap_or(&[]);
+            if after.len() <= PHRASE_AFTER_MAX && after.first().is_some_and(|w| !lang.is_join(w)) {
+                end = t.len();
+            }
+            while end > at + 1 && t.get(end - 1).is_some_and(|w| lang.is_sentence_word(w)) {
+                end -= 1;
+            }
+            for (i, w) in t.get(start..end).unwrap_or(&[]).iter().enumerate() {
+                let sep = if i == 0 { "" } else { " " };
+                if self.phrase.push_str(sep).is_err() || self.phrase.push_str(w).is_err() {
+                    break;
+                }
+            }
+            return;
+        }
+        let _ = self.phrase.push_str(units);
     }
 
     /// The tags: the task's first word of content and the longest of the others (the subject
@@ -298,6 +362,30 @@ mod tests {
             if !text.trim().is_empty() {
                 assert!(t.key.is_some(), "{text:?}");
             }
+        }
+    }
+
+    #[test]
+    fn the_units_phrase_is_the_tasks_own() {
+        let cases = [
+            (
+                "Write practical tips for growing tomatoes at home, one tip per entry.",
+                "tips for growing tomatoes at home",
+            ),
+            (
+                "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.",
+                "astronomy terms",
+            ),
+            ("List common Linux shell commands and what each does.", "Linux shell commands"),
+            (
+                "Collect useful facts about the planets of the solar system.",
+                "facts about the planets of the solar system",
+            ),
+            ("Plan a one-week trip to Japan, one day per entry.", "days"),
+            ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.", "Astronomie-Begriffe"),
+        ];
+        for (task, phrase) in cases {
+            assert_eq!(Task::read(task).phrase.as_str(), phrase, "{task}");
         }
     }
 

@@ -89,12 +89,9 @@ fn any_task_text_is_shown_whole_and_the_view_stays_within_its_bounds() {
 fn the_task_reads_its_questions_in_its_own_language() {
     let (_d, mut s) = store("product-lang");
     let cases = [
-        (TIPS, "List the next tips, a few words each.\n"),
+        (TIPS, "Name five tips for growing tomatoes at home.\n"),
         ("Plan a one-week trip to Japan, one day per entry.", "List what the next days are about, a few words each.\n"),
-        (
-            "Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.",
-            "Nenne die nächsten Begriffe, je in wenigen Worten.\n",
-        ),
+        ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.", "Nenne fünf Astronomie-Begriffe.\n"),
         ("日本の一週間の旅行を計画してください。", ""),
     ];
     for (task, question) in cases {
@@ -112,9 +109,9 @@ fn an_outline_plans_new_subjects_then_each_is_asked_for_once() {
     let (v, _) = view(&mut p, &w, &mut s, TIPS);
     assert_eq!(v, format!("<product>\n{TIPS}\n</product>\n"));
     let ProductAsk::Outline { prefix, first, .. } = p.ask() else { panic!("an outline first") };
-    assert_eq!((prefix, first), ("Tips:\n1. ", 1));
+    assert_eq!((prefix, first), ("Tips for growing tomatoes at home:\n1. ", 1));
     // The model's outline: one subject copied from the task, one cut off, one twice.
-    let plan = "Tips:\n1. Water regularly\n2. Tomatoes\n3. Use mulch\n4. Plant them in\n5. water  regularly\n6. Prune the suckers";
+    let plan = "Tips for growing tomatoes at home:\n1. Water regularly\n2. Tomatoes\n3. Use mulch\n4. Plant them in\n5. water  regularly\n6. Prune the suckers";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2).unwrap();
@@ -134,8 +131,8 @@ fn an_outline_plans_new_subjects_then_each_is_asked_for_once() {
     let (v, _) = view(&mut p, &w, &mut s, TIPS);
     assert!(v.ends_with("Water regularly\nUse mulch\nPrune the suckers\n</product>\n"), "{v}");
     let ProductAsk::Outline { prefix, first, .. } = p.ask() else { panic!("an outline again") };
-    assert_eq!((prefix, first), ("Tips:\n1. Water regularly\n2. Use mulch\n3. ", 3));
-    let plan = "Tips:\n1. Water regularly\n2. Use mulch\n3. Prune the suckers\n4. Stake the plants";
+    assert_eq!((prefix, first), ("Tips for growing tomatoes at home:\n1. Water regularly\n2. Use mulch\n3. ", 3));
+    let plan = "Tips for growing tomatoes at home:\n1. Water regularly\n2. Use mulch\n3. Prune the suckers\n4. Stake the plants";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 4).unwrap();
     p.settle(&mut w, &mut scratch, 4).unwrap();
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Stake the plants"));
