@@ -18,7 +18,8 @@ use crate::error::Result;
 use crate::fixed::FixedBuf;
 use crate::json::Writer;
 use crate::limits::{
-    GRAMMAR_OUTLINE_ITEM_MAX_CHARS, GRAMMAR_PLAN_MAX_NAMES, GRAMMAR_UNIT_MAX_SENTENCES, GRAMMAR_UNIT_SCRIPT_MAX_CHARS,
+    GRAMMAR_OUTLINE_ITEM_MAX_CHARS, GRAMMAR_OUTLINE_ITEM_MAX_WORDS, GRAMMAR_PLAN_MAX_NAMES, GRAMMAR_UNIT_MAX_SENTENCES,
+    GRAMMAR_UNIT_SCRIPT_MAX_CHARS,
 };
 use crate::reply::ActionKind;
 
@@ -187,14 +188,26 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
             }
             (ActionKind::StorageSave, p.tags)
         }
-        ProductAsk::Outline { key, prefix, first, .. } => {
+        ProductAsk::Outline { key, prefix, first, latin } => {
             regex_literal(&mut pattern, prefix)?;
-            // Two items at least, numbered on in order, as the grammar has them.
-            let item = "[^<&\n:,0-9 ][^<&\n:,]{1,";
-            let most = GRAMMAR_OUTLINE_ITEM_MAX_CHARS.saturating_sub(1);
-            pattern.format(format_args!("{item}{most}}}\n{}\\. {item}{most}}}", first.saturating_add(1)))?;
+            // Two items at least, numbered on in order, as the grammar has them; an item is
+            // words (of letters, in Latin script: a few of at most 14) or a bounded run of
+            // characters. Bounded by characters only, SmolLM2-135M wrote sentences cut at the
+            // bound ("Use a drip irrigation system to reduce p").
+            let mut item = crate::fixed::ArrayString::<96>::new();
+            match latin {
+                true => item.format(format_args!(
+                    "[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]{{0,13}}( [A-Za-zÀ-ÿ'-]{{1,14}}){{0,{}}}",
+                    GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1)
+                ))?,
+                false => item.format(format_args!(
+                    "[^<&\n:,0-9 ][^<&\n:,]{{1,{}}}",
+                    GRAMMAR_OUTLINE_ITEM_MAX_CHARS.saturating_sub(1)
+                ))?,
+            }
+            pattern.format(format_args!("{item}\n{}[.] {item}", first.saturating_add(1)))?;
             for i in 2..GRAMMAR_PLAN_MAX_NAMES {
-                pattern.format(format_args!("(\n{}\\. {item}{most}}}", first.saturating_add(i)))?;
+                pattern.format(format_args!("(\n{}[.] {item}", first.saturating_add(i)))?;
             }
             for _ in 2..GRAMMAR_PLAN_MAX_NAMES {
                 pattern.push_str(")?")?;
@@ -243,14 +256,22 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
 /// character escaped at most into two) and the rest.
 const PATTERN_MAX_BYTES: usize = 4 * 1024;
 
-/// Writes `s` as regular-expression text that matches itself: the metacharacters escaped.
+/// Writes `s` as regular-expression text that matches itself: a metacharacter as a class of
+/// itself (`[.]`), `\\`, `^`, `[` and `]` with a `\\` (which a class cannot hold plainly).
+/// Not `\\.`: llama-cpp-python's schema converter copies that escape into a GBNF literal that
+/// llama.cpp rejects, and its server then crashes.
 fn regex_literal(out: &mut crate::fixed::ArrayString<PATTERN_MAX_BYTES>, s: &str) -> Result<()> {
     for c in s.chars() {
-        if "\\.^$|?*+()[]{}/-".contains(c) {
-            out.push_str("\\")?;
+        if ".$|?*+(){}/".contains(c) {
+            out.push('[')?;
+            out.push(c)?;
+            out.push(']')?;
+            continue;
         }
-        let mut b = [0u8; 4];
-        out.push_str(c.encode_utf8(&mut b))?;
+        if "\\^[]".contains(c) {
+            out.push('\\')?;
+        }
+        out.push(c)?;
     }
     Ok(())
 }
