@@ -8,7 +8,8 @@
 //! figure that needs a missing corpus is reported as skipped, not faked.
 //! `LKJAGENT_BENCH_ONLY=json,tag` runs only the named areas (json, tag, http, store, agent, grammar,
 //! bytes, report, recall, vectors, commands, soak; `LKJAGENT_SOAK_CYCLES` shortens the soak: see
-//! bench_soak.rs).
+//! bench_soak.rs). `LKJAGENT_BIN` names the binary the process figures run (peak RSS, commands),
+//! for a before and after.
 
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,8 @@ mod bench_soak;
 mod bench_store;
 mod bench_tag;
 mod bench_vectors;
+#[path = "../tests/support/rng.rs"]
+mod rng;
 
 pub use alloc_counter::allocations;
 

@@ -225,7 +225,11 @@ fn prefix_stability(seed: &Path) {
 
 /// VmHWM of the release binary running 100 cycles on a 1,000-entry store.
 fn peak_rss(seed: &Path) {
-    let bin = Path::new(env!("CARGO_BIN_EXE_lkjagent"));
+    // `LKJAGENT_BIN` measures another build (an older one, for a before and after).
+    let bin = std::env::var_os("LKJAGENT_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_lkjagent").into());
+    let bin = bin.as_path();
     let Some(d) = data_copy(std::env::temp_dir(), "rss", seed, PREFIX_RUN + 9) else {
         super::skipped("agent_peak_rss_1000", "cannot prepare the data directory");
         return;

@@ -68,22 +68,7 @@ const SIZES: [usize; 2] = [65_536, 1_048_576];
 // Workloads
 // -------------------------------------------------------------------------------------------
 
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+pub(crate) use crate::rng::RngStar as Rng;
 
 const CONSONANTS: &[u8] = b"bdfgklmnprstvz";
 const VOWELS: &[u8] = b"aeiou";

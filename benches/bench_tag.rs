@@ -258,6 +258,9 @@ fn one_mib_inputs() -> Vec<(&'static str, String)> {
     s.push_str("</agent>");
     out.push(("cdata", s));
 
+    // A run of `<` (a reply of nothing else): every `<` a candidate for markup, none is.
+    out.push(("lt_run", "<".repeat(max)));
+
     // One long plain value: the linear case.
     let head = "<agent><action><type>storage_save</type><tags>big</tags><value>";
     let tail = "</value></action></agent>";

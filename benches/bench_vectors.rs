@@ -25,14 +25,9 @@ use std::time::{Duration, Instant};
 const DIM: usize = 384;
 const QUERIES: usize = 50;
 
-struct Rng(u64);
+use crate::rng::Rng;
+
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
     fn vector(&mut self, out: &mut [f32]) {
         for x in out.iter_mut() {
             *x = (self.next() % 20_001) as f32 / 10_000.0 - 1.0;

@@ -55,10 +55,29 @@ const fn last(mask: u64) -> usize {
     ((63 - mask.leading_zeros()) / 8) as usize
 }
 
+/// Forward searches started on this thread (tests only): a reader whose searches grow with the
+/// number of `<` in its input rather than with the markup in it shows here, without timing.
+#[cfg(test)]
+pub(crate) mod searches {
+    use std::cell::Cell;
+    thread_local! {
+        static COUNT: Cell<usize> = const { Cell::new(0) };
+    }
+    pub(crate) fn add() {
+        COUNT.with(|c| c.set(c.get().saturating_add(1)));
+    }
+    /// The count so far, set back to 0.
+    pub(crate) fn take() -> usize {
+        COUNT.with(|c| c.replace(0))
+    }
+}
+
 /// The first index whose byte `hit` accepts. `mask` maps a little-endian word to the
 /// [`zero_bytes`]-style mask of the bytes `hit` accepts; the two must agree.
 #[inline(always)]
 fn scan_fwd(hay: &[u8], mask: impl Fn(u64) -> u64, hit: impl Fn(u8) -> bool) -> Option<usize> {
+    #[cfg(test)]
+    searches::add();
     // A hit in the first word (dense haystacks: a tag every few bytes) is found without setting
     // up the unrolled loop, which then looks at that word again when there is none.
     if let Some((w, _)) = hay.split_first_chunk::<8>() {
@@ -139,6 +158,14 @@ fn scan_rev(hay: &[u8], mask: impl Fn(u64) -> u64, hit: impl Fn(u8) -> bool) -> 
         end = start;
     }
     head.iter().rposition(|&x| hit(x))
+}
+
+/// How many bytes `hay` starts with that are `b` (0 when its first is not): the length of a
+/// run, stepped over a byte at a time, which a search started at every byte would cost many
+/// times over.
+#[inline]
+pub fn run_of(hay: &[u8], b: u8) -> usize {
+    hay.iter().take_while(|&&x| x == b).count()
 }
 
 /// The first index of `hay` that holds `b`.
@@ -590,22 +617,7 @@ mod tests {
     }
 
     /// A small xorshift generator: deterministic inputs without a dependency.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn bytes(&mut self, lens: std::ops::Range<usize>, alphabet: &[u8]) -> Vec<u8> {
-            let len = lens.start + self.below(lens.end - lens.start);
-            (0..len).map(|_| alphabet[self.below(alphabet.len())]).collect()
-        }
-    }
+    use crate::testing::rng::Rng;
 
     const ALPHABETS: [&[u8]; 4] = [b"ab", b"aAbB", b"xyzXYZ\xc3\xa9", b"aA\x80\xff\x00 "];
 

@@ -438,11 +438,7 @@ impl<const N: usize> Text<N> {
         if marker.len() > N {
             return;
         }
-        let mut keep = self.len.min(N - marker.len());
-        while keep > 0 && !self.as_str().is_char_boundary(keep) {
-            keep -= 1;
-        }
-        self.len = keep;
+        self.len = crate::bytes::str_prefix(self.as_str(), N - marker.len()).len();
         self.clipped = false;
         let _ = fmt::Write::write_str(self, marker);
     }
@@ -453,11 +449,7 @@ impl<const N: usize> fmt::Write for Text<N> {
         if self.clipped {
             return Ok(());
         }
-        let room = N - self.len;
-        let mut cut = room.min(s.len());
-        while cut > 0 && !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
+        let cut = crate::bytes::str_prefix(s, N - self.len).len();
         if let (Some(dst), Some(src)) = (self.bytes.get_mut(self.len..self.len + cut), s.as_bytes().get(..cut)) {
             dst.copy_from_slice(src);
             self.len += cut;

@@ -1,7 +1,12 @@
-//! What the unit tests share (compiled for tests only): a fresh temporary directory per call.
+//! What the unit tests share (compiled for tests only): a fresh temporary directory per call,
+//! and the seeded generator ([`rng`]).
 //! The integration tests have their own in `tests/support/temp.rs`.
 
 use std::path::PathBuf;
+
+/// The seeded generator the unit tests, the integration tests and the benches share.
+#[path = "../tests/support/rng.rs"]
+pub mod rng;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A new, empty directory under the system's temporary directory, named after `tag`, this

@@ -1,4 +1,4 @@
-//! The agent's steady state allocates nothing (DESIGN.md §9): after a few warm-up cycles, a
+//! The agent's steady state allocates nothing (docs/design.md §2): after a few warm-up cycles, a
 //! cycle makes zero heap allocations. Measured with a per-thread counting allocator around
 //! `Agent::cycle`, driven in-process by the `replay` provider on a generated script of a few
 //! hundred valid replies (thinking, commanding, evaluating; storage_save of distinct keys,

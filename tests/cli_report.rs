@@ -156,7 +156,10 @@ fn the_demo_report_holds_each_section_with_the_audit_logs_counts() {
     let run_dir = d.path().join("demo-run");
     let c = count_audit(&run_dir.join("logs/audit.jsonl"));
     assert!(c.cycles >= 20 && c.outcomes[0] > 0 && c.outcomes[4] > 0, "the demo covers outcomes: {c:?}");
-    let entries = Store::open_read_only(&run_dir).unwrap().len();
+    let store = Store::open_read_only(&run_dir).unwrap();
+    let entries = store.len();
+    let keys: Vec<String> = store.ids().filter_map(|id| store.info(id)).map(|i| i.key.as_str().to_string()).collect();
+    drop(store);
 
     let before = snapshot(&run_dir);
     let page_path = d.path().join("page.html");
@@ -167,6 +170,52 @@ fn the_demo_report_holds_each_section_with_the_audit_logs_counts() {
     assert_inert(&html);
     let page = plain(&html);
 
+    // The task, as written, first thing under the title: before the facts and every section.
+    let memory: String = std::fs::read_to_string(run_dir.join("memory.json")).unwrap();
+    let mut doc = Document::with_capacity(4096, 1 << 20);
+    doc.parse(memory.as_bytes()).unwrap();
+    let task =
+        doc.root().get("working_memory").and_then(|w| w.get("task")).and_then(|t| t.as_str()).unwrap().to_string();
+    let task_html = format!("<p class=\"task\">{}</p>", {
+        let mut e = String::new();
+        lkjagent::html::escape_into(&mut e, &task);
+        e
+    });
+    let at = page.find(&task_html).expect("the task is shown as written");
+    assert!(at < page.find("<dl class=\"facts\">").unwrap() && at < page.find("<section id=\"cycles\">").unwrap());
+    // The product (entries with one of the task's tags, shown in the table's title) apart from
+    // the agent's own logs (the shipped config's prefixes) and notes, each with its count.
+    let product = page.find("<div id=\"product\">").expect("the product's table");
+    let notes = page.find("<div id=\"own\">").expect("the logs' and notes' table");
+    let tags = page[product..].split("(tags <code>").nth(1).and_then(|t| t.split("</code>").next()).unwrap();
+    let log =
+        |k: &str| k == "task" || ["think_log_", "evaluation_log_", "command_log_"].iter().any(|p| k.starts_with(p));
+    let own = |k: &str| log(k) || !k.split(',').any(|t| tags.split(',').any(|p| p == t));
+    let own_n = keys.iter().filter(|k| own(k)).count();
+    assert!(keys.iter().any(|k| log(k)) && own_n < keys.len(), "the demo stores both kinds: {keys:?} ({tags})");
+    let (n, o) = (keys.len() - own_n, own_n);
+    assert!(
+        page.contains(&format!(
+            "The task's product (tags <code>{tags}</code>): {n} entries, {n} new in the period</h3>"
+        )),
+        "product count {n} {keys:?}"
+    );
+    assert!(
+        page.contains(&format!("The agent's own logs and notes: {o} entries, {o} new in the period</h3>")),
+        "own count"
+    );
+    let (product_part, own_part) = (&page[product..notes], &page[notes..]);
+    for k in &keys {
+        let cell = format!("<td class=\"mono\">{k}</td>");
+        if own(k) {
+            assert!(!product_part.contains(&cell), "{k} is not the product");
+        } else {
+            assert!(
+                !own_part[..own_part.find("</table>").unwrap_or(own_part.len())].contains(&cell),
+                "{k} is the product"
+            );
+        }
+    }
     // Header.
     assert!(page.contains(&format!("<dt>cycles</dt><dd>{}</dd>", c.cycles)), "cycles");
     assert!(page.contains(&format!("<dt>runs</dt><dd>{}</dd>", c.runs.len())), "runs");
@@ -229,6 +278,10 @@ fn texts_from_a_model_a_config_and_a_file_are_escaped() {
     let mut config = shipped("config.json");
     temp::set(&mut config, "\"qwen/qwen3-8b\"", "\"<script>m('x')</script></svg>\"");
     d.write("config.json", config);
+    d.write(
+        "memory.json",
+        "{\"state\":\"thinking\",\"iteration\":0,\"working_memory\":{\"task\":\"<script>t()</script></p></section>\\n& 'list'\"}}",
+    );
     let mut s = Store::open(d.path()).unwrap();
     s.put(&normalize("fruit,apple").unwrap(), hostile, 1_790_000_000).unwrap();
     drop(s);
@@ -279,6 +332,7 @@ fn texts_from_a_model_a_config_and_a_file_are_escaped() {
         "the reply: &lt;agent&gt;&lt;/svg&gt;&lt;script&gt;x()&lt;/script&gt;", // the exchange log
         "&lt;script&gt;NO_TAGS&lt;/script&gt;",                    // a problem code
         "&lt;i&gt;grammar&lt;/i&gt;",                              // the constraint
+        "<p class=\"task\">&lt;script&gt;t()&lt;/script&gt;&lt;/p&gt;&lt;/section&gt;\n&amp; &#39;list&#39;</p>", // the task
     ] {
         assert!(page.contains(shown), "{shown} not shown escaped");
     }

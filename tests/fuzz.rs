@@ -53,36 +53,11 @@ const TARGETS: &[&str] = &["json", "tag", "reply", "http", "store_log", "memory_
 // ---- randomness ----
 
 /// xorshift64*: small, fast, and the same on every machine.
-struct Rng(u64);
+#[path = "support/rng.rs"]
+mod rng;
+use rng::RngStar as Rng;
 
 impl Rng {
-    fn new(seed: u64) -> Rng {
-        // SplitMix64 of the seed, so that nearby seeds give unrelated streams (and 0 works).
-        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        Rng((z ^ (z >> 31)) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// 0..n (0 when n is 0).
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-    fn chance(&mut self, one_in: usize) -> bool {
-        self.below(one_in) == 0
-    }
-    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
-        &from[self.below(from.len())]
-    }
     fn word(&mut self, from: &[&'static str]) -> &'static str {
         from[self.below(from.len())]
     }
@@ -91,7 +66,7 @@ impl Rng {
 /// The generator of one input: a function of the seed, the target and the iteration only.
 fn input_rng(seed: u64, target: &str, iter: u64) -> Rng {
     let t = target.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    Rng::new(seed ^ t ^ iter.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    Rng::mixed(seed ^ t ^ iter.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 // ---- mutation ----
@@ -554,7 +529,7 @@ fn reply_target() -> Target {
 
 fn http_target() -> Target {
     Target {
-        seeds: (0..64).map(|i| gen_http_head(&mut Rng::new(i))).collect(),
+        seeds: (0..64).map(|i| gen_http_head(&mut Rng::mixed(i))).collect(),
         dict: HTTP_DICT,
         generate: Box::new(gen_http_head),
         check: Box::new(|input, rng| {

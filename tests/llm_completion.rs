@@ -1,6 +1,6 @@
 //! Text-completion endpoints (base models) against a loopback server that answers with the
-//! bodies real servers send, written from `spec/llm-servers.md` and
-//! `spec/constrained-decoding.md`: the OpenAI-compatible `/v1/completions` (llama-cpp-python,
+//! bodies real servers send, as each server documents them
+//! (`docs/servers.md`, `docs/constrained-decoding.md`): the OpenAI-compatible `/v1/completions` (llama-cpp-python,
 //! vLLM), llama.cpp's native `/completion` and Ollama's native `/api/generate` (sent `raw`).
 //!
 //! - The endpoint's path alone picks the mode, and the model-list and health URLs beside it.

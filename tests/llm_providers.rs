@@ -1,6 +1,6 @@
 //! The LLM providers against a loopback server that answers with the bodies real servers send
-//! (LM Studio, Ollama `/v1` and native, llama.cpp, vLLM, llama-cpp-python), written from
-//! `spec/llm-servers.md`: normal replies, reasoning-only replies, `<think>` in content,
+//! (LM Studio, Ollama `/v1` and native, llama.cpp, vLLM, llama-cpp-python), as each server's
+//! documentation and its observed replies show them (`docs/servers.md`): normal replies, reasoning-only replies, `<think>` in content,
 //! `finish_reason: length`, missing usage, each server's error and context-overflow bodies,
 //! the request bodies the client writes, start-up checks and the health probe.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]

@@ -37,15 +37,9 @@ const BIG: u64 = 6_000;
 const BIG_KILLS: usize = 40;
 const WORDS: [&str; 12] = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "sloe", "yuzu", "nut", "oat", "rye"];
 
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn key_for(n: u64) -> Key {
     normalize(&format!("k{},fruit", n)).unwrap()
@@ -68,9 +62,9 @@ fn recall_child() {
     let mut out = out.lock();
     writeln!(out).unwrap();
     for seq in 0..100_000u64 {
-        let n = rng.below(keys);
+        let n = rng.below_u64(keys);
         let key = key_for(n);
-        let roll = rng.below(100);
+        let roll = rng.below_u64(100);
         // The big store: a checkpoint (a merge of the delta into a new store.fts) every few
         // writes, a compaction now and then.
         let roll = match (big, roll) {
@@ -81,11 +75,11 @@ fn recall_child() {
         };
         if roll < 65 {
             let mut value = format!("r{}u{}", seed, seq);
-            for _ in 0..3 + rng.below(20) {
+            for _ in 0..3 + rng.below_u64(20) {
                 value.push(' ');
-                value.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+                value.push_str(WORDS[rng.below_u64(WORDS.len() as u64) as usize]);
             }
-            value.push_str(&" pad".repeat(rng.below(40) as usize));
+            value.push_str(&" pad".repeat(rng.below_u64(40) as usize));
             writeln!(out, "W {} put {}", seq, key).unwrap();
             store.put(&key, &value, 1).unwrap();
         } else if roll < 78 {
@@ -155,9 +149,9 @@ fn populate(dir: &Path, model: &mut Model) {
     store.begin_batch(BIG).unwrap();
     for n in 0..BIG {
         let mut value = format!("r0u{}", n);
-        for _ in 0..5 + rng.below(30) {
+        for _ in 0..5 + rng.below_u64(30) {
             value.push(' ');
-            value.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+            value.push_str(WORDS[rng.below_u64(WORDS.len() as u64) as usize]);
         }
         let key = key_for(n);
         store.put(&key, &value, 1).unwrap();
@@ -195,7 +189,7 @@ fn run(big: bool) {
         }
         let mut child = cmd.spawn().unwrap();
         // The big store's child opens its index first (verifying store.fts): kill after that.
-        let wait = if big { 150_000 + rng.below(300_000) } else { 5_000 + rng.below(40_000) };
+        let wait = if big { 150_000 + rng.below_u64(300_000) } else { 5_000 + rng.below_u64(40_000) };
         std::thread::sleep(Duration::from_micros(wait));
         child.kill().unwrap();
         child.wait().unwrap();

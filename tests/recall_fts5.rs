@@ -10,6 +10,8 @@
 
 #[path = "support/recall_corpus.rs"]
 mod recall_corpus;
+#[path = "support/rng.rs"]
+mod rng;
 #[path = "support/temp.rs"]
 mod temp;
 

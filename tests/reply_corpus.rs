@@ -20,6 +20,9 @@
 //! `LKJAGENT_BLESS=1 cargo test --test reply_corpus` rewrites the `.expect` files from the
 //! current behaviour (keeping comments and `max_actions`); review the diff before committing.
 
+#[path = "support/rng.rs"]
+mod rng;
+
 use lkjagent::reply::{Instruction, Interpretation, Reader};
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -164,13 +167,10 @@ fn one_mebibyte_reply() {
 /// Pseudo-random bytes (a fixed xorshift seed), alone and around a valid reply.
 #[test]
 fn binary_bytes() {
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut x = rng::Rng(0x9E37_79B9_7F4A_7C15);
     let mut junk = vec![0u8; 64 * 1024];
     for b in junk.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        *b = x as u8;
+        *b = x.next() as u8;
     }
     let mut r = Reader::new();
     let it = r.read(&junk, 1);

@@ -38,7 +38,7 @@ fn key_text(n: u64) -> String {
 }
 
 fn value_for(seed: u64, i: u64, rng: &mut Rng) -> String {
-    let pad = "x".repeat(rng.below(120) as usize);
+    let pad = "x".repeat(rng.below_u64(120) as usize);
     if i.is_multiple_of(7) {
         format!("s{} op{} é→ \"quoted\" \\ newline\n tab\t {}", seed, i, pad)
     } else {
@@ -52,11 +52,11 @@ fn churn(store: &mut Store, seed: u64, ops: u64, first_key: u64, keys: u64, t: u
     let mut rng = Rng::new(seed);
     for i in 0..ops {
         let now = t + i / 3;
-        let n = first_key + rng.below(keys);
+        let n = first_key + rng.below_u64(keys);
         let k = key(&key_text(n));
-        let roll = rng.below(100);
+        let roll = rng.below_u64(100);
         let live: Vec<u32> = store.ids().collect();
-        let pick = |rng: &mut Rng| live.get(rng.below(live.len() as u64) as usize).copied();
+        let pick = |rng: &mut Rng| live.get(rng.below_u64(live.len() as u64) as usize).copied();
         if roll < 60 || live.len() < 4 {
             store.put(&k, &value_for(seed, i, &mut rng), now).unwrap();
         } else if roll < 70 {
@@ -80,14 +80,17 @@ fn churn(store: &mut Store, seed: u64, ops: u64, first_key: u64, keys: u64, t: u
             // Retag: add a pool tag, or take one away (refused when it would collide).
             let id = pick(&mut rng).unwrap();
             let k = store.key(id).unwrap();
-            let extra = key(TAGS[rng.below(TAGS.len() as u64) as usize]);
-            let _ =
-                if rng.below(2) == 0 { store.add_tags(&k, &extra, now) } else { store.remove_tags(&k, &extra, now) };
+            let extra = key(TAGS[rng.below_u64(TAGS.len() as u64) as usize]);
+            let _ = if rng.below_u64(2) == 0 {
+                store.add_tags(&k, &extra, now)
+            } else {
+                store.remove_tags(&k, &extra, now)
+            };
         } else {
             let id = pick(&mut rng).unwrap();
             let k = store.key(id).unwrap();
             store.load(&k, now).unwrap();
-            if rng.below(4) == 0 {
+            if rng.below_u64(4) == 0 {
                 store.flush_access().unwrap();
             }
         }
@@ -330,7 +333,7 @@ fn a_flipped_byte_anywhere_falls_back() {
     let mut rng = Rng::new(14);
     for (i, at) in positions.into_iter().enumerate() {
         // A different bit each time, and sometimes a whole byte.
-        let mask = if rng.below(4) == 0 { 0xff } else { 1u8 << rng.below(8) };
+        let mask = if rng.below_u64(4) == 0 { 0xff } else { 1u8 << rng.below_u64(8) };
         let mut bad = good.clone();
         bad[at] ^= mask;
         let what = format!("byte {} of {} ^= {:#04x}", at, len, mask);
@@ -542,11 +545,11 @@ fn sessions_of_writes_checkpoints_and_compactions_agree_with_full_replays() {
             assert!(s.stats().from_checkpoint, "session {}: a checkpoint is there to use", session);
         }
         churn(&mut s, 100 + session, 90, session * 40, 300, T0 + session * 1_000);
-        if rng.below(3) == 0 {
+        if rng.below_u64(3) == 0 {
             s.compact().unwrap();
             churn(&mut s, 200 + session, 20, session * 40 + 150, 300, T0 + session * 1_000 + 500);
         }
-        if session > 0 && rng.below(4) == 0 {
+        if session > 0 && rng.below_u64(4) == 0 {
             s.flush_access().unwrap();
             drop(s); // stopped without close(): the next open replays past the checkpoint
         } else {
@@ -582,7 +585,7 @@ fn a_rechecksummed_changed_checkpoint_never_panics() {
     let mut rng = Rng::new(24);
     let (mut used, mut refused, mut unreadable) = (0, 0, 0);
     for at in positions {
-        let mask = if rng.below(4) == 0 { 0xff } else { 1u8 << rng.below(8) };
+        let mask = if rng.below_u64(4) == 0 { 0xff } else { 1u8 << rng.below_u64(8) };
         let mut bad = good.clone();
         bad[at] ^= mask;
         let crc = lkjagent::memory::hash::crc32(&bad[..len - 4]);

@@ -114,7 +114,7 @@ fn kill_during_cleanups() {
         );
         let mut out = BufReader::new(child.stdout.take().unwrap());
         wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below(30_000)));
+        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(30_000)));
         child.kill().unwrap();
         let rest = read_rest(out);
         child.wait().unwrap();

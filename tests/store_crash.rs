@@ -51,12 +51,12 @@ fn crash_child() {
     // The harness has printed "test crash_child ... " without a newline: end that line.
     writeln!(out).unwrap();
     for seq in 0..100_000u64 {
-        let n = rng.below(KEYS);
+        let n = rng.below_u64(KEYS);
         let key = key_for(n);
-        let roll = rng.below(100);
+        let roll = rng.below_u64(100);
         if roll < 70 {
             // Values grow now and then so compaction has work to do.
-            let value = format!("s{}-{}-{}", seed, seq, "x".repeat(rng.below(300) as usize));
+            let value = format!("s{}-{}-{}", seed, seq, "x".repeat(rng.below_u64(300) as usize));
             writeln!(out, "W {} put {} {}", seq, key, value).unwrap();
             out.flush().unwrap();
             store.put(&key, &value, seq).unwrap();
@@ -68,7 +68,7 @@ fn crash_child() {
             out.flush().unwrap();
             store.delete(&key).unwrap();
         } else if roll < 95 {
-            let other = key_for(rng.below(KEYS));
+            let other = key_for(rng.below_u64(KEYS));
             let (Some(a), Some(b)) = (store.find(&key), store.find(&other)) else { continue };
             if a == b {
                 continue;
@@ -200,7 +200,7 @@ fn store_survives_sigkill() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_micros(2_000 + rng.below(25_000)));
+        std::thread::sleep(Duration::from_micros(2_000 + rng.below_u64(25_000)));
         child.kill().unwrap(); // SIGKILL
         let mut out = String::new();
         child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
@@ -329,7 +329,7 @@ fn kill_during_checkpoint_writing() {
         );
         let mut out = BufReader::new(child.stdout.take().unwrap());
         wait_ready(&mut out);
-        std::thread::sleep(Duration::from_micros(rng.below(60_000)));
+        std::thread::sleep(Duration::from_micros(rng.below_u64(60_000)));
         child.kill().unwrap();
         let rest = read_rest(out);
         child.wait().unwrap();
@@ -410,12 +410,12 @@ fn compact_child() {
     writeln!(out, "ready").unwrap();
     out.flush().unwrap();
     for seq in 0..20_000u64 {
-        let key = compact_key(rng.below(COMPACT_KEYS));
+        let key = compact_key(rng.below_u64(COMPACT_KEYS));
         if seq % 6 == 5 {
             writeln!(out, "W {} compact", seq).unwrap();
             out.flush().unwrap();
             store.compact().unwrap();
-        } else if rng.below(10) == 0 {
+        } else if rng.below_u64(10) == 0 {
             if store.find(&key).is_none() {
                 continue;
             }
@@ -423,7 +423,7 @@ fn compact_child() {
             out.flush().unwrap();
             store.delete(&key).unwrap();
         } else {
-            let value = format!("s{}-{}-{}", seed, seq, "y".repeat(rng.below(400) as usize));
+            let value = format!("s{}-{}-{}", seed, seq, "y".repeat(rng.below_u64(400) as usize));
             writeln!(out, "W {} put {} {}", seq, key, value).unwrap();
             out.flush().unwrap();
             store.put(&key, &value, 1_700_000_000 + seq).unwrap();
@@ -494,7 +494,7 @@ fn kill_during_compaction() {
         let mut child = spawn_child("compact_child", &env, false);
         let mut out = BufReader::new(child.stdout.take().unwrap());
         wait_ready(&mut out);
-        std::thread::sleep(Duration::from_micros(1_000 + rng.below(60_000)));
+        std::thread::sleep(Duration::from_micros(1_000 + rng.below_u64(60_000)));
         child.kill().unwrap();
         let rest = read_rest(out);
         child.wait().unwrap();
@@ -680,7 +680,7 @@ fn kill_during_an_import_batch() {
             child.wait().unwrap();
         } else {
             let window = full_run.as_micros() as u64 + 1;
-            std::thread::sleep(Duration::from_micros(rng.below(window)));
+            std::thread::sleep(Duration::from_micros(rng.below_u64(window)));
             child.kill().unwrap();
             let _ = read_rest(out);
             child.wait().unwrap();

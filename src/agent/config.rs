@@ -515,21 +515,21 @@ mod tests {
         }
     }
 
-    /// Every key of every table is in README.md's settings reference, in the part for its
-    /// section, as `key` or `section.key`: a key added to a table without documentation fails
-    /// here. The reference is the README's "Settings reference" subsection; each section's
-    /// part starts at a line `**...**` naming the section as `path` (the top level's: `**top
-    /// level**`) and runs to the next such line.
+    /// Every key of every table is in the settings reference (`docs/settings.md`), in the part
+    /// for its section, as `key` or `section.key`: a key added to a table without documentation
+    /// fails here. The reference is the page's text under its title; each section's part starts
+    /// at a line `**...**` naming the section as `path` (the top level's: `**top level**`) and
+    /// runs to the next such line.
     #[test]
-    fn every_key_is_in_the_readme() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-        let reference: Vec<&str> = readme
+    fn every_key_is_in_the_settings_reference() {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/settings.md")).unwrap();
+        let reference: Vec<&str> = page
             .lines()
-            .skip_while(|l| *l != "### Settings reference")
+            .skip_while(|l| *l != "# Settings reference")
             .skip(1)
             .take_while(|l| !l.starts_with('#'))
             .collect();
-        assert!(!reference.is_empty(), "README.md has no \"### Settings reference\"");
+        assert!(!reference.is_empty(), "docs/settings.md has no \"# Settings reference\"");
         // Each part: its label (the text between the leading ** and the next **), its text.
         let mut parts: Vec<(&str, String)> = Vec::new();
         for line in reference {
@@ -558,7 +558,7 @@ mod tests {
                 }
             }
         }
-        assert!(missing.is_empty(), "not in README.md's settings reference: {missing:?}");
+        assert!(missing.is_empty(), "not in docs/settings.md: {missing:?}");
     }
 
     /// `memory.cleanup`: every key, the older names beside it (the newer wins), and the

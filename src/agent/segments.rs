@@ -1,5 +1,5 @@
-//! The optional `agent-prompt.json`: prompt segments in the kjxlkj-agent format
-//! (`spec/seed-kjxlkj-agent.md`, "Prompt JSON Contract").
+//! The optional `agent-prompt.json`: prompt segments in the kjxlkj-agent format (the contract
+//! is this page; `docs/data-directory.md` has it for users).
 //!
 //! ```json
 //! {"agent_name": "kjxlkj-agent", "version": "2026-01-01",

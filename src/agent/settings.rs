@@ -338,7 +338,7 @@ fn read_states(c: &mut Checker, agent: Option<Value<'_>>) -> Vec<String> {
 }
 
 /// Each `agent` table's key names under the path of every section it reads, for the test that
-/// README.md documents every key. A new table needs a line here.
+/// docs/settings.md documents every key. A new table needs a line here.
 #[cfg(test)]
 pub(crate) fn key_tables() -> Vec<(&'static str, Vec<&'static str>)> {
     use super::checker::names;

@@ -16,7 +16,7 @@
 //! - `args`: the strict argument reader the subcommands share.
 //! - `util`: what the subcommands share besides arguments (read-only store, lock, output).
 //!
-//! Exit codes (documented in the README and in `lkjagent --help`):
+//! Exit codes (documented in docs/commands.md and in `lkjagent --help`):
 //! 0 success; 1 runtime failure (server unreachable, invalid input file, I/O); 2 usage or
 //! configuration error.
 

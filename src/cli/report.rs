@@ -45,13 +45,15 @@ lkjagent report: one self-contained HTML page of what the agent did
 usage: lkjagent [--data DIR] report [--out FILE] [--since TIME | --last N] [--run ID]
 
 Reads the audit log (and its rotated file), memory.json, config.json and the store, changes
-nothing, and works while the agent runs. The page shows: a header (runs, model and endpoint,
-constraint, cycles, time span, stored entries, last error); a strip of the cycles coloured by
-outcome; charts of latency, prompt tokens (sent, from the server's cache, generated), the
-prompt's size against the paging and hard limits, and the store's entries; tables of the newest
-entries, the most used tags, actions by type, problems by code, and runs; and the audit block
-(run ids, first and last prompt SHA-256, counts, error codes). Inline CSS and SVG only: no
-script, nothing fetched when it opens; every text from a model or a file is escaped.
+nothing, and works while the agent runs. The page shows: the task, as written in working
+memory; a header (runs, model and endpoint, constraint, cycles, time span, stored entries, last
+error); a strip of the cycles coloured by outcome; charts of latency, prompt tokens (sent, from
+the server's cache, generated), the prompt's size against the paging and hard limits, and the
+store's entries; tables of the newest entries of the task's product and, apart, of the agent's
+own logs and notes, each with its count, the most used tags, actions by type, problems by code,
+and runs; and the audit block (run ids, first and last prompt SHA-256, counts, error codes).
+Inline CSS and SVG only: no script, nothing fetched when it opens; every text from a model or a
+file is escaped.
 
 options:
   --out FILE    where to write the page (default: report.html; '-' for stdout)
@@ -189,7 +191,9 @@ pub fn render(data: &Path, period: &Period, now: u64) -> Result<String> {
         MemoryRead::Missing => None,
         MemoryRead::Found(v) => Some(v),
     };
-    let store = sources::read_store(data, from, to, &summary.bins)?;
+    let config = sources::read_config(data);
+    let rule = sources::ProductRule::new(memory.as_deref(), config.log_prefixes.clone());
+    let store = sources::read_store(data, from, to, &summary.bins, &rule)?;
     let report = Report {
         data: data.to_path_buf(),
         period: period.clone(),
@@ -198,7 +202,8 @@ pub fn render(data: &Path, period: &Period, now: u64) -> Result<String> {
         files,
         counts,
         summary,
-        config: sources::read_config(data),
+        config,
+        product_tags: rule.tags().map(str::to_string),
         memory,
         store,
     };

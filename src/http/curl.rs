@@ -11,7 +11,7 @@
 //! timeout becomes `speed-limit = 1` / `speed-time = <read timeout>` (curl gives up when fewer
 //! than 1 byte per second arrive for that long); the body cap is enforced on curl's output,
 //! and curl is killed when it is passed. curl prints the body, then (through `write-out`) a
-//! final line with the status code, which is split off. Differences, documented in the README:
+//! final line with the status code, which is split off. Differences, documented in docs/servers.md:
 //! the whole body is read before a streaming sink sees it (progress arrives at the end),
 //! and `Retry-After` is not read (the backoff applies). A stop request kills curl. This path
 //! allocates (a config text per attempt, a child process): it is for remote APIs, where a

@@ -15,12 +15,13 @@
 //! answers that cannot be read.
 
 use super::replay::Replay;
-use super::reply::{apply, server_error, split_think, Accumulator, FinishReason, Outcome, Usage, Wire};
+use super::reply::{server_error, split_think, Accumulator, FinishReason, Outcome, Usage};
 use super::settings::{Api, ProviderKind, Settings};
 use super::stream::StreamSink;
+use super::wire::{apply, Sampling, Wire};
 use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
-use crate::grammar::{schema, Constraint};
+use crate::grammar::Constraint;
 use crate::http::{self, Method, Redactor, Request, Scheme, Transport, Url};
 use crate::json::{Document, Event, Handler, Kind, Writer};
 use crate::limits::{
@@ -330,11 +331,7 @@ impl Client {
         let (Some(http), Some(ep)) = (self.http.as_mut(), self.endpoints.as_ref()) else {
             bail!(LlmUnavailable, "no HTTP client is set up");
         };
-        let accept = match (self.stream, wire) {
-            (false, _) => "application/json",
-            (true, Wire::OpenAi | Wire::LlamaCpp) => "text/event-stream",
-            (true, Wire::Ollama) => "application/x-ndjson",
-        };
+        let accept = wire.accept(self.stream);
         let req = Request {
             method: Method::Post,
             url: &ep.ask,
@@ -411,165 +408,23 @@ impl Client {
                     w.key("prompt")?;
                     document(&mut w, prompt)?;
                 }
-                // Ollama applies the model's template unless told the prompt is complete.
-                if self.wire == Wire::Ollama && !has("raw") {
-                    w.key("raw")?;
-                    w.bool(true)?;
-                }
+                self.wire.write_completion_flags(&mut w, &has)?;
             }
         }
         if !has("stream") {
             w.key("stream")?;
             w.bool(self.stream)?;
         }
-        let max_tokens = prompt.max_tokens.or(self.max_tokens);
-        match self.wire {
-            Wire::Ollama => {
-                if !has("options") {
-                    w.key("options")?;
-                    w.begin_object()?;
-                    if let Some(t) = self.temperature {
-                        w.key("temperature")?;
-                        w.f64(t)?;
-                    }
-                    if let Some(n) = max_tokens {
-                        w.key("num_predict")?;
-                        w.u64(u64::from(n))?;
-                    }
-                    if let Some(seed) = prompt.seed {
-                        w.key("seed")?;
-                        w.u64(seed)?;
-                    }
-                    if let Some(p) = prompt.presence_penalty {
-                        w.key("presence_penalty")?;
-                        w.f64(p)?;
-                    }
-                    if let Some(n) = self.context_window {
-                        w.key("num_ctx")?;
-                        w.u64(u64::from(n))?;
-                    }
-                    if !self.stop.is_empty() {
-                        w.key("stop")?;
-                        w.begin_array()?;
-                        for s in &self.stop {
-                            w.string(s)?;
-                        }
-                        w.end_array()?;
-                    }
-                    w.end_object()?;
-                }
-            }
-            Wire::OpenAi | Wire::LlamaCpp => {
-                if let Some(t) = self.temperature.filter(|_| !has("temperature")) {
-                    w.key("temperature")?;
-                    w.f64(t)?;
-                }
-                // llama.cpp's native API calls the token cap `n_predict`.
-                let cap = if self.wire == Wire::LlamaCpp { "n_predict" } else { "max_tokens" };
-                if let Some(n) = max_tokens.filter(|_| !has(cap)) {
-                    w.key(cap)?;
-                    w.u64(u64::from(n))?;
-                }
-                if let Some(seed) = prompt.seed.filter(|_| !has("seed")) {
-                    w.key("seed")?;
-                    w.u64(seed)?;
-                }
-                if let Some(p) = prompt.presence_penalty.filter(|_| !has("presence_penalty")) {
-                    w.key("presence_penalty")?;
-                    w.f64(p)?;
-                }
-                if !self.stop.is_empty() && !has("stop") {
-                    w.key("stop")?;
-                    w.begin_array()?;
-                    for s in &self.stop {
-                        w.string(s)?;
-                    }
-                    w.end_array()?;
-                }
-            }
-        }
-        // The constraint, in each server's field (constrained-decoding.md): a grammar as
-        // llama.cpp's and llama-cpp-python's `grammar` and vLLM's `structured_outputs.grammar`
-        // (each server ignores the other's field); a schema as OpenAI's `response_format` on
-        // chat (LM Studio, llama.cpp, vLLM, OpenAI), as llama.cpp's `json_schema` and vLLM's
-        // `structured_outputs.json` on text completion, or as Ollama's `format`. A field of the
-        // same name in `llm.extra` wins.
-        // The older `json_object` form is only a chat request's; elsewhere it is the schema.
-        let constraint = match prompt.constraint {
-            Some(Constraint::JsonObject(s)) if self.api == Api::Completion || self.wire == Wire::Ollama => {
-                Some(Constraint::JsonSchema(s))
-            }
-            other => other,
+        let sampling = Sampling {
+            temperature: self.temperature,
+            max_tokens: prompt.max_tokens.or(self.max_tokens),
+            seed: prompt.seed,
+            presence_penalty: prompt.presence_penalty,
+            context_window: self.context_window,
+            stop: &self.stop,
         };
-        match (constraint, self.wire) {
-            (None, _) => {}
-            (Some(Constraint::JsonObject(s)), _) => {
-                if !has("response_format") {
-                    w.key("response_format")?;
-                    w.begin_object()?;
-                    w.key("type")?;
-                    w.string("json_object")?;
-                    w.key("schema")?;
-                    w.raw_value(s)?;
-                    w.end_object()?;
-                }
-            }
-            (Some(Constraint::Grammar(g)), Wire::Ollama) => {
-                // Ollama has no grammar field; the agent never asks for one (see
-                // `agent::constrain`), and a caller that does gets a plain request.
-                let _ = g;
-            }
-            (Some(Constraint::Grammar(g)), Wire::OpenAi | Wire::LlamaCpp) => {
-                if !has("grammar") {
-                    w.key("grammar")?;
-                    w.string(g)?;
-                }
-                if self.wire == Wire::OpenAi && !has("structured_outputs") {
-                    w.key("structured_outputs")?;
-                    w.begin_object()?;
-                    w.key("grammar")?;
-                    w.string(g)?;
-                    w.end_object()?;
-                }
-            }
-            (Some(Constraint::JsonSchema(s)), Wire::Ollama) => {
-                if !has("format") {
-                    w.key("format")?;
-                    w.raw_value(s)?;
-                }
-            }
-            (Some(Constraint::JsonSchema(s)), Wire::OpenAi | Wire::LlamaCpp) if self.api == Api::Completion => {
-                if !has("json_schema") {
-                    w.key("json_schema")?;
-                    w.raw_value(s)?;
-                }
-                if self.wire == Wire::OpenAi && !has("structured_outputs") {
-                    w.key("structured_outputs")?;
-                    w.begin_object()?;
-                    w.key("json")?;
-                    w.raw_value(s)?;
-                    w.end_object()?;
-                }
-            }
-            (Some(Constraint::JsonSchema(s)), Wire::OpenAi | Wire::LlamaCpp) => {
-                if !has("response_format") {
-                    w.key("response_format")?;
-                    w.begin_object()?;
-                    w.key("type")?;
-                    w.string("json_schema")?;
-                    w.key("json_schema")?;
-                    w.begin_object()?;
-                    w.key("name")?;
-                    w.string(schema::NAME)?;
-                    w.key("strict")?;
-                    w.bool(true)?;
-                    w.key("schema")?;
-                    w.raw_value(s)?;
-                    w.end_object()?;
-                    w.end_object()?;
-                }
-            }
-        }
+        self.wire.write_sampling(&mut w, &sampling, &has)?;
+        self.wire.write_constraint(&mut w, self.api, prompt.constraint, &has)?;
         if let Some(e) = extra {
             for (k, v) in e.members() {
                 w.key(k)?;

@@ -55,7 +55,7 @@ impl EmbedApi {
     }
 }
 
-/// `memory.embeddings` (see the README's settings reference).
+/// `memory.embeddings` (see docs/settings.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmbedSettings {
     /// The endpoint's full URL (`http://127.0.0.1:8081/v1/embeddings`).

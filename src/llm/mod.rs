@@ -3,12 +3,13 @@
 //! and `replay` (scripted replies from a file); streamed or whole replies; and the health probe.
 //! An endpoint whose path names a text-completion API (`/v1/completions`, llama.cpp's
 //! `/completion`, Ollama's `/api/generate`) gets the prompt as one document instead, for base
-//! models ([`settings::Api`]). See `spec/llm-servers.md` for what real servers send.
+//! models ([`settings::Api`]). What each server sends and needs: `docs/servers.md`.
 //!
 //! - [`settings`]: the plain settings struct and its defaults.
 //! - [`client`]: the client the agent calls (`complete`, `health`).
 //! - [`reply`]: reading replies and servers' error bodies.
 //! - [`stream`]: SSE and NDJSON decoding.
+//! - `wire`: each server's dialect in one place: its request fields and how its answer reads.
 //! - [`replay`]: the replay script.
 //! - [`embed`]: the embeddings client (OpenAI `/v1/embeddings`, Ollama `/api/embed`) that recall
 //!   by meaning uses.
@@ -25,6 +26,7 @@ pub mod replay;
 pub mod reply;
 pub mod settings;
 pub mod stream;
+mod wire;
 
 pub use client::{Client, Completion, Health, ModelState, Prompt};
 pub use reply::{FinishReason, Outcome, Usage};

@@ -88,18 +88,6 @@ pub enum Outcome {
     Empty,
 }
 
-/// The dialect of a reply body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Wire {
-    /// OpenAI chat completions and text completions (`choices[0].text`), whole or SSE deltas.
-    OpenAi,
-    /// Ollama native `/api/chat` and `/api/generate` (`response`), whole or NDJSON lines.
-    Ollama,
-    /// llama.cpp's native `/completion`: `content`, `stop`, `stop_type`, `tokens_evaluated`,
-    /// `tokens_predicted`, `timings` (whole, or SSE pieces of the same shape).
-    LlamaCpp,
-}
-
 /// The reply being put together.
 pub(crate) struct Accumulator {
     pub(crate) content: FixedBuf,
@@ -200,116 +188,8 @@ impl Accumulator {
     }
 }
 
-/// Reads one reply object (whole or a streamed piece) into `acc`. Returns whether it said it is
-/// the last one (Ollama `done: true`). A body with an `error` member is the server's error (its
-/// text redacted by `r`); the text that lands in `acc` is redacted by [`Accumulator::redact`]
-/// once the reply is whole.
-pub(crate) fn apply(root: Value<'_>, wire: Wire, status: u16, acc: &mut Accumulator, r: &Redactor) -> Result<bool> {
-    if root.kind() != Kind::Object {
-        bail!(LlmError, "the server's reply is a JSON {}, not an object", root.kind().name());
-    }
-    if root.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(error_from_json(status, root, r));
-    }
-    match wire {
-        Wire::OpenAi => {
-            let Some(choice) = root.path("choices.[0]") else {
-                // The last streamed piece may carry only `usage`, with an empty `choices`.
-                if let Some(u) = read_usage(root.get("usage")) {
-                    acc.usage = Some(u);
-                    return Ok(false);
-                }
-                if root.get("choices").is_some() {
-                    return Ok(false);
-                }
-                bail!(LlmError, "the server's reply has no choices[0] (is this an OpenAI-compatible endpoint?)");
-            };
-            let msg = choice.get("message").or_else(|| choice.get("delta"));
-            if let Some(msg) = msg {
-                read_text(msg.get("content"), acc)?;
-                read_reasoning(msg, acc);
-            } else if let Some(text) = choice.get("text").and_then(|t| t.as_str()) {
-                acc.push_content(text)?;
-                acc.pieces += 1;
-            }
-            if let Some(f) = choice.get("finish_reason").and_then(|f| f.as_str()) {
-                acc.finish = FinishReason::from_name(f);
-            }
-            if let Some(u) = read_usage(root.get("usage")) {
-                acc.usage = Some(u);
-            }
-            // llama.cpp's own figure of prompt tokens reused from its cache.
-            if let Some(n) = root.path("timings.cache_n").and_then(|x| x.as_u64()) {
-                let u = acc.usage.get_or_insert_with(Usage::default);
-                u.cached_tokens = Some(n);
-            }
-            Ok(false)
-        }
-        Wire::Ollama => {
-            if let Some(msg) = root.get("message") {
-                read_text(msg.get("content"), acc)?;
-                read_reasoning(msg, acc);
-            } else if root.get("response").is_some() {
-                // `/api/generate`: the text and the thinking at the top level.
-                read_text(root.get("response"), acc)?;
-                read_reasoning(root, acc);
-            }
-            let done = root.get("done").and_then(|d| d.as_bool()).unwrap_or(false);
-            if let Some(r) = root.get("done_reason").and_then(|r| r.as_str()) {
-                acc.finish = FinishReason::from_name(r);
-            } else if done {
-                acc.finish = FinishReason::Stop;
-            }
-            let prompt = root.get("prompt_eval_count").and_then(|v| v.as_u64());
-            let eval = root.get("eval_count").and_then(|v| v.as_u64());
-            if prompt.is_some() || eval.is_some() {
-                let (p, c) = (prompt.unwrap_or(0), eval.unwrap_or(0));
-                acc.usage = Some(Usage {
-                    prompt_tokens: p,
-                    completion_tokens: c,
-                    total_tokens: p.saturating_add(c),
-                    cached_tokens: None,
-                });
-            }
-            Ok(done)
-        }
-        Wire::LlamaCpp => {
-            read_text(root.get("content"), acc)?;
-            let done = root.get("stop").and_then(|d| d.as_bool()).unwrap_or(false);
-            let flag = |k: &str| root.get(k).and_then(|v| v.as_bool()) == Some(true);
-            // `stop_type` since 2024 (`none` while streaming); the `stopped_*` flags before.
-            acc.finish = match root.get("stop_type").and_then(|t| t.as_str()) {
-                Some("eos" | "word") => FinishReason::Stop,
-                Some("limit") => FinishReason::Length,
-                Some("none") | None if !done => acc.finish,
-                Some(_) => FinishReason::Other,
-                None if flag("stopped_limit") => FinishReason::Length,
-                None if flag("stopped_eos") || flag("stopped_word") => FinishReason::Stop,
-                None => FinishReason::Other,
-            };
-            // `tokens_evaluated` counts the whole prompt, `timings.cache_n` the part taken from
-            // the prompt cache (`timings.prompt_n` the rest).
-            let n = |k: &str| root.path(k).and_then(|x| x.as_u64());
-            let cached = n("timings.cache_n");
-            let prompt =
-                n("tokens_evaluated").or_else(|| Some(n("timings.prompt_n")?.saturating_add(cached.unwrap_or(0))));
-            let predicted = n("tokens_predicted").or_else(|| n("timings.predicted_n"));
-            if done && (prompt.is_some() || predicted.is_some()) {
-                let (p, c) = (prompt.unwrap_or(0), predicted.unwrap_or(0));
-                acc.usage = Some(Usage {
-                    prompt_tokens: p,
-                    completion_tokens: c,
-                    total_tokens: p.saturating_add(c),
-                    cached_tokens: cached,
-                });
-            }
-            Ok(done)
-        }
-    }
-}
-
 /// Content: a string, `null` (a streamed role-only delta), or an array of parts with `text`.
-fn read_text(v: Option<Value<'_>>, acc: &mut Accumulator) -> Result<()> {
+pub(super) fn read_text(v: Option<Value<'_>>, acc: &mut Accumulator) -> Result<()> {
     let Some(v) = v else { return Ok(()) };
     match v.typed() {
         json::Typed::String(s) if !s.is_empty() => {
@@ -336,7 +216,7 @@ fn read_text(v: Option<Value<'_>>, acc: &mut Accumulator) -> Result<()> {
 }
 
 /// The first non-empty reasoning side field.
-fn read_reasoning(msg: Value<'_>, acc: &mut Accumulator) {
+pub(super) fn read_reasoning(msg: Value<'_>, acc: &mut Accumulator) {
     for key in ["reasoning_content", "reasoning", "thinking"] {
         if let Some(s) = msg.get(key).and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
             acc.push_reasoning(s);
@@ -346,7 +226,7 @@ fn read_reasoning(msg: Value<'_>, acc: &mut Accumulator) {
     }
 }
 
-fn read_usage(v: Option<Value<'_>>) -> Option<Usage> {
+pub(super) fn read_usage(v: Option<Value<'_>>) -> Option<Usage> {
     let v = v.filter(|v| v.kind() == Kind::Object)?;
     let n = |k: &str| v.get(k).and_then(|x| x.as_u64());
     let (p, c) = (n("prompt_tokens").unwrap_or(0), n("completion_tokens").unwrap_or(0));
@@ -422,7 +302,7 @@ pub(crate) fn server_error(status: u16, body: &[u8], doc: &mut Document, r: &Red
 /// The error object of a JSON body, in each server's shape: `{"error":"..."}` (Ollama native),
 /// `{"error":{"message","type","code"}}` (OpenAI, llama.cpp, vLLM, Ollama `/v1`),
 /// `{"object":"error","message",...}` (older vLLM), `{"detail":"..."}` (FastAPI servers).
-fn error_from_json(status: u16, root: Value<'_>, r: &Redactor) -> Error {
+pub(super) fn error_from_json(status: u16, root: Value<'_>, r: &Redactor) -> Error {
     let err = root.get("error");
     let (obj, message) = match err {
         Some(e) if e.kind() == Kind::String => (root, e.as_str()),
@@ -549,6 +429,7 @@ fn contains_ignore_case(hay: &[u8], needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::wire::{apply, Wire};
 
     fn acc() -> Accumulator {
         Accumulator::new(1024, 1024)

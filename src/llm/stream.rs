@@ -18,7 +18,8 @@
 //! delta, which is one token on every server observed), and the stop check is asked, so a
 //! status line can show a slow model is alive and SIGTERM ends a long stream promptly.
 
-use super::reply::{apply, Accumulator, Wire};
+use super::reply::Accumulator;
+use super::wire::{apply, Framing, Wire};
 use crate::error::Result;
 use crate::fixed::FixedBuf;
 use crate::http::{BodySink, Redactor};
@@ -92,9 +93,9 @@ impl StreamSink<'_> {
             self.line.clear();
             return Ok(());
         }
-        match self.wire {
-            Wire::OpenAi | Wire::LlamaCpp => self.sse_line(),
-            Wire::Ollama => {
+        match self.wire.framing() {
+            Framing::Sse => self.sse_line(),
+            Framing::Ndjson => {
                 let r = if self.line.as_slice().trim_ascii().is_empty() { Ok(()) } else { self.dispatch_line() };
                 self.line.clear();
                 r
@@ -166,7 +167,7 @@ impl StreamSink<'_> {
         if !self.line.is_empty() {
             self.end_line()?;
         }
-        if self.wire != Wire::Ollama && !self.done {
+        if self.wire.framing() == Framing::Sse && !self.done {
             self.dispatch_data()?;
         }
         Ok(())

@@ -178,6 +178,8 @@ pub(crate) fn clean(raw: &[u8], work: &mut String, map: &mut OffsetMap) -> Clean
     let mut open_at: Option<usize> = None;
     let mut i = keep_from;
     while let Some(lt) = find_lt(raw, i, end) {
+        // In a run of `<` only the last can start a marker: the run is stepped over at once.
+        let lt = lt + bytes::run_of(bytes::range(raw, lt + 1, end), b'<');
         i = lt + 1;
         let marker = marker_at(raw, lt);
         if leading {

@@ -21,13 +21,9 @@
 //! Every search goes through [`crate::bytes`] (a word at a time), and is bounded by where its
 //! result can matter: a text element's CDATA sections are looked for only inside it, an end tag
 //! is compared with the open elements by a hash of its name, after a count per hash bucket has
-//! ruled most names out. Measured on 1 MiB inputs (release build, `make bench` area `tag`): a
-//! long plain value parses at about 5 GB/s, 1,150 values or deep nesting at about 2.3 GB/s,
-//! CDATA-heavy text at 1.3 GB/s. The slowest inputs found are contrived: a `<` every byte or
-//! two, where every `<` costs a search (about 9 ms), and all twelve of the reader's text
-//! elements opened and never closed with a CDATA section after them, where each one's end tag
-//! is searched for to the end of the input (about 20 ms; without the CDATA section one search
-//! serves them all, 5 ms).
+//! ruled most names out; a run of `<` is stepped over at once, since only its last `<` can open
+//! markup. The figures on 1 MiB inputs, hostile ones included, are in `docs/measurements.md`
+//! (`make bench`, area `tag`).
 //!
 //! Bounds: the node and text capacities of the tree (parsing stops, the report says where) and
 //! [`TAG_MAX_DEPTH`] (deeper start tags are dropped, their text kept). Every scan moves forward;
@@ -177,6 +173,9 @@ impl Parser<'_, '_> {
         let mut pos = 0;
         let mut text_from = 0;
         while let Some(lt) = find_byte(self.b, pos, b'<') {
+            // In a run of `<` only the last can open markup (`<` starts none), so the run is
+            // stepped over at once, not searched `<` by `<`.
+            let lt = lt + bytes::run_of(bytes::skip(self.b, lt + 1), b'<');
             match self.markup(lt, text_from)? {
                 Markup::Text => pos = lt + 1,
                 Markup::Truncated => {
@@ -504,6 +503,8 @@ impl Parser<'_, '_> {
                 self.no_close_after(if first_cdata.is_none() { seen } else { !(1 << idx) }, from);
                 return Ok(None);
             };
+            // Only the last `<` of a run can open an end tag or a section.
+            let lt = lt + bytes::run_of(bytes::skip(b, lt + 1), b'<');
             match b.get(lt + 1) {
                 Some(b'/') => {
                     let ns = lt + 2;

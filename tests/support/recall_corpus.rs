@@ -4,7 +4,8 @@
 //! "rowid<TAB>text" for tools/fts5_check.py, and random 2- and 3-word queries from the same
 //! distribution. Deterministic.
 //!
-//! Include with `#[path = "support/recall_corpus.rs"] mod recall_corpus;`.
+//! Include with `#[path = "support/recall_corpus.rs"] mod recall_corpus;`, and `support/rng.rs` as
+//! `mod rng` beside it.
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
@@ -14,18 +15,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// A deterministic generator (xorshift).
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+// The crate that includes this file includes `support/rng.rs` as `rng` at its root too.
+pub use crate::rng::Rng;
 
 /// Words by rank, drawn with probability ∝ 1 / rank (Zipf, s = 1).
 pub struct Zipf {

@@ -14,22 +14,10 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
 /// xorshift64*: small, seeded, the same on every machine.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+#[path = "rng.rs"]
+mod rng;
+#[allow(unused_imports)] // not every including test draws numbers
+pub use rng::RngStar as Rng;
 
 pub use super::temp::TempDir;
 

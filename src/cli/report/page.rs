@@ -23,6 +23,8 @@ pub struct Report {
     pub config: ConfigPart,
     pub memory: Option<Box<crate::cli::memory::MemoryView>>,
     pub store: StorePart,
+    /// The product's tags, when the task gives some.
+    pub product_tags: Option<String>,
 }
 
 const STYLE: &str = "\
@@ -38,6 +40,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .facts dt{font-size:.78rem;color:var(--mute);text-transform:uppercase;letter-spacing:.04em}\
 .facts dd{margin:0;overflow-wrap:anywhere}\
 .warn{color:#a01c2c}\
+#task h2{margin-top:.4rem}p.task{white-space:pre-wrap;overflow-wrap:anywhere;font-size:1.05rem;margin:0 0 .8rem;padding:.5rem .7rem;border-left:4px solid var(--c0);background:var(--band)}\
 figure{margin:0 0 1rem}figcaption{font-weight:600;margin-bottom:.3rem}.unit{font-weight:400;color:var(--mute)}\
 svg{display:block;width:100%}svg.strip{height:3.2rem}svg.plot{height:11rem;border:1px solid var(--line);border-radius:4px}\
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,30rem),1fr));gap:1rem 1.5rem}\
@@ -132,7 +135,9 @@ impl Report {
 
     fn header(&self, p: &mut Page) {
         let s = &self.summary;
-        p.markup("<header><h1>lkjagent report</h1><dl class=\"facts\">");
+        p.markup("<header><h1>lkjagent report</h1>");
+        self.task(p);
+        p.markup("<dl class=\"facts\">");
         Self::fact(p, "data directory", format_args!("{}", self.data.display()));
         let mut period = String::new();
         if let Some(n) = self.period.last {
@@ -327,29 +332,30 @@ impl Report {
         p.markup("</div></section>\n");
     }
 
+    /// What the agent was asked to do: working memory's `task`, as written.
+    fn task(&self, p: &mut Page) {
+        p.markup("<section id=\"task\"><h2>Task</h2>");
+        let task = self.memory.as_ref().and_then(|m| {
+            let key = crate::memory::key::normalize(TASK_KEY).ok()?;
+            m.file.working.get(&key).map(str::to_string)
+        });
+        match task {
+            Some(t) if !t.trim().is_empty() => {
+                p.markup("<p class=\"task\">");
+                p.text(&t);
+                p.markup("</p>");
+            }
+            _ => p.markup("<p class=\"note\">No task in working memory (its key <code>task</code>).</p>"),
+        }
+        p.markup("</section>\n");
+    }
+
     fn tables(&self, p: &mut Page) {
         let s = &self.summary;
         p.markup("<section id=\"tables\"><h2>Tables</h2><div class=\"tables\">");
-        // Newest entries.
-        p.markup("<div><h3>Newest entries stored in the period</h3>");
-        if self.store.newest.is_empty() {
-            p.markup("<p>None.</p>");
-        } else {
-            p.markup("<table class=\"stack\"><tr><th>key</th><th>created</th><th>value (first words)</th></tr>");
-            for (key, created, value) in &self.store.newest {
-                p.markup("<tr>");
-                td(p, "mono", "key");
-                p.text_breakable(key);
-                next_td(p, "t", "created");
-                p.fmt(format_args!("{}", ShortTime(*created)));
-                next_td(p, "v", "value");
-                p.text(value);
-                p.markup("</td></tr>");
-            }
-            more_row(p, "3", self.store.new_in_period, self.store.newest.len());
-            p.markup("</table>");
-        }
-        p.markup("</div>");
+        // The product apart from the agent's own logs and notes.
+        entries_table(p, "product", "The task's product", self.product_tags.as_deref(), &self.store.product);
+        entries_table(p, "own", "The agent's own logs and notes", None, &self.store.own);
         // Tags.
         p.markup("<div><h3>Most used tags</h3>");
         if self.store.tags.is_empty() {
@@ -534,6 +540,42 @@ fn next_td(p: &mut Page, class: &'static str, label: &'static str) {
 }
 
 /// A closing row saying how many rows were left out (it spans the table's `columns`).
+/// The working-memory key of the task.
+const TASK_KEY: &str = "task";
+
+/// A table of the newest entries of one kind in the period, headed by its counts.
+fn entries_table(p: &mut Page, id: &'static str, title: &'static str, tags: Option<&str>, e: &super::sources::Entries) {
+    p.markup("<div id=\"");
+    p.markup(id);
+    p.markup("\"><h3>");
+    p.markup(title);
+    if let Some(t) = tags {
+        p.markup(" (tags <code>");
+        p.text(t);
+        p.markup("</code>)");
+    }
+    p.fmt(format_args!(": {} entries, {} new in the period", Thousands(e.now as u64), Thousands(e.in_period as u64)));
+    p.markup("</h3>");
+    if e.newest.is_empty() {
+        p.markup("<p>None in the period.</p>");
+    } else {
+        p.markup("<table class=\"stack\"><tr><th>key</th><th>created</th><th>value (first words)</th></tr>");
+        for (key, created, value) in &e.newest {
+            p.markup("<tr>");
+            td(p, "mono", "key");
+            p.text_breakable(key);
+            next_td(p, "t", "created");
+            p.fmt(format_args!("{}", ShortTime(*created)));
+            next_td(p, "v", "value");
+            p.text(value);
+            p.markup("</td></tr>");
+        }
+        more_row(p, "3", e.in_period, e.newest.len());
+        p.markup("</table>");
+    }
+    p.markup("</div>");
+}
+
 fn more_row(p: &mut Page, columns: &'static str, total: usize, shown: usize) {
     if total > shown {
         p.markup("<tr><td colspan=\"");

@@ -602,6 +602,37 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_less_than_cost_a_few_searches_not_one_each() {
+        // 1 MiB of `<` once took 4x a plain reply: two searches per `<` (the cleaner's and the
+        // parser's), each started afresh. A run holds markup only at its last `<`, so a run
+        // costs a few searches, and the bytes looked at stay within a few passes.
+        for (name, reply) in [
+            ("a run of <", "<".repeat(64 * 1024)),
+            (
+                "runs of < between words",
+                "word <<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<< ".repeat(1000),
+            ),
+            (
+                "a run of < in a value",
+                format!(
+                    "<agent><action><type>storage_save</type><tags>t</tags><value>{}</value></action></agent>",
+                    "<".repeat(64 * 1024)
+                ),
+            ),
+            ("a run of < in an unclosed value", format!("<agent><value>{}", "<".repeat(64 * 1024))),
+        ] {
+            let mut r = Reader::new();
+            crate::bytes::searches::take();
+            crate::tag::parse::examined::take();
+            r.read(reply.as_bytes(), 1);
+            let searches = crate::bytes::searches::take();
+            let per_byte = crate::tag::parse::examined::take() as f64 / reply.len() as f64;
+            assert!(searches * 16 <= reply.len(), "{name}: {searches} searches for {} bytes", reply.len());
+            assert!(per_byte <= 4.0, "{name}: {per_byte:.1} bytes examined per byte");
+        }
+    }
+
+    #[test]
     fn problems_past_the_cap_are_counted() {
         let mut reply = String::from("<agent>");
         for _ in 0..40 {
