@@ -54,7 +54,10 @@ fn export(d: &Path) -> Exported {
         .map(|c| {
             c.items()
                 .map(|e| {
-                    (e.get("tags").unwrap().as_str().unwrap().to_string(), e.get("value").unwrap().as_str().unwrap().to_string())
+                    (
+                        e.get("tags").unwrap().as_str().unwrap().to_string(),
+                        e.get("value").unwrap().as_str().unwrap().to_string(),
+                    )
                 })
                 .collect()
         })

@@ -73,8 +73,10 @@ pub fn export(
     w.key("storage")?;
     w.begin_object()?;
     if let Some(store) = store.as_deref_mut() {
-        // Walk ids by number (the store cannot be borrowed by an iterator while values are read).
-        for id in 0..store.capacity() as u32 {
+        // Walk the ids the store has by number (it cannot be borrowed by an iterator while
+        // values are read): below `id_limit`, never the capacity, which a store that turns over
+        // passes (ids of moved entries come back only at a compaction).
+        for id in 0..store.id_limit() {
             let Some(k) = store.key(id) else { continue };
             w.key(k.as_str())?;
             w.string(store.value(id)?)?;

@@ -499,6 +499,13 @@ impl Store {
             .filter(|(name, n)| *n > 0 && !name.is_empty())
     }
 
+    /// Every live id is below this (the next id to be handed out); it may pass the capacity,
+    /// since the ids of entries taken out come back only at a compaction. Walk `0..id_limit()`
+    /// where [`Store::ids`] cannot be borrowed.
+    pub fn id_limit(&self) -> EntryId {
+        self.slots.next_id() as EntryId
+    }
+
     /// Live entry ids, oldest first (for export and listing).
     pub fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
         self.slots.ids()
