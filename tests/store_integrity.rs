@@ -109,3 +109,28 @@ fn a_store_turned_over_exports_exactly_what_stats_counts_value_for_value() {
     assert!(ex.storage.contains_key(k(&format!("fact,n{}", n - 1)).as_str()));
     assert!(!ex.text.is_empty());
 }
+
+#[test]
+fn learning_goes_on_past_the_tag_tables_size_when_every_entry_brings_a_tag() {
+    // Capacity 16,384 holds 8,192 distinct tags: one new tag a save filled the tag table at
+    // save 8,192, with half the entries' room unused, and every save after it failed.
+    let d = temp::TempDir::new("integrity-tags");
+    let mut s = Store::open_with_capacity(d.path(), 16_384).unwrap();
+    s.set_policy(Some(Policy::default()));
+    let max_tags = s.stats().max_tags;
+    assert_eq!(max_tags, 8_192);
+    for i in 0..9_000u64 {
+        let key = k(&format!("t,n{}", i));
+        if let Err(e) = s.put(&key, &format!("entry {}", i), 1_000 + i) {
+            panic!("save {} failed: {}", i, e.message());
+        }
+        s.note_use(&key, Use::Saved);
+        s.flush_access().unwrap();
+        assert!(s.stats().tags <= max_tags);
+    }
+    assert!(s.find(&k("t,n8999")).is_some());
+    s.close().unwrap();
+    // Nothing is lost: what left the live store is in the cold store.
+    let st = stats(d.path());
+    assert_eq!(st["entries"] + st["cold_entries"], 9_000);
+}
