@@ -13,6 +13,11 @@
 //! task's product entries that the prompt shows (the newest ones, [`Store::protect_tags`]).
 //! With `memory.cleanup.max_age_days`, [`Store::upkeep`] also moves entries unused that long.
 //!
+//! Every bounded table is covered the same way: when the tag table or the link table reaches
+//! the threshold of its size, entries move out (the same order, the same shields) until it is
+//! the margin below; a tag is freed when the last entry carrying it leaves, a link dies with
+//! its entry. So a task that gives every entry a tag of its own never stops at the tag table.
+//!
 //! Entries go to the cold store ([`super::cold`]) unless the policy deletes them.
 //!
 //! # One batch, all or nothing
@@ -32,7 +37,8 @@ use super::{Cleanup, EntryId, Store};
 use crate::error::Result;
 use crate::limits::{
     CLEANUP_AGE_CHECK_SECONDS, CLEANUP_DEFAULT_KEEP_CYCLES, CLEANUP_DEFAULT_THRESHOLD_PERCENT, CLEANUP_MARGIN_PERCENT,
-    PRODUCT_VIEW_MAX_ENTRIES, STORE_CLEANUP_BATCH_MAX, STORE_CLEANUP_RECENT_KEYS,
+    CLEANUP_TABLE_BATCHES_MAX, PRODUCT_VIEW_MAX_ENTRIES, STORE_CLEANUP_BATCH_MAX, STORE_CLEANUP_RECENT_KEYS,
+    STORE_MAX_LINKS,
 };
 use crate::memory::key::Key;
 use crate::memory::log::{self, PutHead};
@@ -242,33 +248,39 @@ impl Store {
         self.move_victims(mode)
     }
 
-    /// Before a new entry: when the live store is at its threshold, moves entries out in one
-    /// batch (see the module documentation). Does nothing without a policy, inside an import's
-    /// batch, or read-only.
-    pub(super) fn make_room_if_due(&mut self) -> Result<()> {
+    /// Before a new entry bringing `new_tags` tags the store does not have yet: when the live
+    /// store is at its threshold, moves entries out in one batch (see the module
+    /// documentation); then, when the tag table or the link table is at the same threshold of
+    /// its size, moves entries out until it is [`CLEANUP_MARGIN_PERCENT`] below (tags no entry
+    /// carries any more are freed as their last entry leaves; links die with their entries),
+    /// in at most [`CLEANUP_TABLE_BATCHES_MAX`] batches. No bounded table ends learning. Does
+    /// nothing without a policy, inside an import's batch, or read-only.
+    pub(super) fn make_room_if_due(&mut self, new_tags: usize) -> Result<()> {
         let Some(p) = self.upkeep.policy.filter(|p| p.enable) else { return Ok(()) };
         if self.log.in_batch() || self.log.read_only() {
             return Ok(());
         }
-        let cap = self.cap as u64;
-        let live = self.slots.live() as u64;
         let threshold = p.threshold_percent.clamp(1, 100);
-        let trigger = (cap * threshold).div_ceil(100).max(1);
-        if live < trigger {
-            return Ok(());
-        }
-        let target = cap * threshold.saturating_sub(CLEANUP_MARGIN_PERCENT) / 100;
-        let mut n = live.saturating_sub(target);
-        if live >= cap {
-            n = n.max(1);
-        }
-        let n = usize::try_from(n).unwrap_or(usize::MAX).min(STORE_CLEANUP_BATCH_MAX);
-        if n == 0 {
-            return Ok(());
-        }
         let mode = if p.delete { Cleanup::Delete } else { Cleanup::Cold };
-        self.select(n, &Filter::default(), true);
-        self.move_victims(mode).map(|_| ())
+        let n = excess(self.slots.live(), self.cap, threshold, 1);
+        if n > 0 {
+            self.select(n.min(STORE_CLEANUP_BATCH_MAX), &Filter::default(), true);
+            self.move_victims(mode)?;
+        }
+        for _ in 0..CLEANUP_TABLE_BATCHES_MAX {
+            let tags = excess(self.tags.in_use() + new_tags, self.tags.max(), threshold, new_tags);
+            // A moved entry takes its links with it, often more than one.
+            let links = excess(self.links.len() + 1, STORE_MAX_LINKS, threshold, 1).div_ceil(2);
+            let n = tags.max(links).min(STORE_CLEANUP_BATCH_MAX);
+            if n == 0 {
+                break;
+            }
+            self.select(n, &Filter::default(), true);
+            if self.move_victims(mode)? == 0 {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// `memory cleanup`: moves (or deletes) every entry that passes `filter`, in batches of
@@ -477,6 +489,23 @@ impl Store {
         let put = self.create_with(key, value, head)?;
         Ok(put.id)
     }
+}
+
+/// How many to take out of a table holding `used` of `size` so that it ends
+/// [`CLEANUP_MARGIN_PERCENT`] below `threshold` percent of its size: 0 while it is below the
+/// threshold; at least `need` when it is full (room for what comes next).
+fn excess(used: usize, size: usize, threshold: u64, need: usize) -> usize {
+    let (used, size) = (used as u64, size as u64);
+    let trigger = (size * threshold).div_ceil(100).max(1);
+    if used < trigger {
+        return 0;
+    }
+    let target = size * threshold.saturating_sub(CLEANUP_MARGIN_PERCENT) / 100;
+    let mut n = used.saturating_sub(target);
+    if used >= size {
+        n = n.max(need as u64);
+    }
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 /// Reads the cold store: see [`cold::scan`].

@@ -258,7 +258,8 @@ impl Store {
     pub(super) fn create_with(&mut self, key: &Key, value: &str, head: &PutHead) -> Result<Put> {
         check_value(value)?;
         self.log.check_writable()?;
-        self.make_room_if_due()?;
+        let new_tags = key.tags().filter(|t| self.tags.find(t).is_none()).count();
+        self.make_room_if_due(new_tags)?;
         if self.slots.live() >= self.cap {
             let why = match self.upkeep.policy {
                 Some(p) if p.enable => {
