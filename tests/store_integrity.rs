@@ -134,3 +134,39 @@ fn learning_goes_on_past_the_tag_tables_size_when_every_entry_brings_a_tag() {
     let st = stats(d.path());
     assert_eq!(st["entries"] + st["cold_entries"], 9_000);
 }
+
+/// The `store.fts` line of `lkjagent check`.
+fn check_fts_line(d: &Path) -> String {
+    let out = lkjagent(["check"]).data(d).output();
+    let text = cli::text(&out);
+    text.lines().find(|l| l.contains("store.fts")).unwrap_or_else(|| panic!("no store.fts line:\n{}", text)).to_string()
+}
+
+#[test]
+fn check_reports_the_text_index_against_the_log_as_it_is_now() {
+    let d = temp::TempDir::shipped_data("integrity-check-fts");
+    let mut s = Store::open_with_capacity(d.path(), 64).unwrap();
+    for i in 0..20u64 {
+        s.put(&k(&format!("note,n{}", i)), &format!("zebra number {}", i), 1_000 + i).unwrap();
+    }
+    let mut r = lkjagent::memory::store::recall::Ranked::new();
+    s.rank("zebra", 5, &mut r).unwrap();
+    s.close().unwrap();
+    let line = check_fts_line(d.path());
+    assert!(line.contains("20 entries") && line.contains("matches store.log"), "{}", line);
+    let steps = [
+        (["memory", "retag", "note,n1", "--add", "extra"].as_slice(), 20),
+        (&["memory", "delete", "note,n2", "--yes"], 19),
+        (&["memory", "archive", "note,n3"], 19),
+    ];
+    for (args, live) in steps {
+        let out = lkjagent(args).data(d.path()).output();
+        assert!(out.status.success(), "{:?}: {}", args, cli::text(&out));
+        let line = check_fts_line(d.path());
+        // Either written again by the change (then it counts what the log holds), or said to
+        // be behind it.
+        let current = line.contains(&format!(" {} entries", live)) && line.contains("matches store.log");
+        let behind = line.contains("behind store.log");
+        assert!(current || behind, "{:?}: {}", args, line);
+    }
+}
