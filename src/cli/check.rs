@@ -389,9 +389,20 @@ fn check_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
     const NAME: &str = "store.fts";
     match store.recall_file_check() {
         RecallFile::Missing => r.ok(NAME, format_args!("none yet (the full-text index is built when first searched)")),
-        RecallFile::Usable { docs, bytes } => {
+        RecallFile::Usable { docs, bytes, covered, log_len } if covered == log_len => {
             r.ok(NAME, format_args!("{} entries indexed, {} bytes, matches store.log", docs, bytes))
         }
+        RecallFile::Usable { docs, covered, log_len, .. } => r.ok(
+            NAME,
+            format_args!(
+                "behind store.log: it indexes its first {} of {} bytes ({} entries then); searches read the \
+                 {} bytes after it from the log, and the agent writes it again at its next checkpoint",
+                covered,
+                log_len,
+                docs,
+                log_len.saturating_sub(covered)
+            ),
+        ),
         RecallFile::Stale(e) => r.ok(
             NAME,
             format_args!(

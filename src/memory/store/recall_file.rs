@@ -104,12 +104,18 @@ pub(super) fn remove_temp(dir: &Path) {
 pub enum RecallFile {
     /// There is none (the index is built from the log when first used).
     Missing,
-    /// It matches the log: documents and bytes.
+    /// It was taken of the log as it is now, or of a part of it that the log still starts
+    /// with (then the records after `covered` are read into the index when it is next used,
+    /// and the file is written again at the writer's next checkpoint).
     Usable {
         /// Documents in it.
         docs: u32,
         /// Its size.
         bytes: u64,
+        /// Bytes of log it covers.
+        covered: u64,
+        /// Bytes of log there are now: equal to `covered` when the file is current.
+        log_len: u64,
     },
     /// It was taken of another state of the log (another store, a log since compacted or
     /// cut back) or is of another format (an older program's), and why: not damage; the

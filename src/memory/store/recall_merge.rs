@@ -88,7 +88,7 @@ impl Store {
         // and blocks, decoded (what searches rely on without reading it all).
         let res = res.and_then(|_| DiskIndex::check_file(file, h, self.slots.room()));
         match res {
-            Ok(()) => RecallFile::Usable { docs: h.docs, bytes },
+            Ok(()) => RecallFile::Usable { docs: h.docs, bytes, covered: h.covered, log_len: self.log.len },
             Err(e) => RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
         }
     }
