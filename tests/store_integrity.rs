@@ -170,3 +170,92 @@ fn check_reports_the_text_index_against_the_log_as_it_is_now() {
         assert!(current || behind, "{:?}: {}", args, line);
     }
 }
+
+fn show(d: &Path, key: &str) -> Option<String> {
+    let out = lkjagent(["memory", "show", key]).data(d).output();
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn ok(d: &Path, args: &[&str]) -> String {
+    let out = lkjagent(args).data(d).output();
+    assert!(out.status.success(), "{:?}: {}", args, cli::text(&out));
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// Capacity 4: `a,n0` .. `a,n7` saved with "v1" texts, so `a,n0` .. `a,n3` went cold; then
+/// `a,n0` and `a,n1` saved again with a second value, and moved out and in again.
+fn cold_and_saved_again(tag: &str) -> temp::TempDir {
+    let d = temp::TempDir::new(tag);
+    std::fs::write(d.path().join("config.json"), "{\"memory\": {\"store_capacity\": 4}}").unwrap();
+    let mut s = Store::open_with_capacity(d.path(), 4).unwrap();
+    s.set_policy(Some(Policy { keep_cycles: 1, ..Policy::default() }));
+    let mut now = 1_000;
+    let mut save = |s: &mut Store, key: &str, value: &str| {
+        now += 1;
+        s.put(&k(key), value, now).unwrap();
+        s.flush_access().unwrap();
+    };
+    for i in 0..8 {
+        save(&mut s, &format!("a,n{}", i), &format!("first value v1 number {}", i));
+    }
+    assert!(s.find(&k("a,n0")).is_none(), "a,n0 went cold");
+    save(&mut s, "a,n0", "second value v2");
+    save(&mut s, "a,n1", "second value v2 of n1");
+    // a,n1's second value goes cold too: two cold copies of a,n1.
+    for i in 8..12 {
+        save(&mut s, &format!("b,n{}", i), "filler");
+    }
+    s.close().unwrap();
+    d
+}
+
+#[test]
+fn one_key_has_one_current_value_live_or_cold() {
+    let d = cold_and_saved_again("integrity-one-key");
+    let p = d.path();
+    assert_eq!(show(p, "a,n0").as_deref(), Some("second value v2"));
+    assert_eq!(show(p, "a,n1").as_deref(), Some("second value v2 of n1"), "the newest cold copy");
+    // Listed and counted once each: the key, not its copies.
+    let found = ok(p, &["memory", "search", "--cold", "value", "--limit", "100"]);
+    let n1 = found.lines().filter(|l| l.starts_with("a,n1 ")).count();
+    assert_eq!(n1, 1, "{}", found);
+    assert!(!found.lines().any(|l| l.starts_with("a,n0 ")) || show(p, "a,n0").is_some());
+    let st = stats(p);
+    let ex = export(p);
+    assert_eq!(ex.cold.len() as u64, st["cold_entries"]);
+    let mut keys: Vec<&String> = ex.storage.keys().chain(ex.cold.iter().map(|(k, _)| k)).collect();
+    let total = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), total, "a key is exported once: {:?}", keys);
+    assert_eq!(total as u64, st["entries"] + st["cold_entries"]);
+    assert_eq!(total, 12, "a,n0..7 and b,n8..11");
+    // A deleted key stays deleted, whichever tier held its copies.
+    ok(p, &["memory", "delete", "a,n0", "--yes"]);
+    assert_eq!(show(p, "a,n0"), None, "deleted, no older value comes back");
+    ok(p, &["memory", "delete", "a,n1", "--yes"]);
+    assert_eq!(show(p, "a,n1"), None, "deleted from the cold store, every copy");
+    // A retag leaves no older copy under the old key.
+    let live = export(p).storage.keys().next().cloned().unwrap();
+    ok(p, &["memory", "retag", &live, "--add", "moved"]);
+    assert_eq!(show(p, &live), None, "{} retagged", live);
+    assert_eq!(stats(p)["entries"] + stats(p)["cold_entries"], 10);
+}
+
+#[test]
+fn restore_of_a_key_that_is_live_says_what_it_did() {
+    let d = cold_and_saved_again("integrity-restore-live");
+    let p = d.path();
+    // a,n0 is live with v2 and cold with v1: the live value is the current one.
+    let out = lkjagent(["memory", "restore", "a,n0"]).data(p).output();
+    let text = cli::text(&out);
+    assert!(!text.contains("restored a,n0 from the cold store"), "{}", text);
+    assert_eq!(show(p, "a,n0").as_deref(), Some("second value v2"));
+    // A key that is only cold comes back with its newest value, and leaves the cold store.
+    ok(p, &["memory", "delete", "b,n8", "--yes"]);
+    let out = ok(p, &["memory", "restore", "a,n1"]);
+    assert!(out.contains("restored a,n1"), "{}", out);
+    assert_eq!(show(p, "a,n1").as_deref(), Some("second value v2 of n1"));
+    let cold = export(p).cold;
+    assert!(!cold.iter().any(|(k, _)| k == "a,n1"), "{:?}", cold);
+}
