@@ -502,7 +502,7 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
                 ("corrupt_records", st.corrupt_records),
                 ("replayed_bytes", st.replayed_bytes),
                 ("ram_bytes", st.ram_bytes as u64),
-                ("cold_entries", crate::memory::store::cold::scan(data, &mut |_| Ok(true))?.entries),
+                ("cold_entries", cold_current(data, &store)?.current),
             ] {
                 w.key(k)?;
                 w.u64(v)?;
@@ -520,8 +520,8 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         return Ok(super::EXIT_OK);
     }
     say(out, format_args!("entries          {} ({} archived) of {}", st.entries, st.archived, st.capacity))?;
-    let cold = crate::memory::store::cold::scan(data, &mut |_| Ok(true))?;
-    say(out, format_args!("cold store       {} entries, {} bytes", cold.entries, cold.bytes))?;
+    let cold = cold_current(data, &store)?;
+    say(out, format_args!("cold store       {} entries, {} bytes", cold.current, cold.bytes))?;
     say(out, format_args!("tags             {} of {}", st.tags, st.max_tags))?;
     say(out, format_args!("links            {}", st.links))?;
     say(
@@ -552,6 +552,11 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     )?;
     say(out, format_args!("index RAM        {} bytes reserved", st.ram_bytes))?;
     Ok(super::EXIT_OK)
+}
+
+/// The cold store's current entries counted (each key once; none the live store holds).
+fn cold_current(data: &Path, store: &Store) -> Result<crate::memory::store::cold::ColdStats> {
+    crate::memory::store::cold::scan_current(data, &|k| store.find(k).is_some(), &mut |_| Ok(true))
 }
 
 fn export(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {

@@ -104,17 +104,13 @@ pub fn export(
         }
     }
     w.end_array()?;
-    // The cold store (`store.cold`): what clean-ups took out of the store, as a list (a key may
-    // be there more than once). Copies of live entries (same key and creation time) are left out.
+    // The cold store (`store.cold`): what clean-ups took out of the store, as a list of its
+    // current entries (each key once, its newest value; none whose key is live).
     if let Some(store) = store.as_deref() {
         w.key("cold")?;
         w.begin_array()?;
         let mut value = String::new();
-        crate::memory::store::cold::scan(store.dir(), &mut |e| {
-            let live = store.find(&e.key).and_then(|id| store.info(id)).is_some_and(|i| i.created == e.head.created);
-            if live {
-                return Ok(true);
-            }
+        crate::memory::store::cold::scan_current(store.dir(), &|k| store.find(k).is_some(), &mut |e| {
             value.clear();
             crate::memory::log::decode_str(e.value_escaped, &mut value)?;
             w.begin_object()?;

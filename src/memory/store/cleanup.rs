@@ -456,6 +456,11 @@ impl Store {
     pub fn put_cold(&mut self, key: &Key, value: &str, now: u64) -> Result<()> {
         super::check_value(value)?;
         self.log.check_writable()?;
+        if self.find(key).is_some() {
+            // A cold copy would be hidden by the live entry (one key, one current value): the
+            // live entry takes the value (a replace needs no room).
+            return self.put(key, value, now).map(|_| ());
+        }
         if self.upkeep.cold.is_none() {
             self.upkeep.cold = Some(ColdFile::open(&self.dir, &mut self.rbuf)?);
         }
@@ -470,25 +475,78 @@ impl Store {
         cold.commit(start, 1)
     }
 
-    /// `memory restore`: puts an entry of the cold store back into the live store with its
-    /// tags, value and statistics (version + 1), synced; the caller then rewrites the cold
-    /// store without it ([`cold::rewrite_without`]). `KEY_INVALID` when the live store holds
-    /// another entry with that key; `CAPACITY_EXCEEDED` when it is full.
-    pub fn put_restored(&mut self, key: &Key, value: &str, head: &PutHead) -> Result<EntryId> {
+    /// `memory restore`: puts the newest cold copy of `key` back into the live store with its
+    /// tags, value and statistics (version + 1), synced, then rewrites the cold store without
+    /// any copy of the key. When the live store holds the key already, its value is the
+    /// current one (see [`cold`]): the cold copies are older values, and are only dropped.
+    /// `NOT_FOUND` when the cold store has no copy; `CAPACITY_EXCEEDED` when the live store is
+    /// full.
+    pub fn restore(&mut self, key: &Key) -> Result<Restored> {
+        self.log.check_writable()?;
+        let Some((head, value)) = cold::newest(&self.dir, key)? else {
+            bail!(NotFound, "no entry \"{}\" in the cold store ({})", key, self.dir.join(cold::COLD_NAME).display())
+        };
         if let Some(id) = self.find(key) {
-            let same = self.slots.get(id).is_some_and(|s| u64::from(s.created) == head.created);
-            if same {
-                return Ok(id); // a crash left it in both: it is back already
-            }
+            let twin = self.slots.get(id).is_some_and(|s| u64::from(s.created) == head.created);
+            let dropped = self.drop_cold_copies(key)?;
+            return Ok(if twin { Restored::Back(id) } else { Restored::LiveAlready { dropped } });
+        }
+        if self.slots.live() >= self.cap {
             bail!(
-                KeyInvalid,
-                "the live store holds another entry \"{}\"; retag or delete it first (lkjagent memory retag/delete)",
-                key
+                CapacityExceeded,
+                "the live store is full ({} entries, memory.store_capacity); make room first (lkjagent memory cleanup) \
+                 or raise memory.store_capacity",
+                self.slots.live()
             );
         }
-        let put = self.create_with(key, value, head)?;
-        Ok(put.id)
+        // Live first (synced), then the cold store without it: a crash between leaves it in both,
+        // the live copy current.
+        let head = PutHead { ver: head.ver.saturating_add(1), ..head };
+        let id = self.create_with(key, &value, &head)?.id;
+        self.drop_cold_copies(key)?;
+        Ok(Restored::Back(id))
     }
+
+    /// Rewrites the cold store without any copy of `key` (none there: nothing is written);
+    /// returns how many it held. The writer only.
+    pub(super) fn drop_cold_copies(&mut self, key: &Key) -> Result<u64> {
+        self.log.check_writable()?;
+        let mut copies = 0u64;
+        cold::scan(&self.dir, &mut |e| {
+            copies += u64::from(e.key == *key);
+            Ok(true)
+        })?;
+        if copies == 0 {
+            return Ok(0);
+        }
+        // The append handle would point at the file the rename replaces: opened again when
+        // next needed.
+        self.upkeep.cold = None;
+        cold::rewrite_without(&self.dir, &mut |e| e.key == *key)
+    }
+
+    /// Whether the cold store holds a copy of `key` (a scan).
+    pub(super) fn in_cold(&self, key: &Key) -> Result<bool> {
+        let mut found = false;
+        cold::scan(&self.dir, &mut |e| {
+            found = e.key == *key;
+            Ok(!found)
+        })?;
+        Ok(found)
+    }
+}
+
+/// What [`Store::restore`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restored {
+    /// The entry is live again (or was, after a crash between the two files' syncs).
+    Back(EntryId),
+    /// The live store holds the key with a newer value; this many older cold copies were
+    /// dropped.
+    LiveAlready {
+        /// Cold copies dropped.
+        dropped: u64,
+    },
 }
 
 /// How many to take out of a table holding `used` of `size` so that it ends
@@ -685,20 +743,15 @@ mod tests {
         s.put(&k("new"), "x", 50).unwrap();
         s.cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, Cleanup::Cold).unwrap();
         assert!(s.find(&k("fact,old")).is_none());
-        let mut found = None;
-        cold::scan(&d, &mut |e| {
-            let mut v = String::new();
-            log::decode_str(e.value_escaped, &mut v)?;
-            found = Some((e.key, v, e.head));
-            Ok(true)
-        })
-        .unwrap();
-        let (key, value, head) = found.unwrap();
-        let id = s.put_restored(&key, &value, &head).unwrap();
-        assert_eq!(s.put_restored(&key, &value, &head).unwrap(), id, "in both after a crash: back already");
-        let dropped = cold::rewrite_without(&d, &mut |e| e.key == key && e.head.created == head.created).unwrap();
-        assert_eq!(dropped, 1);
+        let cold_before = std::fs::read(d.join(cold::COLD_NAME)).unwrap();
+        let Restored::Back(id) = s.restore(&k("fact,old")).unwrap() else { panic!("not restored") };
+        assert!(cold_map(&d).is_empty(), "the cold store no longer holds it");
+        // A crash between the live put and the cold store's rewrite leaves it in both: a
+        // second restore finds it back already and only drops the cold copy.
+        std::fs::write(d.join(cold::COLD_NAME), &cold_before).unwrap();
+        assert_eq!(s.restore(&k("fact,old")).unwrap(), Restored::Back(id), "in both after a crash: back already");
         assert!(cold_map(&d).is_empty());
+        assert_eq!(s.restore(&k("fact,old")).unwrap_err().code(), crate::error::Code::NotFound);
         let info = s.info(id).unwrap();
         assert_eq!(info.created, 5);
         assert_eq!(s.value(id).unwrap(), "an old fact");

@@ -76,6 +76,8 @@ pub mod vectors;
 pub mod view;
 mod write;
 
+pub use write::Deleted;
+
 #[cfg(test)]
 mod tests;
 
