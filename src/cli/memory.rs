@@ -75,11 +75,14 @@ subcommands:
                             does a few per cycle), then rewrite store.vec without dead records
   stats [--json]            the store's statistics
   export [FILE|-]           working memory and store as one era-B JSON document
-                            ({state, iteration, working_memory, storage, archived, cold});
-                            stdout by default
+                            ({state, iteration, working_memory, storage, archived,
+                            store_meta, links, cold}: every live entry with its times,
+                            the links, the cold store's entries); stdout by default
   import FILE|-             merge an era-B document: working_memory entries into memory.json,
-                            storage entries into the store, and archives the keys listed
-                            under archived; state and iteration stay as they are. Checked
+                            storage entries into the store (with their store_meta times),
+                            archives the keys listed under archived, makes the links and
+                            puts the cold entries into the cold store; state and
+                            iteration stay as they are. Checked
                             whole before anything is written, then written as one batch with
                             one sync
   compact                   rewrite store.log with only live records
@@ -651,13 +654,18 @@ fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mut dyn Write
     }
     store.close()?;
     let (wm, st) = (r.working, r.stored);
-    say(
-        out,
-        format_args!(
-            "working memory: {} added, {} replaced, {} unchanged; store: {} added, {} replaced, {} unchanged",
-            wm.added, wm.replaced, wm.unchanged, st.added, st.replaced, st.unchanged
-        ),
-    )?;
+    let mut line = format!(
+        "working memory: {} added, {} replaced, {} unchanged; store: {} added, {} replaced, {} unchanged",
+        wm.added, wm.replaced, wm.unchanged, st.added, st.replaced, st.unchanged
+    );
+    // The additions of this program's exports, said when the document has them.
+    if r.cold.added + r.cold.unchanged > 0 {
+        line.push_str(&format!("; cold store: {} added, {} there already", r.cold.added, r.cold.unchanged));
+    }
+    if r.links > 0 {
+        line.push_str(&format!("; {} links made", r.links));
+    }
+    say(out, format_args!("{}", line))?;
     Ok(super::EXIT_OK)
 }
 

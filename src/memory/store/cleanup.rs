@@ -475,6 +475,43 @@ impl Store {
         cold.commit(start, 1)
     }
 
+    /// Appends `entries` (key, fields, value) to the cold store as one group, synced once
+    /// (`memory import` of an export's cold tier): all or none of them after a crash. Keys
+    /// the live store holds are the caller's to leave out (their cold copies would be hidden).
+    pub fn put_cold_group(&mut self, entries: &[(Key, PutHead, String)]) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        for (_, _, value) in entries {
+            super::check_value(value)?;
+        }
+        self.log.check_writable()?;
+        if self.upkeep.cold.is_none() {
+            self.upkeep.cold = Some(ColdFile::open(&self.dir, &mut self.rbuf)?);
+        }
+        let Some(cold) = self.upkeep.cold.as_mut() else { bail!(Internal, "the cold store is not open (a bug)") };
+        let start = cold.len();
+        let wbuf = &mut self.wbuf;
+        let res = (|| -> Result<()> {
+            wbuf.clear();
+            log::encode_cleanup(wbuf, entries.len() as u64)?;
+            cold.write(wbuf.as_slice(), start)?;
+            for (key, head, value) in entries {
+                wbuf.clear();
+                log::encode_put(wbuf, &PutHead { id: 0, ..*head }, key.tags(), value)?;
+                cold.write(wbuf.as_slice(), start)?;
+            }
+            wbuf.clear();
+            log::encode_batch_end(wbuf)?;
+            cold.write(wbuf.as_slice(), start)?;
+            cold.commit(start, entries.len() as u64)
+        })();
+        if res.is_err() {
+            cold.abort(start);
+        }
+        res
+    }
+
     /// `memory restore`: puts the newest cold copy of `key` back into the live store with its
     /// tags, value and statistics (version + 1), synced, then rewrites the cold store without
     /// any copy of the key. When the live store holds the key already, its value is the

@@ -508,6 +508,21 @@ impl Store {
         self.slots.next_id() as EntryId
     }
 
+    /// The links, each as its two entry ids (smaller first), in the order they were made.
+    pub fn link_pairs(&self) -> &[(EntryId, EntryId)] {
+        self.links.pairs()
+    }
+
+    /// Creates the entry `key` with the version, times, hits and archived flag of `head` (its
+    /// id aside), or replaces the value of the entry the store holds under `key` (version + 1;
+    /// its times stay): `memory import` of an exported entry.
+    pub fn put_with(&mut self, key: &Key, value: &str, head: &log::PutHead) -> Result<Put> {
+        match self.find(key) {
+            Some(_) => self.put(key, value, head.accessed),
+            None => self.create_with(key, value, head),
+        }
+    }
+
     /// Live entry ids, oldest first (for export and listing).
     pub fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
         self.slots.ids()
