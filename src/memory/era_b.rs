@@ -504,7 +504,7 @@ impl Import {
         // Each current cold key (by its 64-bit hash) with its creation time and version.
         let hash = |k: &Key| crate::memory::hash::fnv1a64(k.as_str().as_bytes());
         let mut in_cold: std::collections::HashMap<u64, (u64, u32)> = std::collections::HashMap::new();
-        if cold.is_some_and(|c| c.len() > 0) {
+        if cold.is_some_and(|c| !c.is_empty()) {
             crate::memory::store::cold::scan_current(store.dir(), &|k| store.find(k).is_some(), &mut |e| {
                 in_cold.insert(hash(&e.key), (e.head.created, e.head.ver));
                 Ok(true)
