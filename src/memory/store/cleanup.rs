@@ -556,10 +556,20 @@ impl Store {
         if copies == 0 {
             return Ok(0);
         }
-        // The append handle would point at the file the rename replaces: opened again when
-        // next needed.
+        // The append handle would point at the file the rename replaces: opened again after.
         self.upkeep.cold = None;
-        cold::rewrite_without(&self.dir, &mut |e| e.key == *key)
+        let dropped = cold::rewrite_without(&self.dir, &mut |e| e.key == *key)?;
+        self.repair_cold()?;
+        Ok(dropped)
+    }
+
+    /// Opens the cold store for appending when it exists, which drops a group a crash cut
+    /// short (the writer, at its open).
+    pub(super) fn repair_cold(&mut self) -> Result<()> {
+        if self.upkeep.cold.is_none() && self.dir.join(cold::COLD_NAME).exists() {
+            self.upkeep.cold = Some(ColdFile::open(&self.dir, &mut self.rbuf)?);
+        }
+        Ok(())
     }
 
     /// Whether the cold store holds a copy of `key` (a scan).
