@@ -1,5 +1,7 @@
-//! The cold store: `store.cold`, where a clean-up puts the entries it takes out of the live
-//! store, so that the live store never fills up and nothing the agent learned is lost.
+//! The cold tier, a room of the store: `store.cold`, where a clean-up ([`cleanup`], the
+//! capacity policy) puts the entries it takes out of the live store, so that the live store
+//! never fills up and nothing the agent learned is lost. Crash-safe by groups appended whole and
+//! synced before the live log lets go of their entries, and rewrites by temp file and rename.
 //!
 //! # Format
 //!
@@ -40,6 +42,8 @@
 //! `memory restore KEY` puts the entry back into the live store (synced) and then rewrites
 //! the cold store without it (temp file, sync, rename, sync of the directory): a crash in
 //! between leaves it in both, which is the case above.
+
+pub mod cleanup;
 
 use crate::error::Result;
 use crate::fixed::FixedBuf;

@@ -1,5 +1,5 @@
 //! Searching `store.fts` where it lies: the base segment of the full-text index (see
-//! [`super::recall`]), for the writer and read-only commands alike.
+//! [`super`]), for the writer and read-only commands alike.
 //!
 //! Opening reads the header, the dictionary's and the documents' page tables, and, for the
 //! writer (*resident*), the documents (entry and length: 8 bytes each in RAM, and the entry's
@@ -23,17 +23,17 @@
 //! Documents no longer current are marked dead here (the delta counts their words out); the
 //! file itself is never changed, only replaced by a merge.
 
-use super::checkpoint::{le32, le64};
-use super::fulltext::NONE;
-use super::rank::{impact, Docs, QueryWord, Walk};
-use super::recall_file::{
+use super::file::{
     skip_bytes, varint, Header, DICT_PAGE, DOC_PAGE, DOC_RECORD, ENTRY_TAIL, GROUP_BYTES, HEADER_BYTES, SKIP_BLOCK,
     SKIP_ENTRY, SKIP_GROUP,
 };
-use super::EntryId;
+use super::fulltext::NONE;
+use super::rank::{impact, Docs, QueryWord, Walk};
 use crate::error::Result;
 use crate::limits::{RANK_MAX_TERMS, RECALL_READ_BYTES, TEXT_TOKEN_MAX_BYTES};
 use crate::memory::hash::crc32;
+use crate::memory::store::checkpoint::{le32, le64};
+use crate::memory::store::EntryId;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -51,7 +51,7 @@ const DECODED: usize = 2 * SKIP_BLOCK;
 /// `store.fts` opened for searching in place: the base segment of the full-text index.
 pub struct DiskIndex {
     file: Option<File>,
-    pub(super) header: Header,
+    pub(in crate::memory::store) header: Header,
     /// Whether the documents are in RAM (the writer; else read page by page as scored).
     resident: bool,
     /// Per document (resident): entry ([`NONE`] once no longer current), tokens.
@@ -75,7 +75,7 @@ pub struct DiskIndex {
 
 /// One page of lengths and one of records, as last read (in place).
 #[derive(Default)]
-pub(super) struct DocCache {
+pub(in crate::memory::store) struct DocCache {
     len_page: Option<u32>,
     lens: Vec<u8>,
     rec_page: Option<u32>,
@@ -89,7 +89,7 @@ fn read_at(file: &File, buf: &mut [u8], at: u64) -> Result<()> {
 
 /// A document of the file as its documents section lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct FileDoc {
+pub(in crate::memory::store) struct FileDoc {
     pub entry: u32,
     pub tokens: u32,
     pub offset: u64,
@@ -98,7 +98,7 @@ pub(super) struct FileDoc {
 
 impl FileDoc {
     /// A document from its record (16 bytes) and its length.
-    pub(super) fn parse(b: &[u8], tokens: u32) -> FileDoc {
+    pub(in crate::memory::store) fn parse(b: &[u8], tokens: u32) -> FileDoc {
         FileDoc { entry: le32(b, 0), tokens, offset: le64(b, 4), rec_len: le32(b, 12) }
     }
 }
@@ -122,7 +122,7 @@ fn read_doc_page(file: &File, h: &Header, at: u64, p: u32, width: usize, want: u
 }
 
 /// The documents of a base as a query scores them: from RAM (resident) or read page by page.
-pub(super) struct BaseDocs<'a> {
+pub(in crate::memory::store) struct BaseDocs<'a> {
     file: Option<&'a File>,
     header: &'a Header,
     resident: bool,
@@ -181,7 +181,7 @@ impl Docs for BaseDocs<'_> {
 
 /// What walks need: the file, a read buffer and a decoding buffer per word, and the
 /// documents.
-pub(super) struct WalkParts<'a> {
+pub(in crate::memory::store) struct WalkParts<'a> {
     pub file: Option<&'a File>,
     pub bufs: core::slice::ChunksMut<'a, u8>,
     pub decoded: core::slice::ChunksMut<'a, u32>,
@@ -190,7 +190,7 @@ pub(super) struct WalkParts<'a> {
 
 impl DiskIndex {
     /// No file; buffers reserved on the first [`DiskIndex::load`].
-    pub(super) fn empty() -> DiskIndex {
+    pub(in crate::memory::store) fn empty() -> DiskIndex {
         DiskIndex {
             file: None,
             header: Header::default(),
@@ -210,12 +210,12 @@ impl DiskIndex {
     }
 
     /// Whether a file is open.
-    pub(super) fn is_open(&self) -> bool {
+    pub(in crate::memory::store) fn is_open(&self) -> bool {
         self.file.is_some()
     }
 
     /// Closes the file (the buffers stay).
-    pub(super) fn close(&mut self) {
+    pub(in crate::memory::store) fn close(&mut self) {
         self.file = None;
         self.header = Header::default();
         for &(entry, _) in self.docs.iter().filter(|d| d.0 != NONE) {
@@ -275,7 +275,7 @@ impl DiskIndex {
     /// ids, resident: reads its documents (each page checked by its CRC; `current(doc)` says
     /// whether the entry's record is still the one indexed, else the document is marked
     /// stale) and page tables. Buffers are reserved the first time and reused after.
-    pub(super) fn load(
+    pub(in crate::memory::store) fn load(
         &mut self,
         file: File,
         h: Header,
@@ -352,7 +352,7 @@ impl DiskIndex {
     /// Opens `file` (header `h`, checked against the log, which it covers exactly: every
     /// document is current) in place: reads only its page tables; documents are read page
     /// by page as queries score them.
-    pub(super) fn open_in_place(&mut self, file: File, h: Header, room: usize) -> Result<()> {
+    pub(in crate::memory::store) fn open_in_place(&mut self, file: File, h: Header, room: usize) -> Result<()> {
         self.close();
         self.resident = false;
         self.reserve_buffers();
@@ -368,7 +368,7 @@ impl DiskIndex {
     /// Checks every structure of `file` (whose sections' CRCs were checked): its documents
     /// (pages, entries, lengths), its dictionary in order, and every word's skip groups and
     /// blocks, decoded (`lkjagent check`).
-    pub(super) fn check_file(file: File, h: Header, room: usize) -> Result<()> {
+    pub(in crate::memory::store) fn check_file(file: File, h: Header, room: usize) -> Result<()> {
         let mut ix = DiskIndex::empty();
         ix.load(file, h, room, |_| true)?;
         let mut c = DictCursor::default();
@@ -416,7 +416,7 @@ impl DiskIndex {
     }
 
     /// Documents in the file (live and no longer current): the delta's numbers start here.
-    pub(super) fn doc_count(&self) -> u32 {
+    pub(in crate::memory::store) fn doc_count(&self) -> u32 {
         if self.resident {
             self.docs.len() as u32
         } else {
@@ -425,17 +425,17 @@ impl DiskIndex {
     }
 
     /// Live documents and their tokens.
-    pub(super) fn totals(&self) -> (u64, u64) {
+    pub(in crate::memory::store) fn totals(&self) -> (u64, u64) {
         (u64::from(self.doc_count()) - self.dead_docs, self.header.tokens - self.dead_tokens)
     }
 
     /// Documents no longer current.
-    pub(super) fn dead_docs(&self) -> u64 {
+    pub(in crate::memory::store) fn dead_docs(&self) -> u64 {
         self.dead_docs
     }
 
     /// RAM held, bytes.
-    pub(super) fn ram_bytes(&self) -> usize {
+    pub(in crate::memory::store) fn ram_bytes(&self) -> usize {
         self.docs.capacity() * 8
             + self.entry_doc.capacity() * 4
             + self.stale.capacity() * 8
@@ -449,17 +449,17 @@ impl DiskIndex {
     }
 
     /// The current document of entry `id`, if it has one here.
-    pub(super) fn doc_of(&self, id: EntryId) -> Option<u32> {
+    pub(in crate::memory::store) fn doc_of(&self, id: EntryId) -> Option<u32> {
         self.entry_doc.get(id as usize).copied().filter(|&d| d != NONE)
     }
 
     /// Document `d`: entry and tokens, `None` when no longer current (resident).
-    pub(super) fn doc(&self, d: u32) -> Option<(EntryId, u32)> {
+    pub(in crate::memory::store) fn doc(&self, d: u32) -> Option<(EntryId, u32)> {
         self.docs.get(d as usize).copied().filter(|x| x.0 != NONE)
     }
 
     /// The first document from `from` on marked stale at open (and not yet taken out).
-    pub(super) fn next_stale(&self, from: u32) -> Option<u32> {
+    pub(in crate::memory::store) fn next_stale(&self, from: u32) -> Option<u32> {
         let mut w = from as usize / 64;
         let mut bits = self.stale.get(w)? & (u64::MAX << (from % 64));
         loop {
@@ -472,7 +472,7 @@ impl DiskIndex {
     }
 
     /// Document `d` as the file lists it (its page of records read and checked).
-    pub(super) fn file_doc(&mut self, d: u32) -> Result<FileDoc> {
+    pub(in crate::memory::store) fn file_doc(&mut self, d: u32) -> Result<FileDoc> {
         let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
         let p = d / DOC_PAGE as u32;
         let (_, want) =
@@ -491,7 +491,11 @@ impl DiskIndex {
 
     /// Calls `f(document, record)` for every document's record, page by page through `buf`,
     /// each page checked by its CRC (the merge).
-    pub(super) fn each_record(&self, buf: &mut [u8], mut f: impl FnMut(u32, &[u8]) -> Result<()>) -> Result<()> {
+    pub(in crate::memory::store) fn each_record(
+        &self,
+        buf: &mut [u8],
+        mut f: impl FnMut(u32, &[u8]) -> Result<()>,
+    ) -> Result<()> {
         let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
         let h = &self.header;
         let page_bytes = DOC_PAGE * DOC_RECORD;
@@ -520,7 +524,12 @@ impl DiskIndex {
     /// The blocks of `w` a merge of a clean base copies byte for byte (all of them with
     /// `all`, else all but a last block that is not full), their skip entries appended to
     /// `skip` (each group read checked by its CRC).
-    pub(super) fn full_blocks(&mut self, w: &QueryWord, all: bool, skip: &mut Vec<u8>) -> Result<Copied> {
+    pub(in crate::memory::store) fn full_blocks(
+        &mut self,
+        w: &QueryWord,
+        all: bool,
+        skip: &mut Vec<u8>,
+    ) -> Result<Copied> {
         let mut parts = self.walk_parts();
         let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
             bail!(Internal, "store.fts is not open")
@@ -552,7 +561,7 @@ impl DiskIndex {
     }
 
     /// Gives entries new ids (a compaction's): `new(old)` for every current document.
-    pub(super) fn relabel(&mut self, mut new: impl FnMut(EntryId) -> EntryId) {
+    pub(in crate::memory::store) fn relabel(&mut self, mut new: impl FnMut(EntryId) -> EntryId) {
         for &(entry, _) in self.docs.iter().filter(|d| d.0 != NONE) {
             if let Some(e) = self.entry_doc.get_mut(entry as usize) {
                 *e = NONE;
@@ -570,7 +579,7 @@ impl DiskIndex {
     }
 
     /// Takes document `d` out: no longer current (its entry changed or went).
-    pub(super) fn kill(&mut self, d: u32) {
+    pub(in crate::memory::store) fn kill(&mut self, d: u32) {
         let Some(x) = self.docs.get_mut(d as usize) else { return };
         if x.0 == NONE {
             return;
@@ -601,14 +610,18 @@ impl DiskIndex {
     }
 
     /// `buf.len()` bytes of the file at `at`.
-    pub(super) fn read_at(&self, buf: &mut [u8], at: u64) -> Result<()> {
+    pub(in crate::memory::store) fn read_at(&self, buf: &mut [u8], at: u64) -> Result<()> {
         let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
         read_at(file, buf, at)
     }
     /// The next word of the dictionary after `c` (all of them in byte order, page by page,
     /// each page checked), copied into `word`: its length and where its postings are.
     /// `None` after the last, or when no file is open.
-    pub(super) fn next_word(&mut self, c: &mut DictCursor, word: &mut [u8; 256]) -> Result<Option<(usize, QueryWord)>> {
+    pub(in crate::memory::store) fn next_word(
+        &mut self,
+        c: &mut DictCursor,
+        word: &mut [u8; 256],
+    ) -> Result<Option<(usize, QueryWord)>> {
         if self.file.is_none() {
             return Ok(None);
         }
@@ -637,7 +650,7 @@ impl DiskIndex {
     }
 
     /// The word's place in the file, if the index has it.
-    pub(super) fn find(&mut self, word: &[u8]) -> Result<Option<QueryWord>> {
+    pub(in crate::memory::store) fn find(&mut self, word: &[u8]) -> Result<Option<QueryWord>> {
         // The last page whose first word is at most `word`.
         let (mut lo, mut hi) = (0usize, self.pages.len());
         while lo < hi {
@@ -662,7 +675,7 @@ impl DiskIndex {
 
     /// What walks need: the file (if open), a read buffer and a decoding buffer for each
     /// word, and the documents.
-    pub(super) fn walk_parts(&mut self) -> WalkParts<'_> {
+    pub(in crate::memory::store) fn walk_parts(&mut self) -> WalkParts<'_> {
         WalkParts {
             file: self.file.as_ref(),
             bufs: self.chunks.chunks_mut(RECALL_READ_BYTES),
@@ -682,7 +695,7 @@ impl DiskIndex {
 /// What a merge copies of a word's blocks: postings, bytes, blocks, the last document, the
 /// largest impact.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Copied {
+pub(in crate::memory::store) struct Copied {
     pub n: u32,
     pub bytes: u32,
     pub blocks: u32,
@@ -692,7 +705,7 @@ pub(super) struct Copied {
 
 /// A place in the dictionary, for [`DiskIndex::next_word`].
 #[derive(Default)]
-pub(super) struct DictCursor {
+pub(in crate::memory::store) struct DictCursor {
     page: usize,
     pos: usize,
     len: usize,
@@ -801,7 +814,7 @@ pub struct DiskWalk<'a> {
 impl<'a> DiskWalk<'a> {
     /// The walk of `w`'s postings, through `buf` (read) and `decoded`, positioned on the
     /// first.
-    pub(super) fn new(
+    pub(in crate::memory::store) fn new(
         file: &'a File,
         buf: &'a mut [u8],
         decoded: &'a mut [u32],
@@ -844,7 +857,7 @@ impl<'a> DiskWalk<'a> {
 
     /// [`DiskWalk::new`], positioned on the first posting at or after document `from`
     /// (the blocks before it passed unread).
-    pub(super) fn starting_at(
+    pub(in crate::memory::store) fn starting_at(
         file: &'a File,
         buf: &'a mut [u8],
         decoded: &'a mut [u32],

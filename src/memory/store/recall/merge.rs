@@ -1,19 +1,19 @@
 //! Merging the full-text index's delta into its base: a new `store.fts` (format in
-//! [`super::recall_file`]) written from the old one (`super::recall_disk`) and the delta
+//! [`super::file`]) written from the old one (`super::disk`) and the delta
 //! (`super::fulltext`) by streaming, through bounded buffers, crash-safely (see
-//! [`super::recall`] for when and why).
+//! [`super`] for when and why).
 
-use super::checkpoint::{tail_crc, Put};
-use super::fulltext::{FullText, NONE};
-use super::rank::{impact, mean_ref, Docs, QueryWord, RamWalk, Walk};
-use super::recall_disk::{Copied, DictCursor, DiskIndex, DiskWalk};
-use super::recall_file::{
+use super::disk::{Copied, DictCursor, DiskIndex, DiskWalk};
+use super::file::{
     remove_temp, skip_bytes, verify_file, Header, RecallFile, CHUNK, DICT_PAGE, DICT_TEMP_NAME, DOC_PAGE, FORMAT,
     HEADER_BYTES, MAGIC, RECALL_FILE_NAME, SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP, TEMP_NAME,
 };
-use super::{EntryId, Store};
+use super::fulltext::{FullText, NONE};
+use super::rank::{impact, mean_ref, Docs, QueryWord, RamWalk, Walk};
 use crate::error::Result;
 use crate::memory::hash::{crc32, crc32_continue};
+use crate::memory::store::checkpoint::{tail_crc, Put};
+use crate::memory::store::{EntryId, Store};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
@@ -24,7 +24,7 @@ impl Store {
     /// whenever the delta is full; a read-only store, whose delta is full, into a private
     /// directory of its own). Nothing to do when the index is not built, or has nothing
     /// the file lacks.
-    pub(super) fn recall_write_file(&mut self) -> Result<()> {
+    pub(in crate::memory::store) fn recall_write_file(&mut self) -> Result<()> {
         if !self.recall_is_ready() {
             return Ok(());
         }
@@ -546,7 +546,7 @@ fn merge_sections(
                 push_page(&mut sc.pages, dout.len as u32)?;
                 page_crc = 0;
             }
-            let mut tail = [0u8; super::recall_file::ENTRY_TAIL];
+            let mut tail = [0u8; super::file::ENTRY_TAIL];
             let mut t = Put { buf: &mut tail, at: 0 };
             t.u32(n);
             t.u64(postings_at);

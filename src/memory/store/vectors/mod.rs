@@ -1,3 +1,7 @@
+//! The vector index, a room of the store: recall by meaning. It keeps `store.vec`, a cache of
+//! what the embeddings endpoint said of each entry (appended records, synced; rewrites by temp
+//! file and rename), and two small tables in RAM; the log stays the truth.
+//!
 //! Recall by meaning: one quantized vector per live entry in a file of its own (`store.vec`),
 //! filled from an embeddings endpoint a bounded number per cycle, searched by a bounded scan,
 //! and fused with the word ranking by reciprocal rank.
@@ -50,7 +54,7 @@
 //! with one warning, and is tried again after a backoff ([`EMBED_BACKOFF_BASE_SECS`], doubled
 //! to [`EMBED_BACKOFF_MAX_SECS`]); when it answers again, the next failure warns again.
 
-use super::rank::{RankHit, Ranked};
+use super::recall::rank::{RankHit, Ranked};
 use super::{EntryId, Store};
 use crate::error::Result;
 use crate::limits::{

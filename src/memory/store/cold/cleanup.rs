@@ -18,7 +18,7 @@
 //! the margin below; a tag is freed when the last entry carrying it leaves, a link dies with
 //! its entry. So a task that gives every entry a tag of its own never stops at the tag table.
 //!
-//! Entries go to the cold store ([`super::cold`]) unless the policy deletes them.
+//! Entries go to the cold store ([`super`]) unless the policy deletes them.
 //!
 //! # One batch, all or nothing
 //!
@@ -30,10 +30,9 @@
 //! Replay applies a clean-up batch's deletions at its `batch_end` only, and the writer drops
 //! one a crash cut short; a cold group without its `batch_end` is dropped likewise. A crash
 //! between 1 and 2 leaves the entries in both files: the same entries, shown once (see
-//! [`super::cold`]). No instant leaves an entry in neither.
+//! [`super`]). No instant leaves an entry in neither.
 
-use super::cold::{self, ColdFile};
-use super::{Cleanup, EntryId, Store};
+use super::{self as cold, ColdFile};
 use crate::error::Result;
 use crate::limits::{
     CLEANUP_AGE_CHECK_SECONDS, CLEANUP_DEFAULT_KEEP_CYCLES, CLEANUP_DEFAULT_THRESHOLD_PERCENT, CLEANUP_MARGIN_PERCENT,
@@ -42,6 +41,7 @@ use crate::limits::{
 };
 use crate::memory::key::Key;
 use crate::memory::log::{self, PutHead};
+use crate::memory::store::{Cleanup, EntryId, Store};
 
 /// `memory.cleanup`: when and how the agent makes room in the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,13 +100,13 @@ pub enum Use {
 }
 
 /// The recent uses: a ring of (cycle, use, key), [`STORE_CLEANUP_RECENT_KEYS`] long.
-pub(super) struct Recent {
+pub(in crate::memory::store) struct Recent {
     ring: Vec<(u64, Use, Key)>,
     next: usize,
 }
 
 impl Recent {
-    pub(super) fn new() -> Recent {
+    pub(in crate::memory::store) fn new() -> Recent {
         Recent { ring: Vec::new(), next: 0 }
     }
 
@@ -126,25 +126,25 @@ impl Recent {
 }
 
 /// The writer's clean-up state (see [`Store`]).
-pub(super) struct Upkeep {
-    pub(super) policy: Option<Policy>,
+pub(in crate::memory::store) struct Upkeep {
+    pub(in crate::memory::store) policy: Option<Policy>,
     /// Cycles seen (calls of `flush_access`).
-    pub(super) cycle: u64,
-    pub(super) recent: Recent,
-    pub(super) protect: Option<(Key, usize)>,
+    pub(in crate::memory::store) cycle: u64,
+    pub(in crate::memory::store) recent: Recent,
+    pub(in crate::memory::store) protect: Option<(Key, usize)>,
     /// Candidates: (hits, last access, id), a max-heap of the best `n` so far.
     heap: std::collections::BinaryHeap<(u32, u32, EntryId)>,
     /// The chosen entries, in id order.
     victims: Vec<EntryId>,
     /// Protected ids of this clean-up.
     shielded: Vec<EntryId>,
-    pub(super) cold: Option<ColdFile>,
-    pub(super) moved: Moved,
+    pub(in crate::memory::store) cold: Option<ColdFile>,
+    pub(in crate::memory::store) moved: Moved,
     last_age_check: u64,
 }
 
 impl Upkeep {
-    pub(super) fn new() -> Upkeep {
+    pub(in crate::memory::store) fn new() -> Upkeep {
         Upkeep {
             policy: None,
             cycle: 0,
@@ -160,7 +160,7 @@ impl Upkeep {
     }
 
     /// Reserves every buffer a clean-up uses, so that the agent's cycle never allocates for one.
-    pub(super) fn reserve(&mut self) {
+    pub(in crate::memory::store) fn reserve(&mut self) {
         self.heap.reserve(STORE_CLEANUP_BATCH_MAX + 1);
         self.victims.reserve(STORE_CLEANUP_BATCH_MAX);
         self.shielded.reserve(STORE_CLEANUP_RECENT_KEYS + PRODUCT_VIEW_MAX_ENTRIES);
@@ -230,7 +230,7 @@ impl Store {
     }
 
     /// Counts a cycle (called by [`Store::flush_access`]).
-    pub(super) fn count_cycle(&mut self) {
+    pub(in crate::memory::store) fn count_cycle(&mut self) {
         self.upkeep.cycle += 1;
     }
 
@@ -255,7 +255,7 @@ impl Store {
     /// carries any more are freed as their last entry leaves; links die with their entries),
     /// in at most [`CLEANUP_TABLE_BATCHES_MAX`] batches. No bounded table ends learning. Does
     /// nothing without a policy, inside an import's batch, or read-only.
-    pub(super) fn make_room_if_due(&mut self, new_tags: usize) -> Result<()> {
+    pub(in crate::memory::store) fn make_room_if_due(&mut self, new_tags: usize) -> Result<()> {
         let Some(p) = self.upkeep.policy.filter(|p| p.enable) else { return Ok(()) };
         if self.log.in_batch() || self.log.read_only() {
             return Ok(());
@@ -454,7 +454,7 @@ impl Store {
     /// working memory can still shrink and nothing is lost. `memory show`, `search --cold`,
     /// `export` and `restore` find it there.
     pub fn put_cold(&mut self, key: &Key, value: &str, now: u64) -> Result<()> {
-        super::check_value(value)?;
+        crate::memory::store::check_value(value)?;
         self.log.check_writable()?;
         if self.find(key).is_some() {
             // A cold copy would be hidden by the live entry (one key, one current value): the
@@ -483,7 +483,7 @@ impl Store {
             return Ok(());
         }
         for (_, _, value) in entries {
-            super::check_value(value)?;
+            crate::memory::store::check_value(value)?;
         }
         self.log.check_writable()?;
         if self.upkeep.cold.is_none() {
@@ -546,7 +546,7 @@ impl Store {
 
     /// Rewrites the cold store without any copy of `key` (none there: nothing is written);
     /// returns how many it held. The writer only.
-    pub(super) fn drop_cold_copies(&mut self, key: &Key) -> Result<u64> {
+    pub(in crate::memory::store) fn drop_cold_copies(&mut self, key: &Key) -> Result<u64> {
         self.log.check_writable()?;
         let mut copies = 0u64;
         cold::scan(&self.dir, &mut |e| {
@@ -565,7 +565,7 @@ impl Store {
 
     /// Opens the cold store for appending when it exists, which drops a group a crash cut
     /// short (the writer, at its open).
-    pub(super) fn repair_cold(&mut self) -> Result<()> {
+    pub(in crate::memory::store) fn repair_cold(&mut self) -> Result<()> {
         if self.upkeep.cold.is_none() && self.dir.join(cold::COLD_NAME).exists() {
             self.upkeep.cold = Some(ColdFile::open(&self.dir, &mut self.rbuf)?);
         }
@@ -573,7 +573,7 @@ impl Store {
     }
 
     /// Whether the cold store holds a copy of `key` (a scan).
-    pub(super) fn in_cold(&self, key: &Key) -> Result<bool> {
+    pub(in crate::memory::store) fn in_cold(&self, key: &Key) -> Result<bool> {
         let mut found = false;
         cold::scan(&self.dir, &mut |e| {
             found = e.key == *key;
