@@ -268,7 +268,10 @@ impl Store {
             self.move_victims(mode)?;
         }
         for _ in 0..CLEANUP_TABLE_BATCHES_MAX {
-            let tags = excess(self.tags.in_use() + new_tags, self.tags.max(), threshold, new_tags);
+            // Tags to free, as entries: an entry takes its tags with it (those no other entry
+            // carries), about as many as the mean an entry holds now.
+            let per_entry = (self.tags.in_use() / self.slots.live().max(1)).max(1);
+            let tags = excess(self.tags.in_use() + new_tags, self.tags.max(), threshold, new_tags).div_ceil(per_entry);
             // A moved entry takes its links with it, often more than one.
             let links = excess(self.links.len() + 1, STORE_MAX_LINKS, threshold, 1).div_ceil(2);
             let n = tags.max(links).min(STORE_CLEANUP_BATCH_MAX);
