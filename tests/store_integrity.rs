@@ -330,3 +330,38 @@ fn a_clean_up_for_the_tag_table_moves_about_what_it_needs() {
     assert!(moved > 0, "the tag table made room");
     assert!(low >= 750, "a clean-up left {} live entries: it moved far more than the tag table needed", low);
 }
+
+#[test]
+fn every_writer_leaves_the_text_index_current() {
+    // Issue 39: import, compact, cleanup, retag, delete, restore, archive and unarchive each
+    // leave store.fts matching the log, as the agent's checkpoint does.
+    let a = temp::TempDir::new("integrity-fts-writers-src");
+    lived_in(a.path());
+    let file = a.path().join("export.json");
+    std::fs::write(&file, export(a.path()).text).unwrap();
+    let d = temp::TempDir::new("integrity-fts-writers");
+    let p = d.path();
+    std::fs::write(p.join("config.json"), "{\"memory\": {\"store_capacity\": 8}}").unwrap();
+    let steps: [&[&str]; 9] = [
+        &["memory", "import", file.to_str().unwrap()],
+        &["memory", "compact"],
+        &["memory", "archive", "fact,n19"],
+        &["memory", "unarchive", "fact,n19"],
+        &["memory", "retag", "fact,n19", "--add", "last"],
+        &["memory", "delete", "fact,n18", "--yes"],
+        &["memory", "cleanup", "--older-than", "@11600"],
+        &["memory", "restore", "fact,n0"],
+        &["memory", "delete", "fact,n1", "--yes"],
+    ];
+    for args in steps {
+        ok(p, args);
+        let line = check_fts_line(p);
+        let live = stats(p)["entries"];
+        assert!(
+            line.contains(&format!(" {} entries indexed", live)) && line.contains("matches store.log"),
+            "{:?}: {}",
+            args,
+            line
+        );
+    }
+}
