@@ -365,3 +365,21 @@ fn every_writer_leaves_the_text_index_current() {
         );
     }
 }
+
+#[test]
+fn a_search_without_a_current_text_index_says_so_once_and_how_to_fix_it() {
+    let d = temp::TempDir::new("integrity-fts-missing");
+    lived_in(d.path());
+    ok(d.path(), &["memory", "compact"]);
+    assert!(d.path().join("store.fts").exists());
+    std::fs::remove_file(d.path().join("store.fts")).unwrap();
+    let out = lkjagent(["memory", "search", "fact"]).data(d.path()).output();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{}", cli::text(&out));
+    assert_eq!(err.matches("store.fts").count(), 1, "{}", err);
+    assert!(err.contains("lkjagent memory compact"), "{}", err);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fact,n"), "it answers all the same");
+    ok(d.path(), &["memory", "compact"]);
+    let out = lkjagent(["memory", "search", "fact"]).data(d.path()).output();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("store.fts"), "{}", cli::text(&out));
+}

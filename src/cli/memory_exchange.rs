@@ -103,7 +103,7 @@ pub(super) fn import(mut args: Args, data: &Path, input: &mut dyn Read, out: &mu
     if r.working.added + r.working.replaced > 0 {
         memfile::save(data, &memory)?;
     }
-    store.close()?;
+    store.close_with_indexes()?;
     let (wm, st) = (r.working, r.stored);
     let mut line = format!(
         "working memory: {} added, {} replaced, {} unchanged; store: {} added, {} replaced, {} unchanged",
@@ -129,6 +129,8 @@ pub(super) fn compact(args: Args, data: &Path, out: &mut dyn Write) -> Result<i3
     }
     let mut store = Store::open_with_capacity(data, super::util::store_capacity(data))?;
     let (before, after) = store.compact()?;
-    say(out, format_args!("store.log: {} bytes -> {} bytes ({} entries)", before, after, store.len()))?;
+    let entries = store.len();
+    store.close_with_indexes()?;
+    say(out, format_args!("store.log: {} bytes -> {} bytes ({} entries)", before, after, entries))?;
     Ok(super::EXIT_OK)
 }

@@ -97,7 +97,7 @@ fn cleanup(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
     let n = store.cleanup_where(&filter, mode)?;
-    store.close()?;
+    store.close_with_indexes()?;
     say(out, format_args!("{} entries {}", n, to))?;
     Ok(super::EXIT_OK)
 }
@@ -127,7 +127,7 @@ fn retag(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
     let got = store.retag(&key, &new_key, crate::clock::now_unix())?;
-    store.close()?;
+    store.close_with_indexes()?;
     say(out, format_args!("{} -> {}", key, got))?;
     Ok(super::EXIT_OK)
 }
@@ -152,7 +152,7 @@ fn delete(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
     let gone = store.delete(&key)?;
-    store.close()?;
+    store.close_with_indexes()?;
     match (gone.live, gone.cold) {
         (Some(_), 0) => say(out, format_args!("deleted {}", key))?,
         (Some(_), n) => say(out, format_args!("deleted {} (and {} older copies in the cold store)", key, n))?,
@@ -168,7 +168,7 @@ fn archive(mut args: Args, data: &Path, out: &mut dyn Write, on: bool) -> Result
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
     store.set_archived(&key, on, crate::clock::now_unix())?;
-    store.close()?;
+    store.close_with_indexes()?;
     say(out, format_args!("{} {}", if on { "archived" } else { "unarchived" }, key))?;
     Ok(super::EXIT_OK)
 }
@@ -179,7 +179,7 @@ fn restore(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
     let restored = store.restore(&key)?;
-    store.close()?;
+    store.close_with_indexes()?;
     match restored {
         Restored::Back(_) => say(out, format_args!("restored {} from the cold store", key))?,
         Restored::LiveAlready { dropped } => say(
@@ -204,7 +204,7 @@ fn link(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let find = |s: &Store, k: &Key| s.find(k).ok_or_else(|| err!(NotFound, "no store entry \"{}\"", k));
     let (ia, ib) = (find(&store, &a)?, find(&store, &b)?);
     store.link(ia, ib)?;
-    store.close()?;
+    store.close_with_indexes()?;
     say(out, format_args!("linked {} and {}", a, b))?;
     Ok(super::EXIT_OK)
 }

@@ -180,6 +180,20 @@ impl Store {
         Ok(())
     }
 
+    /// [`Store::close`] for the commands that change the store: the text index is brought up
+    /// to date first (from `store.fts` and what changed since, or from the log when there is
+    /// no usable file), so that `close` writes `store.fts` current with the log, as the
+    /// agent's checkpoint does and readers find it so. A failure to build it is a warning (the
+    /// log has everything; the next reader rebuilds it).
+    pub fn close_with_indexes(mut self) -> Result<()> {
+        if !self.log.read_only() {
+            if let Err(e) = self.recall_ready() {
+                e.context(format_args!("the full-text index file was not written")).print_warning();
+            }
+        }
+        self.close()
+    }
+
     fn write_checkpoint(&mut self, mut file: File, covered: u64, tail: u32) -> Result<()> {
         if !self.tags.lists_kept() {
             bail!(Internal, "a checkpoint was asked for while the posting lists are not built");
