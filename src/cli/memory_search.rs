@@ -99,6 +99,18 @@ pub(super) fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result
     let mut ranked = Ranked::new();
     let mut meaning = super::memory_embed::for_search(data, &store, by)?;
     store.rank_by(meaning.as_mut(), by, &text, limit, archived, None, &mut ranked)?;
+    let index = store.recall_stats();
+    if index.ready && !index.from_file && !store.is_empty() {
+        // Said once, on stderr: the answer is right, only slow, and the fix is one command.
+        err!(
+            NotFound,
+            "{}: store.fts is missing or does not match store.log, so this search built the full-text index from \
+             the log (slow on a large store); 'lkjagent memory compact' (or any command that changes the store, or \
+             the agent's next checkpoint) writes it",
+            data.display()
+        )
+        .print_warning();
+    }
     let hits: Vec<(EntryInfo, f64)> =
         ranked.hits().iter().filter_map(|h| store.info(h.id).map(|i| (i, h.score))).collect();
     print_ranked(&hits, json, out)?;
