@@ -383,3 +383,13 @@ fn a_search_without_a_current_text_index_says_so_once_and_how_to_fix_it() {
     let out = lkjagent(["memory", "search", "fact"]).data(d.path()).output();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("store.fts"), "{}", cli::text(&out));
 }
+
+#[test]
+fn status_shows_the_cold_count() {
+    let d = temp::TempDir::new("integrity-status-cold");
+    lived_in(d.path());
+    let cold = stats(d.path())["cold_entries"];
+    assert!(cold > 0);
+    let out = ok(d.path(), &["status"]);
+    assert!(out.contains(&format!("cold store  {} keys", cold)), "{}", out);
+}
