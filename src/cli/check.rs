@@ -406,7 +406,7 @@ fn check_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
         RecallFile::Stale(e) => r.ok(
             NAME,
             format_args!(
-                "out of date ({}); the full-text index is rebuilt from store.log when next searched",
+                "out of date ({}); the full-text index is rebuilt from the log when next searched",
                 e.message()
             ),
         ),
