@@ -16,24 +16,23 @@
 //! helpers (opening the store read-only, the lock, output) are in `cli::util`.
 //!
 //! The subcommands by group, a file each: this one (dispatch, `list`, `show`, `query`,
-//! `stats`, and the options and output they share), `memory_search` (`search`),
+//! `stats`), `memory_options` (the options and output they share), `memory_search` (`search`),
 //! `memory_exchange` (`export`, `import`, `compact`), `memory_upkeep` (`cleanup`, `retag`,
 //! `delete`, `archive`, `unarchive`, `restore`, `link`, `related`), `memory_embed` (`embed`),
 //! and `memory_file` (reading `memory.json` without changing it).
 
 use super::args::Args;
 use super::util::{open_store_read_only, open_store_view, say, write_all, write_error, StoreRead, Time};
-use crate::error::{Code, Result};
+use crate::error::Result;
 use crate::json::Writer;
-use crate::limits::STORE_QUERY_MAX_RESULTS;
-use crate::memory::key::{normalize, normalize_optional, Key};
-use crate::memory::query::EntryId;
-use crate::memory::query::{Archived, Query, Results, Sort};
-use crate::memory::store::{EntryInfo, Store, LOG_NAME};
+use crate::memory::key::normalize;
+use crate::memory::query::{Query, Results, Sort};
+use crate::memory::store::{Store, LOG_NAME};
 use std::io::{self, Read, Write};
 use std::path::Path;
 
 pub use super::memory_file::{read_memory, MemoryRead, MemoryView};
+use super::memory_options::{archived_option, infos_of, limit_option, print_hits, store_for_reading, tags_option};
 
 const HELP: &str = "\
 lkjagent memory: look into and manage the agent's memory
@@ -304,11 +303,6 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     Ok(super::EXIT_OK)
 }
 
-/// The metadata of entries `ids` (the live ones).
-pub(super) fn infos_of(store: &Store, ids: impl Iterator<Item = EntryId>) -> Vec<EntryInfo> {
-    ids.filter_map(|id| store.info(id)).collect()
-}
-
 fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let json = args.flag("--json");
     args.finish("memory stats")?;
@@ -402,73 +396,4 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
 /// The cold store's current entries counted (each key once; none the live store holds).
 fn cold_current(data: &Path, store: &Store) -> Result<crate::memory::store::cold::ColdStats> {
     crate::memory::store::cold::scan_current(data, &|k| store.find(k).is_some(), &mut |_| Ok(true))
-}
-
-// -------------------------------------------------------------------------------------------
-// Options and output of the store subcommands
-// -------------------------------------------------------------------------------------------
-
-pub(super) fn tags_option(args: &mut Args, name: &str) -> Result<Option<Key>> {
-    match args.value(name)? {
-        None => Ok(None),
-        Some(v) => normalize_optional(&v).map_err(|e| e.with_code(Code::Usage).context(format_args!("{}", name))),
-    }
-}
-
-pub(super) fn limit_option(args: &mut Args) -> Result<usize> {
-    match args.value("--limit")? {
-        None => Ok(50),
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if (1..=STORE_QUERY_MAX_RESULTS).contains(&n) => Ok(n),
-            _ => bail!(Usage, "--limit '{}' is not a number from 1 to {}", v, STORE_QUERY_MAX_RESULTS),
-        },
-    }
-}
-
-pub(super) fn archived_option(args: &mut Args) -> Result<Archived> {
-    match args.value("--archived")?.as_deref() {
-        None => Ok(Archived::Exclude),
-        Some("include") => Ok(Archived::Include),
-        Some("only") => Ok(Archived::Only),
-        Some(other) => bail!(Usage, "--archived '{}' is not one of include, only", other),
-    }
-}
-
-/// The store for a reading subcommand; `None` (after saying so) when there is none yet.
-pub(super) fn store_for_reading(data: &Path, out: &mut dyn Write) -> Result<Option<Box<Store>>> {
-    match open_store_read_only(data)? {
-        StoreRead::Open(s) => Ok(Some(s)),
-        StoreRead::Absent => {
-            say(out, format_args!("no store yet in {}", data.display()))?;
-            Ok(None)
-        }
-        StoreRead::NotOpened { why, .. } => bail!(Io, "{}: not read: {}", data.join(LOG_NAME).display(), why),
-    }
-}
-
-/// The hits of a query (their metadata in `infos`, in result order) and how many more match.
-pub(super) fn print_hits(infos: &[EntryInfo], results: &Results, out: &mut dyn Write) -> Result<()> {
-    if results.is_empty() {
-        say(out, format_args!("no entries match"))?;
-        return Ok(());
-    }
-    for info in infos {
-        say(
-            out,
-            format_args!(
-                "{}  v{}  created {}  hits {}{}",
-                info.key,
-                info.version,
-                Time(info.created),
-                info.hits,
-                if info.archived { "  archived" } else { "" }
-            ),
-        )?;
-    }
-    if results.matched() > results.len() {
-        say(out, format_args!("... {} more (raise --limit)", results.matched() - results.len()))?;
-    } else if results.truncated() {
-        say(out, format_args!("... more may match (raise --limit)"))?;
-    }
-    Ok(())
 }

@@ -2,7 +2,7 @@
 //! one era-B JSON document (see `memory::era_b`), and the log rewritten with only live records.
 
 use super::args::Args;
-use super::memory::{read_memory, MemoryRead};
+use super::memory_file::{read_memory, MemoryRead};
 use super::util::{display_name, lock_data_dir, open_store_read_only, read_limited, say, StoreRead};
 use crate::error::Result;
 use crate::limits::EXCHANGE_FILE_MAX_BYTES;

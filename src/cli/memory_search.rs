@@ -2,7 +2,7 @@
 //! embeddings are on), or found by a substring, or in the cold store; and its output.
 
 use super::args::Args;
-use super::memory::{archived_option, infos_of, limit_option, print_hits, store_for_reading};
+use super::memory_options::{archived_option, infos_of, limit_option, print_hits, store_for_reading};
 use super::util::{open_store_read_only, open_store_view, say, write_all, StoreRead, Time};
 use crate::error::{Code, Result};
 use crate::json::Writer;

@@ -1,8 +1,7 @@
 //! The text index, a room of the store: what each live entry's tags and value say, word by
 //! word, so that a query ranks the entries by BM25 in SQLite FTS5's order. It keeps `store.fts`
-//! (the base, [`self::file`] its format, [`self::disk`] its reading in place, `merge` its
-//! writing) and a bounded delta in RAM ([`self::fulltext`]); words are FTS5's ([`self::tokenize`])
-//! and ranking is [`self::rank`]'s. Crash-safe as every file here: a new `store.fts` is a temp
+//! (the base: `file` its format, `disk` its reading in place, `merge` its writing) and a
+//! bounded delta in RAM (`fulltext`); words are FTS5's (`tokenize`) and ranking is `rank`'s. Crash-safe as every file here: a new `store.fts` is a temp
 //! file, synced, renamed over the old, the directory synced; it is a cache of the log, checked
 //! against it on open and rebuilt from it when it does not match.
 //!

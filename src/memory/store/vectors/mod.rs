@@ -1,6 +1,8 @@
 //! The vector index, a room of the store: recall by meaning. It keeps `store.vec`, a cache of
 //! what the embeddings endpoint said of each entry (appended records, synced; rewrites by temp
-//! file and rename), and two small tables in RAM; the log stays the truth.
+//! file and rename), and two small tables in RAM; the log stays the truth. Its parts: `format`
+//! (the file's header and records, quantization, the check), `fill` (asking the endpoint) and
+//! `fuse` (the word and meaning rankings fused).
 //!
 //! Recall by meaning: one quantized vector per live entry in a file of its own (`store.vec`),
 //! filled from an embeddings endpoint a bounded number per cycle, searched by a bounded scan,
