@@ -544,6 +544,25 @@ const _: () = assert!(
 /// again; lists of ten served as many entries as lists of four).
 pub const GRAMMAR_PLAN_MAX_NAMES: u32 = 10;
 
+/// Most sentences of a unit a product ask allows (a tip is one, a story's paragraph a few).
+pub const GRAMMAR_UNIT_MAX_SENTENCES: u32 = 3;
+
+/// Most words of one sentence of a unit written in a script without spaces between words is
+/// counted in characters instead: this many characters a sentence.
+pub const GRAMMAR_UNIT_SCRIPT_MAX_CHARS: u32 = 120;
+
+/// Most words of an outline's item (a subject: "Water regularly", "Black hole", "Kyoto").
+pub const GRAMMAR_OUTLINE_ITEM_MAX_WORDS: u32 = 3;
+
+/// Longest outline item in characters, in a script without spaces between words.
+pub const GRAMMAR_OUTLINE_ITEM_MAX_CHARS: u32 = 40;
+
+const _: () = assert!(
+    (GRAMMAR_UNIT_MAX_SENTENCES * GRAMMAR_ENTRY_MAX_WORDS * (GRAMMAR_WORD_MAX_CHARS + 2)) as usize + 256
+        <= STORE_VALUE_MAX_BYTES,
+    "a unit a product ask allows fits a stored value"
+);
+
 /// llama.cpp refuses a grammar whose nested bounded repetitions multiply to this or more
 /// (`MAX_REPETITION_THRESHOLD`); every bound the generator writes stays below it.
 pub const GRAMMAR_MAX_REPETITION: u32 = 2000;

@@ -119,33 +119,51 @@ fn sample_schema(schema: Value<'_>, r: &mut dyn FnMut() -> u64, w: &mut Writer<'
     }
 }
 
-/// The tag pattern `^[a-z][a-z0-9_]{0,t}(,[a-z][a-z0-9_]{0,t}){0,n}$` as a GBNF grammar.
+/// A pattern of the subset the generator writes (`^...$`; classes, groups, `?`, `{m,n}`,
+/// `\`-escaped and plain literal characters) as a GBNF grammar.
 fn pattern_grammar(p: &str) -> Grammar {
     let body = p.strip_prefix('^').unwrap().strip_suffix('$').unwrap();
+    let lit = |c: char| match c {
+        '"' => "\"\\\"\"".to_string(),
+        '\\' => "\"\\\\\"".to_string(),
+        '\n' => "\"\\n\"".to_string(),
+        c => format!("\"{c}\""),
+    };
     let mut g = String::from("root ::= ");
-    let (mut in_class, mut in_braces) = (false, false);
-    for c in body.chars() {
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
         match c {
             '[' => {
-                in_class = true;
                 g.push_str(" [");
-            }
-            ']' => {
-                in_class = false;
+                for c in chars.by_ref() {
+                    match c {
+                        ']' => break,
+                        '\n' => g.push_str("\\n"),
+                        c => g.push(c),
+                    }
+                }
                 g.push(']');
             }
             '{' => {
-                in_braces = true;
                 g.push('{');
+                for c in chars.by_ref() {
+                    g.push(c);
+                    if c == '}' {
+                        break;
+                    }
+                }
             }
-            '}' => {
-                in_braces = false;
-                g.push('}');
-            }
-            ',' if !in_class && !in_braces => g.push_str(" \",\" "),
             '(' => g.push_str(" ( "),
             ')' => g.push_str(" )"),
-            c => g.push(c),
+            '?' | '*' | '+' => g.push(c),
+            '\\' => {
+                g.push(' ');
+                g.push_str(&lit(chars.next().unwrap()));
+            }
+            c => {
+                g.push(' ');
+                g.push_str(&lit(c));
+            }
         }
     }
     g.push('\n');
@@ -506,29 +524,46 @@ fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
     assert_eq!(audit.matches("\"cached_tokens\":80").count(), 12);
 }
 
-/// A definition for each name the loopback model is asked about.
-fn sentence_about(name: &str) -> &'static str {
-    match name {
-        "Zebra" => "a horse of Africa with black and white stripes.",
-        "Okapi" => "a forest animal related to the giraffe.",
-        "Eland" => "a large antelope of the open savanna.",
-        "Kudu" => "an antelope with long spiral horns.",
-        "Hyrax" => "a small furry mammal that lives among rocks.",
-        _ => "an animal.",
+/// What a loopback model says about a subject it is asked to write a unit about.
+fn sentence_about(head: &str) -> String {
+    match head {
+        "Water regularly" => "Give the plants deep water twice a week.",
+        "Soak the roots" => "es una forma de regar que se usa en el huerto de la casa.",
+        "Use mulch" => "Spread straw around the stems to keep the soil moist.",
+        "Stake the plants" => "Tie each stem to a tall stick as it grows.",
+        "Prune the suckers" => "Pinch off the shoots between stem and branch.",
+        _ => "Ask a gardener nearby what works in your climate.",
     }
+    .to_string()
 }
 
-/// A loopback model that follows the agent's grammar: the probe gets its word, a names ask
-/// (`names_ask`, the question's words) the next of `lists` (the plan's names after `1. `, the
-/// last list again once they run out), a question about names a line `Name: sentence` for each
-/// name it asks about, saved under `tags`. Every reply is checked against the grammar sent.
-fn grammar_follower(
-    names_ask: &'static str,
-    heading: &'static str,
-    lists: &'static [&'static str],
-    tags: &'static str,
-    sentence: fn(&str) -> &'static str,
-) -> Server {
+/// The GBNF literal that follows `marker` in `g`, unescaped (`\x0A`, `\"`, `\\`).
+fn literal_after(g: &str, marker: &str) -> String {
+    let at = g.find(marker).unwrap_or_else(|| panic!("{marker} in\n{g}")) + marker.len();
+    let rest = g[at..].strip_prefix(" \"").unwrap_or_else(|| panic!("a literal after {marker}\n{g}"));
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return out,
+            '\\' => match chars.next().unwrap() {
+                'x' => {
+                    let hex: String = chars.by_ref().take(2).collect();
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).unwrap()).unwrap());
+                }
+                c => out.push(c),
+            },
+            c => out.push(c),
+        }
+    }
+    panic!("an unclosed literal after {marker}\n{g}")
+}
+
+/// A loopback model that follows the agent's grammar: the probe gets its word, an outline ask
+/// the next of `lists` (subjects one a line, numbered on from the ask's prefix; the last list
+/// again once they run out), a unit ask [`sentence_about`] its head. Every reply is checked
+/// against the grammar sent.
+fn grammar_follower(lists: &'static [&'static str]) -> Server {
     let count = std::sync::Arc::new(AtomicUsize::new(0));
     Server::start(move |_, seen| {
         if !seen.is_chat() {
@@ -536,20 +571,23 @@ fn grammar_follower(
         }
         let Some(g) = field(seen, "grammar") else { return Do::Reply(json_ok(&chat_body("no grammar"))) };
         let grammar = Grammar::parse(&g).unwrap_or_else(|e| panic!("the agent sent a malformed grammar: {e}\n{g}"));
-        let body = seen.body_str();
-        let (kind, tags, value) = if g.contains("lkjok") {
+        if g.contains("lkjok") {
             return Do::Reply(json_ok(&chat_body("lkjok")));
-        } else if body.contains(names_ask) {
+        }
+        let (kind, tags, value) = if g.contains("working_memory_add</type><tags>\" \"plan\"") {
+            let prefix = literal_after(&g, "</tags><value>\"");
+            let first: usize = prefix.trim_end().rsplit('\n').next().unwrap().trim_end_matches('.').parse().unwrap();
             let n = count.fetch_add(1, Ordering::Relaxed).min(lists.len() - 1);
-            ("working_memory_add", "plan", format!("{heading}\n1. {}\n", lists[n]))
+            let items: Vec<String> = lists[n]
+                .split('\n')
+                .enumerate()
+                .map(|(i, s)| if i == 0 { s.to_string() } else { format!("{}. {s}", first + i) })
+                .collect();
+            ("working_memory_add", "plan".to_string(), format!("{prefix}{}\n", items.join("\n")))
         } else {
-            let at = body.rfind("What ").expect("a question about names");
-            let asked = &body[at..];
-            let asked = &asked[asked.find(' ').unwrap() + 1..asked.find('?').unwrap()];
-            let asked = asked.strip_prefix("are ").or_else(|| asked.strip_prefix("is ")).unwrap();
-            let names: Vec<&str> = asked.split([',', ' ']).filter(|w| !w.is_empty() && *w != "and").collect();
-            let lines: Vec<String> = names.iter().map(|n| format!("{n}: {}", sentence(n))).collect();
-            ("storage_save", tags, lines.join("\n"))
+            let tags = literal_after(&g, "storage_save</type><tags>\"");
+            let head = literal_after(&g, "</tags><value>\"");
+            ("storage_save", tags, format!("{head}: {}", sentence_about(&head)))
         };
         let reply =
             format!("<agent>\n<action><type>{kind}</type><tags>{tags}</tags><value>{value}</value></action>\n</agent>");
@@ -558,46 +596,120 @@ fn grammar_follower(
     })
 }
 
-/// The lists of African animals a loopback model names: twice from nothing (they agree on
-/// Okapi, Zebra and Eland, not on Gnu), then going on from the first two names stored.
-const ANIMAL_LISTS: &[&str] =
-    &["Zebra\n2. Okapi\n3. Eland", "Okapi\n2. Zebra\n3. Gnu\n4. Eland", "Okapi\n2. Zebra\n3. Kudu\n4. Hyrax"];
+/// Outlines a loopback model writes: the second names one subject stored already.
+const TIP_LISTS: &[&str] = &["Water regularly\nUse mulch", "Water regularly\nStake the plants\nPrune the suckers"];
 
-/// The agent asks a model that follows its grammar for names (twice, for a list with no entry
-/// yet), then asks about all of them in one question; each line of the answer is an entry of
-/// its own, filed under its name, and the next cycle asks for names again.
+const TIP_TASK: &str = "Write practical tips for growing tomatoes at home, one tip per entry.";
+
+/// The agent asks a model that follows its grammar for an outline, then for one unit per
+/// subject, each filed under the product's tags and its subject's; a subject named again is
+/// not asked about again.
 #[test]
-fn one_reply_defines_every_name_of_the_plan() {
-    let server = grammar_follower(
-        "Name five common African animals.",
-        "Common African animals:",
-        ANIMAL_LISTS,
-        "african,animals",
-        sentence_about,
-    );
-    let d = shipped_dir("several", &server.url("/v1/chat/completions"), "auto");
-    d.write(
-        "memory.json",
-        r#"{"state":"thinking","iteration":0,"working_memory":{"task":"Make a list of African animals: save one animal per entry to storage, with one sentence about it."}}"#,
-    );
+fn the_agent_outlines_then_writes_one_unit_per_subject() {
+    let server = grammar_follower(TIP_LISTS);
+    let d = shipped_dir("units", &server.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
     let mut a = agent(&d);
-    let reports = cycles(&mut a, 5);
+    let reports = cycles(&mut a, 6);
     for r in &reports {
         assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
     }
-    // Names twice, the three they agree on in one cycle, names again, their two entries.
-    let saves: Vec<usize> = reports.iter().map(|r| r.actions.iter().filter(|a| a.ok).count()).collect();
-    assert_eq!(saves, [1, 1, 3, 1, 2]);
+    let kinds: Vec<&str> = reports.iter().map(|r| r.actions.as_slice().first().map_or("", |a| a.kind)).collect();
+    assert_eq!(
+        kinds,
+        ["working_memory_add", "storage_save", "storage_save", "working_memory_add", "storage_save", "storage_save"]
+    );
     drop(a);
     let mut store = Store::open(&d.0).unwrap();
-    for name in ["Zebra", "Okapi", "Eland", "Kudu", "Hyrax"] {
-        let key = normalize(&format!("african,animals,{}", name.to_lowercase())).unwrap();
+    for (tag, head) in [
+        ("water_regularly", "Water regularly"),
+        ("use_mulch", "Use mulch"),
+        ("stake_the_plants", "Stake the plants"),
+        ("prune_the_suckers", "Prune the suckers"),
+    ] {
+        let key = normalize(&format!("tips,tomatoes,{tag}")).unwrap();
         let id = store.find(&key).unwrap_or_else(|| panic!("{key} is not stored"));
-        assert_eq!(store.value(id).unwrap(), format!("{name}: {}", sentence_about(name)));
+        assert_eq!(store.value(id).unwrap(), format!("{head}: {}", sentence_about(head)));
     }
-    assert!(store.find(&normalize("african,animals,gnu").unwrap()).is_none(), "one list named Gnu");
-    let audit = std::fs::read_to_string(d.0.join("logs/audit.jsonl")).unwrap();
-    assert_eq!(audit.matches("{\"type\":\"storage_save\",\"key\":\"african,animals,").count(), 5, "{audit}");
+    // Every prompt shows the task as written, and ends with the ask.
+    let chats = server.chats();
+    for s in &chats[1..] {
+        let b = s.body_str();
+        assert!(b.contains(&format!("<product>\\n{TIP_TASK}\\n")), "{b}");
+    }
+    let last = chats.last().unwrap().body_str();
+    assert!(last.contains("Stake the plants\\n</product>\\nWrite the tip about Prune the suckers.\\n"), "{last}");
+    // The second outline went on from the first two subjects stored.
+    let outline = chats[4].body_str();
+    assert!(
+        outline.contains(r"Tips for growing tomatoes at home:\\x0A1. Water regularly\\x0A2. Use mulch\\x0A3. "),
+        "{outline}"
+    );
+}
+
+/// Every prompt shows the task as written, whatever its words, language or length, and stays
+/// within its budget.
+#[test]
+fn every_prompt_shows_any_task_whole_within_its_budget() {
+    let long = "Write short notes about rivers and the towns along them. ".repeat(72);
+    assert!(long.len() >= 4000);
+    let tasks = [
+        "Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff, mit einer Definition in einem Satz.",
+        "日本の一週間の旅行を計画してください。一日一項目。",
+        long.trim(),
+    ];
+    for task in tasks {
+        let server = grammar_follower(TIP_LISTS);
+        let d = shipped_dir("any-task", &server.url("/v1/chat/completions"), "auto");
+        let memory = format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{task}"}}}}"#);
+        d.write("memory.json", memory);
+        let mut a = agent(&d);
+        for r in cycles(&mut a, 3) {
+            assert!(r.error.is_none() && !r.invalid_reply, "{task}: cycle {}: {:?}", r.cycle, r);
+            assert!(r.tokens_est < 8192 - 3072, "{task}: {r:?}");
+            assert!(String::from_utf8_lossy(a.last_prompt()).contains(&format!("<product>\n{task}\n")), "{task}");
+        }
+    }
+}
+
+/// The first subject's unit is kept apart as doubtful (another language); a restart does not
+/// ask about it again, and a changed task starts a new product while the old one stays.
+#[test]
+fn a_restart_keeps_what_was_asked_and_a_changed_task_starts_a_new_product() {
+    const LISTS: &[&str] = &["Soak the roots\nUse mulch"];
+    let server = grammar_follower(LISTS);
+    let d = shipped_dir("restart", &server.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
+    let mut a = agent(&d);
+    for r in cycles(&mut a, 2) {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+    }
+    drop(a);
+    let mut a = agent(&d);
+    let r = cycles(&mut a, 1);
+    assert!(r[0].error.is_none(), "{r:?}");
+    drop(a);
+    let chats = server.chats();
+    let last = chats.last().unwrap().body_str();
+    assert!(last.contains("Write the tip about Use mulch."), "asked again after a restart: {last}");
+    let store = Store::open(&d.0).unwrap();
+    assert!(store.find(&normalize("doubt,soak_the_roots,tips,tomatoes").unwrap()).is_some());
+    assert!(store.find(&normalize("tips,tomatoes,use_mulch").unwrap()).is_some());
+    drop(store);
+    // A changed task: the old plan goes, the first ask is an outline, its units its own.
+    let memory = std::fs::read_to_string(d.0.join("memory.json")).unwrap();
+    let other = "Write practical tips for keeping bees, one tip per entry.";
+    d.write("memory.json", memory.replace(TIP_TASK, other));
+    let mut a = agent(&d);
+    let r = cycles(&mut a, 2);
+    assert_eq!(r[0].actions.as_slice().first().map(|a| a.kind), Some("working_memory_add"), "{r:?}");
+    drop(a);
+    let store = Store::open(&d.0).unwrap();
+    assert!(store.find(&normalize("tips,tomatoes,use_mulch").unwrap()).is_some(), "the old product stays");
+    let new = lkjagent::agent::product::task::Task::read(other).key.unwrap();
+    assert_ne!(new.as_str(), "tips,tomatoes");
+    let own = new.union(&normalize("doubt,soak_the_roots").unwrap()).unwrap();
+    assert!(store.find(&own).is_some(), "the new product's own: {own}");
 }
 
 /// Which of a run's requests after the probe carry a presence penalty, one `bool` a cycle.
@@ -614,103 +726,37 @@ fn penalized(task: &str, server: &Server, n: usize) -> Vec<bool> {
     chats[1..].iter().map(|s| s.body_str().contains(r#""presence_penalty":1,"#)).collect()
 }
 
-/// A names ask is sent with a presence penalty: a small model listing from nothing repeats
-/// itself ("Fennel" nine times in a list of ten) and runs through the letters of a name
-/// ("Fizzle, Fizzy, Fizzie"), and one that goes on from a list's first names, which its grammar
-/// lets name what is stored, names the stored ones again. A question is not: there the words of
-/// the prompt are the ones to use.
+/// An outline is sent with a presence penalty: a small model listing repeats itself and runs
+/// through the letters of a word. A unit is not: there the words of the prompt are the ones to
+/// use.
 #[test]
-fn a_list_is_asked_with_a_presence_penalty_and_a_question_is_not() {
-    let cooking = grammar_follower(
-        "Name five common cooking terms.",
-        "Common cooking terms:",
-        &["Roux\n2. Batter\n3. Gravy"],
-        "cooking,glossary",
-        cooking_sentence,
-    );
-    let task =
-        "Build a small glossary of cooking terms: save one term per entry to storage, with a one-sentence definition.";
-    // Names, their question, the question about the words their definitions share.
-    assert_eq!(penalized(task, &cooking, 3), [true, false, false]);
-    let animals = grammar_follower(
-        "Name five common African animals.",
-        "Common African animals:",
-        ANIMAL_LISTS,
-        "african,animals",
-        sentence_about,
-    );
-    let task = "Make a list of African animals: save one animal per entry to storage, with one sentence about it.";
-    // Names from nothing twice, the question about those both name, names going on from
-    // Okapi and Zebra (which may name them again: the penalty weighs against it).
-    assert_eq!(penalized(task, &animals, 4), [true, true, false, true]);
+fn an_outline_is_asked_with_a_presence_penalty_and_a_unit_is_not() {
+    let server = grammar_follower(TIP_LISTS);
+    assert_eq!(penalized(TIP_TASK, &server, 4), [true, false, false, true]);
 }
 
-/// Definitions of cooking terms that share the words a glossary asks about next.
-fn cooking_sentence(name: &str) -> &'static str {
-    match name {
-        "Roux" => "a paste made with flour and butter.",
-        "Batter" => "a liquid made with flour and milk.",
-        "Gravy" => "a sauce made with butter and milk.",
-        "Butter" => "a fat made by churning cream.",
-        "Milk" => "a white drink that cows give.",
-        "Flour" => "a powder of ground grain.",
-        _ => "a food made in a kitchen.",
-    }
-}
-
-/// With no plan left, a glossary asks about the words its definitions use most. That is a
-/// question like any other: the prompt shows the product and not the task (it was built as a
-/// names ask: the model copied the task's words as a definition, "Meal: A small glossary of
-/// cooking terms.", and the server evaluated the whole view again).
+/// A model that returns the same reply forever: the loop goes on, cycle after cycle, and
+/// nothing it says twice is stored twice.
 #[test]
-fn a_question_about_the_words_definitions_use_shows_the_product_not_the_task() {
-    let server = grammar_follower(
-        "Name five common cooking terms.",
-        "Common cooking terms:",
-        &["Roux\n2. Batter\n3. Gravy"],
-        "cooking,glossary",
-        cooking_sentence,
-    );
-    let d = shipped_dir("words-asked", &server.url("/v1/chat/completions"), "auto");
-    d.write(
-        "memory.json",
-        r#"{"state":"thinking","iteration":0,"working_memory":{"task":"Build a small glossary of cooking terms: save one term per entry to storage, with a one-sentence definition."}}"#,
-    );
+fn a_model_that_says_the_same_forever_does_not_stall_the_loop() {
+    let reply = "<agent>\n<action><type>storage_save</type><tags>tips,tomatoes</tags><value>Water regularly: Give the plants deep water twice a week.</value></action>\n</agent>";
+    let server = Server::start(move |_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        Do::Reply(json_ok(&chat_body(reply)))
+    });
+    let d = shipped_dir("same", &server.url("/v1/chat/completions"), "off");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
     let mut a = agent(&d);
-    let reports = cycles(&mut a, 3);
-    for r in &reports {
-        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
-    }
-    let saves: Vec<usize> = reports.iter().map(|r| r.actions.iter().filter(|a| a.ok).count()).collect();
-    assert_eq!(saves, [1, 3, 3], "names, their entries, then the three words the entries share");
-    // The probe, then a request a cycle.
-    let chats = server.chats();
-    // Each request's prompt, up to the constraint.
-    let prompts: Vec<&str> = chats[1..]
-        .iter()
-        .map(|s| {
-            let b = s.body_str();
-            &b[..b.find("\"grammar\"").unwrap_or(b.len())]
-        })
-        .collect();
-    assert_eq!(prompts.len(), 3);
-    // The names ask shows what the product is, the view's first line, and neither its names
-    // nor the task: up to that line its prompt is the questions', which a server's cache keeps.
-    let heading = "<product>\\nThe glossary of cooking terms:\\n";
-    assert!(prompts[0].contains(&format!("{heading}</product>\\nName five common cooking terms.")), "{}", prompts[0]);
-    assert!(!prompts[0].contains("<task>"), "{}", prompts[0]);
-    let shared = |a: &str, b: &str| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    let through_heading = prompts[1].find(heading).unwrap() + heading.len();
-    assert!(shared(prompts[0], prompts[1]) >= through_heading, "{}\n{}", prompts[0], prompts[1]);
-    for (i, p) in prompts[1..].iter().enumerate() {
-        assert!(p.contains("<product>") && !p.contains("<task>"), "question {}: {p}", i + 1);
-    }
-    assert!(
-        prompts[2].contains("<product>\\nThe glossary of cooking terms:\\nRoux\\nBatter\\nGravy\\n</product>"),
-        "{}",
-        prompts[2]
-    );
-    assert!(prompts[2].contains("What are Butter, Milk and Flour?"), "{}", prompts[2]);
+    let reports = cycles(&mut a, 12);
+    assert_eq!(reports.len(), 12);
+    let ok: usize = reports.iter().map(|r| r.actions.iter().filter(|a| a.ok).count()).sum();
+    assert_eq!(ok, 1, "saved once, refused after: {reports:?}");
+    assert!(reports.iter().all(|r| r.error.is_none()), "{reports:?}");
+    drop(a);
+    let store = Store::open(&d.0).unwrap();
+    assert_eq!(store.len(), 1);
 }
 
 #[test]
@@ -746,10 +792,50 @@ fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
         })
         .collect();
     // Cycle 1: the grammar is refused, sent again without it; cycle 2: the JSON Schema (one
-    // step down) is refused, sent again without it; from then on, no constraint.
-    assert_eq!(kinds, ["grammar", "plain", "schema", "plain", "plain", "plain"], "{kinds:?}");
+    // step down) is refused, in the json_schema form and then in the json_object one, and sent
+    // again without it; from then on, no constraint.
+    assert_eq!(kinds, ["grammar", "plain", "schema", "schema", "plain", "plain", "plain"], "{kinds:?}");
     assert_eq!(reports[0].constrain, "json_schema");
     assert_eq!(reports[3].constrain, "off");
+}
+
+/// A server that answers 500 to a schema as `response_format` `json_schema` (llama-cpp-python)
+/// but takes it as `json_object` with a `schema` gets it so, and the run stays constrained.
+#[test]
+fn a_server_that_takes_a_schema_only_as_json_object_gets_it_so() {
+    let server = Server::start(|_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        let b = seen.body_str();
+        if b.contains(r#""type":"json_schema""#) {
+            return Do::Reply(response("500 Internal Server Error", &["Content-Type: application/json"], "{}"));
+        }
+        Do::Reply(json_ok(&chat_body(FREE_REPLY)))
+    });
+    let d = shipped_dir("json-object", &server.url("/v1/chat/completions"), "json_schema");
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 3);
+    for r in &reports {
+        assert!(r.error.is_none(), "cycle {}: {:?}", r.cycle, r.error);
+        assert_eq!(r.constrain, "json_schema");
+    }
+    let forms: Vec<&str> = server
+        .chats()
+        .iter()
+        .map(|s| {
+            let b = s.body_str();
+            if b.contains(r#""type":"json_schema""#) {
+                "json_schema"
+            } else if b.contains(r#""response_format":{"type":"json_object","schema":{"#) {
+                "json_object"
+            } else {
+                "plain"
+            }
+        })
+        .collect();
+    // The 500 is retried once by the client (a 5xx may pass), then the json_object form.
+    assert_eq!(forms, ["json_schema", "json_schema", "json_object", "json_object", "json_object"], "{forms:?}");
 }
 
 #[test]
@@ -819,146 +905,203 @@ fn a_server_that_drops_the_connection_on_a_grammar_is_sent_none() {
 /// name in a plan is stored, and every save must be filed under a key that is not stored yet
 /// (and then succeed), carry the product's tags, and not be named by a word of the task. The store starts with entries under the product's tags whose names share prefixes
 /// (a trie with inner nodes that end names, and a name as long as a name may be).
+/// The product's asks, sampled from both the grammar and the schema, read back as the
+/// agent reads them: an outline is a numbered list of subjects after its prefix, which the
+/// product then plans from; a unit is a save of the asked head and its text, filed under the
+/// product's tags and one of its own; every save is new to the store.
 #[test]
-fn product_saves_sampled_from_the_grammar_never_name_a_stored_entry() {
-    use lkjagent::agent::product::Product;
+fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked() {
+    use lkjagent::agent::product::{Product, Verdict};
     let d = shipped_dir("novelty", "http://127.0.0.1:9/v1/chat/completions", "auto");
     let cfg = config::load(&d.0).unwrap();
     let shape = cfg.prompts.shape("evaluating");
     assert!(shape.actions.contains(ActionKind::StorageSave), "the shipped evaluating state saves");
     let mut reader = Reader::new();
-    let (mut saves, mut several) = (0, 0);
-    for seed in 0..24u64 {
+    let (mut outlines, mut units) = (0, 0);
+    for seed in 0..16u64 {
         let mut live = Live::new(seed);
         let mut r = rng(seed ^ 0x5EED);
-        // Names a sampler hits often: one and two letters, prefixes of each other.
-        let names = [
-            "a",
-            "ab",
-            "abc",
-            "b",
-            "ba",
-            "c",
-            "cooking_x",
-            "z9",
-            "sear",
-            "languagerefinery35214f98",
-            "languagerefinery35214f9",
-        ];
-        for name in names {
-            if !r().is_multiple_of(3) {
-                live.store.put(&normalize(&format!("cooking,glossary,{name}")).unwrap(), "x: y", 1).unwrap();
-            }
-        }
         let mut product = Product::new();
         let mut c = Constrainer::new(&cfg.llm, seed);
-        for step in 0..60 {
+        for step in 0..40 {
+            let mode = if step % 2 == 0 { Mode::Grammar } else { Mode::JsonSchema };
             product.refresh(&live.working, Some(&live.store));
+            let mut view = FixedBuf::with_capacity("view", 8192);
+            product.render("Build a glossary of cooking terms.", &mut live.store, &mut view, 4096).unwrap();
             assert_eq!(product.key().map(|k| k.as_str()), Some("cooking,glossary"));
-            for mode in [Mode::Grammar, Mode::JsonSchema] {
-                c.prepare(
-                    Some(mode),
-                    shape,
-                    &cfg.agent.states,
-                    1,
-                    &live.working,
-                    Some(&live.store),
-                    &PINNED_KEYS,
-                    &cfg.agent.log_prefixes(),
-                    Some(&product),
-                )
-                .unwrap();
-                let text = c.text().to_string();
-                let reply = if mode == Mode::Grammar {
-                    let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-                    assert!(g.max_repetition_product() < 2000);
-                    g.sample(&mut r)
-                } else {
-                    let mut doc = Document::with_capacity(4096, 1 << 16);
-                    doc.parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-                    let mut out = String::new();
-                    sample_schema(doc.root(), &mut r, &mut Writer::compact(&mut out));
-                    out
-                };
-                let it = reader.read(reply.as_bytes(), 1);
-                assert!(!it.has_errors(), "seed {seed} step {step}: {:?}\n{reply}", it.problems());
-                let mut done = String::new();
-                for a in it.actions() {
-                    let value = a.value.unwrap_or("");
-                    if a.kind == ActionKind::WorkingMemoryAdd {
-                        // Names for the plan: none of them is stored, or a word of the task.
-                        assert_eq!((mode, a.tags), (Mode::Grammar, "plan"), "{reply}");
-                        // A heading, then a numbered list, one name a line, the view's names first.
-                        let list = value.strip_prefix("Common cooking terms:\n").unwrap_or_else(|| panic!("{reply}"));
-                        let mut names = Vec::new();
-                        for (i, line) in list.lines().enumerate() {
-                            let name = line.strip_prefix(&format!("{}. ", i + 1)).unwrap_or_else(|| panic!("{reply}"));
-                            names.push(name);
-                        }
-                        assert!(names.len() >= 2, "{reply}");
-                        let ProductAsk::Names { first, .. } = product.ask() else { panic!("{reply}") };
-                        // Names of one word: a made-up second word set the pattern of a list.
-                        assert!(names.iter().skip(first as usize - 1).all(|n| !n.contains(' ')), "{reply}");
-                        for name in names.into_iter().skip(first as usize - 1) {
-                            let tag: String = name.to_ascii_lowercase().replace([' ', '-'], "_");
-                            let key = normalize(&format!("cooking,glossary,{tag}")).unwrap();
-                            assert!(
-                                live.store.find(&key).is_none(),
-                                "seed {seed} step {step}: {name} is stored\n{reply}"
-                            );
-                            assert!(!["terms", "term", "cooking", "glossary"].contains(&tag.as_str()), "{reply}");
-                        }
-                        let r = actions::apply(&a, &mut live.working, &mut live.store, &mut live.scratch, 2).unwrap();
-                        assert!(r.ok, "{}", r.message.as_str());
-                        continue;
+            c.prepare(
+                Some(mode),
+                shape,
+                &cfg.agent.states,
+                1,
+                &live.working,
+                Some(&live.store),
+                &PINNED_KEYS,
+                &cfg.agent.log_prefixes(),
+                Some(&product),
+            )
+            .unwrap();
+            let text = c.text().to_string();
+            let reply = if mode == Mode::Grammar {
+                let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                assert!(g.max_repetition_product() < 2000);
+                g.sample(&mut r)
+            } else {
+                let mut doc = Document::with_capacity(4096, 1 << 16);
+                doc.parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+                let mut out = String::new();
+                sample_schema(doc.root(), &mut r, &mut Writer::compact(&mut out));
+                out
+            };
+            let it = reader.read(reply.as_bytes(), 1);
+            assert!(!it.has_errors(), "seed {seed} step {step}: {:?}\n{reply}", it.problems());
+            let actions: Vec<_> = it.actions().collect();
+            assert_eq!(actions.len(), 1, "{reply}");
+            let a = actions[0];
+            let value = a.value.unwrap_or("");
+            match product.ask() {
+                ProductAsk::Outline { key, prefix, first, .. } => {
+                    assert_eq!((a.kind, a.tags), (ActionKind::WorkingMemoryAdd, key), "{reply}");
+                    let list = value.strip_prefix(prefix).unwrap_or_else(|| panic!("{prefix:?}: {reply}"));
+                    let items: Vec<&str> = list.trim_end_matches('\n').split('\n').collect();
+                    assert!(items.len() >= 2, "{reply}");
+                    for (i, item) in items.iter().enumerate().skip(1) {
+                        assert!(item.starts_with(&format!("{}. ", first as usize + i)), "{reply}");
                     }
+                    assert!(!list.contains(':') && !list.contains(','), "{reply}");
+                    let r = actions::apply(&a, &mut live.working, &mut live.store, &mut live.scratch, 2).unwrap();
+                    assert!(r.ok, "{}", r.message.as_str());
+                    outlines += 1;
+                }
+                ProductAsk::Unit { head, .. } => {
                     assert_eq!(a.kind, ActionKind::StorageSave, "{reply}");
-                    assert_eq!(normalize(a.tags).unwrap().as_str(), "cooking,glossary", "{reply}");
-                    if mode == Mode::JsonSchema {
-                        // The schema has no exclusions: a taken name is refused when filed or saved.
-                        let _ = product.file(&normalize(a.tags).unwrap(), value);
-                        continue;
-                    }
-                    // The entries of the names asked about, one a line, each filed on its own
-                    // (as the agent does).
-                    let ProductAsk::Define(names) = product.ask() else { panic!("{reply}") };
-                    done = names.to_string();
-                    several += usize::from(done.contains('\n'));
-                    assert_eq!(product.answers_several(&normalize(a.tags).unwrap()), done.contains('\n'));
-                    assert_eq!(value.lines().count(), done.lines().count(), "{reply}");
-                    for (line, name) in value.lines().zip(done.lines()) {
-                        assert!(line.starts_with(&format!("{name}: ")), "{reply}");
-                        let filed = product.file(&normalize(a.tags).unwrap(), line);
-                        let key = filed.unwrap_or_else(|why| panic!("{why}: {reply}")).expect("a product save");
-                        assert!(live.store.find(&key).is_none(), "seed {seed} step {step}: {key} is stored\n{reply}");
-                        assert!(key.has_tag("cooking") && key.has_tag("glossary") && key.tag_count() == 3, "{key}");
-                        // The grammar leaves no name the product refuses; a random text may still
-                        // be refused for what it says (only the name's or the task's words).
-                        let why = product.repeats(&key, line).unwrap_or("");
-                        assert!(!why.starts_with("its name"), "{key}: {line}: {why}");
-                        let filed_action = lkjagent::reply::Action { tags: key.as_str(), value: Some(line), ..a };
-                        let r = actions::apply(&filed_action, &mut live.working, &mut live.store, &mut live.scratch, 2)
-                            .unwrap();
+                    let pkey = normalize(a.tags).unwrap();
+                    assert_eq!(pkey.as_str(), "cooking,glossary", "{reply}");
+                    assert!(value.starts_with(&format!("{head}: ")), "{head}: {reply}");
+                    let key = product.file(&pkey, value).unwrap_or_else(|why| panic!("{why}: {reply}")).unwrap();
+                    assert!(key.has_tag("cooking") && key.has_tag("glossary") && key.tag_count() == 3, "{key}");
+                    assert!(live.store.find(&key).is_none(), "seed {seed} step {step}: {key} is stored\n{reply}");
+                    if product.judge(&key, value) == Verdict::New {
+                        let filed = lkjagent::reply::Action { tags: key.as_str(), ..a };
+                        let r =
+                            actions::apply(&filed, &mut live.working, &mut live.store, &mut live.scratch, 2).unwrap();
                         assert!(r.ok, "{}: {}", key, r.message.as_str());
-                        product.saved(line);
-                        saves += 1;
+                        product.saved(value);
+                        units += 1;
                     }
                 }
-                for name in done.lines() {
-                    product.asked(name);
-                }
-                if mode == Mode::Grammar {
-                    let mut scratch = FixedBuf::with_capacity("plan", 4096);
-                    product.settle_plan(&mut live.working, &done, &mut scratch, 2).unwrap();
-                }
-                product.refresh(&live.working, Some(&live.store));
+                ProductAsk::Entry => panic!("a state that saves is asked for an outline or a unit"),
             }
+            let mut scratch = FixedBuf::with_capacity("plan", 4096);
+            product.settle(&mut live.working, &mut scratch, 2).unwrap();
         }
     }
-    // Random names are mostly not name-shaped (the plan drops them and asks again): some saves
-    // happen all the same, every one of them new.
-    assert!(saves >= 50, "replies sampled from the grammar save: {saves}");
-    assert!(several >= 10, "replies that define several names: {several}");
+    assert!(outlines >= 20, "outlines sampled: {outlines}");
+    assert!(units >= 20, "units sampled and saved: {units}");
+}
+
+/// An outline's subjects: a few words each, not a number first, no `:` or `,`, two to ten of
+/// them numbered in order after the prefix.
+#[test]
+fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
+    let ask = ProductAsk::Outline { key: "plan", prefix: "Tips:\n1. Water regularly\n2. ", first: 2, latin: true };
+    let (g, text) = product_grammar(&[], ask);
+    let list = |items: &[&str]| {
+        let mut v = String::from("Tips:\n1. Water regularly\n");
+        for (i, item) in items.iter().enumerate() {
+            v.push_str(&format!("{}. {item}\n", i + 2));
+        }
+        format!(
+            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{v}</value></action>\n</agent>"
+        )
+    };
+    for ok in [
+        &["Use mulch", "Prune the suckers"][..],
+        &["ls", "cd"],
+        &["Black hole", "Red giant star", "Don't overwater"],
+        &["Trip to Nara", "Kyoto"],
+        &["Use a cage", "Kyoto"],
+    ] {
+        assert!(g.matches(&list(ok)), "{ok:?}\n{text}");
+    }
+    for no in [
+        &["Use mulch"][..],
+        &["20 days of rain", "Use mulch"],
+        &["Use mulch: always", "Prune"],
+        &["Use mulch, compost", "Prune"],
+        &["will'tdrytomatmfc", "Prune"],
+        &["One two three four", "Prune"],
+        &["Day 3 in Nara", "Prune"],
+    ] {
+        assert!(!g.matches(&list(no)), "{no:?}\n{text}");
+    }
+    let many: Vec<String> = (0..9).map(|i| format!("Tip{}", (b'a' + i as u8) as char)).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert!(g.matches(&list(&many)), "nine new subjects");
+    let ten: Vec<&str> = many.iter().copied().chain(["Tipz"]).collect();
+    assert!(g.matches(&list(&ten)), "ten new subjects");
+    let eleven: Vec<&str> = ten.iter().copied().chain(["Tipy"]).collect();
+    assert!(!g.matches(&list(&eleven)), "eleven new subjects");
+}
+
+/// A unit's text: one to three sentences of words, each of three words at least; words end
+/// after `'` as Latin-script languages end them; a task in another script writes its own.
+#[test]
+fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
+    let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "Day 3 – Kyoto", latin: true });
+    let reply = |t: &str| {
+        format!(
+            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Day 3 – Kyoto: {t}</value></action>\n</agent>"
+        )
+    };
+    let max = lkjagent::limits::GRAMMAR_ENTRY_MAX_WORDS as usize;
+    let words = |n: usize| {
+        let mut s = String::from("Visit");
+        for _ in 1..n {
+            s.push_str(" temples");
+        }
+        s + "."
+    };
+    for ok in [
+        "Visit the old temples of the city.",
+        "Visit the temples. Walk through the bamboo forest! Eat at a market.",
+        "A cook's thickener, made in a pan.",
+        "Prenez l'eau du puits et buvez.",
+        "Die Größe des Schwarzen Lochs ist enorm.",
+        &words(3),
+        &words(max),
+    ] {
+        assert!(g.matches(&reply(ok)), "{ok}\n{text}");
+    }
+    for no in [
+        "Visit it.",
+        "Visit the temples",
+        "10 temples to visit.",
+        &words(max + 1),
+        "One two three. Four five six. Seven eight nine. Ten eleven twelve.",
+        "a chef who'sbroughtinhimmck there.",
+        "Visit the temples.\nWalk.",
+    ] {
+        assert!(!g.matches(&reply(no)), "{no}\n{text}");
+    }
+    let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "ブラックホール", latin: false });
+    let ok = "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>ブラックホール: 重力が非常に強い天体です。</value></action>\n</agent>";
+    assert!(g.matches(ok), "{text}");
+}
+
+/// The grammar of a product ask (`ask`) in a cooking glossary whose taken names are `taken`.
+fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
+    let states = vec!["evaluating".to_string()];
+    let shape =
+        Shape { next_state: false, next_mask: 0, log: None, actions: ActionSet::NONE.with(ActionKind::StorageSave) };
+    let lang = grammar::Language {
+        product: Some(grammar::ProductSave { tags: "cooking,glossary", taken, ask }),
+        ..plain_language(&states, shape)
+    };
+    let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
+    grammar::gbnf::write(&lang, &mut buf).unwrap();
+    let text = buf.as_str().unwrap().to_string();
+    (Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
 }
 
 /// The product grammar's name rule, read by the independent GBNF reader: no taken name (of any
@@ -1060,128 +1203,6 @@ fn the_product_name_rule_excludes_exactly_the_taken_names() {
     assert!(!g.matches(&reply("1st")));
     assert!(!g.matches(&reply("Sear").replace("Sear: to brown it.", "to brown it")));
     assert!(!g.matches(&reply("Sear").replace("cooking,glossary", "cooking,glossary,sear")));
-
-    // Asked for names, the model lists names of one word: the same taken names are excluded,
-    // and a second word is not written.
-    let (g, text) =
-        product_grammar(&taken, ProductAsk::Names { key: "plan", prefix: "Common cooking terms:\n1. ", first: 1 });
-    let list = |a: &str, b: &str| {
-        format!(
-            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>Common cooking terms:\n1. {a}\n2. {b}\n</value></action>\n</agent>"
-        )
-    };
-    for (a, b) in [("Sear", "Theory"), ("Abcd", "Mise"), ("Seal", "TCP"), ("Lio", "Sea")] {
-        assert!(g.matches(&list(a, b)), "{a}, {b} cannot be listed\n{text}");
-    }
-    for (a, b) in
-        [("Sea bass", "Sear"), ("Sear", "Cape buffalo"), ("Lion", "Sear"), ("Sear", "Braise"), ("Sear", "Thyme")]
-    {
-        assert!(!g.matches(&list(a, b)), "{a}, {b} can be listed\n{text}");
-    }
-    // A word a small model shouts is listed whole, with names taken or none: cut at four
-    // capitals, it was stored as a made-up acronym ("CHOL", "DINN", "FLAV": 9 entries of a
-    // cooking run); the plan keeps no capitals of more than four.
-    let (none, none_text) =
-        product_grammar(&[], ProductAsk::Names { key: "plan", prefix: "Common cooking terms:\n1. ", first: 1 });
-    for (g, text) in [(&g, &text), (&none, &none_text)] {
-        assert!(g.matches(&list("Sear", "CHOLESTEROL")), "a shouted word is cut\n{text}");
-        assert!(g.matches(&list("TCP", "HTTP")), "acronyms\n{text}");
-    }
-    // Two names to ten, numbered in order: one list serves three questions of three names.
-    let numbered = |n: usize| {
-        let names: Vec<String> = (1..=n).map(|i| format!("{i}. Name{}", (b'a' + i as u8) as char)).collect();
-        list("", "").replace("1. \n2. \n", &format!("{}\n", names.join("\n")))
-    };
-    for n in 2..=10 {
-        assert!(g.matches(&numbered(n)), "{n} names cannot be listed\n{}", numbered(n));
-    }
-    assert!(!g.matches(&numbered(1)) && !g.matches(&numbered(11)));
-    assert!(!g.matches(&numbered(3).replace("3. ", "4. ")), "a number skipped");
-}
-
-#[test]
-fn a_definition_ends_a_word_after_an_apostrophe_as_english_does() {
-    let (g, text) = product_grammar(&["cooking*"], ProductAsk::Define("Roux"));
-    let reply = definition_reply;
-    for ok in [
-        "a sauce base of flour and fat.",
-        "a cook's thickener, made in a pan.",
-        "a thickener that's cooked, and they're fond of it.",
-        "a base you'll need, and we'd use it, it isn't hard.",
-        "a flour-based paste of butter.",
-    ] {
-        assert!(g.matches(&reply(ok)), "{ok}\n{text}");
-    }
-    // What a drifting small model wrote after an apostrophe (SmolLM2-135M): the rest of the
-    // sentence run into one word.
-    for drift in ["a cat that'sntensed.", "a chef who'sbroughtinhimmck.", "a big animal with a long neck that'sraeli."]
-    {
-        assert!(!g.matches(&reply(drift)), "{drift}\n{text}");
-    }
-}
-
-/// Asked about several names, the reply is their entries in the order asked, one a line, each
-/// a name the agent wrote and a sentence the model did.
-#[test]
-fn a_definition_ask_of_several_names_writes_an_entry_for_each_in_turn() {
-    let (g, text) = product_grammar(&["cooking*"], ProductAsk::Define("Roux\nSear\nMise en place"));
-    let reply = |value: &str| {
-        format!(
-            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>{value}</value></action>\n</agent>"
-        )
-    };
-    let ok = "Roux: a paste of flour and fat.\nSear: a way to brown meat.\nMise en place: a set of ready things.";
-    assert!(g.matches(&reply(ok)), "{text}");
-    for no in [
-        "Roux: a paste of flour and fat.",
-        "Roux: a paste of flour and fat.\nSear: a way to brown meat.",
-        "Sear: a way to brown meat.\nRoux: a paste of flour and fat.\nMise en place: a set of ready things.",
-        "Roux: a paste of flour and fat.\nSear: a way to brown meat.\nMise en place: a set of ready things.\n",
-        "Roux: a paste of flour and fat. Sear: a way to brown meat.\nMise en place: a set of ready things.",
-    ] {
-        assert!(!g.matches(&reply(no)), "{no}\n{text}");
-    }
-}
-
-/// The grammar of a product ask (`ask`) in a cooking glossary whose taken names are `taken`.
-fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
-    let states = vec!["evaluating".to_string()];
-    let shape =
-        Shape { next_state: false, next_mask: 0, log: None, actions: ActionSet::NONE.with(ActionKind::StorageSave) };
-    let lang = grammar::Language {
-        product: Some(grammar::ProductSave { tags: "cooking,glossary", taken, ask }),
-        ..plain_language(&states, shape)
-    };
-    let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
-    grammar::gbnf::write(&lang, &mut buf).unwrap();
-    let text = buf.as_str().unwrap().to_string();
-    (Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
-}
-
-#[test]
-fn a_definition_is_one_sentence_of_any_clauses_within_its_words() {
-    let (g, text) = product_grammar(&["cooking*"], ProductAsk::Define("Roux"));
-    let reply = definition_reply;
-    let max = lkjagent::limits::GRAMMAR_ENTRY_MAX_WORDS as usize;
-    let words = |n: usize| {
-        let mut s = String::from("a");
-        for _ in 1..n {
-            s.push_str(" paste");
-        }
-        s + "."
-    };
-    // A first clause as long as a definition's sentence is: with a clause cut at 8 words, 774 of
-    // 1,168 definitions in model checks ended at the cut, most of them mid-phrase ("A large and
-    // powerful primate that is found.") or with the next words run together ("ground beef
-    // andcheese").
-    let long = "a thick paste of flour and butter that is cooked slowly in a pan and used to make sauces and soups.";
-    for ok in [long, "a base of flour, butter and milk, for sauces, soups and stews.", &words(3), &words(max)] {
-        assert!(g.matches(&reply(ok)), "{ok}\n{text}");
-    }
-    let commas = "a base, of flour, butter, and milk, for sauces.";
-    for no in ["a paste.", "a paste", &words(max + 1), commas] {
-        assert!(!g.matches(&reply(no)), "{no}\n{text}");
-    }
 }
 
 /// A grammar language of `states` and `shape` with no keys, no pins and no product.
@@ -1199,11 +1220,4 @@ fn plain_language(states: &[String], shape: Shape) -> grammar::Language<'_> {
         in_working: &grammar::NoKeys,
         product: None,
     }
-}
-
-/// The reply that saves `sentence` as the definition of "Roux" in a cooking glossary.
-fn definition_reply(sentence: &str) -> String {
-    format!(
-        "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Roux: {sentence}</value></action>\n</agent>"
-    )
 }

@@ -6,6 +6,8 @@ person reading the product would, and gets a verdict: kept, or junk with the rea
 
 Rules across all shapes, in this order:
 - a copy of the task's own text (or of any prompt text of config.json), or contained in it: junk;
+- a head ("head: text") with a word of 12+ letters that no list of the task knows (a made-up or
+  run-together word: "gardenwithyourself", "satsumabiranghw"): junk;
 - a text about the task rather than its subject ("this tip", "the next entry", "the task"): junk;
 - an entry whose text is mostly not in the task's language: junk. English: for a text of 5 or
   more words, at least one English function word (the, a, is, of, to, your, ...) and no more
@@ -302,7 +304,7 @@ departure fly flight train shinkansen bus ferry check hotel ryokan onsen temple 
 shrines castle castles museum museums garden gardens park parks market markets district
 neighborhood neighbourhood street streets palace tower festival tea ceremony sushi ramen
 sake food cuisine lunch dinner breakfast restaurant izakaya karaoke kimono geisha anime
-manga views view beach beaches island islands lake lakes mountain mountains forest day trip
+manga beach beaches island islands lake lakes mountain mountains forest hot spring
 """)
 
 # --- Held-out tasks' lists (the lead does not tune on these) -------------------------------------
@@ -360,7 +362,7 @@ church churches cathedral basilica piazza gelato pasta pizza wine vineyard viney
 ruins fountain gallery galleries villa coast""")
 
 # --- Advice verbs and phrases (tips) -----------------------------------------------------------
-ADVICE_VERBS = set("""add adjust allow apply avoid buy check choose clean consider cover cut
+ADVICE_VERBS = set("""add adjust build allow apply avoid buy check choose clean consider cover cut
 decide dig do don't drain ensure feed fertilize fertilise fill find give grow harvest help keep
 know label learn leave let limit look loosen make mix monitor move mulch offer pick pinch place
 plan plant position pot protect provide prune put read reduce remember remove replace rinse
@@ -570,6 +572,11 @@ def judge(entries, task, prompt_texts=()):
                     break
             if verdict is None and shape in ("glossary", "list") and name and norm(name) in seen_names:
                 verdict = (False, "same name as an earlier entry")
+        if verdict is None and name:
+            known = set().union(*(v for v in data.values() if isinstance(v, set)))
+            glued = [w for w in words(name) if len(w) >= 12 and w not in known]
+            if glued:
+                verdict = (False, f"its head has a run-together or made-up word '{glued[0][:30]}'")
         if verdict is None and META.search(body if name and shape in ("glossary", "list") else LABEL.sub("", value)):
             verdict = (False, "talks about the task, not its subject")
         if verdict is None:

@@ -81,6 +81,14 @@ impl ActionResult {
         r.done(false, format_args!("refused: not an entry: {}", why))
     }
 
+    /// Says that a save was kept apart as doubtful (see `agent::product`), and why.
+    pub fn kept_apart(&mut self, why: &str) {
+        self.message.clear();
+        if self.message.format(format_args!("kept apart as doubtful: {}", why)).is_err() {
+            self.message.clip_with_marker("...");
+        }
+    }
+
     fn done(mut self, ok: bool, args: core::fmt::Arguments<'_>) -> ActionResult {
         self.ok = ok;
         self.message.clear();

@@ -116,6 +116,9 @@ pub struct Constrainer {
     last_seed: Option<u64>,
     /// See [`UNAVAILABLE_STEP_DOWN`].
     unavailable_in_a_row: u32,
+    /// Whether the schema goes in the older `json_object` form: the endpoint refused the
+    /// `json_schema` one and took this ([`Constraint::JsonObject`]).
+    schema_as_object: bool,
     /// The presence penalty of this cycle's constrained request: the product's
     /// [`LIST_PRESENCE_PENALTY`] for a names ask that gives no names to go on from.
     presence_penalty: Option<f64>,
@@ -143,6 +146,7 @@ impl Constrainer {
             last_seed: None,
             unavailable_in_a_row: 0,
             presence_penalty: None,
+            schema_as_object: false,
             thinks: settings.thinks,
             max_tokens: u64::from(settings.max_tokens.unwrap_or(4096)),
         }
@@ -244,14 +248,14 @@ impl Constrainer {
         let mut taken: ArrayVec<&str, PRODUCT_TAKEN_MAX> = ArrayVec::new();
         let product = product.and_then(|p| Some((p, p.key()?)));
         if let Some((p, _)) = product {
-            for name in p.closed() {
+            for name in p.taken() {
                 let _ = taken.push(name);
             }
         }
         // A list repeats itself unless what it wrote already weighs against it: one from nothing
         // its own names, one that goes on from the first names the stored ones it may name.
-        if let Some((p, _)) = product.filter(|_| mode == Mode::Grammar) {
-            if matches!(p.ask(), ProductAsk::Names { .. }) {
+        if let Some((p, _)) = product {
+            if matches!(p.ask(), ProductAsk::Outline { .. }) {
                 self.presence_penalty = Some(LIST_PRESENCE_PENALTY);
             }
         }
@@ -266,13 +270,9 @@ impl Constrainer {
             managed,
             recent: recent.as_slice(),
             in_working: &WorkingKeys(working),
-            // The asks that leave the model only what it is asked are grammar-only: a schema
-            // cannot hold a literal name or a plan's prefix as tightly.
-            product: product.map(|(p, key)| ProductSave {
-                tags: key.as_str(),
-                taken: taken.as_slice(),
-                ask: if mode == Mode::Grammar { p.ask() } else { ProductAsk::Entry },
-            }),
+            // The same asks in a grammar and a schema: the schema holds the fixed start of the
+            // value as its pattern's literal start.
+            product: product.map(|(p, key)| ProductSave { tags: key.as_str(), taken: taken.as_slice(), ask: p.ask() }),
         };
         match mode {
             Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text)?,
@@ -370,9 +370,10 @@ impl Constrainer {
     ) -> Result<Completion<'c>> {
         let seed = self.seed(cycle, 0);
         self.last_seed = Some(seed);
-        let text = self.text();
+        let text = crate::bytes::utf8_prefix(self.text.as_slice());
         let constraint = match self.active {
             Mode::Grammar if !text.is_empty() => Some(Constraint::Grammar(text)),
+            Mode::JsonSchema if !text.is_empty() && self.schema_as_object => Some(Constraint::JsonObject(text)),
             Mode::JsonSchema if !text.is_empty() => Some(Constraint::JsonSchema(text)),
             _ => None,
         };
@@ -394,6 +395,21 @@ impl Constrainer {
         let from = self.active;
         let seed = self.seed(cycle, 1);
         self.last_seed = Some(seed);
+        // A schema refused in the `json_schema` form is tried once in the `json_object` one
+        // before none: a server that takes a schema so keeps its replies constrained.
+        if from == Mode::JsonSchema && !self.schema_as_object {
+            let object = llm::Prompt { constraint: Some(Constraint::JsonObject(text)), seed: Some(seed), ..prompt };
+            if client.complete(&object, progress, should_stop).is_ok() {
+                self.schema_as_object = true;
+                self.unavailable_in_a_row = 0;
+                eprintln!(
+                    "lkjagent: constrained decoding: the endpoint refused the JSON Schema as response_format json_schema ({}: {}) and took it as json_object with a schema; the run goes on so",
+                    e.code(),
+                    e.message()
+                );
+                return Ok(client.last_completion());
+            }
+        }
         let retry = llm::Prompt { constraint: None, seed: Some(seed), ..llm::Prompt::new(system, user) };
         match client.complete(&retry, progress, should_stop) {
             Ok(_) if e.code() == Code::LlmUnavailable && self.unavailable_in_a_row + 1 < UNAVAILABLE_STEP_DOWN => {

@@ -70,12 +70,19 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
     };
     let mut c = Constrainer::new(&cfg.llm, 0);
     let mut product = Product::new();
+    if let Some(saved) = memory.agent.get(crate::agent::product::STATE_META_KEY) {
+        product.restore(saved);
+    }
     product.refresh(&memory.working, store.as_deref());
-    // The view is rendered (and thrown away) for what the ask takes from it: the names a plan
-    // continues from.
+    // The view is rendered (and thrown away) for what the ask takes from it: the subjects an
+    // outline continues from.
     if let Some(s) = store.as_deref_mut() {
+        let task = crate::memory::key::normalize(crate::agent::product::TASK_KEY)
+            .ok()
+            .and_then(|k| memory.working.get(&k))
+            .unwrap_or("");
         let mut view = crate::fixed::FixedBuf::with_capacity("product view", crate::limits::PROMPT_MAX_BYTES);
-        product.render(s, &mut view, crate::limits::PRODUCT_VIEW_MAX_BYTES)?;
+        product.render(task, s, &mut view, crate::limits::PRODUCT_VIEW_MAX_BYTES)?;
     }
     c.prepare(
         Some(mode),

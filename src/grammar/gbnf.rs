@@ -26,7 +26,8 @@ use super::{Language, ProductAsk, ProductSave};
 use crate::error::Result;
 use crate::fixed::{ArrayVec, FixedBuf};
 use crate::limits::{
-    GRAMMAR_ENTRY_MAX_CLAUSES, GRAMMAR_ENTRY_MAX_WORDS, GRAMMAR_NAME_MAX_CHARS, GRAMMAR_PLAN_MAX_NAMES,
+    GRAMMAR_ENTRY_MAX_CLAUSES, GRAMMAR_ENTRY_MAX_WORDS, GRAMMAR_NAME_MAX_CHARS, GRAMMAR_OUTLINE_ITEM_MAX_CHARS,
+    GRAMMAR_OUTLINE_ITEM_MAX_WORDS, GRAMMAR_PLAN_MAX_NAMES, GRAMMAR_UNIT_MAX_SENTENCES, GRAMMAR_UNIT_SCRIPT_MAX_CHARS,
     PRODUCT_TAKEN_MAX,
 };
 use crate::reply::ActionKind;
@@ -139,55 +140,41 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
 }
 
 /// The one action of a product ask: all of it literal but what the model is asked for, a
-/// definition of one sentence of words, or two to [`GRAMMAR_PLAN_MAX_NAMES`] names that no
-/// taken name is.
+/// unit's text after its head, or two to [`GRAMMAR_PLAN_MAX_NAMES`] subjects of an outline.
 fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     out.push_str("actions ::= \"<action><type>")?;
     match p.ask {
-        ProductAsk::Define(names) => {
+        ProductAsk::Unit { head, latin } => {
             out.push_str("storage_save</type><tags>\" ")?;
             literal(out, p.tags)?;
             out.push_str(" \"</tags><value>\" ")?;
-            // Each name the agent asks about, in turn, with its sentence, one a line.
-            for (i, name) in names.lines().enumerate() {
-                if i > 0 {
-                    out.push_str(" \"\\n\" ")?;
-                }
-                literal(out, name)?;
-                out.push_str(" \": \" sentence")?;
+            literal(out, head)?;
+            out.push_str(" \": \" text \"</value></action>\\n\"\n")?;
+            if !latin {
+                // A script without spaces between words: characters, bounded, no markup, not
+                // starting with a digit or a Latin letter (a drifting model's way out).
+                return out.format(format_args!(
+                    "text ::= [^<&\\n\\r 0-9A-Za-z] [^<&\\n\\r]{{3,{}}}\n",
+                    GRAMMAR_UNIT_SCRIPT_MAX_CHARS * GRAMMAR_UNIT_MAX_SENTENCES
+                ));
             }
-            out.push_str(" \"</value></action>\\n\"\n")?;
-            // One sentence of words, at least three and at most [`GRAMMAR_ENTRY_MAX_WORDS`], up
-            // to its full stop, with at most [`GRAMMAR_ENTRY_MAX_CLAUSES`]` - 1` commas. Words,
-            // not characters: a small model that drifts writes runs of letters
-            // ("mjNZYnLKyMJAiRt"), signs and long comma lists, which this leaves no room for
-            // (measured with SmolLM2-135M).
-            //
-            // It starts with an article, as a definition does ("a", "an"). After `Roux:` a small
-            // model writes " a" (one token) or a lone " " about as often; after the lone space
-            // its next tokens are numbers and `</` ("Roux: 10</value>"), which the grammar
-            // refuses, and what it may write then is the runs of letters above. With the article
-            // required, whatever the space's token, the next is the article: SmolLM2-135M wrote
-            // runs of letters in 13 of 36 definitions ("Flour: iawkjyzlspbjmjxpqvhjt"), with an
-            // article in 0 of 40. Not "the": the 10 of those 40 that started with it were
-            // superlatives, none true ("Gorilla: the largest land animal in the world.", 3
-            // times), and in a model check they were most of the definitions refused as repeats.
-            //
-            // The words are counted as a chain, `more-<words left>-<commas left>`, not as
-            // clauses of a fixed length each: a clause cut at 8 words was where 774 of 1,168
-            // definitions in model checks ended, mid-phrase ("A large and powerful primate that
-            // is found.") or with the words that did not fit run into one ("ground beef
-            // andcheese"). After a word the next character is `.`, ` ` or `,`: one parse.
+            // One to GRAMMAR_UNIT_MAX_SENTENCES sentences, each of words counted as a chain,
+            // `more-<words left>-<commas left>`, not as clauses of a fixed length (a clause cut
+            // at a fixed length ended most texts mid-phrase); at least three words each.
+            out.push_str("text ::= sentence")?;
+            for _ in 1..GRAMMAR_UNIT_MAX_SENTENCES {
+                out.push_str(" (\" \" sentence")?;
+            }
+            for _ in 1..GRAMMAR_UNIT_MAX_SENTENCES {
+                out.push_str(")?")?;
+            }
+            out.push_str("\n")?;
             let commas = GRAMMAR_ENTRY_MAX_CLAUSES.saturating_sub(1);
             let left = GRAMMAR_ENTRY_MAX_WORDS.saturating_sub(3);
-            out.format(format_args!(
-                "sentence ::= article \" \" word \" \" word more-{}-{}\n\
-                 article ::= \"a\" | \"an\" | \"A\" | \"An\"\n",
-                left, commas
-            ))?;
+            out.format(format_args!("sentence ::= lead \" \" word \" \" word more-{}-{}\n", left, commas))?;
             for w in 0..=left {
                 for c in 0..=commas {
-                    out.format(format_args!("more-{}-{} ::= \".\"", w, c))?;
+                    out.format(format_args!("more-{}-{} ::= end", w, c))?;
                     if w > 0 {
                         out.format(format_args!(" | \" \" word more-{}-{}", w - 1, c))?;
                         if c > 0 {
@@ -197,41 +184,21 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                     out.push_str("\n")?;
                 }
             }
-            // A word: an optional capital, then letters where vowels come at least every 4
-            // consonants (up to 5 vowel groups), and one `-` part ("flour-based") or one
-            // English ending after `'` ("lion's", "that's", "they're"; after any `'` part a
-            // drifting small model ran the rest of the sentence into one word: "that'sntensed",
-            // "who'sbroughtinhimmck", 3 of 80 definitions in a model check); "A" (not "I": a
-            // definition is not about its writer); a number of up to 4 digits; or an acronym of
-            // capitals ("DNA"). Runs of consonants, letters run into digits and long numbers are
-            // what a small model writes once it drifts ("sbjkfjhjlzjmjw", "10234978652000-water").
-            // A definition does not start with a number (drifting, SmolLM2-135M started 8 in 21
-            // with one: "Sugar: 1000 units of sugar."). Each rule reads a word one way only,
-            // so a server tracks one parse of it.
-            out.push_str(
-                "word ::= lead | [0-9]{1,4}\n\
-                 lead ::= [A-Z]? core (\"-\" part | \"'\" clitic)? | \"A\" | [A-Z]{2,6}\n\
-                 core ::= cs{0,3} vs (cs{1,4} vs){0,4} cs{0,4}\n\
-                 part ::= cs{0,3} (vs (cs{1,4} vs){0,2} cs{0,4})?\n\
-                 clitic ::= [dmst] | \"ll\" | \"re\" | \"ve\"\n\
-                 cs ::= [b-df-hj-np-tv-z]\n\
-                 vs ::= [aeiouy\\u00E0-\\u00FF]{1,3}\n",
-            )
+            out.push_str("end ::= \".\" | \"!\" | \"?\"\n")?;
+            word_rules(out)
         }
-        ProductAsk::Names { key, prefix, first } => {
+        ProductAsk::Outline { key, prefix, first, latin } => {
             out.push_str("working_memory_add</type><tags>\" ")?;
             literal(out, key)?;
             out.push_str(" \"</tags><value>\" ")?;
             literal(out, prefix)?;
-            out.push_str(" names \"</value></action>\\n\"\n")?;
-            // The list goes on in its own numbers: `name "\n4. " name ("\n5. " name)?`, two
-            // names at least. A small model lists what it knows one a line, numbered, as it
-            // answers "Name five ..." unconstrained (SmolLM2-135M, in the agent's prompt: real
-            // African animals in 1 of 4 comma lists, 18 of 30 numbered names).
-            out.push_str("names ::= name")?;
+            out.push_str(" items \"</value></action>\\n\"\n")?;
+            // The list goes on in its own numbers, two items at least: a small model lists
+            // what it knows one a line, numbered.
+            out.push_str("items ::= item")?;
             for i in 1..GRAMMAR_PLAN_MAX_NAMES {
                 out.format(format_args!(
-                    " {}\"\\n{}. \" name",
+                    " {}\"\\n{}. \" item",
                     if i >= 2 { "(" } else { "" },
                     first.saturating_add(i)
                 ))?;
@@ -239,14 +206,47 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             for _ in 2..GRAMMAR_PLAN_MAX_NAMES {
                 out.push_str(")?")?;
             }
-            // A line's end after the last: a small model that may not number one more goes on
-            // with the last name instead ("4. Fried iphofyfridk", "4. Monkeys andgahsosmosm":
-            // the last name of 5 lists in 8 ran on so with SmolLM2-135M).
+            // A line's end after the last: a model that may not number one more goes on with
+            // the last item instead.
             out.push_str(" \"\\n\"?\n")?;
-            name_rules(out, p, Words::One)
+            if !latin {
+                return out.format(format_args!(
+                    "item ::= [^<&\\n\\r:,.0-9 ] [^<&\\n\\r:]{{1,{}}}\n",
+                    GRAMMAR_OUTLINE_ITEM_MAX_CHARS.saturating_sub(1)
+                ));
+            }
+            // A subject: a few words, each a word of the text's rule, a short run of small
+            // letters ("ls", "cd": commands, abbreviations); no `:` (which ends a unit's head),
+            // no `,`, no numbers (a list that has them counts on: "20 days of rain", "3 weeks
+            // of sun", "create-task 6488").
+            out.format(format_args!(
+                "item ::= iw (\" \" iw){{0,{}}}\niw ::= lead | [a-z]{{1,4}}\n",
+                GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1)
+            ))?;
+            word_rules(out)
         }
         ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),
     }
+}
+
+/// The rules of a word of a text in Latin letters. A word: an optional capital, then letters
+/// where vowels come at least every 4 consonants (up to 5 vowel groups), and one `-` part
+/// ("flour-based") or one or two letters after `'` ("lion's", "they're"; a longer part is where a
+/// drifting model ran the rest of a sentence into one word: "will'tdrytomatmfc"); a letter and `'` before a word
+/// ("l'eau", "d'un"); "A" or "I"; a number of up to 4 digits; or an acronym of capitals
+/// ("DNA"). Runs of consonants, letters run into digits and long numbers are what a small
+/// model writes once it drifts ("sbjkfjhjlzjmjw", "10234978652000-water"). Each rule reads a
+/// word one way only, so a server tracks one parse of it.
+fn word_rules(out: &mut FixedBuf) -> Result<()> {
+    out.push_str(
+        "word ::= lead | [0-9]{1,4}\n\
+         lead ::= cap? core (\"-\" part | \"'\" [a-z]{1,2})? | [a-zA-Z] \"'\" core | \"A\" | \"I\" | [A-Z]{2,6}\n\
+         cap ::= [A-Z\\u00C0-\\u00DE]\n\
+         core ::= cs{0,3} vs (cs{1,4} vs){0,4} cs{0,4}\n\
+         part ::= cs{0,3} (vs (cs{1,4} vs){0,2} cs{0,4})?\n\
+         cs ::= [b-df-hj-np-tv-z\\u00DF]\n\
+         vs ::= [aeiouy\\u00E0-\\u00FF]{1,3}\n",
+    )
 }
 
 /// The rules of a product save (see [`ProductSave`]): `entry`, the value, is a name, `": "`
@@ -267,7 +267,7 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
 /// nothing (a taken name of M characters ends there, so the name would have to go on past M)
 /// is dead: no rule leads to it. The recursion is as deep as a name is long, at most M.
 fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> Result<()> {
-    name_rules(out, p, Words::Two)?;
+    name_rules(out, p)?;
     out.push_str("entry ::= name \": \" value\n")?;
     text_rule(out, "value", value_chars, "")
 }
@@ -283,23 +283,8 @@ const NAME_WORD_MAX: usize = 13;
 /// "DINN", "FLAV": 9 entries of one cooking run of SmolLM2-135M).
 pub const ACRONYM_MAX: u32 = 4;
 
-/// How many words a name may have.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Words {
-    /// One: a name in a list of names. Asked to go on with a list, a small model wrote a real
-    /// name and then a made-up word after it more often than a term of two words, and the
-    /// made-up word became the pattern of the list and of every list after it (SmolLM2-135M,
-    /// 3 runs of 8: "Elephant ilex", "Lion izam", "Zebra izam", 20 names of 20; "Gorilla
-    /// icao", 19 of 19; "Food science", "Food technology", 22 of 23). Entries that served the
-    /// task, two runs of each of two tasks: 6, 6, 6 and 12 with one word; with two, in eight
-    /// runs, 0 to 12, and 0 or 1 in three of them.
-    One,
-    /// One or two: the name of an entry the model writes whole ("Cape buffalo").
-    Two,
-}
-
 /// The `name` rule of [`product_rules`] and of a names ask, of names of `words` words.
-fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>, words: Words) -> Result<()> {
+fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     let max = GRAMMAR_NAME_MAX_CHARS as usize;
     // Only names the rule below could write matter; they must come sorted and distinct.
     let writable = |n: &str| {
@@ -317,7 +302,8 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>, words: Words) -> Result<(
             break;
         }
     }
-    let one = words == Words::One;
+    // A name of one or two words ("Cape buffalo").
+    let one = false;
     let trie = Trie { names: taken.as_slice(), max, one };
     let capitals = if one { NAME_WORD_MAX as u32 } else { ACRONYM_MAX };
     // A name's second word, when it may have one.

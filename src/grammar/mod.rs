@@ -259,26 +259,34 @@ pub struct ProductSave<'a> {
 }
 
 /// What the agent asks a small model for (see `agent::product`): the whole action is written
-/// by the grammar but for the part the model is asked.
+/// by the grammar (or held by the schema) but for the part the model is asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProductAsk<'a> {
-    /// Any new entry: a save whose value the model writes, name included (a state may still
+    /// Any new entry: a save whose value the model writes, head included (a state may still
     /// take its other actions).
     Entry,
-    /// The entries for these names, one a line (`Roux\nSear`): a save of `<name>: ` and one
-    /// sentence for each in turn, a line each, the only action.
-    Define(&'a str),
-    /// Names for the next entries: a `working_memory_add` of the plan entry `key`, whose value
-    /// is `prefix` and a few new names, the only action: a numbered list, one name a line, the
-    /// first new one numbered `first` (`1. Braise\n2. Sear\n3. ` and then `Roux\n4. Fondue`).
-    Names {
+    /// The unit with this head: a save of `<head>: ` and one to
+    /// [`GRAMMAR_UNIT_MAX_SENTENCES`](crate::limits::GRAMMAR_UNIT_MAX_SENTENCES) sentences, the
+    /// only action.
+    Unit {
+        /// What the value starts with, before `": "` ("Use mulch", "Day 3 – Kyoto").
+        head: &'a str,
+        /// Whether the task is written in Latin letters (the words' rule follows its script).
+        latin: bool,
+    },
+    /// The subjects of the next units: a `working_memory_add` of the plan entry `key`, whose
+    /// value is `prefix` and a few new subjects, the only action: a numbered list, one subject
+    /// a line, the first new one numbered `first` (`Tips:\n1. Water regularly\n2. `).
+    Outline {
         /// The working-memory key of the plan.
         key: &'a str,
         /// What the value starts with: the list so far, ending with the number of the first
-        /// new name (`1. Braise\n2. Sear\n3. `).
+        /// new subject.
         prefix: &'a str,
-        /// The number of the first new name.
+        /// The number of the first new subject.
         first: u32,
+        /// Whether the task is written in Latin letters.
+        latin: bool,
     },
 }
 
@@ -402,6 +410,11 @@ pub enum Constraint<'a> {
     Grammar(&'a str),
     /// The JSON Schema (a JSON object text) of the JSON reply.
     JsonSchema(&'a str),
+    /// The same schema in the older form some OpenAI-compatible servers take instead of
+    /// `json_schema` (llama-cpp-python answers 500 to that and takes `json_object` with a
+    /// `schema`): a chat request's `response_format` `{"type": "json_object", "schema": ...}`;
+    /// on every other route and server, as [`Constraint::JsonSchema`].
+    JsonObject(&'a str),
 }
 
 /// How replies are constrained (`llm.constrain`).

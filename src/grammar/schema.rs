@@ -13,10 +13,14 @@
 //! `allOf`/`not`/`if`; strings are bounded with `maxLength` below 2,000 (llama.cpp breaks at
 //! 2,000) and tags with a `^...$` pattern.
 
-use super::{Language, Shape};
+use super::{Language, ProductAsk, ProductSave, Shape};
 use crate::error::Result;
 use crate::fixed::FixedBuf;
 use crate::json::Writer;
+use crate::limits::{
+    GRAMMAR_OUTLINE_ITEM_MAX_CHARS, GRAMMAR_OUTLINE_ITEM_MAX_WORDS, GRAMMAR_PLAN_MAX_NAMES, GRAMMAR_UNIT_MAX_SENTENCES,
+    GRAMMAR_UNIT_SCRIPT_MAX_CHARS,
+};
 use crate::reply::ActionKind;
 
 /// The schema's name where a server wants one (`response_format.json_schema.name`).
@@ -56,8 +60,13 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
         w.end_array()?;
         w.end_object()?;
     }
-    let many = b.max_actions > 1;
-    if !shape.actions.is_empty() {
+    // A product ask holds the one action it asks for, all of it fixed but the model's part.
+    let asked = lang.product.filter(|p| p.ask != ProductAsk::Entry && shape.actions.contains(ActionKind::StorageSave));
+    let many = b.max_actions > 1 && asked.is_none();
+    if let Some(p) = asked {
+        w.key("action")?;
+        asked_action(&mut w, &p)?;
+    } else if !shape.actions.is_empty() {
         w.key(if many { "actions" } else { "action" })?;
         if many {
             w.begin_object()?;
@@ -161,6 +170,110 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     w.bool(false)?;
     w.end_object()?;
     w.finish()
+}
+
+/// The one action of a product ask (see `gbnf::asked_action`): its type, tags and the start
+/// of its value fixed, the model's part a bounded line (a unit's text) or numbered lines (an
+/// outline's subjects), as a `pattern`.
+fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &ProductSave<'_>) -> Result<()> {
+    let mut pattern = crate::fixed::ArrayString::<PATTERN_MAX_BYTES>::new();
+    pattern.push_str("^")?;
+    let (kind, tags) = match p.ask {
+        ProductAsk::Unit { head, latin } => {
+            regex_literal(&mut pattern, head)?;
+            let most = GRAMMAR_UNIT_SCRIPT_MAX_CHARS * GRAMMAR_UNIT_MAX_SENTENCES;
+            match latin {
+                true => pattern.format(format_args!(": [A-Za-zÀ-ÿ][^<&\n]{{8,{}}}[.!?]$", most))?,
+                false => pattern.format(format_args!(": [^<&\n 0-9A-Za-z][^<&\n]{{3,{}}}$", most))?,
+            }
+            (ActionKind::StorageSave, p.tags)
+        }
+        ProductAsk::Outline { key, prefix, first, latin } => {
+            regex_literal(&mut pattern, prefix)?;
+            // Two items at least, numbered on in order, as the grammar has them; an item is
+            // words (of letters, in Latin script: a few of at most 14) or a bounded run of
+            // characters. Bounded by characters only, SmolLM2-135M wrote sentences cut at the
+            // bound ("Use a drip irrigation system to reduce p").
+            let mut item = crate::fixed::ArrayString::<96>::new();
+            match latin {
+                true => item.format(format_args!(
+                    "[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]{{0,13}}( [A-Za-zÀ-ÿ'-]{{1,14}}){{0,{}}}",
+                    GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1)
+                ))?,
+                false => item.format(format_args!(
+                    "[^<&\n:,0-9 ][^<&\n:,]{{1,{}}}",
+                    GRAMMAR_OUTLINE_ITEM_MAX_CHARS.saturating_sub(1)
+                ))?,
+            }
+            pattern.format(format_args!("{item}\n{}[.] {item}", first.saturating_add(1)))?;
+            for i in 2..GRAMMAR_PLAN_MAX_NAMES {
+                pattern.format(format_args!("(\n{}[.] {item}", first.saturating_add(i)))?;
+            }
+            for _ in 2..GRAMMAR_PLAN_MAX_NAMES {
+                pattern.push_str(")?")?;
+            }
+            pattern.push_str("\n?$")?;
+            (ActionKind::WorkingMemoryAdd, key)
+        }
+        ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),
+    };
+    w.begin_object()?;
+    w.key("type")?;
+    w.string("object")?;
+    w.key("properties")?;
+    w.begin_object()?;
+    for (name, value) in [("type", kind.as_str()), ("tags", tags)] {
+        w.key(name)?;
+        w.begin_object()?;
+        w.key("type")?;
+        w.string("string")?;
+        w.key("enum")?;
+        w.begin_array()?;
+        w.string(value)?;
+        w.end_array()?;
+        w.end_object()?;
+    }
+    w.key("value")?;
+    w.begin_object()?;
+    w.key("type")?;
+    w.string("string")?;
+    w.key("pattern")?;
+    w.string(pattern.as_str())?;
+    w.end_object()?;
+    w.end_object()?;
+    w.key("required")?;
+    w.begin_array()?;
+    for name in ["type", "tags", "value"] {
+        w.string(name)?;
+    }
+    w.end_array()?;
+    w.key("additionalProperties")?;
+    w.bool(false)?;
+    w.end_object()
+}
+
+/// Longest pattern of a product ask: its fixed start (a head or an outline's prefix, each
+/// character escaped at most into two) and the rest.
+const PATTERN_MAX_BYTES: usize = 4 * 1024;
+
+/// Writes `s` as regular-expression text that matches itself: a metacharacter as a class of
+/// itself (`[.]`), `\\`, `^`, `[` and `]` with a `\\` (which a class cannot hold plainly).
+/// Not `\\.`: llama-cpp-python's schema converter copies that escape into a GBNF literal that
+/// llama.cpp rejects, and its server then crashes.
+fn regex_literal(out: &mut crate::fixed::ArrayString<PATTERN_MAX_BYTES>, s: &str) -> Result<()> {
+    for c in s.chars() {
+        if ".$|?*+(){}/".contains(c) {
+            out.push('[')?;
+            out.push(c)?;
+            out.push(']')?;
+            continue;
+        }
+        if "\\^[]".contains(c) {
+            out.push('\\')?;
+        }
+        out.push(c)?;
+    }
+    Ok(())
 }
 
 fn bounded_string<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, max_chars: u32) -> Result<()> {

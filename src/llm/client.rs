@@ -494,8 +494,26 @@ impl Client {
         // chat (LM Studio, llama.cpp, vLLM, OpenAI), as llama.cpp's `json_schema` and vLLM's
         // `structured_outputs.json` on text completion, or as Ollama's `format`. A field of the
         // same name in `llm.extra` wins.
-        match (prompt.constraint, self.wire) {
+        // The older `json_object` form is only a chat request's; elsewhere it is the schema.
+        let constraint = match prompt.constraint {
+            Some(Constraint::JsonObject(s)) if self.api == Api::Completion || self.wire == Wire::Ollama => {
+                Some(Constraint::JsonSchema(s))
+            }
+            other => other,
+        };
+        match (constraint, self.wire) {
             (None, _) => {}
+            (Some(Constraint::JsonObject(s)), _) => {
+                if !has("response_format") {
+                    w.key("response_format")?;
+                    w.begin_object()?;
+                    w.key("type")?;
+                    w.string("json_object")?;
+                    w.key("schema")?;
+                    w.raw_value(s)?;
+                    w.end_object()?;
+                }
+            }
             (Some(Constraint::Grammar(g)), Wire::Ollama) => {
                 // Ollama has no grammar field; the agent never asks for one (see
                 // `agent::constrain`), and a caller that does gets a plain request.

@@ -8,12 +8,11 @@ use crate::agent::actions::{self, ActionResult, ActionScratch};
 use crate::agent::config::Config;
 use crate::agent::constrain::Constrainer;
 use crate::agent::logs;
-use crate::agent::product::{Product, PLAN_KEY};
+use crate::agent::product::{Product, Verdict, PLAN_KEY};
 use crate::agent::settings::LogSettings;
 use crate::error::{Code, Error, Result};
 use crate::fixed::ArrayString;
 use crate::fixed::{ArrayVec, FixedBuf};
-use crate::grammar::ProductAsk;
 use crate::limits::ACTIONS_PER_CYCLE_MAX;
 use crate::limits::KEY_MAX_BYTES;
 use crate::llm::{self, Outcome};
@@ -200,56 +199,34 @@ impl Doing<'_> {
                 Instruction::EvaluationLog(t) => self.log_line(&config.agent.evaluation_log, t, false)?,
                 Instruction::StateDelete(_) => requested = Some(states::THINKING),
                 Instruction::Action(a) => {
-                    // Asked about several names, the model saves their entries in one value, one
-                    // a line (the grammar writes each name): each line is an entry of its own,
-                    // filed, judged and saved as if it were the only one.
-                    let several = a.kind == ActionKind::StorageSave
-                        && self.constrainer.active() == crate::grammar::Mode::Grammar
-                        && normalize(a.tags).is_ok_and(|k| self.product.answers_several(&k));
-                    let value = a.value.unwrap_or("");
-                    let lines = value.split('\n').filter(|_| several);
-                    let one = (!several).then_some(a.value);
-                    for part in lines.map(Some).chain(one) {
-                        if self.results.is_full() {
-                            break;
-                        }
-                        any_action = true;
-                        let part = crate::reply::Action { value: part, ..a };
-                        let result = self.action(&part)?;
-                        any_ok |= result.ok;
-                        paged |= result.ok
-                            && matches!(
-                                a.kind,
-                                ActionKind::StorageSave
-                                    | ActionKind::WorkingMemoryRemove
-                                    | ActionKind::PageOut
-                                    | ActionKind::Archive
-                            );
-                        if result.ok && self.product.owns(result.key.as_str()) {
-                            self.product.saved(part.value.unwrap_or(""));
-                        }
-                        let _ = self.results.push(result);
+                    if self.results.is_full() {
+                        continue;
                     }
+                    any_action = true;
+                    let result = self.action(&a)?;
+                    any_ok |= result.ok;
+                    paged |= result.ok
+                        && matches!(
+                            a.kind,
+                            ActionKind::StorageSave
+                                | ActionKind::WorkingMemoryRemove
+                                | ActionKind::PageOut
+                                | ActionKind::Archive
+                        );
+                    if result.ok && self.product.owns(result.key.as_str()) {
+                        self.product.saved(a.value.unwrap_or(""));
+                    }
+                    let _ = self.results.push(result);
                 }
             }
         }
-        // The plan keeps what is still to do: not the name just asked for, nor names now taken.
-        if self.constrainer.active() == crate::grammar::Mode::Grammar
-            && self.product.active()
-            && state.as_str() != states::PAGING
-        {
-            // The names just asked about are not asked again this run, whatever came of it: a
-            // name whose entry was refused would otherwise come back from the plan or the view.
-            // One whose text was refused as no sentence, the first time, is passed over: a later
-            // list may name it again.
-            let mut done = ArrayString::<{ crate::agent::product::NEXT_MAX_BYTES }>::new();
-            if let ProductAsk::Define(names) = self.product.ask() {
-                let _ = done.push_str(names);
-            }
-            for name in done.as_str().lines() {
-                self.product.asked(name);
-            }
-            self.product.settle_plan(&mut self.memory.working, done.as_str(), self.rotate, self.now)?;
+        // The plan keeps what is still to do: not the subject just asked about (whatever came
+        // of it), nor subjects now stored. What the flow knows survives a restart.
+        if self.constrainer.constrained() && self.product.active() && state.as_str() != states::PAGING {
+            self.product.settle(&mut self.memory.working, self.rotate, self.now)?;
+            let mut text = ArrayString::<{ crate::limits::AGENT_META_VALUE_MAX_BYTES }>::new();
+            self.product.state(&mut text);
+            self.memory.agent.set(crate::agent::product::STATE_META_KEY, text.as_str())?;
         }
         let next = if any_ok {
             states::EVALUATING
@@ -267,29 +244,31 @@ impl Doing<'_> {
     fn action(&mut self, a: &crate::reply::Action<'_>) -> Result<ActionResult> {
         let fp = fingerprint(a);
         let previous = self.memory.agent.get(meta::LAST_ACTION).and_then(|s| u64::from_str_radix(s, 16).ok());
-        // A save under the product's tags is filed under its name too (see `agent::product`),
-        // and refused when it repeats the product.
+        // A save under the product's tags is a unit, filed under its subject too (see
+        // `agent::product`): refused when it repeats the product, kept apart when doubtful.
         let mut filed = ArrayString::<KEY_MAX_BYTES>::new();
         let mut refusal = None;
+        let mut doubt = None;
         if let (ActionKind::StorageSave, Ok(k)) = (a.kind, normalize(a.tags)) {
             let value = a.value.map_or("", str::trim);
-            refusal = match self.product.file(&k, value) {
-                Ok(named) => {
-                    let key = named.unwrap_or(k);
-                    let _ = filed.push_str(key.as_str());
-                    match self.product.unreadable(&key, value) {
-                        Some(why) => {
-                            self.product.refused_text(&key);
-                            Some((key, why, false))
-                        }
-                        None => self.product.repeats(&key, value).map(|why| (key, why, true)),
+            match self.product.file(&k, value) {
+                Ok(Some(key)) => match self.product.judge(&key, value) {
+                    Verdict::New => {
+                        let _ = filed.push_str(key.as_str());
                     }
-                }
-                Err(why) => Some((k, why, false)),
-            };
+                    Verdict::Repeat(why) => refusal = Some((key, why, true)),
+                    Verdict::Doubt(why) => {
+                        let apart = self.product.doubt_key(&key)?;
+                        let _ = filed.push_str(apart.as_str());
+                        doubt = Some(why);
+                    }
+                },
+                Ok(None) => {}
+                Err(why) => refusal = Some((k, why, false)),
+            }
         }
         let a = &crate::reply::Action { tags: if filed.is_empty() { a.tags } else { filed.as_str() }, ..*a };
-        let result = if previous == Some(fp) {
+        let mut result = if previous == Some(fp) {
             ActionResult::refused(a.kind, a.tags)
         } else if let Some((k, why, repeat)) = refusal {
             if repeat {
@@ -300,6 +279,9 @@ impl Doing<'_> {
         } else {
             actions::apply(a, &mut self.memory.working, self.store, self.action_scratch, self.now)?
         };
+        if let (Some(why), true) = (doubt, result.ok) {
+            result.kept_apart(why);
+        }
         self.memory.agent.set(meta::LAST_ACTION, hex64(fp).as_str())?;
         let config = self.config;
         // A new entry of the product shows in the product view, and the plan (names the grammar
@@ -310,9 +292,11 @@ impl Doing<'_> {
         // With a grammar the agent asks for each entry and asks about a name at most twice, so a
         // refused save of the product needs no line either: the next question is another one
         // (without a grammar the line is what tells the model its save was refused).
-        let asked = self.constrainer.active() == crate::grammar::Mode::Grammar;
+        let asked = self.constrainer.constrained();
         let product_work = match result.kind {
-            ActionKind::StorageSave => self.product.owns(result.key.as_str()) && (result.ok || asked),
+            ActionKind::StorageSave => {
+                (self.product.owns(result.key.as_str()) || doubt.is_some()) && (result.ok || asked)
+            }
             ActionKind::WorkingMemoryAdd => result.ok && self.product.active() && result.key.as_str() == PLAN_KEY,
             _ => false,
         };

@@ -252,6 +252,8 @@ impl Agent {
                 }
             };
         }
+        let mut product = Product::new();
+        product.open(&mut memory.working, memory.agent.get(super::product::STATE_META_KEY), &store);
         let mut feedback = FixedBuf::with_capacity("feedback (limits::FEEDBACK_MAX_BYTES)", FEEDBACK_MAX_BYTES);
         if let Some(f) = memory.agent.get(meta::FEEDBACK) {
             let _ = feedback.push_str(f);
@@ -265,7 +267,7 @@ impl Agent {
             model,
             reader: Reader::new(),
             constrainer,
-            product: Product::new(),
+            product,
             saver: Saver::new(dir),
             inbox: Inbox::new(dir),
             audit: AuditLog::open(dir)?,

@@ -239,46 +239,32 @@ impl Agent {
         // with the concrete ask: the next entry of the product.
         let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
         let asks = saves && self.product.active() && self.constrainer.constrained() && state.as_str() != states::PAGING;
-        let grammar = self.constrainer.active() == crate::grammar::Mode::Grammar;
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
-        // The plan is the agent's own bookkeeping of names to ask about: shown, a small model
-        // copies its list into the entry it is asked for. The task is not shown when the grammar
-        // frames a product question: asked what a name is, the model copied the task's words as
-        // the answer ("Butter: a small glossary of cooking terms.": 4 answers of 30 with the
-        // task in working memory, 0 of 30 without it, the rest alike); the view's first line
-        // says what the product is.
-        let plan = self.product.active().then_some(crate::agent::product::PLAN_KEY);
-        let task = (asks && grammar).then_some(crate::agent::product::TASK_KEY);
-        let shown = wm.iter().filter(|(k, _, _)| Some(k.as_str()) != plan && Some(k.as_str()) != task);
+        // The plan is the agent's own bookkeeping (shown, a small model copies its list into
+        // the unit it is asked for); the task heads the product's view instead, near the ask.
+        let active = self.product.active();
+        let hidden = |k: &str| active && (k == crate::agent::product::PLAN_KEY || k == crate::agent::product::TASK_KEY);
+        let shown = wm.iter().filter(|(k, _, _)| !hidden(k.as_str()));
         render_pairs(p, shown.map(|(k, t, _)| (k.as_str(), t)), Style::Lines)?;
         p.push_str("</working_memory>\n")?;
         // The product after working memory, near the ask: it grows at its end with each new
-        // entry (most cycles), while working memory changes only when a log is written (a
-        // product save writes none), so a server's prompt cache keeps working memory. Measured
-        // with the view first: 41% of the prompt tokens sent were evaluated again.
+        // unit, while working memory changes only when a log is written, so a server's prompt
+        // cache keeps working memory (docs/measurements.md).
         let view_at = p.len();
-        self.product.render(&mut self.store, p, view_bytes)?;
-        // The ask as the view leaves it: for a glossary with no plan, the view picks the words
-        // its definitions use, and a question about them is a question like any other.
-        let names_ask = matches!(self.product.ask(), crate::grammar::ProductAsk::Names { .. });
-        if asks && grammar && names_ask {
-            // Asked for names, the model continues the product's numbered list, which the
-            // reply's grammar starts with: the view's names once more above it are what a small
-            // model copies instead (SmolLM2-135M, 5 real African animals listed: 1 new real
-            // name in 9 with the view shown too, 8 in 11 without it). Its first line stays: it
-            // says what the names are of, and up to there the prompt is the questions', which a
-            // server's cache keeps (with the task there instead, 19-23% of the prompt tokens
-            // sent were evaluated again; with the line, 17-19%, and as many names served).
+        let task = normalize(crate::agent::product::TASK_KEY).ok().and_then(|k| wm.get(&k)).unwrap_or("");
+        self.product.render(task, &mut self.store, p, view_bytes)?;
+        let outline = matches!(self.product.ask(), crate::grammar::ProductAsk::Outline { .. });
+        if asks && outline {
+            // Asked for an outline, the model continues the numbered list the reply's value
+            // starts with: the view's heads once more above it are what a small model copies
+            // instead. The task stays.
             p.truncate(view_at + self.product.heading_bytes());
             p.push_str("</product>\n")?;
         }
         // Asked one question whose answer the grammar frames, the model has no state to follow
-        // and no use for the cycle's number: both go. The state's line ahead of working memory
-        // made a server evaluate all that follows it again whenever a refused save moved the
-        // agent from evaluating to thinking and back (SmolLM2-135M, cooking, 8 such changes in
-        // 30 cycles: 1,440 of the 3,178 tokens evaluated again); after the view, the two lines
-        // were 18 of the 52 tokens evaluated again in a cycle that added a name to it.
+        // and no use for the cycle's number: both go (they made a server evaluate the prompt's
+        // tail again at every change of state; docs/measurements.md).
         if !asks {
             p.format(format_args!("<current_state>{}</current_state>\n", state.as_str()))?;
             p.format(format_args!("<iteration>{}</iteration>\n", self.memory.iteration + 1))?;
@@ -289,10 +275,7 @@ impl Agent {
             p.push_str("\n</feedback>\n")?;
         }
         if asks {
-            return match grammar {
-                true => self.product.write_question(self.product.ask(), p),
-                false => self.product.write_ask(p),
-            };
+            return self.product.write_question(self.product.ask(), p);
         }
         // What to answer with: a grammar enforces the tag format (nothing to ask for); the JSON
         // Schema enforces the JSON dialect, which the model must be told to write.
@@ -307,6 +290,10 @@ impl Agent {
             state.as_str(),
             answer
         ))?;
+        // Unconstrained, a state that saves is still told what the next unit is.
+        if saves && self.product.active() && state.as_str() != states::PAGING {
+            self.product.write_ask(p)?;
+        }
         Ok(())
     }
 

@@ -81,10 +81,12 @@ impl Reader {
         // The JSON dialect: read as the canonical tags it stands for.
         self.json = false;
         let t = self.work.trim();
-        if t.starts_with('{')
-            && self.json_doc.parse(t.as_bytes()).is_ok()
-            && super::json_reply::render(self.json_doc.root(), &mut self.alt)
-        {
+        // A server that constrains JSON may still let a model write a raw line break inside a
+        // string (llama-cpp-python's schema grammar does): read once more with those escaped.
+        let parsed = t.starts_with('{')
+            && (self.json_doc.parse(t.as_bytes()).is_ok()
+                || (escape_raw_controls(t, &mut self.alt) && self.json_doc.parse(self.alt.as_bytes()).is_ok()));
+        if parsed && super::json_reply::render(self.json_doc.root(), &mut self.alt) {
             core::mem::swap(&mut self.work, &mut self.alt);
             // Offsets now point into the rendered tags, not the reply.
             self.map.approximate = true;
@@ -434,6 +436,40 @@ fn after_in_scope(n: Node<'_>, scope: u32) -> Option<u32> {
     }
 }
 
+/// Copies `text` into `out` with every control character inside a JSON string written as its
+/// escape (`\n`, `\t`, `\u00XX`); `false` when there was none (or `out` is full: its
+/// capacity is reserved, and a reply never grows it).
+fn escape_raw_controls(text: &str, out: &mut String) -> bool {
+    out.clear();
+    let (mut in_string, mut escaped, mut any) = (false, false, false);
+    for c in text.chars() {
+        let raw = in_string && (c as u32) < 0x20;
+        if out.len() + 6 > out.capacity() {
+            return false;
+        }
+        match c {
+            _ if raw => {
+                any = true;
+                match c {
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    c => {
+                        let _ = core::fmt::Write::write_fmt(out, format_args!("\\u{:04x}", c as u32));
+                    }
+                }
+                escaped = false;
+                continue;
+            }
+            '"' if !escaped => in_string = !in_string,
+            _ => {}
+        }
+        escaped = in_string && c == '\\' && !escaped;
+        out.push(c);
+    }
+    any
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,6 +612,23 @@ mod tests {
         let it = r.read(reply.as_bytes(), 1);
         assert_eq!(it.problems().len(), crate::limits::REPLY_MAX_PROBLEMS);
         assert_eq!(it.problems_dropped() as usize, 40 - crate::limits::REPLY_MAX_PROBLEMS);
+    }
+
+    #[test]
+    fn a_json_reply_with_a_raw_line_break_in_a_string_is_read() {
+        let reply = "{ \"action\": { \"type\": \"working_memory_add\", \"tags\": \"plan\", \"value\": \"Tips:\n1. Use mulch\n2. Prune\"} }";
+        let mut r = Reader::new();
+        let it = r.read(reply.as_bytes(), 1);
+        assert!(!it.has_errors(), "{:?}", it.problems());
+        let a = it.actions().next().unwrap();
+        assert_eq!(a.value, Some("Tips:\n1. Use mulch\n2. Prune"));
+        // Outside a string a line break is whitespace, as JSON has it; a quote escaped in a
+        // string does not end it.
+        let reply =
+            "{\n\"action\": {\"type\": \"storage_save\", \"tags\": \"a\", \"value\": \"say \\\"hi\\\"\n now\"}}";
+        let it = r.read(reply.as_bytes(), 1);
+        assert!(!it.has_errors(), "{:?}", it.problems());
+        assert_eq!(it.actions().next().unwrap().value, Some("say \"hi\"\n now"));
     }
 }
 

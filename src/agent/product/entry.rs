@@ -1,0 +1,88 @@
+//! What a unit's value and key say: its head and subject, its own tag, the view's line of it,
+//! and the items of a plan.
+
+use super::task::Word;
+use super::LABEL_JOIN;
+use crate::limits::PRODUCT_ENTRY_MAX_BYTES;
+use crate::memory::key::Key;
+
+/// The one tag of `key` besides the product's tags, if the key is the product's tags and
+/// exactly one more.
+pub(super) fn own_tag<'k>(key: &'k Key, product: &Key) -> Option<&'k str> {
+    if key.tag_count() != product.tag_count() + 1 || !product.tags().all(|t| key.has_tag(t)) {
+        return None;
+    }
+    key.tags().find(|t| !product.has_tag(t))
+}
+
+/// The subject of a head: after a numbered label's join ("Day 3 – Kyoto": `Kyoto`), else the
+/// head, trimmed.
+pub(super) fn subject_of(head: &str) -> &str {
+    match head.split_once(LABEL_JOIN) {
+        Some((_, s)) => s.trim(),
+        None => head.trim(),
+    }
+}
+
+/// The items of a plan or an outline: its lines (after a heading line that ends with `:`), a
+/// leading number and `.` taken off, empty ones skipped.
+pub(super) fn plan_items(plan: &str) -> impl Iterator<Item = &str> {
+    let list = match plan.split_once(":\n") {
+        Some((_, rest)) => rest,
+        None => plan,
+    };
+    list.lines()
+        .map(|l| {
+            let l = l.trim();
+            let digits = l.bytes().take_while(u8::is_ascii_digit).count();
+            match l.get(digits..).and_then(|r| r.strip_prefix('.')) {
+                Some(rest) if digits > 0 => rest.trim(),
+                _ => l,
+            }
+        })
+        .filter(|l| !l.is_empty())
+}
+
+/// `name` as a tag: ASCII letters and digits lowercased, every run of other characters one
+/// `_`, none at either end; false when it has no ASCII letter first or does not fit a tag.
+pub(super) fn slug(name: &str, out: &mut Word) -> bool {
+    out.clear();
+    let mut gap = false;
+    for c in name.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            if gap && !out.is_empty() && out.push('_').is_err() {
+                return false;
+            }
+            gap = false;
+            if out.push(c.to_ascii_lowercase()).is_err() {
+                return false;
+            }
+        } else {
+            gap = true;
+        }
+    }
+    out.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+}
+
+/// The text before the first `:` of a value, or all of it.
+pub(super) fn head(value: &str) -> &str {
+    split_entry(value).0
+}
+
+/// `(head, whether there was a ':', text after it)`.
+pub(super) fn split_entry(value: &str) -> (&str, bool, &str) {
+    match value.split_once(':') {
+        Some((h, rest)) => (h, true, rest),
+        None => (value, false, ""),
+    }
+}
+
+/// The line the view shows for a value: its head, or its first line, cut at
+/// [`PRODUCT_ENTRY_MAX_BYTES`].
+pub(super) fn shown_line(value: &str) -> &str {
+    let line = match split_entry(value) {
+        (h, true, _) if !h.trim().is_empty() => h.trim(),
+        _ => value.trim().lines().next().unwrap_or(""),
+    };
+    crate::bytes::str_prefix(line, PRODUCT_ENTRY_MAX_BYTES)
+}

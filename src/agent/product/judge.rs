@@ -1,0 +1,255 @@
+//! Whether a unit's text is one a reader of the task can use, stated in terms of the task: in
+//! its language, made of words, new. What fails the language or the words is kept apart as
+//! doubtful (see [`super::DOUBT_TAG`]); what repeats the product is refused. Here too: where
+//! a product save is filed ([`Product::file`]) and the verdict on it ([`Product::judge`]).
+
+use super::entry::{own_tag, slug, split_entry, subject_of};
+use super::lang::{self, words, Lang, ALL};
+use super::task::{as_tag, Word};
+use super::{subject_hash, Product, Verdict, DOUBT_TAG};
+use crate::error::Result;
+use crate::fixed::ArrayVec;
+use crate::memory::hash::{fnv1a64, fnv1a64_continue};
+use crate::memory::key::{normalize, Key};
+
+/// Most letters in one word of a text: longer runs are letters run on, not words, in every
+/// language this table reads (German compounds included: "Sternentstehungsgebiet" is 22).
+const WORD_MAX_LETTERS: usize = 24;
+
+/// A text of the task's language has at least one of its sentence words in this many words.
+const SENTENCE_WORD_EVERY: usize = 8;
+
+/// Why `text` (a unit's text, after its head) is doubtful for a task in `lang` whose letters
+/// are `latin` or not, if it is: a word of one letter three times in a row ("jjj"), a word
+/// longer than [`WORD_MAX_LETTERS`], another script than the task's, or, for a language of
+/// the table, too few of its sentence words or more of another's.
+pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
+    let (mut all, mut own, mut best_other) = (0usize, 0usize, 0usize);
+    let mut other_counts = [0usize; ALL.len()];
+    let (mut in_script, mut letters) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        in_script += usize::from(is_latin(c) == latin);
+    }
+    if letters > 0 && in_script * 2 < letters {
+        return Some("the text is not written in the task's script; write it in the task's language");
+    }
+    for w in words(text) {
+        if w.chars().count() > WORD_MAX_LETTERS || run_on(w) {
+            return Some("the text has a word no language writes; say it in plain words");
+        }
+        all += 1;
+        own += usize::from(lang.is_sentence_word(w));
+        for (i, other) in ALL.iter().enumerate() {
+            if other.code != lang.code && other.is_sentence_word(w) {
+                if let Some(n) = other_counts.get_mut(i) {
+                    *n += 1;
+                    best_other = best_other.max(*n);
+                }
+            }
+        }
+    }
+    if !lang.asks() {
+        return None;
+    }
+    // Words shared by two languages ("a", "en") count for both: only more of another's than of
+    // the task's own is another language.
+    if best_other > own && best_other >= 2 {
+        return Some("the text is in another language; write it in the task's language");
+    }
+    (all >= SENTENCE_WORD_EVERY / 2 && own * SENTENCE_WORD_EVERY < all)
+        .then_some("the text is not a sentence a reader can follow; say it in plain words")
+}
+
+/// Whether `c` is a letter of the Latin script (ASCII and the Latin supplements and
+/// extensions).
+pub fn is_latin(c: char) -> bool {
+    c.is_ascii_alphabetic() || ('\u{00C0}'..='\u{024F}').contains(&c) || ('\u{1E00}'..='\u{1EFF}').contains(&c)
+}
+
+/// Whether most letters of `text` are Latin (an empty text counts as Latin).
+pub fn mostly_latin(text: &str) -> bool {
+    let (mut l, mut n) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        n += 1;
+        l += usize::from(is_latin(c));
+    }
+    l * 2 >= n
+}
+
+/// A word with one letter three times in a row, not all capitals, not "www": letters a small
+/// model ran on ("jibjiszwadzjisjimjjj").
+fn run_on(word: &str) -> bool {
+    if word.eq_ignore_ascii_case("www") || !word.chars().any(char::is_lowercase) {
+        return false;
+    }
+    let mut last = ['\0'; 2];
+    for c in word.chars().flat_map(char::to_lowercase) {
+        if c.is_alphabetic() && last == [c, c] {
+            return true;
+        }
+        last = [last[1], c];
+    }
+    false
+}
+
+/// Most words of a text compared for repeats.
+const TEXT_WORDS_MAX: usize = 24;
+
+/// The distinct words of a text, as hashes, sorted: two texts are alike when most of their
+/// words are shared.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Words(ArrayVec<u32, TEXT_WORDS_MAX>);
+
+impl Words {
+    /// The words of `text`, lowercased, the first [`TEXT_WORDS_MAX`] distinct ones.
+    pub fn of(text: &str) -> Words {
+        let mut w = ArrayVec::new();
+        for word in words(text) {
+            let h = lower_hash(word) as u32;
+            if !w.is_full() && !w.as_slice().contains(&h) {
+                let _ = w.push(h);
+            }
+        }
+        w.as_mut_slice().sort_unstable();
+        Words(w)
+    }
+
+    /// Whether 70% of the words of the shorter of the two are in the other.
+    pub fn alike(&self, other: &Words) -> bool {
+        let (a, b) = (self.0.as_slice(), other.0.as_slice());
+        let shorter = a.len().min(b.len());
+        if shorter == 0 {
+            return false;
+        }
+        let shared = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
+        shared * 10 >= shorter * 7
+    }
+
+    /// Whether every word is one of `other`'s.
+    pub fn within(&self, other: &Words) -> bool {
+        self.0.iter().all(|x| other.0.as_slice().binary_search(x).is_ok())
+    }
+}
+
+/// FNV-1a of `text`'s words, lowercased, one space between: the same for "Use  Mulch" and
+/// "use mulch".
+pub fn lower_hash(text: &str) -> u64 {
+    let mut h = fnv1a64(b"");
+    for w in words(text) {
+        for c in w.chars().flat_map(char::to_lowercase) {
+            let mut b = [0u8; 4];
+            h = fnv1a64_continue(h, c.encode_utf8(&mut b).as_bytes());
+        }
+        h = fnv1a64_continue(h, b" ");
+    }
+    h
+}
+
+impl Product {
+    /// Where a save under `key` with `value` is filed: a save under exactly the product's tags
+    /// is a unit, filed under those tags and its subject's tag (the head's subject, ASCII
+    /// letters and digits lowercased, other runs one `_`; a subject with none, a hash tag).
+    /// `Ok(None)`: not a product save. `Err`: a product save with no head, and why.
+    pub fn file(&self, key: &Key, value: &str) -> core::result::Result<Option<Key>, &'static str> {
+        let Some(pkey) = self.task.key.as_ref().filter(|k| *k == key) else { return Ok(None) };
+        let (h, sep, body) = split_entry(value);
+        let subject = subject_of(h);
+        if !sep || subject.is_empty() || lang::words(body).next().is_none() {
+            return Err("write the entry as its subject, a colon, then its text");
+        }
+        let mut own = Word::new();
+        if !slug(subject, &mut own) {
+            own.clear();
+            let _ = own.format(format_args!("u{:06x}", subject_hash(subject) & 0xff_ffff));
+        }
+        if self.task.words.as_slice().contains(&own) {
+            return Err("its subject is a word of the task itself; name one thing the task is about");
+        }
+        let named = normalize(own.as_str()).and_then(|n| pkey.union(&n));
+        named.map(Some).map_err(|_| "the subject cannot be a tag; name it in a few words")
+    }
+
+    /// The key a doubtful unit filed under `key` is kept under.
+    pub fn doubt_key(&self, key: &Key) -> Result<Key> {
+        key.union(&normalize(DOUBT_TAG)?)
+    }
+
+    /// What `value`, a unit filed under the product's key `key`, is (see [`Verdict`]).
+    pub fn judge(&self, key: &Key, value: &str) -> Verdict {
+        let Some(pkey) = self.task.key.as_ref() else { return Verdict::New };
+        if own_tag(key, pkey).is_none() {
+            return Verdict::New;
+        }
+        let (h, _, body) = split_entry(value);
+        if let Some(why) = doubtful(body, self.task.lang, self.latin) {
+            return Verdict::Doubt(why);
+        }
+        let text = Words::of(body);
+        if text.within(&Words::of(h)) {
+            return Verdict::Repeat("the text only repeats the subject; say something about it");
+        }
+        let lang = self.task.lang;
+        let (mut content, mut from_task) = (0usize, 0usize);
+        for w in lang::words(body).filter(|w| !lang.is_sentence_word(w)) {
+            content += 1;
+            let mut t = Word::new();
+            from_task += usize::from(as_tag(w, &mut t) && self.task.words.as_slice().contains(&t));
+        }
+        if content > 0 && from_task * 10 >= content * 7 {
+            return Verdict::Repeat("the text repeats the task; say something of the subject");
+        }
+        let hh = lower_hash(h);
+        let all = Words::of(value);
+        if self.seen.iter().any(|(sh, sv)| *sh == hh || sv.alike(&all)) {
+            return Verdict::Repeat("<product> already says this; write something new");
+        }
+        Verdict::New
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lang::{DE, EN, NEUTRAL};
+    use super::*;
+
+    #[test]
+    fn a_text_in_the_tasks_language_passes() {
+        for t in [
+            "Give the plants deep water twice a week, in the morning.",
+            "A black hole is a region of space where gravity is so strong that nothing escapes.",
+            "Lists the files in a directory.",
+            "Visit the temples of Kyoto and walk through the bamboo forest.",
+        ] {
+            assert_eq!(doubtful(t, &EN, true), None, "{t}");
+        }
+        assert_eq!(doubtful("Ein Schwarzes Loch ist ein Objekt, dessen Gravitation sehr stark ist.", &DE, true), None);
+        assert_eq!(doubtful("ブラックホールは重力が非常に強い天体です。", &NEUTRAL, false), None);
+    }
+
+    #[test]
+    fn gibberish_another_language_or_script_is_doubtful() {
+        let junk = [
+            "a kjiek ji-bjjik jibjiszwadzjisjimjjj.",
+            "a storad astroparisiyskysastroparisiyskysastro.",
+            "es una estrella de la galaxia que se ve en el cielo.",
+            "ein Stern ist ein Himmelskörper, der aus Gas besteht.",
+            "soglassar crioloramón fiztrum bogalix trundavel wepsilor.",
+            "ブラックホールは重力が非常に強い天体です。",
+        ];
+        for t in junk {
+            assert!(doubtful(t, &EN, true).is_some(), "{t}");
+        }
+        assert!(doubtful("A star is a ball of gas.", &DE, true).is_some());
+        assert!(doubtful("A black hole is a region of space.", &NEUTRAL, false).is_some());
+    }
+
+    #[test]
+    fn alike_texts_share_most_words() {
+        let a = Words::of("Water the plants deeply twice a week.");
+        assert!(a.alike(&Words::of("water the plants deeply twice every week")));
+        assert!(!a.alike(&Words::of("Use mulch to keep the soil moist and cool.")));
+        assert_eq!(lower_hash("Use  Mulch"), lower_hash("use mulch"));
+        assert_ne!(lower_hash("Größe"), lower_hash("Grosse"));
+    }
+}

@@ -1,0 +1,374 @@
+//! What is particular to a language, as data: the one table the task's flow reads for the
+//! words a task is phrased with, the words every sentence of the language is built with, how a
+//! task names its unit, and the two questions the agent asks (docs/design.md §5).
+//!
+//! A task is read in the language whose sentence words it uses most ([`Lang::of`]); a task in
+//! a language this table does not hold gets [`NEUTRAL`]: no question at all (the product's
+//! numbered lines and the grammar carry the ask) and no word-based judgement of its text, so
+//! no English word list decides anything about it. Adding a language is adding a row here.
+
+/// One language's row. Every word list is lowercase and sorted (binary search; a test checks).
+pub struct Lang {
+    /// ISO 639-1 code, for the audit log and tests (`"en"`); `""` for [`NEUTRAL`].
+    pub code: &'static str,
+    /// Words every sentence of the language is built with: articles, prepositions,
+    /// conjunctions, pronouns, auxiliaries. A text in the language holds some; a text made
+    /// of none is no sentence of it.
+    pub sentence_words: &'static [&'static str],
+    /// Words a task is phrased with that say nothing of its subject ("write", "list",
+    /// "entry", "useful"): never product tags.
+    pub task_words: &'static [&'static str],
+    /// Words after which a task names its unit ("one tip per entry": `one`; "ein Eintrag pro
+    /// Begriff": `pro`).
+    pub unit_markers: &'static [&'static str],
+    /// Words that name the entry itself, not the unit, after a marker ("per entry").
+    pub entry_words: &'static [&'static str],
+    /// Units a reader numbers ("Day 3", "Paragraph 2"): their entries are labelled with the
+    /// unit and its number, and what each is about follows the label.
+    pub numbered_units: &'static [&'static str],
+    /// Words that join two phrases ("and"): the task's phrase for its units ends before one.
+    pub joins: &'static [&'static str],
+    /// The unit when the task names none.
+    pub entry: &'static str,
+    /// The label of the task's line at the head of the product.
+    pub task_label: &'static str,
+    /// The question for an outline, around the task's phrase for its units: `outline.0`, the
+    /// phrase, `outline.1` ("Name five " tips for growing tomatoes at home "."). Asked to
+    /// list "the next tips, a few words each", SmolLM2-135M copied the prompt's words
+    /// ("one sentence", "one entry"; docs/measurements.md).
+    pub outline: (&'static str, &'static str),
+    /// The same for numbered units ("List what the next " days " are about, a few words each.").
+    pub outline_numbered: (&'static str, &'static str),
+    /// The question for one numbered unit about a subject: `unit_numbered.0`, its label,
+    /// `unit_numbered.1`, the subject, `unit_numbered.2` ("Write " Day 3 ", about " Kyoto ".").
+    pub unit_numbered: (&'static str, &'static str, &'static str),
+    /// The question for one unit about a subject: `unit.0`, the unit, `unit.1`, the subject,
+    /// `unit.2` ("Write the " tip " about " Use mulch ".").
+    pub unit: (&'static str, &'static str, &'static str),
+    /// How the language writes a plural of a unit the task did not write in the plural.
+    pub plural: Plural,
+}
+
+/// A plural rule, for a unit the task writes only in the singular.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Plural {
+    /// English: `-s`, `-es` after a sibilant, `-ies` after a consonant and `y`.
+    English,
+    /// Add `-s` unless the word ends with one (French, Spanish).
+    S,
+    /// Leave the word as it is (German nouns have no one rule; the task's own plural is used
+    /// where it has one).
+    Same,
+}
+
+/// English.
+pub const EN: Lang = Lang {
+    code: "en",
+    sentence_words: &[
+        "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "before", "but",
+        "by", "can", "do", "does", "each", "for", "from", "has", "have", "he", "her", "his", "how", "if", "in", "into",
+        "is", "it", "its", "may", "more", "most", "no", "not", "of", "on", "one", "or", "other", "over", "she", "so",
+        "some", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "up",
+        "was", "were", "when", "where", "which", "while", "who", "will", "with", "would", "you", "your",
+    ],
+    task_words: &[
+        "add",
+        "basic",
+        "brief",
+        "build",
+        "collect",
+        "common",
+        "compile",
+        "create",
+        "definition",
+        "entries",
+        "entry",
+        "every",
+        "few",
+        "give",
+        "good",
+        "keep",
+        "list",
+        "make",
+        "memory",
+        "new",
+        "next",
+        "own",
+        "per",
+        "practical",
+        "save",
+        "sentence",
+        "short",
+        "simple",
+        "small",
+        "storage",
+        "store",
+        "tag",
+        "tagged",
+        "tags",
+        "useful",
+        "what",
+        "write",
+    ],
+    unit_markers: &["each", "every", "one", "per"],
+    entry_words: &["entry", "item", "line", "record"],
+    numbered_units: &["chapter", "day", "lesson", "paragraph", "part", "scene", "stage", "step", "week"],
+    joins: &["and", "or"],
+    entry: "entry",
+    task_label: "Task",
+    outline: ("Name five ", "."),
+    outline_numbered: ("List what the next ", " are about, a few words each."),
+    unit_numbered: ("Write ", ", about ", "."),
+    unit: ("Write the ", " about ", "."),
+    plural: Plural::English,
+};
+
+/// German.
+pub const DE: Lang = Lang {
+    code: "de",
+    sentence_words: &[
+        "als", "am", "an", "auch", "auf", "aus", "bei", "bis", "das", "dass", "dem", "den", "der", "des", "die", "ein",
+        "eine", "einem", "einen", "einer", "eines", "er", "es", "für", "hat", "im", "in", "ist", "mit", "nach",
+        "nicht", "oder", "sein", "sich", "sie", "sind", "um", "und", "von", "vor", "wie", "wird", "zu", "zum", "zur",
+    ],
+    task_words: &[
+        "definition",
+        "eintrag",
+        "eintrags",
+        "einträge",
+        "erstelle",
+        "erstellen",
+        "jeder",
+        "jedes",
+        "kurze",
+        "kurzen",
+        "liste",
+        "nützliche",
+        "pro",
+        "sammle",
+        "satz",
+        "schreibe",
+        "schreiben",
+        "speicher",
+    ],
+    unit_markers: &["je", "jeder", "jedes", "pro"],
+    entry_words: &["eintrag", "zeile"],
+    numbered_units: &["absatz", "kapitel", "schritt", "tag", "teil", "woche"],
+    joins: &["oder", "und"],
+    entry: "Eintrag",
+    task_label: "Aufgabe",
+    outline: ("Nenne fünf ", "."),
+    outline_numbered: ("Nenne, worum es in den nächsten ", " geht, je in wenigen Worten."),
+    unit_numbered: ("Schreibe ", " über ", "."),
+    unit: ("Schreibe den ", " über ", "."),
+    plural: Plural::Same,
+};
+
+/// French.
+pub const FR: Lang = Lang {
+    code: "fr",
+    sentence_words: &[
+        "au", "aux", "avec", "ce", "ces", "cette", "dans", "de", "des", "du", "elle", "en", "est", "et", "il", "la",
+        "le", "les", "leur", "mais", "ne", "on", "ou", "par", "pas", "plus", "pour", "qu", "que", "qui", "sa", "se",
+        "son", "sont", "sur", "un", "une",
+    ],
+    task_words: &[
+        "chaque",
+        "courte",
+        "crée",
+        "créer",
+        "définition",
+        "entrée",
+        "entrées",
+        "liste",
+        "par",
+        "phrase",
+        "pratiques",
+        "rédige",
+        "utiles",
+        "écris",
+    ],
+    unit_markers: &["chaque", "par"],
+    entry_words: &["entrée", "ligne"],
+    numbered_units: &["chapitre", "jour", "paragraphe", "partie", "semaine", "étape"],
+    joins: &["et", "ou"],
+    entry: "entrée",
+    task_label: "Tâche",
+    outline: ("Nomme cinq ", "."),
+    outline_numbered: ("Liste de quoi parlent les prochains ", ", en quelques mots chacun."),
+    unit_numbered: ("Écris ", " sur ", "."),
+    unit: ("Écris le ", " sur ", "."),
+    plural: Plural::S,
+};
+
+/// Spanish.
+pub const ES: Lang = Lang {
+    code: "es",
+    sentence_words: &[
+        "a", "al", "con", "de", "del", "el", "en", "es", "está", "la", "las", "lo", "los", "más", "no", "o", "para",
+        "pero", "por", "que", "se", "su", "sus", "un", "una", "y",
+    ],
+    task_words: &[
+        "cada",
+        "crea",
+        "crear",
+        "definición",
+        "entrada",
+        "entradas",
+        "escribe",
+        "frase",
+        "lista",
+        "por",
+        "prácticos",
+        "útiles",
+    ],
+    unit_markers: &["cada", "por"],
+    entry_words: &["entrada", "línea"],
+    numbered_units: &["capítulo", "día", "parte", "paso", "párrafo", "semana"],
+    joins: &["o", "y"],
+    entry: "entrada",
+    task_label: "Tarea",
+    outline: ("Nombra cinco ", "."),
+    outline_numbered: ("Enumera de qué tratan los siguientes ", ", en pocas palabras cada uno."),
+    unit_numbered: ("Escribe ", " sobre ", "."),
+    unit: ("Escribe el ", " sobre ", "."),
+    plural: Plural::S,
+};
+
+/// A language this table does not hold: no words, no questions.
+pub const NEUTRAL: Lang = Lang {
+    code: "",
+    sentence_words: &[],
+    task_words: &[],
+    unit_markers: &[],
+    entry_words: &[],
+    numbered_units: &[],
+    joins: &[],
+    entry: "",
+    task_label: "",
+    outline: ("", ""),
+    outline_numbered: ("", ""),
+    unit_numbered: ("", "", ""),
+    unit: ("", "", ""),
+    plural: Plural::Same,
+};
+
+/// Every language of the table.
+pub const ALL: [&Lang; 4] = [&EN, &DE, &FR, &ES];
+
+/// Fewest sentence words a task must use for its language to be read as one of the table's.
+const DETECT_MIN: usize = 2;
+
+impl Lang {
+    /// The language `text` is written in: the row whose sentence words it uses most (at least
+    /// [`DETECT_MIN`] of them, and more than any other row), else [`NEUTRAL`].
+    pub fn of(text: &str) -> &'static Lang {
+        let mut best: (&'static Lang, usize) = (&NEUTRAL, 0);
+        let mut tie = false;
+        for lang in ALL {
+            let n = words(text).filter(|w| lang.is_sentence_word(w)).count();
+            if n > best.1 {
+                best = (lang, n);
+                tie = false;
+            } else if n == best.1 && n > 0 {
+                tie = true;
+            }
+        }
+        if best.1 < DETECT_MIN || tie {
+            &NEUTRAL
+        } else {
+            best.0
+        }
+    }
+
+    /// Whether this row has questions to ask (not [`NEUTRAL`]).
+    pub fn asks(&self) -> bool {
+        !self.code.is_empty()
+    }
+
+    /// Whether `word` (any case) is one of the sentence words.
+    pub fn is_sentence_word(&self, word: &str) -> bool {
+        listed(self.sentence_words, word)
+    }
+
+    /// Whether `word` (any case) is a word tasks are phrased with, or a sentence word.
+    pub fn is_task_word(&self, word: &str) -> bool {
+        listed(self.task_words, word) || listed(self.sentence_words, word)
+    }
+
+    /// Whether `word` (any case) marks the unit that follows it.
+    pub fn is_unit_marker(&self, word: &str) -> bool {
+        listed(self.unit_markers, word)
+    }
+
+    /// Whether `word` (any case) joins two phrases.
+    pub fn is_join(&self, word: &str) -> bool {
+        listed(self.joins, word)
+    }
+
+    /// Whether `word` (any case) names the entry itself.
+    pub fn is_entry_word(&self, word: &str) -> bool {
+        listed(self.entry_words, word)
+    }
+
+    /// Whether `unit` (any case) is numbered by a reader.
+    pub fn is_numbered(&self, unit: &str) -> bool {
+        listed(self.numbered_units, unit)
+    }
+}
+
+/// Longest word looked up in a list, in bytes: longer ones are in no list.
+const LOOKUP_MAX_BYTES: usize = 32;
+
+/// Whether `word`, lowercased, is in the sorted `list`.
+fn listed(list: &[&str], word: &str) -> bool {
+    let mut lower = crate::fixed::ArrayString::<LOOKUP_MAX_BYTES>::new();
+    for c in word.chars().flat_map(char::to_lowercase) {
+        if lower.push(c).is_err() {
+            return false;
+        }
+    }
+    list.binary_search(&lower.as_str()).is_ok()
+}
+
+/// The words of `text`: runs of letters and digits (any script), split at everything else.
+pub fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_list_is_sorted_lowercase_and_distinct() {
+        for lang in ALL {
+            for list in [lang.sentence_words, lang.task_words, lang.unit_markers, lang.entry_words, lang.numbered_units]
+            {
+                for pair in list.windows(2) {
+                    assert!(pair[0] < pair[1], "{}: {:?} before {:?}", lang.code, pair[0], pair[1]);
+                }
+                for w in list {
+                    assert_eq!(w.to_lowercase(), *w, "{}: {w}", lang.code);
+                    assert!(w.len() <= LOOKUP_MAX_BYTES);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_task_is_read_in_its_own_language() {
+        let cases = [
+            ("Write practical tips for growing tomatoes at home, one tip per entry.", "en"),
+            ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff, mit einer Definition.", "de"),
+            ("Écris des conseils pour cultiver des tomates, un conseil par entrée.", "fr"),
+            ("Escribe consejos para cultivar tomates en casa, un consejo por entrada.", "es"),
+            ("天文学の用語集を作成してください。", ""),
+            ("", ""),
+            ("Tomatoes", ""),
+        ];
+        for (task, code) in cases {
+            assert_eq!(Lang::of(task).code, code, "{task}");
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! The task's product: a document of the units the task names (a tip, a day, a term; an
+//! entry when it names none), which one general flow writes one unit at a time, whatever the
+//! task's shape or language (docs/design.md §5).
+//!
+//! Small models state facts about a named subject and continue a list well; they cannot invent
+//! what to do next from abstract instructions, and they copy what sits in the prompt. So the
+//! agent carries the structure and the novelty, and asks the model only what it can answer:
+//!
+//! - **The task in view.** The product's heading is the task as the user wrote it; the
+//!   entries follow, one line each (their heads), oldest first ([`Product::render`]). The view
+//!   only grows at its end, so a server's prompt cache keeps it.
+//! - **An outline, then one unit per subject.** With no subject planned, the ask is an
+//!   outline: a numbered list of the next units' subjects ("Water regularly", "Kyoto", "The
+//!   storm"), which the grammar starts with the product's first two subjects, so that the list
+//!   goes on in the product's own kind ([`ProductAsk::Outline`]). The free subjects become the
+//!   plan (the working-memory entry [`PLAN_KEY`], not shown). Then each cycle asks for the
+//!   unit about the plan's next subject ([`ProductAsk::Unit`]): the grammar writes the head
+//!   (the subject, or for a unit a reader numbers, its label too: "Day 3 – Kyoto") and the
+//!   model one to three sentences.
+//! - **Novelty.** A subject stored or asked about before is not planned; a unit alike one the
+//!   view shows is refused ([`Product::judge`]).
+//! - **Precision.** A unit whose text is not in the task's language or is not made of words is
+//!   kept apart under [`DOUBT_TAG`]: stored, searchable, never shown as product.
+//! - **Restart-safe.** What was asked and how many outlines named nothing new survive a restart
+//!   in `memory.json` ([`Product::state`], [`Product::restore`]); a changed task starts a new
+//!   product (new tags) and a new plan, and the old product stays in the store.
+//!
+//! The task's language decides the questions and the text checks ([`lang`]); nothing here
+//! names a word of any language. Everything is reserved in [`Product::new`]; refreshing and
+//! rendering allocate nothing.
+
+mod entry;
+pub mod judge;
+pub mod lang;
+mod state;
+pub mod task;
+
+use crate::error::Result;
+use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
+use crate::grammar::ProductAsk;
+use crate::limits::{PRODUCT_ASKED_MAX, PRODUCT_TAKEN_MAX, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES};
+use crate::memory::key::{normalize, Key};
+use crate::memory::query::{EntryId, Query, Results, Sort};
+use crate::memory::store::Store;
+use crate::memory::working::WorkingSet;
+use entry::{head, own_tag, plan_items, shown_line, slug, subject_of};
+use judge::{lower_hash, Words};
+use task::{as_tag, Task, Word, UNIT_MAX_BYTES};
+
+/// The working-memory key of the task.
+pub const TASK_KEY: &str = "task";
+
+/// The working-memory key of the plan: the subjects of the next units, one a line.
+pub const PLAN_KEY: &str = "plan";
+
+/// The tag a doubtful unit is kept under, beside the product's tags and its own.
+pub const DOUBT_TAG: &str = "doubt";
+
+/// The key of the product's state in `memory.json`'s agent map.
+pub const STATE_META_KEY: &str = "product";
+
+/// Most subjects the plan keeps.
+pub const PLAN_SUBJECTS_MAX: usize = 9;
+
+/// Longest subject kept, in bytes (the grammar writes at most
+/// [`crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_CHARS`] characters).
+pub const SUBJECT_MAX_BYTES: usize = 96;
+
+/// Most words of a subject (the grammar writes at most
+/// [`crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS`]).
+const SUBJECT_MAX_WORDS: usize = crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS as usize;
+
+/// Longest head of a unit: a numbered label, " – " and a subject.
+pub const HEAD_MAX_BYTES: usize = UNIT_MAX_BYTES + 8 + SUBJECT_MAX_BYTES;
+
+/// How many of the product's first subjects an outline goes on from.
+pub const OUTLINE_FIRST: usize = 2;
+
+/// How many of the product's oldest entries are read for them.
+const OUTLINE_FIRST_SCAN: usize = 8;
+
+/// After this many outlines in a row that planned nothing new, the next starts from nothing.
+pub const BARREN_MAX: u32 = 2;
+
+/// The presence penalty every outline is sent with: what the list holds already gets less
+/// likely, so the model names something else instead of the same again (docs/measurements.md).
+pub const LIST_PRESENCE_PENALTY: f64 = 1.0;
+
+/// What joins a numbered unit's label and its subject.
+const LABEL_JOIN: &str = " – ";
+
+/// Longest outline prefix: the units' heading and the first subjects, numbered.
+const PREFIX_MAX_BYTES: usize = task::PHRASE_MAX_BYTES + 4 + OUTLINE_FIRST * (SUBJECT_MAX_BYTES + 6) + 8;
+
+/// A verdict on a unit's text ([`Product::judge`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// A new unit of the product.
+    New,
+    /// Kept apart, under [`DOUBT_TAG`]: not the task's language, or not words.
+    Doubt(&'static str),
+    /// Refused: the product says this already.
+    Repeat(&'static str),
+}
+
+/// See the module documentation.
+pub struct Product {
+    task: Task,
+    /// Whether the task's letters are Latin (the text rules follow its script).
+    latin: bool,
+    /// The newest product entries, newest first.
+    newest: Results,
+    /// The own tags of those entries and the task's words, sorted and distinct.
+    taken: ArrayVec<Word, PRODUCT_TAKEN_MAX>,
+    /// For each entry the view shows: the hash of its head and the words of its value.
+    seen: ArrayVec<(u64, Words), PRODUCT_VIEW_MAX_ENTRIES>,
+    shown: usize,
+    heading_bytes: usize,
+    /// The view's first (oldest) entry: it grows at its end until full, then starts again.
+    view_from: EntryId,
+    oldest: Results,
+    /// The subjects the next outline goes on from.
+    first: ArrayVec<ArrayString<SUBJECT_MAX_BYTES>, OUTLINE_FIRST>,
+    /// The outline's value so far: the units' heading and the first subjects, numbered.
+    prefix: ArrayString<PREFIX_MAX_BYTES>,
+    /// The number of the outline's first new subject.
+    first_number: u32,
+    /// The plan's first free subject: asked about now (empty: an outline is asked).
+    subject: ArrayString<SUBJECT_MAX_BYTES>,
+    /// The head of the unit asked for.
+    head: ArrayString<HEAD_MAX_BYTES>,
+    /// A numbered unit's label ("Day 3").
+    label: ArrayString<UNIT_MAX_BYTES>,
+    /// Hashes (48 bits) of the subjects asked about for this task, oldest first.
+    asked: ArrayVec<u64, PRODUCT_ASKED_MAX>,
+    /// Outlines in a row that planned nothing new.
+    barren: u32,
+    /// The task the asked subjects and the barren count belong to.
+    state_task: u64,
+}
+
+impl Default for Product {
+    fn default() -> Self {
+        Product::new()
+    }
+}
+
+/// 48 bits of a subject's hash: what [`Product::state`] keeps.
+fn subject_hash(subject: &str) -> u64 {
+    lower_hash(subject) & 0xffff_ffff_ffff
+}
+
+impl Product {
+    /// An inactive product with its buffers reserved.
+    pub fn new() -> Product {
+        Product {
+            task: Task::none(),
+            latin: true,
+            newest: Results::with_capacity(PRODUCT_TAKEN_MAX),
+            taken: ArrayVec::new(),
+            seen: ArrayVec::new(),
+            shown: 0,
+            heading_bytes: 0,
+            view_from: 0,
+            oldest: Results::with_capacity(OUTLINE_FIRST_SCAN),
+            first: ArrayVec::new(),
+            prefix: ArrayString::new(),
+            first_number: 1,
+            subject: ArrayString::new(),
+            head: ArrayString::new(),
+            label: ArrayString::new(),
+            asked: ArrayVec::new(),
+            barren: 0,
+            state_task: 0,
+        }
+    }
+
+    /// Whether there is a task.
+    pub fn active(&self) -> bool {
+        self.task.key.is_some()
+    }
+
+    /// The product's tags as a key (`tips,tomatoes`).
+    pub fn key(&self) -> Option<&Key> {
+        self.task.key.as_ref()
+    }
+
+    /// The task's language code (`""` for a language the table does not hold).
+    pub fn language(&self) -> &'static str {
+        self.task.lang.code
+    }
+
+    /// Whether the normalised key `key` is an entry of the product: it carries the product's
+    /// tags and not [`DOUBT_TAG`].
+    pub fn owns(&self, key: &str) -> bool {
+        let Some(p) = self.task.key.as_ref() else { return false };
+        let has = |t: &str| key.split(',').any(|k| k == t);
+        p.tags().all(has) && !has(DOUBT_TAG)
+    }
+
+    /// Names a new entry may not take, as tags, sorted and distinct: the stored entries' own
+    /// tags and the task's words (for a grammar that writes a whole entry).
+    pub fn taken(&self) -> impl Iterator<Item = &str> + '_ {
+        self.taken.iter().map(|w| w.as_str())
+    }
+
+    /// Entries the last render showed.
+    pub fn shown(&self) -> usize {
+        self.shown
+    }
+
+    /// Bytes the last render wrote before the entries: `<product>` and the task.
+    pub fn heading_bytes(&self) -> usize {
+        self.heading_bytes
+    }
+
+    /// Brings the product up to date with the task in `working` and the entries in `store`.
+    pub fn refresh(&mut self, working: &WorkingSet, store: Option<&Store>) {
+        let text = normalize(TASK_KEY).ok().and_then(|k| working.get(&k)).unwrap_or("");
+        let hash = if text.trim().is_empty() { 0 } else { crate::memory::hash::fnv1a64(text.as_bytes()) };
+        if hash != self.task.hash {
+            self.task = Task::read(text);
+            self.latin = judge::mostly_latin(text);
+            self.view_from = 0;
+        }
+        if self.state_task != self.task.hash {
+            self.asked.clear();
+            self.barren = 0;
+            self.state_task = self.task.hash;
+        }
+        self.newest.clear();
+        self.taken.clear();
+        let Some(key) = self.task.key else {
+            self.subject.clear();
+            return;
+        };
+        for w in self.task.words.iter() {
+            let _ = self.taken.push(*w);
+        }
+        let doubt = normalize(DOUBT_TAG).ok();
+        let q = Query { required: Some(key), excluded: doubt, max_results: PRODUCT_TAKEN_MAX, ..Query::default() };
+        if let Some(store) = store {
+            store.query(&q, &mut self.newest);
+            for id in self.newest.ids() {
+                let Some(k) = store.key(id) else { continue };
+                if let Some(own) = own_tag(&k, &key).and_then(|t| Word::try_from_str(t).ok()) {
+                    if self.taken.push(own).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        self.taken.as_mut_slice().sort_unstable();
+        let mut distinct: ArrayVec<Word, PRODUCT_TAKEN_MAX> = ArrayVec::new();
+        for w in self.taken.iter() {
+            if distinct.as_slice().last() != Some(w) {
+                let _ = distinct.push(*w);
+            }
+        }
+        self.taken = distinct;
+        // The plan's first free subject is asked about next.
+        self.subject.clear();
+        let plan = normalize(PLAN_KEY).ok().and_then(|k| working.get(&k)).unwrap_or("");
+        if let Some(s) = plan_items(plan).find(|s| self.is_free(s)) {
+            let _ = self.subject.push_str(s);
+        }
+        self.write_head();
+        // The outline's prefix as the last render left its first subjects (a render without a
+        // store, as `lkjagent grammar` may do, leaves none).
+        self.write_prefix();
+    }
+
+    /// The head of the unit about `subject`: the subject, or for a numbered unit its label, the
+    /// join and the subject ("Day 3 – Kyoto").
+    fn write_head(&mut self) {
+        self.head.clear();
+        self.label.clear();
+        if self.subject.is_empty() {
+            return;
+        }
+        if self.task.numbered {
+            let n = u32::try_from(self.newest.matched()).unwrap_or(u32::MAX).saturating_add(1);
+            self.task.label(n, &mut self.label);
+            let _ = self.head.push_str(self.label.as_str());
+            let _ = self.head.push_str(LABEL_JOIN);
+        }
+        let _ = self.head.push_str(self.subject.as_str());
+    }
+
+    /// Whether `subject` (an outline's item, as written) can be planned: a few words with a
+    /// letter, no word run on, not asked about or stored before, and not the task's own words
+    /// only.
+    fn is_free(&self, subject: &str) -> bool {
+        let s = subject.trim();
+        let n = lang::words(s).count();
+        if s.len() < 2 || s.len() > SUBJECT_MAX_BYTES || n == 0 || n > SUBJECT_MAX_WORDS || s.contains(':') {
+            return false;
+        }
+        if judge::doubtful(s, &lang::NEUTRAL, self.latin).is_some() {
+            return false;
+        }
+        if self.asked.as_slice().contains(&subject_hash(s)) {
+            return false;
+        }
+        let mut own = Word::new();
+        if slug(s, &mut own) && self.taken.as_slice().binary_search(&own).is_ok() {
+            return false;
+        }
+        let lang = self.task.lang;
+        // A phrase cut off ("The universe is made up", "a science that") ends with a word
+        // every sentence is built with; a subject does not.
+        if lang::words(s).last().is_some_and(|w| lang.is_sentence_word(w)) {
+            return false;
+        }
+        let task_word = |w: &str| {
+            let mut t = Word::new();
+            lang.is_task_word(w) || (as_tag(w, &mut t) && self.task.words.as_slice().contains(&t))
+        };
+        !lang::words(s).all(task_word)
+    }
+
+    /// Writes the view into `out`: `<product>`, the task as written, the heads of the product's
+    /// entries (oldest of them first, one a line), `</product>`; nothing without a task. The
+    /// entries take at most `max_bytes` (never more than [`PRODUCT_VIEW_MAX_BYTES`]); when
+    /// they no longer fit, the view starts again from the newest that fill half of it.
+    /// `task` is the task's text as working memory holds it.
+    pub fn render(&mut self, task: &str, store: &mut Store, out: &mut FixedBuf, max_bytes: usize) -> Result<()> {
+        self.seen.clear();
+        self.shown = 0;
+        self.heading_bytes = 0;
+        self.first.clear();
+        if !self.active() {
+            return Ok(());
+        }
+        let at = out.len();
+        out.push_str("<product>\n")?;
+        out.push_str(task.trim())?;
+        out.push_str("\n")?;
+        self.heading_bytes = out.len() - at;
+        let max_bytes = max_bytes.min(PRODUCT_VIEW_MAX_BYTES);
+        let mut ids: ArrayVec<EntryId, PRODUCT_VIEW_MAX_ENTRIES> = ArrayVec::new();
+        if !self.view_ids(store, &mut ids, PRODUCT_VIEW_MAX_ENTRIES, max_bytes) {
+            self.view_from = 0;
+            ids.clear();
+            self.view_ids(store, &mut ids, PRODUCT_VIEW_MAX_ENTRIES / 2, max_bytes / 2);
+            self.view_from = match ids.as_slice().last() {
+                Some(&id) => id,
+                None => self.newest.ids().next().map_or(0, |id| id.saturating_add(1)),
+            };
+        }
+        for &id in ids.as_slice().iter().rev() {
+            let Ok(v) = store.value(id) else { continue };
+            out.push_str(shown_line(v))?;
+            out.push_str("\n")?;
+            let _ = self.seen.push((lower_hash(head(v)), Words::of(v)));
+            self.shown += 1;
+        }
+        if self.subject.is_empty() {
+            self.read_first(store);
+        }
+        self.write_prefix();
+        out.push_str("</product>\n")
+    }
+
+    /// The subjects the next outline goes on from: those of the product's oldest entries,
+    /// passed over by [`OUTLINE_FIRST`] for each barren outline before (so a model that
+    /// answers one prompt the same way is given another), none after [`BARREN_MAX`].
+    fn read_first(&mut self, store: &mut Store) {
+        let Some(key) = self.task.key else { return };
+        if self.barren >= BARREN_MAX {
+            return;
+        }
+        let doubt = normalize(DOUBT_TAG).ok();
+        let q = Query {
+            required: Some(key),
+            excluded: doubt,
+            max_results: OUTLINE_FIRST_SCAN,
+            sort: Sort::Oldest,
+            ..Query::default()
+        };
+        store.query(&q, &mut self.oldest);
+        let skip = self.barren as usize * OUTLINE_FIRST;
+        for id in self.oldest.ids().skip(skip) {
+            if self.first.is_full() {
+                break;
+            }
+            let Ok(v) = store.value(id) else { continue };
+            let s = subject_of(head(v));
+            if !s.is_empty() && s.len() < v.len() {
+                if let Ok(s) = ArrayString::try_from_str(s) {
+                    let _ = self.first.push(s);
+                }
+            }
+        }
+    }
+
+    /// Writes the outline's prefix: the units' heading, the first subjects numbered, one a
+    /// line, and the next number (`Tips:\n1. Water regularly\n2. Use mulch\n3. `).
+    fn write_prefix(&mut self) {
+        self.prefix.clear();
+        let units = if self.task.numbered { self.task.units.as_str() } else { self.task.phrase.as_str() };
+        let mut chars = units.chars();
+        if let Some(c) = chars.next() {
+            for u in c.to_uppercase() {
+                let _ = self.prefix.push(u);
+            }
+            let _ = self.prefix.format(format_args!("{}:\n", chars.as_str()));
+        }
+        for (i, s) in self.first.iter().enumerate() {
+            let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, s));
+        }
+        self.first_number = self.first.len() as u32 + 1;
+        let _ = self.prefix.format(format_args!("{}. ", self.first_number));
+    }
+
+    /// Pushes to `ids` the newest product entries, newest first, back to the view's first, at
+    /// most `max` in `max_bytes`; `false` when they do not all fit.
+    fn view_ids(
+        &self,
+        store: &mut Store,
+        ids: &mut ArrayVec<EntryId, PRODUCT_VIEW_MAX_ENTRIES>,
+        max: usize,
+        max_bytes: usize,
+    ) -> bool {
+        let mut bytes = 0;
+        for id in self.newest.ids() {
+            if id < self.view_from {
+                break;
+            }
+            let len = match store.value(id) {
+                Ok(v) => shown_line(v).len() + 1,
+                Err(_) => continue,
+            };
+            if ids.len() >= max || bytes + len > max_bytes {
+                return false;
+            }
+            bytes += len;
+            let _ = ids.push(id);
+        }
+        true
+    }
+
+    /// What to ask a model whose reply a grammar or a schema writes: the unit about the plan's
+    /// next subject, else an outline.
+    pub fn ask(&self) -> ProductAsk<'_> {
+        if self.subject.is_empty() {
+            ProductAsk::Outline {
+                key: PLAN_KEY,
+                prefix: self.prefix.as_str(),
+                first: self.first_number,
+                latin: self.latin,
+            }
+        } else {
+            ProductAsk::Unit { head: self.head.as_str(), latin: self.latin }
+        }
+    }
+
+    /// Writes the question of `ask` as the prompt's last line, in the task's language (none
+    /// for a language the table does not hold: the product's lines and the grammar ask).
+    pub fn write_question(&self, ask: ProductAsk<'_>, out: &mut FixedBuf) -> Result<()> {
+        let lang = self.task.lang;
+        if !lang.asks() {
+            return Ok(());
+        }
+        match ask {
+            ProductAsk::Outline { .. } if self.task.numbered => {
+                let (a, b) = lang.outline_numbered;
+                out.format(format_args!("{}{}{}\n", a, self.task.units, b))
+            }
+            ProductAsk::Outline { .. } => {
+                let (a, b) = lang.outline;
+                out.format(format_args!("{}{}{}\n", a, self.task.phrase, b))
+            }
+            ProductAsk::Unit { .. } => {
+                let (a, b, c) = if self.task.numbered { lang.unit_numbered } else { lang.unit };
+                let unit = if self.task.numbered { self.label.as_str() } else { self.task.unit.as_str() };
+                out.format(format_args!("{}{}{}{}{}\n", a, unit, b, self.subject, c))
+            }
+            ProductAsk::Entry => self.write_ask(out),
+        }
+    }
+
+    /// The ask for a reply no grammar writes: the next unit, as a save of the product.
+    pub fn write_ask(&self, out: &mut FixedBuf) -> Result<()> {
+        let Some(key) = self.task.key else { return Ok(()) };
+        let lang = self.task.lang;
+        if !self.subject.is_empty() && lang.asks() {
+            self.write_question(ProductAsk::Unit { head: self.head.as_str(), latin: self.latin }, out)?;
+        }
+        let unit = if self.task.unit.is_empty() { "entry" } else { self.task.unit.as_str() };
+        out.format(format_args!(
+            "Save the next {} with tags {} and a value that starts with its subject and a colon.\n",
+            unit,
+            key.as_str()
+        ))
+    }
+
+    /// After a cycle that asked `ask` (grammar or schema): the subject asked about is not asked
+    /// again; an outline's free subjects become the plan. `scratch` holds the new plan.
+    pub fn settle(&mut self, working: &mut WorkingSet, scratch: &mut FixedBuf, now: u64) -> Result<()> {
+        let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
+        let outline = self.subject.is_empty();
+        if !outline {
+            if self.asked.is_full() {
+                self.asked.remove(0);
+            }
+            let _ = self.asked.push(subject_hash(self.subject.as_str()));
+        }
+        let Some(plan) = working.get(&key) else {
+            if outline {
+                self.barren = self.barren.saturating_add(1);
+            }
+            return Ok(());
+        };
+        // An outline's own items: those after the first subjects it was given.
+        let given = if outline { self.first_number.saturating_sub(1) as usize } else { 0 };
+        scratch.clear();
+        let mut kept = 0usize;
+        let mut hashes: ArrayVec<u64, PLAN_SUBJECTS_MAX> = ArrayVec::new();
+        for s in plan_items(plan).skip(given) {
+            let h = subject_hash(s);
+            if kept == PLAN_SUBJECTS_MAX || hashes.as_slice().contains(&h) || !self.is_free(s) {
+                continue;
+            }
+            let _ = hashes.push(h);
+            scratch.push_str(if kept == 0 { "" } else { "\n" })?;
+            scratch.push_str(s.trim())?;
+            kept += 1;
+        }
+        if outline {
+            self.barren = if kept == 0 { self.barren.saturating_add(1) } else { 0 };
+        }
+        if kept == 0 {
+            working.remove(&key);
+            return Ok(());
+        }
+        let text = scratch.text()?;
+        if text != plan {
+            working.add(&key, text, now)?;
+        }
+        Ok(())
+    }
+
+    /// Remembers `value`, a unit saved this cycle, so the reply's next units may not repeat it.
+    pub fn saved(&mut self, value: &str) {
+        if self.seen.is_full() {
+            self.seen.remove(0);
+        }
+        let _ = self.seen.push((lower_hash(head(value)), Words::of(value)));
+    }
+}
+
+#[cfg(test)]
+mod tests;

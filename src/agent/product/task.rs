@@ -1,0 +1,399 @@
+//! What the task text says of its product, read once per task: its language, its tags, its
+//! unit (what one entry is: a tip, a day, a term) and whether a reader numbers that unit.
+//! Every rule is stated in the task's own words and its language's row of [`super::lang`].
+
+use super::lang::{words, Lang, Plural, NEUTRAL};
+use crate::fixed::{ArrayString, ArrayVec};
+use crate::limits::{PRODUCT_TAGS_MAX, TAG_MAX_BYTES};
+use crate::memory::hash::fnv1a64;
+use crate::memory::key::{normalize, Key};
+
+/// A tag-sized word.
+pub type Word = ArrayString<TAG_MAX_BYTES>;
+
+/// Longest unit kept, in bytes (as written, any script).
+pub const UNIT_MAX_BYTES: usize = 48;
+
+/// Most of the task's words kept, lowercased as tags, to know a subject copied from the task.
+pub const TASK_WORDS_MAX: usize = 48;
+
+/// Longest phrase for the units kept, in bytes.
+pub const PHRASE_MAX_BYTES: usize = 160;
+
+/// Most words of the task's phrase for its units after the units' word.
+const PHRASE_AFTER_MAX: usize = 7;
+
+/// Most words of it before the units' word.
+const PHRASE_BEFORE_MAX: usize = 3;
+
+/// Fewest letters of a task word that can be a tag.
+const TAG_MIN_LETTERS: usize = 3;
+
+/// The tag a product's tags end with when the task yields fewer than two: the task's hash in
+/// four hexadecimal digits follows it, so two such tasks are two products.
+const FALLBACK_TAG: &str = "task";
+
+/// See the module documentation.
+pub struct Task {
+    /// FNV-1a of the task text (0: no task).
+    pub hash: u64,
+    /// The task's language row.
+    pub lang: &'static Lang,
+    /// The product's tags as a key (`tips,tomatoes`), when there is a task.
+    pub key: Option<Key>,
+    /// What one entry is, as the task writes it ("tip", "Begriff"), or the language's word for
+    /// an entry.
+    pub unit: ArrayString<UNIT_MAX_BYTES>,
+    /// The unit in the plural: the task's own plural where it writes one ("Begriffe" for
+    /// "Begriff"), else the language's rule.
+    pub units: ArrayString<UNIT_MAX_BYTES>,
+    /// The task's own phrase for its units ("tips for growing tomatoes at home", "Linux shell
+    /// commands", "Astronomie-Begriffe"), or the units when it writes none.
+    pub phrase: ArrayString<PHRASE_MAX_BYTES>,
+    /// Whether a reader numbers the unit ("Day 3"): its entries are labelled so.
+    pub numbered: bool,
+    /// The task's words that can be tags, lowercased (a subject that is one of them is copied
+    /// from the task).
+    pub words: ArrayVec<Word, TASK_WORDS_MAX>,
+}
+
+impl Task {
+    /// No task.
+    pub fn none() -> Task {
+        Task {
+            hash: 0,
+            lang: &NEUTRAL,
+            key: None,
+            unit: ArrayString::new(),
+            units: ArrayString::new(),
+            phrase: ArrayString::new(),
+            numbered: false,
+            words: ArrayVec::new(),
+        }
+    }
+
+    /// Reads `text`. An empty or blank text is no task.
+    pub fn read(text: &str) -> Task {
+        let mut t = Task::none();
+        if text.trim().is_empty() {
+            return t;
+        }
+        t.hash = fnv1a64(text.as_bytes());
+        t.lang = Lang::of(text);
+        for w in words(text) {
+            let mut tag = Word::new();
+            if as_tag(w, &mut tag) && !t.words.is_full() && !t.words.as_slice().contains(&tag) {
+                let _ = t.words.push(tag);
+            }
+        }
+        t.read_unit(text);
+        t.read_phrase(text);
+        t.read_tags(text);
+        t
+    }
+
+    /// The unit: the first word after a unit marker that is not a sentence word, a number or
+    /// a word for the entry itself ("one entry per term": `term`); with none, the first word
+    /// the language writes in the plural, in the singular ("List common shell commands":
+    /// `command`); else the language's word for an entry.
+    fn read_unit(&mut self, text: &str) {
+        let lang = self.lang;
+        let mut after_marker = false;
+        let mut found = "";
+        // Words as the task spaces them: "one-week" is no marker and a unit.
+        let spaced = text.split_whitespace().map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()));
+        for w in spaced.filter(|w| !w.is_empty()) {
+            if lang.is_unit_marker(w) {
+                after_marker = true;
+                continue;
+            }
+            if after_marker {
+                let number = w.chars().all(|c| c.is_numeric());
+                let joined = !w.chars().all(char::is_alphanumeric);
+                if lang.is_entry_word(w) || number || joined {
+                    continue;
+                }
+                after_marker = false;
+                if !lang.is_sentence_word(w) && !lang.is_task_word(w) {
+                    found = w;
+                    break;
+                }
+            }
+        }
+        if found.is_empty() && lang.plural == Plural::English {
+            found = words(text)
+                .filter(|w| w.len() > TAG_MIN_LETTERS && !lang.is_task_word(w))
+                .find_map(english_singular)
+                .unwrap_or("");
+        }
+        if found.is_empty() {
+            found = lang.entry;
+        }
+        let _ = self.unit.push_str(crate::bytes::str_prefix(found, UNIT_MAX_BYTES));
+        self.numbered = lang.is_numbered(found);
+        // The task's own plural: a word of it that starts with the unit and is at most three
+        // letters longer ("Begriffe", "tips").
+        let own = words(text).find(|w| {
+            w.len() > found.len()
+                && w.len() <= found.len() + 3
+                && w.get(..found.len()).is_some_and(|h| h.to_lowercase() == found.to_lowercase())
+        });
+        match own {
+            Some(w) => {
+                let _ = self.units.push_str(crate::bytes::str_prefix(w, UNIT_MAX_BYTES));
+            }
+            None => plural(lang.plural, found, &mut self.units),
+        }
+    }
+
+    /// The phrase: in the task's clause that holds its units' word (as a word, or the end of a
+    /// hyphenated one: "Astronomie-Begriffe"), up to [`PHRASE_BEFORE_MAX`] words of content
+    /// before it and, when the clause goes on without a joining word, up to
+    /// [`PHRASE_AFTER_MAX`] words after it, ending with a word of content; else the units.
+    fn read_phrase(&mut self, text: &str) {
+        let lang = self.lang;
+        let units = self.units.as_str();
+        let is_units = |w: &str| {
+            let last = w.rsplit('-').next().unwrap_or(w);
+            !units.is_empty() && last.to_lowercase() == units.to_lowercase()
+        };
+        for clause in text.split(['.', ',', ':', ';', '!', '?', '\n', '(', ')']) {
+            let tokens: ArrayVec<&str, 64> = {
+                let mut v = ArrayVec::new();
+                for t in clause.split_whitespace() {
+                    if v.push(t).is_err() {
+                        break;
+                    }
+                }
+                v
+            };
+            let t = tokens.as_slice();
+            let Some(at) = t.iter().position(|w| is_units(w)) else { continue };
+            let mut start = at;
+            while start > 0 && at - start < PHRASE_BEFORE_MAX {
+                let w = t.get(start - 1).copied().unwrap_or("");
+                if lang.is_task_word(w) || w.chars().all(|c| c.is_numeric()) {
+                    break;
+                }
+                start -= 1;
+            }
+            let mut end = at + 1;
+            let after = t.get(at + 1..).unwrap_or(&[]);
+            if after.len() <= PHRASE_AFTER_MAX && after.first().is_some_and(|w| !lang.is_join(w)) {
+                end = t.len();
+            }
+            while end > at + 1 && t.get(end - 1).is_some_and(|w| lang.is_sentence_word(w)) {
+                end -= 1;
+            }
+            for (i, w) in t.get(start..end).unwrap_or(&[]).iter().enumerate() {
+                let sep = if i == 0 { "" } else { " " };
+                if self.phrase.push_str(sep).is_err() || self.phrase.push_str(w).is_err() {
+                    break;
+                }
+            }
+            return;
+        }
+        let _ = self.phrase.push_str(units);
+    }
+
+    /// The tags: the task's first word of content and the longest of the others (the subject
+    /// of "tips for growing tomatoes" is longer than its verbs), each a tag of at least
+    /// [`TAG_MIN_LETTERS`] ASCII letters or digits; with fewer than two, the unit's tag (or
+    /// [`FALLBACK_TAG`]) and the task's hash, so every task has a product of its own.
+    fn read_tags(&mut self, text: &str) {
+        let lang = self.lang;
+        let mut content: ArrayVec<Word, TASK_WORDS_MAX> = ArrayVec::new();
+        for w in words(text) {
+            let mut tag = Word::new();
+            let letters = w.chars().filter(|c| c.is_alphabetic()).count();
+            if letters >= TAG_MIN_LETTERS
+                && !lang.is_task_word(w)
+                && as_tag(w, &mut tag)
+                && !content.as_slice().contains(&tag)
+            {
+                let _ = content.push(tag);
+            }
+        }
+        let mut tags: ArrayVec<Word, PRODUCT_TAGS_MAX> = ArrayVec::new();
+        if let Some(first) = content.as_slice().first() {
+            let _ = tags.push(*first);
+        }
+        let mut longest: Option<Word> = None;
+        for w in content.iter().skip(1) {
+            if longest.is_none_or(|l| w.len() > l.len()) {
+                longest = Some(*w);
+            }
+        }
+        if let Some(l) = longest {
+            let _ = tags.push(l);
+        }
+        if tags.len() < PRODUCT_TAGS_MAX {
+            let mut unit = Word::new();
+            if tags.is_empty() && as_tag(self.unit.as_str(), &mut unit) {
+                let _ = tags.push(unit);
+            } else if tags.is_empty() {
+                let _ = tags.push(Word::try_from_str(FALLBACK_TAG).unwrap_or_default());
+            }
+            let mut hashed = Word::new();
+            let _ = hashed.format(format_args!("t{:04x}", self.hash & 0xffff));
+            let _ = tags.push(hashed);
+        }
+        let mut joined = ArrayString::<{ PRODUCT_TAGS_MAX * (TAG_MAX_BYTES + 1) }>::new();
+        for (i, t) in tags.iter().enumerate() {
+            let _ = joined.push_str(if i == 0 { "" } else { "," });
+            let _ = joined.push_str(t.as_str());
+        }
+        self.key = normalize(joined.as_str()).ok();
+    }
+
+    /// The label of the `n`-th entry of a numbered unit ("Day 3"), into `out`.
+    pub fn label(&self, n: u32, out: &mut ArrayString<UNIT_MAX_BYTES>) {
+        out.clear();
+        let mut chars = self.unit.chars();
+        if let Some(c) = chars.next() {
+            for u in c.to_uppercase() {
+                let _ = out.push(u);
+            }
+        }
+        let _ = out.format(format_args!("{} {}", chars.as_str(), n));
+    }
+}
+
+/// `word` as a tag (`[a-z0-9]`, lowercased), when it is ASCII letters and digits only and
+/// starts with a letter; `false` otherwise (a word of another script, "Größe", is no tag).
+pub fn as_tag(word: &str, out: &mut Word) -> bool {
+    out.clear();
+    if !word.bytes().all(|b| b.is_ascii_alphanumeric()) || !word.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+    {
+        return false;
+    }
+    for b in word.bytes() {
+        if out.push(b.to_ascii_lowercase() as char).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// The singular of an English plural ("commands": `command`, "facts": `fact`, "stories":
+/// none: only a plain `-s` is undone, which is never wrong about what the unit is).
+fn english_singular(word: &str) -> Option<&str> {
+    let one = word.strip_suffix('s')?;
+    let plain = one.len() >= TAG_MIN_LETTERS
+        && !one.ends_with(['s', 'u', 'i'])
+        && one.chars().all(|c| c.is_ascii_alphabetic())
+        && one.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+    plain.then_some(one)
+}
+
+/// `word` in the plural by `rule`, into `out`.
+fn plural(rule: Plural, word: &str, out: &mut ArrayString<UNIT_MAX_BYTES>) {
+    out.clear();
+    let fits =
+        |out: &mut ArrayString<UNIT_MAX_BYTES>, a: &str, b: &str| out.push_str(a).is_ok() && out.push_str(b).is_ok();
+    let ok = match rule {
+        Plural::Same => fits(out, word, ""),
+        Plural::S if word.ends_with('s') => fits(out, word, ""),
+        Plural::S => fits(out, word, "s"),
+        Plural::English => {
+            let stem = word.strip_suffix('y').filter(|b| !b.is_empty() && !b.ends_with(['a', 'e', 'i', 'o', 'u']));
+            let sibilant = ["s", "x", "z", "ch", "sh"].iter().any(|e| word.ends_with(e));
+            match stem {
+                Some(b) => fits(out, b, "ies"),
+                None => fits(out, word, if sibilant { "es" } else { "s" }),
+            }
+        }
+    };
+    if !ok {
+        out.clear();
+        let _ = out.push_str(crate::bytes::str_prefix(word, UNIT_MAX_BYTES));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> (String, String, String, bool) {
+        let t = Task::read(text);
+        (t.key.map(|k| k.as_str().to_string()).unwrap_or_default(), t.unit.to_string(), t.units.to_string(), t.numbered)
+    }
+
+    #[test]
+    fn tags_and_unit_come_from_the_tasks_own_words() {
+        let cases = [
+            ("Write practical tips for growing tomatoes at home, one tip per entry.", "tips,tomatoes", "tip", "tips", false),
+            ("Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.", "astronomy,glossary", "term", "terms", false),
+            ("Collect useful facts about the planets of the solar system.", "facts,planets", "fact", "facts", false),
+            ("Plan a one-week trip to Japan, one day per entry.", "japan,plan", "day", "days", true),
+            ("List common Linux shell commands and what each does.", "commands,linux", "command", "commands", false),
+            ("Write a short story about a lighthouse keeper, one paragraph per entry.", "lighthouse,story", "paragraph", "paragraphs", true),
+            ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff, mit einer Definition in einem Satz.", "astronomie,glossar", "Begriff", "Begriffe", false),
+        ];
+        for (task, key, unit, units, numbered) in cases {
+            assert_eq!(read(task), (key.into(), unit.into(), units.into(), numbered), "{task}");
+        }
+    }
+
+    #[test]
+    fn a_task_without_tags_of_its_own_gets_a_product_of_its_own() {
+        let a = Task::read("天文学の用語集を作成してください。");
+        let b = Task::read("日本の旅行の計画を立ててください。");
+        let (ka, kb) = (a.key.unwrap(), b.key.unwrap());
+        assert_ne!(ka, kb);
+        assert!(ka.as_str().starts_with("t"), "{}", ka.as_str());
+        assert!(Task::read("").key.is_none() && Task::read("  \n").key.is_none());
+    }
+
+    #[test]
+    fn any_text_reads_within_bounds() {
+        let mut x: u64 = 7;
+        let mut below = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..500 {
+            let len = below(4097) as usize;
+            let text: String = (0..len).map(|_| char::from_u32(below(0x3100) as u32).unwrap_or('x')).collect();
+            let t = Task::read(&text);
+            assert!(t.unit.len() <= UNIT_MAX_BYTES && t.units.len() <= UNIT_MAX_BYTES);
+            if !text.trim().is_empty() {
+                assert!(t.key.is_some(), "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_units_phrase_is_the_tasks_own() {
+        let cases = [
+            (
+                "Write practical tips for growing tomatoes at home, one tip per entry.",
+                "tips for growing tomatoes at home",
+            ),
+            (
+                "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.",
+                "astronomy terms",
+            ),
+            ("List common Linux shell commands and what each does.", "Linux shell commands"),
+            (
+                "Collect useful facts about the planets of the solar system.",
+                "facts about the planets of the solar system",
+            ),
+            ("Plan a one-week trip to Japan, one day per entry.", "days"),
+            ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.", "Astronomie-Begriffe"),
+        ];
+        for (task, phrase) in cases {
+            assert_eq!(Task::read(task).phrase.as_str(), phrase, "{task}");
+        }
+    }
+
+    #[test]
+    fn a_numbered_unit_is_labelled_with_its_number() {
+        let t = Task::read("Plan a one-week trip to Japan, one day per entry.");
+        let mut l = ArrayString::new();
+        t.label(3, &mut l);
+        assert_eq!(l.as_str(), "Day 3");
+    }
+}

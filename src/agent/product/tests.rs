@@ -1,0 +1,219 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! The product's flow on real stores in temporary directories.
+
+use super::*;
+use crate::memory::working::WorkingSet;
+
+fn working(task: &str) -> WorkingSet {
+    let mut w = WorkingSet::new();
+    if !task.is_empty() {
+        w.add(&normalize(TASK_KEY).unwrap(), task, 1).unwrap();
+    }
+    w
+}
+
+fn store(label: &str) -> (std::path::PathBuf, Store) {
+    let dir = crate::testing::temp_dir(label);
+    let s = Store::open_with_capacity(&dir, 1024).unwrap();
+    (dir, s)
+}
+
+/// Renders the view of `task` and returns it with the ask's question.
+fn view(p: &mut Product, w: &WorkingSet, s: &mut Store, task: &str) -> (String, String) {
+    p.refresh(w, Some(s));
+    let mut out = FixedBuf::with_capacity("view", crate::limits::PROMPT_MAX_BYTES);
+    p.render(task, s, &mut out, PRODUCT_VIEW_MAX_BYTES).unwrap();
+    let mut q = FixedBuf::with_capacity("question", 4096);
+    p.write_question(p.ask(), &mut q).unwrap();
+    (out.text().unwrap().to_string(), q.text().unwrap().to_string())
+}
+
+const TIPS: &str = "Write practical tips for growing tomatoes at home, one tip per entry.";
+
+/// Saves `value` as the product's unit, as the agent files it.
+fn save(p: &Product, s: &mut Store, value: &str) -> Key {
+    let key = p.file(p.key().unwrap(), value).unwrap().unwrap();
+    s.put(&key, value, 1).unwrap();
+    key
+}
+
+#[test]
+fn any_task_text_is_shown_whole_and_the_view_stays_within_its_bounds() {
+    let mut x: u64 = 0x9E37;
+    let mut below = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let (_d, mut s) = store("product-any");
+    let mut p = Product::new();
+    let fixed = [
+        String::new(),
+        "Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.".to_string(),
+        "日本の一週間の旅行を計画してください。一日一項目。".to_string(),
+        "x".repeat(4096),
+        "é".repeat(2048),
+    ];
+    for round in 0..60 {
+        let task = match fixed.get(round) {
+            Some(t) => t.clone(),
+            None => {
+                let len = below(4097) as usize;
+                (0..len).map(|_| char::from_u32(below(0x3100) as u32).unwrap_or(' ')).collect::<String>()
+            }
+        };
+        let w = working(&task);
+        let (v, q) = view(&mut p, &w, &mut s, &task);
+        if task.trim().is_empty() {
+            assert!(v.is_empty() && !p.active(), "no task, no product");
+            continue;
+        }
+        assert!(v.starts_with("<product>\n") && v.ends_with("</product>\n"), "{v}");
+        assert!(v.contains(task.trim()), "the task is shown as written");
+        assert!(v.len() <= task.len() + PRODUCT_VIEW_MAX_BYTES + 64, "{}", v.len());
+        assert!(q.len() < 512, "{q}");
+        // Save a few units under the product and render again: still within bounds.
+        for i in 0..3 {
+            let value = format!("Subject {round} {i}: a unit with a few words in it.");
+            if let Ok(Some(key)) = p.file(p.key().unwrap(), &value) {
+                s.put(&key, &value, 1).unwrap();
+            }
+        }
+        let (v, _) = view(&mut p, &w, &mut s, &task);
+        assert!(v.len() <= task.len() + PRODUCT_VIEW_MAX_BYTES + 64, "{}", v.len());
+    }
+}
+
+#[test]
+fn the_task_reads_its_questions_in_its_own_language() {
+    let (_d, mut s) = store("product-lang");
+    let cases = [
+        (TIPS, "Name five tips for growing tomatoes at home.\n"),
+        ("Plan a one-week trip to Japan, one day per entry.", "List what the next days are about, a few words each.\n"),
+        ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.", "Nenne fünf Astronomie-Begriffe.\n"),
+        ("日本の一週間の旅行を計画してください。", ""),
+    ];
+    for (task, question) in cases {
+        let mut p = Product::new();
+        let (_, q) = view(&mut p, &working(task), &mut s, task);
+        assert_eq!(q, question, "{task}");
+    }
+}
+
+#[test]
+fn an_outline_plans_new_subjects_then_each_is_asked_for_once() {
+    let (_d, mut s) = store("product-flow");
+    let mut p = Product::new();
+    let mut w = working(TIPS);
+    let (v, _) = view(&mut p, &w, &mut s, TIPS);
+    assert_eq!(v, format!("<product>\n{TIPS}\n</product>\n"));
+    let ProductAsk::Outline { prefix, first, .. } = p.ask() else { panic!("an outline first") };
+    assert_eq!((prefix, first), ("Tips for growing tomatoes at home:\n1. ", 1));
+    // The model's outline: one subject copied from the task, one cut off, one twice.
+    let plan = "Tips for growing tomatoes at home:\n1. Water regularly\n2. Tomatoes\n3. Use mulch\n4. Plant them in\n5. water  regularly\n6. Prune the suckers";
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2).unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Water regularly\nUse mulch\nPrune the suckers"));
+    let mut asked = Vec::new();
+    for _ in 0..3 {
+        let (_, q) = view(&mut p, &w, &mut s, TIPS);
+        let ProductAsk::Unit { head, .. } = p.ask() else { panic!("a unit: {q}") };
+        asked.push(head.to_string());
+        assert_eq!(q, format!("Write the tip about {head}.\n"));
+        save(&p, &mut s, &format!("{head}: Give the plants what they need every day."));
+        p.settle(&mut w, &mut scratch, 3).unwrap();
+    }
+    assert_eq!(asked, ["Water regularly", "Use mulch", "Prune the suckers"]);
+    // All asked: the next is an outline again, going on from the first two subjects, and a
+    // stored subject it names again is not planned.
+    let (v, _) = view(&mut p, &w, &mut s, TIPS);
+    assert!(v.ends_with("Water regularly\nUse mulch\nPrune the suckers\n</product>\n"), "{v}");
+    let ProductAsk::Outline { prefix, first, .. } = p.ask() else { panic!("an outline again") };
+    assert_eq!((prefix, first), ("Tips for growing tomatoes at home:\n1. Water regularly\n2. Use mulch\n3. ", 3));
+    let plan = "Tips for growing tomatoes at home:\n1. Water regularly\n2. Use mulch\n3. Prune the suckers\n4. Stake the plants";
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 4).unwrap();
+    p.settle(&mut w, &mut scratch, 4).unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Stake the plants"));
+}
+
+#[test]
+fn a_numbered_unit_is_labelled_in_order_and_filed_under_its_subject() {
+    let (_d, mut s) = store("product-numbered");
+    let task = "Plan a one-week trip to Japan, one day per entry.";
+    let mut p = Product::new();
+    let mut w = working(task);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Tokyo\n2. Kyoto", 1).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    for (n, place) in [(1, "Tokyo"), (2, "Kyoto")] {
+        let (_, q) = view(&mut p, &w, &mut s, task);
+        assert_eq!(q, format!("Write Day {n}, about {place}.\n"));
+        let ProductAsk::Unit { head, .. } = p.ask() else { panic!() };
+        assert_eq!(head, format!("Day {n} – {place}"));
+        let key = save(&p, &mut s, &format!("{head}: Visit the old streets and eat at a market."));
+        assert_eq!(key, normalize(&format!("japan,plan,{place}")).unwrap());
+        p.settle(&mut w, &mut scratch, 2).unwrap();
+    }
+}
+
+#[test]
+fn a_doubtful_or_repeated_unit_is_told_apart_from_a_new_one() {
+    let (_d, mut s) = store("product-judge");
+    let mut p = Product::new();
+    let w = working(TIPS);
+    view(&mut p, &w, &mut s, TIPS);
+    save(&p, &mut s, "Water regularly: Give the plants deep water twice a week.");
+    view(&mut p, &w, &mut s, TIPS);
+    let judge = |p: &Product, value: &str| p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value);
+    assert_eq!(judge(&p, "Use mulch: Spread straw around the plants to keep the soil moist."), Verdict::New);
+    assert!(matches!(judge(&p, "Use mulch: es una estrella de la galaxia que se ve en el cielo."), Verdict::Doubt(_)));
+    assert!(matches!(judge(&p, "Use mulch: a kjiek ji-bjjik jibjiszwadzjisjimjjj."), Verdict::Doubt(_)));
+    assert!(matches!(judge(&p, "Water regularly: Water them each morning."), Verdict::Repeat(_)));
+    assert!(matches!(judge(&p, "Soak the roots: Give the plants deep water twice a week."), Verdict::Repeat(_)));
+    assert!(matches!(judge(&p, "Use mulch: use mulch."), Verdict::Repeat(_)));
+    assert!(matches!(judge(&p, "Use mulch: practical tips for growing tomatoes at home."), Verdict::Repeat(_)));
+    // A doubtful unit is kept apart: stored, never product.
+    let key = p.file(p.key().unwrap(), "Use mulch: x").unwrap().unwrap();
+    let apart = p.doubt_key(&key).unwrap();
+    assert!(p.owns(key.as_str()) && !p.owns(apart.as_str()));
+    // A save under other tags is not the product's, and a unit needs a head and a text.
+    assert_eq!(p.file(&normalize("notes").unwrap(), "anything"), Ok(None));
+    assert!(p.file(p.key().unwrap(), "no colon here").is_err());
+    assert!(p.file(p.key().unwrap(), "Tomatoes: the task's own word.").is_err());
+}
+
+#[test]
+fn what_was_asked_survives_a_restart_and_a_changed_task_starts_afresh() {
+    let (_d, mut s) = store("product-restart");
+    let mut p = Product::new();
+    let mut w = working(TIPS);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Water regularly\nUse mulch", 1).unwrap();
+    view(&mut p, &w, &mut s, TIPS);
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    // Asked about "Water regularly"; its save was refused, so nothing is stored.
+    p.settle(&mut w, &mut scratch, 2).unwrap();
+    let mut state = ArrayString::new();
+    p.state(&mut state);
+    // A restart with the plan as it was before the settle: what was asked is not asked again.
+    let mut w2 = working(TIPS);
+    w2.add(&normalize(PLAN_KEY).unwrap(), "Water regularly\nUse mulch", 1).unwrap();
+    let mut q = Product::new();
+    q.open(&mut w2, Some(state.as_str()), &s);
+    let (_, question) = view(&mut q, &w2, &mut s, TIPS);
+    assert_eq!(question, "Write the tip about Use mulch.\n");
+    // A changed task: its own product, and the old plan is dropped.
+    let other = "Plan a one-week trip to Japan, one day per entry.";
+    let mut w3 = working(other);
+    w3.add(&normalize(PLAN_KEY).unwrap(), "Water regularly\nUse mulch", 1).unwrap();
+    let mut r = Product::new();
+    r.open(&mut w3, Some(state.as_str()), &s);
+    assert!(w3.get(&normalize(PLAN_KEY).unwrap()).is_none(), "the old task's plan is dropped");
+    assert_ne!(r.key(), p.key());
+    assert!(matches!(r.ask(), ProductAsk::Outline { .. }));
+    // A state that does not read is ignored.
+    let mut t = Product::new();
+    t.restore("not a state");
+    t.restore("");
+    t.restore("ffffffffffffffffff 99 zz");
+}
