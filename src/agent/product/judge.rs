@@ -21,7 +21,7 @@ const SENTENCE_WORD_EVERY: usize = 8;
 
 /// Why `text` (a unit's text, after its head) is doubtful for a task in `lang` whose letters
 /// are `latin` or not, if it is: a word of one letter three times in a row ("jjj"), a word
-/// longer than [`WORD_MAX_LETTERS`], another script than the task's, or, for a language of
+/// longer than `WORD_MAX_LETTERS`, another script than the task's, or, for a language of
 /// the table, too few of its sentence words or more of another's.
 pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
     let (mut all, mut own, mut best_other) = (0usize, 0usize, 0usize);
@@ -102,7 +102,7 @@ const TEXT_WORDS_MAX: usize = 24;
 pub struct Words(ArrayVec<u32, TEXT_WORDS_MAX>);
 
 impl Words {
-    /// The words of `text`, lowercased, the first [`TEXT_WORDS_MAX`] distinct ones.
+    /// The words of `text`, lowercased, the first `TEXT_WORDS_MAX` distinct ones.
     pub fn of(text: &str) -> Words {
         let mut w = ArrayVec::new();
         for word in words(text) {

@@ -261,7 +261,7 @@ const DETECT_MIN: usize = 2;
 
 impl Lang {
     /// The language `text` is written in: the row whose sentence words it uses most (at least
-    /// [`DETECT_MIN`] of them, and more than any other row), else [`NEUTRAL`].
+    /// `DETECT_MIN` of them, and more than any other row), else [`NEUTRAL`].
     pub fn of(text: &str) -> &'static Lang {
         let mut best: (&'static Lang, usize) = (&NEUTRAL, 0);
         let mut tie = false;

@@ -26,7 +26,10 @@
 //!   product (new tags) and a new plan, and the old product stays in the store.
 //!
 //! The task's language decides the questions and the text checks ([`lang`]); nothing here
-//! names a word of any language. Everything is reserved in [`Product::new`]; refreshing and
+//! names a word of any language. The parts: [`task`] reads the task text (tags, unit, phrase),
+//! [`lang`] is the table of languages, [`judge`] files a unit and says whether it is new,
+//! doubtful or a repeat, `entry` reads a value's head and subject, `state` keeps what survives
+//! a restart. Everything is reserved in [`Product::new`]; refreshing and
 //! rendering allocate nothing.
 
 mod entry;
