@@ -528,7 +528,7 @@ fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
 fn sentence_about(head: &str) -> String {
     match head {
         "Water regularly" => "Give the plants deep water twice a week.",
-        "Soak the roots" => "es una forma de regar que se usa en el huerto de la casa.",
+        "Soak the roots" => "Es una forma de regar que se usa en el huerto de la casa.",
         "Use mulch" => "Spread straw around the stems to keep the soil moist.",
         "Stake the plants" => "Tie each stem to a tall stick as it grows.",
         "Prune the suckers" => "Pinch off the shoots between stem and branch.",
@@ -1031,6 +1031,7 @@ fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
         &["Use mulch, compost", "Prune"],
         &["will'tdrytomatmfc", "Prune"],
         &["One two three four", "Prune"],
+        &["Smallyardormajigg", "Prune"],
         &["Day 3 in Nara", "Prune"],
     ] {
         assert!(!g.matches(&list(no)), "{no:?}\n{text}");
@@ -1067,6 +1068,8 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         "Visit the temples. Walk through the bamboo forest! Eat at a market.",
         "A cook's thickener, made in a pan.",
         "Prenez l'eau du puits et buvez.",
+        "It is a big city. In Kyoto, visit the temples.",
+        "Es una ciudad muy grande.",
         "Die Größe des Schwarzen Lochs ist enorm.",
         &words(3),
         &words(max),
@@ -1081,6 +1084,8 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         "One two three. Four five six. Seven eight nine. Ten eleven twelve.",
         "a chef who'sbroughtinhimmck there.",
         "Visit the temples.\nWalk.",
+        "xtra-addition of tomatoes to a garden.",
+        "Visit the temples. walk through the forest.",
     ] {
         assert!(!g.matches(&reply(no)), "{no}\n{text}");
     }

@@ -171,7 +171,16 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             out.push_str("\n")?;
             let commas = GRAMMAR_ENTRY_MAX_CLAUSES.saturating_sub(1);
             let left = GRAMMAR_ENTRY_MAX_WORDS.saturating_sub(3);
-            out.format(format_args!("sentence ::= lead \" \" word \" \" word more-{}-{}\n", left, commas))?;
+            // A sentence starts with a capital, as every language in Latin letters writes one:
+            // free to start in small letters, SmolLM2-135M started a third of its texts with
+            // a run of letters ("xtra-addition", "iawadzabbzz", "ils"; docs/measurements.md).
+            out.format(format_args!(
+                "sentence ::= first sep word sep word more-{}-{}\nsep ::= \" \" | \", \"\n",
+                left, commas
+            ))?;
+            out.push_str(
+                "first ::= cap core (\"-\" part | \"'\" [a-z]{1,2})? | vcap part | \"A\" | \"I\" | [A-Z]{2,6}\n",
+            )?;
             for w in 0..=left {
                 for c in 0..=commas {
                     out.format(format_args!("more-{}-{} ::= end", w, c))?;
@@ -215,12 +224,13 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                     GRAMMAR_OUTLINE_ITEM_MAX_CHARS.saturating_sub(1)
                 ));
             }
-            // A subject: a few words, each a word of the text's rule, a short run of small
-            // letters ("ls", "cd": commands, abbreviations); no `:` (which ends a unit's head),
+            // A subject: a few words, each a word of the text's rule of at most four vowel
+            // groups (longer ones were words run together: "thecorrectway",
+            // "isnotsunsetbutgry"), an acronym, a short run of small letters ("ls", "cd": commands, abbreviations); no `:` (which ends a unit's head),
             // no `,`, no numbers (a list that has them counts on: "20 days of rain", "3 weeks
             // of sun", "create-task 6488").
             out.format(format_args!(
-                "item ::= iw (\" \" iw){{0,{}}}\niw ::= lead | [a-z]{{1,4}}\n",
+                "item ::= iw (\" \" iw){{0,{}}}\niw ::= cap? cs{{0,3}} vs (cs{{1,4}} vs){{0,3}} cs{{0,4}} (\"'\" [a-z]{{1,2}})? | [A-Z]{{2,6}} | [a-z]{{1,4}}\n",
                 GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1)
             ))?;
             word_rules(out)
@@ -233,15 +243,17 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
 /// where vowels come at least every 4 consonants (up to 5 vowel groups), and one `-` part
 /// ("flour-based") or one or two letters after `'` ("lion's", "they're"; a longer part is where a
 /// drifting model ran the rest of a sentence into one word: "will'tdrytomatmfc"); a letter and `'` before a word
-/// ("l'eau", "d'un"); "A" or "I"; a number of up to 4 digits; or an acronym of capitals
+/// ("l'eau", "d'un"); a capital vowel and a part ("It", "Es", "In", "Egypt": the capital is
+/// the word's first vowel); "A" or "I"; a number of up to 4 digits; or an acronym of capitals
 /// ("DNA"). Runs of consonants, letters run into digits and long numbers are what a small
 /// model writes once it drifts ("sbjkfjhjlzjmjw", "10234978652000-water"). Each rule reads a
 /// word one way only, so a server tracks one parse of it.
 fn word_rules(out: &mut FixedBuf) -> Result<()> {
     out.push_str(
         "word ::= lead | [0-9]{1,4}\n\
-         lead ::= cap? core (\"-\" part | \"'\" [a-z]{1,2})? | [a-zA-Z] \"'\" core | \"A\" | \"I\" | [A-Z]{2,6}\n\
+         lead ::= cap? core (\"-\" part | \"'\" [a-z]{1,2})? | vcap part | [a-zA-Z] \"'\" core | \"A\" | \"I\" | [A-Z]{2,6}\n\
          cap ::= [A-Z\\u00C0-\\u00DE]\n\
+         vcap ::= [AEIOUY\\u00C0-\\u00C6\\u00C8-\\u00CF\\u00D2-\\u00D6\\u00D9-\\u00DD]\n\
          core ::= cs{0,3} vs (cs{1,4} vs){0,4} cs{0,4}\n\
          part ::= cs{0,3} (vs (cs{1,4} vs){0,2} cs{0,4})?\n\
          cs ::= [b-df-hj-np-tv-z\\u00DF]\n\
