@@ -30,8 +30,16 @@ const CAPACITY: usize = 1024;
 const WINDOW: usize = 10_000;
 const RSS_EVERY: usize = 500;
 
+/// The key of cycle `i`'s save: `fact,n<i>`, a new tag every cycle; with
+/// `LKJAGENT_SOAK_NEW_TAGS` = N (2 to 8), N new tags each (`n<i>x0` .. `n<i>x<N-1>`), so that
+/// the tag table fills before the entries do (capacity 1,024 holds 8,192 tags; at N = 8 its
+/// threshold comes at 922 entries).
 fn key(i: usize) -> String {
-    format!("fact,n{}", i)
+    let n = std::env::var("LKJAGENT_SOAK_NEW_TAGS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+    if n <= 1 {
+        return format!("fact,n{}", i);
+    }
+    (0..n.min(8)).map(|t| format!("n{}x{}", i, t)).collect::<Vec<_>>().join(",")
 }
 
 /// Prints the soak's figures.

@@ -352,6 +352,21 @@ pub const CLEANUP_DEFAULT_THRESHOLD_PERCENT: u64 = 90;
 /// store (at least one entry when it is full), so that room is made in batches, not once a save.
 pub const CLEANUP_MARGIN_PERCENT: u64 = 10;
 
+/// Most distinct keys a command reads from the cold store (`store.cold`, which has no index
+/// and no capacity) when it shows each key once, with its newest value (`memory search --cold`,
+/// `stats`, `export`, `check`): the scan notes where each key's newest copy is. Cost: about 16
+/// bytes per distinct key while the command runs (64 MiB at the most); the agent's cycle never
+/// scans the cold store. About 20 years of one new entry a minute.
+pub const STORE_COLD_SCAN_MAX_KEYS: usize = 4 * 1_048_576;
+
+/// Most clean-up batches one save runs to make room in the store's bounded tables (the tag
+/// table, the link table) when they reach `memory.cleanup.threshold` of their size: entries
+/// that share tags free none when they leave, so a batch may free fewer than it moved. Bounds
+/// the pause; a save that still finds no room fails with the table's own message (and paging
+/// then puts its page in the cold store). Costs nothing in RAM (the batches reuse the buffers
+/// of [`STORE_CLEANUP_BATCH_MAX`]).
+pub const CLEANUP_TABLE_BATCHES_MAX: usize = 8;
+
 /// `memory.cleanup.keep_cycles` unless set: an entry saved or loaded in this many last cycles
 /// is never taken by a clean-up.
 pub const CLEANUP_DEFAULT_KEEP_CYCLES: u64 = 3;

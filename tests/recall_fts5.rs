@@ -67,7 +67,7 @@ fn tokenizer_matches_fts5_on_latin_greek_and_combining_marks() {
     }
     let dir = temp::TempDir::new("fts5-tokens");
     let mut lines = Vec::new();
-    // The ranges the tokenizer claims to follow exactly (src/memory/store/tokenize.rs);
+    // The ranges the tokenizer claims to follow exactly (src/memory/store/recall/tokenize.rs);
     // Greek without its unassigned code points (token characters for FTS5, which std
     // cannot tell from separators).
     let ranges = [0x80u32..0x250, 0x300..0x370, 0x370..0x400, 0x1E00..0x1F00];

@@ -454,7 +454,7 @@ fn a_log_changed_before_the_covered_length_falls_back() {
 }
 
 /// What happens when the log is damaged further back than the 4 KiB the checkpoint checks:
-/// by design (`store/checkpoint.rs`: "the same last 4 KiB before that length") the checkpoint
+/// by design (`store/checkpoint/mod.rs`: "the same last 4 KiB before that length") the checkpoint
 /// is still used. This pins that the damage is then not served as data: the damaged entry's
 /// value fails to read (`IO`) instead of coming back wrong, and every other entry matches the
 /// full replay. (A full replay instead skips the damaged record: the entry falls back to its

@@ -804,9 +804,11 @@ fn cut_batch_warning_after_the_ids_ran_out_counts_the_whole_import() {
     );
 }
 
-/// An import that archives some of its entries writes those as records of the batch too: the
-/// batch announces every change it will make (20 entries and 5 archivings), and a crash just
-/// before its end mark finds them all.
+/// An import that archives some of its entries: those new to the store are created archived
+/// (one record each, their times as exported), and entries the store held are archived by a
+/// record of their own; the batch announces every change it will make (20 new entries, then 5
+/// archivings of held ones in a second import), and a crash just before its end mark finds
+/// them all, archived.
 #[test]
 fn cut_batch_warning_counts_entries_not_archive_records() {
     let t = TempDir::new("cut-batch-archived");
@@ -825,11 +827,30 @@ fn cut_batch_warning_counts_entries_not_archive_records() {
     assert_eq!(n, 20);
     assert_eq!(
         cut_batch_warning(&stderr),
-        Some((25, 25)),
-        "all 25 changes of the import are in the store; the warning said:\n{}",
+        Some((20, 20)),
+        "all 20 changes of the import (5 of them entries created archived) are in the store; the warning said:\n{}",
         stderr
     );
     assert!(stderr.contains("all it had to make"), "{}", stderr);
+    let s = Store::open_read_only_with_capacity(&dir, BATCH_CAP).unwrap();
+    for i in 0..20 {
+        let id = s.find(&lkjagent::memory::key::normalize(&format!("imp,e{}", i)).unwrap()).unwrap();
+        assert_eq!(s.info(id).unwrap().archived, i < 5, "imp,e{}", i);
+    }
+    drop(s);
+
+    // The held entries archived by a second import: a record each, announced and found.
+    let dir = t.sub("store2");
+    let plain = format!("{{\"storage\": {{{}}}}}", storage.join(", "));
+    let mut s = Store::open_with_capacity(&dir, BATCH_CAP).unwrap();
+    lkjagent::memory::era_b::import(plain.as_bytes(), &mut s, &mut m, 1_700_000_000).unwrap();
+    let r = lkjagent::memory::era_b::import(doc.as_bytes(), &mut s, &mut m, 1_700_000_001).unwrap();
+    assert_eq!((r.stored.unchanged, r.archived), (20, 5));
+    drop(s);
+    drop_last_record(&dir);
+    let (n, stderr) = writer_open_stderr(&dir);
+    assert_eq!(n, 20);
+    assert_eq!(cut_batch_warning(&stderr), Some((5, 5)), "the 5 archivings; the warning said:\n{}", stderr);
 }
 
 /// Importing a file again writes only the entries that changed, and the batch announces only

@@ -325,22 +325,24 @@ fn check_cold(data: &Path, r: &mut Report<'_>) -> Result<()> {
     if !data.join(crate::memory::store::cold::COLD_NAME).exists() {
         return r.ok(NAME, format_args!("none yet (the first clean-up creates it)"));
     }
-    match crate::memory::store::cold::scan(data, &mut |_| Ok(true)) {
+    // Each key once: copies of one key (saved again after it went cold, or moved twice after a
+    // crash) are one entry.
+    match crate::memory::store::cold::scan_current(data, &|_| false, &mut |_| Ok(true)) {
         Err(e) => r.fail(NAME, Worst::Failure, format_args!("{}: {}", e.code(), e.message())),
         Ok(st) if st.damaged > 0 => r.fail(
             NAME,
             Worst::Failure,
-            format_args!("{} entries, {} bytes, {} damaged records skipped (warnings above say where)", st.entries, st.bytes, st.damaged),
+            format_args!("{} entries, {} bytes, {} damaged records skipped (warnings above say where)", st.current, st.bytes, st.damaged),
         ),
         Ok(st) if st.unfinished_tail > 0 => r.ok(
             NAME,
             format_args!(
                 "{} entries, {} bytes, no damaged records; the last {} bytes are a clean-up not finished (by a \
                  crash, or being written now): its entries are still in store.log, and the agent drops it at its next start",
-                st.entries, st.bytes, st.unfinished_tail
+                st.current, st.bytes, st.unfinished_tail
             ),
         ),
-        Ok(st) => r.ok(NAME, format_args!("{} entries, {} bytes, no damaged records", st.entries, st.bytes)),
+        Ok(st) => r.ok(NAME, format_args!("{} entries, {} bytes, no damaged records", st.current, st.bytes)),
     }
 }
 
@@ -389,13 +391,24 @@ fn check_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
     const NAME: &str = "store.fts";
     match store.recall_file_check() {
         RecallFile::Missing => r.ok(NAME, format_args!("none yet (the full-text index is built when first searched)")),
-        RecallFile::Usable { docs, bytes } => {
+        RecallFile::Usable { docs, bytes, covered, log_len } if covered == log_len => {
             r.ok(NAME, format_args!("{} entries indexed, {} bytes, matches store.log", docs, bytes))
         }
+        RecallFile::Usable { docs, covered, log_len, .. } => r.ok(
+            NAME,
+            format_args!(
+                "behind store.log: it indexes its first {} of {} bytes ({} entries then); searches read the \
+                 {} bytes after it from the log, and the agent writes it again at its next checkpoint",
+                covered,
+                log_len,
+                docs,
+                log_len.saturating_sub(covered)
+            ),
+        ),
         RecallFile::Stale(e) => r.ok(
             NAME,
             format_args!(
-                "out of date ({}); the full-text index is rebuilt from store.log when next searched",
+                "out of date ({}); the full-text index is rebuilt from the log when next searched",
                 e.message()
             ),
         ),

@@ -15,7 +15,7 @@ use crate::error::{Code, Result};
 use crate::memory::key::{normalize, normalize_optional, Key};
 use crate::memory::log;
 use crate::memory::query::Results;
-use crate::memory::store::cleanup::Filter;
+use crate::memory::store::cleanup::{Filter, Restored};
 use crate::memory::store::cold;
 use crate::memory::store::{Cleanup, Store, LOG_NAME};
 use std::io::{BufRead, IsTerminal, Write};
@@ -97,7 +97,7 @@ fn cleanup(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
     let n = store.cleanup_where(&filter, mode)?;
-    store.close()?;
+    store.close_with_indexes()?;
     say(out, format_args!("{} entries {}", n, to))?;
     Ok(super::EXIT_OK)
 }
@@ -127,7 +127,7 @@ fn retag(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
     let got = store.retag(&key, &new_key, crate::clock::now_unix())?;
-    store.close()?;
+    store.close_with_indexes()?;
     say(out, format_args!("{} -> {}", key, got))?;
     Ok(super::EXIT_OK)
 }
@@ -151,9 +151,13 @@ fn delete(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
-    store.delete(&key)?;
-    store.close()?;
-    say(out, format_args!("deleted {}", key))?;
+    let gone = store.delete(&key)?;
+    store.close_with_indexes()?;
+    match (gone.live, gone.cold) {
+        (Some(_), 0) => say(out, format_args!("deleted {}", key))?,
+        (Some(_), n) => say(out, format_args!("deleted {} (and {} older copies in the cold store)", key, n))?,
+        (None, _) => say(out, format_args!("deleted {} from the cold store", key))?,
+    }
     Ok(super::EXIT_OK)
 }
 
@@ -164,7 +168,7 @@ fn archive(mut args: Args, data: &Path, out: &mut dyn Write, on: bool) -> Result
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
     store.set_archived(&key, on, crate::clock::now_unix())?;
-    store.close()?;
+    store.close_with_indexes()?;
     say(out, format_args!("{} {}", if on { "archived" } else { "unarchived" }, key))?;
     Ok(super::EXIT_OK)
 }
@@ -174,32 +178,20 @@ fn restore(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     args.finish("memory restore")?;
     let _lock = lock_data_dir(data)?;
     let mut store = open_writer(data)?;
-    // The newest copy of the key in the cold store.
-    let mut found: Option<(log::PutHead, String)> = None;
-    cold::scan(data, &mut |e| {
-        if e.key == key {
-            let mut v = String::new();
-            log::decode_str(e.value_escaped, &mut v)?;
-            found = Some((e.head, v));
-        }
-        Ok(true)
-    })?;
-    let Some((head, value)) = found else {
-        bail!(NotFound, "no entry \"{}\" in the cold store ({})", key, data.join(cold::COLD_NAME).display())
-    };
-    if store.len() >= store.capacity() {
-        bail!(
-            CapacityExceeded,
-            "the live store is full ({} entries, memory.store_capacity); make room first (lkjagent memory cleanup) or raise memory.store_capacity",
-            store.len()
-        );
+    let restored = store.restore(&key)?;
+    store.close_with_indexes()?;
+    match restored {
+        Restored::Back(_) => say(out, format_args!("restored {} from the cold store", key))?,
+        Restored::LiveAlready { dropped } => say(
+            out,
+            format_args!(
+                "{} is in the live store already, with a newer value than the cold store held; {} older cold {} dropped",
+                key,
+                dropped,
+                if dropped == 1 { "copy" } else { "copies" }
+            ),
+        )?,
     }
-    // Live first (synced), then the cold store without it: a crash between leaves it in both.
-    let version = head.ver.saturating_add(1);
-    store.put_restored(&key, &value, &log::PutHead { ver: version, ..head })?;
-    store.close()?;
-    cold::rewrite_without(data, &mut |e| e.key == key && e.head.created == head.created)?;
-    say(out, format_args!("restored {} from the cold store", key))?;
     Ok(super::EXIT_OK)
 }
 
@@ -212,7 +204,7 @@ fn link(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let find = |s: &Store, k: &Key| s.find(k).ok_or_else(|| err!(NotFound, "no store entry \"{}\"", k));
     let (ia, ib) = (find(&store, &a)?, find(&store, &b)?);
     store.link(ia, ib)?;
-    store.close()?;
+    store.close_with_indexes()?;
     say(out, format_args!("linked {} and {}", a, b))?;
     Ok(super::EXIT_OK)
 }
@@ -242,35 +234,22 @@ fn related(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
 /// `memory show`'s last place: the newest copy of `key` in the cold store. Writes its value
 /// and returns true when there is one.
 pub fn show_cold(data: &Path, key: &Key, out: &mut dyn Write) -> Result<bool> {
-    let mut found: Option<String> = None;
-    cold::scan(data, &mut |e| {
-        if e.key == *key {
-            let mut v = String::new();
-            log::decode_str(e.value_escaped, &mut v)?;
-            found = Some(v);
-        }
-        Ok(true)
-    })?;
-    let Some(v) = found else { return Ok(false) };
+    let Some((_, v)) = cold::newest(data, key)? else { return Ok(false) };
     write_all(out, &v)?;
     write_all(out, "\n")?;
     Ok(true)
 }
 
-/// `memory search --cold`: entries of the cold store whose tags and value hold every word of
-/// `text` (ASCII case-insensitive; not ranked), oldest moved first, at most `limit`. Copies of
-/// entries that are live too (a crash between the two files' syncs) are left out.
+/// `memory search --cold`: the current entries of the cold store (each key once, its newest
+/// value; none whose key is live, see `store::cold`) whose tags and value hold every word of
+/// `text` (ASCII case-insensitive; not ranked), oldest moved first, at most `limit`.
 pub fn search_cold(data: &Path, live: Option<&Store>, text: &str, limit: usize, out: &mut dyn Write) -> Result<()> {
     let words: Vec<String> = text.split_whitespace().map(str::to_ascii_lowercase).collect();
     let mut shown = 0usize;
     let mut more = 0usize;
     let mut value = String::new();
-    cold::scan(data, &mut |e| {
-        let twin =
-            live.is_some_and(|s| s.find(&e.key).and_then(|id| s.info(id)).is_some_and(|i| i.created == e.head.created));
-        if twin {
-            return Ok(true);
-        }
+    let is_live = |k: &Key| live.is_some_and(|s| s.find(k).is_some());
+    cold::scan_current(data, &is_live, &mut |e| {
         value.clear();
         log::decode_str(e.value_escaped, &mut value)?;
         value.make_ascii_lowercase();

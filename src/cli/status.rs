@@ -95,6 +95,8 @@ struct Status {
     last_cycle_time: Option<u64>,
     audit: Option<LastCycle>,
     inbox: usize,
+    /// The cold store: distinct keys and bytes (`None`: there is none yet).
+    cold: Option<(u64, u64)>,
 }
 
 impl Status {
@@ -120,7 +122,16 @@ impl Status {
             None => last_audit_line(&logs.join("audit.jsonl.1"))?,
         };
         let inbox = count_messages(&data.join("inbox"))? + count_messages(&data.join("inbox.taken"))?;
-        Ok(Status { memory, store, last_cycle_time, audit, inbox })
+        // Each key once (its copies are one entry); read in one pass, nothing kept but a hash
+        // per key. A key both live and cold (saved again after it went cold) counts here too.
+        let cold = match data.join(crate::memory::store::cold::COLD_NAME).exists() {
+            false => None,
+            true => {
+                let st = crate::memory::store::cold::scan_current(data, &|_| false, &mut |_| Ok(true))?;
+                Some((st.current, st.bytes))
+            }
+        };
+        Ok(Status { memory, store, last_cycle_time, audit, inbox, cold })
     }
 
     fn fresh(&self) -> bool {
@@ -167,6 +178,9 @@ impl Status {
             StorePart::Open { entries, log_bytes } => {
                 say(out, format_args!("store       {} entries, {} bytes of log", entries, log_bytes))?
             }
+        }
+        if let Some((keys, bytes)) = self.cold {
+            say(out, format_args!("cold store  {} keys, {} bytes", keys, bytes))?;
         }
         match (&self.audit, self.last_cycle_time) {
             (Some(c), _) => {
@@ -273,6 +287,12 @@ impl Status {
                 w.key("log_bytes")?;
                 w.u64(*log_bytes)?;
             }
+        }
+        if let Some((keys, bytes)) = self.cold {
+            w.key("cold_keys")?;
+            w.u64(keys)?;
+            w.key("cold_bytes")?;
+            w.u64(bytes)?;
         }
         w.end_object()?;
         w.key("last_cycle")?;

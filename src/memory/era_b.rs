@@ -7,22 +7,30 @@
 //!   "iteration": 12,
 //!   "working_memory": { "task": "..." },
 //!   "storage": { "dictionary,terms": "a word list", "notes,rust": "..." },
-//!   "archived": [ "notes,rust" ]
+//!   "archived": [ "notes,rust" ],
+//!   "store_meta": { "notes,rust": { "version": 2, "created": 1767225600, "accessed": 1767225700, "hits": 3 } },
+//!   "links": [ [ "dictionary,terms", "notes,rust" ] ],
+//!   "cold": [ { "tags": "old,note", "value": "...", "version": 1, "created": 1767000000,
+//!               "accessed": 1767000000, "hits": 0, "archived": false } ]
 //! }
 //! ```
 //!
 //! `storage` maps each entry's canonical key text to its value, as the C program's
-//! `memory.json` did, so scripts written for era B read an export unchanged. `archived` (an
-//! addition era-B tools ignore) lists the keys of archived entries so an export/import round
-//! trip keeps the flag. Versions, times, access counts and links are store-internal and are
-//! not exported.
+//! `memory.json` did, so scripts written for era B read an export unchanged. The rest are
+//! additions era-B tools ignore, so that an export/import round trip is faithful: `archived`
+//! lists the keys of archived entries; `store_meta` each entry's version, creation and last
+//! use times and access count; `links` the related pairs; `cold` the cold store's current
+//! entries (each key once, see `store::cold`) with all their fields.
 //!
 //! Import is checked as a whole before anything is written ([`Import::check`]): every key must
 //! normalise and every `storage` value must fit the store, else nothing is imported. Then
 //! ([`Import::apply`]) the `working_memory` entries go into the given memory file (in RAM; the
 //! caller saves it), the store's capacity is checked, every `storage` entry is stored (an
 //! imported value replaces the store's: importing is the user's explicit act) and the listed
-//! keys are archived. Values that are numbers, booleans, `null` or nested JSON are taken as
+//! keys are archived; entries new to the store take their fields from `store_meta`, the `links`
+//! between entries the store holds are made, and the `cold` entries go to the cold store (one
+//! group, synced, written before the live batch) unless the store holds their key (live, or
+//! cold with the same creation time and version). Values that are numbers, booleans, `null` or nested JSON are taken as
 //! their text, as when migrating an era-B `memory.json`. `state` and `iteration` are not
 //! imported: the agent's state machine owns them. Importing the same document twice changes
 //! nothing the second time.
@@ -33,6 +41,7 @@ use crate::json::{Document, Kind, Value, Writer};
 use crate::limits::{EXCHANGE_FILE_MAX_BYTES, EXCHANGE_FILE_MAX_NODES, STORE_VALUE_MAX_BYTES};
 use crate::memory::file::{value_text, MemoryFile, Overflow};
 use crate::memory::key::{normalize, Key};
+use crate::memory::log::PutHead;
 use crate::memory::store::{Change, Store};
 use core::fmt;
 
@@ -73,8 +82,10 @@ pub fn export(
     w.key("storage")?;
     w.begin_object()?;
     if let Some(store) = store.as_deref_mut() {
-        // Walk ids by number (the store cannot be borrowed by an iterator while values are read).
-        for id in 0..store.capacity() as u32 {
+        // Walk the ids the store has by number (it cannot be borrowed by an iterator while
+        // values are read): below `id_limit`, never the capacity, which a store that turns over
+        // passes (ids of moved entries come back only at a compaction).
+        for id in 0..store.id_limit() {
             let Some(k) = store.key(id) else { continue };
             w.key(k.as_str())?;
             w.string(store.value(id)?)?;
@@ -102,17 +113,43 @@ pub fn export(
         }
     }
     w.end_array()?;
-    // The cold store (`store.cold`): what clean-ups took out of the store, as a list (a key may
-    // be there more than once). Copies of live entries (same key and creation time) are left out.
+    if let Some(store) = store.as_deref() {
+        w.key("store_meta")?;
+        w.begin_object()?;
+        for id in store.ids() {
+            let Some(info) = store.info(id) else { continue };
+            w.key(info.key.as_str())?;
+            w.begin_object()?;
+            for (name, n) in [
+                ("version", u64::from(info.version)),
+                ("created", info.created),
+                ("accessed", info.accessed),
+                ("hits", info.hits),
+            ] {
+                w.key(name)?;
+                w.u64(n)?;
+            }
+            w.end_object()?;
+        }
+        w.end_object()?;
+        w.key("links")?;
+        w.begin_array()?;
+        for &(a, b) in store.link_pairs() {
+            let (Some(ka), Some(kb)) = (store.key(a), store.key(b)) else { continue };
+            w.begin_array()?;
+            w.string(ka.as_str())?;
+            w.string(kb.as_str())?;
+            w.end_array()?;
+        }
+        w.end_array()?;
+    }
+    // The cold store (`store.cold`): what clean-ups took out of the store, as a list of its
+    // current entries (each key once, its newest value; none whose key is live).
     if let Some(store) = store.as_deref() {
         w.key("cold")?;
         w.begin_array()?;
         let mut value = String::new();
-        crate::memory::store::cold::scan(store.dir(), &mut |e| {
-            let live = store.find(&e.key).and_then(|id| store.info(id)).is_some_and(|i| i.created == e.head.created);
-            if live {
-                return Ok(true);
-            }
+        crate::memory::store::cold::scan_current(store.dir(), &|k| store.find(k).is_some(), &mut |e| {
             value.clear();
             crate::memory::log::decode_str(e.value_escaped, &mut value)?;
             w.begin_object()?;
@@ -120,10 +157,17 @@ pub fn export(
             w.string(e.key.as_str())?;
             w.key("value")?;
             w.string(&value)?;
-            w.key("created")?;
-            w.u64(e.head.created)?;
-            w.key("hits")?;
-            w.u64(e.head.hits)?;
+            for (name, n) in [
+                ("version", u64::from(e.head.ver)),
+                ("created", e.head.created),
+                ("accessed", e.head.accessed),
+                ("hits", e.head.hits),
+            ] {
+                w.key(name)?;
+                w.u64(n)?;
+            }
+            w.key("archived")?;
+            w.bool(e.head.archived)?;
             w.end_object()?;
             report.cold += 1;
             Ok(true)
@@ -191,13 +235,62 @@ pub struct ImportReport {
     pub stored: Counts,
     /// Listed keys found in the store, now archived.
     pub archived: usize,
+    /// `cold` entries written to the cold store (`added`) or found there or live (`unchanged`).
+    pub cold: Counts,
+    /// `links` made.
+    pub links: usize,
+}
+
+/// The sections of an import document (each absent or `null` as `None`).
+struct Sections<'a> {
+    working: Option<Value<'a>>,
+    storage: Option<Value<'a>>,
+    archived: Option<Value<'a>>,
+    meta: Option<Value<'a>>,
+    links: Option<Value<'a>>,
+    cold: Option<Value<'a>>,
+}
+
+/// The fields of an exported entry (`store_meta`'s, or a `cold` item's), those missing from
+/// `now`; `JSON_INVALID` when one is not a number of its range.
+fn head_of(v: Option<Value<'_>>, now: u64, archived: bool) -> Result<PutHead> {
+    let field = |name: &str, default: u64| -> Result<u64> {
+        match v.and_then(|v| v.get(name)) {
+            None => Ok(default),
+            Some(n) => n.as_u64().ok_or_else(|| err!(JsonInvalid, "\"{}\" is not a whole number >= 0", name)),
+        }
+    };
+    let version = u32::try_from(field("version", 1)?.max(1))
+        .map_err(|_| err!(JsonInvalid, "\"version\" is larger than {}", u32::MAX))?;
+    let archived = match v.and_then(|v| v.get("archived")) {
+        None => archived,
+        Some(b) => b.as_bool().ok_or_else(|| err!(JsonInvalid, "\"archived\" is not true or false"))?,
+    };
+    let created = field("created", now)?;
+    Ok(PutHead {
+        id: 0,
+        ver: version,
+        created,
+        accessed: field("accessed", created)?,
+        hits: field("hits", 0)?,
+        archived,
+    })
 }
 
 /// The top-level keys an import knows; others are ignored with a warning. `working_memory_meta`
-/// and `agent` (a `memory.json` imported as it is) are known and ignored, and so is `cold` (an
-/// export's cold store: `memory restore` brings an entry back, an import does not).
-const KNOWN_KEYS: [&str; 8] =
-    ["state", "iteration", "working_memory", "working_memory_meta", "agent", "storage", "archived", "cold"];
+/// and `agent` (a `memory.json` imported as it is) are known and ignored.
+const KNOWN_KEYS: [&str; 10] = [
+    "state",
+    "iteration",
+    "working_memory",
+    "working_memory_meta",
+    "agent",
+    "storage",
+    "archived",
+    "store_meta",
+    "links",
+    "cold",
+];
 
 /// An import document, parsed and checked as a whole; nothing is written until
 /// [`Import::apply`]. See the module documentation.
@@ -234,7 +327,38 @@ impl Import {
         for (k, _) in root.members().filter(|(k, _)| !KNOWN_KEYS.contains(k)) {
             err!(JsonInvalid, "unknown key \"{}\" of the import document ignored", str_prefix(k, 64)).print_warning();
         }
-        let (working, storage, archived) = import.sections()?;
+        let Sections { working, storage, archived, meta, links, cold } = import.sections()?;
+        for (k, v) in meta.iter().flat_map(|o| o.members()) {
+            normalize(k).map_err(|e| e.context(format_args!("store_meta key \"{}\"", str_prefix(k, 64))))?;
+            head_of(Some(v), 0, false).map_err(|e| e.context(format_args!("store_meta \"{}\"", str_prefix(k, 64))))?;
+        }
+        for pair in links.iter().flat_map(|a| a.items()) {
+            let keys: Vec<&str> = pair.items().filter_map(|v| v.as_str()).collect();
+            if keys.len() != 2 || pair.len() != 2 {
+                bail!(JsonInvalid, "a \"links\" item is not a pair of keys [\"a,b\", \"c\"]");
+            }
+            for k in keys {
+                normalize(k).map_err(|e| e.context(format_args!("links key \"{}\"", str_prefix(k, 64))))?;
+            }
+        }
+        for item in cold.iter().flat_map(|a| a.items()) {
+            let (Some(tags), Some(value)) =
+                (item.get("tags").and_then(|v| v.as_str()), item.get("value").and_then(|v| v.as_str()))
+            else {
+                bail!(JsonInvalid, "a \"cold\" item has no \"tags\" or \"value\" string");
+            };
+            let key = normalize(tags).map_err(|e| e.context(format_args!("cold key \"{}\"", str_prefix(tags, 64))))?;
+            head_of(Some(item), 0, false).map_err(|e| e.context(format_args!("cold \"{}\"", key)))?;
+            if value.len() > STORE_VALUE_MAX_BYTES {
+                bail!(
+                    CapacityExceeded,
+                    "cold \"{}\" is {} bytes; the store holds values up to {} (limits::STORE_VALUE_MAX_BYTES)",
+                    key,
+                    value.len(),
+                    STORE_VALUE_MAX_BYTES
+                );
+            }
+        }
         for (k, _) in working.iter().flat_map(|o| o.members()) {
             normalize(k).map_err(|e| e.context(format_args!("working_memory key \"{}\"", str_prefix(k, 64))))?;
         }
@@ -259,9 +383,9 @@ impl Import {
         Ok(import)
     }
 
-    /// `working_memory`, `storage` (objects) and `archived` (an array), each absent or `null`
-    /// as `None`; another type is `JSON_INVALID`.
-    fn sections(&self) -> Result<(Option<Value<'_>>, Option<Value<'_>>, Option<Value<'_>>)> {
+    /// `working_memory`, `storage`, `store_meta` (objects), `archived`, `links` and `cold`
+    /// (arrays), each absent or `null` as `None`; another type is `JSON_INVALID`.
+    fn sections(&self) -> Result<Sections<'_>> {
         let root = self.doc.root();
         let section = |name: &str, kind: Kind| -> Result<Option<Value<'_>>> {
             match root.get(name) {
@@ -271,11 +395,14 @@ impl Import {
                 Some(_) => bail!(JsonInvalid, "\"{}\" is not an {}", name, kind.name()),
             }
         };
-        Ok((
-            section("working_memory", Kind::Object)?,
-            section("storage", Kind::Object)?,
-            section("archived", Kind::Array)?,
-        ))
+        Ok(Sections {
+            working: section("working_memory", Kind::Object)?,
+            storage: section("storage", Kind::Object)?,
+            archived: section("archived", Kind::Array)?,
+            meta: section("store_meta", Kind::Object)?,
+            links: section("links", Kind::Array)?,
+            cold: section("cold", Kind::Array)?,
+        })
     }
 
     /// Imports the checked document: `working_memory` into `memory` (the caller saves it),
@@ -284,7 +411,7 @@ impl Import {
     /// A working set or store too small for the document is `CAPACITY_EXCEEDED` before the
     /// store is written; `memory` may then hold part of the document and should be dropped.
     pub fn apply(&self, store: &mut Store, memory: &mut MemoryFile, now: u64) -> Result<ImportReport> {
-        let (working, storage, archived) = self.sections()?;
+        let Sections { working, storage, archived, meta, links, cold } = self.sections()?;
         let mut report = ImportReport::default();
         let mut text = String::new();
         for (k, v) in working.iter().flat_map(|o| o.members()) {
@@ -299,13 +426,13 @@ impl Import {
             memory.working.add(&key, &text, now).map_err(|e| e.context(format_args!("working_memory \"{}\"", key)))?;
         }
         // Everything the store is asked to hold is checked before anything is written: the
-        // entries, the new tags, and how many records the import will write (the batch
-        // announces them, so that a crash part way can say how much is in).
+        // entries, the new tags, the links, and how many records the import will write (the
+        // batch announces them, so that a crash part way can say how much is in).
         let mut new_keys = 0;
         let mut changes = 0u64;
         let mut new_tags: Vec<String> = Vec::new();
         // The keys to archive (a short list, usually): one change each for an entry the store
-        // holds unarchived, or one the import creates.
+        // holds unarchived; an entry the import creates is created archived.
         let mut to_archive: Vec<Key> = Vec::new();
         for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
             to_archive.push(normalize(k)?);
@@ -317,13 +444,15 @@ impl Import {
                 changes += u64::from(store.info(id).is_some_and(|i| !i.archived));
             }
         }
+        let mut imported: Vec<Key> = Vec::new();
         for (k, v) in storage.iter().flat_map(|o| o.members()) {
             let key = normalize(k)?;
+            imported.push(key);
             value_text(v, &mut text)?;
             match store.find(&key) {
                 None => {
                     new_keys += 1;
-                    changes += 1 + u64::from(to_archive.binary_search(&key).is_ok());
+                    changes += 1;
                     for t in key.tags().filter(|t| !store.has_tag(t)) {
                         new_tags.push(t.to_string());
                     }
@@ -331,6 +460,8 @@ impl Import {
                 Some(id) => changes += u64::from(store.value(id)? != text),
             }
         }
+        imported.sort_unstable();
+        imported.dedup();
         if store.len() + new_keys > store.capacity() {
             bail!(
                 CapacityExceeded,
@@ -345,22 +476,88 @@ impl Import {
         store.check_tag_room(new_tags.len(), new_tags.iter().map(String::len).sum()).map_err(|e| {
             e.context(format_args!("the import brings {} new tags; nothing was imported", new_tags.len()))
         })?;
+        // Links whose two ends the store will hold (at most one change each).
+        let mut link_pairs: Vec<(Key, Key)> = Vec::new();
+        for pair in links.iter().flat_map(|a| a.items()) {
+            let mut keys = pair.items().filter_map(|v| v.as_str()).map(normalize);
+            if let (Some(a), Some(b)) = (keys.next(), keys.next()) {
+                let (a, b) = (a?, b?);
+                let held = |k: &Key| store.find(k).is_some() || imported.binary_search(k).is_ok();
+                if a != b && held(&a) && held(&b) {
+                    link_pairs.push((a, b));
+                }
+            }
+        }
+        if store.stats().links + link_pairs.len() > crate::limits::STORE_MAX_LINKS {
+            bail!(
+                CapacityExceeded,
+                "the store holds {} links and the import brings up to {}, more than {} (STORE_MAX_LINKS); nothing \
+                 was imported",
+                store.stats().links,
+                link_pairs.len(),
+                crate::limits::STORE_MAX_LINKS
+            );
+        }
+        changes += link_pairs.len() as u64;
+        // The cold tier first, as one group synced once: a crash before the live batch leaves
+        // it there, and importing again finds it (same creation time and version) and goes on.
+        // Each current cold key (by its 64-bit hash) with its creation time and version.
+        let hash = |k: &Key| crate::memory::hash::fnv1a64(k.as_str().as_bytes());
+        let mut in_cold: std::collections::HashMap<u64, (u64, u32)> = std::collections::HashMap::new();
+        if cold.is_some_and(|c| !c.is_empty()) {
+            crate::memory::store::cold::scan_current(store.dir(), &|k| store.find(k).is_some(), &mut |e| {
+                in_cold.insert(hash(&e.key), (e.head.created, e.head.ver));
+                Ok(true)
+            })?;
+        }
+        let mut cold_group: Vec<(Key, PutHead, String)> = Vec::new();
+        for item in cold.iter().flat_map(|a| a.items()) {
+            let (Some(tags), Some(value)) =
+                (item.get("tags").and_then(|v| v.as_str()), item.get("value").and_then(|v| v.as_str()))
+            else {
+                continue;
+            };
+            let key = normalize(tags)?;
+            let head = head_of(Some(item), now, false)?;
+            let held = store.find(&key).is_some()
+                || imported.binary_search(&key).is_ok()
+                || in_cold.get(&hash(&key)) == Some(&(head.created, head.ver));
+            if held {
+                report.cold.unchanged += 1;
+                continue;
+            }
+            report.cold.added += 1;
+            cold_group.push((key, head, value.to_string()));
+        }
+        store.put_cold_group(&cold_group)?;
+        drop(cold_group);
         store.begin_batch(changes)?;
         let res = (|| {
             for (k, v) in storage.iter().flat_map(|o| o.members()) {
                 let key = normalize(k)?;
                 value_text(v, &mut text)?;
-                match store.put(&key, &text, now)?.change {
-                    Change::Created => report.stored.added += 1,
+                let archived = to_archive.binary_search(&key).is_ok();
+                let head = head_of(meta.and_then(|m| m.get(k)), now, archived)?;
+                match store.put_with(&key, &text, &head)?.change {
+                    Change::Created => {
+                        report.stored.added += 1;
+                        report.archived += usize::from(archived);
+                    }
                     Change::Updated => report.stored.replaced += 1,
                     Change::Unchanged => report.stored.unchanged += 1,
                 }
             }
-            for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
-                let key = normalize(k)?;
-                if store.find(&key).is_some() {
-                    store.set_archived(&key, true, now)?;
+            for key in &to_archive {
+                if store.find(key).and_then(|id| store.info(id)).is_some_and(|i| !i.archived) {
+                    store.set_archived(key, true, now)?;
                     report.archived += 1;
+                }
+            }
+            for (a, b) in &link_pairs {
+                let (Some(ia), Some(ib)) = (store.find(a), store.find(b)) else { continue };
+                if !store.linked(ia, ib) {
+                    store.link(ia, ib)?;
+                    report.links += 1;
                 }
             }
             Ok(())

@@ -2,11 +2,15 @@
 //! [`crate::memory::log`]), an index in RAM sized once at open, and a checkpoint of that index
 //! beside the log so that opening does not replay the whole log.
 //!
-//! The store in rooms, each a file of this folder (imports go one way: the rooms below know
-//! nothing of the ones above them):
+//! The store is entries, plus a tag index, a text index, a vector index and a cold tier. Its
+//! core is the files of this folder; the indexes and the cold tier are rooms of their own
+//! (folders), each with its file, its format and its crash rules. Imports go one way: the
+//! rooms below know nothing of the ones above them.
+//!
+//! The core:
 //!
 //! - [`slots`]: the entry table (one slot per id, column by column) and the key table.
-//! - [`tags`]: interned tags and their posting lists.
+//! - [`tags`]: interned tags and their posting lists (the tag index).
 //! - [`links`]: links between related entries.
 //! - [`append`]: appending to the log, `fdatasync`, batches, the refusal after a failed write.
 //! - `write`: creating, replacing, retagging, archiving and deleting entries (the changes).
@@ -15,15 +19,13 @@
 //!   [`view`]: that file read in place by the read-only commands, a question at a time.
 //! - `compact`: rewriting the log with only live state.
 //! - `query`: tag queries over the posting lists; `search`: text search over the log.
-//! - [`tokenize`]: words as SQLite FTS5's `unicode61` tokenizer makes them; [`rank`]: BM25
-//!   top-k with MaxScore over any walk of postings; [`recall`]: the full-text index kept
-//!   current, and ranked (BM25) queries, over two segments: [`recall_disk`], `store.fts`
-//!   searched in place (the base), and [`fulltext`], the bounded delta in RAM;
-//!   [`recall_file`]: the base's file; `recall_merge`: the delta merged into a new one (at
-//!   checkpoints, and when the delta is full); [`vectors`]: recall by meaning, one
-//!   quantized vector per entry in `store.vec`, fused with the word ranking by reciprocal rank.
-//! - [`cleanup`]: the capacity policy (`memory.cleanup`) and its all-or-nothing clean-up batches;
-//!   [`cold`]: the cold store (`store.cold`) the entries they take go to.
+//!
+//! The rooms, which the core calls after each change it makes (`recall_sync`), at checkpoints
+//! and at compaction:
+//!
+//! - [`recall`]: the text index (`store.fts` and a delta in RAM), ranked BM25 queries.
+//! - [`vectors`]: the vector index (`store.vec`), recall by meaning fused with the words.
+//! - [`cold`]: the cold tier (`store.cold`) and [`cleanup`], the capacity policy that fills it.
 //!
 //! # Durability
 //!
@@ -56,25 +58,25 @@
 
 pub mod append;
 pub mod checkpoint;
-pub mod cleanup;
 pub mod cold;
 mod compact;
-pub mod fulltext;
 pub mod links;
 mod query;
-pub mod rank;
 pub mod recall;
-pub mod recall_disk;
-pub mod recall_file;
-mod recall_merge;
 mod replay;
 mod search;
 pub mod slots;
 pub mod tags;
-pub mod tokenize;
 pub mod vectors;
 pub mod view;
 mod write;
+
+// The rooms' parts by the names they had when the store was one folder (the rest of the
+// program and the tests use them).
+pub use cold::cleanup;
+pub use recall::{disk as recall_disk, file as recall_file, fulltext, rank, tokenize};
+
+pub use write::Deleted;
 
 #[cfg(test)]
 mod tests;
@@ -272,6 +274,9 @@ impl Store {
         recall_file::remove_temp(dir);
         cold::remove_temp(dir);
         s.open_index()?;
+        // A cold group a crash cut short is dropped now, before anything reads the cold store
+        // to decide what to write (an import's cold tier, a delete's rewrite).
+        s.repair_cold()?;
         Ok(s)
     }
 
@@ -497,6 +502,28 @@ impl Store {
         (1..self.tags.id_limit())
             .map(|id| (self.tags.name(id), self.tags.count(id)))
             .filter(|(name, n)| *n > 0 && !name.is_empty())
+    }
+
+    /// Every live id is below this (the next id to be handed out); it may pass the capacity,
+    /// since the ids of entries taken out come back only at a compaction. Walk `0..id_limit()`
+    /// where [`Store::ids`] cannot be borrowed.
+    pub fn id_limit(&self) -> EntryId {
+        self.slots.next_id() as EntryId
+    }
+
+    /// The links, each as its two entry ids (smaller first), in the order they were made.
+    pub fn link_pairs(&self) -> &[(EntryId, EntryId)] {
+        self.links.pairs()
+    }
+
+    /// Creates the entry `key` with the version, times, hits and archived flag of `head` (its
+    /// id aside), or replaces the value of the entry the store holds under `key` (version + 1;
+    /// its times stay): `memory import` of an exported entry.
+    pub fn put_with(&mut self, key: &Key, value: &str, head: &log::PutHead) -> Result<Put> {
+        match self.find(key) {
+            Some(_) => self.put(key, value, head.accessed),
+            None => self.create_with(key, value, head),
+        }
     }
 
     /// Live entry ids, oldest first (for export and listing).

@@ -10,6 +10,15 @@ use crate::memory::key::Key;
 use crate::memory::log::{self, PutHead};
 use crate::memory::query::{Hit, Results};
 
+/// What [`Store::delete`] deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deleted {
+    /// The live entry, if there was one.
+    pub live: Option<EntryId>,
+    /// Copies dropped from the cold store.
+    pub cold: u64,
+}
+
 impl Store {
     /// `storage_save`: stores `value` under exactly `key`, creating the entry or replacing its
     /// value (version + 1). Storing the value an entry already holds writes nothing
@@ -29,12 +38,23 @@ impl Store {
         self.replace(id, value, expected_version, now)
     }
 
-    /// Deletes the entry `key` (and its links). `NOT_FOUND` if absent.
-    pub fn delete(&mut self, key: &Key) -> Result<EntryId> {
-        let Some(id) = self.find(key) else { bail!(NotFound, "no store entry with tags \"{}\" to delete", key) };
-        self.delete_id(id)?;
-        self.compact_if_needed();
-        Ok(id)
+    /// Deletes the entry `key` (and its links) for good, wherever its copies are: the cold
+    /// store's first (rewritten without them), then the live entry, so that a crash in
+    /// between leaves the live value current and no older one can come back. `NOT_FOUND` if
+    /// neither holds it.
+    pub fn delete(&mut self, key: &Key) -> Result<Deleted> {
+        self.log.check_writable()?;
+        let cold = self.drop_cold_copies(key)?;
+        let live = match self.find(key) {
+            Some(id) => {
+                self.delete_id(id)?;
+                self.compact_if_needed();
+                Some(id)
+            }
+            None if cold > 0 => None,
+            None => bail!(NotFound, "no store entry with tags \"{}\" to delete, live or cold", key),
+        };
+        Ok(Deleted { live, cold })
     }
 
     /// Adds `tags` to the entry `key`; returns its new key. `KEY_INVALID` when that makes more
@@ -258,7 +278,8 @@ impl Store {
     pub(super) fn create_with(&mut self, key: &Key, value: &str, head: &PutHead) -> Result<Put> {
         check_value(value)?;
         self.log.check_writable()?;
-        self.make_room_if_due()?;
+        let new_tags = key.tags().filter(|t| self.tags.find(t).is_none()).count();
+        self.make_room_if_due(new_tags)?;
         if self.slots.live() >= self.cap {
             let why = match self.upkeep.policy {
                 Some(p) if p.enable => {
@@ -398,14 +419,37 @@ impl Store {
 
     /// Gives the entry `key` the tags of `new_key` (one record); returns the new key.
     /// `KEY_INVALID` when another entry has them already.
+    /// Cold copies of `key` (older values the live entry superseded) are dropped first, so
+    /// that none shows under the old key afterwards; a key held only in the cold store is
+    /// `NOT_FOUND` (restore it first), and a `new_key` the cold store holds is `KEY_INVALID`.
     pub fn retag(&mut self, key: &Key, new_key: &Key, now: u64) -> Result<Key> {
-        let Some(id) = self.find(key) else { bail!(NotFound, "no store entry with tags \"{}\"", key) };
+        let Some(id) = self.find(key) else {
+            if self.in_cold(key)? {
+                bail!(
+                    NotFound,
+                    "\"{}\" is in the cold store only; bring it back first (lkjagent memory restore {})",
+                    key,
+                    key
+                );
+            }
+            bail!(NotFound, "no store entry with tags \"{}\"", key)
+        };
         if new_key == key {
             return Ok(*new_key);
         }
         if self.find(new_key).is_some() {
             bail!(KeyInvalid, "cannot change tags of \"{}\": an entry with tags \"{}\" exists already", key, new_key);
         }
+        if self.in_cold(new_key)? {
+            bail!(
+                KeyInvalid,
+                "cannot change tags of \"{}\": the cold store holds an entry with tags \"{}\" (lkjagent memory \
+                 restore or delete it first)",
+                key,
+                new_key
+            );
+        }
+        self.drop_cold_copies(key)?;
         let Some(old) = self.slots.get(id) else { bail!(NotFound, "no store entry with id {}", id) };
         let ver = next_version(old.ver, id)?;
         let set = self.intern_all(new_key)?;

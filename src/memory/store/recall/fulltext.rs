@@ -1,6 +1,6 @@
 //! The full-text index's delta: for every word (term), the documents that hold it and how
 //! often, in fixed tables reserved once (`TEXT_DELTA_*` in `limits.rs`); the documents are
-//! those of entries created or changed since `store.fts` (the base, see [`super::recall`])
+//! those of entries created or changed since `store.fts` (the base, see [`super`])
 //! was written, and each term also counts the base documents holding it that are no longer
 //! current (`base_dead`).
 //!

@@ -1,13 +1,13 @@
 //! Ranked retrieval, whatever holds the postings: BM25 as FTS5 computes it, exact top-k with
 //! MaxScore pruning, over query words that walk their postings in document order (the index
-//! in RAM, [`super::fulltext`], or its file, [`super::recall_disk`]). The formula and the
-//! pruning are argued in [`super::recall`].
+//! in RAM, [`super::fulltext`], or its file, [`super::disk`]). The formula and the
+//! pruning are argued in [`super`].
 
-use super::EntryId;
 use crate::error::Result;
 use crate::limits::{RANK_MAX_RESULTS, RANK_MAX_TERMS};
 use crate::memory::store::fulltext::{FullText, NONE};
 use crate::memory::store::tokenize::{Token, Tokens};
+use crate::memory::store::EntryId;
 
 /// BM25's k1, as FTS5.
 pub const K1: f64 = 1.2;
@@ -22,7 +22,7 @@ pub const MEAN_SCALE: f64 = 64.0;
 
 /// The reference mean length of an index of `docs` documents and `tokens` tokens, as stored
 /// (64ths of a token, rounded down, at least 1).
-pub(super) fn mean_ref(tokens: u64, docs: u64) -> u32 {
+pub(in crate::memory::store) fn mean_ref(tokens: u64, docs: u64) -> u32 {
     if docs == 0 {
         return 1;
     }
@@ -36,7 +36,7 @@ pub(super) fn mean_ref(tokens: u64, docs: u64) -> u32 {
 
 /// The impact of a posting of `tf` occurrences in a document of `len` tokens, for the
 /// reference mean length `mean` (as stored): an upper bound of `tf / (tf + norm)` in 65535ths.
-pub(super) fn impact(tf: u32, len: u32, mean: u32) -> u16 {
+pub(in crate::memory::store) fn impact(tf: u32, len: u32, mean: u32) -> u16 {
     let a = f64::from(mean.max(1)) / MEAN_SCALE;
     let f = f64::from(tf);
     let x = f / (f + K1 * (1.0 - B + B * f64::from(len) / a));
@@ -106,17 +106,17 @@ impl Ranked {
         self.dropped
     }
 
-    pub(super) fn set_dropped_words(&mut self, n: usize) {
+    pub(in crate::memory::store) fn set_dropped_words(&mut self, n: usize) {
         self.dropped = n;
     }
 
     /// Room for hits.
-    pub(super) fn capacity(&self) -> usize {
+    pub(in crate::memory::store) fn capacity(&self) -> usize {
         self.hits.capacity()
     }
 
     /// Keeps `h` if it is among the best `limit` (a min-heap on the worst kept, root first).
-    pub(super) fn offer(&mut self, h: RankHit, limit: usize) {
+    pub(in crate::memory::store) fn offer(&mut self, h: RankHit, limit: usize) {
         if self.hits.len() < limit {
             self.hits.push(h);
             let mut i = self.hits.len() - 1;
@@ -174,7 +174,7 @@ impl Ranked {
     }
 
     /// Puts the hits best first.
-    pub(super) fn sort(&mut self) {
+    pub(in crate::memory::store) fn sort(&mut self) {
         self.hits.sort_unstable_by(|a, b| {
             if better(a, b) {
                 core::cmp::Ordering::Less
@@ -209,7 +209,7 @@ pub struct QueryWord {
     pub last: u32,
     /// Their blocks in the base.
     pub blocks: u32,
-    /// The largest impact of their blocks (see [`super::recall_file`]).
+    /// The largest impact of their blocks (see [`super::file`]).
     pub impact: u16,
     /// The reference mean length of their impacts (64ths of a token).
     pub mean: u32,

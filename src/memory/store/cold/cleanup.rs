@@ -13,7 +13,12 @@
 //! task's product entries that the prompt shows (the newest ones, [`Store::protect_tags`]).
 //! With `memory.cleanup.max_age_days`, [`Store::upkeep`] also moves entries unused that long.
 //!
-//! Entries go to the cold store ([`super::cold`]) unless the policy deletes them.
+//! Every bounded table is covered the same way: when the tag table or the link table reaches
+//! the threshold of its size, entries move out (the same order, the same shields) until it is
+//! the margin below; a tag is freed when the last entry carrying it leaves, a link dies with
+//! its entry. So a task that gives every entry a tag of its own never stops at the tag table.
+//!
+//! Entries go to the cold store ([`super`]) unless the policy deletes them.
 //!
 //! # One batch, all or nothing
 //!
@@ -25,17 +30,18 @@
 //! Replay applies a clean-up batch's deletions at its `batch_end` only, and the writer drops
 //! one a crash cut short; a cold group without its `batch_end` is dropped likewise. A crash
 //! between 1 and 2 leaves the entries in both files: the same entries, shown once (see
-//! [`super::cold`]). No instant leaves an entry in neither.
+//! [`super`]). No instant leaves an entry in neither.
 
-use super::cold::{self, ColdFile};
-use super::{Cleanup, EntryId, Store};
+use super::{self as cold, ColdFile};
 use crate::error::Result;
 use crate::limits::{
     CLEANUP_AGE_CHECK_SECONDS, CLEANUP_DEFAULT_KEEP_CYCLES, CLEANUP_DEFAULT_THRESHOLD_PERCENT, CLEANUP_MARGIN_PERCENT,
-    PRODUCT_VIEW_MAX_ENTRIES, STORE_CLEANUP_BATCH_MAX, STORE_CLEANUP_RECENT_KEYS,
+    CLEANUP_TABLE_BATCHES_MAX, PRODUCT_VIEW_MAX_ENTRIES, STORE_CLEANUP_BATCH_MAX, STORE_CLEANUP_RECENT_KEYS,
+    STORE_MAX_LINKS,
 };
 use crate::memory::key::Key;
 use crate::memory::log::{self, PutHead};
+use crate::memory::store::{Cleanup, EntryId, Store};
 
 /// `memory.cleanup`: when and how the agent makes room in the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,13 +100,13 @@ pub enum Use {
 }
 
 /// The recent uses: a ring of (cycle, use, key), [`STORE_CLEANUP_RECENT_KEYS`] long.
-pub(super) struct Recent {
+pub(in crate::memory::store) struct Recent {
     ring: Vec<(u64, Use, Key)>,
     next: usize,
 }
 
 impl Recent {
-    pub(super) fn new() -> Recent {
+    pub(in crate::memory::store) fn new() -> Recent {
         Recent { ring: Vec::new(), next: 0 }
     }
 
@@ -120,25 +126,25 @@ impl Recent {
 }
 
 /// The writer's clean-up state (see [`Store`]).
-pub(super) struct Upkeep {
-    pub(super) policy: Option<Policy>,
+pub(in crate::memory::store) struct Upkeep {
+    pub(in crate::memory::store) policy: Option<Policy>,
     /// Cycles seen (calls of `flush_access`).
-    pub(super) cycle: u64,
-    pub(super) recent: Recent,
-    pub(super) protect: Option<(Key, usize)>,
+    pub(in crate::memory::store) cycle: u64,
+    pub(in crate::memory::store) recent: Recent,
+    pub(in crate::memory::store) protect: Option<(Key, usize)>,
     /// Candidates: (hits, last access, id), a max-heap of the best `n` so far.
     heap: std::collections::BinaryHeap<(u32, u32, EntryId)>,
     /// The chosen entries, in id order.
     victims: Vec<EntryId>,
     /// Protected ids of this clean-up.
     shielded: Vec<EntryId>,
-    pub(super) cold: Option<ColdFile>,
-    pub(super) moved: Moved,
+    pub(in crate::memory::store) cold: Option<ColdFile>,
+    pub(in crate::memory::store) moved: Moved,
     last_age_check: u64,
 }
 
 impl Upkeep {
-    pub(super) fn new() -> Upkeep {
+    pub(in crate::memory::store) fn new() -> Upkeep {
         Upkeep {
             policy: None,
             cycle: 0,
@@ -154,7 +160,7 @@ impl Upkeep {
     }
 
     /// Reserves every buffer a clean-up uses, so that the agent's cycle never allocates for one.
-    pub(super) fn reserve(&mut self) {
+    pub(in crate::memory::store) fn reserve(&mut self) {
         self.heap.reserve(STORE_CLEANUP_BATCH_MAX + 1);
         self.victims.reserve(STORE_CLEANUP_BATCH_MAX);
         self.shielded.reserve(STORE_CLEANUP_RECENT_KEYS + PRODUCT_VIEW_MAX_ENTRIES);
@@ -224,7 +230,7 @@ impl Store {
     }
 
     /// Counts a cycle (called by [`Store::flush_access`]).
-    pub(super) fn count_cycle(&mut self) {
+    pub(in crate::memory::store) fn count_cycle(&mut self) {
         self.upkeep.cycle += 1;
     }
 
@@ -242,33 +248,42 @@ impl Store {
         self.move_victims(mode)
     }
 
-    /// Before a new entry: when the live store is at its threshold, moves entries out in one
-    /// batch (see the module documentation). Does nothing without a policy, inside an import's
-    /// batch, or read-only.
-    pub(super) fn make_room_if_due(&mut self) -> Result<()> {
+    /// Before a new entry bringing `new_tags` tags the store does not have yet: when the live
+    /// store is at its threshold, moves entries out in one batch (see the module
+    /// documentation); then, when the tag table or the link table is at the same threshold of
+    /// its size, moves entries out until it is [`CLEANUP_MARGIN_PERCENT`] below (tags no entry
+    /// carries any more are freed as their last entry leaves; links die with their entries),
+    /// in at most [`CLEANUP_TABLE_BATCHES_MAX`] batches. No bounded table ends learning. Does
+    /// nothing without a policy, inside an import's batch, or read-only.
+    pub(in crate::memory::store) fn make_room_if_due(&mut self, new_tags: usize) -> Result<()> {
         let Some(p) = self.upkeep.policy.filter(|p| p.enable) else { return Ok(()) };
         if self.log.in_batch() || self.log.read_only() {
             return Ok(());
         }
-        let cap = self.cap as u64;
-        let live = self.slots.live() as u64;
         let threshold = p.threshold_percent.clamp(1, 100);
-        let trigger = (cap * threshold).div_ceil(100).max(1);
-        if live < trigger {
-            return Ok(());
-        }
-        let target = cap * threshold.saturating_sub(CLEANUP_MARGIN_PERCENT) / 100;
-        let mut n = live.saturating_sub(target);
-        if live >= cap {
-            n = n.max(1);
-        }
-        let n = usize::try_from(n).unwrap_or(usize::MAX).min(STORE_CLEANUP_BATCH_MAX);
-        if n == 0 {
-            return Ok(());
-        }
         let mode = if p.delete { Cleanup::Delete } else { Cleanup::Cold };
-        self.select(n, &Filter::default(), true);
-        self.move_victims(mode).map(|_| ())
+        let n = excess(self.slots.live(), self.cap, threshold, 1);
+        if n > 0 {
+            self.select(n.min(STORE_CLEANUP_BATCH_MAX), &Filter::default(), true);
+            self.move_victims(mode)?;
+        }
+        for _ in 0..CLEANUP_TABLE_BATCHES_MAX {
+            // Tags to free, as entries: an entry takes its tags with it (those no other entry
+            // carries), about as many as the mean an entry holds now.
+            let per_entry = (self.tags.in_use() / self.slots.live().max(1)).max(1);
+            let tags = excess(self.tags.in_use() + new_tags, self.tags.max(), threshold, new_tags).div_ceil(per_entry);
+            // A moved entry takes its links with it, often more than one.
+            let links = excess(self.links.len() + 1, STORE_MAX_LINKS, threshold, 1).div_ceil(2);
+            let n = tags.max(links).min(STORE_CLEANUP_BATCH_MAX);
+            if n == 0 {
+                break;
+            }
+            self.select(n, &Filter::default(), true);
+            if self.move_victims(mode)? == 0 {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// `memory cleanup`: moves (or deletes) every entry that passes `filter`, in batches of
@@ -442,8 +457,13 @@ impl Store {
     /// working memory can still shrink and nothing is lost. `memory show`, `search --cold`,
     /// `export` and `restore` find it there.
     pub fn put_cold(&mut self, key: &Key, value: &str, now: u64) -> Result<()> {
-        super::check_value(value)?;
+        crate::memory::store::check_value(value)?;
         self.log.check_writable()?;
+        if self.find(key).is_some() {
+            // A cold copy would be hidden by the live entry (one key, one current value): the
+            // live entry takes the value (a replace needs no room).
+            return self.put(key, value, now).map(|_| ());
+        }
         if self.upkeep.cold.is_none() {
             self.upkeep.cold = Some(ColdFile::open(&self.dir, &mut self.rbuf)?);
         }
@@ -458,25 +478,142 @@ impl Store {
         cold.commit(start, 1)
     }
 
-    /// `memory restore`: puts an entry of the cold store back into the live store with its
-    /// tags, value and statistics (version + 1), synced; the caller then rewrites the cold
-    /// store without it ([`cold::rewrite_without`]). `KEY_INVALID` when the live store holds
-    /// another entry with that key; `CAPACITY_EXCEEDED` when it is full.
-    pub fn put_restored(&mut self, key: &Key, value: &str, head: &PutHead) -> Result<EntryId> {
-        if let Some(id) = self.find(key) {
-            let same = self.slots.get(id).is_some_and(|s| u64::from(s.created) == head.created);
-            if same {
-                return Ok(id); // a crash left it in both: it is back already
+    /// Appends `entries` (key, fields, value) to the cold store as one group, synced once
+    /// (`memory import` of an export's cold tier): all or none of them after a crash. Keys
+    /// the live store holds are the caller's to leave out (their cold copies would be hidden).
+    pub fn put_cold_group(&mut self, entries: &[(Key, PutHead, String)]) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        for (_, _, value) in entries {
+            crate::memory::store::check_value(value)?;
+        }
+        self.log.check_writable()?;
+        if self.upkeep.cold.is_none() {
+            self.upkeep.cold = Some(ColdFile::open(&self.dir, &mut self.rbuf)?);
+        }
+        let Some(cold) = self.upkeep.cold.as_mut() else { bail!(Internal, "the cold store is not open (a bug)") };
+        let start = cold.len();
+        let wbuf = &mut self.wbuf;
+        let res = (|| -> Result<()> {
+            wbuf.clear();
+            log::encode_cleanup(wbuf, entries.len() as u64)?;
+            cold.write(wbuf.as_slice(), start)?;
+            for (key, head, value) in entries {
+                wbuf.clear();
+                log::encode_put(wbuf, &PutHead { id: 0, ..*head }, key.tags(), value)?;
+                cold.write(wbuf.as_slice(), start)?;
             }
+            wbuf.clear();
+            log::encode_batch_end(wbuf)?;
+            cold.write(wbuf.as_slice(), start)?;
+            cold.commit(start, entries.len() as u64)
+        })();
+        if res.is_err() {
+            cold.abort(start);
+        }
+        res
+    }
+
+    /// `memory restore`: puts the newest cold copy of `key` back into the live store with its
+    /// tags, value and statistics (version + 1), synced, then rewrites the cold store without
+    /// any copy of the key. When the live store holds the key already, its value is the
+    /// current one (see [`cold`]): the cold copies are older values, and are only dropped.
+    /// `NOT_FOUND` when the cold store has no copy; `CAPACITY_EXCEEDED` when the live store is
+    /// full.
+    pub fn restore(&mut self, key: &Key) -> Result<Restored> {
+        self.log.check_writable()?;
+        let Some((head, value)) = cold::newest(&self.dir, key)? else {
+            bail!(NotFound, "no entry \"{}\" in the cold store ({})", key, self.dir.join(cold::COLD_NAME).display())
+        };
+        if let Some(id) = self.find(key) {
+            let twin = self.slots.get(id).is_some_and(|s| u64::from(s.created) == head.created);
+            let dropped = self.drop_cold_copies(key)?;
+            return Ok(if twin { Restored::Back(id) } else { Restored::LiveAlready { dropped } });
+        }
+        if self.slots.live() >= self.cap {
             bail!(
-                KeyInvalid,
-                "the live store holds another entry \"{}\"; retag or delete it first (lkjagent memory retag/delete)",
-                key
+                CapacityExceeded,
+                "the live store is full ({} entries, memory.store_capacity); make room first (lkjagent memory cleanup) \
+                 or raise memory.store_capacity",
+                self.slots.live()
             );
         }
-        let put = self.create_with(key, value, head)?;
-        Ok(put.id)
+        // Live first (synced), then the cold store without it: a crash between leaves it in both,
+        // the live copy current.
+        let head = PutHead { ver: head.ver.saturating_add(1), ..head };
+        let id = self.create_with(key, &value, &head)?.id;
+        self.drop_cold_copies(key)?;
+        Ok(Restored::Back(id))
     }
+
+    /// Rewrites the cold store without any copy of `key` (none there: nothing is written);
+    /// returns how many it held. The writer only.
+    pub(in crate::memory::store) fn drop_cold_copies(&mut self, key: &Key) -> Result<u64> {
+        self.log.check_writable()?;
+        let mut copies = 0u64;
+        cold::scan(&self.dir, &mut |e| {
+            copies += u64::from(e.key == *key);
+            Ok(true)
+        })?;
+        if copies == 0 {
+            return Ok(0);
+        }
+        // The append handle would point at the file the rename replaces: opened again after.
+        self.upkeep.cold = None;
+        let dropped = cold::rewrite_without(&self.dir, &mut |e| e.key == *key)?;
+        self.repair_cold()?;
+        Ok(dropped)
+    }
+
+    /// Opens the cold store for appending when it exists, which drops a group a crash cut
+    /// short (the writer, at its open).
+    pub(in crate::memory::store) fn repair_cold(&mut self) -> Result<()> {
+        if self.upkeep.cold.is_none() && self.dir.join(cold::COLD_NAME).exists() {
+            self.upkeep.cold = Some(ColdFile::open(&self.dir, &mut self.rbuf)?);
+        }
+        Ok(())
+    }
+
+    /// Whether the cold store holds a copy of `key` (a scan).
+    pub(in crate::memory::store) fn in_cold(&self, key: &Key) -> Result<bool> {
+        let mut found = false;
+        cold::scan(&self.dir, &mut |e| {
+            found = e.key == *key;
+            Ok(!found)
+        })?;
+        Ok(found)
+    }
+}
+
+/// What [`Store::restore`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restored {
+    /// The entry is live again (or was, after a crash between the two files' syncs).
+    Back(EntryId),
+    /// The live store holds the key with a newer value; this many older cold copies were
+    /// dropped.
+    LiveAlready {
+        /// Cold copies dropped.
+        dropped: u64,
+    },
+}
+
+/// How many to take out of a table holding `used` of `size` so that it ends
+/// [`CLEANUP_MARGIN_PERCENT`] below `threshold` percent of its size: 0 while it is below the
+/// threshold; at least `need` when it is full (room for what comes next).
+fn excess(used: usize, size: usize, threshold: u64, need: usize) -> usize {
+    let (used, size) = (used as u64, size as u64);
+    let trigger = (size * threshold).div_ceil(100).max(1);
+    if used < trigger {
+        return 0;
+    }
+    let target = size * threshold.saturating_sub(CLEANUP_MARGIN_PERCENT) / 100;
+    let mut n = used.saturating_sub(target);
+    if used >= size {
+        n = n.max(need as u64);
+    }
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 /// Reads the cold store: see [`cold::scan`].
@@ -656,20 +793,15 @@ mod tests {
         s.put(&k("new"), "x", 50).unwrap();
         s.cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, Cleanup::Cold).unwrap();
         assert!(s.find(&k("fact,old")).is_none());
-        let mut found = None;
-        cold::scan(&d, &mut |e| {
-            let mut v = String::new();
-            log::decode_str(e.value_escaped, &mut v)?;
-            found = Some((e.key, v, e.head));
-            Ok(true)
-        })
-        .unwrap();
-        let (key, value, head) = found.unwrap();
-        let id = s.put_restored(&key, &value, &head).unwrap();
-        assert_eq!(s.put_restored(&key, &value, &head).unwrap(), id, "in both after a crash: back already");
-        let dropped = cold::rewrite_without(&d, &mut |e| e.key == key && e.head.created == head.created).unwrap();
-        assert_eq!(dropped, 1);
+        let cold_before = std::fs::read(d.join(cold::COLD_NAME)).unwrap();
+        let Restored::Back(id) = s.restore(&k("fact,old")).unwrap() else { panic!("not restored") };
+        assert!(cold_map(&d).is_empty(), "the cold store no longer holds it");
+        // A crash between the live put and the cold store's rewrite leaves it in both: a
+        // second restore finds it back already and only drops the cold copy.
+        std::fs::write(d.join(cold::COLD_NAME), &cold_before).unwrap();
+        assert_eq!(s.restore(&k("fact,old")).unwrap(), Restored::Back(id), "in both after a crash: back already");
         assert!(cold_map(&d).is_empty());
+        assert_eq!(s.restore(&k("fact,old")).unwrap_err().code(), crate::error::Code::NotFound);
         let info = s.info(id).unwrap();
         assert_eq!(info.created, 5);
         assert_eq!(s.value(id).unwrap(), "an old fact");

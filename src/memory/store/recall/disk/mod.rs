@@ -1,5 +1,5 @@
 //! Searching `store.fts` where it lies: the base segment of the full-text index (see
-//! [`super::recall`]), for the writer and read-only commands alike.
+//! [`super`]), for the writer and read-only commands alike.
 //!
 //! Opening reads the header, the dictionary's and the documents' page tables, and, for the
 //! writer (*resident*), the documents (entry and length: 8 bytes each in RAM, and the entry's
@@ -20,20 +20,30 @@
 //! against its CRC when read. A mismatch is an error: the owner sets the file aside and
 //! rebuilds the index from the log.
 //!
+//! Here: opening, the documents and their checks; `dict`: the dictionary's pages and the
+//! walk of its words in order (what a merge copies); `walk`: one word's postings walked block
+//! by block.
+//!
 //! Documents no longer current are marked dead here (the delta counts their words out); the
 //! file itself is never changed, only replaced by a merge.
 
-use super::checkpoint::{le32, le64};
-use super::fulltext::NONE;
-use super::rank::{impact, Docs, QueryWord, Walk};
-use super::recall_file::{
+mod dict;
+mod walk;
+
+pub(in crate::memory::store) use dict::{Copied, DictCursor};
+pub use walk::DiskWalk;
+
+use super::file::{
     skip_bytes, varint, Header, DICT_PAGE, DOC_PAGE, DOC_RECORD, ENTRY_TAIL, GROUP_BYTES, HEADER_BYTES, SKIP_BLOCK,
     SKIP_ENTRY, SKIP_GROUP,
 };
-use super::EntryId;
+use super::fulltext::NONE;
+use super::rank::{impact, Docs, QueryWord, Walk};
 use crate::error::Result;
 use crate::limits::{RANK_MAX_TERMS, RECALL_READ_BYTES, TEXT_TOKEN_MAX_BYTES};
 use crate::memory::hash::crc32;
+use crate::memory::store::checkpoint::{le32, le64};
+use crate::memory::store::EntryId;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -51,7 +61,7 @@ const DECODED: usize = 2 * SKIP_BLOCK;
 /// `store.fts` opened for searching in place: the base segment of the full-text index.
 pub struct DiskIndex {
     file: Option<File>,
-    pub(super) header: Header,
+    pub(in crate::memory::store) header: Header,
     /// Whether the documents are in RAM (the writer; else read page by page as scored).
     resident: bool,
     /// Per document (resident): entry ([`NONE`] once no longer current), tokens.
@@ -75,7 +85,7 @@ pub struct DiskIndex {
 
 /// One page of lengths and one of records, as last read (in place).
 #[derive(Default)]
-pub(super) struct DocCache {
+pub(in crate::memory::store) struct DocCache {
     len_page: Option<u32>,
     lens: Vec<u8>,
     rec_page: Option<u32>,
@@ -89,7 +99,7 @@ fn read_at(file: &File, buf: &mut [u8], at: u64) -> Result<()> {
 
 /// A document of the file as its documents section lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct FileDoc {
+pub(in crate::memory::store) struct FileDoc {
     pub entry: u32,
     pub tokens: u32,
     pub offset: u64,
@@ -98,7 +108,7 @@ pub(super) struct FileDoc {
 
 impl FileDoc {
     /// A document from its record (16 bytes) and its length.
-    pub(super) fn parse(b: &[u8], tokens: u32) -> FileDoc {
+    pub(in crate::memory::store) fn parse(b: &[u8], tokens: u32) -> FileDoc {
         FileDoc { entry: le32(b, 0), tokens, offset: le64(b, 4), rec_len: le32(b, 12) }
     }
 }
@@ -122,7 +132,7 @@ fn read_doc_page(file: &File, h: &Header, at: u64, p: u32, width: usize, want: u
 }
 
 /// The documents of a base as a query scores them: from RAM (resident) or read page by page.
-pub(super) struct BaseDocs<'a> {
+pub(in crate::memory::store) struct BaseDocs<'a> {
     file: Option<&'a File>,
     header: &'a Header,
     resident: bool,
@@ -181,7 +191,7 @@ impl Docs for BaseDocs<'_> {
 
 /// What walks need: the file, a read buffer and a decoding buffer per word, and the
 /// documents.
-pub(super) struct WalkParts<'a> {
+pub(in crate::memory::store) struct WalkParts<'a> {
     pub file: Option<&'a File>,
     pub bufs: core::slice::ChunksMut<'a, u8>,
     pub decoded: core::slice::ChunksMut<'a, u32>,
@@ -190,7 +200,7 @@ pub(super) struct WalkParts<'a> {
 
 impl DiskIndex {
     /// No file; buffers reserved on the first [`DiskIndex::load`].
-    pub(super) fn empty() -> DiskIndex {
+    pub(in crate::memory::store) fn empty() -> DiskIndex {
         DiskIndex {
             file: None,
             header: Header::default(),
@@ -210,12 +220,12 @@ impl DiskIndex {
     }
 
     /// Whether a file is open.
-    pub(super) fn is_open(&self) -> bool {
+    pub(in crate::memory::store) fn is_open(&self) -> bool {
         self.file.is_some()
     }
 
     /// Closes the file (the buffers stay).
-    pub(super) fn close(&mut self) {
+    pub(in crate::memory::store) fn close(&mut self) {
         self.file = None;
         self.header = Header::default();
         for &(entry, _) in self.docs.iter().filter(|d| d.0 != NONE) {
@@ -275,7 +285,7 @@ impl DiskIndex {
     /// ids, resident: reads its documents (each page checked by its CRC; `current(doc)` says
     /// whether the entry's record is still the one indexed, else the document is marked
     /// stale) and page tables. Buffers are reserved the first time and reused after.
-    pub(super) fn load(
+    pub(in crate::memory::store) fn load(
         &mut self,
         file: File,
         h: Header,
@@ -352,7 +362,7 @@ impl DiskIndex {
     /// Opens `file` (header `h`, checked against the log, which it covers exactly: every
     /// document is current) in place: reads only its page tables; documents are read page
     /// by page as queries score them.
-    pub(super) fn open_in_place(&mut self, file: File, h: Header, room: usize) -> Result<()> {
+    pub(in crate::memory::store) fn open_in_place(&mut self, file: File, h: Header, room: usize) -> Result<()> {
         self.close();
         self.resident = false;
         self.reserve_buffers();
@@ -368,7 +378,7 @@ impl DiskIndex {
     /// Checks every structure of `file` (whose sections' CRCs were checked): its documents
     /// (pages, entries, lengths), its dictionary in order, and every word's skip groups and
     /// blocks, decoded (`lkjagent check`).
-    pub(super) fn check_file(file: File, h: Header, room: usize) -> Result<()> {
+    pub(in crate::memory::store) fn check_file(file: File, h: Header, room: usize) -> Result<()> {
         let mut ix = DiskIndex::empty();
         ix.load(file, h, room, |_| true)?;
         let mut c = DictCursor::default();
@@ -416,7 +426,7 @@ impl DiskIndex {
     }
 
     /// Documents in the file (live and no longer current): the delta's numbers start here.
-    pub(super) fn doc_count(&self) -> u32 {
+    pub(in crate::memory::store) fn doc_count(&self) -> u32 {
         if self.resident {
             self.docs.len() as u32
         } else {
@@ -425,17 +435,17 @@ impl DiskIndex {
     }
 
     /// Live documents and their tokens.
-    pub(super) fn totals(&self) -> (u64, u64) {
+    pub(in crate::memory::store) fn totals(&self) -> (u64, u64) {
         (u64::from(self.doc_count()) - self.dead_docs, self.header.tokens - self.dead_tokens)
     }
 
     /// Documents no longer current.
-    pub(super) fn dead_docs(&self) -> u64 {
+    pub(in crate::memory::store) fn dead_docs(&self) -> u64 {
         self.dead_docs
     }
 
     /// RAM held, bytes.
-    pub(super) fn ram_bytes(&self) -> usize {
+    pub(in crate::memory::store) fn ram_bytes(&self) -> usize {
         self.docs.capacity() * 8
             + self.entry_doc.capacity() * 4
             + self.stale.capacity() * 8
@@ -449,17 +459,17 @@ impl DiskIndex {
     }
 
     /// The current document of entry `id`, if it has one here.
-    pub(super) fn doc_of(&self, id: EntryId) -> Option<u32> {
+    pub(in crate::memory::store) fn doc_of(&self, id: EntryId) -> Option<u32> {
         self.entry_doc.get(id as usize).copied().filter(|&d| d != NONE)
     }
 
     /// Document `d`: entry and tokens, `None` when no longer current (resident).
-    pub(super) fn doc(&self, d: u32) -> Option<(EntryId, u32)> {
+    pub(in crate::memory::store) fn doc(&self, d: u32) -> Option<(EntryId, u32)> {
         self.docs.get(d as usize).copied().filter(|x| x.0 != NONE)
     }
 
     /// The first document from `from` on marked stale at open (and not yet taken out).
-    pub(super) fn next_stale(&self, from: u32) -> Option<u32> {
+    pub(in crate::memory::store) fn next_stale(&self, from: u32) -> Option<u32> {
         let mut w = from as usize / 64;
         let mut bits = self.stale.get(w)? & (u64::MAX << (from % 64));
         loop {
@@ -472,7 +482,7 @@ impl DiskIndex {
     }
 
     /// Document `d` as the file lists it (its page of records read and checked).
-    pub(super) fn file_doc(&mut self, d: u32) -> Result<FileDoc> {
+    pub(in crate::memory::store) fn file_doc(&mut self, d: u32) -> Result<FileDoc> {
         let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
         let p = d / DOC_PAGE as u32;
         let (_, want) =
@@ -491,7 +501,11 @@ impl DiskIndex {
 
     /// Calls `f(document, record)` for every document's record, page by page through `buf`,
     /// each page checked by its CRC (the merge).
-    pub(super) fn each_record(&self, buf: &mut [u8], mut f: impl FnMut(u32, &[u8]) -> Result<()>) -> Result<()> {
+    pub(in crate::memory::store) fn each_record(
+        &self,
+        buf: &mut [u8],
+        mut f: impl FnMut(u32, &[u8]) -> Result<()>,
+    ) -> Result<()> {
         let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
         let h = &self.header;
         let page_bytes = DOC_PAGE * DOC_RECORD;
@@ -520,7 +534,12 @@ impl DiskIndex {
     /// The blocks of `w` a merge of a clean base copies byte for byte (all of them with
     /// `all`, else all but a last block that is not full), their skip entries appended to
     /// `skip` (each group read checked by its CRC).
-    pub(super) fn full_blocks(&mut self, w: &QueryWord, all: bool, skip: &mut Vec<u8>) -> Result<Copied> {
+    pub(in crate::memory::store) fn full_blocks(
+        &mut self,
+        w: &QueryWord,
+        all: bool,
+        skip: &mut Vec<u8>,
+    ) -> Result<Copied> {
         let mut parts = self.walk_parts();
         let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
             bail!(Internal, "store.fts is not open")
@@ -552,7 +571,7 @@ impl DiskIndex {
     }
 
     /// Gives entries new ids (a compaction's): `new(old)` for every current document.
-    pub(super) fn relabel(&mut self, mut new: impl FnMut(EntryId) -> EntryId) {
+    pub(in crate::memory::store) fn relabel(&mut self, mut new: impl FnMut(EntryId) -> EntryId) {
         for &(entry, _) in self.docs.iter().filter(|d| d.0 != NONE) {
             if let Some(e) = self.entry_doc.get_mut(entry as usize) {
                 *e = NONE;
@@ -570,7 +589,7 @@ impl DiskIndex {
     }
 
     /// Takes document `d` out: no longer current (its entry changed or went).
-    pub(super) fn kill(&mut self, d: u32) {
+    pub(in crate::memory::store) fn kill(&mut self, d: u32) {
         let Some(x) = self.docs.get_mut(d as usize) else { return };
         if x.0 == NONE {
             return;
@@ -584,438 +603,5 @@ impl DiskIndex {
         if let Some(w) = self.stale.get_mut(d as usize / 64) {
             *w &= !(1 << (d % 64));
         }
-    }
-
-    /// Reads and checks dictionary page `p` into the page buffer; returns its length.
-    fn load_page(&mut self, p: usize) -> Result<usize> {
-        let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
-        let Some(&(off, crc)) = self.pages.get(p) else { bail!(Io, "store.fts has no dictionary page {}", p) };
-        let end = self.pages.get(p + 1).map_or(self.header.dict_len, |x| u64::from(x.0));
-        let len = end.saturating_sub(u64::from(off)) as usize;
-        let Some(buf) = self.page.get_mut(..len) else { bail!(Io, "store.fts: a dictionary page of {} bytes", len) };
-        read_at(file, buf, self.header.dict_at() + u64::from(off))?;
-        if crc32(buf) != crc {
-            bail!(Io, "store.fts is damaged (checksum of dictionary page {})", p);
-        }
-        Ok(len)
-    }
-
-    /// `buf.len()` bytes of the file at `at`.
-    pub(super) fn read_at(&self, buf: &mut [u8], at: u64) -> Result<()> {
-        let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
-        read_at(file, buf, at)
-    }
-    /// The next word of the dictionary after `c` (all of them in byte order, page by page,
-    /// each page checked), copied into `word`: its length and where its postings are.
-    /// `None` after the last, or when no file is open.
-    pub(super) fn next_word(&mut self, c: &mut DictCursor, word: &mut [u8; 256]) -> Result<Option<(usize, QueryWord)>> {
-        if self.file.is_none() {
-            return Ok(None);
-        }
-        loop {
-            if !c.loaded {
-                if c.page >= self.pages.len() {
-                    return Ok(None);
-                }
-                c.len = self.load_page(c.page)?;
-                c.pos = 0;
-                c.loaded = true;
-            }
-            let rest = self.page.get(c.pos..c.len).unwrap_or(&[]);
-            if let Some((w, tail)) = entries(rest).next() {
-                let len = w.len();
-                word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(w);
-                c.pos += 1 + len + ENTRY_TAIL;
-                return Ok(Some((len, word_at(tail))));
-            }
-            if c.pos != c.len {
-                bail!(Io, "store.fts is damaged (dictionary page {} does not parse)", c.page);
-            }
-            c.page += 1;
-            c.loaded = false;
-        }
-    }
-
-    /// The word's place in the file, if the index has it.
-    pub(super) fn find(&mut self, word: &[u8]) -> Result<Option<QueryWord>> {
-        // The last page whose first word is at most `word`.
-        let (mut lo, mut hi) = (0usize, self.pages.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let len = self.load_page(mid)?;
-            let first = entries(self.page.get(..len).unwrap_or(&[])).next().map(|e| e.0).unwrap_or(&[]);
-            if word < first {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        let Some(p) = lo.checked_sub(1) else { return Ok(None) };
-        let len = self.load_page(p)?;
-        for (w, tail) in entries(self.page.get(..len).unwrap_or(&[])) {
-            if w == word {
-                return Ok(Some(word_at(tail)));
-            }
-        }
-        Ok(None)
-    }
-
-    /// What walks need: the file (if open), a read buffer and a decoding buffer for each
-    /// word, and the documents.
-    pub(super) fn walk_parts(&mut self) -> WalkParts<'_> {
-        WalkParts {
-            file: self.file.as_ref(),
-            bufs: self.chunks.chunks_mut(RECALL_READ_BYTES),
-            decoded: self.decoded.chunks_mut(DECODED),
-            docs: BaseDocs {
-                file: self.file.as_ref(),
-                header: &self.header,
-                resident: self.resident,
-                docs: &self.docs,
-                doc_pages: &self.doc_pages,
-                cache: &mut self.cache,
-            },
-        }
-    }
-}
-
-/// What a merge copies of a word's blocks: postings, bytes, blocks, the last document, the
-/// largest impact.
-#[derive(Clone, Copy, Default)]
-pub(super) struct Copied {
-    pub n: u32,
-    pub bytes: u32,
-    pub blocks: u32,
-    pub last: Option<u32>,
-    pub impact: u16,
-}
-
-/// A place in the dictionary, for [`DiskIndex::next_word`].
-#[derive(Default)]
-pub(super) struct DictCursor {
-    page: usize,
-    pos: usize,
-    len: usize,
-    loaded: bool,
-}
-
-/// A dictionary entry's tail as a query word of the base.
-fn word_at(tail: &[u8]) -> QueryWord {
-    QueryWord {
-        base_df: le32(tail, 0),
-        at: le64(tail, 4),
-        bytes: le32(tail, 12),
-        crc: le32(tail, 16),
-        last: le32(tail, 20),
-        blocks: le32(tail, 24),
-        impact: u16::from_le_bytes([tail.get(28).copied().unwrap_or(0), tail.get(29).copied().unwrap_or(0)]),
-        mean: le32(tail, 30),
-        ..QueryWord::default()
-    }
-}
-
-/// The entries of a dictionary page: (word, the bytes after it).
-fn entries(mut page: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    core::iter::from_fn(move || {
-        let (&len, rest) = page.split_first()?;
-        let len = usize::from(len);
-        let word = rest.get(..len)?;
-        let tail = rest.get(len..len + ENTRY_TAIL)?;
-        page = rest.get(len + ENTRY_TAIL..)?;
-        Some((word, tail))
-    })
-}
-
-/// One skip entry: a block's last document, where it ends in the postings, its CRC, its
-/// impact and its postings.
-#[derive(Clone, Copy, Default)]
-struct Entry {
-    last: u32,
-    end: u32,
-    crc: u32,
-    impact: u16,
-    count: u16,
-}
-
-/// A bounded window over a region of the file, read as needed.
-#[derive(Default)]
-struct Window<'a> {
-    buf: &'a mut [u8],
-    /// File offset of `buf[0]`, and the bytes in it.
-    at: u64,
-    len: usize,
-}
-
-impl Window<'_> {
-    /// The `n` bytes at `at` (read, when not already in, from `at` up to the window's size or
-    /// the region's `end`).
-    fn get(&mut self, file: &File, at: u64, n: usize, end: u64) -> Result<&[u8]> {
-        let have = at >= self.at && at + n as u64 <= self.at + self.len as u64;
-        if !have {
-            let len = (self.buf.len() as u64).min(end.saturating_sub(at)) as usize;
-            if len < n {
-                bail!(Io, "store.fts is damaged (a block or skip group beyond its word's bytes)");
-            }
-            let Some(dst) = self.buf.get_mut(..len) else { bail!(Internal, "walk buffer") };
-            self.len = 0;
-            read_at(file, dst, at)?;
-            self.at = at;
-            self.len = len;
-        }
-        let from = (at - self.at) as usize;
-        self.buf.get(from..from + n).ok_or_else(|| err!(Internal, "walk window"))
-    }
-}
-
-/// A walk over a word's postings in the file, block by block.
-#[derive(Default)]
-pub struct DiskWalk<'a> {
-    file: Option<&'a File>,
-    skip: Window<'a>,
-    post: Window<'a>,
-    decoded: &'a mut [u32],
-    /// Where the postings start, their bytes, where the skip table starts and ends.
-    at: u64,
-    bytes: u32,
-    skip_at: u64,
-    skip_end: u64,
-    blocks: u32,
-    /// The word's only block (when it has one).
-    single: Entry,
-    /// The dictionary's last document of the word.
-    want_last: u32,
-    /// The skip group checked and in the window.
-    group: Option<u32>,
-    /// The next block to decode; the last document and the end of the one before it.
-    cursor: u32,
-    prev_last: u32,
-    start: u32,
-    /// The decoded block: postings, position, last document, impact.
-    n: usize,
-    pos: usize,
-    cur_last: u32,
-    cur_impact: u16,
-    doc: u32,
-}
-
-impl<'a> DiskWalk<'a> {
-    /// The walk of `w`'s postings, through `buf` (read) and `decoded`, positioned on the
-    /// first.
-    pub(super) fn new(
-        file: &'a File,
-        buf: &'a mut [u8],
-        decoded: &'a mut [u32],
-        w: &QueryWord,
-    ) -> Result<DiskWalk<'a>> {
-        let mut c = DiskWalk::open(file, buf, decoded, w)?;
-        c.decode()?;
-        Ok(c)
-    }
-
-    /// The walk of `w`'s postings, before its first block (nothing read yet).
-    fn open(file: &'a File, buf: &'a mut [u8], decoded: &'a mut [u32], w: &QueryWord) -> Result<DiskWalk<'a>> {
-        let Some((skip, post)) = buf.split_at_mut_checked(SKIP_WINDOW) else { bail!(Internal, "walk buffer") };
-        if decoded.len() < DECODED {
-            bail!(Internal, "walk decoding buffer");
-        }
-        if w.blocks == 0
-            || u64::from(w.blocks) > u64::from(w.base_df)
-            || u64::from(w.base_df) > u64::from(w.blocks) * SKIP_BLOCK as u64
-        {
-            bail!(Io, "store.fts is damaged (a word of {} postings in {} blocks)", w.base_df, w.blocks);
-        }
-        let skip_at = w.at + u64::from(w.bytes);
-        Ok(DiskWalk {
-            file: Some(file),
-            skip: Window { buf: skip, at: 0, len: 0 },
-            post: Window { buf: post, at: 0, len: 0 },
-            decoded,
-            at: w.at,
-            bytes: w.bytes,
-            skip_at,
-            skip_end: skip_at + skip_bytes(w.blocks),
-            blocks: w.blocks,
-            single: Entry { last: w.last, end: w.bytes, crc: w.crc, impact: w.impact, count: w.base_df as u16 },
-            want_last: w.last,
-            doc: NONE,
-            ..DiskWalk::default()
-        })
-    }
-
-    /// [`DiskWalk::new`], positioned on the first posting at or after document `from`
-    /// (the blocks before it passed unread).
-    pub(super) fn starting_at(
-        file: &'a File,
-        buf: &'a mut [u8],
-        decoded: &'a mut [u32],
-        w: &QueryWord,
-        from: u32,
-    ) -> Result<DiskWalk<'a>> {
-        let mut c = DiskWalk::open(file, buf, decoded, w)?;
-        if from > 0 && c.skip_to(from)?.is_none() {
-            c.cursor = c.blocks;
-        }
-        c.decode()?;
-        c.seek(from)?;
-        Ok(c)
-    }
-
-    /// Skip entry `k` (its group read and checked when not the one in the window).
-    fn entry(&mut self, k: u32) -> Result<Entry> {
-        if self.blocks == 1 {
-            return Ok(self.single);
-        }
-        let g = k / SKIP_GROUP as u32;
-        let Some(file) = self.file else { bail!(Internal, "a walk without a file") };
-        let in_group = (self.blocks - g * SKIP_GROUP as u32).min(SKIP_GROUP as u32) as usize;
-        let len = in_group * SKIP_ENTRY + 4;
-        let at = self.skip_at + u64::from(g) * GROUP_BYTES as u64;
-        let bytes = self.skip.get(file, at, len, self.skip_end)?;
-        if self.group != Some(g) {
-            let Some((body, crc)) = bytes.split_last_chunk::<4>() else { bail!(Internal, "skip group") };
-            if crc32(body) != u32::from_le_bytes(*crc) {
-                bail!(Io, "store.fts is damaged (checksum of a skip group)");
-            }
-            self.group = Some(g);
-        }
-        let e = (k as usize % SKIP_GROUP) * SKIP_ENTRY;
-        let Some(b) = bytes.get(e..e + SKIP_ENTRY) else { bail!(Internal, "skip entry") };
-        Ok(Entry {
-            last: le32(b, 0),
-            end: le32(b, 4),
-            crc: le32(b, 8),
-            impact: u16::from_le_bytes([b.get(12).copied().unwrap_or(0), b.get(13).copied().unwrap_or(0)]),
-            count: u16::from_le_bytes([b.get(14).copied().unwrap_or(0), b.get(15).copied().unwrap_or(0)]),
-        })
-    }
-
-    /// Passes block `cursor` without reading it.
-    fn pass(&mut self, e: &Entry) {
-        self.prev_last = e.last;
-        self.start = e.end;
-        self.cursor += 1;
-    }
-
-    /// Decodes block `cursor` (checked by its CRC) and stands on its first posting; past the
-    /// last block, the walk ends.
-    fn decode(&mut self) -> Result<()> {
-        if self.cursor >= self.blocks {
-            self.doc = NONE;
-            self.n = 0;
-            self.pos = 0;
-            return Ok(());
-        }
-        let k = self.cursor;
-        let e = self.entry(k)?;
-        let Some(file) = self.file else { bail!(Internal, "a walk without a file") };
-        let len = e.end.checked_sub(self.start).filter(|&l| l > 0 && l as usize <= BLOCK_MAX_BYTES);
-        let count = usize::from(e.count);
-        let (Some(len), true) = (len, e.end <= self.bytes && (1..=SKIP_BLOCK).contains(&count)) else {
-            bail!(Io, "store.fts is damaged (a skip entry out of bounds)");
-        };
-        let end = self.at + u64::from(self.bytes);
-        let mut p = self.post.get(file, self.at + u64::from(self.start), len as usize, end)?;
-        if crc32(p) != e.crc {
-            bail!(Io, "store.fts is damaged (checksum of a block of postings)");
-        }
-        let Some((docs, tfs)) = self.decoded.split_at_mut_checked(SKIP_BLOCK) else {
-            bail!(Internal, "walk decoding buffer")
-        };
-        let mut prev = if k == 0 { None } else { Some(self.prev_last) };
-        for (d, t) in docs.iter_mut().zip(tfs.iter_mut()).take(count) {
-            let gap = varint(&mut p)?;
-            let tf = varint(&mut p)?;
-            let doc = match prev {
-                None => Some(gap),
-                Some(x) if gap > 0 => x.checked_add(gap).filter(|&d| d != NONE),
-                Some(_) => None,
-            };
-            let (Some(doc), true) = (doc, tf > 0) else { bail!(Io, "store.fts is damaged (a posting out of order)") };
-            *d = doc;
-            *t = tf;
-            prev = Some(doc);
-        }
-        let last_block = k + 1 == self.blocks;
-        if !p.is_empty() || prev != Some(e.last) || (last_block && (e.end != self.bytes || e.last != self.want_last)) {
-            bail!(Io, "store.fts is damaged (a block of postings does not match its skip entry)");
-        }
-        self.n = count;
-        self.pos = 0;
-        self.cur_last = e.last;
-        self.cur_impact = e.impact;
-        self.doc = docs.first().copied().unwrap_or(NONE);
-        self.pass(&e);
-        Ok(())
-    }
-
-    /// Passes, unread, the blocks before the first whose last document is `target` or after.
-    /// Returns that block's entry (`None`: no block is left).
-    fn skip_to(&mut self, target: u32) -> Result<Option<Entry>> {
-        while self.cursor < self.blocks {
-            let e = self.entry(self.cursor)?;
-            if e.last >= target {
-                return Ok(Some(e));
-            }
-            if e.last < self.prev_last && self.cursor > 0 {
-                bail!(Io, "store.fts is damaged (skip entries out of order)");
-            }
-            self.pass(&e);
-        }
-        Ok(None)
-    }
-}
-
-impl Walk for DiskWalk<'_> {
-    fn doc(&self) -> u32 {
-        self.doc
-    }
-
-    fn tf(&self) -> u32 {
-        self.decoded.get(SKIP_BLOCK + self.pos).copied().unwrap_or(0)
-    }
-
-    fn advance(&mut self) -> Result<()> {
-        if self.doc == NONE {
-            return Ok(());
-        }
-        self.pos += 1;
-        if self.pos < self.n {
-            self.doc = self.decoded.get(self.pos).copied().unwrap_or(NONE);
-            return Ok(());
-        }
-        self.decode()
-    }
-
-    fn seek(&mut self, target: u32) -> Result<()> {
-        if self.doc >= target {
-            return Ok(());
-        }
-        if target > self.cur_last {
-            if self.skip_to(target)?.is_none() {
-                self.cursor = self.blocks;
-            }
-            self.decode()?;
-        }
-        while self.doc < target {
-            self.pos += 1;
-            if self.pos >= self.n {
-                return self.decode().and_then(|_| self.seek(target));
-            }
-            self.doc = self.decoded.get(self.pos).copied().unwrap_or(NONE);
-        }
-        Ok(())
-    }
-
-    fn block_max(&mut self, target: u32) -> Result<(u32, u32)> {
-        if self.doc == NONE {
-            return Ok((0, NONE));
-        }
-        if target <= self.cur_last {
-            return Ok((u32::from(self.cur_impact), self.cur_last));
-        }
-        Ok(match self.skip_to(target)? {
-            Some(e) => (u32::from(e.impact), e.last),
-            None => (0, NONE),
-        })
     }
 }

@@ -1,5 +1,6 @@
 //! The checkpoint: the index written to `store.ckpt` so that opening reads it and replays only
-//! the log after it.
+//! the log after it. This file writes it; `format` is its layout and the readers of its
+//! fields, `read` loads it into the index at open.
 //!
 //! The log stays the only source of truth. A checkpoint is used only when it names the log it
 //! was taken of exactly: the same store id (the log's header; new at every compaction), a
@@ -45,9 +46,15 @@
 //! A checkpoint of another format (an older program's) is ignored with a warning like any
 //! other that does not match: the log is replayed, and the writer writes this format.
 
-use super::{EntryId, Store};
+mod format;
+mod read;
+
+pub(in crate::memory::store) use format::{le32, le64, Head, In, Put};
+pub(in crate::memory::store) use read::read;
+
+use super::Store;
 use crate::error::Result;
-use crate::limits::{KEY_MAX_TAGS, STORE_CHECKPOINT_EVERY_BYTES, STORE_MAX_LINKS, TAG_MAX_BYTES};
+use crate::limits::{KEY_MAX_TAGS, STORE_CHECKPOINT_EVERY_BYTES};
 use crate::memory::hash::{crc32, crc32_continue};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -57,34 +64,34 @@ use std::path::Path;
 pub const CHECKPOINT_NAME: &str = "store.ckpt";
 const TEMP_NAME: &str = ".store.ckpt.tmp";
 const MAGIC: &[u8; 8] = b"LKJSTCK\0";
-pub(super) const FORMAT: u32 = 3;
+pub(in crate::memory::store) const FORMAT: u32 = 3;
 /// Bytes of the header.
-pub(super) const HEADER_BYTES: usize = 160;
+pub(in crate::memory::store) const HEADER_BYTES: usize = 160;
 /// Bytes of a column block, the unit a read-only command reads and checks (see the module
 /// documentation): 128 locations, 256 times or counts, or 64 tag sets.
 pub const COLUMN_BLOCK: usize = crate::limits::STORE_CHECKPOINT_BLOCK_BYTES;
 /// Bytes per id of each column, in the file's order: locations, created, accessed, hits,
 /// version, tag ids.
-pub(super) const COLUMN_WIDTHS: [usize; 6] = [8, 4, 4, 4, 4, 2 * KEY_MAX_TAGS];
+pub(in crate::memory::store) const COLUMN_WIDTHS: [usize; 6] = [8, 4, 4, 4, 4, 2 * KEY_MAX_TAGS];
 /// Bytes of one tag's directory entry: count, archived count, list CRC.
-pub(super) const DIRECTORY_ENTRY: usize = 12;
+pub(in crate::memory::store) const DIRECTORY_ENTRY: usize = 12;
 /// Bytes read or written per block.
 const BLOCK: usize = 256 << 10;
 /// Bytes of log before the covered length whose checksum the checkpoint keeps.
-pub(super) const TAIL_BYTES: u64 = 4096;
+pub(in crate::memory::store) const TAIL_BYTES: u64 = 4096;
 
 /// Removes a temp file a crash left (the writer only).
-pub(super) fn remove_temp(dir: &Path) {
+pub(in crate::memory::store) fn remove_temp(dir: &Path) {
     let _ = fs::remove_file(dir.join(TEMP_NAME));
 }
 
 /// Removes the checkpoint (before a compaction replaces the log it names).
-pub(super) fn remove(dir: &Path) {
+pub(in crate::memory::store) fn remove(dir: &Path) {
     let _ = fs::remove_file(dir.join(CHECKPOINT_NAME));
 }
 
 /// CRC-32 of the `TAIL_BYTES` of the log before `covered`.
-pub(super) fn tail_crc(store: &mut Store, covered: u64) -> Result<u32> {
+pub(in crate::memory::store) fn tail_crc(store: &mut Store, covered: u64) -> Result<u32> {
     let start = covered.saturating_sub(TAIL_BYTES);
     let n = (covered - start) as usize;
     store.rbuf.clear();
@@ -135,7 +142,7 @@ impl Store {
 
     /// A checkpoint when enough log was appended since the last one; a failure is a warning
     /// (the log has everything).
-    pub(super) fn checkpoint_if_due(&mut self) {
+    pub(in crate::memory::store) fn checkpoint_if_due(&mut self) {
         if self.log.read_only() || self.log.in_batch() {
             return;
         }
@@ -145,7 +152,7 @@ impl Store {
     }
 
     /// A checkpoint now; a failure is a warning.
-    pub(super) fn checkpoint_quietly(&mut self) {
+    pub(in crate::memory::store) fn checkpoint_quietly(&mut self) {
         if let Err(e) = self.checkpoint() {
             e.context(format_args!("the store's checkpoint was not written (the next open reads more log)"))
                 .print_warning();
@@ -171,6 +178,20 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// [`Store::close`] for the commands that change the store: the text index is brought up
+    /// to date first (from `store.fts` and what changed since, or from the log when there is
+    /// no usable file), so that `close` writes `store.fts` current with the log, as the
+    /// agent's checkpoint does and readers find it so. A failure to build it is a warning (the
+    /// log has everything; the next reader rebuilds it).
+    pub fn close_with_indexes(mut self) -> Result<()> {
+        if !self.log.read_only() {
+            if let Err(e) = self.recall_ready() {
+                e.context(format_args!("the full-text index file was not written")).print_warning();
+            }
+        }
+        self.close()
     }
 
     fn write_checkpoint(&mut self, mut file: File, covered: u64, tail: u32) -> Result<()> {
@@ -447,404 +468,4 @@ struct Sizes {
     directory_crc: u32,
     blocks_crc: u32,
     postings: u64,
-}
-
-/// The byte sizes of a checkpoint's sections, from its header's counts: where each starts is
-/// the sum of the ones before (see the module documentation).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Layout {
-    /// One past the highest tag id.
-    pub(super) tags: usize,
-    /// Bytes of tag text.
-    pub(super) tag_text: u64,
-    /// Ids in use (rows of each column).
-    pub(super) next_id: u64,
-    pub(super) links: u64,
-    pub(super) key_slots: u64,
-    pub(super) postings: u64,
-}
-
-impl Layout {
-    // Sizes come from a header that may be damaged: sums saturate (a file that long does not
-    // exist, so such a header is refused by its length).
-
-    /// Where the tag lengths start (the text follows them).
-    pub(super) fn names_at(&self) -> u64 {
-        HEADER_BYTES as u64
-    }
-    /// Where column `col` starts.
-    pub(super) fn column_at(&self, col: usize) -> u64 {
-        let before: u64 = COLUMN_WIDTHS.iter().take(col).map(|&w| w as u64).sum();
-        self.names_at()
-            .saturating_add(self.tags.saturating_sub(1) as u64)
-            .saturating_add(self.tag_text)
-            .saturating_add(before.saturating_mul(self.next_id))
-    }
-    /// Bytes of column `col`.
-    pub(super) fn column_len(&self, col: usize) -> u64 {
-        COLUMN_WIDTHS.get(col).map_or(0, |&w| (w as u64).saturating_mul(self.next_id))
-    }
-    /// Where the directory starts (after the links and the key table).
-    pub(super) fn directory_at(&self) -> u64 {
-        self.column_at(COLUMN_WIDTHS.len())
-            .saturating_add(self.links.saturating_mul(8))
-            .saturating_add(self.key_slots.saturating_mul(4))
-    }
-    /// Where the posting lists start.
-    pub(super) fn postings_at(&self) -> u64 {
-        self.directory_at().saturating_add((DIRECTORY_ENTRY as u64).saturating_mul(self.tags.saturating_sub(1) as u64))
-    }
-    /// Blocks of column `col`.
-    pub(super) fn blocks(&self, col: usize) -> u64 {
-        self.column_len(col).div_ceil(COLUMN_BLOCK as u64)
-    }
-    /// Where the column blocks' CRCs start.
-    pub(super) fn blocks_at(&self) -> u64 {
-        self.postings_at().saturating_add(self.postings.saturating_mul(4))
-    }
-    /// The whole file's length.
-    pub(super) fn file_len(&self) -> u64 {
-        let blocks: u64 = (0..COLUMN_WIDTHS.len()).map(|c| self.blocks(c)).fold(0, u64::saturating_add);
-        self.blocks_at().saturating_add(blocks.saturating_mul(4))
-    }
-}
-
-/// Writes little-endian fields into the header.
-/// A writer of little-endian fields into a fixed header.
-pub(super) struct Put<'b> {
-    pub(super) buf: &'b mut [u8],
-    pub(super) at: usize,
-}
-
-impl Put<'_> {
-    pub(super) fn bytes(&mut self, b: &[u8]) {
-        if let Some(dst) = self.buf.get_mut(self.at..self.at + b.len()) {
-            dst.copy_from_slice(b);
-        }
-        self.at += b.len();
-    }
-    pub(super) fn u32(&mut self, v: u32) {
-        self.bytes(&v.to_le_bytes());
-    }
-    pub(super) fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
-    }
-}
-
-/// Reads the checkpoint into the (empty) index of `store` if it matches the log; returns the
-/// log length it covers. `None` when there is none (with a warning when the log is large
-/// enough that one was expected); an error when it cannot be used (the caller warns, resets
-/// and replays the whole log).
-pub(super) fn read(store: &mut Store, file_len: u64) -> Result<Option<u64>> {
-    let path = store.dir.join(CHECKPOINT_NAME);
-    let file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if file_len >= 2 * STORE_CHECKPOINT_EVERY_BYTES && store.format == crate::memory::log::FORMAT_VERSION {
-                err!(Io, "{} is missing; reading the whole store log ({} bytes)", path.display(), file_len)
-                    .print_warning();
-            }
-            return Ok(None);
-        }
-        Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
-    };
-    if store.format < crate::memory::log::FORMAT_VERSION {
-        bail!(Io, "{} belongs to a version 1 log", path.display());
-    }
-    let mut buf = core::mem::take(&mut store.rbuf);
-    let res = read_into(store, file, &mut buf, file_len).map_err(|e| e.context(format_args!("{}", path.display())));
-    store.rbuf = buf;
-    res.map(Some)
-}
-
-/// A sequential reader over a file (the checkpoint, the full-text index's file) with a
-/// running CRC of what it returned.
-pub(super) struct In<'b> {
-    file: File,
-    buf: &'b mut Vec<u8>,
-    pos: usize,
-    pub(super) crc: u32,
-}
-
-impl<'b> In<'b> {
-    /// A reader of `file` from its start, through `buf` (cleared).
-    pub(super) fn new(file: File, buf: &'b mut Vec<u8>) -> In<'b> {
-        buf.clear();
-        In { file, buf, pos: 0, crc: 0 }
-    }
-
-    /// The next `n` bytes.
-    pub(super) fn take(&mut self, n: usize) -> Result<&[u8]> {
-        if self.pos + n > self.buf.len() {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-            let have = self.buf.len();
-            let want = (256usize << 10).max(n);
-            self.buf.resize(have + want, 0);
-            let mut got = 0;
-            while got < want {
-                match self.file.read(self.buf.get_mut(have + got..).unwrap_or(&mut [])) {
-                    Ok(0) => break,
-                    Ok(k) => got += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => bail!(Io, "reading failed: {}", e),
-                }
-            }
-            self.buf.truncate(have + got);
-            if self.buf.len() < n {
-                bail!(Io, "the file is cut short");
-            }
-        }
-        // Refilled above to hold `n` bytes from `pos`; never fewer passed off as them.
-        let Some(s) = self.buf.get(self.pos..self.pos + n) else { bail!(Io, "the file is cut short") };
-        self.crc = crc32_continue(self.crc, s);
-        self.pos += n;
-        Ok(s)
-    }
-
-    /// The next little-endian u32.
-    pub(super) fn u32(&mut self) -> Result<u32> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
-    }
-}
-
-/// The little-endian numbers at the header's fixed offsets (0 past its end).
-pub(super) fn le32(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_le_bytes)
-}
-
-pub(super) fn le64(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_le_bytes)
-}
-
-/// A checkpoint's header, checked (magic, format, its own CRC) and read.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Head {
-    pub(super) store: u64,
-    pub(super) covered: u64,
-    pub(super) header_bytes: u64,
-    pub(super) live_bytes: u64,
-    pub(super) corrupt: u64,
-    pub(super) tail: u32,
-    pub(super) body_crc: u32,
-    /// Live entries, and the archived ones among them.
-    pub(super) live: u32,
-    pub(super) archived: u32,
-    pub(super) names_crc: u32,
-    pub(super) directory_crc: u32,
-    pub(super) blocks_crc: u32,
-    pub(super) layout: Layout,
-}
-
-impl Head {
-    pub(super) fn parse(hdr: &[u8; HEADER_BYTES]) -> Result<Head> {
-        let u32_at = |at: usize| le32(hdr, at);
-        let u64_at = |at: usize| le64(hdr, at);
-        if !hdr.starts_with(MAGIC) {
-            bail!(Io, "not a store checkpoint");
-        }
-        if u32_at(8) != FORMAT {
-            bail!(Io, "checkpoint format {} (this program reads {}); it is written again", u32_at(8), FORMAT);
-        }
-        // The header's last 4 bytes are the CRC of the rest.
-        if hdr.split_last_chunk::<4>().is_none_or(|(rest, crc)| crc32(rest) != u32::from_le_bytes(*crc)) {
-            bail!(Io, "the checkpoint's header is damaged");
-        }
-        Ok(Head {
-            store: u64_at(16),
-            covered: u64_at(24),
-            header_bytes: u64_at(32),
-            live_bytes: u64_at(40),
-            corrupt: u64_at(48),
-            tail: u32_at(72),
-            body_crc: u32_at(76),
-            live: u32_at(80),
-            archived: u32_at(84),
-            names_crc: u32_at(96),
-            directory_crc: u32_at(100),
-            blocks_crc: u32_at(104),
-            layout: Layout {
-                tags: u32_at(12) as usize,
-                tag_text: u64::from(u32_at(68)),
-                next_id: u64::from(u32_at(56)),
-                links: u64::from(u32_at(60)),
-                key_slots: u64::from(u32_at(64)),
-                postings: u64_at(88),
-            },
-        })
-    }
-}
-
-fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) -> Result<u64> {
-    buf.clear();
-    let ckpt_len = file.metadata().map_err(|e| err!(Io, "reading failed: {}", e))?.len();
-    let mut r = In::new(file, buf);
-    let mut hdr = [0u8; HEADER_BYTES];
-    hdr.copy_from_slice(r.take(HEADER_BYTES)?);
-    let h = Head::parse(&hdr)?;
-    let tags = h.layout.tags;
-    let id = h.store;
-    let covered = h.covered;
-    let header_bytes = h.header_bytes;
-    let next_id = h.layout.next_id as usize;
-    let links = h.layout.links as usize;
-    let key_slots = h.layout.key_slots as usize;
-    let tag_text = h.layout.tag_text as usize;
-    if ckpt_len != h.layout.file_len() {
-        bail!(Io, "the checkpoint has {} bytes; its header describes {}", ckpt_len, h.layout.file_len());
-    }
-    if id != store.store_id {
-        bail!(Io, "the checkpoint is of another log (store {:016x}, the log is {:016x})", id, store.store_id);
-    }
-    if covered > file_len || covered < header_bytes || header_bytes != store.header_bytes {
-        bail!(Io, "the checkpoint covers {} bytes of log; the log has {}", covered, file_len);
-    }
-    if next_id > store.slots.room() {
-        bail!(Io, "the checkpoint names {} ids, more than this capacity has room for", next_id);
-    }
-    if tags == 0 || tags > store.tags.max() + 1 || tag_text > tags * TAG_MAX_BYTES || links > STORE_MAX_LINKS {
-        bail!(Io, "the checkpoint's tag or link counts are out of range");
-    }
-    // The body's CRC is counted from here on.
-    r.crc = 0;
-    load_tags(store, &mut r, tags, tag_text)?;
-    // The entry table, column by column, straight into place.
-    let Some(cols) = store.slots.columns_mut(next_id) else { bail!(Io, "entry table out of range") };
-    fill(&mut r, cols.loc, 8, |b| b.try_into().map_or(0, u64::from_le_bytes))?;
-    for col in [cols.created, cols.accessed, cols.hits, cols.ver] {
-        fill(&mut r, col, 4, |b| b.try_into().map_or(0, u32::from_le_bytes))?;
-    }
-    fill(&mut r, cols.tags, 16, |b| {
-        let mut set = [0u16; KEY_MAX_TAGS];
-        for (t, pair) in set.iter_mut().zip(b.chunks_exact(2)) {
-            *t = pair.try_into().map_or(0, u16::from_le_bytes);
-        }
-        set
-    })?;
-    store.slots.finish_bulk(next_id);
-    if store.slots.live() > store.cap {
-        bail!(Io, "the checkpoint holds {} entries, more than memory.store_capacity", store.slots.live());
-    }
-    // Every live entry: within the covered log, tags that exist, in order and padded with zeros;
-    // each tag counted.
-    for i in 0..next_id as EntryId {
-        let Some(slot) = store.slots.get(i) else { continue };
-        if slot.offset < header_bytes || slot.len == 0 || slot.offset + u64::from(slot.len) > covered {
-            bail!(Io, "entry {} points outside the covered log", i);
-        }
-        let set = store.slots.tagset(i);
-        let n = set.iter().position(|&t| t == 0).unwrap_or(KEY_MAX_TAGS);
-        if n == 0
-            || set.get(n..).is_some_and(|rest| rest.iter().any(|&t| t != 0))
-            || set.iter().take(n).any(|&t| usize::from(t) >= tags || !store.tags.is_interned(t))
-        {
-            bail!(Io, "entry {} names a tag that is not there", i);
-        }
-        for &t in crate::bytes::take(&set, n) {
-            store.tags.add(t, i, slot.archived)?;
-        }
-    }
-    for _ in 0..links {
-        let (a, b) = (r.u32()?, r.u32()?);
-        if !store.contains(a) || !store.contains(b) || a == b || store.links.contains(a, b) {
-            bail!(Io, "a link between {} and {} that cannot be", a, b);
-        }
-        store.links.add(a, b)?;
-    }
-    // The key table: used as it is when this capacity sizes it the same (every slot names a
-    // live entry, the count matches), else rebuilt.
-    let same = key_slots == store.keys.raw().len();
-    let mut filled = 0usize;
-    let mut at = 0usize;
-    while at < key_slots {
-        let k = (key_slots - at).min(BLOCK / 4);
-        let b = r.take(4 * k)?;
-        if same {
-            let dst = store.keys.raw_mut().get_mut(at..at + k).unwrap_or(&mut []);
-            for (d, src) in dst.iter_mut().zip(b.chunks_exact(4)) {
-                let v = src.try_into().map_or(0, u32::from_le_bytes);
-                if v != 0 {
-                    if !store.slots.is_live(v - 1) {
-                        bail!(Io, "the key table names entry {}, which is not there", v - 1);
-                    }
-                    filled += 1;
-                }
-                *d = v;
-            }
-        }
-        at += k;
-    }
-    // The sections read in place follow: the writer's open uses none of them, but reads them
-    // through the body's CRC, so that damage anywhere in the file is found here too.
-    let mut left = h.layout.file_len().saturating_sub(h.layout.directory_at());
-    while left > 0 {
-        let k = left.min(BLOCK as u64) as usize;
-        r.take(k)?;
-        left -= k as u64;
-    }
-    if r.crc != h.body_crc {
-        bail!(Io, "checksum mismatch");
-    }
-    if r.pos != r.buf.len() || r.file.read(&mut [0u8; 1]).map_err(|e| err!(Io, "reading failed: {}", e))? != 0 {
-        bail!(Io, "unexpected bytes after the checkpoint's end");
-    }
-    if !same {
-        store.rebuild_keys()?;
-    } else if filled != store.slots.live() {
-        bail!(Io, "the key table holds {} entries, the checkpoint {}", filled, store.slots.live());
-    }
-    // Last: the log must still hold what the checkpoint was taken of.
-    if tail_crc(store, covered)? != h.tail {
-        bail!(Io, "the log changed before byte {} since the checkpoint was taken (stale)", covered);
-    }
-    if store.slots.live() != h.live as usize || store.slots.archived_count() != h.archived as usize {
-        bail!(
-            Io,
-            "the checkpoint's header counts {} entries ({} archived); its table {}",
-            h.live,
-            h.archived,
-            store.slots.live()
-        );
-    }
-    store.header_bytes = header_bytes;
-    store.live_bytes = h.live_bytes;
-    store.corrupt = h.corrupt;
-    store.log.len = covered;
-    Ok(covered)
-}
-
-/// Reads the tag names (all lengths, then all text) and interns each under its id. The
-/// lengths are copied out first (at most 64 KiB, once per open).
-fn load_tags(store: &mut Store, r: &mut In<'_>, tags: usize, tag_text: usize) -> Result<()> {
-    let mut all_lens: Vec<u8> = Vec::with_capacity(tags);
-    all_lens.extend_from_slice(r.take(tags - 1)?);
-    if all_lens.iter().map(|&l| usize::from(l)).sum::<usize>() != tag_text {
-        bail!(Io, "the tag lengths do not add up to the tag text");
-    }
-    for (i, &n) in all_lens.iter().enumerate() {
-        let n = usize::from(n);
-        if n > TAG_MAX_BYTES {
-            bail!(Io, "a tag of {} bytes", n);
-        }
-        let text = r.take(n)?;
-        if n > 0 {
-            let s = core::str::from_utf8(text).map_err(|_| err!(Io, "tag id {} is not UTF-8", i + 1))?;
-            store.tags.restore((i + 1) as u16, s)?;
-        }
-    }
-    store.tags.finish_restore();
-    Ok(())
-}
-
-/// Fills `dst` from the next `dst.len() * width` bytes, converting each `width`-byte group.
-fn fill<T>(r: &mut In<'_>, dst: &mut [T], width: usize, convert: impl Fn(&[u8]) -> T) -> Result<()> {
-    let per_block = (BLOCK / width).max(1);
-    for chunk in dst.chunks_mut(per_block) {
-        let b = r.take(chunk.len() * width)?;
-        for (d, src) in chunk.iter_mut().zip(b.chunks_exact(width)) {
-            *d = convert(src);
-        }
-    }
-    Ok(())
 }

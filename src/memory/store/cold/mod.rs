@@ -1,5 +1,7 @@
-//! The cold store: `store.cold`, where a clean-up puts the entries it takes out of the live
-//! store, so that the live store never fills up and nothing the agent learned is lost.
+//! The cold tier, a room of the store: `store.cold`, where a clean-up ([`cleanup`], the
+//! capacity policy) puts the entries it takes out of the live store, so that the live store
+//! never fills up and nothing the agent learned is lost. Crash-safe by groups appended whole and
+//! synced before the live log lets go of their entries, and rewrites by temp file and rename.
 //!
 //! # Format
 //!
@@ -27,12 +29,25 @@
 //! record (its entries are still live). A damaged record followed by good ones is skipped
 //! with a warning, as in the log.
 //!
+//! # One key, one current value
+//!
+//! A key's current value is the live store's when the live store holds the key (a save of a
+//! key that went cold is its update: it supersedes every cold copy), else its newest copy
+//! here (the last in file order: an entry saved again after it went cold and moved out again,
+//! or moved twice after a crash). [`scan_current`] walks only these, so no reader shows a
+//! key twice or an older value, and counts are of distinct entries. `delete` and `retag`
+//! drop a key's cold copies before they change the live entry (a crash in between leaves the
+//! live value current), and `restore` drops every copy of the key it brings back.
+//!
 //! `memory restore KEY` puts the entry back into the live store (synced) and then rewrites
 //! the cold store without it (temp file, sync, rename, sync of the directory): a crash in
 //! between leaves it in both, which is the case above.
 
+pub mod cleanup;
+
 use crate::error::Result;
 use crate::fixed::FixedBuf;
+use crate::limits::STORE_COLD_SCAN_MAX_KEYS;
 use crate::memory::key::{Key, Tag};
 use crate::memory::log::{self, LineReader, PutHead, Record};
 use std::fs::{File, OpenOptions};
@@ -65,6 +80,9 @@ pub struct ColdStats {
     pub damaged: u64,
     /// Bytes at the end that are not a whole group (a clean-up being written, or cut short).
     pub unfinished_tail: u64,
+    /// Distinct entries that are current (see the module documentation): set by
+    /// [`scan_current`] only.
+    pub current: u64,
 }
 
 /// The cold store as the writer holds it open (appending only).
@@ -183,6 +201,65 @@ pub fn scan(dir: &Path, f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>) -> Re
     let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
     let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
     walk(&file, &path, len, &mut scratch, f)
+}
+
+/// Reads the current entries of the cold store in `dir` (see the module documentation): for
+/// each key its newest copy, and none of a key `live` says the live store holds. Two passes:
+/// the first notes where each key's newest copy is, about 32 bytes per distinct key (keys by their
+/// 64-bit hash), at most [`STORE_COLD_SCAN_MAX_KEYS`]; the second calls `f` on those.
+pub fn scan_current(
+    dir: &Path,
+    live: &dyn Fn(&Key) -> bool,
+    f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
+) -> Result<ColdStats> {
+    let mut newest: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut over = false;
+    scan(dir, &mut |e| {
+        let h = key_hash(&e.key);
+        if newest.len() >= STORE_COLD_SCAN_MAX_KEYS && !newest.contains_key(&h) {
+            over = true;
+            return Ok(false);
+        }
+        newest.insert(h, e.at);
+        Ok(true)
+    })?;
+    if over {
+        bail!(
+            CapacityExceeded,
+            "{} holds more than {} distinct keys (STORE_COLD_SCAN_MAX_KEYS); restore or delete some, or raise the limit",
+            dir.join(COLD_NAME).display(),
+            STORE_COLD_SCAN_MAX_KEYS
+        );
+    }
+    let mut current = 0u64;
+    let mut st = scan(dir, &mut |e| {
+        if newest.get(&key_hash(&e.key)) != Some(&e.at) || live(&e.key) {
+            return Ok(true);
+        }
+        current += 1;
+        f(e)
+    })?;
+    st.current = current;
+    Ok(st)
+}
+
+/// The newest copy of `key` in the cold store of `dir`, its value decoded, even where the live
+/// store holds the key too.
+pub fn newest(dir: &Path, key: &Key) -> Result<Option<(PutHead, String)>> {
+    let mut found: Option<(PutHead, String)> = None;
+    scan(dir, &mut |e| {
+        if e.key == *key {
+            let mut v = String::new();
+            log::decode_str(e.value_escaped, &mut v)?;
+            found = Some((e.head, v));
+        }
+        Ok(true)
+    })?;
+    Ok(found)
+}
+
+fn key_hash(key: &Key) -> u64 {
+    crate::memory::hash::fnv1a64(key.as_str().as_bytes())
 }
 
 /// Walks the file: checks the header, calls `f` on each `put`, counts damage, and measures

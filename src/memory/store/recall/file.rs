@@ -1,5 +1,5 @@
 //! The full-text index's file, `store.fts`: the index's base segment, beside the log, searched
-//! in place ([`super::recall_disk`]) so that neither an open nor a search reads every value in
+//! in place ([`super::disk`]) so that neither an open nor a search reads every value in
 //! the log or holds the index in RAM.
 //!
 //! Like the checkpoint it is a cache: used only when it names the log it was taken of (the
@@ -10,7 +10,7 @@
 //! up to date in the delta (their old record is still in the log, which only grows between
 //! compactions).
 //!
-//! Written by a merge of the old file and the delta (see [`super::recall`]), by the writer
+//! Written by a merge of the old file and the delta (see [`super`]), by the writer
 //! only, atomically (a temp file created exclusively, synced, renamed over the old one, the
 //! directory synced). Only current documents and their postings are written, renumbered
 //! densely, so the file has no garbage.
@@ -57,44 +57,44 @@
 //! and blocks it needs, and (in place) the document pages of the documents it scores, each
 //! checked by its own CRC.
 
-use super::checkpoint::{le32, le64, tail_crc};
-use super::Store;
 use crate::error::Result;
 use crate::limits::{TEXT_MIN_TERMS, TEXT_TERMS_PER_ENTRY};
 use crate::memory::hash::{crc32, crc32_continue};
+use crate::memory::store::checkpoint::{le32, le64, tail_crc};
+use crate::memory::store::Store;
 use std::fs::{self, File};
 use std::path::Path;
 
 /// File name of the full-text index inside the data directory.
 pub const RECALL_FILE_NAME: &str = "store.fts";
-pub(super) const TEMP_NAME: &str = ".store.fts.tmp";
+pub(in crate::memory::store) const TEMP_NAME: &str = ".store.fts.tmp";
 /// The new file's dictionary while the merge writes its body.
-pub(super) const DICT_TEMP_NAME: &str = ".store.fts.dict.tmp";
-pub(super) const MAGIC: &[u8; 8] = b"LKJFTS\0\0";
-pub(super) const FORMAT: u32 = 5;
-pub(super) const HEADER_BYTES: usize = 128;
+pub(in crate::memory::store) const DICT_TEMP_NAME: &str = ".store.fts.dict.tmp";
+pub(in crate::memory::store) const MAGIC: &[u8; 8] = b"LKJFTS\0\0";
+pub(in crate::memory::store) const FORMAT: u32 = 5;
+pub(in crate::memory::store) const HEADER_BYTES: usize = 128;
 /// Words per page of the dictionary (a lookup reads one page).
-pub(super) const DICT_PAGE: usize = 64;
+pub(in crate::memory::store) const DICT_PAGE: usize = 64;
 /// Postings per block (the unit a walk skips or decodes).
-pub(super) const SKIP_BLOCK: usize = 128;
+pub(in crate::memory::store) const SKIP_BLOCK: usize = 128;
 /// Skip entries per group (the unit checked by one CRC).
-pub(super) const SKIP_GROUP: usize = 32;
+pub(in crate::memory::store) const SKIP_GROUP: usize = 32;
 /// Bytes of one skip entry.
-pub(super) const SKIP_ENTRY: usize = 16;
+pub(in crate::memory::store) const SKIP_ENTRY: usize = 16;
 /// Bytes of a full group of skip entries with its CRC.
-pub(super) const GROUP_BYTES: usize = SKIP_GROUP * SKIP_ENTRY + 4;
+pub(in crate::memory::store) const GROUP_BYTES: usize = SKIP_GROUP * SKIP_ENTRY + 4;
 /// Documents per page of the documents' lengths and records (each page checked by a CRC).
-pub(super) const DOC_PAGE: usize = 256;
+pub(in crate::memory::store) const DOC_PAGE: usize = 256;
 /// Bytes of one document's record (entry, offset, record length).
-pub(super) const DOC_RECORD: usize = 16;
+pub(in crate::memory::store) const DOC_RECORD: usize = 16;
 /// Bytes of one dictionary entry after its word: postings u32, offset u64, bytes u32, CRC
 /// u32, last document u32, blocks u32, impact u16, reference mean length u32.
-pub(super) const ENTRY_TAIL: usize = 34;
+pub(in crate::memory::store) const ENTRY_TAIL: usize = 34;
 /// Bytes gathered before each write.
-pub(super) const CHUNK: usize = 256 << 10;
+pub(in crate::memory::store) const CHUNK: usize = 256 << 10;
 
 /// Removes a temp file a crash left (the writer only).
-pub(super) fn remove_temp(dir: &Path) {
+pub(in crate::memory::store) fn remove_temp(dir: &Path) {
     let _ = fs::remove_file(dir.join(TEMP_NAME));
     let _ = fs::remove_file(dir.join(DICT_TEMP_NAME));
 }
@@ -104,12 +104,18 @@ pub(super) fn remove_temp(dir: &Path) {
 pub enum RecallFile {
     /// There is none (the index is built from the log when first used).
     Missing,
-    /// It matches the log: documents and bytes.
+    /// It was taken of the log as it is now, or of a part of it that the log still starts
+    /// with (then the records after `covered` are read into the index when it is next used,
+    /// and the file is written again at the writer's next checkpoint).
     Usable {
         /// Documents in it.
         docs: u32,
         /// Its size.
         bytes: u64,
+        /// Bytes of log it covers.
+        covered: u64,
+        /// Bytes of log there are now: equal to `covered` when the file is current.
+        log_len: u64,
     },
     /// It was taken of another state of the log (another store, a log since compacted or
     /// cut back) or is of another format (an older program's), and why: not damage; the
@@ -121,7 +127,7 @@ pub enum RecallFile {
 }
 
 /// The varint at the front of `p`, which moves past it.
-pub(super) fn varint(p: &mut &[u8]) -> Result<u32> {
+pub(in crate::memory::store) fn varint(p: &mut &[u8]) -> Result<u32> {
     // Most numbers (gaps between nearby documents, term frequencies) take one byte.
     if let Some((&b, rest)) = p.split_first() {
         if b < 0x80 {
@@ -142,7 +148,7 @@ pub(super) fn varint(p: &mut &[u8]) -> Result<u32> {
 }
 
 /// Bytes of a skip table of `blocks` blocks (none for a single block).
-pub(super) fn skip_bytes(blocks: u32) -> u64 {
+pub(in crate::memory::store) fn skip_bytes(blocks: u32) -> u64 {
     if blocks <= 1 {
         return 0;
     }
@@ -152,7 +158,7 @@ pub(super) fn skip_bytes(blocks: u32) -> u64 {
 
 impl Store {
     /// Whether the index is built and `store.fts` lacks some of it.
-    pub(super) fn recall_file_behind(&self) -> bool {
+    pub(in crate::memory::store) fn recall_file_behind(&self) -> bool {
         self.recall_is_ready()
             && (!self.recall.index.is_empty()
                 || self.recall.base.dead_docs() > 0
@@ -163,7 +169,7 @@ impl Store {
     /// the log's: the ones changed since are marked stale for the caller to bring up to
     /// date). With `verify`, every byte is checked first (the writer, once at open).
     /// `Ok(false)`: there is none. An error: it cannot be used (the base is left closed).
-    pub(super) fn recall_open_base(&mut self, path: &Path, verify: bool) -> Result<bool> {
+    pub(in crate::memory::store) fn recall_open_base(&mut self, path: &Path, verify: bool) -> Result<bool> {
         self.recall.base.close();
         self.recall.file_stale = false;
         let file = match File::open(path) {
@@ -202,7 +208,7 @@ impl Store {
 
     /// Checks that the file's header names this log: the same store, a length the log has
     /// (exactly its length with `exact`), the same bytes before it.
-    pub(super) fn recall_header_matches(&mut self, h: &Header, exact: bool) -> Result<()> {
+    pub(in crate::memory::store) fn recall_header_matches(&mut self, h: &Header, exact: bool) -> Result<()> {
         // Sizes within what this store can hold, before anything is reserved for them.
         let max_terms = (self.cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS);
         if h.docs as usize > self.slots.room() || h.terms as usize > max_terms {
@@ -232,7 +238,7 @@ impl Store {
 /// Checks every section of `store.fts` against its checksum and its length against the
 /// header (streaming through `buf`: what the writer does once at open, and `lkjagent check`
 /// before it walks every structure).
-pub(super) fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
+pub(in crate::memory::store) fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let sections = [
         (HEADER_BYTES as u64, h.body_len, h.body_crc, "body"),
@@ -266,7 +272,7 @@ pub(super) fn verify_file(file: &File, h: &Header, buf: &mut Vec<u8>) -> Result<
 
 /// The header of `store.fts`.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Header {
+pub(in crate::memory::store) struct Header {
     pub docs: u32,
     pub store: u64,
     pub covered: u64,
@@ -287,7 +293,7 @@ pub(super) struct Header {
 impl Header {
     /// Checks and reads a header (its own CRC, the magic, the format, sizes that fit
     /// together).
-    pub(super) fn parse(h: &[u8; HEADER_BYTES]) -> Result<Header> {
+    pub(in crate::memory::store) fn parse(h: &[u8; HEADER_BYTES]) -> Result<Header> {
         if !h.starts_with(MAGIC) {
             bail!(Io, "not a full-text index file");
         }
@@ -325,29 +331,29 @@ impl Header {
     }
 
     /// Whether `h` is the intact header of an index file of another format.
-    pub(super) fn other_format(h: &[u8; HEADER_BYTES]) -> bool {
+    pub(in crate::memory::store) fn other_format(h: &[u8; HEADER_BYTES]) -> bool {
         h.starts_with(MAGIC)
             && h.split_last_chunk::<4>().is_some_and(|(rest, crc)| crc32(rest) == u32::from_le_bytes(*crc))
             && le32(h, 8) != FORMAT
     }
 
     /// Where the records of the documents start in the file.
-    pub(super) fn records_at(&self) -> u64 {
+    pub(in crate::memory::store) fn records_at(&self) -> u64 {
         HEADER_BYTES as u64 + 4 * u64::from(self.docs)
     }
 
     /// Where the dictionary starts in the file.
-    pub(super) fn dict_at(&self) -> u64 {
+    pub(in crate::memory::store) fn dict_at(&self) -> u64 {
         HEADER_BYTES as u64 + self.body_len
     }
 
     /// Where the dictionary's page table starts.
-    pub(super) fn pages_at(&self) -> u64 {
+    pub(in crate::memory::store) fn pages_at(&self) -> u64 {
         self.dict_at() + self.dict_len
     }
 
     /// Where the documents' page table starts.
-    pub(super) fn doc_table_at(&self) -> u64 {
+    pub(in crate::memory::store) fn doc_table_at(&self) -> u64 {
         self.pages_at() + 8 * u64::from(self.pages)
     }
 }

@@ -1,3 +1,9 @@
+//! The vector index, a room of the store: recall by meaning. It keeps `store.vec`, a cache of
+//! what the embeddings endpoint said of each entry (appended records, synced; rewrites by temp
+//! file and rename), and two small tables in RAM; the log stays the truth. Its parts: `format`
+//! (the file's header and records, quantization, the check), `fill` (asking the endpoint) and
+//! `fuse` (the word and meaning rankings fused).
+//!
 //! Recall by meaning: one quantized vector per live entry in a file of its own (`store.vec`),
 //! filled from an embeddings endpoint a bounded number per cycle, searched by a bounded scan,
 //! and fused with the word ranking by reciprocal rank.
@@ -50,7 +56,18 @@
 //! with one warning, and is tried again after a backoff ([`EMBED_BACKOFF_BASE_SECS`], doubled
 //! to [`EMBED_BACKOFF_MAX_SECS`]); when it answers again, the next failure warns again.
 
-use super::rank::{RankHit, Ranked};
+mod fill;
+mod format;
+mod fuse;
+
+pub use format::{
+    check_file, dot, encode, header, key_hash, quantize, remove_temp, stamp, VectorsCheck, HEADER_BYTES,
+    RECORD_OVERHEAD, VECTORS_NAME,
+};
+use format::{le_u32, le_u64, record_ok};
+pub use fuse::fuse;
+
+use super::recall::rank::{RankHit, Ranked};
 use super::{EntryId, Store};
 use crate::error::Result;
 use crate::limits::{
@@ -120,14 +137,6 @@ pub fn head(s: &str, max: usize) -> &str {
     s.get(..end).unwrap_or("")
 }
 
-/// File name of the vectors inside the data directory.
-pub const VECTORS_NAME: &str = "store.vec";
-
-const MAGIC: &[u8; 8] = b"LKJVEC01";
-/// Bytes of the header.
-pub const HEADER_BYTES: u64 = 32;
-/// Bytes of a record besides the vector.
-pub const RECORD_OVERHEAD: usize = 20;
 /// A record that belongs to no live entry.
 const NONE: u32 = u32::MAX;
 
@@ -152,105 +161,6 @@ impl By {
             _ => None,
         }
     }
-}
-
-/// The hash a record names its entry by: FNV-1a 64 of the key as written.
-pub fn key_hash(key: &Key) -> u64 {
-    fnv1a64(key.as_str().as_bytes())
-}
-
-/// What makes a vector current: the entry's creation time and version (a new value raises the
-/// version; a deleted and re-created key starts again with another creation time or id).
-/// Never 0 (0 means "no vector").
-pub fn stamp(created: u32, version: u32) -> u32 {
-    let h = fnv1a64_continue(fnv1a64(&created.to_le_bytes()), &version.to_le_bytes());
-    ((h ^ (h >> 32)) as u32) | 1
-}
-
-/// Quantizes `v` (any length > 0) to unit length in int8: returns the scale.
-pub fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
-    let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
-    let max = v.iter().fold(0f64, |m, x| m.max(f64::from(x.abs())));
-    if norm == 0.0 || max == 0.0 || !norm.is_finite() {
-        out.iter_mut().for_each(|q| *q = 0);
-        return 0.0;
-    }
-    // Unit length, then the largest component to 127.
-    let scale = max / norm / 127.0;
-    for (q, x) in out.iter_mut().zip(v) {
-        let y = (f64::from(*x) / norm / scale).round().clamp(-127.0, 127.0);
-        *q = y as i8;
-    }
-    scale as f32
-}
-
-/// The dot product of a stored vector (bytes in offset binary: the int8 component plus 128)
-/// and a query widened to 16 bits: `Σ byte · q`. Subtract `128 · Σ q` for the int8 dot
-/// product. This form (zero-extended bytes, 16-bit products that cannot overflow: 255 · 127)
-/// is the one the compiler turns into SIMD on x86-64's baseline SSE2 (`pmullw`, `pmaddwd`):
-/// measured twice as fast as sign-extending int8 here.
-#[inline]
-pub fn dot(a: &[u8], b: &[i16]) -> i32 {
-    let mut s = 0i32;
-    for (&p, &q) in a.iter().zip(b) {
-        s += i32::from(i16::from(p) * q);
-    }
-    s
-}
-
-fn le_u32(b: &[u8], at: usize) -> u32 {
-    let mut x = [0u8; 4];
-    if let Some(s) = b.get(at..at + 4) {
-        x.copy_from_slice(s);
-    }
-    u32::from_le_bytes(x)
-}
-
-fn le_u64(b: &[u8], at: usize) -> u64 {
-    let mut x = [0u8; 8];
-    if let Some(s) = b.get(at..at + 8) {
-        x.copy_from_slice(s);
-    }
-    u64::from_le_bytes(x)
-}
-
-/// The file's header for vectors of `identity` and `dim` dimensions.
-pub fn header(identity: u64, dim: usize) -> [u8; HEADER_BYTES as usize] {
-    let mut h = [0u8; HEADER_BYTES as usize];
-    h[..8].copy_from_slice(MAGIC);
-    h[8..16].copy_from_slice(&identity.to_le_bytes());
-    h[16..20].copy_from_slice(&(dim as u32).to_le_bytes());
-    let crc = crc32(&h[..24]);
-    h[24..28].copy_from_slice(&crc.to_le_bytes());
-    h
-}
-
-/// Encodes one record into `out` (exactly `RECORD_OVERHEAD + q.len()` bytes): for tools that
-/// write a vectors file themselves (the benchmark) and for [`Meaning::fill`].
-pub fn encode(out: &mut [u8], key_hash: u64, stamp: u32, scale: f32, q: &[i8]) {
-    let n = out.len();
-    let body = n.saturating_sub(4);
-    for (i, b) in
-        key_hash.to_le_bytes().iter().chain(stamp.to_le_bytes().iter()).chain(scale.to_le_bytes().iter()).enumerate()
-    {
-        if let Some(o) = out.get_mut(i) {
-            *o = *b;
-        }
-    }
-    for (o, x) in out.iter_mut().skip(16).zip(q) {
-        // Offset binary: -127..=127 as 1..=255 (see [`dot`]).
-        *o = (*x as u8) ^ 0x80;
-    }
-    let crc = crc32(out.get(..body).unwrap_or(&[]));
-    if let Some(t) = out.get_mut(body..) {
-        t.copy_from_slice(&crc.to_le_bytes());
-    }
-}
-
-/// Whether a record's checksum holds.
-fn record_ok(rec: &[u8]) -> bool {
-    let body = rec.len().saturating_sub(4);
-    rec.len() > RECORD_OVERHEAD && crc32(rec.get(..body).unwrap_or(&[])) == le_u32(rec, body)
 }
 
 /// Figures of the vectors, for `memory stats` and tests.
@@ -657,151 +567,6 @@ impl Vectors {
         Ok(())
     }
 
-    /// Whether the endpoint may be asked now (not waiting out a failure).
-    fn may_ask(&mut self) -> bool {
-        !matches!(self.retry_at, Some(t) if Instant::now() < t)
-    }
-
-    /// Notes an endpoint failure: the first one warns; the wait doubles.
-    fn failed(&mut self, e: crate::error::Error) {
-        if !self.warned {
-            e.context(format_args!(
-                "recall by meaning is off for now, search uses words only; the endpoint is tried again in {} s",
-                self.backoff.as_secs()
-            ))
-            .print_warning();
-            self.warned = true;
-            self.warnings += 1;
-        }
-        let now = Instant::now();
-        self.retry_at = Some(now.checked_add(self.backoff).unwrap_or(now));
-        self.backoff = self.backoff.saturating_mul(2).min(Duration::from_secs(EMBED_BACKOFF_MAX_SECS));
-    }
-
-    fn answered(&mut self) {
-        self.retry_at = None;
-        self.warned = false;
-        self.backoff = Duration::from_secs(EMBED_BACKOFF_BASE_SECS);
-    }
-
-    fn fill(&mut self, store: &mut Store, max: usize, should_stop: &dyn Fn() -> bool) -> Result<Filled> {
-        let mut done = Filled::default();
-        if self.read_only {
-            bail!(
-                PersistFailed,
-                "{}: vectors are filled by the agent (or `memory embed`), not by a reader",
-                self.path.display()
-            );
-        }
-        self.follow(store)?;
-        let next = store.slots.next_id();
-        if next == 0 || max == 0 || !self.may_ask() {
-            return Ok(done);
-        }
-        let mut looked = 0usize;
-        let scan = EMBED_SCAN_PER_CYCLE.min(next);
-        while looked < scan && done.embedded < max {
-            self.batch_ids.clear();
-            let batch_start = self.cursor;
-            let want = (max - done.embedded).min(self.embedder.batch()).min(EMBED_BATCH_MAX);
-            while looked < scan && self.batch_ids.len() < want {
-                let id = (self.cursor % next) as EntryId;
-                self.cursor = (self.cursor + 1) % next;
-                looked += 1;
-                let Some(s) = store.slots.get(id) else { continue };
-                if self.held.get(id as usize).copied() != Some(stamp(s.created, s.ver)) {
-                    self.batch_ids.push(id);
-                }
-            }
-            if self.batch_ids.is_empty() {
-                break;
-            }
-            match self.embed_batch(store, should_stop) {
-                Ok(n) => {
-                    self.answered();
-                    done.embedded += n;
-                }
-                Err(e) if is_endpoint_failure(&e) => {
-                    self.failed(e);
-                    done.missing += self.batch_ids.len();
-                    // The entries are looked at again on the next fill.
-                    self.cursor = batch_start;
-                    return Ok(done);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        self.compact_if_due(store)?;
-        Ok(done)
-    }
-
-    /// Embeds the entries of `batch_ids` and appends their records (one write, one sync).
-    fn embed_batch(&mut self, store: &mut Store, should_stop: &dyn Fn() -> bool) -> Result<usize> {
-        self.batch_text.clear();
-        self.batch_ends.clear();
-        let mut ids_ok = 0usize;
-        for i in 0..self.batch_ids.len() {
-            let Some(&id) = self.batch_ids.get(i) else { break };
-            let Some(key) = store.key(id) else { continue };
-            self.batch_text.push_str(key.as_str());
-            self.batch_text.push_str(": ");
-            let value = store.value(id)?;
-            self.batch_text.push_str(head(value, EMBED_TEXT_MAX_BYTES));
-            self.batch_ends.push(self.batch_text.len());
-            if let Some(slot) = self.batch_ids.get_mut(ids_ok) {
-                *slot = id;
-            }
-            ids_ok += 1;
-        }
-        self.batch_ids.truncate(ids_ok);
-        let mut texts: [&str; EMBED_BATCH_MAX] = [""; EMBED_BATCH_MAX];
-        let mut from = 0usize;
-        for (t, &end) in texts.iter_mut().zip(self.batch_ends.iter()) {
-            *t = self.batch_text.get(from..end).unwrap_or("");
-            from = end;
-        }
-        let n = ids_ok;
-        let texts = texts.get(..n).unwrap_or(&[]);
-        let dim = self.dim;
-        self.embedder.embed(TextKind::Document, texts, &mut self.floats, should_stop)?;
-        // The records, then one positioned write at the end of the file and a sync.
-        let rl = self.rec_len;
-        if self.owner.len() + n > self.max_records {
-            self.compact(store)?;
-            if self.owner.len() + n > self.max_records {
-                bail!(CapacityExceeded, "{}: no room for {} more records", self.path.display(), n);
-            }
-        }
-        for (i, &id) in self.batch_ids.iter().enumerate() {
-            let Some(s) = store.slots.get(id) else { continue };
-            let Some(key) = store.key(id) else { continue };
-            let v = self.floats.get(i * dim..(i + 1) * dim).unwrap_or(&[]);
-            let scale = quantize(v, &mut self.qbuf);
-            if let Some(rec) = self.out.get_mut(i * rl..(i + 1) * rl) {
-                encode(rec, key_hash(&key), stamp(s.created, s.ver), scale, &self.qbuf);
-            }
-        }
-        let Some(file) = self.file.as_ref() else { bail!(Internal, "{} is not open", self.path.display()) };
-        let at = HEADER_BYTES + self.records * rl as u64;
-        let bytes = self.out.get(..n * rl).unwrap_or(&[]);
-        file.write_all_at(bytes, at)
-            .and_then(|_| file.sync_data())
-            .map_err(|e| err!(PersistFailed, "appending to {} failed: {}", self.path.display(), e))?;
-        for (i, &id) in self.batch_ids.iter().enumerate() {
-            let st = self.out.get(i * rl..(i + 1) * rl).map_or(0, |r| le_u32(r, 8));
-            if let Some(h) = self.held.get_mut(id as usize) {
-                if *h == 0 {
-                    self.current += 1;
-                }
-                *h = st;
-            }
-            self.owner.push(id);
-        }
-        self.records += n as u64;
-        self.embedded += n as u64;
-        Ok(n)
-    }
-
     /// Rewrites the file without its dead records when they are many (see the limits).
     fn compact_if_due(&mut self, store: &Store) -> Result<()> {
         let dead = self.owner.len().saturating_sub(self.current);
@@ -955,215 +720,4 @@ impl Vectors {
         out.sort();
         Ok(())
     }
-}
-
-/// Fuses two rankings by reciprocal rank: each entry scores Σ 1 / (k + rank) over the lists
-/// it is in (rank from 1, k = [`RRF_K`]); the best `limit` go to `out`, ties in entry id order.
-pub fn fuse(a: &Ranked, b: &Ranked, limit: usize, out: &mut Ranked) {
-    out.clear();
-    let rrf = |rank: usize| 1.0 / (RRF_K + rank as f64 + 1.0);
-    let rank_in = |list: &Ranked, id: EntryId| list.hits().iter().position(|h| h.id == id);
-    for (i, h) in a.hits().iter().enumerate() {
-        let score = rrf(i) + rank_in(b, h.id).map_or(0.0, rrf);
-        out.offer(RankHit { id: h.id, score }, limit);
-    }
-    for (i, h) in b.hits().iter().enumerate() {
-        if rank_in(a, h.id).is_none() {
-            out.offer(RankHit { id: h.id, score: rrf(i) }, limit);
-        }
-    }
-    out.sort();
-}
-
-impl Store {
-    /// [`Store::rank_where`] by words, meaning or both (see [`By`]). Without `meaning`
-    /// (embeddings not configured), or when the endpoint cannot embed the query now (warned
-    /// once), it is the word ranking alone; `By::Meaning` then gives nothing. Each list is
-    /// taken to the depth [`RANK_MAX_RESULTS`] allows before the fusion, at least `limit` and
-    /// at least 100.
-    #[allow(clippy::too_many_arguments)]
-    pub fn rank_by(
-        &mut self,
-        meaning: Option<&mut Meaning>,
-        by: By,
-        query: &str,
-        limit: usize,
-        archived: Archived,
-        tags: Option<&Key>,
-        out: &mut Ranked,
-    ) -> Result<()> {
-        self.rank_by_inner(meaning, by, query, limit, archived, tags, false, out)
-    }
-
-    /// [`Store::relevant`] fused with the nearest entries by meaning when `meaning` is given
-    /// and the endpoint answers (the prompt builder's "entries most relevant to the task").
-    pub fn relevant_by(
-        &mut self,
-        meaning: Option<&mut Meaning>,
-        text: &str,
-        limit: usize,
-        out: &mut Ranked,
-    ) -> Result<()> {
-        self.rank_by_inner(meaning, By::Both, text, limit, Archived::Exclude, None, true, out)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn rank_by_inner(
-        &mut self,
-        meaning: Option<&mut Meaning>,
-        by: By,
-        query: &str,
-        limit: usize,
-        archived: Archived,
-        tags: Option<&Key>,
-        long_text: bool,
-        out: &mut Ranked,
-    ) -> Result<()> {
-        let words = |s: &mut Store, limit: usize, out: &mut Ranked| match long_text {
-            true => s.relevant(query, limit, out),
-            false => s.rank_where(query, limit, archived, tags, out),
-        };
-        let Some(m) = meaning.filter(|_| by != By::Words) else {
-            if by == By::Meaning {
-                out.clear();
-                return Ok(());
-            }
-            return words(self, limit, out);
-        };
-        m.v.follow(self)?;
-        // No vectors yet (a fresh configuration): no request, words alone.
-        if m.v.current == 0 && by == By::Both {
-            return words(self, limit, out);
-        }
-        if !m.v.query_vector(query, &|| false) {
-            if by == By::Meaning {
-                out.clear();
-                return Ok(());
-            }
-            return words(self, limit, out);
-        }
-        let required = match tags {
-            Some(key) => match self.tagset_of(key) {
-                Some(set) => Some((set, key.tag_count())),
-                None => {
-                    out.clear();
-                    return Ok(());
-                }
-            },
-            None => None,
-        };
-        let admit = |id: EntryId| self.admits(id, archived, required.as_ref());
-        if by == By::Meaning {
-            return m.v.nearest(self, limit, &admit, out);
-        }
-        // RANK_MAX_RESULTS (1024) is above 100.
-        let depth = limit.clamp(100, RANK_MAX_RESULTS);
-        m.v.nearest(self, depth, &admit, &mut m.near)?;
-        words(self, depth, &mut m.words)?;
-        fuse(&m.words, &m.near, limit, out);
-        Ok(())
-    }
-}
-
-/// Removes the temp file a vectors rewrite cut short by a crash left (the writer only).
-pub fn remove_temp(dir: &Path) {
-    let _ = std::fs::remove_file(dir.join(format!(".{}.compact", VECTORS_NAME)));
-}
-
-/// What `lkjagent check` learns of `store.vec` by reading it whole (it changes nothing).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct VectorsCheck {
-    /// The file's size in bytes.
-    pub bytes: u64,
-    /// The identity in its header (model, dimension, document prefix; see [`Embed::identity`]).
-    pub identity: u64,
-    /// Numbers per vector, from its header.
-    pub dimension: usize,
-    /// Whole records whose checksum holds.
-    pub records: u64,
-    /// Of those, the ones that are the current vector of a live entry.
-    pub current: u64,
-    /// Records whose checksum fails, before the last good one (damage, not a crash): their
-    /// entries are embedded again.
-    pub damaged: u64,
-    /// Bytes at the end that are not a whole good record: a record being appended now, or one
-    /// a crash cut short (the writer drops them when it opens the file).
-    pub torn_tail_bytes: u64,
-}
-
-/// Reads `store.vec` beside `store` and checks it: its header (magic, checksum, a dimension
-/// this program keeps) and every record's checksum; counts the records that are the current
-/// vector of one of `store`'s live entries. `Ok(None)` when there is no file. An error (code
-/// `IO`) when it is not a vectors file or its header is damaged: the writer then starts it
-/// again, and every entry is embedded again.
-pub fn check_file(store: &Store) -> Result<Option<VectorsCheck>> {
-    let path = store.dir().join(VECTORS_NAME);
-    let file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
-    };
-    let bytes = file.metadata().map_err(|e| err!(Io, "reading {} failed: {}", path.display(), e))?.len();
-    let mut h = [0u8; HEADER_BYTES as usize];
-    if bytes < HEADER_BYTES || file.read_exact_at(&mut h, 0).is_err() || !h.starts_with(MAGIC) {
-        bail!(Io, "{} is not a vectors file (no {} header)", path.display(), "LKJVEC01");
-    }
-    if crc32(h.get(..24).unwrap_or(&[])) != le_u32(&h, 24) {
-        bail!(Io, "the header of {} is damaged (checksum)", path.display());
-    }
-    let dimension = le_u32(&h, 16) as usize;
-    if dimension == 0 || dimension > crate::limits::EMBED_MAX_DIMENSION {
-        bail!(
-            Io,
-            "the header of {} gives {} dimensions (1..={} are kept)",
-            path.display(),
-            dimension,
-            crate::limits::EMBED_MAX_DIMENSION
-        );
-    }
-    let rl = RECORD_OVERHEAD + dimension;
-    let mut out = VectorsCheck { bytes, identity: le_u64(&h, 8), dimension, ..VectorsCheck::default() };
-    // Live entries by key hash, sorted (16 bytes per entry, for this one scan), as `build`.
-    let mut keys: Vec<(u64, u32)> = Vec::with_capacity(store.len());
-    for id in store.ids() {
-        if let Some(k) = store.key(id) {
-            keys.push((key_hash(&k), id));
-        }
-    }
-    keys.sort_unstable();
-    // Which entries have a current vector (one bit per id): counted once each, however many
-    // copies of it the file holds.
-    let mut held = vec![0u8; store.slots.room().div_ceil(8)];
-    let mut buf = vec![0u8; (VECTORS_READ_BYTES / rl).max(1) * rl];
-    let whole = (bytes - HEADER_BYTES) / rl as u64;
-    let (mut r, mut good_end, mut bad_since_good) = (0u64, HEADER_BYTES, 0u64);
-    while r < whole {
-        let n = ((whole - r) as usize).min(buf.len() / rl);
-        let chunk = buf.get_mut(..n * rl).unwrap_or(&mut []);
-        file.read_exact_at(chunk, HEADER_BYTES + r * rl as u64)
-            .map_err(|e| err!(Io, "reading {} failed: {}", path.display(), e))?;
-        for (i, rec) in chunk.chunks_exact(rl).enumerate() {
-            if !record_ok(rec) {
-                bad_since_good += 1;
-                continue;
-            }
-            out.damaged += bad_since_good;
-            bad_since_good = 0;
-            out.records += 1;
-            good_end = HEADER_BYTES + (r + i as u64 + 1) * rl as u64;
-            let (kh, st) = (le_u64(rec, 0), le_u32(rec, 8));
-            let Ok(at) = keys.binary_search_by(|(h, _)| h.cmp(&kh)) else { continue };
-            let Some(&(_, id)) = keys.get(at) else { continue };
-            if store.slots.get(id).is_some_and(|s| stamp(s.created, s.ver) == st) {
-                if let Some(b) = held.get_mut(id as usize / 8) {
-                    let bit = 1u8 << (id % 8);
-                    out.current += u64::from(*b & bit == 0);
-                    *b |= bit;
-                }
-            }
-        }
-        r += n as u64;
-    }
-    out.torn_tail_bytes = bytes - good_end;
-    Ok(Some(out))
 }

@@ -1,9 +1,16 @@
-//! Recall by words: the full-text index ([`super::fulltext`]) kept current with the store, and
+//! The text index, a room of the store: what each live entry's tags and value say, word by
+//! word, so that a query ranks the entries by BM25 in SQLite FTS5's order. It keeps `store.fts`
+//! (the base: `file` its format, `disk` its reading in place, `merge` its writing) and a
+//! bounded delta in RAM (`fulltext`); words are FTS5's (`tokenize`) and ranking is `rank`'s. Crash-safe as every file here: a new `store.fts` is a temp
+//! file, synced, renamed over the old, the directory synced; it is a cache of the log, checked
+//! against it on open and rebuilt from it when it does not match.
+//!
+//! Recall by words: the full-text index ([`self::fulltext`]) kept current with the store, and
 //! ranked queries over it, ordered as SQLite FTS5's `bm25()` orders an OR query.
 //!
 //! # Ranking
 //!
-//! A query is words ([`super::tokenize`]); an entry matches when it holds any of them (FTS5's
+//! A query is words ([`self::tokenize`]); an entry matches when it holds any of them (FTS5's
 //! `a OR b OR c`). Its score is FTS5's BM25 with k1 = 1.2 and b = 0.75 (`fts5_aux.c`):
 //!
 //! ```text
@@ -19,7 +26,7 @@
 //! Equal scores come in entry id order. Archived entries are indexed (they count in N and
 //! avgdl) and left out of results unless asked for.
 //!
-//! Retrieval is exact top-k with MaxScore pruning and block-max bounds ([`super::rank`]):
+//! Retrieval is exact top-k with MaxScore pruning and block-max bounds ([`self::rank`]):
 //! query words in order of their highest possible contribution (their largest block impact
 //! in `store.fts`, `IDF · (k1 + 1)` where the delta holds them); once the k-th best score
 //! passes the sum of the smallest ones, documents holding only those words cannot enter the
@@ -32,11 +39,11 @@
 //!
 //! # Two segments: the base on disk, the delta in RAM
 //!
-//! The index is two segments. The *base* is `store.fts` ([`super::recall_file`]), searched
-//! where it lies ([`super::recall_disk`]): a query reads the dictionary pages and postings
+//! The index is two segments. The *base* is `store.fts` ([`self::file`]), searched
+//! where it lies ([`self::disk`]): a query reads the dictionary pages and postings
 //! of its words by positioned reads through bounded buffers; RAM holds 12 bytes per base
 //! document (entry and length, the entry's document) and nothing per word. The *delta*
-//! ([`super::fulltext`]) holds, in tables of fixed size (`TEXT_DELTA_*` in `limits.rs`,
+//! ([`self::fulltext`]) holds, in tables of fixed size (`TEXT_DELTA_*` in `limits.rs`,
 //! reserved once, whatever the store's capacity), the documents of entries created or changed
 //! since the base was written; a base document no longer current (its entry overwritten,
 //! retagged, archived or unarchived, deleted) is marked dead, and its words are counted out
@@ -44,7 +51,7 @@
 //! the statistics are exactly the live set's: N and the total length are the base's minus
 //! its dead documents plus the delta's, and a word's `df` is the base's minus its dead plus
 //! the delta's. A query walks each word's base postings, then its delta postings with their
-//! document numbers moved past the base's ([`super::rank::Chain`]): documents still come in
+//! document numbers moved past the base's ([`self::rank::Chain`]): documents still come in
 //! increasing order, so MaxScore runs as it would over one index. Scores are computed from
 //! the same integers as before, so results are the same bit for bit.
 //!
@@ -85,12 +92,19 @@
 //! (every id and offset changes) rebuilds it; a reload closes it. The log stays the only
 //! truth.
 
-use super::fulltext::{FullText, Sizes, NONE};
-use super::rank::{max_score, Chain, Collection, Docs, QueryWord, QueryWords, RamWalk};
-pub use super::rank::{RankHit, Ranked};
-use super::recall_disk::{DiskIndex, DiskWalk};
-use super::recall_file::RECALL_FILE_NAME;
-use super::tokenize::{Token, Tokens};
+pub mod disk;
+pub mod file;
+pub mod fulltext;
+mod merge;
+pub mod rank;
+pub mod tokenize;
+
+use self::disk::{DiskIndex, DiskWalk};
+use self::file::RECALL_FILE_NAME;
+use self::fulltext::{FullText, Sizes, NONE};
+use self::rank::{max_score, Chain, Collection, Docs, QueryWord, QueryWords, RamWalk};
+pub use self::rank::{RankHit, Ranked};
+use self::tokenize::{Token, Tokens};
 use super::{room_for, EntryId, Store};
 use crate::error::Result;
 use crate::limits::{
@@ -117,22 +131,22 @@ enum State {
 /// The full-text index and its scratch buffers, owned by the store.
 pub struct Recall {
     /// The delta: what changed since the base was written.
-    pub(super) index: FullText,
+    pub(in crate::memory::store) index: FullText,
     /// The base: `store.fts`, searched in place.
-    pub(super) base: DiskIndex,
+    pub(in crate::memory::store) base: DiskIndex,
     state: State,
     /// Whether the last open found the index's file usable (else it was rebuilt from the log).
     from_file: bool,
     /// Whether the last read of the index's file found it taken of another log state.
-    pub(super) file_stale: bool,
+    pub(in crate::memory::store) file_stale: bool,
     /// The file was found damaged: the next open rebuilds from the log without it.
     ignore_file: bool,
     rec: Vec<u8>,
     val: String,
     /// Log length the last `store.fts` written or read covers (0: none).
-    pub(super) written: u64,
+    pub(in crate::memory::store) written: u64,
     /// The merge's scratch (reserved with the tables).
-    pub(super) scratch: super::recall_merge::WriteScratch,
+    pub(in crate::memory::store) scratch: self::merge::WriteScratch,
     /// A read-only store's own directory for the files its merges write (never the data
     /// directory); removed when the store is dropped.
     private: Option<PathBuf>,
@@ -140,7 +154,7 @@ pub struct Recall {
     merges: u64,
     /// The documents were given a compaction's new ids: the next merge writes their records'
     /// places from the new log, not the old file's.
-    pub(super) relabeled: bool,
+    pub(in crate::memory::store) relabeled: bool,
 }
 
 impl Recall {
@@ -156,7 +170,7 @@ impl Recall {
             rec: Vec::new(),
             val: String::new(),
             written: 0,
-            scratch: super::recall_merge::WriteScratch::default(),
+            scratch: self::merge::WriteScratch::default(),
             private: None,
             merges: 0,
             relabeled: false,
@@ -228,7 +242,7 @@ struct Ask<'a> {
 
 /// The documents of the base, then the delta's (numbered from `shift` on).
 struct BothDocs<'a> {
-    base: super::recall_disk::BaseDocs<'a>,
+    base: self::disk::BaseDocs<'a>,
     delta: &'a FullText,
     shift: u32,
 }
@@ -470,12 +484,12 @@ impl Store {
     }
 
     /// Whether the index is built and current.
-    pub(super) fn recall_is_ready(&self) -> bool {
+    pub(in crate::memory::store) fn recall_is_ready(&self) -> bool {
         self.recall.state == State::Ready
     }
 
     /// Reserves the index's tables (once) and empties them; the index is stale until filled.
-    pub(super) fn recall_reserve(&mut self) {
+    pub(in crate::memory::store) fn recall_reserve(&mut self) {
         let r = &mut self.recall;
         r.state = State::Stale;
         r.index.clear();
@@ -488,7 +502,7 @@ impl Store {
 
     /// Reserves the delta's tables and the merge's buffers (once: when the index first has
     /// something the base lacks; a read-only store searching an up-to-date file never does).
-    pub(super) fn recall_reserve_delta(&mut self) {
+    pub(in crate::memory::store) fn recall_reserve_delta(&mut self) {
         if self.recall.index.is_reserved() {
             return;
         }
@@ -500,7 +514,7 @@ impl Store {
 
     /// Test hook: a delta of these (small) sizes, so that merges come often.
     #[cfg(test)]
-    pub(super) fn recall_test_delta(&mut self, docs: usize, words: usize) {
+    pub(in crate::memory::store) fn recall_test_delta(&mut self, docs: usize, words: usize) {
         let room = room_for(self.cap);
         let sizes = Sizes { terms: words, text: words * 8, blocks: words, docs, entries: room };
         self.recall.index.reserve(sizes);
@@ -543,7 +557,7 @@ impl Store {
 
     /// The file is not to be used again (found damaged, or a merge failed): the index is
     /// rebuilt from the log at the next query, and writes a new one.
-    pub(super) fn recall_discard_file(&mut self) {
+    pub(in crate::memory::store) fn recall_discard_file(&mut self) {
         self.recall.base.close();
         self.recall.index.clear();
         self.recall.ignore_file = true;
@@ -552,7 +566,7 @@ impl Store {
 
     /// Brings entry `id`'s words in the index up to date after a change (nothing while the
     /// index is closed or stale). A failure leaves the index stale, rebuilt by the next query.
-    pub(super) fn recall_sync(&mut self, id: EntryId) {
+    pub(in crate::memory::store) fn recall_sync(&mut self, id: EntryId) {
         if self.recall.state != State::Ready {
             return;
         }
@@ -629,19 +643,19 @@ impl Store {
     }
 
     /// Marks the index current again (after a merge opened its new file).
-    pub(super) fn recall_set_ready(&mut self) {
+    pub(in crate::memory::store) fn recall_set_ready(&mut self) {
         self.recall.ignore_file = false;
         self.recall.state = State::Ready;
     }
 
     /// Counts a merge (the file writer's).
-    pub(super) fn recall_merged(&mut self) {
+    pub(in crate::memory::store) fn recall_merged(&mut self) {
         self.recall.merges += 1;
     }
 
     /// The directory merges write `store.fts` to: the data directory (the writer), or a
     /// private one of a read-only store's own, created on first use.
-    pub(super) fn recall_dir(&mut self) -> Result<PathBuf> {
+    pub(in crate::memory::store) fn recall_dir(&mut self) -> Result<PathBuf> {
         if !self.log.read_only() {
             return Ok(self.dir.clone());
         }
@@ -663,7 +677,7 @@ impl Store {
     /// gives the index's documents the ids the compaction gives their entries (each
     /// indexed entry's rank in id order) and takes the index out of the store, for
     /// [`Store::recall_follow_compaction`]. `None` when the index is not current.
-    pub(super) fn recall_take_for_compaction(&mut self) -> Option<Recall> {
+    pub(in crate::memory::store) fn recall_take_for_compaction(&mut self) -> Option<Recall> {
         if !self.recall_is_ready() || !self.recall.index.is_reserved() {
             return None;
         }
@@ -691,7 +705,7 @@ impl Store {
     /// [`Store::recall_take_for_compaction`] is put back and written whole to a new
     /// `store.fts` for the new log (the new records' offsets from the new log), instead of
     /// being rebuilt from it. Falls back to the rebuild when anything does not fit.
-    pub(super) fn recall_follow_compaction(&mut self, r: Recall) -> Result<()> {
+    pub(in crate::memory::store) fn recall_follow_compaction(&mut self, r: Recall) -> Result<()> {
         let indexed = r.base.totals().0 + r.index.live_docs();
         self.recall = r;
         if indexed != self.slots.live() as u64 {
@@ -711,7 +725,7 @@ impl Store {
     }
 
     /// Closes the index (after a reload: entry ids and log offsets may all have changed).
-    pub(super) fn recall_close(&mut self) {
+    pub(in crate::memory::store) fn recall_close(&mut self) {
         self.recall.state = State::Closed;
         self.recall.written = 0;
         self.recall.base.close();
@@ -743,7 +757,7 @@ fn remove_entry(r: &mut Recall, log: &LogFile, id: EntryId) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::rank::{B, K1};
+    use super::rank::{B, K1};
     use super::*;
     use crate::memory::key::normalize;
     use crate::testing::temp_dir;
@@ -996,7 +1010,7 @@ mod tests {
         let q = "w1 w5 w9";
         let want = ranked(&mut s, q, 15);
         s.checkpoint().unwrap();
-        assert!(d.join(super::super::recall_file::RECALL_FILE_NAME).exists());
+        assert!(d.join(super::file::RECALL_FILE_NAME).exists());
         drop(s);
         let mut s = Store::open_with_capacity(&d, 512).unwrap();
         assert_eq!(ranked(&mut s, q, 15), want);
@@ -1022,7 +1036,7 @@ mod tests {
 
     #[test]
     fn a_damaged_or_foreign_index_file_is_detected_and_rebuilt() {
-        use super::super::recall_file::RecallFile;
+        use super::file::RecallFile;
         let d = temp_dir("rank-file-bad");
         let mut s = Store::open_with_capacity(&d, 512).unwrap();
         let mut rng = Rng(5);
@@ -1248,8 +1262,8 @@ mod tests {
 
     #[test]
     fn a_damaged_skip_group_or_block_is_found_by_check_and_by_a_search() {
-        use super::super::recall_file::RecallFile;
         use super::super::view::StoreView;
+        use super::file::RecallFile;
         let d = temp_dir("rank-skip-bad");
         let mut s = Store::open_with_capacity(&d, 1024).unwrap();
         let mut rng = Rng(91);
@@ -1329,7 +1343,7 @@ mod tests {
 
     #[test]
     fn an_older_format_is_rebuilt_with_a_warning_and_checked_as_out_of_date() {
-        use super::super::recall_file::RecallFile;
+        use super::file::RecallFile;
         let d = temp_dir("rank-format");
         let mut s = Store::open_with_capacity(&d, 512).unwrap();
         let mut rng = Rng(95);
@@ -1349,7 +1363,7 @@ mod tests {
         assert!(matches!(s_check(&d), RecallFile::Usable { docs: 50, .. }));
     }
 
-    fn s_check(d: &std::path::Path) -> super::super::recall_file::RecallFile {
+    fn s_check(d: &std::path::Path) -> super::file::RecallFile {
         Store::open_with_capacity(d, 512).unwrap().recall_file_check()
     }
 
@@ -1448,7 +1462,7 @@ mod tests {
                 }
                 drop(r);
                 let mut w = Store::open_with_capacity(&d, 1024).unwrap();
-                let usable = matches!(w.recall_file_check(), super::super::super::recall_file::RecallFile::Usable { .. });
+                let usable = matches!(w.recall_file_check(), super::super::file::RecallFile::Usable { .. });
                 prop_assert!(usable);
                 let _ = std::fs::remove_dir_all(&d);
             }
