@@ -114,7 +114,7 @@ fn kill_during_tag_cleanups() {
         );
         let mut out = BufReader::new(child.stdout.take().unwrap());
         wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below(150_000)));
+        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(150_000)));
         child.kill().unwrap();
         let rest = read_rest(out);
         child.wait().unwrap();
@@ -232,7 +232,7 @@ fn kill_during_an_import_with_a_cold_tier() {
         );
         let mut out = BufReader::new(child.stdout.take().unwrap());
         wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below(span)));
+        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(span)));
         child.kill().unwrap();
         let acked = read_rest(out).contains('A');
         child.wait().unwrap();
@@ -320,7 +320,7 @@ fn kill_during_deletes_of_cold_keys() {
         let mut child = spawn_child("delete_child", &[("LKJ_DEL_DIR", work.display().to_string())], false);
         let mut out = BufReader::new(child.stdout.take().unwrap());
         wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below(400_000)));
+        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(400_000)));
         child.kill().unwrap();
         let mut acked = 0;
         let pending = acks(&read_rest(out), &mut acked);
