@@ -188,11 +188,6 @@ impl Product {
         self.task.key.as_ref()
     }
 
-    /// The task's language code (`""` for a language the table does not hold).
-    pub fn language(&self) -> &'static str {
-        self.task.lang.code
-    }
-
     /// Whether the normalised key `key` is an entry of the product: it carries the product's
     /// tags and not [`DOUBT_TAG`].
     pub fn owns(&self, key: &str) -> bool {

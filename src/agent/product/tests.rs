@@ -1,5 +1,7 @@
+//! The product's flow on real stores in temporary directories. The whole file is compiled for
+//! tests only (`#[cfg(test)] mod tests;` in `mod.rs`), and says so itself too.
+#![cfg(test)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
-//! The product's flow on real stores in temporary directories.
 
 use super::*;
 use crate::memory::working::WorkingSet;
