@@ -436,12 +436,13 @@ fn search_ranked(
     scratch.text.clear();
     let mut shown = 0usize;
     for h in scratch.ranked.hits().iter().take(SEARCH_RESULTS_SHOWN) {
-        let Some(entry_key) = store.key(h.id) else { continue };
+        let Some(entry) = store.hit_info(h.id)? else { continue };
         if shown > 0 {
             scratch.text.push_str("\n")?;
         }
-        scratch.text.push_str(entry_key.as_str())?;
-        scratch.text.push_str(":")?;
+        scratch.text.push_str(entry.key.as_str())?;
+        // Where it lives: a cold entry is found, loaded back with `memory restore`.
+        scratch.text.push_str(if h.is_cold() { " (cold):" } else { ":" })?;
         let value = store.value(h.id)?;
         let mut it = value.split_whitespace();
         for w in it.by_ref().take(SEARCH_PREVIEW_WORDS) {

@@ -233,6 +233,8 @@ pub struct Store {
     recall: recall::Recall,
     /// The capacity policy and its clean-ups (see [`cleanup`]).
     upkeep: cleanup::Upkeep,
+    /// The cold store's text index (built on first use).
+    cold_recall: cold::recall::ColdRecall,
 }
 
 /// Approximate bytes of one link record, for garbage accounting.
@@ -273,6 +275,7 @@ impl Store {
         checkpoint::remove_temp(dir);
         recall_file::remove_temp(dir);
         cold::remove_temp(dir);
+        cold::recall::remove_temp(dir);
         s.open_index()?;
         // A cold group a crash cut short is dropped now, before anything reads the cold store
         // to decide what to write (an import's cold tier, a delete's rewrite).
@@ -336,6 +339,7 @@ impl Store {
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             recall: recall::Recall::new(),
             upkeep: cleanup::Upkeep::new(),
+            cold_recall: cold::recall::ColdRecall::new(),
         }
     }
 
@@ -380,6 +384,7 @@ impl Store {
             + self.tags.ram_bytes()
             + self.links.ram_bytes()
             + self.recall.ram_bytes()
+            + self.cold_recall.ram_bytes()
     }
 
     /// Size of the log in bytes.
@@ -474,7 +479,8 @@ impl Store {
     }
 
     /// The value of entry `id`, read from the log into the store's value buffer (valid until
-    /// the next call that reads a value). `NOT_FOUND` for a dead id; a record that no longer
+    /// the next call that reads a value); the id of a ranked hit on a cold entry reads it
+    /// from the cold store. `NOT_FOUND` for a dead id; a record that no longer
     /// checks out is `IO` naming the offset.
     pub fn value(&mut self, id: EntryId) -> Result<&str> {
         self.read_value(id)?;
@@ -491,6 +497,16 @@ impl Store {
 
     /// Reads the value of live entry `id` into `vbuf`.
     fn read_value(&mut self, id: EntryId) -> Result<()> {
+        if cold::recall::is_cold_hit(id) {
+            // A ranked hit on a cold entry.
+            let mut v = core::mem::take(&mut self.vbuf);
+            let hit = self.cold_hit(id, &mut v);
+            self.vbuf = v;
+            return match hit? {
+                Some(_) => Ok(()),
+                None => bail!(NotFound, "no cold store entry for hit {} (the store changed since the search)", id),
+            };
+        }
         let Some(s) = self.slots.get(id) else { bail!(NotFound, "no store entry with id {}", id) };
         self.vbuf.clear();
         read_record_value(&self.log, &mut self.rbuf, s.offset, s.len, id, &mut self.vbuf)

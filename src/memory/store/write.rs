@@ -331,6 +331,8 @@ impl Store {
         };
         self.install(id, &slot, &set)?;
         self.recall_sync(id);
+        // A cold copy of the key is no longer current (the live entry supersedes it).
+        self.cold_recall_forget(key);
         self.after_write();
         Ok(Put { id, version: head.ver, change: Change::Created })
     }

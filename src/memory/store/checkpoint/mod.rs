@@ -137,6 +137,10 @@ impl Store {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
+        if let Err(e) = self.cold_recall_write_file() {
+            e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
+                .print_warning();
+        }
         Ok(())
     }
 
@@ -177,6 +181,9 @@ impl Store {
                 e.context(format_args!("the full-text index file was not written")).print_warning();
             }
         }
+        if let Err(e) = self.cold_recall_write_file() {
+            e.context(format_args!("the cold store's text index file was not written")).print_warning();
+        }
         Ok(())
     }
 
@@ -189,6 +196,9 @@ impl Store {
         if !self.log.read_only() {
             if let Err(e) = self.recall_ready() {
                 e.context(format_args!("the full-text index file was not written")).print_warning();
+            }
+            if let Err(e) = self.cold_recall_ready() {
+                e.context(format_args!("the cold store's text index file was not written")).print_warning();
             }
         }
         self.close()

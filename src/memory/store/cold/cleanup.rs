@@ -407,6 +407,9 @@ impl Store {
         m.batches += 1;
         m.deleted |= matches!(mode, Cleanup::Delete);
         self.upkeep.victims.clear();
+        if matches!(mode, Cleanup::Cold) {
+            self.cold_recall_sync();
+        }
         self.compact_if_needed();
         Ok(n)
     }
@@ -475,7 +478,9 @@ impl Store {
         log::encode_put(&mut self.wbuf, &head, key.tags(), value)?;
         log::encode_batch_end(&mut self.wbuf)?;
         cold.write(self.wbuf.as_slice(), start)?;
-        cold.commit(start, 1)
+        cold.commit(start, 1)?;
+        self.cold_recall_sync();
+        Ok(())
     }
 
     /// Appends `entries` (key, fields, value) to the cold store as one group, synced once
@@ -512,7 +517,9 @@ impl Store {
         if res.is_err() {
             cold.abort(start);
         }
-        res
+        res?;
+        self.cold_recall_sync();
+        Ok(())
     }
 
     /// `memory restore`: puts the newest cold copy of `key` back into the live store with its
@@ -561,7 +568,10 @@ impl Store {
         }
         // The append handle would point at the file the rename replaces: opened again after.
         self.upkeep.cold = None;
-        let dropped = cold::rewrite_without(&self.dir, &mut |e| e.key == *key)?;
+        let dropped = cold::rewrite_without(&self.dir, &mut |e| e.key == *key);
+        // Whatever happened to the file, its text index is built again from it.
+        self.cold_recall_reset();
+        let dropped = dropped?;
         self.repair_cold()?;
         Ok(dropped)
     }
@@ -722,13 +732,26 @@ mod tests {
         assert_eq!(r.len(), 2);
         let n = s.cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, Cleanup::Cold).unwrap();
         assert_eq!(n, 1);
+        // Out of the live index, into the cold one: one search still finds both, each saying
+        // where it lives.
+        let where_ = |s: &mut Store, r: &Ranked| -> Vec<(String, bool)> {
+            r.hits()
+                .iter()
+                .map(|h| (s.hit_info(h.id).unwrap().unwrap().key.as_str().to_string(), h.is_cold()))
+                .collect()
+        };
         s.rank("zebra", 10, &mut r).unwrap();
-        assert_eq!(r.len(), 1);
-        assert_eq!(s.key(r.hits()[0].id).unwrap().as_str(), "b");
+        let mut got = where_(&mut s, &r);
+        got.sort();
+        assert_eq!(got, [("a".to_string(), true), ("b".to_string(), false)]);
+        assert!(s.contains(r.hits().iter().find(|h| !h.is_cold()).unwrap().id));
+        assert!(s.find(&k("a")).is_none(), "a is no longer live");
         drop(s);
         let mut s = Store::open_with_capacity(&d, 64).unwrap();
         s.rank("zebra", 10, &mut r).unwrap();
-        assert_eq!(r.len(), 1, "after a reopen too");
+        let mut got = where_(&mut s, &r);
+        got.sort();
+        assert_eq!(got, [("a".to_string(), true), ("b".to_string(), false)], "after a reopen too");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -44,6 +44,8 @@
 //! between leaves it in both, which is the case above.
 
 pub mod cleanup;
+pub mod hits;
+pub mod recall;
 
 use crate::error::Result;
 use crate::fixed::FixedBuf;

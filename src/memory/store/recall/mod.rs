@@ -95,7 +95,7 @@
 pub mod disk;
 pub mod file;
 pub mod fulltext;
-mod merge;
+pub(in crate::memory::store) mod merge;
 pub mod rank;
 pub mod tokenize;
 
@@ -111,7 +111,7 @@ use crate::limits::{
     RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES, TEXT_MIN_TERMS,
     TEXT_TERMS_PER_ENTRY,
 };
-use crate::memory::key::Key;
+use crate::memory::key::{Key, Tag};
 use crate::memory::log;
 use crate::memory::query::Archived;
 use crate::memory::store::append::LogFile;
@@ -238,6 +238,8 @@ struct Ask<'a> {
     tags: Option<&'a Key>,
     /// Keep the rarest `RANK_MAX_TERMS` words of a longer text (else that is an error).
     rarest: bool,
+    /// Rank the cold store's entries too.
+    cold: bool,
 }
 
 /// The documents of the base, then the delta's (numbered from `shift` on).
@@ -270,7 +272,7 @@ fn each_word(
     rec: &mut Vec<u8>,
     val: &mut String,
     (id, offset, len): (EntryId, u64, u32),
-    mut f: impl FnMut(&[u8]) -> Result<()>,
+    f: impl FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
     rec.clear();
     rec.resize(len as usize, 0);
@@ -282,11 +284,22 @@ fn each_word(
     if head.id != id {
         bail!(Io, "{} at byte {}: record is for entry {}, not {}", log.path.display(), offset, head.id, id);
     }
+    words_of(tags.iter().map(Tag::as_str), value_escaped, val, f)
+}
+
+/// Calls `f` with each word of an entry's text: its tags, then its value (JSON-escaped as
+/// records hold it; decoded through `val`).
+pub(in crate::memory::store) fn words_of<'t>(
+    tags: impl Iterator<Item = &'t str>,
+    value_escaped: &str,
+    val: &mut String,
+    mut f: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
     val.clear();
     log::decode_str(value_escaped, val)?;
     let mut tok = Token::default();
-    for tag in tags.iter() {
-        let mut words = Tokens::new(tag.as_str());
+    for tag in tags {
+        let mut words = Tokens::new(tag);
         while words.next_into(&mut tok) {
             f(tok.as_bytes())?;
         }
@@ -296,6 +309,43 @@ fn each_word(
         f(tok.as_bytes())?;
     }
     Ok(())
+}
+
+/// A word as one segment (a base and its delta) knows it: its postings in both, and its
+/// live documents there; `None` when neither has it.
+pub(in crate::memory::store) fn lookup(base: &mut DiskIndex, ix: &FullText, w: &[u8]) -> Result<Option<QueryWord>> {
+    let b = base.find(w)?;
+    let t = ix.find(w);
+    if b.is_none() && t.is_none() {
+        return Ok(None);
+    }
+    let term = t.and_then(|t| ix.term(t));
+    let base_df = b.map_or(0, |x| x.base_df);
+    let df = base_df.saturating_sub(term.map_or(0, |x| x.base_dead)).saturating_add(term.map_or(0, |x| x.df));
+    Ok(Some(QueryWord {
+        at: b.map_or(u64::from(t.unwrap_or(0)) | 1 << 63, |x| x.at),
+        term: t,
+        df,
+        ..b.unwrap_or_default()
+    }))
+}
+
+/// A word of a query over two segments, as `mine` (this segment's lookup) and `other` (the
+/// other's) know it: this segment's postings, and the live documents of both. A word only
+/// the other has gets no postings here and a place that is its own (its hash), so that both
+/// segments' queries keep the same words in the same order.
+pub(in crate::memory::store) fn joined(
+    mine: Option<QueryWord>,
+    other: Option<QueryWord>,
+    w: &[u8],
+) -> Option<QueryWord> {
+    match (mine, other) {
+        (None, None) => None,
+        (Some(m), o) => Some(QueryWord { df: m.df.saturating_add(o.map_or(0, |x| x.df)), ..m }),
+        (None, Some(o)) => {
+            Some(QueryWord { at: crate::memory::hash::fnv1a64(w) | 3 << 62, df: o.df, mean: 1, ..QueryWord::default() })
+        }
+    }
 }
 
 impl Store {
@@ -321,7 +371,7 @@ impl Store {
         tags: Option<&Key>,
         out: &mut Ranked,
     ) -> Result<()> {
-        self.rank_inner(&Ask { query, limit, archived, tags, rarest: false }, out)
+        self.rank_inner(&Ask { query, limit, archived, tags, rarest: false, cold: true }, out)
     }
 
     /// The `limit` entries most relevant to `text` (a task, a question, a page of notes),
@@ -331,43 +381,60 @@ impl Store {
     /// does not know matches nothing and is not counted); [`Ranked::dropped_words`] says how
     /// many others were left out. Allocation-free once the index is open, like `rank`.
     pub fn relevant(&mut self, text: &str, limit: usize, out: &mut Ranked) -> Result<()> {
-        self.rank_inner(&Ask { query: text, limit, archived: Archived::Exclude, tags: None, rarest: true }, out)
+        self.rank_inner(
+            &Ask { query: text, limit, archived: Archived::Exclude, tags: None, rarest: true, cold: true },
+            out,
+        )
     }
 
     fn rank_inner(&mut self, ask: &Ask<'_>, out: &mut Ranked) -> Result<()> {
         out.clear();
         let ask = Ask { limit: ask.limit.min(RANK_MAX_RESULTS).min(out.capacity()), ..*ask };
         self.recall_ready()?;
+        if ask.cold {
+            // The cold store's part; when it cannot be built, the live entries still answer.
+            if let Err(e) = self.cold_recall_ready() {
+                e.context(format_args!("this search leaves the cold store out")).print_warning();
+            }
+        }
         match self.rank_once(&ask, out) {
             Err(e) if e.code() == crate::error::Code::Io && self.recall.base.is_open() => {
-                // store.fts found damaged: rebuilt from the log, and the query asked again.
+                // store.fts (or store.cold.fts) found damaged: rebuilt, and the query asked again.
                 out.clear();
                 e.context(format_args!("the full-text index is rebuilt from the log")).print_warning();
                 self.recall_discard_file();
+                self.cold_recall_close();
                 self.recall_ready()?;
+                if ask.cold {
+                    if let Err(e) = self.cold_recall_ready() {
+                        e.context(format_args!("this search leaves the cold store out")).print_warning();
+                    }
+                }
                 self.rank_once(&ask, out)
             }
             res => res,
         }
     }
 
-    /// One ranked query over the base and the delta (see the module documentation).
+    /// One ranked query over the live segment (base and delta) and the cold one (see the
+    /// module documentation and [`super::cold::recall`]).
     fn rank_once(&mut self, ask: &Ask<'_>, out: &mut Ranked) -> Result<()> {
-        let &Ask { query, limit, archived, tags, rarest } = ask;
-        let required = match tags {
+        let required = match ask.tags {
             Some(key) => match self.tagset_of(key) {
-                Some(set) => Some((set, key.tag_count())),
-                None => return Ok(()), // a tag no entry carries
+                Some(set) => Some(Some((set, key.tag_count()))),
+                None => Some(None), // a tag no live entry carries
             },
             None => None,
         };
-        if limit == 0 {
+        if ask.limit == 0 {
             return Ok(());
         }
-        // The base is taken out while the store's entries are looked at (put back below).
+        // The bases are taken out while the store's entries are looked at (put back below).
         let mut base = core::mem::replace(&mut self.recall.base, DiskIndex::empty());
-        let res = self.rank_parts(&mut base, (query, limit, archived, rarest), required.as_ref(), out);
+        let mut cold = core::mem::take(&mut self.cold_recall);
+        let res = self.rank_parts(&mut base, &mut cold, ask, required.as_ref(), out);
         self.recall.base = base;
+        self.cold_recall = cold;
         res?;
         out.sort();
         Ok(())
@@ -376,51 +443,62 @@ impl Store {
     fn rank_parts(
         &self,
         base: &mut DiskIndex,
-        (query, limit, archived, rarest): (&str, usize, Archived, bool),
-        required: Option<&(super::slots::TagSet, usize)>,
+        cold: &mut super::cold::recall::ColdRecall,
+        ask: &Ask<'_>,
+        required: Option<&Option<(super::slots::TagSet, usize)>>,
         out: &mut Ranked,
     ) -> Result<()> {
+        let &Ask { query, limit, archived, tags, rarest, .. } = ask;
         let ix = &self.recall.index;
+        let with_cold = ask.cold && cold.is_ready();
         let q = QueryWords::parse(query, rarest, |w| {
-            let b = base.find(w)?;
-            let t = ix.find(w);
-            if b.is_none() && t.is_none() {
-                return Ok(None);
-            }
-            let term = t.and_then(|t| ix.term(t));
-            let base_df = b.map_or(0, |x| x.base_df);
-            let df = base_df.saturating_sub(term.map_or(0, |x| x.base_dead)).saturating_add(term.map_or(0, |x| x.df));
-            Ok(Some(QueryWord {
-                at: b.map_or(u64::from(t.unwrap_or(0)) | 1 << 63, |x| x.at),
-                term: t,
-                df,
-                ..b.unwrap_or_default()
-            }))
+            let other = if with_cold { cold.lookup(w)? } else { None };
+            Ok(joined(lookup(base, ix, w)?, other, w))
         })?;
         out.set_dropped_words(q.dropped);
         if q.n == 0 {
             return Ok(());
         }
-        let admit = |id: EntryId| self.admits(id, archived, required);
         let shift = base.doc_count();
         let (base_docs, base_tokens) = base.totals();
-        let coll =
-            Collection { docs: base_docs + ix.live_docs(), tokens: base_tokens + ix.total_tokens(), min_len: None };
-        let mut parts = base.walk_parts();
-        let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
-            core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));
-        for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
-            let mut b = None;
-            if w.bytes > 0 {
-                let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
-                    bail!(Internal, "no walk buffer")
-                };
-                b = Some(DiskWalk::new(file, buf, dec, w)?);
+        let (cold_docs, cold_tokens) = if with_cold { cold.totals() } else { (0, 0) };
+        let coll = Collection {
+            docs: base_docs + ix.live_docs() + cold_docs,
+            tokens: base_tokens + ix.total_tokens() + cold_tokens,
+            min_len: None,
+        };
+        if let Some(None) = required {
+            // A tag no live entry carries: only cold entries can match.
+        } else {
+            let required = required.and_then(Option::as_ref);
+            let admit = |id: EntryId| self.admits(id, archived, required);
+            let mut parts = base.walk_parts();
+            let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
+                core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));
+            for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
+                let mut b = None;
+                if w.bytes > 0 {
+                    let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next())
+                    else {
+                        bail!(Internal, "no walk buffer")
+                    };
+                    b = Some(DiskWalk::new(file, buf, dec, w)?);
+                }
+                *c = Chain::new(b, RamWalk::new(ix, w.term.unwrap_or(NONE)), shift);
             }
-            *c = Chain::new(b, RamWalk::new(ix, w.term.unwrap_or(NONE)), shift);
+            let mut docs = BothDocs { base: parts.docs, delta: ix, shift };
+            max_score(&q, &mut walks, &coll, &mut docs, admit, limit, out)?;
         }
-        let mut docs = BothDocs { base: parts.docs, delta: ix, shift };
-        max_score(&q, &mut walks, &coll, &mut docs, admit, limit, out)
+        if with_cold && cold_docs > 0 {
+            // The same words in the same order, with the cold segment's postings.
+            let qc = QueryWords::parse(query, rarest, |w| {
+                let other = lookup(base, ix, w)?;
+                Ok(joined(cold.lookup(w)?, other, w))
+            })?;
+            let filter = super::cold::hits::ColdFilter { store: self, archived, tags };
+            cold.rank(&qc, &coll, &filter, limit, out)?;
+        }
+        Ok(())
     }
 
     /// Statistics of the full-text index (without building it).

@@ -59,6 +59,14 @@ pub struct RankHit {
     pub score: f64,
 }
 
+impl RankHit {
+    /// Whether the entry lives in the cold store (see
+    /// [`crate::memory::store::cold::recall::COLD_HIT`]), else in the live store.
+    pub fn is_cold(&self) -> bool {
+        crate::memory::store::cold::recall::is_cold_hit(self.id)
+    }
+}
+
 /// The results of a ranked query, best first: a bounded list reserved once
 /// ([`RANK_MAX_RESULTS`]), reused from query to query without allocating.
 pub struct Ranked {

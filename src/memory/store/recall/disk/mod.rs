@@ -189,6 +189,26 @@ impl Docs for BaseDocs<'_> {
     }
 }
 
+impl BaseDocs<'_> {
+    /// Document `d`'s record (entry, its record's place), read from its page (cached);
+    /// `None` when it is not current or not in the file.
+    pub(in crate::memory::store) fn record(&mut self, d: u32) -> Result<Option<FileDoc>> {
+        if d >= self.header.docs || (self.resident && self.docs.get(d as usize).is_none_or(|x| x.0 == NONE)) {
+            return Ok(None);
+        }
+        let Some(file) = self.file else { bail!(Internal, "store.fts is not open") };
+        let p = d / DOC_PAGE as u32;
+        if self.cache.rec_page != Some(p) {
+            self.cache.rec_page = None;
+            let (_, want) = self.page_crcs(p)?;
+            read_doc_page(file, self.header, self.header.records_at(), p, DOC_RECORD, want, &mut self.cache.recs)?;
+            self.cache.rec_page = Some(p);
+        }
+        let at = (d as usize % DOC_PAGE) * DOC_RECORD;
+        Ok(Some(FileDoc::parse(self.cache.recs.get(at..).unwrap_or(&[]), 0)))
+    }
+}
+
 /// What walks need: the file, a read buffer and a decoding buffer per word, and the
 /// documents.
 pub(in crate::memory::store) struct WalkParts<'a> {

@@ -7,8 +7,8 @@ mod encode;
 
 use super::disk::{Copied, DictCursor, DiskIndex, DiskWalk};
 use super::file::{
-    remove_temp, skip_bytes, verify_file, Header, RecallFile, CHUNK, DICT_PAGE, DICT_TEMP_NAME, DOC_PAGE, FORMAT,
-    HEADER_BYTES, MAGIC, RECALL_FILE_NAME, SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP, TEMP_NAME,
+    skip_bytes, verify_file, Header, RecallFile, CHUNK, DICT_PAGE, DICT_TEMP_NAME, DOC_PAGE, FORMAT, HEADER_BYTES,
+    MAGIC, RECALL_FILE_NAME, SKIP_BLOCK, SKIP_ENTRY, SKIP_GROUP, TEMP_NAME,
 };
 use super::fulltext::{FullText, NONE};
 use super::rank::{impact, mean_ref, Docs, QueryWord, RamWalk, Walk};
@@ -102,61 +102,13 @@ impl Store {
         let covered = self.log.len;
         let tail = tail_crc(self, covered)?;
         let dir = self.recall_dir()?;
-        let tmp = dir.join(TEMP_NAME);
-        let dict_tmp = dir.join(DICT_TEMP_NAME);
-        remove_temp(&dir);
-        let create = |p: &Path| {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(p)
-                .map_err(|e| err!(PersistFailed, "creating {} failed: {}", p.display(), e))
-        };
-        let res = create(&tmp).and_then(|mut file| {
-            let mut dict = create(&dict_tmp)?;
-            let r = &mut self.recall;
-            let slots = &self.slots;
-            let place = |e: EntryId| slots.get(e).map(|s| (s.offset, s.len));
-            let place: Option<&dyn Fn(EntryId) -> Option<(u64, u32)>> = if r.relabeled { Some(&place) } else { None };
-            let x = merge_sections(&mut r.base, &r.index, place, &mut file, &mut dict, &mut r.scratch)?;
-            let mut h = [0u8; HEADER_BYTES];
-            let mut w = Put { buf: &mut h, at: 0 };
-            w.bytes(MAGIC);
-            w.u32(FORMAT);
-            w.u32(x.docs);
-            w.u64(self.store_id);
-            w.u64(covered);
-            w.u64(x.tokens);
-            w.u32(x.terms);
-            w.u32(tail);
-            w.u32(x.body_crc);
-            w.u64(x.body_len);
-            w.u64(x.dict_len);
-            w.u32(x.pages);
-            w.u32(x.doc_table_crc);
-            w.u32(x.dict_crc);
-            w.u32(x.sparse_crc);
-            w.u32(x.doc_pages);
-            w.u32(x.min_len);
-            if let Some((rest, c)) = h.split_last_chunk_mut::<4>() {
-                *c = crc32(rest).to_le_bytes();
-            }
-            use std::os::unix::fs::FileExt;
-            file.write_all_at(&h, 0)
-                .and_then(|_| file.sync_all())
-                .map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))
-        });
-        let _ = fs::remove_file(&dict_tmp);
-        if let Err(e) = res {
-            remove_temp(&dir);
-            return Err(e);
-        }
-        let path = dir.join(RECALL_FILE_NAME);
-        fs::rename(&tmp, &path).map_err(|e| {
-            remove_temp(&dir);
-            err!(PersistFailed, "renaming {} into place failed: {}", tmp.display(), e)
-        })?;
+        let r = &mut self.recall;
+        let slots = &self.slots;
+        let place = |e: EntryId| slots.get(e).map(|s| (s.offset, s.len));
+        let place: Option<&dyn Fn(EntryId) -> Option<(u64, u32)>> = if r.relabeled { Some(&place) } else { None };
+        let names = FileNames { file: RECALL_FILE_NAME, temp: TEMP_NAME, dict_temp: DICT_TEMP_NAME };
+        let stamp = Stamp { store: self.store_id, covered, tail };
+        let path = write_index_file(&dir, names, (&mut r.base, &r.index, place), &mut r.scratch, stamp)?;
         // From here the base and delta in RAM are the old file's: replaced by the new one.
         self.recall_discard_file();
         crate::memory::atomic::sync_dir(&dir)?;
@@ -168,6 +120,99 @@ impl Store {
         self.recall.written = covered;
         Ok(())
     }
+}
+
+/// The names an index file is written under: the file, its temp file, its dictionary's temp
+/// file (`store.fts`'s, or the cold tier's `store.cold.fts`'s).
+#[derive(Clone, Copy)]
+pub(in crate::memory::store) struct FileNames {
+    pub file: &'static str,
+    pub temp: &'static str,
+    pub dict_temp: &'static str,
+}
+
+/// What an index file's header says it was taken of: the store (`store.fts`: the log's
+/// identity; `store.cold.fts`: the cold records it covers), the bytes of the file it indexes
+/// it covers, and the CRC of the 4 KiB before that.
+#[derive(Clone, Copy)]
+pub(in crate::memory::store) struct Stamp {
+    pub store: u64,
+    pub covered: u64,
+    pub tail: u32,
+}
+
+/// A base and delta, and where the records of the base's documents are when they moved
+/// (a compaction's new log), to merge.
+pub(in crate::memory::store) type Parts<'a> =
+    (&'a mut DiskIndex, &'a FullText, Option<&'a dyn Fn(EntryId) -> Option<(u64, u32)>>);
+
+/// Writes the merge of `parts` to a new index file in `dir`: temp files created
+/// exclusively, the body streamed, the header last, synced, renamed over the old file.
+/// Returns the new file's path; the caller syncs the directory and opens it. A failure
+/// removes the temp files and leaves the old file as it was.
+pub(in crate::memory::store) fn write_index_file(
+    dir: &Path,
+    names: FileNames,
+    (base, delta, place): Parts<'_>,
+    scratch: &mut WriteScratch,
+    stamp: Stamp,
+) -> Result<std::path::PathBuf> {
+    let tmp = dir.join(names.temp);
+    let dict_tmp = dir.join(names.dict_temp);
+    let remove = || {
+        let _ = fs::remove_file(&tmp);
+        let _ = fs::remove_file(&dict_tmp);
+    };
+    remove();
+    let create = |p: &Path| {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(p)
+            .map_err(|e| err!(PersistFailed, "creating {} failed: {}", p.display(), e))
+    };
+    let res = create(&tmp).and_then(|mut file| {
+        let mut dict = create(&dict_tmp)?;
+        let x = merge_sections(base, delta, place, &mut file, &mut dict, scratch)?;
+        let mut h = [0u8; HEADER_BYTES];
+        let mut w = Put { buf: &mut h, at: 0 };
+        w.bytes(MAGIC);
+        w.u32(FORMAT);
+        w.u32(x.docs);
+        w.u64(stamp.store);
+        w.u64(stamp.covered);
+        w.u64(x.tokens);
+        w.u32(x.terms);
+        w.u32(stamp.tail);
+        w.u32(x.body_crc);
+        w.u64(x.body_len);
+        w.u64(x.dict_len);
+        w.u32(x.pages);
+        w.u32(x.doc_table_crc);
+        w.u32(x.dict_crc);
+        w.u32(x.sparse_crc);
+        w.u32(x.doc_pages);
+        w.u32(x.min_len);
+        if let Some((rest, c)) = h.split_last_chunk_mut::<4>() {
+            *c = crc32(rest).to_le_bytes();
+        }
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(&h, 0)
+            .and_then(|_| file.sync_all())
+            .map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))
+    });
+    let _ = fs::remove_file(&dict_tmp);
+    if let Err(e) = res {
+        remove();
+        return Err(e);
+    }
+    let path = dir.join(names.file);
+    fs::rename(&tmp, &path).map_err(|e| {
+        remove();
+        err!(PersistFailed, "renaming {} into place failed: {}", tmp.display(), e)
+    })?;
+    Ok(path)
 }
 
 /// Output through a buffer, with a running CRC and length.

@@ -1,0 +1,337 @@
+//! Ranked recall over the cold tier's text index ([`super::recall`]): the cold segment's
+//! part of a query that ranks live and cold entries together, and the hits it gives (a
+//! [`COLD_HIT`] id, read back from `store.cold`).
+
+use super::recall::{decode_put, is_cold_hit, ColdRecall, State, COLD_HIT};
+use super::COLD_NAME;
+use crate::error::Result;
+use crate::limits::RANK_MAX_TERMS;
+use crate::memory::key::Key;
+use crate::memory::log::{self, PutHead};
+use crate::memory::query::Archived;
+use crate::memory::store::recall::disk::{BaseDocs, DiskWalk};
+use crate::memory::store::recall::fulltext::{FullText, NONE};
+use crate::memory::store::recall::lookup;
+use crate::memory::store::recall::rank::{max_score, Chain, Collection, Docs, QueryWord, QueryWords, RamWalk, Ranked};
+use crate::memory::store::{EntryId, EntryInfo, Store};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// One entry of the cold store as a hit shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColdHit {
+    /// Its fields as the live store last held them (`id` is its id then, not a live one).
+    pub head: PutHead,
+    /// Its tags.
+    pub key: Key,
+}
+
+impl ColdRecall {
+    /// A word as the cold segment knows it (see [`crate::memory::store::recall::lookup`]).
+    pub(in crate::memory::store) fn lookup(&mut self, w: &[u8]) -> Result<Option<QueryWord>> {
+        lookup(&mut self.base, &self.index, w)
+    }
+
+    /// Ranks the cold documents for `q` (the query's words with this segment's postings and
+    /// the union's document counts) over `coll` (the union), into `out`, which may already
+    /// hold the live segment's best: the same scores, so the best of both are kept.
+    pub(in crate::memory::store) fn rank(
+        &mut self,
+        q: &QueryWords,
+        coll: &Collection,
+        filter: &ColdFilter<'_>,
+        limit: usize,
+        out: &mut Ranked,
+    ) -> Result<()> {
+        let ColdRecall { base, index, file, rec, .. } = self;
+        let shift = base.doc_count();
+        let mut parts = base.walk_parts();
+        let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
+            core::array::from_fn(|_| Chain::new(None, RamWalk::new(index, NONE), shift));
+        for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
+            let mut b = None;
+            if w.bytes > 0 {
+                let (Some(f), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
+                    bail!(Internal, "no walk buffer")
+                };
+                b = Some(DiskWalk::new(f, buf, dec, w)?);
+            }
+            *c = Chain::new(b, RamWalk::new(index, w.term.unwrap_or(NONE)), shift);
+        }
+        let mut docs = ColdDocs { base: parts.docs, delta: index, shift, file: file.as_ref(), rec, filter };
+        max_score(q, &mut walks, coll, &mut docs, |_| true, limit, out)
+    }
+}
+
+/// Which cold entries a ranked query admits: `archived` says which pass; with `tags`, only
+/// those carrying all of them; never one whose key the live store holds.
+pub(in crate::memory::store) struct ColdFilter<'a> {
+    pub store: &'a Store,
+    pub archived: Archived,
+    pub tags: Option<&'a Key>,
+}
+
+/// The cold segment's documents as a query scores them: base, then delta; a document is
+/// named (as a [`COLD_HIT`] id) only when its record passes the filter.
+struct ColdDocs<'a> {
+    base: BaseDocs<'a>,
+    delta: &'a FullText,
+    shift: u32,
+    file: Option<&'a File>,
+    rec: &'a mut Vec<u8>,
+    filter: &'a ColdFilter<'a>,
+}
+
+impl Docs for ColdDocs<'_> {
+    fn tokens(&mut self, d: u32) -> Result<Option<u32>> {
+        match d.checked_sub(self.shift) {
+            None => self.base.tokens(d),
+            Some(d) => Ok(self.delta.doc(d).filter(|x| x.entry != NONE).map(|x| x.tokens)),
+        }
+    }
+
+    fn costly(&self, d: u32) -> bool {
+        d < self.shift && self.base.costly(d)
+    }
+
+    fn entry(&mut self, d: u32) -> Result<Option<EntryId>> {
+        let place = match d.checked_sub(self.shift) {
+            None => self.base.record(d)?.map(|x| (x.offset, x.rec_len)),
+            Some(x) => self.delta.doc(x).filter(|x| x.entry != NONE).map(|x| (x.offset, x.rec_len)),
+        };
+        let (Some((offset, len)), Some(file)) = (place, self.file) else { return Ok(None) };
+        self.rec.clear();
+        self.rec.resize(len as usize, 0);
+        file.read_exact_at(self.rec, offset)
+            .map_err(|e| err!(Io, "reading {} bytes at byte {} of {} failed: {}", len, offset, COLD_NAME, e))?;
+        let (head, key, _) = decode_put(self.rec)?;
+        let f = self.filter;
+        if !f.archived.admits(head.archived)
+            || f.tags.is_some_and(|t| !t.tags().all(|x| key.tags().any(|y| y == x)))
+            || f.store.find(&key).is_some()
+        {
+            return Ok(None);
+        }
+        Ok(Some(COLD_HIT | d))
+    }
+}
+
+impl Store {
+    /// The metadata of the entry of a ranked hit: a live entry's ([`Store::info`]), or a cold
+    /// one's (a [`COLD_HIT`] id, read from `store.cold`; its `id` stays the hit's).
+    pub fn hit_info(&mut self, id: EntryId) -> Result<Option<EntryInfo>> {
+        if !is_cold_hit(id) {
+            return Ok(self.info(id));
+        }
+        let mut v = core::mem::take(&mut self.vbuf);
+        let hit = self.cold_hit(id, &mut v);
+        self.vbuf = v;
+        Ok(hit?.map(|h| EntryInfo {
+            id,
+            key: h.key,
+            version: h.head.ver,
+            created: h.head.created,
+            accessed: h.head.accessed,
+            hits: h.head.hits,
+            archived: h.head.archived,
+        }))
+    }
+
+    /// The cold entry of hit `id` (a [`COLD_HIT`] id): its fields, key, and value in `value`.
+    pub(in crate::memory::store) fn cold_hit(&mut self, id: EntryId, value: &mut String) -> Result<Option<ColdHit>> {
+        let d = id & !COLD_HIT;
+        let c = &mut self.cold_recall;
+        if c.state != State::Ready {
+            return Ok(None);
+        }
+        let shift = c.base.doc_count();
+        let place = match d.checked_sub(shift) {
+            None => c.base.walk_parts().docs.record(d)?.map(|x| (x.offset, x.rec_len)),
+            Some(x) => c.index.doc(x).filter(|x| x.entry != NONE).map(|x| (x.offset, x.rec_len)),
+        };
+        let Some((offset, len)) = place else { return Ok(None) };
+        c.read(offset, len)?;
+        let (head, key, escaped) = decode_put(&c.rec)?;
+        value.clear();
+        log::decode_str(escaped, value)?;
+        Ok(Some(ColdHit { head, key }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::store::cleanup::{Policy, Use};
+    use crate::memory::store::recall::rank::{B, K1};
+    use crate::memory::store::tokenize::{Token, Tokens};
+    use crate::testing::rng::Rng;
+    use crate::testing::temp_dir;
+
+    fn k(s: &str) -> Key {
+        crate::memory::key::normalize(s).unwrap()
+    }
+
+    fn words(text: &str) -> Vec<Vec<u8>> {
+        let mut t = Tokens::new(text);
+        let mut tok = Token::default();
+        let mut out = Vec::new();
+        while t.next_into(&mut tok) {
+            out.push(tok.as_bytes().to_vec());
+        }
+        out
+    }
+
+    /// Every current entry, live and cold: key, words, archived.
+    fn union(s: &mut Store) -> Vec<(String, Vec<Vec<u8>>, bool)> {
+        let mut docs = Vec::new();
+        let ids: Vec<EntryId> = s.ids().collect();
+        for id in ids {
+            let key = s.key(id).unwrap();
+            let text = format!("{} {}", key.as_str(), s.value(id).unwrap());
+            docs.push((key.as_str().to_string(), words(&text), s.info(id).unwrap().archived));
+        }
+        let dir = s.dir().to_path_buf();
+        super::super::scan_current(&dir, &|key| s.find(key).is_some(), &mut |e| {
+            let mut v = String::new();
+            log::decode_str(e.value_escaped, &mut v)?;
+            docs.push((e.key.as_str().to_string(), words(&format!("{} {}", e.key.as_str(), v)), e.head.archived));
+            Ok(true)
+        })
+        .unwrap();
+        docs
+    }
+
+    /// Each entry's BM25 for `query` over the union, as FTS5 computes it (matching ones only).
+    fn brute(docs: &[(String, Vec<Vec<u8>>, bool)], query: &str) -> Vec<(String, f64)> {
+        let n = docs.len() as f64;
+        let avgdl = docs.iter().map(|d| d.1.len()).sum::<usize>() as f64 / n;
+        let q = words(query);
+        let idf: Vec<f64> = q
+            .iter()
+            .map(|w| {
+                let hits = docs.iter().filter(|d| d.1.contains(w)).count() as f64;
+                let idf = ((n - hits + 0.5) / (hits + 0.5)).ln();
+                if idf <= 0.0 {
+                    1e-6
+                } else {
+                    idf
+                }
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (key, toks, arch) in docs {
+            if *arch || !q.iter().any(|w| toks.contains(w)) {
+                continue;
+            }
+            let dl = toks.len() as f64;
+            let mut score = 0.0;
+            for (w, idf) in q.iter().zip(&idf) {
+                let f = toks.iter().filter(|t| *t == w).count() as f64;
+                score += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * dl / avgdl));
+            }
+            out.push((key.clone(), score));
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        out
+    }
+
+    /// The store's top 10 for each query equals the brute force's over the union: the same
+    /// scores in order, each hit the entry of its score, cold hits where the entry is cold.
+    fn check(s: &mut Store, queries: &[String], what: &str) -> (usize, usize) {
+        let docs = union(s);
+        let (mut live, mut cold) = (0, 0);
+        let mut r = Ranked::new();
+        for q in queries {
+            let want = brute(&docs, q);
+            s.rank(q, 10, &mut r).unwrap();
+            let got: Vec<(String, f64, bool)> = r
+                .hits()
+                .iter()
+                .map(|h| (s.hit_info(h.id).unwrap().unwrap().key.as_str().to_string(), h.score, h.is_cold()))
+                .collect();
+            assert_eq!(got.len(), want.len().min(10), "{}: {:?}: {:?} vs {:?}", what, q, got, want);
+            for ((key, score, is_cold), (_, w)) in got.iter().zip(&want) {
+                assert!((score - w).abs() <= 1e-9 * w.abs().max(1.0), "{}: {:?}: {:?} vs {:?}", what, q, got, want);
+                let own = want.iter().find(|x| &x.0 == key).map(|x| x.1);
+                assert!(
+                    own.is_some_and(|o| (o - score).abs() <= 1e-9 * o.abs().max(1.0)),
+                    "{}: {} {:?}",
+                    what,
+                    key,
+                    own
+                );
+                assert_eq!(*is_cold, s.find(&k(key)).is_none(), "{}: {} lives where it says", what, key);
+                live += usize::from(!is_cold);
+                cold += usize::from(*is_cold);
+            }
+        }
+        (live, cold)
+    }
+
+    fn queries(rng: &mut Rng, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|_| (0..2 + rng.below(2)).map(|_| format!("w{}", rng.skewed(40))).collect::<Vec<_>>().join(" "))
+            .collect()
+    }
+
+    #[test]
+    fn live_and_cold_rank_together_as_bm25_over_their_union() {
+        let d = temp_dir("cold-rank");
+        let mut rng = Rng::new(39);
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.set_policy(Some(Policy::default()));
+        let save = |s: &mut Store, rng: &mut Rng, i: usize| {
+            let key = k(&format!("fact,n{}", i));
+            let text = (0..3 + rng.below(12)).map(|_| format!("w{}", rng.skewed(40))).collect::<Vec<_>>().join(" ");
+            s.put(&key, &text, 1000 + i as u64).unwrap();
+            s.note_use(&key, Use::Saved);
+            s.flush_access().unwrap();
+        };
+        // The segment built before the cold store exists, kept current as clean-ups fill it.
+        let qs = queries(&mut rng, 40);
+        check(&mut s, &qs, "empty cold store");
+        for i in 0..300 {
+            save(&mut s, &mut rng, i);
+        }
+        let (live, cold) = check(&mut s, &qs, "kept current");
+        let st = s.cold_recall_stats();
+        assert!(st.ready && st.documents > 200 && !st.from_file, "{:?}", st);
+        assert!(live > 0 && cold > 0, "both places answer: {} live, {} cold", live, cold);
+        // A key saved again after it went cold: its cold copy is no longer current.
+        s.put(&k("fact,n3"), "w1 w2 w3 fresh", 5000).unwrap();
+        check(&mut s, &qs, "a cold key saved again");
+        s.checkpoint().unwrap();
+        assert!(d.join(super::super::recall::COLD_RECALL_NAME).exists());
+        drop(s);
+        // From its file, then the groups after it.
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.set_policy(Some(Policy::default()));
+        check(&mut s, &qs, "reopened");
+        assert!(s.cold_recall_stats().from_file);
+        for i in 300..400 {
+            save(&mut s, &mut rng, i);
+        }
+        check(&mut s, &qs, "after more clean-ups");
+        // A read-only store while the writer's file is behind store.cold.
+        let mut ro = Store::open_read_only_with_capacity(&d, 64).unwrap();
+        check(&mut ro, &qs, "read-only, file behind");
+        drop(ro);
+        // Restore and delete rewrite store.cold: rebuilt.
+        let cold_key = {
+            let mut found = None;
+            super::super::scan_current(&d, &|key| s.find(key).is_some(), &mut |e| {
+                found = Some(e.key);
+                Ok(false)
+            })
+            .unwrap();
+            found.unwrap()
+        };
+        s.delete(&cold_key).unwrap();
+        check(&mut s, &qs, "after a cold delete");
+        s.close_with_indexes().unwrap();
+        let mut ro = Store::open_read_only_with_capacity(&d, 64).unwrap();
+        check(&mut ro, &qs, "read-only, file current");
+        assert!(ro.cold_recall_stats().from_file);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,661 @@
+//! The cold tier's text index: `store.cold.fts`, a base segment in the format of `store.fts`
+//! ([`crate::memory::store::recall_file`]) over the entries of `store.cold`, and a delta in
+//! RAM of the groups appended since it was written. It is built, searched and merged as the
+//! live index is ([`crate::memory::store::recall`]): same tables, same merge, same walks, so
+//! that one query ranks live and cold entries together, in BM25 over their union (N, the mean
+//! length and each word's document count are the sums of both segments').
+//!
+//! # Documents
+//!
+//! A cold document's entry number is its *cold id*: the rank of its `put` record among the
+//! `put`s of the whole groups of `store.cold`, in file order. Cold ids stay as they are while
+//! the file only grows; a rewrite (`restore`, `delete`, compaction) renumbers them and the
+//! index is rebuilt. Only current copies are documents: a copy whose key the live store holds,
+//! or a copy older than another copy of its key, is not (the writer keeps, for each key it
+//! indexed, its newest cold id, and takes the older copy out when a newer one comes, or when
+//! the live store creates the key again). A reader without that table (read-only commands)
+//! leaves out, at ranking time, a cold hit whose key the live store holds.
+//!
+//! A ranked hit on a cold entry carries [`COLD_HIT`] in its id, with the document's number in
+//! the cold segment; [`crate::memory::store::Store::hit_info`] and
+//! [`crate::memory::store::Store::value`] read it from `store.cold`. Such an id is good until
+//! the store next changes.
+//!
+//! # File and crash rules
+//!
+//! The header of `store.cold.fts` names, instead of a log's identity, the cold ids it covers,
+//! and the bytes of `store.cold` it covers and the CRC of the 4 KiB before them: it is used
+//! only when `store.cold` still starts with what it was taken of, and the groups appended
+//! after are read into the delta. Written like `store.fts`: a temp file created exclusively,
+//! synced, renamed over the old, the directory synced; at the writer's checkpoints, at close,
+//! and when the delta is full. A crash at any point leaves the old file or the new one, each
+//! a valid base (or a stale one, which is rebuilt from `store.cold`). A read-only store never
+//! writes in the data directory: its merges go to a private directory of its own.
+
+use super::COLD_NAME;
+use crate::error::Result;
+use crate::limits::{STORE_COLD_SCAN_MAX_KEYS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES, TEXT_MIN_TERMS};
+use crate::memory::hash::crc32;
+use crate::memory::key::{Key, Tag};
+use crate::memory::log::{self, LineReader, PutHead, Record};
+use crate::memory::store::recall::disk::{DiskIndex, FileDoc};
+use crate::memory::store::recall::file::{verify_file, Header, HEADER_BYTES};
+use crate::memory::store::recall::fulltext::{FullText, Sizes};
+use crate::memory::store::recall::merge::{write_index_file, FileNames, Stamp, WriteScratch};
+use crate::memory::store::recall::words_of;
+use crate::memory::store::{EntryId, Store};
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// File name of the cold tier's text index inside the data directory.
+pub const COLD_RECALL_NAME: &str = "store.cold.fts";
+const TEMP_NAME: &str = ".store.cold.fts.tmp";
+const DICT_TEMP_NAME: &str = ".store.cold.fts.dict.tmp";
+const NAMES: FileNames = FileNames { file: COLD_RECALL_NAME, temp: TEMP_NAME, dict_temp: DICT_TEMP_NAME };
+/// The bit that marks a ranked hit's id as a cold entry's (the rest is its document number in
+/// the cold segment).
+pub const COLD_HIT: EntryId = 1 << 31;
+/// Fewest cold ids the tables are sized for; they are sized for the cold store's bytes over
+/// [`BYTES_PER_ID`] beyond that (a `put` record takes more), at most
+/// [`STORE_COLD_SCAN_MAX_KEYS`]. A cold store that outgrows its tables has them sized again
+/// at its next rebuild.
+const MIN_ROOM: usize = 65_536;
+/// See [`MIN_ROOM`].
+const BYTES_PER_ID: u64 = 48;
+/// Bytes of `store.cold` before the covered length whose CRC the header keeps.
+const TAIL_BYTES: u64 = 4096;
+
+/// Whether a ranked hit's id is a cold entry's.
+pub fn is_cold_hit(id: EntryId) -> bool {
+    id & COLD_HIT != 0
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    Closed,
+    Ready,
+    Stale,
+}
+
+/// The cold segment: base, delta and what keeps them current. See the module documentation.
+pub struct ColdRecall {
+    pub(in crate::memory::store) base: DiskIndex,
+    pub(in crate::memory::store) index: FullText,
+    scratch: WriteScratch,
+    pub(super) state: State,
+    /// `store.cold`, for reading records (none: no cold store).
+    pub(super) file: Option<File>,
+    /// Bytes of `store.cold` indexed (the end of the last whole group read).
+    indexed: u64,
+    /// Cold ids handed out (the `put`s of the whole groups read).
+    next: u32,
+    /// Bytes of `store.cold` the last file written or read covers.
+    written: u64,
+    /// Ids the tables hold.
+    room: usize,
+    /// The writer's: each indexed key's hash and its newest cold id.
+    newest: HashMap<u64, u32>,
+    /// The puts of the group being read: offset, length.
+    group: Vec<(u64, u32)>,
+    pub(super) rec: Vec<u8>,
+    val: String,
+    private: Option<PathBuf>,
+    merges: u64,
+    from_file: bool,
+}
+
+impl Default for ColdRecall {
+    fn default() -> Self {
+        ColdRecall::new()
+    }
+}
+
+impl Drop for ColdRecall {
+    fn drop(&mut self) {
+        if let Some(dir) = self.private.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Statistics of the cold segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ColdRecallStats {
+    /// Whether it is built and current with `store.cold`.
+    pub ready: bool,
+    /// Current cold entries indexed.
+    pub documents: u64,
+    /// Whether it was opened from `store.cold.fts` (else built from `store.cold`).
+    pub from_file: bool,
+    /// Documents in the delta.
+    pub delta_docs: usize,
+    /// Merges since it was opened.
+    pub merges: u64,
+}
+
+impl ColdRecall {
+    /// Closed: nothing reserved.
+    pub fn new() -> ColdRecall {
+        ColdRecall {
+            base: DiskIndex::empty(),
+            index: FullText::unreserved(),
+            scratch: WriteScratch::default(),
+            state: State::Closed,
+            file: None,
+            indexed: 0,
+            next: 0,
+            written: 0,
+            room: 0,
+            newest: HashMap::new(),
+            group: Vec::new(),
+            rec: Vec::new(),
+            val: String::new(),
+            private: None,
+            merges: 0,
+            from_file: false,
+        }
+    }
+
+    /// Whether it is current (and so is searched).
+    pub(in crate::memory::store) fn is_ready(&self) -> bool {
+        self.state == State::Ready
+    }
+
+    /// Live documents and their tokens (base and delta).
+    pub(in crate::memory::store) fn totals(&self) -> (u64, u64) {
+        let (d, t) = self.base.totals();
+        (d + self.index.live_docs(), t + self.index.total_tokens())
+    }
+
+    /// RAM reserved, bytes.
+    pub fn ram_bytes(&self) -> usize {
+        self.base.ram_bytes()
+            + if self.index.is_reserved() { self.index.ram_bytes() + self.scratch.ram_bytes() } else { 0 }
+            + self.newest.capacity() * 16
+    }
+
+    /// Reads the record at `offset` (`len` bytes) of `store.cold` into `rec`.
+    pub(super) fn read(&mut self, offset: u64, len: u32) -> Result<()> {
+        let Some(file) = &self.file else { bail!(Internal, "store.cold is not open (a bug)") };
+        self.rec.clear();
+        self.rec.resize(len as usize, 0);
+        file.read_exact_at(&mut self.rec, offset)
+            .map_err(|e| err!(Io, "reading {} bytes at byte {} of {} failed: {}", len, offset, COLD_NAME, e))
+    }
+}
+
+/// The sizes of the tables for a cold store of `bytes` bytes.
+fn room_for_bytes(bytes: u64) -> usize {
+    let want = (bytes / BYTES_PER_ID) as usize + MIN_ROOM;
+    want.next_power_of_two().min(STORE_COLD_SCAN_MAX_KEYS)
+}
+
+fn key_hash(key: &Key) -> u64 {
+    crate::memory::hash::fnv1a64(key.as_str().as_bytes())
+}
+
+/// A decoded cold `put` record's head, key and escaped value.
+pub(super) fn decode_put(line: &[u8]) -> Result<(PutHead, Key, &str)> {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let Record::Put { head, tags, value_escaped } = log::decode(line)? else {
+        bail!(Io, "{}: expected a put record", COLD_NAME)
+    };
+    let key = Key::from_tags(tags.iter().map(Tag::as_str))?;
+    Ok((head, key, value_escaped))
+}
+
+impl Store {
+    /// Statistics of the cold segment (without building it).
+    pub fn cold_recall_stats(&self) -> ColdRecallStats {
+        let c = &self.cold_recall;
+        ColdRecallStats {
+            ready: c.state == State::Ready,
+            documents: c.totals().0,
+            from_file: c.from_file,
+            delta_docs: c.index.doc_count(),
+            merges: c.merges,
+        }
+    }
+
+    /// Builds the cold segment now if it is not current: from `store.cold.fts` when it
+    /// matches `store.cold` (and the groups appended since), else from `store.cold`.
+    pub fn cold_recall_ready(&mut self) -> Result<()> {
+        if self.cold_recall.state == State::Ready {
+            return Ok(());
+        }
+        let res = self.cold_recall_open();
+        if res.is_err() {
+            self.cold_recall.state = State::Stale;
+            self.cold_recall.base.close();
+            self.cold_recall.index.clear();
+        }
+        res.map_err(|e| e.context(format_args!("building the cold store's text index")))
+    }
+
+    fn cold_recall_open(&mut self) -> Result<()> {
+        let path = self.dir.join(COLD_NAME);
+        let c = &mut self.cold_recall;
+        c.base.close();
+        c.newest.clear();
+        c.file = None;
+        c.indexed = 0;
+        c.next = 0;
+        c.written = 0;
+        c.from_file = false;
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                c.index.clear();
+                c.state = State::Ready;
+                return Ok(());
+            }
+            Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
+        };
+        let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
+        let room = room_for_bytes(len).max(c.room);
+        if c.room != room || !c.index.is_reserved() {
+            c.index.reserve(Sizes::delta(room));
+            c.scratch = WriteScratch::default();
+            c.scratch.reserve(room, TEXT_MIN_TERMS.max(room * crate::limits::TEXT_TERMS_PER_ENTRY));
+            c.room = room;
+        } else {
+            c.index.clear();
+        }
+        if c.rec.capacity() == 0 {
+            c.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
+            c.val = String::with_capacity(STORE_VALUE_MAX_BYTES);
+            c.group = Vec::with_capacity(crate::limits::STORE_CLEANUP_BATCH_MAX);
+        }
+        c.file = Some(file);
+        // The file, when it matches; damage or another state of store.cold is said and the
+        // index rebuilt.
+        c.state = State::Ready;
+        match self.cold_recall_load(len) {
+            Ok(found) => self.cold_recall.from_file = found,
+            Err(e) => {
+                e.context(format_args!("the cold store's text index is rebuilt from {}", COLD_NAME)).print_warning();
+                let c = &mut self.cold_recall;
+                c.base.close();
+                c.newest.clear();
+                c.index.clear();
+                c.indexed = 0;
+                c.next = 0;
+            }
+        }
+        self.cold_recall_catch_up()
+    }
+
+    /// Opens `store.cold.fts` as the base when it was taken of what `store.cold` (of `len`
+    /// bytes) starts with; `Ok(false)` when there is none.
+    fn cold_recall_load(&mut self, len: u64) -> Result<bool> {
+        let path = self.dir.join(COLD_RECALL_NAME);
+        let ix = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
+        };
+        let mut raw = [0u8; HEADER_BYTES];
+        ix.read_exact_at(&mut raw, 0).map_err(|e| err!(Io, "{}: reading its header failed: {}", path.display(), e))?;
+        let h = Header::parse(&raw).map_err(|e| e.context(format_args!("{}", path.display())))?;
+        let read_only = self.log.read_only();
+        let c = &mut self.cold_recall;
+        if h.covered > len || h.docs as usize > c.room || h.store > c.room as u64 {
+            bail!(
+                Io,
+                "{} covers {} bytes of {} ({} now) and {} cold ids",
+                path.display(),
+                h.covered,
+                COLD_NAME,
+                len,
+                h.store
+            );
+        }
+        if cold_tail_crc(c, h.covered)? != h.tail {
+            bail!(Io, "{}: {} before byte {} is not the one it was taken of", path.display(), COLD_NAME, h.covered);
+        }
+        if read_only && h.covered == len {
+            c.base.open_in_place(ix, h, c.room)?;
+        } else {
+            if !read_only {
+                let mut buf = core::mem::take(&mut self.rbuf);
+                let res = verify_file(&ix, &h, &mut buf);
+                self.rbuf = buf;
+                res.map_err(|e| e.context(format_args!("{}", path.display())))?;
+            }
+            let c = &mut self.cold_recall;
+            c.base.load(ix, h, c.room, |_| true)?;
+        }
+        let c = &mut self.cold_recall;
+        c.indexed = h.covered;
+        c.written = h.covered;
+        c.next = h.store as u32;
+        if !read_only {
+            self.cold_recall_note_keys(h.covered)?;
+        }
+        Ok(true)
+    }
+
+    /// The writer, after opening the base: notes each indexed key's cold id (reading
+    /// `store.cold` up to `covered`), and takes out the documents whose key the live store
+    /// holds now.
+    fn cold_recall_note_keys(&mut self, covered: u64) -> Result<()> {
+        // Each cold id's key hash and whether the live store holds the key.
+        let mut keys: Vec<(u64, bool)> = Vec::new();
+        {
+            let Some(file) = self.cold_recall.file.as_ref() else { return Ok(()) };
+            let mut reader = LineReader::new(file, covered);
+            let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
+            let mut group = 0usize;
+            let mut first = true;
+            while let Some(line) = reader.next(&mut scratch)? {
+                let text = reader.text(&scratch, line.len)?;
+                if core::mem::take(&mut first) {
+                    continue;
+                }
+                match log::decode(text) {
+                    Ok(Record::Cleanup { .. }) => keys.truncate(group),
+                    Ok(Record::Put { tags, .. }) => {
+                        let Ok(key) = Key::from_tags(tags.iter().map(Tag::as_str)) else { continue };
+                        keys.push((key_hash(&key), self.find(&key).is_some()));
+                    }
+                    Ok(Record::BatchEnd) => group = keys.len(),
+                    _ => {}
+                }
+            }
+            keys.truncate(group);
+        }
+        if keys.len() != self.cold_recall.next as usize {
+            bail!(
+                Io,
+                "{} counts {} cold entries before byte {}, its index {}",
+                COLD_NAME,
+                keys.len(),
+                covered,
+                self.cold_recall.next
+            );
+        }
+        self.cold_recall.newest.reserve(keys.len() + keys.len() / 2 + 1024);
+        for (id, (h, live)) in keys.into_iter().enumerate() {
+            let id = id as u32;
+            if self.cold_recall.base.doc_of(id).is_none() {
+                continue;
+            }
+            if live {
+                self.cold_recall_kill(id)?;
+            } else if let Some(old) = self.cold_recall.newest.insert(h, id) {
+                self.cold_recall_kill(old)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the whole groups of `store.cold` after what is indexed into the delta (the
+    /// writer after every append to it; any store when it opens the segment). Merges into a
+    /// new file whenever the delta is full.
+    pub(in crate::memory::store) fn cold_recall_catch_up(&mut self) -> Result<()> {
+        if self.cold_recall.state != State::Ready {
+            return Ok(());
+        }
+        if self.cold_recall.file.is_none() {
+            match File::open(self.dir.join(COLD_NAME)) {
+                Ok(f) => self.cold_recall.file = Some(f),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => bail!(Io, "opening {} failed: {}", COLD_NAME, e),
+            }
+            if !self.cold_recall.index.is_reserved() {
+                // Opened before the cold store existed: sized now.
+                self.cold_recall.state = State::Stale;
+                return self.cold_recall_ready();
+            }
+        }
+        let res = self.cold_recall_read_groups();
+        if res.is_err() {
+            self.cold_recall.state = State::Stale;
+        }
+        res
+    }
+
+    fn cold_recall_read_groups(&mut self) -> Result<()> {
+        let Some(file) = self.cold_recall.file.as_ref() else { return Ok(()) };
+        let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", COLD_NAME, e))?.len();
+        let mut at = self.cold_recall.indexed;
+        let mut group = core::mem::take(&mut self.cold_recall.group);
+        let res = (|| -> Result<()> {
+            while at < len {
+                // One group: its puts' places, then (at its end) each indexed.
+                group.clear();
+                let end = self.cold_group_at(at, len, &mut group)?;
+                let Some(end) = end else { break };
+                for &(offset, rec_len) in &group {
+                    let id = self.cold_recall.next;
+                    if id as usize >= self.cold_recall.room {
+                        bail!(
+                            CapacityExceeded,
+                            "{} holds more entries than its text index was sized for ({}); it is sized again at its \
+                             next rebuild (at most STORE_COLD_SCAN_MAX_KEYS, {})",
+                            COLD_NAME,
+                            self.cold_recall.room,
+                            STORE_COLD_SCAN_MAX_KEYS
+                        );
+                    }
+                    self.cold_recall.next += 1;
+                    self.cold_recall_add(id, offset, rec_len)?;
+                }
+                self.cold_recall.indexed = end;
+                at = end;
+            }
+            Ok(())
+        })();
+        group.clear();
+        self.cold_recall.group = group;
+        res
+    }
+
+    /// Reads the group (or the header) at `at` of `store.cold` (`len` bytes): its puts'
+    /// places into `group`; returns where it ends, `None` when it is not whole yet.
+    fn cold_group_at(&mut self, at: u64, len: u64, group: &mut Vec<(u64, u32)>) -> Result<Option<u64>> {
+        let Some(file) = self.cold_recall.file.as_ref() else { return Ok(None) };
+        let mut reader = LineReader::starting_at(file, at, len);
+        let scratch = &mut self.rbuf;
+        while let Some(line) = reader.next(scratch)? {
+            if !line.complete {
+                break;
+            }
+            let text = reader.text(scratch, line.len)?;
+            match log::decode(text) {
+                Ok(Record::ColdHeader { .. }) if line.offset == 0 => return Ok(Some(line.len as u64 + 1)),
+                Ok(Record::Cleanup { .. }) => group.clear(),
+                Ok(Record::Put { .. }) => group.push((line.offset, line.len as u32 + 1)),
+                Ok(Record::BatchEnd) => return Ok(Some(line.offset + line.len as u64 + 1)),
+                // Damage is skipped, as the cold store's readers skip it.
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Indexes the cold `put` at `offset` as document `id`, unless the live store holds its
+    /// key; an older copy of its key the writer indexed is taken out.
+    fn cold_recall_add(&mut self, id: u32, offset: u64, len: u32) -> Result<()> {
+        self.cold_recall.read(offset, len)?;
+        let (_, key, _) = decode_put(&self.cold_recall.rec)?;
+        if self.find(&key).is_some() {
+            return Ok(());
+        }
+        if !self.log.read_only() {
+            if let Some(old) = self.cold_recall.newest.insert(key_hash(&key), id) {
+                self.cold_recall_kill(old)?;
+                self.cold_recall.read(offset, len)?;
+            }
+        }
+        // Room: a word and its text take at most a byte each of the record.
+        if !self.cold_recall.index.has_room(1, len as usize, 2 * len as usize) {
+            if self.cold_recall.index.is_empty() {
+                bail!(
+                    CapacityExceeded,
+                    "a cold entry's words are more than the text index's delta holds (TEXT_DELTA_*)"
+                );
+            }
+            self.cold_recall_merge()?;
+            self.cold_recall.read(offset, len)?;
+        }
+        let c = &mut self.cold_recall;
+        let d = c.index.start_doc(id, offset, len)?;
+        let index = &mut c.index;
+        let (_, key, value) = decode_put(&c.rec)?;
+        words_of(key.tags(), value, &mut c.val, |w| index.add_word(d, w))?;
+        c.index.finish_doc(d);
+        Ok(())
+    }
+
+    /// Takes cold id `id`'s document out (counting its words out), wherever it is.
+    fn cold_recall_kill(&mut self, id: u32) -> Result<()> {
+        let c = &mut self.cold_recall;
+        if let Some((_, doc)) = c.index.doc_of(id) {
+            let Some(d) = c.index.start_remove(id) else { return Ok(()) };
+            c.read(doc.offset, doc.rec_len)?;
+            let (_, key, value) = decode_put(&c.rec)?;
+            let index = &mut c.index;
+            words_of(key.tags(), value, &mut c.val, |w| {
+                index.remove_word(w);
+                Ok(())
+            })?;
+            c.index.finish_remove(d);
+        } else if let Some(d) = c.base.doc_of(id) {
+            let FileDoc { offset, rec_len, .. } = c.base.file_doc(d)?;
+            c.read(offset, rec_len)?;
+            c.index.start_base_kill();
+            let (_, key, value) = decode_put(&c.rec)?;
+            let index = &mut c.index;
+            words_of(key.tags(), value, &mut c.val, |w| index.kill_base_word(w))?;
+            c.base.kill(d);
+        }
+        Ok(())
+    }
+
+    /// After an append to `store.cold`: its new groups into the segment, when it is built. A
+    /// failure leaves it stale (rebuilt at its next use), with a warning.
+    pub(in crate::memory::store) fn cold_recall_sync(&mut self) {
+        if let Err(e) = self.cold_recall_catch_up() {
+            e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();
+        }
+    }
+
+    /// The live store created `key`: a cold copy of it the writer indexed is no longer
+    /// current.
+    pub(in crate::memory::store) fn cold_recall_forget(&mut self, key: &Key) {
+        if self.cold_recall.state != State::Ready || self.log.read_only() {
+            return;
+        }
+        let Some(id) = self.cold_recall.newest.remove(&key_hash(key)) else { return };
+        if let Err(e) = self.cold_recall_kill(id) {
+            self.cold_recall.state = State::Stale;
+            e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();
+        }
+    }
+
+    /// `store.cold` was rewritten (its cold ids and places all changed): the segment is built
+    /// again at its next use, and its file is removed (a stale one would be rebuilt anyway).
+    pub(in crate::memory::store) fn cold_recall_reset(&mut self) {
+        let c = &mut self.cold_recall;
+        c.state = State::Closed;
+        c.base.close();
+        c.index.clear();
+        c.newest.clear();
+        c.file = None;
+        c.written = 0;
+        if !self.log.read_only() {
+            let _ = std::fs::remove_file(self.dir.join(COLD_RECALL_NAME));
+        }
+    }
+
+    /// Closes the segment (its file found damaged by a search); it is opened again, or
+    /// rebuilt, at its next use.
+    pub(in crate::memory::store) fn cold_recall_close(&mut self) {
+        let c = &mut self.cold_recall;
+        c.state = State::Closed;
+        c.base.close();
+        c.index.clear();
+        c.newest.clear();
+        c.file = None;
+    }
+
+    /// Writes the segment to a new `store.cold.fts` when it has anything the file lacks (the
+    /// writer at a checkpoint and at close; nothing when it is not built).
+    pub(in crate::memory::store) fn cold_recall_write_file(&mut self) -> Result<()> {
+        let c = &self.cold_recall;
+        if c.state != State::Ready || self.log.read_only() || c.file.is_none() {
+            return Ok(());
+        }
+        if c.index.is_empty() && c.base.dead_docs() == 0 && c.written == c.indexed && c.base.is_open() {
+            return Ok(());
+        }
+        self.cold_recall_merge()
+    }
+
+    /// The merge: base and delta into a new file, searched from now on.
+    fn cold_recall_merge(&mut self) -> Result<()> {
+        let dir = self.cold_recall_dir()?;
+        let c = &mut self.cold_recall;
+        let covered = c.indexed;
+        let stamp = Stamp { store: u64::from(c.next), covered, tail: cold_tail_crc(c, covered)? };
+        let res = write_index_file(&dir, NAMES, (&mut c.base, &c.index, None), &mut c.scratch, stamp);
+        let path = match res {
+            Ok(p) => p,
+            Err(e) => {
+                if e.code() == crate::error::Code::Io {
+                    // The old file is damaged: rebuilt from store.cold at the next use.
+                    self.cold_recall_reset();
+                }
+                return Err(e);
+            }
+        };
+        let c = &mut self.cold_recall;
+        c.base.close();
+        c.index.clear();
+        crate::memory::atomic::sync_dir(&dir)?;
+        c.merges += 1;
+        let ix = File::open(&path).map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
+        let mut raw = [0u8; HEADER_BYTES];
+        ix.read_exact_at(&mut raw, 0).map_err(|e| err!(Io, "{}: reading its header failed: {}", path.display(), e))?;
+        let h = Header::parse(&raw)?;
+        c.base.load(ix, h, c.room, |_| true)?;
+        c.written = covered;
+        Ok(())
+    }
+
+    /// Where merges write `store.cold.fts`: the data directory (the writer), or a private
+    /// directory of a read-only store's own.
+    fn cold_recall_dir(&mut self) -> Result<PathBuf> {
+        if !self.log.read_only() {
+            return Ok(self.dir.clone());
+        }
+        if let Some(p) = &self.cold_recall.private {
+            return Ok(p.clone());
+        }
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("lkjagent-cold-fts-{}-{}", std::process::id(), n));
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&p).map_err(|e| {
+            err!(PersistFailed, "creating {} (a read-only search's own index files) failed: {}", p.display(), e)
+        })?;
+        self.cold_recall.private = Some(p.clone());
+        Ok(p)
+    }
+}
+
+/// CRC-32 of the `TAIL_BYTES` of `store.cold` before `covered`.
+fn cold_tail_crc(c: &mut ColdRecall, covered: u64) -> Result<u32> {
+    let start = covered.saturating_sub(TAIL_BYTES);
+    c.read(start, (covered - start) as u32)?;
+    Ok(crc32(&c.rec))
+}
+
+/// Removes a merge's temp files a crash left (the writer only).
+pub fn remove_temp(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(TEMP_NAME));
+    let _ = std::fs::remove_file(dir.join(DICT_TEMP_NAME));
+}
