@@ -140,7 +140,10 @@ fn search_substring_finds_text_in_values() {
     assert!(ok(&d.0, &["search", "--substring", "zebra"]).contains("no entries match"));
     assert_eq!(memory(&d.0, &["search"], "").0, Err(Code::Usage));
     let json = ok(&d.0, &["search", "--substring", "--json", "carrot"]);
-    assert_eq!(json.split_whitespace().collect::<String>(), r#"[{"key":"carrot,vegetable","score":null}]"#);
+    assert_eq!(
+        json.split_whitespace().collect::<String>(),
+        r#"[{"key":"carrot,vegetable","score":null,"where":"live"}]"#
+    );
 }
 
 #[test]

@@ -74,6 +74,18 @@ fn cleanup_moves_to_the_cold_store_where_show_search_export_and_restore_find_it(
     let found = ok(&d.0, &["search", "--cold", "old note"]);
     assert!(found.contains("old,unused  cold") && found.contains("old,read  cold"), "{found}");
     assert!(ok(&d.0, &["search", "--cold", "zebra"]).contains("no entries of the cold store match"));
+    // One ranked search over live and cold, each hit saying where it lives; the cold store's
+    // text index written by the clean-up's close, so a reader finds it.
+    assert!(d.0.join("store.cold.fts").exists());
+    let ranked = ok(&d.0, &["search", "note"]);
+    let lines: Vec<&str> = ranked.lines().collect();
+    assert_eq!(lines.len(), 5, "{ranked}");
+    assert_eq!(lines.iter().filter(|l| l.ends_with("  cold")).count(), 2, "{ranked}");
+    assert!(lines.iter().any(|l| l.starts_with("old,unused  score") && l.ends_with("  cold")), "{ranked}");
+    assert!(lines.iter().any(|l| l.starts_with("c,new  score") && !l.ends_with("  cold")), "{ranked}");
+    let json = ok(&d.0, &["search", "--json", "nobody"]);
+    let flat = json.split_whitespace().collect::<String>();
+    assert!(flat.starts_with(r#"[{"key":"old,unused","score":"#) && flat.ends_with(r#""where":"cold"}]"#), "{json}");
     let export = ok(&d.0, &["export"]);
     assert!(export.contains("\"cold\": [") && export.contains("an old note read twice"), "{export}");
     let stats = ok(&d.0, &["stats"]);

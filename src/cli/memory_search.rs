@@ -2,15 +2,14 @@
 //! embeddings are on), or found by a substring, or in the cold store; and its output.
 
 use super::args::Args;
-use super::memory_options::{archived_option, infos_of, limit_option, print_hits, store_for_reading};
-use super::util::{open_store_read_only, open_store_view, say, write_all, StoreRead, Time};
-use crate::error::{Code, Result};
+use super::memory_options::{archived_option, limit_option, store_for_reading};
+use super::util::{open_store_read_only, say, store_capacity, write_all, StoreRead, Time};
+use crate::error::Result;
 use crate::json::Writer;
 use crate::memory::key::Key;
-use crate::memory::query::Results;
-use crate::memory::store::recall::Ranked;
-use crate::memory::store::vectors::By;
-use crate::memory::store::{EntryInfo, LOG_NAME};
+use crate::memory::store::answer::{self, Answer, How, SearchAsk, SearchHit, Sources};
+use crate::memory::store::vectors::{By, Meaning};
+use crate::memory::store::{Store, LOG_NAME};
 use std::io::Write;
 use std::path::Path;
 
@@ -26,116 +25,132 @@ pub(super) fn search(mut args: Args, data: &Path, out: &mut dyn Write) -> Result
     let Some(text) = text.filter(|t| !t.is_empty()) else {
         bail!(Usage, "'lkjagent memory search' needs the TEXT to look for; see 'lkjagent memory --help'")
     };
-    if cold {
-        if json || substring {
-            bail!(Usage, "--cold takes neither --json nor --substring");
-        }
-        let live = match open_store_read_only(data)? {
-            StoreRead::Open(s) => Some(s),
-            _ => None,
-        };
-        super::memory_upkeep::search_cold(data, live.as_deref(), &text, limit, out)?;
-        return Ok(super::EXIT_OK);
+    if cold && (json || substring) {
+        bail!(Usage, "--cold takes neither --json nor --substring");
     }
-    // Ranked by words alone (no memory.embeddings, or --by words): store.fts and the
-    // checkpoint read in place when both cover the log.
-    let words_only = !substring
-        && by != By::Meaning
-        && (by == By::Words || super::memory_embed::load(data).is_ok_and(|s| s.is_none()));
-    if words_only {
-        if let Some(mut view) = open_store_view(data) {
-            let mut ranked = Ranked::new();
-            let found = view.rank(&text, limit, archived, &mut ranked).and_then(|done| match done {
-                false => Ok(None),
-                true => ranked
-                    .hits()
-                    .iter()
-                    .map(|h| view.info(h.id).map(|i| i.map(|i| (i, h.score))))
-                    .filter_map(Result::transpose)
-                    .collect::<Result<Vec<_>>>()
-                    .map(Some),
-            });
-            match found {
-                Ok(Some(hits)) => {
-                    print_ranked(&hits, json, out)?;
-                    return Ok(super::EXIT_OK);
-                }
-                Ok(None) => {}
-                Err(e) if e.code() == Code::CapacityExceeded => return Err(e),
-                Err(e) => {
-                    e.context(format_args!("{}: opening the store whole instead", data.display())).print_warning()
-                }
-            }
-        }
-    }
-    let store = match json {
-        // JSON output is the array alone: no store is an empty one.
-        true => match open_store_read_only(data)? {
-            StoreRead::Open(s) => Some(s),
-            StoreRead::Absent => None,
-            StoreRead::NotOpened { why, .. } => bail!(Io, "{}: not read: {}", data.join(LOG_NAME).display(), why),
-        },
-        false => store_for_reading(data, out)?,
+    let how = match (cold, substring) {
+        (true, _) => How::Cold,
+        (false, true) => How::Substring,
+        (false, false) => How::Ranked(by),
     };
-    let Some(mut store) = store else {
+    // Which index answers is the store's choice; how to open it, and what a missing store
+    // prints, is this command's.
+    let mut src = Opener { data, json, cold, out: &mut *out };
+    let ask = SearchAsk { text: &text, limit, archived, how };
+    let answer = answer::search(data, store_capacity(data), &ask, &mut src)?;
+    let Some(answer) = answer else {
         if json {
             write_all(out, "[]\n")?;
+        } else if cold {
+            say(out, format_args!("no entries of the cold store match"))?;
         }
         return Ok(super::EXIT_OK);
     };
-    if substring {
-        let mut results = Results::with_capacity(limit);
-        store.search_text(&text, archived, limit, &mut results)?;
-        if json {
-            let hits = results.ids().filter_map(|id| store.key(id)).map(|k| (k, None));
-            return print_json_hits(hits, out).map(|_| super::EXIT_OK);
+    match how {
+        How::Cold => print_cold(&answer, out)?,
+        How::Substring if !json => {
+            print_listed(&answer, out)?;
+            if answer.truncated {
+                say(out, format_args!("(the search stopped at its byte budget, limits::STORE_SEARCH_MAX_BYTES)"))?;
+            }
         }
-        print_hits(&infos_of(&store, results.ids()), &results, out)?;
-        if results.truncated() {
-            say(out, format_args!("(the search stopped at its byte budget, limits::STORE_SEARCH_MAX_BYTES)"))?;
-        }
-        return Ok(super::EXIT_OK);
+        _ => print_ranked(&answer.hits, json, out)?,
     }
-    let mut ranked = Ranked::new();
-    let mut meaning = super::memory_embed::for_search(data, &store, by)?;
-    store.rank_by(meaning.as_mut(), by, &text, limit, archived, None, &mut ranked)?;
-    let index = store.recall_stats();
-    if index.ready && !index.from_file && !store.is_empty() {
-        // Said once, on stderr: the answer is right, only slow, and the fix is one command.
-        err!(
-            NotFound,
-            "{}: store.fts is missing or does not match store.log, so this search built the full-text index from \
-             the log (slow on a large store); 'lkjagent memory compact' (or any command that changes the store, or \
-             the agent's next checkpoint) writes it",
-            data.display()
-        )
-        .print_warning();
-    }
-    let hits: Vec<(EntryInfo, f64)> =
-        ranked.hits().iter().filter_map(|h| store.info(h.id).map(|i| (i, h.score))).collect();
-    print_ranked(&hits, json, out)?;
     Ok(super::EXIT_OK)
 }
 
-/// The ranked hits of `memory search`, best first: a line each, or the JSON array.
-fn print_ranked(hits: &[(EntryInfo, f64)], json: bool, out: &mut dyn Write) -> Result<()> {
+/// The command's ways to the store for [`answer::search`].
+struct Opener<'a> {
+    data: &'a Path,
+    json: bool,
+    cold: bool,
+    out: &'a mut dyn Write,
+}
+
+impl Sources for Opener<'_> {
+    fn open(&mut self) -> Result<Option<Box<Store>>> {
+        if self.json || self.cold {
+            // JSON output is the array alone, and the cold store is read without a live
+            // store: no store is an empty one.
+            return match open_store_read_only(self.data)? {
+                StoreRead::Open(s) => Ok(Some(s)),
+                StoreRead::Absent => Ok(None),
+                StoreRead::NotOpened { .. } if self.cold => Ok(None),
+                StoreRead::NotOpened { why, .. } => {
+                    bail!(Io, "{}: not read: {}", self.data.join(LOG_NAME).display(), why)
+                }
+            };
+        }
+        store_for_reading(self.data, self.out)
+    }
+
+    fn words_only(&mut self, by: By) -> bool {
+        by == By::Words || (by != By::Meaning && super::memory_embed::load(self.data).is_ok_and(|s| s.is_none()))
+    }
+
+    fn meaning(&mut self, store: &Store, by: By) -> Result<Option<Meaning>> {
+        super::memory_embed::for_search(self.data, store, by)
+    }
+}
+
+/// `--substring`'s hits, newest first, as `memory query` lists entries.
+fn print_listed(answer: &Answer, out: &mut dyn Write) -> Result<()> {
+    if answer.hits.is_empty() {
+        return say(out, format_args!("no entries match"));
+    }
+    for h in &answer.hits {
+        let i = &h.info;
+        say(
+            out,
+            format_args!(
+                "{}  v{}  created {}  hits {}{}",
+                i.key,
+                i.version,
+                Time(i.created),
+                i.hits,
+                if i.archived { "  archived" } else { "" }
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// `--cold`'s hits, in the cold store's order.
+fn print_cold(answer: &Answer, out: &mut dyn Write) -> Result<()> {
+    for h in &answer.hits {
+        let i = &h.info;
+        say(out, format_args!("{}  cold  v{}  created {}  hits {}", i.key, i.version, Time(i.created), i.hits))?;
+    }
+    if answer.hits.is_empty() {
+        say(out, format_args!("no entries of the cold store match"))?;
+    } else if answer.more > 0 {
+        say(out, format_args!("... {} more in the cold store (raise --limit)", answer.more))?;
+    }
+    Ok(())
+}
+
+/// The ranked hits of `memory search`, best first: a line each, or the JSON array. Each
+/// says where it lives: a cold entry is marked `cold` (`"where": "cold"`).
+fn print_ranked(hits: &[SearchHit], json: bool, out: &mut dyn Write) -> Result<()> {
     if json {
-        return print_json_hits(hits.iter().map(|(i, score)| (i.key, Some(*score))), out);
+        return print_json_hits(hits.iter().map(|h| (h.info.key, h.score, h.cold)), out);
     }
     if hits.is_empty() {
         say(out, format_args!("no entries match"))?;
     }
-    for (info, score) in hits {
+    for h in hits {
+        let info = &h.info;
         say(
             out,
             format_args!(
-                "{}  score {}  v{}  created {}  hits {}{}",
+                "{}  score {}  v{}  created {}  hits {}{}{}",
                 info.key,
-                Score(*score),
+                Score(h.score.unwrap_or(0.0)),
                 info.version,
                 Time(info.created),
                 info.hits,
-                if info.archived { "  archived" } else { "" }
+                if info.archived { "  archived" } else { "" },
+                if h.cold { "  cold" } else { "" }
             ),
         )?;
     }
@@ -156,13 +171,13 @@ impl core::fmt::Display for Score {
     }
 }
 
-/// `[{"key": ..., "score": ...}, ...]` for `memory search --json`.
-fn print_json_hits(hits: impl Iterator<Item = (Key, Option<f64>)>, out: &mut dyn Write) -> Result<()> {
+/// `[{"key": ..., "score": ..., "where": "live" | "cold"}, ...]` for `memory search --json`.
+fn print_json_hits(hits: impl Iterator<Item = (Key, Option<f64>, bool)>, out: &mut dyn Write) -> Result<()> {
     let mut text = String::new();
     {
         let mut w = Writer::pretty(&mut text);
         w.begin_array()?;
-        for (key, score) in hits {
+        for (key, score, cold) in hits {
             w.begin_object()?;
             w.key("key")?;
             w.string(key.as_str())?;
@@ -171,6 +186,8 @@ fn print_json_hits(hits: impl Iterator<Item = (Key, Option<f64>)>, out: &mut dyn
                 Some(x) => w.f64(x)?,
                 None => w.null()?,
             }
+            w.key("where")?;
+            w.string(if cold { "cold" } else { "live" })?;
             w.end_object()?;
         }
         w.end_array()?;

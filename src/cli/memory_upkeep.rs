@@ -13,7 +13,6 @@ use super::args::Args;
 use super::util::{lock_data_dir, open_store_read_only, say, write_all, StoreRead, Time};
 use crate::error::{Code, Result};
 use crate::memory::key::{normalize, normalize_optional, Key};
-use crate::memory::log;
 use crate::memory::query::Results;
 use crate::memory::store::cleanup::{Filter, Restored};
 use crate::memory::store::cold;
@@ -238,42 +237,6 @@ pub fn show_cold(data: &Path, key: &Key, out: &mut dyn Write) -> Result<bool> {
     write_all(out, &v)?;
     write_all(out, "\n")?;
     Ok(true)
-}
-
-/// `memory search --cold`: the current entries of the cold store (each key once, its newest
-/// value; none whose key is live, see `store::cold`) whose tags and value hold every word of
-/// `text` (ASCII case-insensitive; not ranked), oldest moved first, at most `limit`.
-pub fn search_cold(data: &Path, live: Option<&Store>, text: &str, limit: usize, out: &mut dyn Write) -> Result<()> {
-    let words: Vec<String> = text.split_whitespace().map(str::to_ascii_lowercase).collect();
-    let mut shown = 0usize;
-    let mut more = 0usize;
-    let mut value = String::new();
-    let is_live = |k: &Key| live.is_some_and(|s| s.find(k).is_some());
-    cold::scan_current(data, &is_live, &mut |e| {
-        value.clear();
-        log::decode_str(e.value_escaped, &mut value)?;
-        value.make_ascii_lowercase();
-        let tags = e.key.as_str();
-        if !words.iter().all(|w| value.contains(w.as_str()) || tags.contains(w.as_str())) {
-            return Ok(true);
-        }
-        if shown == limit {
-            more += 1;
-            return Ok(true);
-        }
-        shown += 1;
-        say(
-            out,
-            format_args!("{}  cold  v{}  created {}  hits {}", e.key, e.head.ver, Time(e.head.created), e.head.hits),
-        )?;
-        Ok(true)
-    })?;
-    if shown == 0 {
-        say(out, format_args!("no entries of the cold store match"))?;
-    } else if more > 0 {
-        say(out, format_args!("... {} more in the cold store (raise --limit)", more))?;
-    }
-    Ok(())
 }
 
 /// A time for `--older-than`, `--created-after` and `--created-before`: a relative age

@@ -18,7 +18,8 @@
 //! - [`checkpoint`]: the index written to `store.ckpt`, so an open replays only what follows;
 //!   [`view`]: that file read in place by the read-only commands, a question at a time.
 //! - `compact`: rewriting the log with only live state.
-//! - `query`: tag queries over the posting lists; `search`: text search over the log.
+//! - `query`: tag queries over the posting lists; `search`: text search over the log;
+//!   [`answer`]: `memory search`'s one call, which chooses the index that answers.
 //!
 //! The rooms, which the core calls after each change it makes (`recall_sync`), at checkpoints
 //! and at compaction:
@@ -56,6 +57,7 @@
 //! at most [`STORE_MAX_ENTRIES`]); every table is allocated then, zeroed, and never grows (see
 //! `limits.rs` for bytes per entry). Values never stay in RAM.
 
+pub mod answer;
 pub mod append;
 pub mod checkpoint;
 pub mod cold;
