@@ -2,11 +2,13 @@
 //! Recall against SQLite FTS5 (`tools/fts5_check.py`, Python's sqlite3): the tokenizer on
 //! every Latin code point, and the ranking on generated entries (Zipf-distributed words, 20 to
 //! 60 per value) for random 2- and 3-word OR queries: the top 10 must come in FTS5's order
-//! (ties may swap) in at least 99% of queries.
+//! (ties may swap) in at least 99% of queries; and the same over a store the soak turned over
+//! (live and cold entries ranked together, against one FTS5 table of all of them).
 //!
 //! Sizes: `LKJ_FTS5_ENTRIES` (default 4,096) and `LKJ_FTS5_QUERIES` (default 100);
-//! `make recall-fts5` runs 65,536 and 500. Without python3 or without FTS5 in its sqlite3,
-//! the tests print a note and pass without checking.
+//! `LKJ_FTS5_SOAK_CYCLES` (default 3,000) and `LKJ_FTS5_SOAK_QUERIES` (default 100);
+//! `make recall-fts5` runs 65,536 and 500, 200,000 and 300. Without python3 or without FTS5
+//! in its sqlite3, the tests print a note and pass without checking.
 
 #[path = "support/recall_corpus.rs"]
 mod recall_corpus;
@@ -181,4 +183,209 @@ fn agreement(store: &mut Store, qs: &[String], theirs: &[Vec<(u32, f64)>]) -> f6
         }
     }
     100.0 * same as f64 / qs.len() as f64
+}
+
+/// A store turned over as the capacity soak turns it (`benches/bench_soak.rs`): capacity 1,024,
+/// the clean-up on, one new entry saved and used per cycle (`fact,n<i>`, its value a generated
+/// one of the corpus above so that the ranking discriminates), `LKJ_FTS5_SOAK_CYCLES` cycles
+/// (default 3,000; `make recall-fts5` runs 200,000), then closed as a writing command closes
+/// it. `memory search`'s one call (`store::answer::search`, read-only) must give the top 10
+/// over live and cold together in FTS5's `bm25()` order over all of them (one FTS5 table of
+/// the union) in at least 99% of `LKJ_FTS5_SOAK_QUERIES` queries (default 100; 300). Prints
+/// the mean query time in process (store open) and per one call (opening included), the
+/// live/cold split, and `store.cold`'s size against its entries' text.
+#[test]
+fn soak_store_ranks_live_and_cold_in_fts5_order() {
+    use lkjagent::memory::key::normalize;
+    use lkjagent::memory::query::Archived;
+    use lkjagent::memory::store::answer::{self, How, SearchAsk, Sources};
+    use lkjagent::memory::store::cleanup::{Policy, Use};
+    use lkjagent::memory::store::vectors::{By, Meaning};
+    use std::collections::HashMap;
+    use std::fmt::Write as _;
+    use std::time::Instant;
+    if !have_fts5() {
+        return;
+    }
+    let cycles = env_usize("LKJ_FTS5_SOAK_CYCLES", 3000);
+    let nq = env_usize("LKJ_FTS5_SOAK_QUERIES", 100);
+    const CAPACITY: usize = 1024;
+    // On tmpfs when there is one, as the soak runs.
+    let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    // LKJ_FTS5_SOAK_KEEP names a directory the store is kept in (and taken from, when it is
+    // there already: the same cycles give the same store), to measure again without building.
+    let keep = std::env::var_os("LKJ_FTS5_SOAK_KEEP").map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| base.join(format!("lkj-fts5-soak-{}", std::process::id())));
+    let data = dir.join("data");
+    let zipf = recall_corpus::Zipf::new(20_000);
+    let mut rng = rng::Rng(0x2545_F491_4F6C_DD1D);
+    let t0 = Instant::now();
+    if keep.is_none() || !data.join("store.log").exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&data).unwrap();
+        let mut store = Store::open_with_capacity(&data, CAPACITY).unwrap();
+        store.set_policy(Some(Policy::default()));
+        for i in 0..cycles {
+            let key = normalize(&format!("fact,n{}", i)).unwrap();
+            let value = recall_corpus::value(&zipf, &mut rng);
+            store.put(&key, &value, 1_700_000_000 + i as u64).unwrap();
+            store.note_use(&key, Use::Saved);
+            store.flush_access().unwrap();
+        }
+        store.close_with_indexes().unwrap();
+    } else {
+        for _ in 0..cycles {
+            recall_corpus::value(&zipf, &mut rng);
+        }
+    }
+    let built = t0.elapsed();
+    // The union, as rows of one FTS5 table: rowid, tags and value.
+    let reader = Store::open_read_only_with_capacity(&data, CAPACITY).unwrap();
+    let mut rows = String::new();
+    let mut rowid: HashMap<String, u32> = HashMap::new();
+    let mut text_bytes = 0u64;
+    let mut r = Store::open_read_only_with_capacity(&data, CAPACITY).unwrap();
+    let ids: Vec<u32> = r.ids().collect();
+    for id in &ids {
+        let key = r.key(*id).unwrap();
+        let value = r.value(*id).unwrap().to_string();
+        text_bytes += (key.as_str().len() + value.len()) as u64;
+        writeln!(rows, "{}\t{} {}", rowid.len(), key.as_str(), value).unwrap();
+        rowid.insert(key.as_str().to_string(), rowid.len() as u32);
+    }
+    let live = rowid.len();
+    let mut cold_text = 0u64;
+    lkjagent::memory::store::cold::scan_current(&data, &|k| reader.find(k).is_some(), &mut |e| {
+        let mut v = String::new();
+        lkjagent::memory::log::decode_str(e.value_escaped, &mut v)?;
+        cold_text += (e.key.as_str().len() + v.len()) as u64;
+        writeln!(rows, "{}\t{} {}", rowid.len(), e.key.as_str(), v).unwrap();
+        rowid.insert(e.key.as_str().to_string(), rowid.len() as u32);
+        Ok(true)
+    })
+    .unwrap();
+    text_bytes += cold_text;
+    let cold = rowid.len() - live;
+    let corpus = dir.join("corpus.tsv");
+    let qpath = dir.join("queries.txt");
+    std::fs::write(&corpus, rows).unwrap();
+    let qs: Vec<String> = (0..nq)
+        .map(|_| {
+            let k = 2 + (rng.next() % 2) as usize;
+            (0..k).map(|_| zipf.word(&mut rng)).collect::<Vec<_>>().join(" ")
+        })
+        .collect();
+    std::fs::write(&qpath, qs.join("\n") + "\n").unwrap();
+    let theirs = run_tool(&[Path::new("rank"), &corpus, &qpath, Path::new("10")]);
+    let theirs: Vec<Vec<(u32, f64)>> = theirs
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .map(|h| {
+                    let (id, score) = h.split_once(':').unwrap();
+                    (id.parse().unwrap(), score.parse().unwrap())
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(theirs.len(), qs.len());
+    drop(r);
+    drop(reader);
+
+    /// The command's ways, for the one call: a read-only store, words alone.
+    struct Open<'a>(&'a Path);
+    impl Sources for Open<'_> {
+        fn open(&mut self) -> lkjagent::error::Result<Option<Box<Store>>> {
+            Ok(Some(Box::new(Store::open_read_only_with_capacity(self.0, CAPACITY)?)))
+        }
+        fn words_only(&mut self, _: By) -> bool {
+            true
+        }
+        fn meaning(&mut self, _: &Store, _: By) -> lkjagent::error::Result<Option<Meaning>> {
+            Ok(None)
+        }
+    }
+    // Each query as `memory search` asks it: one call, opening the store each time.
+    let mut same = 0;
+    let mut shown = 0;
+    let mut cold_hits = 0;
+    let t = Instant::now();
+    for (q, want) in qs.iter().zip(&theirs) {
+        let ask = SearchAsk { text: q, limit: 10, archived: Archived::Exclude, how: How::Ranked(By::Words) };
+        let a = answer::search(&data, CAPACITY, &ask, &mut Open(&data)).unwrap().unwrap();
+        cold_hits += a.hits.iter().filter(|h| h.cold).count();
+        let ours: Vec<(u32, f64)> = a.hits.iter().map(|h| (rowid[h.info.key.as_str()], h.score.unwrap())).collect();
+        if same_order(&ours, want) {
+            same += 1;
+        } else if shown < 5 {
+            shown += 1;
+            eprintln!("differs: {:?}\n  ours {:?}\n  fts5 {:?}", q, ours, want);
+        }
+    }
+    let per_call = t.elapsed().as_secs_f64() * 1e3 / qs.len() as f64;
+    let pct = 100.0 * same as f64 / qs.len() as f64;
+    // The store kept open (what the agent's storage_search costs).
+    let mut open = Store::open_read_only_with_capacity(&data, CAPACITY).unwrap();
+    let mut ranked = Ranked::new();
+    open.rank(&qs[0], 10, &mut ranked).unwrap();
+    let t = Instant::now();
+    for q in &qs {
+        open.rank(q, 10, &mut ranked).unwrap();
+    }
+    let in_process = t.elapsed().as_secs_f64() * 1e3 / qs.len() as f64;
+    let cold_bytes = std::fs::metadata(data.join("store.cold")).map_or(0, |m| m.len());
+    println!(
+        "recall-fts5 soak: {} cycles (store built in {:.1} s): {} live + {} cold entries, {} queries, top 10 in \
+         FTS5's order over all of them: {:.1}% ({} of the hits cold); mean query {:.3} ms per one call (store \
+         opened), {:.3} ms with the store open; store.cold {} bytes for {} bytes of cold entries' text ({:.2}x; \
+         all text {} bytes)",
+        cycles,
+        built.as_secs_f64(),
+        live,
+        cold,
+        qs.len(),
+        pct,
+        cold_hits,
+        per_call,
+        in_process,
+        cold_bytes,
+        cold_text,
+        cold_bytes as f64 / cold_text.max(1) as f64,
+        text_bytes
+    );
+    assert!(cold_hits > 0, "cold entries answer too");
+    assert!(pct >= 99.0, "only {:.1}% of queries ranked as FTS5 ranks them over live and cold", pct);
+    drop(open);
+    // Compacted (each key's newest copy only, what `memory compact` does), then searched
+    // again: its text index rebuilt from the new store.cold, the same order.
+    let mut w = Store::open_with_capacity(&data, CAPACITY).unwrap();
+    let t = Instant::now();
+    let (before, after) = w.compact_cold().unwrap();
+    let compacted = t.elapsed();
+    let t = Instant::now();
+    w.close_with_indexes().unwrap();
+    let reindexed = t.elapsed();
+    let mut same = 0;
+    for (q, want) in qs.iter().zip(&theirs) {
+        let ask = SearchAsk { text: q, limit: 10, archived: Archived::Exclude, how: How::Ranked(By::Words) };
+        let a = answer::search(&data, CAPACITY, &ask, &mut Open(&data)).unwrap().unwrap();
+        let ours: Vec<(u32, f64)> = a.hits.iter().map(|h| (rowid[h.info.key.as_str()], h.score.unwrap())).collect();
+        same += usize::from(same_order(&ours, want));
+    }
+    let pct_after = 100.0 * same as f64 / qs.len() as f64;
+    println!(
+        "recall-fts5 soak, after compacting the cold store ({:.2} s, its text index rebuilt and written in {:.2} s): \
+         store.cold {} -> {} bytes for {} bytes of its entries' text ({:.2}x); top 10 in FTS5's order: {:.1}%",
+        compacted.as_secs_f64(),
+        reindexed.as_secs_f64(),
+        before,
+        after,
+        cold_text,
+        after as f64 / cold_text.max(1) as f64,
+        pct_after
+    );
+    assert!(pct_after >= 99.0, "after the compaction only {:.1}% of queries ranked as FTS5 ranks them", pct_after);
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

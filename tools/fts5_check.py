@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The reference side of lkjagent's recall checks: SQLite FTS5, in process, through Python's
 sqlite3 (standard library only). Called by tests/recall_fts5.rs and benches/bench_recall.rs;
-it reads files those write and prints what FTS5 makes of them.
+it reads files those write and prints what FTS5 makes of them. For a store with a cold tier
+the corpus is the union of its live and cold entries, one table, so that FTS5's bm25() order
+over all of them is what lkjagent's one ranking over both must give.
 
   fts5_check.py probe                       exit 0 when sqlite3 has FTS5, else 3
   fts5_check.py tokens TEXTS                one line per input line: its tokens, hex, space-separated

@@ -80,7 +80,7 @@ subcommands:
                             iteration stay as they are. Checked
                             whole before anything is written, then written as one batch with
                             one sync
-  compact                   rewrite store.log with only live records
+  compact                   rewrite store.log with only live records, store.cold with only current ones
   cleanup [--older-than AGE] [--max-hits N] [--delete] [--dry-run]
                             move the entries last used before AGE (30d, 12h, a date) and/or
                             used at most N times to the cold store (store.cold), least used

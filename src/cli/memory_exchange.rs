@@ -130,7 +130,12 @@ pub(super) fn compact(args: Args, data: &Path, out: &mut dyn Write) -> Result<i3
     let mut store = Store::open_with_capacity(data, super::util::store_capacity(data))?;
     let (before, after) = store.compact()?;
     let entries = store.len();
+    let (cold_before, cold_after) = store.compact_cold()?;
+    let cold = store.cold_entries().unwrap_or(0);
     store.close_with_indexes()?;
     say(out, format_args!("store.log: {} bytes -> {} bytes ({} entries)", before, after, entries))?;
+    if cold_before > 0 {
+        say(out, format_args!("store.cold: {} bytes -> {} bytes ({} entries)", cold_before, cold_after, cold))?;
+    }
     Ok(super::EXIT_OK)
 }

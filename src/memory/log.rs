@@ -126,6 +126,14 @@ pub enum Record<'a> {
         /// The other.
         b: u32,
     },
+    /// In the cold store: two entries were related when one of them moved there (by their
+    /// keys, which outlive the live store's ids), so that a restore links them again.
+    ColdLink {
+        /// One entry's tags.
+        a: ArrayVec<Tag, KEY_MAX_TAGS>,
+        /// The other's.
+        b: ArrayVec<Tag, KEY_MAX_TAGS>,
+    },
     /// An entry was deleted.
     Del {
         /// Entry id.
@@ -220,16 +228,11 @@ pub fn encode_put<'t>(
     encode(out, |o| {
         write!(
             o,
-            "{{\"op\":\"put\",\"id\":{},\"ver\":{},\"created\":{},\"accessed\":{},\"hits\":{},\"archived\":{},\"tags\":[",
+            "{{\"op\":\"put\",\"id\":{},\"ver\":{},\"created\":{},\"accessed\":{},\"hits\":{},\"archived\":{},\"tags\":",
             head.id, head.ver, head.created, head.accessed, head.hits, head.archived
         )?;
-        for (i, t) in tags.enumerate() {
-            if i > 0 {
-                o.write_str(",")?;
-            }
-            write_json_str(o, t)?;
-        }
-        o.write_str("],\"value\":")?;
+        write_tags(o, tags)?;
+        o.write_str(",\"value\":")?;
         write_json_str(o, value)?;
         o.write_str("}")
     })
@@ -244,6 +247,34 @@ pub fn encode_touch(out: &mut FixedBuf, id: u32, accessed: u64, hits: u64) -> Re
 pub fn encode_link(out: &mut FixedBuf, a: u32, b: u32, linked: bool) -> Result<()> {
     let op = if linked { "link" } else { "unlink" };
     encode(out, |o| write!(o, "{{\"op\":\"{}\",\"a\":{},\"b\":{}}}", op, a, b))
+}
+
+/// Appends a `cold_link` record (the cold store's): the entries with tags `a` and `b` are
+/// related.
+pub fn encode_cold_link<'t>(
+    out: &mut FixedBuf,
+    a: impl Iterator<Item = &'t str>,
+    b: impl Iterator<Item = &'t str>,
+) -> Result<()> {
+    encode(out, |o| {
+        o.write_str("{\"op\":\"cold_link\",\"a\":")?;
+        write_tags(o, a)?;
+        o.write_str(",\"b\":")?;
+        write_tags(o, b)?;
+        o.write_str("}")
+    })
+}
+
+/// `["t1","t2"]`.
+fn write_tags<'t>(o: &mut dyn core::fmt::Write, tags: impl Iterator<Item = &'t str>) -> core::fmt::Result {
+    o.write_str("[")?;
+    for (i, t) in tags.enumerate() {
+        if i > 0 {
+            o.write_str(",")?;
+        }
+        write_json_str(o, t)?;
+    }
+    o.write_str("]")
 }
 
 /// Appends a `del` record.
@@ -304,22 +335,8 @@ pub fn decode(line: &[u8]) -> Result<Record<'_>> {
             let hits = c.field(",\"hits\":")?;
             c.lit(",\"archived\":")?;
             let archived = c.boolean()?;
-            c.lit(",\"tags\":[")?;
-            let mut tags = ArrayVec::new();
-            if !c.eat("]") {
-                loop {
-                    c.lit("\"")?;
-                    let raw = c.string_body()?;
-                    let mut tag = Tag::new();
-                    decode_str(raw, &mut tag)
-                        .map_err(|_| err!(JsonInvalid, "a tag is longer than TAG_MAX_BYTES or badly escaped"))?;
-                    tags.push(tag).map_err(|_| err!(JsonInvalid, "more than KEY_MAX_TAGS tags"))?;
-                    if c.eat("]") {
-                        break;
-                    }
-                    c.lit(",")?;
-                }
-            }
+            c.lit(",\"tags\":")?;
+            let tags = c.tags()?;
             c.lit(",\"value\":\"")?;
             let value_escaped = c.string_body()?;
             Record::Put { head: PutHead { id, ver, created, accessed, hits, archived }, tags, value_escaped }
@@ -340,6 +357,12 @@ pub fn decode(line: &[u8]) -> Result<Record<'_>> {
             }
         }
         "del" => Record::Del { id: c.field_u32(",\"id\":")? },
+        "cold_link" => {
+            c.lit(",\"a\":")?;
+            let a = c.tags()?;
+            c.lit(",\"b\":")?;
+            Record::ColdLink { a, b: c.tags()? }
+        }
         "batch" => Record::Batch { entries: c.field(",\"entries\":")? },
         "batch_end" => Record::BatchEnd,
         "cleanup" => Record::Cleanup { entries: c.field(",\"entries\":")? },
@@ -460,6 +483,27 @@ impl<'a> Cursor<'a> {
         };
         self.pos += text.len() + 1;
         Ok(text)
+    }
+
+    /// A tags array, `["t1","t2"]`, each tag decoded.
+    fn tags(&mut self) -> Result<ArrayVec<Tag, KEY_MAX_TAGS>> {
+        self.lit("[")?;
+        let mut tags = ArrayVec::new();
+        if !self.eat("]") {
+            loop {
+                self.lit("\"")?;
+                let raw = self.string_body()?;
+                let mut tag = Tag::new();
+                decode_str(raw, &mut tag)
+                    .map_err(|_| err!(JsonInvalid, "a tag is longer than TAG_MAX_BYTES or badly escaped"))?;
+                tags.push(tag).map_err(|_| err!(JsonInvalid, "more than KEY_MAX_TAGS tags"))?;
+                if self.eat("]") {
+                    break;
+                }
+                self.lit(",")?;
+            }
+        }
+        Ok(tags)
     }
 
     /// A string body up to its closing unescaped `"`, consuming the quote.

@@ -422,6 +422,7 @@ impl Store {
             // Handled by `apply_cleanup`.
             Record::Cleanup { .. } => {}
             Record::ColdHeader { .. } => bail!(Io, "a cold store's header inside the log"),
+            Record::ColdLink { .. } => bail!(Io, "a cold store's link inside the log"),
         }
         Ok(())
     }

@@ -15,8 +15,8 @@
 //!
 //! Every bounded table is covered the same way: when the tag table or the link table reaches
 //! the threshold of its size, entries move out (the same order, the same shields) until it is
-//! the margin below; a tag is freed when the last entry carrying it leaves, a link dies with
-//! its entry. So a task that gives every entry a tag of its own never stops at the tag table.
+//! the margin below; a tag is freed when the last entry carrying it leaves, a link leaves the
+//! live table with its entry (the cold store keeps it, by key, for a `restore`). So a task that gives every entry a tag of its own never stops at the tag table.
 //!
 //! Entries go to the cold store ([`super`]) unless the policy deletes them.
 //!
@@ -443,6 +443,18 @@ impl Store {
                 log::encode_put(&mut self.wbuf, &head, names, &self.vbuf)?;
                 cold.write(self.wbuf.as_slice(), start)?;
             }
+            // Their links, by the keys that outlive the ids, so that a restore links them again.
+            for p in 0..self.links.len() {
+                let Some(&(a, b)) = self.links.pairs().get(p) else { break };
+                let victims = &self.upkeep.victims;
+                if !(victims.contains(&a) || victims.contains(&b)) {
+                    continue;
+                }
+                let (Some(ka), Some(kb)) = (self.key(a), self.key(b)) else { continue };
+                self.wbuf.clear();
+                log::encode_cold_link(&mut self.wbuf, ka.tags(), kb.tags())?;
+                cold.write(self.wbuf.as_slice(), start)?;
+            }
             self.wbuf.clear();
             log::encode_batch_end(&mut self.wbuf)?;
             cold.write(self.wbuf.as_slice(), start)?;
@@ -550,8 +562,33 @@ impl Store {
         // the live copy current.
         let head = PutHead { ver: head.ver.saturating_add(1), ..head };
         let id = self.create_with(key, &value, &head)?.id;
+        self.relink_from_cold(key, id)?;
         self.drop_cold_copies(key)?;
         Ok(Restored::Back(id))
+    }
+
+    /// The links the cold store keeps for `key` (now live as `id`) whose other entry is live,
+    /// made again in the live store (those to entries still cold stay in the cold store until
+    /// those come back too). Returns how many.
+    fn relink_from_cold(&mut self, key: &Key, id: EntryId) -> Result<usize> {
+        let mut partners: Vec<Key> = Vec::new();
+        cold::scan_links(&self.dir, &mut |a, b| {
+            if a == key {
+                partners.push(*b);
+            } else if b == key {
+                partners.push(*a);
+            }
+            Ok(())
+        })?;
+        let mut n = 0;
+        for other in partners {
+            let Some(o) = self.find(&other) else { continue };
+            if o != id && !self.links.contains(id, o) && self.links.len() < STORE_MAX_LINKS {
+                self.link(id, o)?;
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 
     /// Rewrites the cold store without any copy of `key` (none there: nothing is written);
@@ -574,6 +611,43 @@ impl Store {
         let dropped = dropped?;
         self.repair_cold()?;
         Ok(dropped)
+    }
+
+    /// Compacts the cold store: rewrites it with only its current entries (each key's newest
+    /// copy, none whose key the live store holds; see [`super`]), so that what restores,
+    /// deletes, saves of cold keys and crashes left behind goes. Crash-safe as every rewrite
+    /// (temp file, sync, rename, sync of the directory): a kill leaves the old file or the new
+    /// one, and every current entry is in both. Its text index is built again from it.
+    /// Returns the file's size before and after; nothing is written when every copy is
+    /// current. The writer only.
+    pub fn compact_cold(&mut self) -> Result<(u64, u64)> {
+        self.log.check_writable()?;
+        let path = self.dir.join(cold::COLD_NAME);
+        let before = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
+            Err(e) => bail!(Io, "reading the size of {} failed: {}", path.display(), e),
+        };
+        // The current copies, by where they start.
+        let mut current = std::collections::HashSet::new();
+        // Copies written by a clean-up carry their live id, which the rewrite drops (a few
+        // bytes each).
+        let mut ids = false;
+        let st = cold::scan_current(&self.dir, &|k| self.find(k).is_some(), &mut |e| {
+            current.insert(e.at);
+            ids |= e.head.id != 0;
+            Ok(true)
+        })?;
+        if st.entries == current.len() as u64 && st.damaged == 0 && !ids {
+            return Ok((before, before));
+        }
+        self.upkeep.cold = None;
+        let res = cold::rewrite_without(&self.dir, &mut |e| !current.contains(&e.at));
+        self.cold_recall_reset();
+        res?;
+        self.repair_cold()?;
+        let after = std::fs::metadata(&path).map_or(0, |m| m.len());
+        Ok((before, after))
     }
 
     /// Opens the cold store for appending when it exists, which drops a group a crash cut
@@ -805,6 +879,51 @@ mod tests {
             assert_eq!(c.entries(), 2);
             assert_eq!(std::fs::metadata(d.join(cold::COLD_NAME)).unwrap().len(), first);
         }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn links_survive_a_move_to_the_cold_store_and_back() {
+        let d = temp_dir("cleanup-cold-links");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        let a = s.put(&k("a"), "old a", 5).unwrap().id;
+        let b = s.put(&k("b"), "old b", 6).unwrap().id;
+        let c = s.put(&k("c"), "new c", 50).unwrap().id;
+        s.link(a, b).unwrap();
+        s.link(a, c).unwrap();
+        // a and b go cold together, c stays live: the live table lets go of both links.
+        s.cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, Cleanup::Cold).unwrap();
+        assert!(s.find(&k("a")).is_none() && s.find(&k("b")).is_none());
+        assert_eq!(s.link_pairs().len(), 0);
+        let mut kept = Vec::new();
+        cold::scan_links(&d, &mut |x, y| {
+            kept.push((x.as_str().to_string(), y.as_str().to_string()));
+            Ok(())
+        })
+        .unwrap();
+        kept.sort();
+        assert_eq!(kept, [("a".to_string(), "b".to_string()), ("a".to_string(), "c".to_string())]);
+        // a comes back: linked again to c (live); its link to b waits in the cold store.
+        let Restored::Back(a2) = s.restore(&k("a")).unwrap() else { panic!("not restored") };
+        let c2 = s.find(&k("c")).unwrap();
+        assert_eq!(c2, c);
+        assert!(s.linked(a2, c2), "a-c again");
+        assert_eq!(s.link_pairs().len(), 1);
+        // b comes back (after a reopen and a compaction of the cold store): linked to a again.
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.compact_cold().unwrap();
+        let Restored::Back(b2) = s.restore(&k("b")).unwrap() else { panic!("not restored") };
+        let a2 = s.find(&k("a")).unwrap();
+        assert!(s.linked(a2, b2) && s.linked(a2, c2), "a-b and a-c: {:?}", s.link_pairs());
+        // Nothing left in the cold store, links neither.
+        let mut left = 0;
+        cold::scan_links(&d, &mut |_, _| {
+            left += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(left, 0);
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -32,6 +32,11 @@ impl ColdRecall {
         lookup(&mut self.base, &self.index, w)
     }
 
+    /// The fewest tokens of a document of the base, when it is open.
+    pub(in crate::memory::store) fn min_len(&self) -> Option<u32> {
+        self.base.is_open().then_some(self.base.header.min_len)
+    }
+
     /// Ranks the cold documents for `q` (the query's words with this segment's postings and
     /// the union's document counts) over `coll` (the union), into `out`, which may already
     /// hold the live segment's best: the same scores, so the best of both are kept.

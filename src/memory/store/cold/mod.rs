@@ -9,7 +9,10 @@
 //! first line is a `cold` header (never a log's, so neither file can pass for the other). Then
 //! groups, one per clean-up: a `cleanup` record, the `put` records of the entries it moved
 //! (each the whole entry, as the log last held it: tags, value, version, created, last access,
-//! hits, archived), and a `batch_end`. A group is written and then synced once.
+//! hits, archived), a `cold_link` record for each link they had (the two entries by their
+//! keys, which outlive the live store's ids: `restore` links an entry again to the linked
+//! ones that are live, and the others keep the record until they come back too), and a
+//! `batch_end`. A group is written and then synced once.
 //!
 //! # Outside the live index
 //!
@@ -112,7 +115,7 @@ impl ColdFile {
             .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
         let file_len =
             file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
-        let st = walk(&file, &path, file_len, scratch, &mut |_| Ok(true))?;
+        let st = walk(&file, &path, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()))?;
         let good = file_len - st.unfinished_tail;
         if st.unfinished_tail > 0 {
             err!(
@@ -194,6 +197,20 @@ impl ColdFile {
 /// written) is read as far as its records are whole, which is harmless (its entries are
 /// still in the live store, see the module documentation). A missing file is an empty store.
 pub fn scan(dir: &Path, f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>) -> Result<ColdStats> {
+    scan_with_links(dir, f, &mut |_, _| Ok(()))
+}
+
+/// The links the cold store keeps (see the module documentation), each pair of keys as written.
+pub fn scan_links(dir: &Path, f: &mut dyn FnMut(&Key, &Key) -> Result<()>) -> Result<()> {
+    scan_with_links(dir, &mut |_| Ok(true), f).map(|_| ())
+}
+
+/// [`scan`], calling `links` on each link it keeps as well.
+fn scan_with_links(
+    dir: &Path,
+    f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
+    links: &mut dyn FnMut(&Key, &Key) -> Result<()>,
+) -> Result<ColdStats> {
     let path = dir.join(COLD_NAME);
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -202,7 +219,7 @@ pub fn scan(dir: &Path, f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>) -> Re
     };
     let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
     let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
-    walk(&file, &path, len, &mut scratch, f)
+    walk(&file, &path, len, &mut scratch, f, links)
 }
 
 /// Reads the current entries of the cold store in `dir` (see the module documentation): for
@@ -272,6 +289,7 @@ fn walk(
     file_len: u64,
     scratch: &mut Vec<u8>,
     f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
+    links: &mut dyn FnMut(&Key, &Key) -> Result<()>,
 ) -> Result<ColdStats> {
     let mut st = ColdStats { bytes: file_len, ..ColdStats::default() };
     let mut reader = LineReader::new(file, file_len);
@@ -333,6 +351,13 @@ fn walk(
                 go_on = f(&ColdEntry { at: offset, head, key, value_escaped })?;
             }
             Record::Put { .. } => group_puts += 1,
+            Record::ColdLink { a, b } => {
+                let a = Key::from_tags(a.iter().map(Tag::as_str));
+                let b = Key::from_tags(b.iter().map(Tag::as_str));
+                if let (Ok(a), Ok(b)) = (a, b) {
+                    links(&a, &b)?;
+                }
+            }
             _ => {}
         }
     }
@@ -366,8 +391,12 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
         let mut value = String::with_capacity(crate::limits::STORE_VALUE_MAX_BYTES);
         // One group for all the entries kept: counted first (`drop` decides the same way twice).
         let mut kept = 0u64;
+        let mut kept_keys = std::collections::HashSet::new();
         scan(dir, &mut |e| {
-            kept += u64::from(!drop(e));
+            if !drop(e) {
+                kept += 1;
+                kept_keys.insert(key_hash(&e.key));
+            }
             Ok(true)
         })?;
         log::encode_cleanup(&mut buf, kept)?;
@@ -384,8 +413,24 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
                 at += buf.len() as u64;
                 buf.clear();
             }
-            log::encode_put(&mut buf, &e.head, e.key.tags(), &value)?;
+            // The id a copy had in the live store means nothing here: 0, a byte.
+            log::encode_put(&mut buf, &log::PutHead { id: 0, ..e.head }, e.key.tags(), &value)?;
             Ok(true)
+        })?;
+        // The links of the entries kept (once each).
+        let mut written = std::collections::HashSet::new();
+        scan_links(dir, &mut |a, b| {
+            let (ha, hb) = (key_hash(a), key_hash(b));
+            if !(kept_keys.contains(&ha) || kept_keys.contains(&hb)) || !written.insert((ha.min(hb), ha.max(hb))) {
+                return Ok(());
+            }
+            if buf.remaining() < 4096 {
+                out.write_all_at(buf.as_slice(), at)
+                    .map_err(|err| err!(PersistFailed, "writing {} failed: {}", tmp.display(), err))?;
+                at += buf.len() as u64;
+                buf.clear();
+            }
+            log::encode_cold_link(&mut buf, a.tags(), b.tags())
         })?;
         log::encode_batch_end(&mut buf)?;
         out.write_all_at(buf.as_slice(), at)

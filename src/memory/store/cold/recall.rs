@@ -95,6 +95,8 @@ pub struct ColdRecall {
     written: u64,
     /// Ids the tables hold.
     room: usize,
+    /// Ids the delta's tables were reserved for (0: not reserved).
+    reserved: usize,
     /// The writer's: each indexed key's hash and its newest cold id.
     newest: HashMap<u64, u32>,
     /// The puts of the group being read: offset, length.
@@ -148,6 +150,7 @@ impl ColdRecall {
             next: 0,
             written: 0,
             room: 0,
+            reserved: 0,
             newest: HashMap::new(),
             group: Vec::new(),
             rec: Vec::new(),
@@ -174,6 +177,18 @@ impl ColdRecall {
         self.base.ram_bytes()
             + if self.index.is_reserved() { self.index.ram_bytes() + self.scratch.ram_bytes() } else { 0 }
             + self.newest.capacity() * 16
+    }
+
+    /// Reserves the delta's tables and the merge's buffers for `room` ids (once; again when
+    /// the room grew).
+    fn reserve(&mut self) {
+        let room = self.room;
+        if !self.index.is_reserved() || self.reserved != room {
+            self.index.reserve(Sizes::delta(room));
+            self.scratch = WriteScratch::default();
+            self.scratch.reserve(room, TEXT_MIN_TERMS.max(room * crate::limits::TEXT_TERMS_PER_ENTRY));
+            self.reserved = room;
+        }
     }
 
     /// Reads the record at `offset` (`len` bytes) of `store.cold` into `rec`.
@@ -236,6 +251,7 @@ impl Store {
 
     fn cold_recall_open(&mut self) -> Result<()> {
         let path = self.dir.join(COLD_NAME);
+        let read_only_store = self.log.read_only();
         let c = &mut self.cold_recall;
         c.base.close();
         c.newest.clear();
@@ -254,14 +270,13 @@ impl Store {
             Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
         };
         let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
-        let room = room_for_bytes(len).max(c.room);
-        if c.room != room || !c.index.is_reserved() {
-            c.index.reserve(Sizes::delta(room));
-            c.scratch = WriteScratch::default();
-            c.scratch.reserve(room, TEXT_MIN_TERMS.max(room * crate::limits::TEXT_TERMS_PER_ENTRY));
-            c.room = room;
-        } else {
-            c.index.clear();
+        // The delta's tables are reserved when something goes into it (a reader of a file
+        // that covers store.cold never does).
+        c.room = room_for_bytes(len).max(c.room);
+        c.index.clear();
+        if !read_only_store && c.newest.capacity() == 0 {
+            // The writer's keys table, reserved once (a clean-up then allocates nothing).
+            c.newest.reserve(c.room / 4);
         }
         if c.rec.capacity() == 0 {
             c.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
@@ -404,7 +419,7 @@ impl Store {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
                 Err(e) => bail!(Io, "opening {} failed: {}", COLD_NAME, e),
             }
-            if !self.cold_recall.index.is_reserved() {
+            if self.cold_recall.room == 0 {
                 // Opened before the cold store existed: sized now.
                 self.cold_recall.state = State::Stale;
                 return self.cold_recall_ready();
@@ -490,6 +505,7 @@ impl Store {
                 self.cold_recall.read(offset, len)?;
             }
         }
+        self.cold_recall.reserve();
         // Room: a word and its text take at most a byte each of the record.
         if !self.cold_recall.index.has_room(1, len as usize, 2 * len as usize) {
             if self.cold_recall.index.is_empty() {
@@ -513,6 +529,7 @@ impl Store {
     /// Takes cold id `id`'s document out (counting its words out), wherever it is.
     fn cold_recall_kill(&mut self, id: u32) -> Result<()> {
         let c = &mut self.cold_recall;
+        c.reserve();
         if let Some((_, doc)) = c.index.doc_of(id) {
             let Some(d) = c.index.start_remove(id) else { return Ok(()) };
             c.read(doc.offset, doc.rec_len)?;
@@ -597,6 +614,7 @@ impl Store {
 
     /// The merge: base and delta into a new file, searched from now on.
     fn cold_recall_merge(&mut self) -> Result<()> {
+        self.cold_recall.reserve();
         let dir = self.cold_recall_dir()?;
         let c = &mut self.cold_recall;
         let covered = c.indexed;

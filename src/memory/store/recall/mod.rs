@@ -462,16 +462,19 @@ impl Store {
         let shift = base.doc_count();
         let (base_docs, base_tokens) = base.totals();
         let (cold_docs, cold_tokens) = if with_cold { cold.totals() } else { (0, 0) };
-        let coll = Collection {
+        // The union's statistics; each segment's base read in place bounds a candidate with
+        // its own fewest tokens before reading its length.
+        let coll = |min_len: Option<u32>| Collection {
             docs: base_docs + ix.live_docs() + cold_docs,
             tokens: base_tokens + ix.total_tokens() + cold_tokens,
-            min_len: None,
+            min_len,
         };
         if let Some(None) = required {
             // A tag no live entry carries: only cold entries can match.
         } else {
             let required = required.and_then(Option::as_ref);
             let admit = |id: EntryId| self.admits(id, archived, required);
+            let min_len = base.is_open().then_some(base.header.min_len);
             let mut parts = base.walk_parts();
             let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
                 core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));
@@ -487,7 +490,7 @@ impl Store {
                 *c = Chain::new(b, RamWalk::new(ix, w.term.unwrap_or(NONE)), shift);
             }
             let mut docs = BothDocs { base: parts.docs, delta: ix, shift };
-            max_score(&q, &mut walks, &coll, &mut docs, admit, limit, out)?;
+            max_score(&q, &mut walks, &coll(min_len), &mut docs, admit, limit, out)?;
         }
         if with_cold && cold_docs > 0 {
             // The same words in the same order, with the cold segment's postings.
@@ -496,7 +499,7 @@ impl Store {
                 Ok(joined(cold.lookup(w)?, other, w))
             })?;
             let filter = super::cold::hits::ColdFilter { store: self, archived, tags };
-            cold.rank(&qc, &coll, &filter, limit, out)?;
+            cold.rank(&qc, &coll(cold.min_len()), &filter, limit, out)?;
         }
         Ok(())
     }

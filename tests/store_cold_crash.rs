@@ -1,0 +1,228 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+//! Crash tests of the cold store's rewrites and of its text index (`store.cold.fts`).
+//!
+//! `kill_during_cold_compaction_and_index_merges`: a child process saves into a store of 64
+//! with the clean-up on (entries move to the cold store in batches), saves again keys that went
+//! cold (copies that are no longer current), ranks a query now and then (so the cold store's
+//! text index is built and kept current), writes a checkpoint every few saves (which merges
+//! that index into a new `store.cold.fts`) and compacts the cold store every few more; it is
+//! killed with SIGKILL at a random moment, over and over on the same data directory. After each
+//! kill: every save the child acknowledged is the current value of its key (live, or the
+//! newest cold copy); nothing else is there; and the writer's ranked search (its index files
+//! as the kill left them, brought up to date) gives exactly what a rebuild from the log and
+//! `store.cold` alone gives.
+
+#[path = "support/store.rs"]
+mod store_support;
+#[path = "support/temp.rs"]
+mod temp;
+
+use lkjagent::memory::key::normalize;
+use lkjagent::memory::log;
+use lkjagent::memory::store::cleanup::{Policy, Use};
+use lkjagent::memory::store::cold;
+use lkjagent::memory::store::recall::Ranked;
+use lkjagent::memory::store::Store;
+use std::collections::BTreeMap;
+use std::io::{BufReader, Write};
+use std::path::Path;
+use store_support::{read_rest, spawn_child, wait_ready, Rng, TempDir};
+
+const CAP: usize = 64;
+const KILLS: usize = 60;
+const QUERIES: [&str; 6] = ["fact again", "w3 w7", "n10 w1", "again w2 w5", "w9", "fact n3 w4 w8"];
+
+/// Save `i`: a new key, or every fifth the key of save `i / 2` again (cold by then, mostly).
+fn op(i: u64) -> (String, String) {
+    if i % 5 == 4 {
+        (key_of(i / 2), format!("again {} w{}", i, i % 10))
+    } else {
+        (key_of(i), format!("fact {} w{} w{} {}", i, i % 10, (i / 10) % 10, "x".repeat((i % 30) as usize)))
+    }
+}
+
+fn key_of(i: u64) -> String {
+    normalize(&format!("fact,n{}", i)).unwrap().as_str().to_string()
+}
+
+/// The child: saves from `start` on until killed; checkpoints, compacts, ranks on the way.
+#[test]
+#[ignore]
+fn cold_child() {
+    let Some(dir) = std::env::var_os("LKJ_COLD_DIR") else { return };
+    let start: u64 = std::env::var("LKJ_COLD_START").unwrap().parse().unwrap();
+    let mut store = Store::open_with_capacity(Path::new(&dir), CAP).unwrap();
+    store.set_policy(Some(Policy::default()));
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    writeln!(out).unwrap();
+    writeln!(out, "ready").unwrap();
+    out.flush().unwrap();
+    let mut ranked = Ranked::new();
+    for i in start..start + 100_000 {
+        let (key, value) = op(i);
+        let key = normalize(&key).unwrap();
+        writeln!(out, "W {}", i).unwrap();
+        out.flush().unwrap();
+        store.put(&key, &value, 1_700_000_000 + i).unwrap();
+        store.note_use(&key, Use::Saved);
+        store.flush_access().unwrap();
+        writeln!(out, "A {}", i).unwrap();
+        out.flush().unwrap();
+        if i % 3 == 0 {
+            store.rank(QUERIES[(i % 6) as usize], 10, &mut ranked).unwrap();
+        }
+        if i % 7 == 0 {
+            writeln!(out, "M+").unwrap();
+            out.flush().unwrap();
+            store.checkpoint().unwrap();
+            writeln!(out, "M-").unwrap();
+            out.flush().unwrap();
+        }
+        if i % 23 == 0 {
+            writeln!(out, "K+").unwrap();
+            out.flush().unwrap();
+            store.compact_cold().unwrap();
+            writeln!(out, "K-").unwrap();
+            out.flush().unwrap();
+        }
+    }
+}
+
+/// Each key's current value: the live store's, else its newest cold copy.
+fn current(dir: &Path) -> BTreeMap<String, String> {
+    let mut all = BTreeMap::new();
+    let mut s = Store::open_read_only_with_capacity(dir, CAP).unwrap();
+    let ids: Vec<u32> = s.ids().collect();
+    for id in ids {
+        all.insert(s.key(id).unwrap().as_str().to_string(), s.value(id).unwrap().to_string());
+    }
+    cold::scan_current(dir, &|k| s.find(k).is_some(), &mut |e| {
+        let mut v = String::new();
+        log::decode_str(e.value_escaped, &mut v)?;
+        assert!(all.insert(e.key.as_str().to_string(), v).is_none(), "{} is current twice", e.key);
+        Ok(true)
+    })
+    .unwrap();
+    all
+}
+
+/// The ranked answers of the writer: keys, scores, and where they live.
+fn answers(s: &mut Store) -> Vec<Vec<(String, u64, bool)>> {
+    let mut r = Ranked::new();
+    QUERIES
+        .iter()
+        .map(|q| {
+            s.rank(q, 10, &mut r).unwrap();
+            let hits: Vec<(u32, f64, bool)> = r.hits().iter().map(|h| (h.id, h.score, h.is_cold())).collect();
+            let mut v: Vec<(String, u64, bool)> = hits
+                .into_iter()
+                .map(|(id, score, cold)| {
+                    (s.hit_info(id).unwrap().unwrap().key.as_str().to_string(), (score * 1e9).round() as u64, cold)
+                })
+                .collect();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            v
+        })
+        .collect()
+}
+
+/// The same scores in the same order, and the same entries above the last score (entries
+/// tied at the last score may differ: ties come in document order, and a rebuild numbers the
+/// cold documents anew).
+fn same_answer(got: &[(String, u64, bool)], want: &[(String, u64, bool)], what: &str) {
+    let scores = |v: &[(String, u64, bool)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
+    assert_eq!(scores(got), scores(want), "{}: {:?} vs {:?}", what, got, want);
+    let last = want.last().map_or(0, |x| x.1);
+    let above = |v: &[(String, u64, bool)]| v.iter().filter(|x| x.1 > last).cloned().collect::<Vec<_>>();
+    assert_eq!(above(got), above(want), "{}", what);
+}
+
+#[test]
+fn kill_during_cold_compaction_and_index_merges() {
+    let t = TempDir::new("kill-cold");
+    let dir = t.0.clone();
+    let mut rng = Rng::new(0xC01D_0000_0000_0039);
+    let mut acked: u64 = 0;
+    let (mut in_merge, mut in_compaction) = (0, 0);
+    for round in 0..KILLS {
+        let mut child = spawn_child(
+            "cold_child",
+            &[("LKJ_COLD_DIR", dir.display().to_string()), ("LKJ_COLD_START", acked.to_string())],
+            false,
+        );
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        wait_ready(&mut out);
+        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(90_000)));
+        child.kill().unwrap();
+        let rest = read_rest(out);
+        child.wait().unwrap();
+        let mut pending = None;
+        let mut last_mark = "";
+        for line in rest.lines() {
+            if let Some(n) = line.strip_prefix("A ") {
+                acked = acked.max(n.parse::<u64>().unwrap() + 1);
+            } else if let Some(n) = line.strip_prefix("W ") {
+                pending = Some(n.parse::<u64>().unwrap());
+            } else if matches!(line, "M+" | "M-" | "K+" | "K-") {
+                last_mark = line;
+            }
+        }
+        in_merge += usize::from(last_mark == "M+");
+        in_compaction += usize::from(last_mark == "K+");
+        let pending = pending.filter(|&p| p >= acked);
+
+        // The writer opens (repairing what the kill cut short), then what is current.
+        let mut s = Store::open_with_capacity(&dir, CAP).unwrap();
+        let got_answers = answers(&mut s);
+        drop(s);
+        let all = current(&dir);
+        let mut want: BTreeMap<String, String> = BTreeMap::new();
+        for i in 0..acked {
+            let (k, v) = op(i);
+            want.insert(k, v);
+        }
+        for (k, v) in &want {
+            let got = all.get(k).unwrap_or_else(|| panic!("round {}: {} is lost", round, k));
+            let landed = pending.map(op).is_some_and(|(pk, pv)| pk == *k && pv == *got);
+            assert!(got == v || landed, "round {}: {} is {:?}, saved as {:?}", round, k, got, v);
+        }
+        for k in all.keys() {
+            assert!(want.contains_key(k) || pending.map(op).is_some_and(|(pk, _)| pk == *k), "round {}: {}", round, k);
+        }
+        if let Some(p) = pending {
+            let (pk, pv) = op(p);
+            if all.get(&pk) == Some(&pv) {
+                acked = p + 1;
+            }
+        }
+        // Search equals a rebuild: the same answers without any index file.
+        let dir2 = dir.join("rebuilt");
+        let _ = std::fs::remove_dir_all(&dir2);
+        std::fs::create_dir_all(&dir2).unwrap();
+        for name in ["store.log", "store.cold"] {
+            if dir.join(name).exists() {
+                std::fs::copy(dir.join(name), dir2.join(name)).unwrap();
+            }
+        }
+        let mut s = Store::open_with_capacity(&dir2, CAP).unwrap();
+        let rebuilt = answers(&mut s);
+        assert!(!s.cold_recall_stats().from_file);
+        drop(s);
+        std::fs::remove_dir_all(&dir2).unwrap();
+        for (q, (got, want)) in QUERIES.iter().zip(got_answers.iter().zip(&rebuilt)) {
+            same_answer(got, want, &format!("round {}: {:?}", round, q));
+        }
+    }
+    assert!(acked > 200, "the children saved too little to test anything ({})", acked);
+    assert!(
+        in_merge > 0 && in_compaction > 0,
+        "no kill landed in a merge ({}) or a compaction ({})",
+        in_merge,
+        in_compaction
+    );
+    eprintln!(
+        "{} saves acknowledged; {} kills inside a checkpoint (index merges), {} inside a cold compaction",
+        acked, in_merge, in_compaction
+    );
+}
