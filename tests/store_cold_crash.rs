@@ -4,8 +4,8 @@
 //! `kill_during_cold_compaction_and_index_merges`: a child process saves into a store of 64
 //! with the clean-up on (entries move to the cold store in batches), saves again keys that went
 //! cold (copies that are no longer current), ranks a query now and then (so the cold store's
-//! text index is built and kept current), writes a checkpoint every few saves (which merges
-//! that index into a new `store.cold.fts`) and compacts the cold store every few more; it is
+//! text index is built and kept current), writes a checkpoint and merges the text indexes into
+//! new `store.fts` and `store.cold.fts` every few saves, and compacts the cold store every few more; it is
 //! killed with SIGKILL at a random moment, over and over on the same data directory. After each
 //! kill: every save the child acknowledged is the current value of its key (live, or the
 //! newest cold copy); nothing else is there; and the writer's ranked search (its index files
@@ -29,7 +29,7 @@ use std::path::Path;
 use store_support::{read_rest, spawn_child, wait_ready, Rng, TempDir};
 
 const CAP: usize = 64;
-const KILLS: usize = 60;
+const KILLS: usize = 80;
 const QUERIES: [&str; 6] = ["fact again", "w3 w7", "n10 w1", "again w2 w5", "w9", "fact n3 w4 w8"];
 
 /// Save `i`: a new key, or every fifth the key of save `i / 2` again (cold by then, mostly).
@@ -76,6 +76,7 @@ fn cold_child() {
             writeln!(out, "M+").unwrap();
             out.flush().unwrap();
             store.checkpoint().unwrap();
+            store.recall_flush().unwrap();
             writeln!(out, "M-").unwrap();
             out.flush().unwrap();
         }

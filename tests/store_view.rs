@@ -179,6 +179,18 @@ fn compare(dir: &Path, seed: u64, queries: usize) {
     }
     // The comparisons are of answers, not mostly of empty ones.
     assert!(answered > queries / 5 && ranked > queries / 16, "seed {seed}: {answered} answered, {ranked} ranked");
+    // `memory show`: every entry's value by its key, and none for keys it does not hold.
+    let ids: Vec<u32> = store.ids().collect();
+    let mut text = String::new();
+    for &id in ids.iter().step_by(3) {
+        let key = store.key(id).unwrap();
+        assert!(view.value_of(&key, &mut text).unwrap(), "seed {seed}: {key}");
+        assert_eq!(text, store.value(id).unwrap(), "seed {seed}: {key}");
+    }
+    for k in ["zzunknown", "alpha,zzunknown"] {
+        let key = lkjagent::memory::key::normalize(k).unwrap();
+        assert!(!view.value_of(&key, &mut text).unwrap(), "seed {seed}: {k}");
+    }
     // Ids past the table, dead ids: nothing, as the store says.
     for id in [0, 1, 7, 4095, 4096, 70_000, u32::MAX] {
         assert_eq!(view.info(id).unwrap(), store.info(id), "seed {seed}: entry {id}");
@@ -200,13 +212,14 @@ fn lkjagent(dir: &Path, args: &[&str]) -> (i32, String, String) {
     (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
-const COMMANDS: [&[&str]; 6] = [
+const COMMANDS: [&[&str]; 7] = [
     &["status"],
     &["memory", "query", "--tags", "alpha"],
     &["memory", "query", "--tags", "alpha,beta", "--not", "gamma", "--archived", "include"],
     &["memory", "query", "--any", "delta,eta", "--sort", "hits", "--limit", "9"],
     &["memory", "search", "river stone"],
     &["memory", "search", "apple cloud", "--json", "--archived", "include"],
+    &["memory", "show", "alpha"],
 ];
 
 /// The commands' outputs on `dir`.

@@ -216,13 +216,43 @@ fn show(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
             }
         }
     }
+    // The checkpoint read in place when it covers the log: the entry's record alone is read.
+    let mut in_place = None;
+    if let Some(mut view) = super::util::open_store_view(data) {
+        let mut text = String::new();
+        match view.value_of(&key, &mut text) {
+            Ok(found) => in_place = Some((found, text)),
+            Err(e) => e.context(format_args!("{}: opening the store whole instead", data.display())).print_warning(),
+        }
+    }
+    match in_place {
+        Some((true, text)) => {
+            write_all(out, &text)?;
+            write_all(out, "\n")?;
+            return Ok(super::EXIT_OK);
+        }
+        Some((false, _)) => {}
+        None => {
+            if let Some(done) = show_from_store(data, &key, out)? {
+                return Ok(done);
+            }
+        }
+    }
+    if super::memory_upkeep::show_cold(data, &key, out)? {
+        return Ok(super::EXIT_OK);
+    }
+    bail!(NotFound, "no entry \"{}\" in working memory, the store or the cold store", key)
+}
+
+/// `memory show` from the store opened read-only: `Some` once answered.
+fn show_from_store(data: &Path, key: &crate::memory::key::Key, out: &mut dyn Write) -> Result<Option<i32>> {
     match open_store_read_only(data)? {
         StoreRead::Open(mut store) => {
-            if let Some(id) = store.find(&key) {
+            if let Some(id) = store.find(key) {
                 let text = store.value(id)?;
                 write_all(out, text)?;
                 write_all(out, "\n")?;
-                return Ok(super::EXIT_OK);
+                return Ok(Some(super::EXIT_OK));
             }
         }
         StoreRead::NotOpened { why, .. } => {
@@ -230,10 +260,7 @@ fn show(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         }
         StoreRead::Absent => {}
     }
-    if super::memory_upkeep::show_cold(data, &key, out)? {
-        return Ok(super::EXIT_OK);
-    }
-    bail!(NotFound, "no entry \"{}\" in working memory, the store or the cold store", key)
+    Ok(None)
 }
 
 fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {

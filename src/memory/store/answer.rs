@@ -116,6 +116,17 @@ pub fn search(dir: &Path, capacity: usize, ask: &SearchAsk<'_>, src: &mut dyn So
                 )
                 .print_warning();
             }
+            let cold_index = store.cold_recall_stats();
+            if cold_index.ready && !cold_index.from_file && cold_index.documents > 0 {
+                err!(
+                    NotFound,
+                    "{}: store.cold.fts is missing or does not match store.cold, so this search built the cold \
+                     store's text index from it (slow on a large cold store); 'lkjagent memory compact' (or the agent's \
+                     next close) writes it",
+                    dir.display()
+                )
+                .print_warning();
+            }
             let mut hits = Vec::with_capacity(ranked.len());
             for h in ranked.hits() {
                 if let Some(info) = store.hit_info(h.id)? {

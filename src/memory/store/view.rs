@@ -210,6 +210,42 @@ impl StoreView {
         self.take_fault()
     }
 
+    /// The value of the live entry with exactly the tags of `key` (`memory show`), into
+    /// `out`: `Ok(false)` when the store has none. Reads the posting list of the key's rarest
+    /// tag, the tag columns of the entries on it, and the entry's record in the log (checked
+    /// by its CRC, and that it is that entry's).
+    pub fn value_of(&mut self, key: &Key, out: &mut String) -> Result<bool> {
+        self.prepare()?;
+        self.lists.clear();
+        let mut ids = [0u16; KEY_MAX_TAGS];
+        let (req, all_known) = resolve(&*self, Some(key), &mut ids);
+        let (true, Some(d)) = (all_known, driver(&*self, req)) else { return Ok(false) };
+        let mut want = [0u16; KEY_MAX_TAGS];
+        for (w, &t) in want.iter_mut().zip(req) {
+            *w = t;
+        }
+        self.load_list(d)?;
+        let list = self.lists.iter().find(|(t, _)| *t == d).map(|(_, l)| l.as_slice()).unwrap_or(&[]);
+        let found = list.iter().copied().find(|&id| self.location(id).is_some() && self.tagset(id) == want);
+        self.take_fault()?;
+        let Some(id) = found else { return Ok(false) };
+        let Some((offset, len, _)) = self.location(id) else { return Ok(false) };
+        let path = self.dir.join(LOG_NAME);
+        let logf = File::open(&path).map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
+        let mut rec = vec![0u8; len as usize];
+        logf.read_exact_at(&mut rec, offset)
+            .map_err(|e| err!(Io, "reading the record of entry {} in {} failed: {}", id, path.display(), e))?;
+        let line = rec.strip_suffix(b"\n").unwrap_or(&rec);
+        match log::decode(line) {
+            Ok(Record::Put { head, value_escaped, .. }) if head.id == id => {
+                out.clear();
+                log::decode_str(value_escaped, out)?;
+                Ok(true)
+            }
+            _ => bail!(Io, "{} at byte {}: not the record of entry {} (the log changed?)", path.display(), offset, id),
+        }
+    }
+
     /// The metadata of entry `id`, as [`super::Store::info`] gives it.
     pub fn info(&self, id: EntryId) -> Result<Option<EntryInfo>> {
         let info = self.entry_info(id);

@@ -137,7 +137,7 @@ impl Store {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
-        if let Err(e) = self.cold_recall_write_file() {
+        if let Err(e) = self.cold_recall_write_file(false) {
             e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
@@ -181,7 +181,7 @@ impl Store {
                 e.context(format_args!("the full-text index file was not written")).print_warning();
             }
         }
-        if let Err(e) = self.cold_recall_write_file() {
+        if let Err(e) = self.cold_recall_write_file(true) {
             e.context(format_args!("the cold store's text index file was not written")).print_warning();
         }
         Ok(())

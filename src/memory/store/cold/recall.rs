@@ -64,6 +64,11 @@ pub const COLD_HIT: EntryId = 1 << 31;
 const MIN_ROOM: usize = 65_536;
 /// See [`MIN_ROOM`].
 const BYTES_PER_ID: u64 = 48;
+/// A checkpoint merges the cold segment's delta once it holds one in this many of the base's
+/// documents (see [`Store::cold_recall_write_file`]).
+const MERGE_SHARE: u64 = 16;
+/// ... and at least this many.
+const MERGE_MIN_DOCS: u64 = 1024;
 /// Bytes of `store.cold` before the covered length whose CRC the header keeps.
 const TAIL_BYTES: u64 = 4096;
 
@@ -600,13 +605,21 @@ impl Store {
     }
 
     /// Writes the segment to a new `store.cold.fts` when it has anything the file lacks (the
-    /// writer at a checkpoint and at close; nothing when it is not built).
-    pub(in crate::memory::store) fn cold_recall_write_file(&mut self) -> Result<()> {
+    /// writer at close, with `all`; nothing when it is not built). At a checkpoint (without
+    /// `all`) only once the delta holds [`MERGE_SHARE`] of the base's documents, at least
+    /// [`MERGE_MIN_DOCS`]: a merge rewrites the whole file, so the cold store's growth pays
+    /// for it a constant per entry, and a reader catches up on at most that share.
+    pub(in crate::memory::store) fn cold_recall_write_file(&mut self, all: bool) -> Result<()> {
         let c = &self.cold_recall;
         if c.state != State::Ready || self.log.read_only() || c.file.is_none() {
             return Ok(());
         }
         if c.index.is_empty() && c.base.dead_docs() == 0 && c.written == c.indexed && c.base.is_open() {
+            return Ok(());
+        }
+        let pending = c.index.doc_count() as u64 + c.base.dead_docs();
+        let due = pending >= MERGE_MIN_DOCS.max(u64::from(c.base.doc_count()) / MERGE_SHARE);
+        if !all && c.base.is_open() && !due {
             return Ok(());
         }
         self.cold_recall_merge()

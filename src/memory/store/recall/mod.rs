@@ -557,11 +557,13 @@ impl Store {
         Ok(())
     }
 
-    /// Writes the index's delta into a new `store.fts` now, as a checkpoint does (the
-    /// writer; nothing when the index is not open or the file has everything).
+    /// Writes the index's delta into a new `store.fts` now, as a checkpoint does, and the cold
+    /// store's into a new `store.cold.fts`, as a close does (the writer; nothing for an index
+    /// that is not open or whose file has everything).
     pub fn recall_flush(&mut self) -> Result<()> {
         self.log.check_writable()?;
-        self.recall_write_file()
+        self.recall_write_file()?;
+        self.cold_recall_write_file(true)
     }
 
     /// Whether the index is built and current.
