@@ -26,7 +26,8 @@
 //!
 //! - [`recall`]: the text index (`store.fts` and a delta in RAM), ranked BM25 queries.
 //! - [`vectors`]: the vector index (`store.vec`), recall by meaning fused with the words.
-//! - [`cold`]: the cold tier (`store.cold`) and [`cleanup`], the capacity policy that fills it.
+//! - [`cold`]: the cold tier (`store.cold`), [`cleanup`], the capacity policy that fills it, and
+//!   its text index (`store.cold.fts`), which a ranked query walks with the live one's.
 //!
 //! # Durability
 //!

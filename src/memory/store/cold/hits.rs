@@ -11,8 +11,8 @@ use crate::memory::log::{self, PutHead};
 use crate::memory::query::Archived;
 use crate::memory::store::recall::disk::{BaseDocs, DiskWalk};
 use crate::memory::store::recall::fulltext::{FullText, NONE};
-use crate::memory::store::recall::lookup;
 use crate::memory::store::recall::rank::{max_score, Chain, Collection, Docs, QueryWord, QueryWords, RamWalk, Ranked};
+use crate::memory::store::recall::{lookup, Segment};
 use crate::memory::store::{EntryId, EntryInfo, Store};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -26,28 +26,32 @@ pub struct ColdHit {
     pub key: Key,
 }
 
-impl ColdRecall {
-    /// A word as the cold segment knows it (see [`crate::memory::store::recall::lookup`]).
-    pub(in crate::memory::store) fn lookup(&mut self, w: &[u8]) -> Result<Option<QueryWord>> {
-        lookup(&mut self.base, &self.index, w)
+impl Segment for ColdRecall {
+    fn is_ready(&self) -> bool {
+        ColdRecall::is_ready(self)
     }
 
-    /// The fewest tokens of a document of the base, when it is open.
-    pub(in crate::memory::store) fn min_len(&self) -> Option<u32> {
+    fn totals(&self) -> (u64, u64) {
+        ColdRecall::totals(self)
+    }
+
+    fn min_len(&self) -> Option<u32> {
         self.base.is_open().then_some(self.base.header.min_len)
     }
 
-    /// Ranks the cold documents for `q` (the query's words with this segment's postings and
-    /// the union's document counts) over `coll` (the union), into `out`, which may already
-    /// hold the live segment's best: the same scores, so the best of both are kept.
-    pub(in crate::memory::store) fn rank(
+    fn lookup(&mut self, w: &[u8]) -> Result<Option<QueryWord>> {
+        lookup(&mut self.base, &self.index, w)
+    }
+
+    fn rank(
         &mut self,
         q: &QueryWords,
         coll: &Collection,
-        filter: &ColdFilter<'_>,
+        (store, archived, tags): (&Store, Archived, Option<&Key>),
         limit: usize,
         out: &mut Ranked,
     ) -> Result<()> {
+        let filter = ColdFilter { store, archived, tags };
         let ColdRecall { base, index, file, rec, .. } = self;
         let shift = base.doc_count();
         let mut parts = base.walk_parts();
@@ -63,17 +67,17 @@ impl ColdRecall {
             }
             *c = Chain::new(b, RamWalk::new(index, w.term.unwrap_or(NONE)), shift);
         }
-        let mut docs = ColdDocs { base: parts.docs, delta: index, shift, file: file.as_ref(), rec, filter };
+        let mut docs = ColdDocs { base: parts.docs, delta: index, shift, file: file.as_ref(), rec, filter: &filter };
         max_score(q, &mut walks, coll, &mut docs, |_| true, limit, out)
     }
 }
 
 /// Which cold entries a ranked query admits: `archived` says which pass; with `tags`, only
 /// those carrying all of them; never one whose key the live store holds.
-pub(in crate::memory::store) struct ColdFilter<'a> {
-    pub store: &'a Store,
-    pub archived: Archived,
-    pub tags: Option<&'a Key>,
+struct ColdFilter<'a> {
+    store: &'a Store,
+    archived: Archived,
+    tags: Option<&'a Key>,
 }
 
 /// The cold segment's documents as a query scores them: base, then delta; a document is

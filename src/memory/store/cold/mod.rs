@@ -3,6 +3,10 @@
 //! never fills up and nothing the agent learned is lost. Crash-safe by groups appended whole and
 //! synced before the live log lets go of their entries, and rewrites by temp file and rename.
 //!
+//! Its parts: [`cleanup`], the capacity policy that fills it; [`recall`], its text index
+//! (`store.cold.fts`), built and merged as the live one; [`hits`], that index's part of a
+//! ranked query and the hits it gives.
+//!
 //! # Format
 //!
 //! The store log's format ([`crate::memory::log`]): one checksummed JSON line per record. The
@@ -16,9 +20,11 @@
 //!
 //! # Outside the live index
 //!
-//! The cold store has no index in RAM and no capacity: it grows by what it is given (about the
-//! size of the entries' `put` records) and is read by a scan, by the commands only (`memory
-//! show`, `search --cold`, `export`, `restore`, `stats`); the agent's cycle only appends to it.
+//! The cold store has no capacity: it grows by what it is given (about the size of the
+//! entries' `put` records). Its text index ([`recall`]) ranks its entries with the live ones;
+//! the rest reads it by a scan (`memory show`, `search --cold`, `export`, `restore`,
+//! `stats`); the agent's cycle appends to it, and `memory compact` rewrites it with its
+//! current entries only ([`crate::memory::store::Store::compact_cold`]).
 //!
 //! # Crash safety, across the two files
 //!

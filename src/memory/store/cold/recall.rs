@@ -14,7 +14,11 @@
 //! or a copy older than another copy of its key, is not (the writer keeps, for each key it
 //! indexed, its newest cold id, and takes the older copy out when a newer one comes, or when
 //! the live store creates the key again). A reader without that table (read-only commands)
-//! leaves out, at ranking time, a cold hit whose key the live store holds.
+//! leaves out, at ranking time, a cold hit whose key the live store holds; the file never
+//! keeps a copy the writer found no longer current (a checkpoint merges when it has one), so
+//! a reader is exact but for what changed since the writer's last checkpoint: a copy
+//! superseded since then still counts in its statistics (and, moved to the cold store twice
+//! since, could show twice) until the next one.
 //!
 //! A ranked hit on a cold entry carries [`COLD_HIT`] in its id, with the document's number in
 //! the cold segment; [`crate::memory::store::Store::hit_info`] and
@@ -56,7 +60,7 @@ const DICT_TEMP_NAME: &str = ".store.cold.fts.dict.tmp";
 const NAMES: FileNames = FileNames { file: COLD_RECALL_NAME, temp: TEMP_NAME, dict_temp: DICT_TEMP_NAME };
 /// The bit that marks a ranked hit's id as a cold entry's (the rest is its document number in
 /// the cold segment).
-pub const COLD_HIT: EntryId = 1 << 31;
+pub const COLD_HIT: EntryId = crate::memory::store::recall::rank::SEGMENT_HIT;
 /// Fewest cold ids the tables are sized for; they are sized for the cold store's bytes over
 /// [`BYTES_PER_ID`] beyond that (a `put` record takes more), at most
 /// [`STORE_COLD_SCAN_MAX_KEYS`]. A cold store that outgrows its tables has them sized again
@@ -504,11 +508,10 @@ impl Store {
         if self.find(&key).is_some() {
             return Ok(());
         }
-        if !self.log.read_only() {
-            if let Some(old) = self.cold_recall.newest.insert(key_hash(&key), id) {
-                self.cold_recall_kill(old)?;
-                self.cold_recall.read(offset, len)?;
-            }
+        // (A reader's table holds the keys of what it read after the file only.)
+        if let Some(old) = self.cold_recall.newest.insert(key_hash(&key), id) {
+            self.cold_recall_kill(old)?;
+            self.cold_recall.read(offset, len)?;
         }
         self.cold_recall.reserve();
         // Room: a word and its text take at most a byte each of the record.
@@ -607,8 +610,10 @@ impl Store {
     /// Writes the segment to a new `store.cold.fts` when it has anything the file lacks (the
     /// writer at close, with `all`; nothing when it is not built). At a checkpoint (without
     /// `all`) only once the delta holds [`MERGE_SHARE`] of the base's documents, at least
-    /// [`MERGE_MIN_DOCS`]: a merge rewrites the whole file, so the cold store's growth pays
-    /// for it a constant per entry, and a reader catches up on at most that share.
+    /// [`MERGE_MIN_DOCS`] (a merge rewrites the whole file, so the cold store's growth pays
+    /// for it a constant per entry, and a reader catches up on at most that share), or when a
+    /// document of the file is no longer current (a reader cannot tell: the file must not
+    /// keep it).
     pub(in crate::memory::store) fn cold_recall_write_file(&mut self, all: bool) -> Result<()> {
         let c = &self.cold_recall;
         if c.state != State::Ready || self.log.read_only() || c.file.is_none() {
@@ -617,8 +622,8 @@ impl Store {
         if c.index.is_empty() && c.base.dead_docs() == 0 && c.written == c.indexed && c.base.is_open() {
             return Ok(());
         }
-        let pending = c.index.doc_count() as u64 + c.base.dead_docs();
-        let due = pending >= MERGE_MIN_DOCS.max(u64::from(c.base.doc_count()) / MERGE_SHARE);
+        let pending = c.index.doc_count() as u64;
+        let due = pending >= MERGE_MIN_DOCS.max(u64::from(c.base.doc_count()) / MERGE_SHARE) || c.base.dead_docs() > 0;
         if !all && c.base.is_open() && !due {
             return Ok(());
         }

@@ -61,6 +61,14 @@
 //! holds them, and the same code serves the writer, a read-only store whose file is behind
 //! the log, and the rebuild.
 //!
+//! # The cold tier: one ranking over both
+//!
+//! A query also runs over the cold tier's text index (`Segment`, `cold::recall`), a segment
+//! of the same kind: each word's document count, N and the total length are the sums of both,
+//! so that every score is the one FTS5 gives over the union; the live segment's walks run
+//! first, then the cold one's with the same weights into the same top-k (its pruning starts
+//! from the live results' threshold). Cold hits carry [`rank::SEGMENT_HIT`] in their ids.
+//!
 //! # Upkeep and merges
 //!
 //! The index is opened on first use (a store that is never searched never builds it): the
@@ -330,6 +338,31 @@ pub(in crate::memory::store) fn lookup(base: &mut DiskIndex, ix: &FullText, w: &
     }))
 }
 
+/// Another segment a ranked query runs over besides the live one (the cold tier's text index,
+/// `cold::recall`): the same words, looked up and walked there, scored with the statistics of
+/// the union, into the same results. Its hits carry [`rank::SEGMENT_HIT`] in their ids.
+pub(in crate::memory::store) trait Segment {
+    /// Whether it is built and current (else the query leaves it out).
+    fn is_ready(&self) -> bool;
+    /// Its live documents and their tokens.
+    fn totals(&self) -> (u64, u64);
+    /// The fewest tokens of a document of its base, when that is read in place.
+    fn min_len(&self) -> Option<u32>;
+    /// A word as it knows it (see [`lookup`]).
+    fn lookup(&mut self, w: &[u8]) -> Result<Option<QueryWord>>;
+    /// Ranks its documents for `q` (the query's words with its postings and the union's
+    /// counts) over `coll` (the union), admitting what `store` and the filter (archived,
+    /// tags) let through, into `out`, which may hold the live segment's best already.
+    fn rank(
+        &mut self,
+        q: &QueryWords,
+        coll: &Collection,
+        admit: (&Store, Archived, Option<&Key>),
+        limit: usize,
+        out: &mut Ranked,
+    ) -> Result<()>;
+}
+
 /// A word of a query over two segments, as `mine` (this segment's lookup) and `other` (the
 /// other's) know it: this segment's postings, and the live documents of both. A word only
 /// the other has gets no postings here and a place that is its own (its hash), so that both
@@ -443,7 +476,7 @@ impl Store {
     fn rank_parts(
         &self,
         base: &mut DiskIndex,
-        cold: &mut super::cold::recall::ColdRecall,
+        cold: &mut dyn Segment,
         ask: &Ask<'_>,
         required: Option<&Option<(super::slots::TagSet, usize)>>,
         out: &mut Ranked,
@@ -498,8 +531,7 @@ impl Store {
                 let other = lookup(base, ix, w)?;
                 Ok(joined(cold.lookup(w)?, other, w))
             })?;
-            let filter = super::cold::hits::ColdFilter { store: self, archived, tags };
-            cold.rank(&qc, &coll(cold.min_len()), &filter, limit, out)?;
+            cold.rank(&qc, &coll(cold.min_len()), (self, archived, tags), limit, out)?;
         }
         Ok(())
     }

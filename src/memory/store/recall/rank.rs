@@ -59,11 +59,14 @@ pub struct RankHit {
     pub score: f64,
 }
 
+/// The bit of a hit's id that says it is of the other segment a query ran over (the cold
+/// tier's: [`RankHit::is_cold`]); the rest is the document's number there.
+pub const SEGMENT_HIT: EntryId = 1 << 31;
+
 impl RankHit {
-    /// Whether the entry lives in the cold store (see
-    /// [`crate::memory::store::cold::recall::COLD_HIT`]), else in the live store.
+    /// Whether the entry lives in the cold store, else in the live store.
     pub fn is_cold(&self) -> bool {
-        crate::memory::store::cold::recall::is_cold_hit(self.id)
+        self.id & SEGMENT_HIT != 0
     }
 }
 
