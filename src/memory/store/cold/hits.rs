@@ -2,7 +2,7 @@
 //! part of a query that ranks live and cold entries together, and the hits it gives (a
 //! [`COLD_HIT`] id, read back from `store.cold`).
 
-use super::recall::{decode_put, is_cold_hit, ColdRecall, State, COLD_HIT};
+use super::recall::{check_len, decode_put, is_cold_hit, ColdRecall, State, COLD_HIT};
 use super::COLD_NAME;
 use crate::error::Result;
 use crate::limits::RANK_MAX_TERMS;
@@ -109,6 +109,7 @@ impl Docs for ColdDocs<'_> {
             Some(x) => self.delta.doc(x).filter(|x| x.entry != NONE).map(|x| (x.offset, x.rec_len)),
         };
         let (Some((offset, len)), Some(file)) = (place, self.file) else { return Ok(None) };
+        check_len(len)?;
         self.rec.clear();
         self.rec.resize(len as usize, 0);
         file.read_exact_at(self.rec, offset)

@@ -203,11 +203,21 @@ impl ColdRecall {
     /// Reads the record at `offset` (`len` bytes) of `store.cold` into `rec`.
     pub(super) fn read(&mut self, offset: u64, len: u32) -> Result<()> {
         let Some(file) = &self.file else { bail!(Internal, "store.cold is not open (a bug)") };
+        check_len(len)?;
         self.rec.clear();
         self.rec.resize(len as usize, 0);
         file.read_exact_at(&mut self.rec, offset)
             .map_err(|e| err!(Io, "reading {} bytes at byte {} of {} failed: {}", len, offset, COLD_NAME, e))
     }
+}
+
+/// A record's length as an index file gives it: more than a record can be is damage (never an
+/// allocation of that size).
+pub(super) fn check_len(len: u32) -> Result<()> {
+    if len as usize > STORE_RECORD_MAX_BYTES + 1 {
+        bail!(Io, "{} is damaged (a record of {} bytes, more than STORE_RECORD_MAX_BYTES)", COLD_RECALL_NAME, len);
+    }
+    Ok(())
 }
 
 /// The sizes of the tables for a cold store of `bytes` bytes.
