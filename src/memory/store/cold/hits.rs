@@ -284,6 +284,82 @@ mod tests {
             .collect()
     }
 
+    /// Random saves, saves of cold keys, restores, deletes (live and cold), compactions,
+    /// checkpoints, merges and reopens: every few steps the ranking equals the brute force's
+    /// over the union, for the writer, and for a reader once the writer's files are written.
+    #[test]
+    fn every_change_keeps_the_union_ranked_as_bm25() {
+        let d = temp_dir("cold-rank-ops");
+        let mut rng = Rng::new(0x39_0040);
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.set_policy(Some(Policy::default()));
+        let qs = queries(&mut rng, 12);
+        let mut next = 0usize;
+        let text = |rng: &mut Rng| {
+            (0..2 + rng.below(10)).map(|_| format!("w{}", rng.skewed(40))).collect::<Vec<_>>().join(" ")
+        };
+        let any_cold = |s: &Store, rng: &mut Rng| {
+            let mut keys = Vec::new();
+            super::super::scan_current(s.dir(), &|k| s.find(k).is_some(), &mut |e| {
+                keys.push(e.key);
+                Ok(true)
+            })
+            .unwrap();
+            (!keys.is_empty()).then(|| keys[rng.below(keys.len())])
+        };
+        for step in 0..160 {
+            match rng.below(20) {
+                0 => {
+                    if let Some(key) = any_cold(&s, &mut rng) {
+                        s.restore(&key).unwrap();
+                    }
+                }
+                1 => {
+                    if let Some(key) = any_cold(&s, &mut rng) {
+                        s.delete(&key).unwrap();
+                    }
+                }
+                2 => {
+                    s.compact_cold().unwrap();
+                }
+                3 => s.checkpoint().unwrap(),
+                4 => s.recall_flush().unwrap(),
+                5 => {
+                    drop(s);
+                    s = Store::open_with_capacity(&d, 64).unwrap();
+                    s.set_policy(Some(Policy::default()));
+                }
+                6..=8 if next > 10 => {
+                    // A key saved before: live or cold now.
+                    let key = k(&format!("fact,n{}", rng.below(next)));
+                    let t = text(&mut rng);
+                    s.put(&key, &t, 2000 + step).unwrap();
+                    s.note_use(&key, Use::Saved);
+                    s.flush_access().unwrap();
+                }
+                _ => {
+                    for _ in 0..1 + rng.below(12) {
+                        let key = k(&format!("fact,n{}", next));
+                        next += 1;
+                        let t = text(&mut rng);
+                        s.put(&key, &t, 1000 + next as u64).unwrap();
+                        s.note_use(&key, Use::Saved);
+                        s.flush_access().unwrap();
+                    }
+                }
+            }
+            if step % 8 == 7 {
+                check(&mut s, &qs, &format!("step {}", step));
+                // A reader is exact once the writer's files have what it knows (see
+                // `recall`'s module documentation for the window before).
+                s.recall_flush().unwrap();
+                let mut ro = Store::open_read_only_with_capacity(&d, 64).unwrap();
+                check(&mut ro, &qs, &format!("step {} read-only", step));
+            }
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn live_and_cold_rank_together_as_bm25_over_their_union() {
         let d = temp_dir("cold-rank");
