@@ -385,7 +385,8 @@ impl Store {
     /// The entries most relevant to `query`, best first, at most `limit` (and at most
     /// [`RANK_MAX_RESULTS`]), archived entries left out: BM25 over the words of each entry's
     /// tags and value, ordered as SQLite FTS5's `bm25()` orders `w1 OR w2 OR ...` (see the
-    /// module documentation). A query with no words, or whose words no entry holds, gives
+    /// module documentation), live and cold entries together (a cold hit:
+    /// [`RankHit::is_cold`], read with [`Store::hit_info`] and [`Store::value`]). A query with no words, or whose words no entry holds, gives
     /// no hits. More than [`RANK_MAX_TERMS`] distinct words is `CAPACITY_EXCEEDED`.
     ///
     /// The first call builds the index (reading every live entry once); after that a query
