@@ -631,13 +631,15 @@ fn the_agent_outlines_then_writes_one_unit_per_subject() {
         let id = store.find(&key).unwrap_or_else(|| panic!("{key} is not stored"));
         assert_eq!(store.value(id).unwrap(), format!("{head}: {}", sentence_about(head)));
     }
-    // Every prompt shows the task as written, and ends with the ask. Its head is the base
-    // alone: the states' goals are no use to a reply the grammar frames whole.
+    // Every prompt shows the task as written, and ends with the ask. An outline's head is the
+    // base alone (the states' goals are no use to a list the grammar frames whole); a unit's
+    // keeps them.
     let chats = server.chats();
     for s in &chats[1..] {
         let b = s.body_str();
         assert!(b.contains(&format!("<product>\\n{TIP_TASK}\\n")), "{b}");
-        assert!(b.contains("<purpose>") && !b.contains("<states>") && !b.contains("<goal>"), "{b}");
+        let outline = b.contains("<type>working_memory_add</type>");
+        assert!(b.contains("<purpose>") && b.contains("<states>") != outline, "{b}");
     }
     let last = chats.last().unwrap().body_str();
     assert!(last.contains("Stake the plants\\n</product>\\nWrite the tip about Prune the suckers.\\n"), "{last}");
