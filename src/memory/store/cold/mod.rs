@@ -3,9 +3,10 @@
 //! never fills up and nothing the agent learned is lost. Crash-safe by groups appended whole and
 //! synced before the live log lets go of their entries, and rewrites by temp file and rename.
 //!
-//! Its parts: [`cleanup`], the capacity policy that fills it; [`recall`], its text index
-//! (`store.cold.fts`), built and merged as the live one; [`hits`], that index's part of a
-//! ranked query and the hits it gives.
+//! Its parts: [`cleanup`], the capacity policy that fills it; [`rewrite`], `restore`, the
+//! drop of a key's copies and the compaction; [`recall`], its text index (`store.cold.fts`),
+//! built and merged as the live one, and [`catch_up`], what keeps that current; [`hits`], that
+//! index's part of a ranked query and the hits it gives.
 //!
 //! # Format
 //!
@@ -52,9 +53,11 @@
 //! the cold store without it (temp file, sync, rename, sync of the directory): a crash in
 //! between leaves it in both, which is the case above.
 
+pub mod catch_up;
 pub mod cleanup;
 pub mod hits;
 pub mod recall;
+pub mod rewrite;
 
 use crate::error::Result;
 use crate::fixed::FixedBuf;

@@ -1,0 +1,237 @@
+//! Keeping the cold text index ([`super::recall`]) current: the groups appended to
+//! `store.cold` read into its delta (merged into a new file when it is full), each key's newest
+//! copy the only current one, and a copy no longer current taken out with its words counted
+//! out (the writer notes, at open, which key each indexed copy has).
+
+use super::recall::{decode_put, key_hash, State};
+use super::COLD_NAME;
+use crate::error::Result;
+use crate::limits::STORE_COLD_SCAN_MAX_KEYS;
+use crate::memory::key::{Key, Tag};
+use crate::memory::log::{self, LineReader, Record};
+use crate::memory::store::recall::disk::FileDoc;
+use crate::memory::store::recall::words_of;
+use crate::memory::store::Store;
+use std::fs::File;
+
+impl Store {
+    /// The writer, after opening the base: notes each indexed key's cold id (reading
+    /// `store.cold` up to `covered`), and takes out the documents whose key the live store
+    /// holds now.
+    pub(super) fn cold_recall_note_keys(&mut self, covered: u64) -> Result<()> {
+        // Each cold id's key hash and whether the live store holds the key.
+        let mut keys: Vec<(u64, bool)> = Vec::new();
+        {
+            let Some(file) = self.cold_recall.file.as_ref() else { return Ok(()) };
+            let mut reader = LineReader::new(file, covered);
+            let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
+            let mut group = 0usize;
+            let mut first = true;
+            while let Some(line) = reader.next(&mut scratch)? {
+                let text = reader.text(&scratch, line.len)?;
+                if core::mem::take(&mut first) {
+                    continue;
+                }
+                match log::decode(text) {
+                    Ok(Record::Cleanup { .. }) => keys.truncate(group),
+                    Ok(Record::Put { tags, .. }) => {
+                        let Ok(key) = Key::from_tags(tags.iter().map(Tag::as_str)) else { continue };
+                        keys.push((key_hash(&key), self.find(&key).is_some()));
+                    }
+                    Ok(Record::BatchEnd) => group = keys.len(),
+                    _ => {}
+                }
+            }
+            keys.truncate(group);
+        }
+        if keys.len() != self.cold_recall.next as usize {
+            bail!(
+                Io,
+                "{} counts {} cold entries before byte {}, its index {}",
+                COLD_NAME,
+                keys.len(),
+                covered,
+                self.cold_recall.next
+            );
+        }
+        self.cold_recall.newest.reserve(keys.len() + keys.len() / 2 + 1024);
+        for (id, (h, live)) in keys.into_iter().enumerate() {
+            let id = id as u32;
+            if self.cold_recall.base.doc_of(id).is_none() {
+                continue;
+            }
+            if live {
+                self.cold_recall_kill(id)?;
+            } else if let Some(old) = self.cold_recall.newest.insert(h, id) {
+                self.cold_recall_kill(old)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the whole groups of `store.cold` after what is indexed into the delta (the
+    /// writer after every append to it; any store when it opens the segment). Merges into a
+    /// new file whenever the delta is full.
+    pub(in crate::memory::store) fn cold_recall_catch_up(&mut self) -> Result<()> {
+        if self.cold_recall.state != State::Ready {
+            return Ok(());
+        }
+        if self.cold_recall.file.is_none() {
+            match File::open(self.dir.join(COLD_NAME)) {
+                Ok(f) => self.cold_recall.file = Some(f),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => bail!(Io, "opening {} failed: {}", COLD_NAME, e),
+            }
+            if self.cold_recall.room == 0 {
+                // Opened before the cold store existed: sized now.
+                self.cold_recall.state = State::Stale;
+                return self.cold_recall_ready();
+            }
+        }
+        let res = self.cold_recall_read_groups();
+        if res.is_err() {
+            self.cold_recall.state = State::Stale;
+        }
+        res
+    }
+
+    fn cold_recall_read_groups(&mut self) -> Result<()> {
+        let Some(file) = self.cold_recall.file.as_ref() else { return Ok(()) };
+        let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", COLD_NAME, e))?.len();
+        let mut at = self.cold_recall.indexed;
+        let mut group = core::mem::take(&mut self.cold_recall.group);
+        let res = (|| -> Result<()> {
+            while at < len {
+                // One group: its puts' places, then (at its end) each indexed.
+                group.clear();
+                let end = self.cold_group_at(at, len, &mut group)?;
+                let Some(end) = end else { break };
+                for &(offset, rec_len) in &group {
+                    let id = self.cold_recall.next;
+                    if id as usize >= self.cold_recall.room {
+                        bail!(
+                            CapacityExceeded,
+                            "{} holds more entries than its text index was sized for ({}); it is sized again at its \
+                             next rebuild (at most STORE_COLD_SCAN_MAX_KEYS, {})",
+                            COLD_NAME,
+                            self.cold_recall.room,
+                            STORE_COLD_SCAN_MAX_KEYS
+                        );
+                    }
+                    self.cold_recall.next += 1;
+                    self.cold_recall_add(id, offset, rec_len)?;
+                }
+                self.cold_recall.indexed = end;
+                at = end;
+            }
+            Ok(())
+        })();
+        group.clear();
+        self.cold_recall.group = group;
+        res
+    }
+
+    /// Reads the group (or the header) at `at` of `store.cold` (`len` bytes): its puts'
+    /// places into `group`; returns where it ends, `None` when it is not whole yet.
+    fn cold_group_at(&mut self, at: u64, len: u64, group: &mut Vec<(u64, u32)>) -> Result<Option<u64>> {
+        let Some(file) = self.cold_recall.file.as_ref() else { return Ok(None) };
+        let mut reader = LineReader::starting_at(file, at, len);
+        let scratch = &mut self.rbuf;
+        while let Some(line) = reader.next(scratch)? {
+            if !line.complete {
+                break;
+            }
+            let text = reader.text(scratch, line.len)?;
+            match log::decode(text) {
+                Ok(Record::ColdHeader { .. }) if line.offset == 0 => return Ok(Some(line.len as u64 + 1)),
+                Ok(Record::Cleanup { .. }) => group.clear(),
+                Ok(Record::Put { .. }) => group.push((line.offset, line.len as u32 + 1)),
+                Ok(Record::BatchEnd) => return Ok(Some(line.offset + line.len as u64 + 1)),
+                // Damage is skipped, as the cold store's readers skip it.
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Indexes the cold `put` at `offset` as document `id`, unless the live store holds its
+    /// key; an older copy of its key the writer indexed is taken out.
+    fn cold_recall_add(&mut self, id: u32, offset: u64, len: u32) -> Result<()> {
+        self.cold_recall.read(offset, len)?;
+        let (_, key, _) = decode_put(&self.cold_recall.rec)?;
+        if self.find(&key).is_some() {
+            return Ok(());
+        }
+        // (A reader's table holds the keys of what it read after the file only.)
+        if let Some(old) = self.cold_recall.newest.insert(key_hash(&key), id) {
+            self.cold_recall_kill(old)?;
+            self.cold_recall.read(offset, len)?;
+        }
+        self.cold_recall.reserve();
+        // Room: a word and its text take at most a byte each of the record.
+        if !self.cold_recall.index.has_room(1, len as usize, 2 * len as usize) {
+            if self.cold_recall.index.is_empty() {
+                bail!(
+                    CapacityExceeded,
+                    "a cold entry's words are more than the text index's delta holds (TEXT_DELTA_*)"
+                );
+            }
+            self.cold_recall_merge()?;
+            self.cold_recall.read(offset, len)?;
+        }
+        let c = &mut self.cold_recall;
+        let d = c.index.start_doc(id, offset, len)?;
+        let index = &mut c.index;
+        let (_, key, value) = decode_put(&c.rec)?;
+        words_of(key.tags(), value, &mut c.val, |w| index.add_word(d, w))?;
+        c.index.finish_doc(d);
+        Ok(())
+    }
+
+    /// Takes cold id `id`'s document out (counting its words out), wherever it is.
+    fn cold_recall_kill(&mut self, id: u32) -> Result<()> {
+        let c = &mut self.cold_recall;
+        c.reserve();
+        if let Some((_, doc)) = c.index.doc_of(id) {
+            let Some(d) = c.index.start_remove(id) else { return Ok(()) };
+            c.read(doc.offset, doc.rec_len)?;
+            let (_, key, value) = decode_put(&c.rec)?;
+            let index = &mut c.index;
+            words_of(key.tags(), value, &mut c.val, |w| {
+                index.remove_word(w);
+                Ok(())
+            })?;
+            c.index.finish_remove(d);
+        } else if let Some(d) = c.base.doc_of(id) {
+            let FileDoc { offset, rec_len, .. } = c.base.file_doc(d)?;
+            c.read(offset, rec_len)?;
+            c.index.start_base_kill();
+            let (_, key, value) = decode_put(&c.rec)?;
+            let index = &mut c.index;
+            words_of(key.tags(), value, &mut c.val, |w| index.kill_base_word(w))?;
+            c.base.kill(d);
+        }
+        Ok(())
+    }
+
+    /// After an append to `store.cold`: its new groups into the segment, when it is built. A
+    /// failure leaves it stale (rebuilt at its next use), with a warning.
+    pub(in crate::memory::store) fn cold_recall_sync(&mut self) {
+        if let Err(e) = self.cold_recall_catch_up() {
+            e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();
+        }
+    }
+
+    /// The live store created `key`: a cold copy of it the writer indexed is no longer
+    /// current.
+    pub(in crate::memory::store) fn cold_recall_forget(&mut self, key: &Key) {
+        if self.cold_recall.state != State::Ready || self.log.read_only() {
+            return;
+        }
+        let Some(id) = self.cold_recall.newest.remove(&key_hash(key)) else { return };
+        if let Err(e) = self.cold_recall_kill(id) {
+            self.cold_recall.state = State::Stale;
+            e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();
+        }
+    }
+}
