@@ -514,6 +514,44 @@ mod tests {
         Accumulator::new(1024, 1024)
     }
 
+    /// Reads `body` as a whole reply of `wire` into a fresh accumulator.
+    fn read(body: &str, wire: super::super::wire::Wire) -> Accumulator {
+        let mut doc = Document::with_capacity(256, 4096);
+        doc.parse(body.as_bytes()).unwrap();
+        let mut a = acc();
+        super::super::wire::apply(doc.root(), wire, 200, &mut a, &Redactor::none()).unwrap();
+        a
+    }
+
+    #[test]
+    fn token_log_probabilities_are_read_in_every_form_and_averaged_over_a_span() {
+        use super::super::wire::Wire;
+        let chat = r#"{"choices":[{"message":{"content":"ab cd"},"logprobs":{"content":[
+            {"token":"ab","logprob":-1.0,"bytes":[97,98]},{"token":" cd","logprob":-3.0}]}}]}"#;
+        let text = r#"{"choices":[{"text":"ab cd","logprobs":{"tokens":["ab"," cd"],"token_logprobs":[-1.0,-3.0]}}]}"#;
+        let native = r#"{"content":"ab cd","stop":true,"completion_probabilities":[
+            {"token":"ab","logprob":-1.0},{"token":" cd","logprob":-3.0}]}"#;
+        for (body, wire) in [(chat, Wire::OpenAi), (text, Wire::OpenAi), (native, Wire::LlamaCpp)] {
+            let a = read(body, wire);
+            assert!(a.logprobs.sent && !a.logprobs.cut, "{body}");
+            assert_eq!(a.logprobs.mean_within(0, 5), Some(-2.0), "{body}");
+            assert_eq!(a.logprobs.mean_within(2, 5), Some(-3.0), "{body}");
+            assert_eq!(a.logprobs.mean_within(5, 9), None, "{body}");
+        }
+        // None sent, or one unreadable: no figure.
+        let plain = read(r#"{"choices":[{"message":{"content":"ab"}}]}"#, Wire::OpenAi);
+        assert!(!plain.logprobs.sent && plain.logprobs.mean_within(0, 2).is_none());
+        let odd =
+            read(r#"{"choices":[{"message":{"content":"ab"},"logprobs":{"content":[{"token":"ab"}]}}]}"#, Wire::OpenAi);
+        assert!(odd.logprobs.cut && odd.logprobs.mean_within(0, 2).is_none());
+        // More tokens than kept: cut, no figure.
+        let mut many = TokenLogprobs::default();
+        for _ in 0..=LLM_SCORED_TOKENS_MAX {
+            many.push(Some(1), Some(-1.0));
+        }
+        assert!(many.cut && many.mean_within(0, 10).is_none());
+    }
+
     #[test]
     fn think_blocks_move_to_reasoning() {
         let mut a = acc();
