@@ -775,7 +775,3 @@ pub const VECTORS_COMPACT_MIN_DEAD: usize = 1024;
 /// Candidates a vector search keeps before fusion: the best this many by cosine. Cost: 16
 /// bytes each in a list reserved once.
 pub const VECTORS_MAX_RESULTS: usize = RANK_MAX_RESULTS;
-
-/// Reciprocal rank fusion's constant: an entry at rank r (from 1) of a list adds 1 / (k + r)
-/// (k = 60 as in Cormack et al. 2009, and Letta, NullClaw, ZeroClaw).
-pub const RRF_K: f64 = 60.0;
