@@ -258,7 +258,7 @@ fn fusion_sums_the_standard_scores_of_both_rankings() {
         // The fusion computed here (the rule of `fuse`): over a pool of as many entries as the
         // longer list, each list's scores as standard scores, an entry missing from a list at
         // the list's floor (words: 0 when the word list is the shorter, else its last score;
-        // meaning: its last score); the word part through softplus; ties by entry id.
+        // meaning: its last score); the word part through (z + √(z² + 4)) / 2; ties by entry id.
         let n = w.len().max(v.len());
         let standard = |list: &Ranked, floor: f64| {
             let mut all: Vec<f64> = list.hits().iter().map(|h| h.score).collect();
@@ -273,7 +273,8 @@ fn fusion_sums_the_standard_scores_of_both_rankings() {
         let zv = standard(&v, last(&v));
         let mut fused: std::collections::BTreeMap<u32, f64> = Default::default();
         for h in w.hits().iter().chain(v.hits()) {
-            fused.insert(h.id, zw(h.id).exp().ln_1p() + zv(h.id));
+            let z = zw(h.id);
+            fused.insert(h.id, (z + (z * z + 4.0).sqrt()) / 2.0 + zv(h.id));
         }
         let mut want: Vec<(u32, f64)> = fused.into_iter().collect();
         want.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));

@@ -43,8 +43,8 @@ impl Standard {
 /// Fuses the word ranking `words` with the ranking by meaning `near` by their standard
 /// scores: each entry scores how many standard deviations its cosine lies above the mean of
 /// the meaning list, plus how many its word score lies above the mean of the word list, that
-/// second part through softplus, `ln(1 + e^z)`: words lift an entry and keep their order, but
-/// never push one down (a paraphrase shares no word with its answer). So each list weighs by
+/// second part through a soft floor at 0 ([`lift`]): words lift an entry and keep their
+/// order, but never push one down (a paraphrase shares no word with its answer). So each list weighs by
 /// how much it knows about this query: one whose best stand far out of the rest (a rare word
 /// that few entries hold; a clear nearest meaning) moves the result, one of near-equal scores
 /// (words most entries have, or a query that means nothing stored) hardly does, and a flat
@@ -77,14 +77,16 @@ pub fn fuse(words: &Ranked, near: &Ranked, limit: usize, out: &mut Ranked) {
     out.sort();
 }
 
-/// Softplus, `ln(1 + e^z)`: above 0, rising with `z`, about `z` for a large one and about 0 for
-/// a very negative one (standard scores are at most the square root of the pool's size, so
-/// `e^z` stays finite; past 30 it is `z` to the last bit anyway).
+/// A soft floor at 0, `(z + √(z² + 4)) / 2`: above 0, rising with `z`, about `z` for a large
+/// one and about `1 / -z` for a very negative one (softplus's shape, with a square root where
+/// softplus takes an exponential and a logarithm, which a static build would link in). Written
+/// as `2 / (√(z² + 4) - z)` below 0, where the sum would cancel.
 fn lift(z: f64) -> f64 {
-    if z > 30.0 {
-        z
+    let s = (z * z + 4.0).sqrt();
+    if z >= 0.0 {
+        (z + s) / 2.0
     } else {
-        z.exp().ln_1p()
+        2.0 / (s - z)
     }
 }
 
