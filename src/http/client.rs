@@ -19,7 +19,7 @@
 //! processed).
 //!
 //! Reading the answer off the socket (heads, body framing, redaction on the way) is
-//! [`super::receive`]'s; this file opens connections, writes requests and retries them.
+//! `receive`'s; this file opens connections, writes requests and retries them.
 //!
 //! Steady state: after the connection is set up, a request allocates nothing (the head is
 //! formatted into a reserved buffer, the socket is read into a reserved buffer, errors are

@@ -26,7 +26,7 @@ impl Standard {
         let sq = |x: f64| (x - mean) * (x - mean);
         let var = (hits.iter().map(|h| sq(h.score)).sum::<f64>() + pad * sq(floor)) / n;
         let sd = var.sqrt();
-        let flat = !(sd > FLAT * mean.abs().max(f64::MIN_POSITIVE)) || !sd.is_finite();
+        let flat = !sd.is_finite() || sd <= FLAT * mean.abs().max(f64::MIN_POSITIVE);
         Standard { mean, inv_sd: if flat { 0.0 } else { 1.0 / sd }, floor }
     }
 
@@ -43,7 +43,7 @@ impl Standard {
 /// Fuses the word ranking `words` with the ranking by meaning `near` by their standard
 /// scores: each entry scores how many standard deviations its cosine lies above the mean of
 /// the meaning list, plus how many its word score lies above the mean of the word list, that
-/// second part through a soft floor at 0 ([`lift`]): words lift an entry and keep their
+/// second part through a soft floor at 0 (`lift`): words lift an entry and keep their
 /// order, but never push one down (a paraphrase shares no word with its answer). So each list weighs by
 /// how much it knows about this query: one whose best stand far out of the rest (a rare word
 /// that few entries hold; a clear nearest meaning) moves the result, one of near-equal scores
