@@ -43,12 +43,12 @@ impl Standard {
 /// Fuses the word ranking `words` with the ranking by meaning `near` by their standard
 /// scores: each entry scores how many standard deviations its cosine lies above the mean of
 /// the meaning list, plus how many its word score lies above the mean of the word list, that
-/// second part through a soft floor at 0 (`lift`): words lift an entry and keep their
-/// order, but never push one down (a paraphrase shares no word with its answer). So each list weighs by
-/// how much it knows about this query: one whose best stand far out of the rest (a rare word
-/// that few entries hold; a clear nearest meaning) moves the result, one of near-equal scores
-/// (words most entries have, or a query that means nothing stored) hardly does, and a flat
-/// one not at all.
+/// second part through a soft floor at 0 (`lift`): words lift an entry and keep their order,
+/// but never push one down (a paraphrase shares no word with its answer). So each list weighs
+/// by how much it knows about this query: one whose best stand far out of the rest (a rare
+/// word that few entries hold; a clear nearest meaning) moves the result, one of near-equal
+/// scores (words most entries have, or a query that means nothing stored) hardly does, and a
+/// flat one not at all.
 ///
 /// The pool is the entries of both lists, counted as the longer list's length. An entry a
 /// list does not hold takes the list's floor: for words 0 when the list ended before the
