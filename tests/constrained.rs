@@ -631,11 +631,15 @@ fn the_agent_outlines_then_writes_one_unit_per_subject() {
         let id = store.find(&key).unwrap_or_else(|| panic!("{key} is not stored"));
         assert_eq!(store.value(id).unwrap(), format!("{head}: {}", sentence_about(head)));
     }
-    // Every prompt shows the task as written, and ends with the ask.
+    // Every prompt shows the task as written, and ends with the ask. An outline's head is the
+    // base alone (the states' goals are no use to a list the grammar frames whole); a unit's
+    // keeps them.
     let chats = server.chats();
     for s in &chats[1..] {
         let b = s.body_str();
         assert!(b.contains(&format!("<product>\\n{TIP_TASK}\\n")), "{b}");
+        let outline = b.contains("<type>working_memory_add</type>");
+        assert!(b.contains("<purpose>") && b.contains("<states>") != outline, "{b}");
     }
     let last = chats.last().unwrap().body_str();
     assert!(last.contains("Stake the plants\\n</product>\\nWrite the tip about Prune the suckers.\\n"), "{last}");
@@ -645,6 +649,27 @@ fn the_agent_outlines_then_writes_one_unit_per_subject() {
         outline.contains(r"Tips for growing tomatoes at home:\\x0A1. Water regularly\\x0A2. Use mulch\\x0A3. "),
         "{outline}"
     );
+}
+
+/// A task that asks for a count of units is done once the product holds them: the cycle asks
+/// the model nothing more, and says so.
+#[test]
+fn a_task_that_counts_its_units_is_done_once_they_are_written() {
+    const TASK: &str = "Write 3 practical tips for growing tomatoes at home, one tip per entry.";
+    let server = grammar_follower(TIP_LISTS);
+    let d = shipped_dir("done", &server.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TASK}"}}}}"#));
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 9);
+    let done_at = reports.iter().position(|r| r.task_done).expect("the task is done within 9 cycles");
+    let saves =
+        reports[..done_at].iter().filter(|r| r.actions.as_slice().iter().any(|x| x.kind == "storage_save")).count();
+    assert_eq!(saves, 3, "{reports:?}");
+    assert!(reports[done_at..].iter().all(|r| r.task_done && r.actions.is_empty() && r.error.is_none()));
+    assert_eq!(a.task_done(), Some((3, "tips")));
+    let asked = server.chats().len();
+    cycles(&mut a, 2);
+    assert_eq!(server.chats().len(), asked, "a done task asks the model nothing");
 }
 
 /// Every prompt shows the task as written, whatever its words, language or length, and stays

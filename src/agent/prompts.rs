@@ -40,6 +40,11 @@ pub struct Prompts {
     /// 135M model saved "term: one sentence about it" from an ask's own wording), and every
     /// token of the head is one a small host evaluates at least once.
     constrained_head: String,
+    /// The head of a prompt that asks for the product's outline, which the grammar or schema
+    /// frames whole: the constrained base only. The states' goals are no use to a reply that
+    /// names no state, and a small model copied them into its outlines ("working memory is too
+    /// large"; docs/measurements.md).
+    ask_head: String,
     /// What each state's reply holds, for the reply grammar (see [`shape_of`]).
     shapes: Vec<(String, Shape)>,
 }
@@ -126,7 +131,13 @@ impl Prompts {
         // current state.
         out.head = head_of(&out.base, &out.states);
         out.constrained_head = head_of(&constrained_base, &constrained_states);
+        out.ask_head = constrained_base;
         out
+    }
+
+    /// The head of a prompt that asks for an outline (see the field's documentation).
+    pub fn ask_head(&self) -> &str {
+        &self.ask_head
     }
 
     /// The head for constrained replies (see the field's documentation).

@@ -17,6 +17,8 @@ pub enum End {
     Stopped,
     /// The model source has nothing more (the end of a replay script or a recorded run).
     SourceUsedUp,
+    /// The task asks for a count of units ("a five-day trip") and the product holds them.
+    TaskDone,
     /// The prompt cannot fit even with working memory paged out: waiting will not change
     /// that, so the run stops and says what to change.
     CannotFit(Box<Error>),
@@ -54,6 +56,9 @@ pub fn run(agent: &mut Agent, should_stop: &dyn Fn() -> bool, obs: &mut dyn Obse
         let report = agent.cycle(&mut |pieces| obs.progress(cycle, pieces), should_stop)?;
         if report.finished {
             break End::SourceUsedUp;
+        }
+        if report.task_done {
+            break End::TaskDone;
         }
         obs.cycle(&report, agent);
         let mut pause = report.pause.max(delay);

@@ -289,6 +289,13 @@ impl Observer for Shown {
     fn end(&mut self, agent: &Agent, done: i64, why: &End) {
         match why {
             End::SourceUsedUp => println!("lkjagent: the scripted replies are used up; stopping"),
+            End::TaskDone => {
+                let (n, units) = agent.task_done().unwrap_or((0, ""));
+                println!(
+                    "lkjagent: the task is done: its {} {} are written; stopping (change the task, or send a request with `lkjagent send`, to go on)",
+                    n, units
+                );
+            }
             End::CannotFit(_) => return,
             End::Done | End::Stopped => {}
         }

@@ -124,6 +124,8 @@ pub struct CycleReport {
     pub pause: Duration,
     /// The model source is exhausted (end of a replay script or recorded log).
     pub finished: bool,
+    /// The product holds as many units as the task asks for: the cycle asked nothing.
+    pub task_done: bool,
     /// Prompt tokens the server reused from its cache (`None`: it did not say).
     pub cached_tokens: Option<u64>,
     /// How the reply was constrained: `grammar`, `json_schema` or `off`.
@@ -296,6 +298,12 @@ impl Agent {
         })
     }
 
+    /// The count of units the task asks for and the units' word, once the product holds them
+    /// (see [`CycleReport::task_done`]).
+    pub fn task_done(&self) -> Option<(u32, &str)> {
+        self.product.done().map(|n| (n, self.product.units()))
+    }
+
     /// A clean stop: the store writes its access statistics and a checkpoint of its index,
     /// so the next start reads it instead of the whole log. Nothing durable depends on it.
     pub fn close_store(&mut self) -> Result<()> {
@@ -334,6 +342,13 @@ impl Agent {
             return Ok(c.report);
         }
         self.take_inbox(&mut c);
+        // A task that asks for a count of units is done once the product holds them: nothing
+        // is asked (a new message in the inbox is a new request, so the cycle goes on).
+        self.product.refresh(&self.memory.working, Some(&self.store));
+        if self.product.done().is_some() && !c.took_inbox {
+            c.report.task_done = true;
+            return Ok(c.report);
+        }
         self.model.probe(&mut self.constrainer, should_stop);
         self.prepare_prompt(&mut c)?;
         // The task's own entries, which the prompt shows, stay in the store.
@@ -389,6 +404,7 @@ impl Agent {
             error: None,
             pause: Duration::ZERO,
             finished: false,
+            task_done: false,
             cached_tokens: None,
             constrain: "off",
             hit_max_tokens: false,

@@ -100,9 +100,12 @@ impl Agent {
         let (system, user) = if self.config.system_prompt {
             // The head (base and state prompts) is the system message: `build_prompt` wrote it
             // first, for the constraint mode of this request (a probe comes before the build).
+            // A prompt that asks for an outline starts with the base alone, which the whole
+            // head starts with too: the whole head is tried first.
             let head = head_of(&self.config, &self.constrainer);
-            match text.strip_prefix(head) {
-                Some(rest) => (Some(head), rest),
+            let ask_head = self.config.prompts.ask_head();
+            match text.strip_prefix(head).map(|r| (head, r)).or_else(|| text.strip_prefix(ask_head).map(|r| (ask_head, r))) {
+                Some((head, rest)) => (Some(head), rest),
                 None => bail!(
                     Internal,
                     "the prompt does not start with its head (base and state prompts), which the system message holds (a bug)"
@@ -232,13 +235,19 @@ impl Agent {
         // The view takes at most a quarter of what paging brings the prompt down to, so that
         // paging working memory out always brings the prompt under its limits, view and all.
         let view_bytes = (self.paging_target() as f64 * self.bytes_per_token / 4.0) as usize;
-        let p = &mut self.prompt;
-        p.clear();
-        p.push_str(head_of(&self.config, &self.constrainer))?;
         // A state that saves, with a product and a constraint that carries the format, ends
-        // with the concrete ask: the next entry of the product.
+        // with the concrete ask: the next entry of the product. An outline's prompt has the
+        // base alone for its head: its reply names no state, and a small model copied the
+        // states' goals into its list. A unit's keeps them: it writes sentences, and the head's
+        // plain words keep them in the task's language (docs/measurements.md).
         let saves = self.config.prompts.shape(state.as_str()).actions.contains(crate::reply::ActionKind::StorageSave);
         let asks = saves && self.product.active() && self.constrainer.constrained() && state.as_str() != states::PAGING;
+        let outline = matches!(self.product.ask(), crate::grammar::ProductAsk::Outline { .. });
+        let p = &mut self.prompt;
+        p.clear();
+        let head =
+            if asks && outline { self.config.prompts.ask_head() } else { head_of(&self.config, &self.constrainer) };
+        p.push_str(head)?;
         p.push_str("<working_memory>\n")?;
         let wm = &self.memory.working;
         // The plan is the agent's own bookkeeping (shown, a small model copies its list into
@@ -254,7 +263,6 @@ impl Agent {
         let view_at = p.len();
         let task = normalize(crate::agent::product::TASK_KEY).ok().and_then(|k| wm.get(&k)).unwrap_or("");
         self.product.render(task, &mut self.store, p, view_bytes)?;
-        let outline = matches!(self.product.ask(), crate::grammar::ProductAsk::Outline { .. });
         if asks && outline {
             // Asked for an outline, the model continues the numbered list the reply's value
             // starts with: the view's heads once more above it are what a small model copies

@@ -61,6 +61,20 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
         .then_some("the text is not a sentence a reader can follow; say it in plain words")
 }
 
+/// A text of a task written in plain letters (A to Z only) is in another language when more
+/// than one of its letters in this many is not plain ("Ãûââß-ljáwómífylh", "Çiçar kabulit").
+const ACCENTED_ONE_IN: usize = 10;
+
+/// Whether more than one letter in [`ACCENTED_ONE_IN`] of `text` is not a plain letter (A to Z).
+pub fn accented(text: &str) -> bool {
+    let (mut n, mut other) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        n += 1;
+        other += usize::from(!c.is_ascii_alphabetic());
+    }
+    other * ACCENTED_ONE_IN > n
+}
+
 /// Whether `c` is a letter of the Latin script (ASCII and the Latin supplements and
 /// extensions).
 pub fn is_latin(c: char) -> bool {
@@ -91,6 +105,29 @@ fn run_on(word: &str) -> bool {
         last = [last[1], c];
     }
     false
+}
+
+/// Letters two words share at their start to be read as one stem ("astronomy" and
+/// "astronomical", "term" and "terms"); a word shorter than that is the same stem as another
+/// when it is that word's start and has at least [`STEM_MIN_LETTERS`] (else it must be equal).
+const STEM_LETTERS: usize = 5;
+
+/// See [`STEM_LETTERS`].
+const STEM_MIN_LETTERS: usize = 3;
+
+/// Whether two words share a stem, whatever their case (see [`STEM_LETTERS`]).
+fn same_stem(a: &str, b: &str) -> bool {
+    let shorter = lower(a).count().min(lower(b).count());
+    if shorter < STEM_MIN_LETTERS {
+        return lower(a).eq(lower(b));
+    }
+    let n = shorter.min(STEM_LETTERS);
+    lower(a).take(n).eq(lower(b).take(n))
+}
+
+/// The letters of `w` in lower case.
+fn lower(w: &str) -> impl Iterator<Item = char> + '_ {
+    w.chars().flat_map(char::to_lowercase)
 }
 
 /// Most words of a text compared for repeats.
@@ -185,19 +222,30 @@ impl Product {
         if let Some(why) = doubtful(body, self.task.lang, self.latin) {
             return Verdict::Doubt(why);
         }
+        if self.plain_letters && accented(body) {
+            return Verdict::Doubt(
+                "the text is written in letters the task's language does not use; write it in the task's language",
+            );
+        }
         let text = Words::of(body);
         if text.within(&Words::of(h)) {
             return Verdict::Repeat("the text only repeats the subject; say something about it");
         }
+        // What the text says beyond its head and the task: its words of content (not sentence
+        // words, not numbers) that share no stem with a word of either.
         let lang = self.task.lang;
-        let (mut content, mut from_task) = (0usize, 0usize);
-        for w in lang::words(body).filter(|w| !lang.is_sentence_word(w)) {
+        let (mut content, mut known) = (0usize, 0usize);
+        let content_words =
+            lang::words(body).filter(|w| !lang.is_sentence_word(w) && w.chars().any(char::is_alphabetic));
+        for w in content_words {
             content += 1;
             let mut t = Word::new();
-            from_task += usize::from(as_tag(w, &mut t) && self.task.words.as_slice().contains(&t));
+            let from_task = as_tag(w, &mut t) && self.task.words.iter().any(|x| same_stem(x.as_str(), t.as_str()));
+            let head_word = |x: &str| !lang.is_sentence_word(x) && same_stem(x, t.as_str());
+            known += usize::from(from_task || lang::words(h).any(head_word));
         }
-        if content > 0 && from_task * 10 >= content * 7 {
-            return Verdict::Repeat("the text repeats the task; say something of the subject");
+        if content > 0 && known * 10 >= content * 7 {
+            return Verdict::Repeat("the text only repeats its subject and the task; say something of the subject");
         }
         let hh = lower_hash(h);
         let all = Words::of(value);

@@ -47,6 +47,11 @@ pub struct Lang {
     pub unit: (&'static str, &'static str, &'static str),
     /// How the language writes a plural of a unit the task did not write in the plural.
     pub plural: Plural,
+    /// Number words a task counts its units with ("five tips", "a five-day trip").
+    pub numbers: &'static [(&'static str, u32)],
+    /// Spans counted in another unit: ("week", "day", 7) reads "a one-week trip, one day per
+    /// entry" as seven days.
+    pub spans: &'static [(&'static str, &'static str, u32)],
 }
 
 /// A plural rule, for a unit the task writes only in the singular.
@@ -121,6 +126,21 @@ pub const EN: Lang = Lang {
     unit_numbered: ("Write ", ", about ", "."),
     unit: ("Write the ", " about ", "."),
     plural: Plural::English,
+    numbers: &[
+        ("one", 1),
+        ("two", 2),
+        ("three", 3),
+        ("four", 4),
+        ("five", 5),
+        ("six", 6),
+        ("seven", 7),
+        ("eight", 8),
+        ("nine", 9),
+        ("ten", 10),
+        ("eleven", 11),
+        ("twelve", 12),
+    ],
+    spans: &[("week", "day", 7), ("fortnight", "day", 14)],
 };
 
 /// German.
@@ -162,6 +182,23 @@ pub const DE: Lang = Lang {
     unit_numbered: ("Schreibe ", " über ", "."),
     unit: ("Schreibe den ", " über ", "."),
     plural: Plural::Same,
+    numbers: &[
+        ("ein", 1),
+        ("eine", 1),
+        ("eins", 1),
+        ("zwei", 2),
+        ("drei", 3),
+        ("vier", 4),
+        ("fünf", 5),
+        ("sechs", 6),
+        ("sieben", 7),
+        ("acht", 8),
+        ("neun", 9),
+        ("zehn", 10),
+        ("elf", 11),
+        ("zwölf", 12),
+    ],
+    spans: &[("woche", "tag", 7)],
 };
 
 /// French.
@@ -199,6 +236,22 @@ pub const FR: Lang = Lang {
     unit_numbered: ("Écris ", " sur ", "."),
     unit: ("Écris le ", " sur ", "."),
     plural: Plural::S,
+    numbers: &[
+        ("un", 1),
+        ("une", 1),
+        ("deux", 2),
+        ("trois", 3),
+        ("quatre", 4),
+        ("cinq", 5),
+        ("six", 6),
+        ("sept", 7),
+        ("huit", 8),
+        ("neuf", 9),
+        ("dix", 10),
+        ("onze", 11),
+        ("douze", 12),
+    ],
+    spans: &[("semaine", "jour", 7)],
 };
 
 /// Spanish.
@@ -233,6 +286,22 @@ pub const ES: Lang = Lang {
     unit_numbered: ("Escribe ", " sobre ", "."),
     unit: ("Escribe el ", " sobre ", "."),
     plural: Plural::S,
+    numbers: &[
+        ("uno", 1),
+        ("una", 1),
+        ("dos", 2),
+        ("tres", 3),
+        ("cuatro", 4),
+        ("cinco", 5),
+        ("seis", 6),
+        ("siete", 7),
+        ("ocho", 8),
+        ("nueve", 9),
+        ("diez", 10),
+        ("once", 11),
+        ("doce", 12),
+    ],
+    spans: &[("semana", "día", 7)],
 };
 
 /// A language this table does not hold: no words, no questions.
@@ -251,6 +320,8 @@ pub const NEUTRAL: Lang = Lang {
     unit_numbered: ("", "", ""),
     unit: ("", "", ""),
     plural: Plural::Same,
+    numbers: &[],
+    spans: &[],
 };
 
 /// Every language of the table.
@@ -294,6 +365,12 @@ impl Lang {
     /// Whether `word` (any case) is a word tasks are phrased with, or a sentence word.
     pub fn is_task_word(&self, word: &str) -> bool {
         listed(self.task_words, word) || listed(self.sentence_words, word)
+    }
+
+    /// Whether `word` (any case) is one of the words tasks are phrased with ([`Lang::task_words`]),
+    /// a sentence word aside.
+    pub fn is_task_only_word(&self, word: &str) -> bool {
+        listed(self.task_words, word)
     }
 
     /// Whether `word` (any case) marks the unit that follows it.

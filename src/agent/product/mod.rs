@@ -111,6 +111,9 @@ pub struct Product {
     task: Task,
     /// Whether the task's letters are Latin (the text rules follow its script).
     latin: bool,
+    /// Whether the task is written in plain letters, A to Z only: a unit's text in other
+    /// letters is in another language ([`judge::accented`]).
+    plain_letters: bool,
     /// The newest product entries, newest first.
     newest: Results,
     /// The own tags of those entries and the task's words, sorted and distinct.
@@ -159,6 +162,7 @@ impl Product {
         Product {
             task: Task::none(),
             latin: true,
+            plain_letters: true,
             newest: Results::with_capacity(PRODUCT_TAKEN_MAX),
             taken: ArrayVec::new(),
             seen: ArrayVec::new(),
@@ -202,6 +206,19 @@ impl Product {
         self.taken.iter().map(|w| w.as_str())
     }
 
+    /// The count of units the task asks for, once the product holds that many ("a five-day
+    /// trip": five days written); `None` while it holds fewer, or the task states no count.
+    /// Read after [`Product::refresh`].
+    pub fn done(&self) -> Option<u32> {
+        let count = self.task.count?;
+        (self.active() && self.newest.matched() >= count as usize).then_some(count)
+    }
+
+    /// The task's unit, in the plural ("days").
+    pub fn units(&self) -> &str {
+        self.task.units.as_str()
+    }
+
     /// Entries the last render showed.
     pub fn shown(&self) -> usize {
         self.shown
@@ -219,6 +236,7 @@ impl Product {
         if hash != self.task.hash {
             self.task = Task::read(text);
             self.latin = judge::mostly_latin(text);
+            self.plain_letters = text.chars().filter(|c| c.is_alphabetic()).all(|c| c.is_ascii_alphabetic());
             self.view_from = 0;
         }
         if self.state_task != self.task.hash {
@@ -294,7 +312,7 @@ impl Product {
         if s.len() < 2 || s.len() > SUBJECT_MAX_BYTES || n == 0 || n > SUBJECT_MAX_WORDS || s.contains(':') {
             return false;
         }
-        if judge::doubtful(s, &lang::NEUTRAL, self.latin).is_some() {
+        if judge::doubtful(s, &lang::NEUTRAL, self.latin).is_some() || (self.plain_letters && judge::accented(s)) {
             return false;
         }
         if self.asked.as_slice().contains(&subject_hash(s)) {

@@ -17,6 +17,16 @@ pub const UNIT_MAX_BYTES: usize = 48;
 /// Most of the task's words kept, lowercased as tags, to know a subject copied from the task.
 pub const TASK_WORDS_MAX: usize = 48;
 
+/// Words of a task read for its count of units: a count is stated early.
+const COUNT_SCAN_WORDS: usize = 128;
+
+/// Words that may stand between a count and its unit ("10 useful practical tips").
+const COUNT_WORDS_BEFORE_UNIT: usize = 2;
+
+/// The largest count of units a task is read to ask for: a larger number is a year, a size or
+/// an address, not a count of entries.
+const COUNT_MAX: u32 = 1000;
+
 /// Longest phrase for the units kept, in bytes.
 pub const PHRASE_MAX_BYTES: usize = 160;
 
@@ -52,6 +62,8 @@ pub struct Task {
     pub phrase: ArrayString<PHRASE_MAX_BYTES>,
     /// Whether a reader numbers the unit ("Day 3"): its entries are labelled so.
     pub numbered: bool,
+    /// How many units the task asks for, when it says ("a five-day trip", "List 10 tips").
+    pub count: Option<u32>,
     /// The task's words that can be tags, lowercased (a subject that is one of them is copied
     /// from the task).
     pub words: ArrayVec<Word, TASK_WORDS_MAX>,
@@ -68,6 +80,7 @@ impl Task {
             units: ArrayString::new(),
             phrase: ArrayString::new(),
             numbered: false,
+            count: None,
             words: ArrayVec::new(),
         }
     }
@@ -87,6 +100,7 @@ impl Task {
             }
         }
         t.read_unit(text);
+        t.read_count(text);
         t.read_phrase(text);
         t.read_tags(text);
         t
@@ -146,10 +160,56 @@ impl Task {
         }
     }
 
+    /// How many units the task asks for: a number (digits, or a number word of its language)
+    /// before the unit's word (at most [`COUNT_WORDS_BEFORE_UNIT`] words between), or before a
+    /// span counted in units ("a one-week trip, one day per entry": seven days); not when a
+    /// unit marker follows ("one tip per entry" names the unit, it does not count it), nor
+    /// across a marker or a word for the entry ("one entry per term"). The first such number
+    /// counts.
+    fn read_count(&mut self, text: &str) {
+        let lang = self.lang;
+        let same = |a: &str, b: &str| a.chars().flat_map(char::to_lowercase).eq(b.chars().flat_map(char::to_lowercase));
+        let mut tokens: ArrayVec<&str, COUNT_SCAN_WORDS> = ArrayVec::new();
+        for t in text.split(|c: char| c.is_whitespace() || c == '-') {
+            let t = t.trim_matches(|c: char| !c.is_alphanumeric());
+            if !t.is_empty() && tokens.push(t).is_err() {
+                break;
+            }
+        }
+        let (unit, units) = (self.unit.as_str(), self.units.as_str());
+        let t = tokens.as_slice();
+        for (i, n) in t.iter().enumerate() {
+            let n = match n.parse::<u32>() {
+                Ok(n) => Some(n),
+                Err(_) => lang.numbers.iter().find(|(word, _)| same(word, n)).map(|(_, v)| *v),
+            };
+            let Some(n) = n.filter(|n| (1..=COUNT_MAX).contains(n)) else { continue };
+            // The unit's word among the next few, after words that qualify it ("3 practical
+            // tips"); a marker or a word for the entry ends the search.
+            for (j, w) in t.iter().enumerate().skip(i + 1).take(COUNT_WORDS_BEFORE_UNIT + 1) {
+                if lang.is_unit_marker(w) || lang.entry_words.iter().any(|e| same(e, w)) {
+                    break;
+                }
+                let per = if !unit.is_empty() && (same(w, unit) || same(w, units)) {
+                    Some(1)
+                } else {
+                    lang.spans.iter().find(|(span, of, _)| same(span, w) && same(of, unit)).map(|(_, _, k)| *k)
+                };
+                let Some(per) = per else { continue };
+                if t.get(j + 1).is_some_and(|m| lang.is_unit_marker(m)) {
+                    break;
+                }
+                self.count = Some(n.saturating_mul(per));
+                return;
+            }
+        }
+    }
+
     /// The phrase: in the task's clause that holds its units' word (as a word, or the end of a
     /// hyphenated one: "Astronomie-Begriffe"), up to [`PHRASE_BEFORE_MAX`] words of content
     /// before it and, when the clause goes on without a joining word, up to
-    /// [`PHRASE_AFTER_MAX`] words after it, ending with a word of content; else the units.
+    /// [`PHRASE_AFTER_MAX`] words after it, up to a word about the task itself ("in storage")
+    /// and ending with a word of content; else the units.
     fn read_phrase(&mut self, text: &str) {
         let lang = self.lang;
         let units = self.units.as_str();
@@ -180,7 +240,8 @@ impl Task {
             let mut end = at + 1;
             let after = t.get(at + 1..).unwrap_or(&[]);
             if after.len() <= PHRASE_AFTER_MAX && after.first().is_some_and(|w| !lang.is_join(w)) {
-                end = t.len();
+                // Up to a word about the task itself, as before the units ("terms in storage").
+                end = at + 1 + after.iter().position(|w| lang.is_task_only_word(w)).unwrap_or(after.len());
             }
             while end > at + 1 && t.get(end - 1).is_some_and(|w| lang.is_sentence_word(w)) {
                 end -= 1;
@@ -376,6 +437,10 @@ mod tests {
                 "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.",
                 "astronomy terms",
             ),
+            (
+                "Build a glossary of astronomy terms in storage: one entry per term, with a one-sentence definition.",
+                "astronomy terms",
+            ),
             ("List common Linux shell commands and what each does.", "Linux shell commands"),
             (
                 "Collect useful facts about the planets of the solar system.",
@@ -386,6 +451,25 @@ mod tests {
         ];
         for (task, phrase) in cases {
             assert_eq!(Task::read(task).phrase.as_str(), phrase, "{task}");
+        }
+    }
+
+    #[test]
+    fn the_count_of_units_is_read_where_the_task_states_one() {
+        let cases = [
+            ("Plan a one-week trip to Japan, one day per entry.", Some(7)),
+            ("Plan a five-day trip to Italy, one day per entry.", Some(5)),
+            ("List 10 tips for saving water, one tip per entry.", Some(10)),
+            ("Write 3 practical tips for growing tomatoes at home, one tip per entry.", Some(3)),
+            ("Write three paragraphs about the sea, one paragraph per entry.", Some(3)),
+            ("Write practical tips for growing tomatoes at home, one tip per entry.", None),
+            ("Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.", None),
+            ("Collect useful facts about the 8 planets of the solar system.", None),
+            ("Liste zehn Begriffe der Astronomie auf, ein Eintrag pro Begriff.", Some(10)),
+            ("List 2026 tips, one tip per entry.", None),
+        ];
+        for (task, count) in cases {
+            assert_eq!(Task::read(task).count, count, "{task}");
         }
     }
 

@@ -171,10 +171,20 @@ fn a_doubtful_or_repeated_unit_is_told_apart_from_a_new_one() {
     assert_eq!(judge(&p, "Use mulch: Spread straw around the plants to keep the soil moist."), Verdict::New);
     assert!(matches!(judge(&p, "Use mulch: es una estrella de la galaxia que se ve en el cielo."), Verdict::Doubt(_)));
     assert!(matches!(judge(&p, "Use mulch: a kjiek ji-bjjik jibjiszwadzjisjimjjj."), Verdict::Doubt(_)));
+    // The task is written in plain letters: a text in others is another language's.
+    assert!(matches!(judge(&p, "Use mulch: Ãûââß-ljáwómífylh úkolimáriái svegrifáirnak a lúa."), Verdict::Doubt(_)));
+    assert!(matches!(judge(&p, "Use mulch: Çiçar kabulit yaplar."), Verdict::Doubt(_)));
+    assert_eq!(judge(&p, "Use mulch: A layer of straw from the café keeps the soil moist."), Verdict::New);
     assert!(matches!(judge(&p, "Water regularly: Water them each morning."), Verdict::Repeat(_)));
     assert!(matches!(judge(&p, "Soak the roots: Give the plants deep water twice a week."), Verdict::Repeat(_)));
     assert!(matches!(judge(&p, "Use mulch: use mulch."), Verdict::Repeat(_)));
     assert!(matches!(judge(&p, "Use mulch: practical tips for growing tomatoes at home."), Verdict::Repeat(_)));
+    // Words of the head and the task under another ending say nothing new either; a number
+    // adds nothing, a word of content that neither holds does.
+    assert!(matches!(judge(&p, "Use mulch: Mulching tip for the tomato, 2019."), Verdict::Repeat(_)));
+    assert!(matches!(judge(&p, "Pinch suckers: Pinching suckers of tomato plants."), Verdict::Repeat(_)));
+    assert_eq!(judge(&p, "Pinch suckers: Pinching them sends strength into the fruit."), Verdict::New);
+    assert_eq!(judge(&p, "Use mulch: A layer of straw keeps the soil moist."), Verdict::New);
     // A doubtful unit is kept apart: stored, never product.
     let key = p.file(p.key().unwrap(), "Use mulch: x").unwrap().unwrap();
     let apart = p.doubt_key(&key).unwrap();
