@@ -65,7 +65,7 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
 /// than one of its letters in this many is not plain ("Ãûââß-ljáwómífylh", "Çiçar kabulit").
 const ACCENTED_ONE_IN: usize = 10;
 
-/// Whether more than one letter in [`ACCENTED_ONE_IN`] of `text` is not a plain letter (A to Z).
+/// Whether more than one letter in `ACCENTED_ONE_IN` of `text` is not a plain letter (A to Z).
 pub fn accented(text: &str) -> bool {
     let (mut n, mut other) = (0usize, 0usize);
     for c in text.chars().filter(|c| c.is_alphabetic()) {
