@@ -672,6 +672,75 @@ fn a_task_that_counts_its_units_is_done_once_they_are_written() {
     assert_eq!(server.chats().len(), asked, "a done task asks the model nothing");
 }
 
+/// An outline is asked twice, with its tokens' log-probabilities, and the list the model wrote
+/// the more surely is the plan; a server that sends no log-probabilities is asked once.
+#[test]
+fn an_outline_is_the_surer_of_two_samples() {
+    let outlines = std::sync::Arc::new(AtomicUsize::new(0));
+    let n = outlines.clone();
+    let server = Server::start(move |_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        let g = field(seen, "grammar").unwrap_or_default();
+        if g.contains("lkjok") {
+            return Do::Reply(json_ok(&chat_body("lkjok")));
+        }
+        assert!(g.contains("working_memory_add"), "only outlines are asked here");
+        assert!(seen.body_str().contains("\"logprobs\":true"), "{}", seen.body_str());
+        let prefix = literal_after(&g, "</tags><value>\"");
+        // The first sample of each pair is run-together words written unsurely, the second
+        // real subjects written surely.
+        let (items, logprob) = if n.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
+            ("Asibet ofmat\n2. Arelatetm iau\n", -4.0)
+        } else {
+            ("Use mulch\n2. Stake the plants\n", -0.5)
+        };
+        let value = format!("{prefix}{items}");
+        let content = format!("<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{value}</value></action>\n</agent>");
+        let from = content.find("<value>").unwrap() + "<value>".len();
+        let to = content.find("</value>").unwrap();
+        let token = |t: &str, lp: f64| format!(r#"{{"token":{},"logprob":{lp}}}"#, json_string(t));
+        let tokens = [token(&content[..from], -1.0), token(&content[from..to], logprob), token(&content[to..], -1.0)];
+        let body = format!(
+            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop","logprobs":{{"content":[{}]}}}}]}}"#,
+            json_string(&content),
+            tokens.join(",")
+        );
+        Do::Reply(json_ok(&body))
+    });
+    let d = shipped_dir("surer", &server.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
+    let mut a = agent(&d);
+    let r = a.cycle(&mut |_| {}, &|| false).unwrap();
+    assert!(r.error.is_none() && !r.invalid_reply, "{r:?}");
+    assert_eq!(outlines.load(Ordering::Relaxed), 2, "an outline is asked twice");
+    let plan = a.memory.working.get(&normalize("plan").unwrap()).unwrap().to_string();
+    assert_eq!(plan, "Use mulch\nStake the plants");
+    // A server without log-probabilities is asked once (the grammar follower sends none).
+    let follower = grammar_follower(TIP_LISTS);
+    let d = shipped_dir("surer-none", &follower.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
+    let mut a = agent(&d);
+    cycles(&mut a, 1);
+    assert_eq!(follower.chats().len(), 2, "the probe and one outline");
+}
+
+/// A JSON string literal of `s` (quotes, backslashes and control characters escaped).
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Every prompt shows the task as written, whatever its words, language or length, and stays
 /// within its budget.
 #[test]

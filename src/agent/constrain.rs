@@ -381,7 +381,13 @@ impl Constrainer {
             _ => None,
         };
         let presence_penalty = self.presence_penalty.filter(|_| constraint.is_some());
-        let prompt = llm::Prompt { constraint, seed: Some(seed), presence_penalty, ..llm::Prompt::new(system, user) };
+        let prompt = llm::Prompt {
+            constraint,
+            seed: Some(seed),
+            presence_penalty,
+            logprobs: self.asks_outline(),
+            ..llm::Prompt::new(system, user)
+        };
         if constraint.is_none() {
             return client.complete(&prompt, progress, should_stop);
         }
@@ -443,6 +449,41 @@ impl Constrainer {
         }
     }
 }
+
+impl Constrainer {
+    /// Whether this cycle asks a grammar for an outline of the product: its reply is one of
+    /// two samples, the one whose subjects the model wrote the more surely
+    /// ([`crate::agent::model::Model::ask`]).
+    pub fn asks_outline(&self) -> bool {
+        self.presence_penalty.is_some() && self.active == Mode::Grammar
+    }
+
+    /// Asks the same request once more with another seed (the second sample of an outline);
+    /// no step down: a failure leaves the first sample.
+    pub fn ask_again<'c>(
+        &mut self,
+        client: &'c mut Client,
+        system: Option<&str>,
+        user: &str,
+        cycle: u64,
+        progress: &mut dyn FnMut(u64),
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Completion<'c>> {
+        let text = crate::bytes::utf8_prefix(self.text.as_slice());
+        let prompt = llm::Prompt {
+            constraint: Some(Constraint::Grammar(text)),
+            seed: Some(self.seed(cycle, OUTLINE_SECOND_ATTEMPT)),
+            presence_penalty: self.presence_penalty,
+            logprobs: true,
+            ..llm::Prompt::new(system, user)
+        };
+        client.complete(&prompt, progress, should_stop)
+    }
+}
+
+/// The attempt number of an outline's second sample in its seed (0 and 1 are the first
+/// request and its retry one step down).
+const OUTLINE_SECOND_ATTEMPT: u64 = 2;
 
 /// Whether a failed request may have failed because of its constraint: a refusal (400/500
 /// come back as `LLM_ERROR`), an unreadable answer (`HTTP_PROTOCOL`), or a connection dropped

@@ -122,7 +122,22 @@ impl Model {
             Model::Client(c) => {
                 reply.clear();
                 let comp = constrainer.ask(c, system, user, cycle, progress, should_stop)?;
-                reply.fill(&comp)
+                reply.fill(&comp)?;
+                // An outline is one of two samples: the one whose list the model wrote the more
+                // surely (the mean log-probability of its value's tokens). A run's first outline
+                // sets the kind of every later one, and a list of run-together words is the
+                // model writing what it does not know (docs/measurements.md).
+                let Some(first) = constrainer.asks_outline().then(|| outline_certainty(&comp)).flatten() else {
+                    return Ok(());
+                };
+                match constrainer.ask_again(c, system, user, cycle, progress, should_stop) {
+                    Ok(second) if outline_certainty(&second).is_some_and(|s| s > first) => {
+                        reply.clear();
+                        reply.fill(&second)
+                    }
+                    Err(e) if e.code() == Code::Interrupted => Err(e),
+                    _ => Ok(()),
+                }
             }
             Model::Recorded(_) => match pending.take() {
                 Some(e) => Err(e),
@@ -134,6 +149,14 @@ impl Model {
 
 /// The last reply, copied out of the model source into buffers reserved once, so the cycle
 /// can read it while it changes memory.
+/// The mean log-probability of the tokens of an outline's value (between `<value>` and
+/// `</value>`), as the server sent them; `None` without them.
+fn outline_certainty(c: &Completion<'_>) -> Option<f64> {
+    let from = c.content.find("<value>")? + "<value>".len();
+    let to = c.content.find("</value>")?;
+    c.logprobs.mean_within(from, to)
+}
+
 pub(crate) struct LastReply {
     pub content: FixedBuf,
     pub reasoning: FixedBuf,

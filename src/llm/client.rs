@@ -15,7 +15,7 @@
 //! answers that cannot be read.
 
 use super::replay::Replay;
-use super::reply::{server_error, split_think, Accumulator, FinishReason, Outcome, Usage};
+use super::reply::{server_error, split_think, Accumulator, FinishReason, Outcome, TokenLogprobs, Usage};
 use super::settings::{Api, ProviderKind, Settings};
 use super::stream::StreamSink;
 use super::wire::{apply, Sampling, Wire};
@@ -53,12 +53,15 @@ pub struct Prompt<'a> {
     /// the reply or the prompt's tail already holds gets less likely. `None` sends none (the
     /// server's default); `llm.extra` wins over it.
     pub presence_penalty: Option<f64>,
+    /// Ask for each generated token's log-probability ([`Completion::logprobs`]). Such a
+    /// request is sent whole, never streamed.
+    pub logprobs: bool,
 }
 
 impl<'a> Prompt<'a> {
     /// A plain request: these messages, no constraint, no seed, the configured token cap.
     pub const fn new(system: Option<&'a str>, user: &'a str) -> Prompt<'a> {
-        Prompt { system, user, constraint: None, seed: None, max_tokens: None, presence_penalty: None }
+        Prompt { system, user, constraint: None, seed: None, max_tokens: None, presence_penalty: None, logprobs: false }
     }
 }
 
@@ -83,6 +86,9 @@ pub struct Completion<'a> {
     pub attempts: u32,
     /// Time from the call to the complete answer.
     pub latency: Duration,
+    /// Each token's log-probability, when the prompt asked for them ([`Prompt::logprobs`]);
+    /// [`TokenLogprobs::sent`] says whether the server gave any.
+    pub logprobs: &'a TokenLogprobs,
 }
 
 /// Whether the server is there and has the model.
@@ -316,6 +322,7 @@ impl Client {
             http_status,
             attempts,
             latency,
+            logprobs: &self.acc.logprobs,
         }
     }
 
@@ -331,7 +338,8 @@ impl Client {
         let (Some(http), Some(ep)) = (self.http.as_mut(), self.endpoints.as_ref()) else {
             bail!(LlmUnavailable, "no HTTP client is set up");
         };
-        let accept = wire.accept(self.stream);
+        let stream = self.stream && !prompt.logprobs;
+        let accept = wire.accept(stream);
         let req = Request {
             method: Method::Post,
             url: &ep.ask,
@@ -339,7 +347,7 @@ impl Client {
             accept,
             body: self.request.as_slice(),
         };
-        if self.stream {
+        if stream {
             let mut sink = StreamSink {
                 wire,
                 line: &mut self.line,
@@ -413,7 +421,7 @@ impl Client {
         }
         if !has("stream") {
             w.key("stream")?;
-            w.bool(self.stream)?;
+            w.bool(self.stream && !prompt.logprobs)?;
         }
         let sampling = Sampling {
             temperature: self.temperature,
@@ -422,6 +430,8 @@ impl Client {
             presence_penalty: prompt.presence_penalty,
             context_window: self.context_window,
             stop: &self.stop,
+            logprobs: prompt.logprobs,
+            api: self.api,
         };
         self.wire.write_sampling(&mut w, &sampling, &has)?;
         self.wire.write_constraint(&mut w, self.api, prompt.constraint, &has)?;

@@ -29,5 +29,5 @@ pub mod stream;
 mod wire;
 
 pub use client::{Client, Completion, Health, ModelState, Prompt};
-pub use reply::{FinishReason, Outcome, Usage};
+pub use reply::{FinishReason, Outcome, TokenLogprob, TokenLogprobs, Usage, LLM_SCORED_TOKENS_MAX};
 pub use settings::{Api, ProviderKind, Settings};

@@ -12,7 +12,7 @@
 //! mistaken for actions.
 
 use crate::error::{Code, Error, Result};
-use crate::fixed::FixedBuf;
+use crate::fixed::{ArrayVec, FixedBuf};
 use crate::http::Redactor;
 use crate::json::{self, Document, Kind, Value};
 use core::fmt;
@@ -88,6 +88,81 @@ pub enum Outcome {
     Empty,
 }
 
+/// Most tokens whose log-probabilities a reply keeps (an outline of the product, which asks
+/// for them, is a short reply: see [`super::Prompt::logprobs`]). A longer reply keeps the
+/// first ones and says it was cut ([`TokenLogprobs::cut`]).
+pub const LLM_SCORED_TOKENS_MAX: usize = 512;
+
+/// One generated token: its length in bytes and the model's log-probability of it.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct TokenLogprob {
+    /// The token's text, in bytes (its `bytes` when the server gives them, else its string's).
+    pub bytes: u32,
+    /// The natural log of the probability the model gave the token.
+    pub logprob: f64,
+}
+
+/// The log-probabilities of a reply's tokens, in order, when the request asked for them and
+/// the server sent them.
+#[derive(Clone, Debug, Default)]
+pub struct TokenLogprobs {
+    /// The tokens, at most [`LLM_SCORED_TOKENS_MAX`].
+    pub tokens: ArrayVec<TokenLogprob, LLM_SCORED_TOKENS_MAX>,
+    /// Whether the server sent any (a server without log-probabilities sends none).
+    pub sent: bool,
+    /// Whether there were more than the buffer keeps, or one could not be read.
+    pub cut: bool,
+}
+
+impl TokenLogprobs {
+    /// The mean log-probability of the tokens that start within bytes `from..to` of the reply
+    /// (the tokens' lengths laid end to end from its start); `None` when the server sent none,
+    /// they were cut, or none starts there.
+    pub fn mean_within(&self, from: usize, to: usize) -> Option<f64> {
+        if !self.sent || self.cut {
+            return None;
+        }
+        let (mut at, mut sum, mut n) = (0usize, 0.0, 0u32);
+        for t in self.tokens.iter() {
+            if at >= from && at < to {
+                sum += t.logprob;
+                n += 1;
+            }
+            at += t.bytes as usize;
+        }
+        let mean = sum / f64::from(n.max(1));
+        (n > 0 && mean.is_finite()).then_some(mean)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.tokens.clear();
+        self.sent = false;
+        self.cut = false;
+    }
+
+    /// Reads one token's entry: `{"token": "...", "bytes": [..], "logprob": x}` (OpenAI chat,
+    /// llama.cpp's `completion_probabilities`).
+    pub(crate) fn push_entry(&mut self, v: Value<'_>) {
+        let bytes = match v.get("bytes").filter(|b| b.kind() == Kind::Array) {
+            Some(b) => Some(b.len()),
+            None => v.get("token").and_then(|t| t.as_str()).map(str::len),
+        };
+        self.push(bytes, v.get("logprob").and_then(|l| l.as_f64()));
+    }
+
+    /// Reads a token of its length and log-probability, either possibly missing.
+    pub(crate) fn push(&mut self, bytes: Option<usize>, logprob: Option<f64>) {
+        self.sent = true;
+        let (Some(bytes), Some(logprob)) = (bytes.and_then(|b| u32::try_from(b).ok()), logprob) else {
+            self.cut = true;
+            return;
+        };
+        if self.tokens.push(TokenLogprob { bytes, logprob }).is_err() {
+            self.cut = true;
+        }
+    }
+}
+
 /// The reply being put together.
 pub(crate) struct Accumulator {
     pub(crate) content: FixedBuf,
@@ -98,6 +173,8 @@ pub(crate) struct Accumulator {
     pub(crate) pieces: u64,
     /// Whether reasoning had to be cut to fit its buffer.
     pub(crate) reasoning_cut: bool,
+    /// The tokens' log-probabilities, when asked for and sent.
+    pub(crate) logprobs: TokenLogprobs,
 }
 
 impl Accumulator {
@@ -109,6 +186,7 @@ impl Accumulator {
             usage: None,
             pieces: 0,
             reasoning_cut: false,
+            logprobs: TokenLogprobs::default(),
         }
     }
 
@@ -119,6 +197,7 @@ impl Accumulator {
         self.usage = None;
         self.pieces = 0;
         self.reasoning_cut = false;
+        self.logprobs.clear();
     }
 
     /// Appends content; a reply longer than the buffer is an error (it cannot be acted on in
@@ -433,6 +512,44 @@ mod tests {
 
     fn acc() -> Accumulator {
         Accumulator::new(1024, 1024)
+    }
+
+    /// Reads `body` as a whole reply of `wire` into a fresh accumulator.
+    fn read(body: &str, wire: super::super::wire::Wire) -> Accumulator {
+        let mut doc = Document::with_capacity(256, 4096);
+        doc.parse(body.as_bytes()).unwrap();
+        let mut a = acc();
+        super::super::wire::apply(doc.root(), wire, 200, &mut a, &Redactor::none()).unwrap();
+        a
+    }
+
+    #[test]
+    fn token_log_probabilities_are_read_in_every_form_and_averaged_over_a_span() {
+        use super::super::wire::Wire;
+        let chat = r#"{"choices":[{"message":{"content":"ab cd"},"logprobs":{"content":[
+            {"token":"ab","logprob":-1.0,"bytes":[97,98]},{"token":" cd","logprob":-3.0}]}}]}"#;
+        let text = r#"{"choices":[{"text":"ab cd","logprobs":{"tokens":["ab"," cd"],"token_logprobs":[-1.0,-3.0]}}]}"#;
+        let native = r#"{"content":"ab cd","stop":true,"completion_probabilities":[
+            {"token":"ab","logprob":-1.0},{"token":" cd","logprob":-3.0}]}"#;
+        for (body, wire) in [(chat, Wire::OpenAi), (text, Wire::OpenAi), (native, Wire::LlamaCpp)] {
+            let a = read(body, wire);
+            assert!(a.logprobs.sent && !a.logprobs.cut, "{body}");
+            assert_eq!(a.logprobs.mean_within(0, 5), Some(-2.0), "{body}");
+            assert_eq!(a.logprobs.mean_within(2, 5), Some(-3.0), "{body}");
+            assert_eq!(a.logprobs.mean_within(5, 9), None, "{body}");
+        }
+        // None sent, or one unreadable: no figure.
+        let plain = read(r#"{"choices":[{"message":{"content":"ab"}}]}"#, Wire::OpenAi);
+        assert!(!plain.logprobs.sent && plain.logprobs.mean_within(0, 2).is_none());
+        let odd =
+            read(r#"{"choices":[{"message":{"content":"ab"},"logprobs":{"content":[{"token":"ab"}]}}]}"#, Wire::OpenAi);
+        assert!(odd.logprobs.cut && odd.logprobs.mean_within(0, 2).is_none());
+        // More tokens than kept: cut, no figure.
+        let mut many = TokenLogprobs::default();
+        for _ in 0..=LLM_SCORED_TOKENS_MAX {
+            many.push(Some(1), Some(-1.0));
+        }
+        assert!(many.cut && many.mean_within(0, 10).is_none());
     }
 
     #[test]

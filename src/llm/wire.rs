@@ -41,6 +41,10 @@ pub(crate) struct Sampling<'a> {
     pub presence_penalty: Option<f64>,
     pub context_window: Option<u32>,
     pub stop: &'a [String],
+    /// Ask for the log-probability of each generated token ([`super::Prompt::logprobs`]).
+    pub logprobs: bool,
+    /// Chat or text completion (OpenAI asks for log-probabilities differently on each).
+    pub api: Api,
 }
 
 /// Whether `llm.extra` holds a member of this name (it then wins over the client's own).
@@ -121,6 +125,10 @@ impl Wire {
                     }
                     w.end_object()?;
                 }
+                if s.logprobs && !has("logprobs") {
+                    w.key("logprobs")?;
+                    w.bool(true)?;
+                }
             }
             Wire::OpenAi | Wire::LlamaCpp => {
                 if let Some(t) = s.temperature.filter(|_| !has("temperature")) {
@@ -148,6 +156,29 @@ impl Wire {
                         w.string(s)?;
                     }
                     w.end_array()?;
+                }
+                // Log-probabilities: llama.cpp's native `n_probs`, OpenAI's `logprobs` (a
+                // flag on chat, the number of alternatives on text completion).
+                match (s.logprobs, self, s.api) {
+                    (false, _, _) => {}
+                    (true, Wire::LlamaCpp, _) if !has("n_probs") => {
+                        w.key("n_probs")?;
+                        w.u64(1)?;
+                    }
+                    (true, Wire::OpenAi, Api::Chat) if !has("logprobs") => {
+                        w.key("logprobs")?;
+                        w.bool(true)?;
+                        // llama-cpp-python sends none unless asked for alternatives too.
+                        if !has("top_logprobs") {
+                            w.key("top_logprobs")?;
+                            w.u64(1)?;
+                        }
+                    }
+                    (true, Wire::OpenAi, Api::Completion) if !has("logprobs") => {
+                        w.key("logprobs")?;
+                        w.u64(1)?;
+                    }
+                    _ => {}
                 }
             }
         }
@@ -296,6 +327,19 @@ fn read_openai(root: Value<'_>, acc: &mut Accumulator) -> Result<bool> {
     if let Some(f) = choice.get("finish_reason").and_then(|f| f.as_str()) {
         acc.finish = FinishReason::from_name(f);
     }
+    // Each token's log-probability: `logprobs.content` on chat (and newer llama.cpp text
+    // completion), the parallel `tokens` and `token_logprobs` of OpenAI's text completion.
+    if let Some(lp) = choice.get("logprobs").filter(|l| l.kind() == Kind::Object) {
+        if let Some(content) = lp.get("content").filter(|c| c.kind() == Kind::Array) {
+            for t in content.items() {
+                acc.logprobs.push_entry(t);
+            }
+        } else if let (Some(tokens), Some(lps)) = (lp.get("tokens"), lp.get("token_logprobs")) {
+            for (t, l) in tokens.items().zip(lps.items()) {
+                acc.logprobs.push(t.as_str().map(str::len), l.as_f64());
+            }
+        }
+    }
     if let Some(u) = read_usage(root.get("usage")) {
         acc.usage = Some(u);
     }
@@ -315,6 +359,11 @@ fn read_ollama(root: Value<'_>, acc: &mut Accumulator) -> Result<bool> {
         // `/api/generate`: the text and the thinking at the top level.
         read_text(root.get("response"), acc)?;
         read_reasoning(root, acc);
+    }
+    if let Some(lp) = root.get("logprobs").filter(|l| l.kind() == Kind::Array) {
+        for t in lp.items() {
+            acc.logprobs.push_entry(t);
+        }
     }
     let done = root.get("done").and_then(|d| d.as_bool()).unwrap_or(false);
     if let Some(r) = root.get("done_reason").and_then(|r| r.as_str()) {
@@ -338,6 +387,11 @@ fn read_ollama(root: Value<'_>, acc: &mut Accumulator) -> Result<bool> {
 
 fn read_llamacpp(root: Value<'_>, acc: &mut Accumulator) -> Result<bool> {
     read_text(root.get("content"), acc)?;
+    if let Some(lp) = root.get("completion_probabilities").filter(|l| l.kind() == Kind::Array) {
+        for t in lp.items() {
+            acc.logprobs.push_entry(t);
+        }
+    }
     let done = root.get("stop").and_then(|d| d.as_bool()).unwrap_or(false);
     let flag = |k: &str| root.get(k).and_then(|v| v.as_bool()) == Some(true);
     // `stop_type` since 2024 (`none` while streaming); the `stopped_*` flags before.
