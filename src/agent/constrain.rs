@@ -453,7 +453,7 @@ impl Constrainer {
 impl Constrainer {
     /// Whether this cycle asks a grammar for an outline of the product: its reply is one of
     /// two samples, the one whose subjects the model wrote the more surely
-    /// ([`crate::agent::model::Model::ask`]).
+    /// (`crate::agent::model::Model::ask`).
     pub fn asks_outline(&self) -> bool {
         self.presence_penalty.is_some() && self.active == Mode::Grammar
     }
