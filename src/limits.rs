@@ -516,7 +516,8 @@ pub const GRAMMAR_THINK_MAX_CHARS: u32 = 1500;
 pub const GRAMMAR_NAME_MAX_CHARS: u32 = 24;
 
 /// Most words of a definition a product ask allows: one sentence, its clauses as long as they
-/// come within these (a clause cut at a quarter of them ended most definitions mid-phrase). A
+/// come within these (a clause cut at a quarter of them ended most definitions mid-phrase:
+/// docs/measurements.md, "The grammar's word rules"). A
 /// word is at most [`GRAMMAR_WORD_MAX_CHARS`] characters, so a definition is at most about 2 KiB
 /// (the assertion below keeps it within a stored value); a typical one is about 60 bytes.
 pub const GRAMMAR_ENTRY_MAX_WORDS: u32 = 32;
@@ -539,9 +540,9 @@ const _: () = assert!(
 );
 
 /// Most names a product ask for the next names allows: enough for three questions of three
-/// names, one more for a name the plan drops as taken (SmolLM2-135M, 30 cycles: with four, a
-/// names ask came every second cycle, and after each the server evaluated the product view
-/// again; lists of ten served as many entries as lists of four).
+/// names, one more for a name the plan drops as taken (shorter lists meant a names ask every
+/// other cycle, each costing the server the product view again: docs/measurements.md, "The
+/// grammar's word rules").
 pub const GRAMMAR_PLAN_MAX_NAMES: u32 = 10;
 
 /// Most sentences of a unit a product ask allows (a tip is one, a story's paragraph a few).
@@ -576,9 +577,8 @@ pub const PROMPT_MAX_BYTES: usize = 256 * 1024;
 
 /// Most entries of the task's product shown in the prompt (the newest; full, the view starts
 /// again from its newest half). A server evaluates the view again after each names ask, whose
-/// prompt does not show it: twelve names cost about 50 tokens of SmolLM2-135M, and a longer
-/// view made more of the prompt evaluated again than the target allows. Cost: a few hundred
-/// bytes of ids and names, reserved once.
+/// prompt does not show it, so the view is kept short (docs/measurements.md, "The grammar's
+/// word rules"). Cost: a few hundred bytes of ids and names, reserved once.
 pub const PRODUCT_VIEW_MAX_ENTRIES: usize = 12;
 
 /// Most bytes of the product view in the prompt (entries past it are left out, oldest first;
@@ -775,7 +775,3 @@ pub const VECTORS_COMPACT_MIN_DEAD: usize = 1024;
 /// Candidates a vector search keeps before fusion: the best this many by cosine. Cost: 16
 /// bytes each in a list reserved once.
 pub const VECTORS_MAX_RESULTS: usize = RANK_MAX_RESULTS;
-
-/// Reciprocal rank fusion's constant: an entry at rank r (from 1) of a list adds 1 / (k + r)
-/// (k = 60 as in Cormack et al. 2009, and Letta, NullClaw, ZeroClaw).
-pub const RRF_K: f64 = 60.0;

@@ -16,14 +16,17 @@
 //! by `REPORT_MAX_BYTES`. Damaged or foreign audit lines are counted and shown, never fatal.
 //!
 //! Rooms: `scan` (the audit lines and the period), `summary` (what the period adds up to),
-//! `sources` (config, store, exchange logs), `chart` (the drawings), `page` (the layout). This
-//! file is the command: its options, and the order in which the rooms are called.
+//! `sources` (config, store, exchange logs), `chart` (the drawings), `page` (the layout), with
+//! `style` (its stylesheet) and `tables` (the task and the tables). This file is the command:
+//! its options, and the order in which the rooms are called.
 
 mod chart;
 mod page;
 pub mod scan;
 mod sources;
+mod style;
 pub mod summary;
+mod tables;
 
 pub use scan::Period;
 

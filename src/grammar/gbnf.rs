@@ -171,9 +171,9 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             out.push_str("\n")?;
             let commas = GRAMMAR_ENTRY_MAX_CLAUSES.saturating_sub(1);
             let left = GRAMMAR_ENTRY_MAX_WORDS.saturating_sub(3);
-            // A sentence starts with a capital, as every language in Latin letters writes one:
-            // free to start in small letters, SmolLM2-135M started a third of its texts with
-            // a run of letters ("xtra-addition", "iawadzabbzz", "ils"; docs/measurements.md).
+            // A sentence starts with a capital, as every language in Latin letters writes one
+            // (free to start in small letters, a small model ran letters together: see
+            // docs/measurements.md, "The grammar's word rules").
             out.format(format_args!(
                 "sentence ::= first sep word sep word more-{}-{}\nsep ::= \" \" | \", \"\n",
                 left, commas
@@ -225,10 +225,10 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                 ));
             }
             // A subject: a few words, each a word of the text's rule of at most four vowel
-            // groups (longer ones were words run together: "thecorrectway",
-            // "isnotsunsetbutgry"), an acronym, a short run of small letters ("ls", "cd": commands, abbreviations); no `:` (which ends a unit's head),
-            // no `,`, no numbers (a list that has them counts on: "20 days of rain", "3 weeks
-            // of sun", "create-task 6488").
+            // groups (longer ones were words run together), an acronym, or a short run of small
+            // letters ("ls", "cd": commands, abbreviations); no `:` (which ends a unit's head),
+            // no `,`, no numbers (a list that has them counts on). The runs behind it:
+            // docs/measurements.md, "The grammar's word rules".
             out.format(format_args!(
                 "item ::= iw (\" \" iw){{0,{}}}\niw ::= cap? cs{{0,3}} vs (cs{{1,4}} vs){{0,3}} cs{{0,4}} (\"'\" [a-z]{{1,2}})? | [A-Z]{{2,6}} | [a-z]{{1,4}}\n",
                 GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1)
@@ -242,12 +242,12 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
 /// The rules of a word of a text in Latin letters. A word: an optional capital, then letters
 /// where vowels come at least every 4 consonants (up to 5 vowel groups), and one `-` part
 /// ("flour-based") or one or two letters after `'` ("lion's", "they're"; a longer part is where a
-/// drifting model ran the rest of a sentence into one word: "will'tdrytomatmfc"); a letter and `'` before a word
+/// drifting model ran the rest of a sentence into one word); a letter and `'` before a word
 /// ("l'eau", "d'un"); a capital vowel and a part ("It", "Es", "In", "Egypt": the capital is
 /// the word's first vowel); "A" or "I"; a number of up to 4 digits; or an acronym of capitals
 /// ("DNA"). Runs of consonants, letters run into digits and long numbers are what a small
-/// model writes once it drifts ("sbjkfjhjlzjmjw", "10234978652000-water"). Each rule reads a
-/// word one way only, so a server tracks one parse of it.
+/// model writes once it drifts (docs/measurements.md, "The grammar's word rules"). Each rule
+/// reads a word one way only, so a server tracks one parse of it.
 fn word_rules(out: &mut FixedBuf) -> Result<()> {
     out.push_str(
         "word ::= lead | [0-9]{1,4}\n\
@@ -291,8 +291,8 @@ const NAME_WORD_MAX: usize = 13;
 /// Most characters of a name written as an acronym ("TCP", "HTTP"): a capital, then capitals
 /// and digits. Longer runs of capitals were a small model shouting words ("ALMOST"). A list
 /// writes them whole, up to a word's most letters (and the plan keeps none: see
-/// `agent::product`): cut here, they were made-up acronyms asked about and stored ("CHOL",
-/// "DINN", "FLAV": 9 entries of one cooking run of SmolLM2-135M).
+/// `agent::product`): cut here, they were made-up acronyms asked about and stored
+/// (docs/measurements.md, "The grammar's word rules").
 pub const ACRONYM_MAX: u32 = 4;
 
 /// The `name` rule of [`product_rules`] and of a names ask, of names of `words` words.
@@ -343,9 +343,9 @@ fn name_rules(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     if one {
         return Ok(());
     }
-    // A second word: small letters, a vowel at least every 3 consonants ("buffalo", not
-    // "jrjbjhkzfjnjl", which SmolLM2-135M wrote after "Elephant" when any letters were
-    // allowed); at most 4 + 4 × 5 letters.
+    // A second word: small letters, a vowel at least every 3 consonants ("buffalo", not the
+    // runs of consonants a small model wrote when any letters were allowed: see
+    // docs/measurements.md, "The grammar's word rules"); at most 4 + 4 × 5 letters.
     out.push_str("nw ::= [b-df-hj-np-tv-z]{0,2} [aeiouy]{1,2} ([b-df-hj-np-tv-z]{1,3} [aeiouy]{1,2}){0,3} [b-df-hj-np-tv-z]{0,2}\n")
 }
 
@@ -367,8 +367,8 @@ impl Trie<'_> {
     /// Writes the characters of a name at `depth` that make tag character `c` (a class body):
     /// a capital first, small letters after it, a space for `_`. A name is written as a
     /// reader writes one ("Cape buffalo"), not as a small model that drifts writes
-    /// ("ika-2019-03-28", "AfricanBear", "Giraffe-giraffe-hippo": SmolLM2-135M, 14 lists in
-    /// 14 with letters, digits and `-` allowed anywhere).
+    /// ("AfricanBear", "Giraffe-giraffe-hippo"; docs/measurements.md, "The grammar's word
+    /// rules").
     fn write_chars(out: &mut FixedBuf, c: u8, depth: usize) -> Result<()> {
         match c {
             b'a'..=b'z' if depth == 0 => out.format(format_args!("{}", c.to_ascii_uppercase() as char)),

@@ -18,81 +18,30 @@
 //! more on a fresh connection without counting as a retry (RFC 9112 §9.3.1: nothing was
 //! processed).
 //!
+//! Reading the answer off the socket (heads, body framing, redaction on the way) is
+//! `receive`'s; this file opens connections, writes requests and retries them.
+//!
 //! Steady state: after the connection is set up, a request allocates nothing (the head is
 //! formatted into a reserved buffer, the socket is read into a reserved buffer, errors are
 //! inline values). `make bench` measures it.
 
 use super::curl;
-use super::redact::{Redactor, StreamRedactor};
+use super::receive::{io_error, read_body, BufferSink, Reader, RedactingSink, Rx};
+use super::redact::Redactor;
 use super::request::{BodySink, HttpSettings, Meta, Method, Request, Response, Secret, Transport, USER_AGENT};
-use super::response::{head_end, parse_chunk_size, parse_head, Framing, Shown};
+use super::response::Framing;
 use super::retry::{error_is_retryable, status_is_retryable};
 use super::url::{Scheme, Url};
-use crate::bytes;
 use crate::clock::sleep_unless_stopped;
 use crate::error::{Code, Error, Result};
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::limits::{
-    HTTP_MAX_BODY_BYTES, HTTP_MAX_HEADERS, HTTP_MAX_HEAD_BYTES, HTTP_MAX_REQUEST_HEAD_BYTES, HTTP_MAX_TOKEN_BYTES,
-    HTTP_RECV_BUFFER_BYTES, HTTP_STOP_POLL_MS,
+    HTTP_MAX_BODY_BYTES, HTTP_MAX_REQUEST_HEAD_BYTES, HTTP_MAX_TOKEN_BYTES, HTTP_RECV_BUFFER_BYTES, HTTP_STOP_POLL_MS,
 };
 use core::fmt;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
-
-/// The receive buffer: raw bytes from the socket, `start..` not yet consumed.
-struct Rx {
-    buf: FixedBuf,
-    start: usize,
-}
-
-impl Rx {
-    /// The bytes not yet consumed (`start` never passes the buffer's length).
-    fn data(&self) -> &[u8] {
-        bytes::skip(self.buf.as_slice(), self.start)
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.start = (self.start + n).min(self.buf.len());
-        if self.start == self.buf.len() {
-            self.clear();
-        }
-    }
-
-    fn clear(&mut self) {
-        self.buf.clear();
-        self.start = 0;
-    }
-
-    /// Redacts the key from the first `n` unconsumed bytes, in place (what follows moves up),
-    /// and returns their new length.
-    fn redact_front(&mut self, n: usize, redactor: &Redactor) -> usize {
-        if !redactor.is_active() {
-            return n;
-        }
-        let (start, len) = (self.start, self.buf.len());
-        let end = (start + n).min(len);
-        let Some(front) = self.buf.as_mut_slice().get_mut(start..end) else { return n };
-        let m = redactor.redact_in_place(front);
-        let gap = (end - start) - m;
-        if gap > 0 {
-            self.buf.as_mut_slice().copy_within(end..len, start + m);
-            self.buf.truncate(len - gap);
-        }
-        m
-    }
-
-    /// Moves unconsumed bytes to the front so the whole buffer is free for reading.
-    fn compact(&mut self) {
-        if self.start > 0 {
-            let len = self.buf.len();
-            self.buf.as_mut_slice().copy_within(self.start..len, 0);
-            self.buf.truncate(len - self.start);
-            self.start = 0;
-        }
-    }
-}
+use std::time::Duration;
 
 /// An open connection and the server it goes to.
 struct Conn {
@@ -160,7 +109,7 @@ impl HttpClient {
                 "HTTP request head (HTTP_MAX_REQUEST_HEAD_BYTES)",
                 HTTP_MAX_REQUEST_HEAD_BYTES,
             ),
-            rx: Rx { buf: FixedBuf::with_capacity("HTTP receive buffer", HTTP_RECV_BUFFER_BYTES), start: 0 },
+            rx: Rx::with_capacity(HTTP_RECV_BUFFER_BYTES),
             body: FixedBuf::with_capacity("HTTP body buffer", settings.max_body_bytes),
             got_bytes: false,
             connections: 0,
@@ -383,44 +332,7 @@ impl HttpClient {
             got_bytes: &mut self.got_bytes,
             redactor: &self.redactor,
         };
-        // Heads until a final one: interim 1xx answers (100 Continue, 103 Early Hints) are skipped.
-        let head = loop {
-            let end = loop {
-                let found = head_end(reader.rx.data());
-                if found.unwrap_or(reader.rx.data().len()) > HTTP_MAX_HEAD_BYTES {
-                    bail!(
-                        ResponseTooLarge,
-                        "the response head is larger than {} bytes (HTTP_MAX_HEAD_BYTES)",
-                        HTTP_MAX_HEAD_BYTES
-                    );
-                }
-                if let Some(end) = found {
-                    break end;
-                }
-                if reader.read_more()? == 0 {
-                    if reader.rx.data().is_empty() {
-                        bail!(LlmUnavailable, "the server closed the connection without answering");
-                    }
-                    let n = reader.rx.data().len();
-                    let n = reader.rx.redact_front(n, reader.redactor);
-                    bail!(
-                        HttpProtocol,
-                        "the connection closed inside the response head: {:?}",
-                        Shown(bytes::take(reader.rx.data(), n))
-                    );
-                }
-            };
-            // Redacted before it is read: a header may echo the key, and a malformed one is
-            // quoted in the error.
-            let end = reader.rx.redact_front(end, reader.redactor);
-            let head = parse_head(bytes::take(reader.rx.data(), end), req.method == Method::Head)?;
-            reader.rx.consume(end);
-            match head.status {
-                101 => bail!(HttpProtocol, "the server switched protocols (101), which this client never asks for"),
-                100..=199 => continue,
-                _ => break head,
-            }
-        };
+        let head = reader.final_head(req.method == Method::Head)?;
         let to_sink = (200..300).contains(&head.status) && sink.is_some();
         let max = self.settings.max_body_bytes;
         self.body.clear();
@@ -430,7 +342,7 @@ impl HttpClient {
             _ => &mut buffered,
         };
         // Every body byte is redacted on its way to the sink, however the body is framed.
-        let mut target = RedactingSink { inner, redactor: reader.redactor, stream: StreamRedactor::new() };
+        let mut target = RedactingSink::new(inner, reader.redactor);
         target.reset();
         read_body(&mut reader, head.framing, max, &mut target)?;
         target.finish()?;
@@ -479,206 +391,5 @@ impl HttpClient {
                 HTTP_MAX_REQUEST_HEAD_BYTES
             )
         })
-    }
-}
-
-/// A sink into the client's body buffer (its capacity is the body cap, checked before).
-struct BufferSink<'a> {
-    buf: &'a mut FixedBuf,
-}
-
-impl BodySink for BufferSink<'_> {
-    fn reset(&mut self) {
-        self.buf.clear();
-    }
-    fn write(&mut self, data: &[u8]) -> Result<()> {
-        self.buf.extend_from_slice(data).map_err(|e| e.with_code(Code::ResponseTooLarge))
-    }
-}
-
-/// A sink that redacts the key from the body before the inner sink sees it (see
-/// [`super::redact`]); a key split across reads or chunks is still found.
-struct RedactingSink<'a> {
-    inner: &'a mut dyn BodySink,
-    redactor: &'a Redactor,
-    stream: StreamRedactor,
-}
-
-impl RedactingSink<'_> {
-    /// Passes on what was held back at the end of the body.
-    fn finish(&mut self) -> Result<()> {
-        let inner = &mut *self.inner;
-        self.stream.finish(self.redactor, &mut |b| inner.write(b))
-    }
-}
-
-impl BodySink for RedactingSink<'_> {
-    fn reset(&mut self) {
-        self.stream.reset();
-        self.inner.reset();
-    }
-    fn write(&mut self, data: &[u8]) -> Result<()> {
-        let inner = &mut *self.inner;
-        self.stream.write(self.redactor, data, &mut |b| inner.write(b))
-    }
-}
-
-/// Reads from the socket into the receive buffer, with the per-read timeout and stop checks.
-struct Reader<'a> {
-    stream: &'a mut TcpStream,
-    rx: &'a mut Rx,
-    read_timeout: Duration,
-    should_stop: &'a dyn Fn() -> bool,
-    got_bytes: &'a mut bool,
-    redactor: &'a Redactor,
-}
-
-impl Reader<'_> {
-    /// Reads more bytes; `Ok(0)` at end of stream. Waits at most the read timeout.
-    fn read_more(&mut self) -> Result<usize> {
-        self.rx.compact();
-        let started = Instant::now();
-        loop {
-            let stream = &mut *self.stream;
-            match self.rx.buf.fill_with(usize::MAX, |spare| stream.read(spare))? {
-                Ok(n) => {
-                    if n > 0 {
-                        *self.got_bytes = true;
-                    }
-                    return Ok(n);
-                }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
-                    if (self.should_stop)() {
-                        bail!(Interrupted, "stopped while waiting for the LLM server's answer");
-                    }
-                    if started.elapsed() >= self.read_timeout {
-                        bail!(
-                            LlmTimeout,
-                            "the LLM server sent nothing for {} ms (read timeout)",
-                            self.read_timeout.as_millis()
-                        );
-                    }
-                }
-                Err(e) => return Err(io_error(&e, "reading the response", self.read_timeout)),
-            }
-        }
-    }
-
-    /// Makes sure a whole line is buffered, redacts it (it may be quoted in an error), and
-    /// returns its length including the LF. Lines are at most [`HTTP_MAX_HEAD_BYTES`]; `what`
-    /// names the line in errors.
-    fn line(&mut self, what: &str) -> Result<usize> {
-        loop {
-            if let Some(i) = self.rx.data().iter().position(|&b| b == b'\n') {
-                return Ok(self.rx.redact_front(i + 1, self.redactor));
-            }
-            if self.rx.data().len() >= HTTP_MAX_HEAD_BYTES {
-                bail!(HttpProtocol, "{} is longer than {} bytes", what, HTTP_MAX_HEAD_BYTES);
-            }
-            if self.read_more()? == 0 {
-                bail!(HttpProtocol, "the connection closed in the middle of the chunked body ({})", what);
-            }
-        }
-    }
-}
-
-/// Decodes the body by its framing into `sink`, refusing more than `max` bytes before keeping
-/// them.
-fn read_body(r: &mut Reader<'_>, framing: Framing, max: usize, sink: &mut dyn BodySink) -> Result<()> {
-    let too_large =
-        |n: u64| err!(ResponseTooLarge, "the response body is larger than {} bytes (at least {} bytes)", max, n);
-    match framing {
-        Framing::Empty => Ok(()),
-        Framing::Length(n) => {
-            if n > max as u64 {
-                return Err(too_large(n));
-            }
-            let got = copy_exact(r, n, sink)?;
-            if got < n {
-                bail!(HttpProtocol, "the connection closed after {} of {} body bytes (Content-Length)", got, n);
-            }
-            Ok(())
-        }
-        Framing::UntilClose => {
-            let mut total: u64 = 0;
-            loop {
-                if r.rx.data().is_empty() && r.read_more()? == 0 {
-                    return Ok(());
-                }
-                let data = r.rx.data();
-                total += data.len() as u64;
-                if total > max as u64 {
-                    return Err(too_large(total));
-                }
-                sink.write(data)?;
-                let n = data.len();
-                r.rx.consume(n);
-            }
-        }
-        Framing::Chunked => {
-            let mut total: u64 = 0;
-            loop {
-                let len = r.line("a chunk size line")?;
-                let line = bytes::take(r.rx.data(), len);
-                let size = parse_chunk_size(line.strip_suffix(b"\n").unwrap_or(line))?;
-                r.rx.consume(len);
-                if size == 0 {
-                    // Trailer fields, then the empty line that ends the message; they are ignored.
-                    for _ in 0..=HTTP_MAX_HEADERS {
-                        let len = r.line("a trailer line")?;
-                        let empty = matches!(r.rx.data().get(..len), Some(b"\n") | Some(b"\r\n"));
-                        r.rx.consume(len);
-                        if empty {
-                            return Ok(());
-                        }
-                    }
-                    bail!(HttpProtocol, "more than {} trailer fields", HTTP_MAX_HEADERS);
-                }
-                total = total.saturating_add(size);
-                if total > max as u64 {
-                    return Err(too_large(total));
-                }
-                let got = copy_exact(r, size, sink)?;
-                if got < size {
-                    bail!(HttpProtocol, "the connection closed after {} of {} bytes of a chunk", got, size);
-                }
-                let len = r.line("the line end after chunk data")?;
-                if !matches!(r.rx.data().get(..len), Some(b"\n") | Some(b"\r\n")) {
-                    bail!(
-                        HttpProtocol,
-                        "chunk data is not followed by CRLF: {:?}",
-                        Shown(bytes::take(r.rx.data(), len))
-                    );
-                }
-                r.rx.consume(len);
-            }
-        }
-    }
-}
-
-/// Passes up to `n` body bytes to the sink; returns how many arrived before the connection
-/// closed (`n` when all did).
-fn copy_exact(r: &mut Reader<'_>, n: u64, sink: &mut dyn BodySink) -> Result<u64> {
-    let mut left = n;
-    while left > 0 {
-        if r.rx.data().is_empty() && r.read_more()? == 0 {
-            break;
-        }
-        let data = r.rx.data();
-        let take = data.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        sink.write(bytes::take(data, take))?;
-        r.rx.consume(take);
-        left -= take as u64;
-    }
-    Ok(n - left)
-}
-
-/// A socket error as a typed error: timeouts are `LLM_TIMEOUT`, the rest `LLM_UNAVAILABLE`.
-fn io_error(e: &std::io::Error, doing: &str, timeout: Duration) -> Error {
-    match e.kind() {
-        ErrorKind::TimedOut | ErrorKind::WouldBlock => {
-            err!(LlmTimeout, "{} timed out after {} ms", doing, timeout.as_millis())
-        }
-        _ => err!(LlmUnavailable, "{} failed: {}", doing, e),
     }
 }

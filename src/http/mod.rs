@@ -8,11 +8,13 @@
 //! - [`request`]: what a request and its answer are (settings, method, body sink), shared by
 //!   both transports.
 //! - [`client`]: the client (keep-alive, timeouts, caps, retries).
+//! - `receive`: reading one response off the socket (heads, body framing, redaction).
 //! - [`curl`]: the `curl` transport.
 //! - [`redact`]: keeping the API key out of everything a server sends back.
 
 pub mod client;
 pub mod curl;
+mod receive;
 pub mod redact;
 pub mod request;
 pub mod response;

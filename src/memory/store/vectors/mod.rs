@@ -6,7 +6,7 @@
 //!
 //! Recall by meaning: one quantized vector per live entry in a file of its own (`store.vec`),
 //! filled from an embeddings endpoint a bounded number per cycle, searched by a bounded scan,
-//! and fused with the word ranking by reciprocal rank.
+//! and fused with the word ranking by standard scores (`fuse`).
 //!
 //! # The file
 //!
@@ -72,8 +72,8 @@ use super::{EntryId, Store};
 use crate::error::Result;
 use crate::limits::{
     EMBED_BACKOFF_BASE_SECS, EMBED_BACKOFF_MAX_SECS, EMBED_BATCH_MAX, EMBED_FILL_PER_CYCLE, EMBED_SCAN_PER_CYCLE,
-    EMBED_TEXT_MAX_BYTES, KEY_MAX_BYTES, RANK_MAX_RESULTS, RRF_K, VECTORS_COMPACT_DEAD_PERCENT,
-    VECTORS_COMPACT_MIN_DEAD, VECTORS_MAX_RESULTS, VECTORS_READ_BYTES,
+    EMBED_TEXT_MAX_BYTES, KEY_MAX_BYTES, RANK_MAX_RESULTS, VECTORS_COMPACT_DEAD_PERCENT, VECTORS_COMPACT_MIN_DEAD,
+    VECTORS_MAX_RESULTS, VECTORS_READ_BYTES,
 };
 use crate::memory::hash::{crc32, fnv1a64, fnv1a64_continue};
 use crate::memory::key::Key;
@@ -147,7 +147,7 @@ pub enum By {
     Words,
     /// Cosine of the embeddings only.
     Meaning,
-    /// Both, fused by reciprocal rank (k = 60); words only when no embeddings are at hand.
+    /// Both, fused by standard scores ([`fuse`]); words only when no embeddings are at hand.
     Both,
 }
 
