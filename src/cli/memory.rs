@@ -63,9 +63,10 @@ subcommands:
                             entries whose value contains TEXT (ASCII case-insensitive), most
                             recently written first (score null in --json). With
                             memory.embeddings configured, the word ranking is fused with the
-                            nearest entries by meaning (reciprocal rank, k = 60; the score is
-                            the fused one); --by words or --by meaning takes one ranking alone. --cold: the cold store instead, entries
-                            holding every word (not ranked)
+                            nearest entries by meaning (standard scores added, the words only
+                            lifting an entry; the score is the fused one); --by words or
+                            --by meaning takes one ranking alone. --cold: the cold store
+                            instead, entries holding every word (not ranked)
   embed [--limit N]         embed now the store entries without a current vector (the agent
                             does a few per cycle), then rewrite store.vec without dead records
   stats [--json]            the store's statistics
