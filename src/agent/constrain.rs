@@ -448,9 +448,7 @@ impl Constrainer {
             Err(e2) => Err(e2),
         }
     }
-}
 
-impl Constrainer {
     /// Whether this cycle asks a grammar for an outline of the product: its reply is one of
     /// two samples, the one whose subjects the model wrote the more surely
     /// (`crate::agent::model::Model::ask`).

@@ -344,10 +344,13 @@ impl Agent {
         self.take_inbox(&mut c);
         // A task that asks for a count of units is done once the product holds them: nothing
         // is asked (a new message in the inbox is a new request, so the cycle goes on).
-        self.product.refresh(&self.memory.working, Some(&self.store));
-        if self.product.done().is_some() && !c.took_inbox {
-            c.report.task_done = true;
-            return Ok(c.report);
+        // Only a task that states a count (as the last prompt read it) pays for the refresh.
+        if self.product.counts() && !c.took_inbox {
+            self.product.refresh(&self.memory.working, Some(&self.store));
+            if self.product.done().is_some() {
+                c.report.task_done = true;
+                return Ok(c.report);
+            }
         }
         self.model.probe(&mut self.constrainer, should_stop);
         self.prepare_prompt(&mut c)?;

@@ -214,6 +214,11 @@ impl Product {
         (self.active() && self.newest.matched() >= count as usize).then_some(count)
     }
 
+    /// Whether the task, as the last refresh read it, states how many units it wants.
+    pub fn counts(&self) -> bool {
+        self.task.count.is_some()
+    }
+
     /// The task's unit, in the plural ("days").
     pub fn units(&self) -> &str {
         self.task.units.as_str()
