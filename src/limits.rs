@@ -552,11 +552,14 @@ pub const GRAMMAR_UNIT_MAX_SENTENCES: u32 = 3;
 /// counted in characters instead: this many characters a sentence.
 pub const GRAMMAR_UNIT_SCRIPT_MAX_CHARS: u32 = 120;
 
-/// Most words of an outline's item (a subject: "Water regularly", "Black hole", "Kyoto").
-pub const GRAMMAR_OUTLINE_ITEM_MAX_WORDS: u32 = 3;
+/// Most words of an outline's item: a subject ("Black hole", "Kyoto") or a whole unit in one
+/// sentence ("Mulch around the plants to keep the soil moist."). The model ends an item where it
+/// means to; a bound of three words made it run what it meant to say on into one word ("Use the
+/// rightsoil": docs/measurements.md, "Outline items").
+pub const GRAMMAR_OUTLINE_ITEM_MAX_WORDS: u32 = 20;
 
 /// Longest outline item in characters, in a script without spaces between words.
-pub const GRAMMAR_OUTLINE_ITEM_MAX_CHARS: u32 = 40;
+pub const GRAMMAR_OUTLINE_ITEM_MAX_CHARS: u32 = 120;
 
 const _: () = assert!(
     (GRAMMAR_UNIT_MAX_SENTENCES * GRAMMAR_ENTRY_MAX_WORDS * (GRAMMAR_WORD_MAX_CHARS + 2)) as usize + 256

@@ -1062,7 +1062,7 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
                     for (i, item) in items.iter().enumerate().skip(1) {
                         assert!(item.starts_with(&format!("{}. ", first as usize + i)), "{reply}");
                     }
-                    assert!(!list.contains(':') && !list.contains(','), "{reply}");
+                    assert!(!list.contains(':'), "{reply}");
                     let r = actions::apply(&a, &mut live.working, &mut live.store, &mut live.scratch, 2).unwrap();
                     assert!(r.ok, "{}", r.message.as_str());
                     outlines += 1;
@@ -1097,7 +1097,7 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
 /// An outline's subjects: a few words each, not a number first, no `:` or `,`, two to ten of
 /// them numbered in order after the prefix.
 #[test]
-fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
+fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
     let ask = ProductAsk::Outline { key: "plan", prefix: "Tips:\n1. Water regularly\n2. ", first: 2, latin: true };
     let (g, text) = product_grammar(&[], ask);
     let list = |items: &[&str]| {
@@ -1115,6 +1115,8 @@ fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
         &["Black hole", "Red giant star", "Don't overwater"],
         &["Trip to Nara", "Kyoto"],
         &["Use a cage", "Kyoto"],
+        &["Mulch around the plants, then water them deeply.", "Use mulch"],
+        &["One two three four", "Prune"],
     ] {
         assert!(g.matches(&list(ok)), "{ok:?}\n{text}");
     }
@@ -1122,9 +1124,9 @@ fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
         &["Use mulch"][..],
         &["20 days of rain", "Use mulch"],
         &["Use mulch: always", "Prune"],
-        &["Use mulch, compost", "Prune"],
+        &["Use mulch. Then water", "Prune"],
+        &["Use mulch,, compost", "Prune"],
         &["will'tdrytomatmfc", "Prune"],
-        &["One two three four", "Prune"],
         &["Smallyardormajigg", "Prune"],
         &["Day 3 in Nara", "Prune"],
     ] {
@@ -1137,6 +1139,9 @@ fn an_outline_lists_subjects_of_a_few_words_numbered_in_order() {
     assert!(g.matches(&list(&ten)), "ten new subjects");
     let eleven: Vec<&str> = ten.iter().copied().chain(["Tipy"]).collect();
     assert!(!g.matches(&list(&eleven)), "eleven new subjects");
+    let words = |n: usize| vec!["word"; n].join(" ");
+    assert!(g.matches(&list(&[&words(20), "Prune"])), "an item of twenty words");
+    assert!(!g.matches(&list(&[&words(21), "Prune"])), "an item of twenty-one words");
 }
 
 /// A unit's text: one to three sentences of words, each of three words at least; words end

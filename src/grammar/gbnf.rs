@@ -224,15 +224,26 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                     GRAMMAR_OUTLINE_ITEM_MAX_CHARS.saturating_sub(1)
                 ));
             }
-            // A subject: a few words, each a word of the text's rule of at most four vowel
-            // groups (longer ones were words run together), an acronym, or a short run of small
-            // letters ("ls", "cd": commands, abbreviations); no `:` (which ends a unit's head),
-            // no `,`, no numbers (a list that has them counts on). The runs behind it:
-            // docs/measurements.md, "The grammar's word rules".
-            out.format(format_args!(
-                "item ::= iw (\" \" iw){{0,{}}}\niw ::= cap? cs{{0,3}} vs (cs{{1,4}} vs){{0,3}} cs{{0,4}} (\"'\" [a-z]{{1,2}})? | [A-Z]{{2,6}} | [a-z]{{1,4}}\n",
-                GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1)
-            ))?;
+            // An item: a subject ("Black hole", "Kyoto") or a unit in one sentence, up to
+            // GRAMMAR_OUTLINE_ITEM_MAX_WORDS words, each a word of the text's rule of at most four
+            // vowel groups (longer ones were words run together), an acronym, or a short run of
+            // small letters ("ls", "cd": commands, abbreviations), apart by a space or a comma,
+            // and a `.` at its end; no `:` (which ends a unit's head) and no numbers (a list that
+            // has them counts on). The words are counted as a chain, `imore-<words left>`, as a
+            // unit's sentence is: a repeated group cost the server twice the time a token. The
+            // runs behind it: docs/measurements.md, "Outline items".
+            let left = GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1);
+            out.format(format_args!("item ::= iw imore-{}\n", left))?;
+            for w in 0..=left {
+                out.format(format_args!("imore-{} ::= \".\"?", w))?;
+                if w > 0 {
+                    out.format(format_args!(" | \" \" iw imore-{0} | \", \" iw imore-{0}", w - 1))?;
+                }
+                out.push_str("\n")?;
+            }
+            out.push_str(
+                "iw ::= cap? cs{0,3} vs (cs{1,4} vs){0,3} cs{0,4} (\"'\" [a-z]{1,2})? | [A-Z]{2,6} | [a-z]{1,4}\n",
+            )?;
             word_rules(out)
         }
         ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),

@@ -191,13 +191,14 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
         ProductAsk::Outline { key, prefix, first, latin } => {
             regex_literal(&mut pattern, prefix)?;
             // Two items at least, numbered on in order, as the grammar has them; an item is
-            // words (of letters, in Latin script: a few of at most 14) or a bounded run of
-            // characters. Bounded by characters only, SmolLM2-135M wrote sentences cut at the
-            // bound ("Use a drip irrigation system to reduce p").
+            // words (of letters, in Latin script: up to GRAMMAR_OUTLINE_ITEM_MAX_WORDS of at most
+            // 14, apart by a space or a comma, a `.` at the end) or a bounded run of characters.
+            // Bounded by characters only, SmolLM2-135M wrote sentences cut at the bound ("Use a
+            // drip irrigation system to reduce p").
             let mut item = crate::fixed::ArrayString::<96>::new();
             match latin {
                 true => item.format(format_args!(
-                    "[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]{{0,13}}( [A-Za-zÀ-ÿ'-]{{1,14}}){{0,{}}}",
+                    "[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]{{0,13}}(,? [A-Za-zÀ-ÿ'-]{{1,14}}){{0,{}}}[.]?",
                     GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1)
                 ))?,
                 false => item.format(format_args!(

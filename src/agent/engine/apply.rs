@@ -224,6 +224,31 @@ impl Doing<'_> {
         // of it), nor subjects now stored. What the flow knows survives a restart.
         if self.constrainer.constrained() && self.product.active() && state.as_str() != states::PAGING {
             self.product.settle(&mut self.memory.working, self.rotate, self.now)?;
+            // An outline's units in one sentence are saved as the model wrote them, each judged
+            // and filed as a save of the product is.
+            let mut key = ArrayString::<KEY_MAX_BYTES>::new();
+            let _ = key.push_str(self.product.key().map_or("", |k| k.as_str()));
+            let mut value = ArrayString::<{ crate::agent::product::ITEM_UNIT_MAX_BYTES }>::new();
+            while self.product.next_unit(&mut value) {
+                let a = crate::reply::Action {
+                    kind: ActionKind::StorageSave,
+                    tags: key.as_str(),
+                    value: Some(value.as_str()),
+                    query: None,
+                    base_version: None,
+                    metadata: None,
+                    form: crate::reply::Form::Canonical,
+                    element: "action",
+                    offset: 0,
+                };
+                let result = self.action(&a)?;
+                any_ok |= result.ok;
+                paged |= result.ok;
+                if result.ok && self.product.owns(result.key.as_str()) {
+                    self.product.saved(value.as_str());
+                }
+                let _ = self.results.push(result);
+            }
             let mut text = ArrayString::<{ crate::limits::AGENT_META_VALUE_MAX_BYTES }>::new();
             self.product.state(&mut text);
             self.memory.agent.set(crate::agent::product::STATE_META_KEY, text.as_str())?;
@@ -253,6 +278,9 @@ impl Doing<'_> {
             let value = a.value.map_or("", str::trim);
             match self.product.file(&k, value) {
                 Ok(Some(key)) => match self.product.judge(&key, value) {
+                    Verdict::New if self.product.repeats_stored(self.store, value) => {
+                        refusal = Some((key, "the product says this already; write something new", true));
+                    }
                     Verdict::New => {
                         let _ = filed.push_str(key.as_str());
                     }

@@ -64,6 +64,23 @@ pub(super) fn slug(name: &str, out: &mut Word) -> bool {
     out.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
 }
 
+/// `name` as a tag ([`slug`]) of at most `max` bytes: as many of its first words as fit, at
+/// least one; false as [`slug`] is.
+pub(super) fn slug_words(name: &str, max: usize, out: &mut Word) -> bool {
+    let mut end = name.len();
+    loop {
+        let part = name.get(..end).unwrap_or("");
+        if slug(part, out) && out.len() <= max {
+            return true;
+        }
+        // Drop the last word: back to the last space before `end`.
+        match part.trim_end().rfind(char::is_whitespace) {
+            Some(i) if i > 0 => end = i,
+            _ => return slug(name, out) && out.len() <= max,
+        }
+    }
+}
+
 /// The text before the first `:` of a value, or all of it.
 pub(super) fn head(value: &str) -> &str {
     split_entry(value).0

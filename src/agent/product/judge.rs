@@ -3,14 +3,22 @@
 //! doubtful (see [`super::DOUBT_TAG`]); what repeats the product is refused. Here too: where
 //! a product save is filed ([`Product::file`]) and the verdict on it ([`Product::judge`]).
 
-use super::entry::{own_tag, slug, split_entry, subject_of};
+use super::entry::{head, own_tag, slug_words, split_entry, subject_of};
 use super::lang::{self, words, Lang, ALL};
 use super::task::{as_tag, Word};
-use super::{subject_hash, Product, Verdict, DOUBT_TAG};
+use super::{subject_hash, Product, Verdict, DOUBT_TAG, SUBJECT_MAX_WORDS};
+
+/// How many of the stored entries most relevant to a new unit are compared with it for a repeat
+/// the view no longer shows ([`Product::repeats_stored`]).
+const STORED_ALIKE_SCAN: usize = 5;
+
+/// Longest own tag of a unit in one sentence, in bytes: its first words, as a tag.
+const OWN_TAG_SENTENCE_MAX_BYTES: usize = 40;
 use crate::error::Result;
 use crate::fixed::ArrayVec;
 use crate::memory::hash::{fnv1a64, fnv1a64_continue};
 use crate::memory::key::{normalize, Key};
+use crate::memory::store::Store;
 
 /// Most letters in one word of a text: longer runs are letters run on, not words, in every
 /// language this table reads (German compounds included: "Sternentstehungsgebiet" is 22).
@@ -192,11 +200,14 @@ impl Product {
         let Some(pkey) = self.task.key.as_ref().filter(|k| *k == key) else { return Ok(None) };
         let (h, sep, body) = split_entry(value);
         let subject = subject_of(h);
-        if !sep || subject.is_empty() || lang::words(body).next().is_none() {
+        // A unit is its subject, a colon and its text, or all of it one sentence of more words
+        // than a subject has ("Mulch around the plants to keep the soil moist.").
+        let sentence = !sep && lang::words(subject).count() > SUBJECT_MAX_WORDS;
+        if !(sentence || sep && !subject.is_empty() && lang::words(body).next().is_some()) {
             return Err("write the entry as its subject, a colon, then its text");
         }
         let mut own = Word::new();
-        if !slug(subject, &mut own) {
+        if !slug_words(subject, OWN_TAG_SENTENCE_MAX_BYTES, &mut own) {
             own.clear();
             let _ = own.format(format_args!("u{:06x}", subject_hash(subject) & 0xff_ffff));
         }
@@ -205,6 +216,26 @@ impl Product {
         }
         let named = normalize(own.as_str()).and_then(|n| pkey.union(&n));
         named.map(Some).map_err(|_| "the subject cannot be a tag; name it in a few words")
+    }
+
+    /// Whether `value`, a unit judged new against the view, is alike a product entry the view no
+    /// longer shows: one of the [`STORED_ALIKE_SCAN`] stored entries most relevant to it (BM25)
+    /// that is the product's and shares most of its words ([`Words::alike`]). A search that
+    /// fails says no: the view's judgement stands.
+    pub fn repeats_stored(&mut self, store: &mut Store, value: &str) -> bool {
+        if store.relevant(value, STORED_ALIKE_SCAN, &mut self.ranked).is_err() {
+            return false;
+        }
+        let all = Words::of(value);
+        for hit in self.ranked.hits() {
+            if hit.is_cold() || !store.key(hit.id).is_some_and(|k| self.owns(k.as_str())) {
+                continue;
+            }
+            if store.value(hit.id).is_ok_and(|v| Words::of(v).alike(&all)) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The key a doubtful unit filed under `key` is kept under.
@@ -218,7 +249,14 @@ impl Product {
         if own_tag(key, pkey).is_none() {
             return Verdict::New;
         }
-        let (h, _, body) = split_entry(value);
+        // A unit in one sentence is all text: its head is its label, if any.
+        let (h, body) = match split_entry(value) {
+            (h, true, body) => (h, body),
+            (all, false, _) => match all.split_once(super::LABEL_JOIN) {
+                Some((label, sentence)) => (label, sentence),
+                None => ("", all),
+            },
+        };
         if let Some(why) = doubtful(body, self.task.lang, self.latin) {
             return Verdict::Doubt(why);
         }
@@ -247,7 +285,7 @@ impl Product {
         if content > 0 && known * 10 >= content * 7 {
             return Verdict::Repeat("the text only repeats its subject and the task; say something of the subject");
         }
-        let hh = lower_hash(h);
+        let hh = lower_hash(head(value));
         let all = Words::of(value);
         if self.seen.iter().any(|(sh, sv)| *sh == hh || sv.alike(&all)) {
             return Verdict::Repeat("<product> already says this; write something new");

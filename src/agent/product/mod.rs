@@ -44,6 +44,7 @@ use crate::grammar::ProductAsk;
 use crate::limits::{PRODUCT_ASKED_MAX, PRODUCT_TAKEN_MAX, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES};
 use crate::memory::key::{normalize, Key};
 use crate::memory::query::{EntryId, Query, Results, Sort};
+use crate::memory::store::recall::Ranked;
 use crate::memory::store::Store;
 use crate::memory::working::WorkingSet;
 use entry::{head, own_tag, plan_items, shown_line, slug, subject_of};
@@ -65,13 +66,20 @@ pub const STATE_META_KEY: &str = "product";
 /// Most subjects the plan keeps.
 pub const PLAN_SUBJECTS_MAX: usize = 9;
 
-/// Longest subject kept, in bytes (the grammar writes at most
-/// [`crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_CHARS`] characters).
+/// Longest subject kept, in bytes.
 pub const SUBJECT_MAX_BYTES: usize = 96;
 
-/// Most words of a subject (the grammar writes at most
-/// [`crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS`]).
-const SUBJECT_MAX_WORDS: usize = crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS as usize;
+/// Most words of a subject ("Black hole", "Use mulch", "Kyoto"): an outline's item of more is a
+/// unit in one sentence, stored as it is ([`Product::settle`]).
+pub const SUBJECT_MAX_WORDS: usize = 4;
+
+/// Longest outline item kept, in bytes: [`crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS`] words
+/// of the grammar's rule, or [`crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_CHARS`] characters of a
+/// script without spaces, with room to spare; a longer one is not kept.
+pub const ITEM_MAX_BYTES: usize = 1024;
+
+/// Longest unit an outline writes: a numbered label, its join and an item.
+pub const ITEM_UNIT_MAX_BYTES: usize = UNIT_MAX_BYTES + 8 + ITEM_MAX_BYTES;
 
 /// Longest head of a unit: a numbered label, " – " and a subject.
 pub const HEAD_MAX_BYTES: usize = UNIT_MAX_BYTES + 8 + SUBJECT_MAX_BYTES;
@@ -93,7 +101,7 @@ pub const LIST_PRESENCE_PENALTY: f64 = 1.0;
 const LABEL_JOIN: &str = " – ";
 
 /// Longest outline prefix: the units' heading and the first subjects, numbered.
-const PREFIX_MAX_BYTES: usize = task::PHRASE_MAX_BYTES + 4 + OUTLINE_FIRST * (SUBJECT_MAX_BYTES + 6) + 8;
+const PREFIX_MAX_BYTES: usize = task::PHRASE_MAX_BYTES + 4 + OUTLINE_FIRST * (ITEM_MAX_BYTES + 6) + 8;
 
 /// A verdict on a unit's text ([`Product::judge`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,8 +133,8 @@ pub struct Product {
     /// The view's first (oldest) entry: it grows at its end until full, then starts again.
     view_from: EntryId,
     oldest: Results,
-    /// The subjects the next outline goes on from.
-    first: ArrayVec<ArrayString<SUBJECT_MAX_BYTES>, OUTLINE_FIRST>,
+    /// The items the next outline goes on from (subjects, or units in one sentence).
+    first: ArrayVec<ArrayString<ITEM_MAX_BYTES>, OUTLINE_FIRST>,
     /// The outline's value so far: the units' heading and the first subjects, numbered.
     prefix: ArrayString<PREFIX_MAX_BYTES>,
     /// The number of the outline's first new subject.
@@ -141,6 +149,11 @@ pub struct Product {
     asked: ArrayVec<u64, PRODUCT_ASKED_MAX>,
     /// Outlines in a row that planned nothing new.
     barren: u32,
+    /// The units in one sentence the last outline wrote, as values, still to be saved
+    /// ([`Product::next_unit`]).
+    units: ArrayVec<ArrayString<ITEM_UNIT_MAX_BYTES>, PLAN_SUBJECTS_MAX>,
+    /// The stored entries most relevant to a new unit ([`Product::repeats_stored`]).
+    ranked: Ranked,
     /// The task the asked subjects and the barren count belong to.
     state_task: u64,
 }
@@ -178,6 +191,8 @@ impl Product {
             label: ArrayString::new(),
             asked: ArrayVec::new(),
             barren: 0,
+            units: ArrayVec::new(),
+            ranked: Ranked::new(),
             state_task: 0,
         }
     }
@@ -308,28 +323,34 @@ impl Product {
         let _ = self.head.push_str(self.subject.as_str());
     }
 
-    /// Whether `subject` (an outline's item, as written) can be planned: a few words with a
-    /// letter, no word run on, not asked about or stored before, and not the task's own words
-    /// only.
+    /// Whether `subject` (an outline's item, as written) can be planned: a subject of at most
+    /// [`SUBJECT_MAX_WORDS`] words ([`Product::readable`]), not asked about or stored before.
     fn is_free(&self, subject: &str) -> bool {
         let s = subject.trim();
-        let n = lang::words(s).count();
-        if s.len() < 2 || s.len() > SUBJECT_MAX_BYTES || n == 0 || n > SUBJECT_MAX_WORDS || s.contains(':') {
-            return false;
-        }
-        if judge::doubtful(s, &lang::NEUTRAL, self.latin).is_some() || (self.plain_letters && judge::accented(s)) {
+        if s.len() > SUBJECT_MAX_BYTES || lang::words(s).count() > SUBJECT_MAX_WORDS || !self.readable(s) {
             return false;
         }
         if self.asked.as_slice().contains(&subject_hash(s)) {
             return false;
         }
         let mut own = Word::new();
-        if slug(s, &mut own) && self.taken.as_slice().binary_search(&own).is_ok() {
+        !(slug(s, &mut own) && self.taken.as_slice().binary_search(&own).is_ok())
+    }
+
+    /// Whether `item` (an outline's item, trimmed) is one a reader can use: words with a
+    /// letter, no `:`, no word run on nor letters of another language, not cut off, and not
+    /// the task's own words only. Whether it repeats the product is judged when it is saved.
+    fn readable(&self, item: &str) -> bool {
+        let s = item.trim_end_matches('.');
+        if s.len() < 2 || s.len() > ITEM_MAX_BYTES || lang::words(s).next().is_none() || s.contains(':') {
+            return false;
+        }
+        if judge::doubtful(s, &lang::NEUTRAL, self.latin).is_some() || (self.plain_letters && judge::accented(s)) {
             return false;
         }
         let lang = self.task.lang;
         // A phrase cut off ("The universe is made up", "a science that") ends with a word
-        // every sentence is built with; a subject does not.
+        // every sentence is built with; a subject or a sentence does not.
         if lang::words(s).last().is_some_and(|w| lang.is_sentence_word(w)) {
             return false;
         }
@@ -337,7 +358,7 @@ impl Product {
             let mut t = Word::new();
             lang.is_task_word(w) || (as_tag(w, &mut t) && self.task.words.as_slice().contains(&t))
         };
-        !lang::words(s).all(task_word)
+        !lang::words(s).filter(|w| !lang.is_sentence_word(w)).all(task_word)
     }
 
     /// Writes the view into `out`: `<product>`, the task as written, the heads of the product's
@@ -406,8 +427,9 @@ impl Product {
                 break;
             }
             let Ok(v) = store.value(id) else { continue };
+            // A unit's subject, or all of a unit in one sentence; not a head without a text.
             let s = subject_of(head(v));
-            if !s.is_empty() && s.len() < v.len() {
+            if !s.is_empty() && (s.len() < v.len() || lang::words(s).count() > SUBJECT_MAX_WORDS) {
                 if let Ok(s) = ArrayString::try_from_str(s) {
                     let _ = self.first.push(s);
                 }
@@ -517,7 +539,10 @@ impl Product {
     }
 
     /// After a cycle that asked `ask` (grammar or schema): the subject asked about is not asked
-    /// again; an outline's free subjects become the plan. `scratch` holds the new plan.
+    /// again; an outline's free subjects become the plan, and its items of more than
+    /// [`SUBJECT_MAX_WORDS`] words are units in one sentence, to be saved as they are
+    /// ([`Product::next_unit`]; for a numbered unit, after its label). `scratch` holds the new
+    /// plan.
     pub fn settle(&mut self, working: &mut WorkingSet, scratch: &mut FixedBuf, now: u64) -> Result<()> {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
         let outline = self.subject.is_empty();
@@ -536,9 +561,17 @@ impl Product {
         // An outline's own items: those after the first subjects it was given.
         let given = if outline { self.first_number.saturating_sub(1) as usize } else { 0 };
         scratch.clear();
+        self.units.clear();
         let mut kept = 0usize;
         let mut hashes: ArrayVec<u64, PLAN_SUBJECTS_MAX> = ArrayVec::new();
         for s in plan_items(plan).skip(given) {
+            if outline && lang::words(s).count() > SUBJECT_MAX_WORDS {
+                if !self.units.is_full() && self.readable(s) {
+                    let n = self.newest.matched() + self.units.len() + 1;
+                    self.push_unit(s.trim(), u32::try_from(n).unwrap_or(u32::MAX));
+                }
+                continue;
+            }
             let h = subject_hash(s);
             if kept == PLAN_SUBJECTS_MAX || hashes.as_slice().contains(&h) || !self.is_free(s) {
                 continue;
@@ -549,7 +582,7 @@ impl Product {
             kept += 1;
         }
         if outline {
-            self.barren = if kept == 0 { self.barren.saturating_add(1) } else { 0 };
+            self.barren = if kept + self.units.len() == 0 { self.barren.saturating_add(1) } else { 0 };
         }
         if kept == 0 {
             working.remove(&key);
@@ -560,6 +593,32 @@ impl Product {
             working.add(&key, text, now)?;
         }
         Ok(())
+    }
+
+    /// Adds the unit in one sentence `item` to those still to be saved, as the `n`th unit.
+    fn push_unit(&mut self, item: &str, n: u32) {
+        let mut value = ArrayString::new();
+        if self.task.numbered {
+            let mut label = ArrayString::new();
+            self.task.label(n, &mut label);
+            let _ = value.push_str(label.as_str());
+            let _ = value.push_str(LABEL_JOIN);
+        }
+        if value.push_str(item).is_ok() {
+            let _ = self.units.push(value);
+        }
+    }
+
+    /// Moves into `out` the next unit in one sentence the last outline wrote (see
+    /// [`Product::settle`]), oldest first; `false` when none is left.
+    pub fn next_unit(&mut self, out: &mut ArrayString<ITEM_UNIT_MAX_BYTES>) -> bool {
+        match self.units.remove(0) {
+            Some(unit) => {
+                *out = unit;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Remembers `value`, a unit saved this cycle, so the reply's next units may not repeat it.

@@ -141,6 +141,62 @@ fn an_outline_plans_new_subjects_then_each_is_asked_for_once() {
 }
 
 #[test]
+fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_planned() {
+    let (_d, mut s) = store("product-sentences");
+    let mut p = Product::new();
+    let mut w = working(TIPS);
+    view(&mut p, &w, &mut s, TIPS);
+    // Two sentences, a subject, a sentence cut off at the bound, one in run-on letters, and one
+    // of the task's own words.
+    let plan = "Tips for growing tomatoes at home:\n1. Mulch around the plants to keep the soil moist.\n\
+                2. Use mulch\n3. Water the plants deeply once a week in the morning.\n\
+                4. Plant the seedlings deep so that the\n5. Choose a sunny spot for thembbbbbb all day\n\
+                6. Practical tips for growing tomatoes at home";
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2).unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Use mulch"));
+    let mut unit = ArrayString::new();
+    let mut units = Vec::new();
+    while p.next_unit(&mut unit) {
+        units.push(unit.as_str().to_string());
+    }
+    assert_eq!(
+        units,
+        ["Mulch around the plants to keep the soil moist.", "Water the plants deeply once a week in the morning."]
+    );
+    // Each is filed under its first words and judged as a unit of its own.
+    let key = p.file(p.key().unwrap(), &units[0]).unwrap().unwrap();
+    assert_eq!(key, normalize("tips,tomatoes,mulch_around_the_plants_to_keep_the_soil").unwrap());
+    assert_eq!(p.judge(&key, &units[0]), Verdict::New);
+    s.put(&key, &units[0], 2).unwrap();
+    p.saved(&units[0]);
+    let again = "Mulch around the plants to keep the soil moist and cool.";
+    let key = p.file(p.key().unwrap(), again).unwrap().unwrap();
+    assert!(matches!(p.judge(&key, again), Verdict::Repeat(_)));
+    // Out of the view too, the store's most relevant entries tell a repeat.
+    assert!(p.repeats_stored(&mut s, again));
+    assert!(!p.repeats_stored(&mut s, "Stake the plants early so the stems grow straight and strong."));
+    // The next outline goes on from the stored sentence; a numbered task labels its sentences.
+    w.remove(&normalize(PLAN_KEY).unwrap());
+    let (v, _) = view(&mut p, &w, &mut s, TIPS);
+    assert!(v.ends_with("Mulch around the plants to keep the soil moist.\n</product>\n"), "{v}");
+    let ProductAsk::Outline { prefix, .. } = p.ask() else { panic!("an outline") };
+    assert!(prefix.ends_with(":\n1. Mulch around the plants to keep the soil moist.\n2. "), "{prefix}");
+    let (_d2, mut s2) = store("product-sentences-numbered");
+    let task = "Plan a one-week trip to Japan, one day per entry.";
+    let mut w = working(task);
+    view(&mut p, &w, &mut s2, task);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Arrive in Tokyo and walk through the old streets of Asakusa.", 3)
+        .unwrap();
+    p.settle(&mut w, &mut scratch, 3).unwrap();
+    assert!(p.next_unit(&mut unit));
+    assert_eq!(unit.as_str(), "Day 1 – Arrive in Tokyo and walk through the old streets of Asakusa.");
+    let key = p.file(p.key().unwrap(), unit.as_str()).unwrap().unwrap();
+    assert_eq!(p.judge(&key, unit.as_str()), Verdict::New);
+}
+
+#[test]
 fn a_numbered_unit_is_labelled_in_order_and_filed_under_its_subject() {
     let (_d, mut s) = store("product-numbered");
     let task = "Plan a one-week trip to Japan, one day per entry.";
