@@ -1,6 +1,7 @@
 //! Encoding the new `store.fts`'s parts as a merge writes them (format in [`super::super::file`]):
 //! document pages with their CRCs, postings in blocks with their skip entries, varints.
 
+use super::job::Out;
 use super::*;
 
 /// The CRC of the document page being written.
