@@ -13,6 +13,11 @@
 //! - `upkeep_<n>_longest_pause`: the longest `flush_access` of those cycles (the pause);
 //! - `upkeep_<n>_longest_save`: the longest save (the index's upkeep of one change, and an
 //!   early merge should the delta fill);
+//! - `upkeep_<n>_longest_checkpoint_cycle`: the longest of the cycles that wrote `store.ckpt`
+//!   (and, before the merge ran in steps, the whole merge);
+//! - `upkeep_<n>_longest_merge_step_cycle`: the longest of the cycles that ran a step of a
+//!   merge of the text index and no checkpoint (the last step opens the new file and brings
+//!   the changes since into the delta);
 //! - `upkeep_<n>_pause_p50`: the median `flush_access`;
 //! - `upkeep_<n>_checkpoints`, `upkeep_<n>_merges`, `upkeep_<n>_cycles`: what the cycles did;
 //! - `upkeep_<n>_merge_cycles`: cycles that ran a step of a merge (0 when merges stop a
@@ -60,6 +65,7 @@ fn at(n: usize) {
     let mut last = stamp();
     let (mut checkpoints, mut merge_cycles, mut cycles) = (0usize, 0usize, 0usize);
     let mut pauses = Vec::new();
+    let (mut longest_step, mut longest_checkpoint) = (Duration::ZERO, Duration::ZERO);
     let mut saves = Vec::new();
     while cycles < MAX_CYCLES {
         let i = (rng.next() % n as u64) as usize;
@@ -71,7 +77,8 @@ fn at(n: usize) {
         let merging = store.recall_merging();
         let t = Instant::now();
         store.flush_access().unwrap();
-        pauses.push(t.elapsed());
+        let pause = t.elapsed();
+        pauses.push(pause);
         cycles += 1;
         if merging || store.recall_merging() {
             merge_cycles += 1;
@@ -80,6 +87,9 @@ fn at(n: usize) {
         if now != last {
             last = now;
             checkpoints += 1;
+            longest_checkpoint = longest_checkpoint.max(pause);
+        } else if merging {
+            longest_step = longest_step.max(pause);
         }
         if checkpoints >= 2 && !store.recall_merging() {
             break;
@@ -89,6 +99,8 @@ fn at(n: usize) {
     let longest_save = saves.iter().max().copied().unwrap_or_default();
     report(&p("longest_pause"), ms(longest), "ms");
     report(&p("longest_save"), ms(longest_save), "ms");
+    report(&p("longest_checkpoint_cycle"), ms(longest_checkpoint), "ms");
+    report(&p("longest_merge_step_cycle"), ms(longest_step), "ms");
     report(&p("pause_p50"), ms(percentile(&mut pauses, 50.0)), "ms");
     report(&p("save_p50"), ms(percentile(&mut saves, 50.0)), "ms");
     report(&p("checkpoints"), checkpoints as f64, "");

@@ -119,8 +119,9 @@ impl Store {
 
     /// The checkpoint the cycle's upkeep takes when due: [`Store::checkpoint`], but the
     /// full-text index's merge only started, run in steps by the next cycles' upkeep
-    /// ([`Store::flush_access`]), so that no cycle stops for all of it.
-    fn checkpoint_in_steps(&mut self) -> Result<()> {
+    /// ([`Store::flush_access`], [`Store::recall_merge_step`]), so that no cycle stops for
+    /// all of it.
+    pub fn checkpoint_in_steps(&mut self) -> Result<()> {
         self.checkpoint_file()?;
         if let Err(e) = self.recall_start_merge() {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
@@ -178,6 +179,18 @@ impl Store {
                     .print_warning();
             }
         }
+    }
+
+    /// Runs the full-text index's merge under way (started by a checkpoint the cycle's
+    /// upkeep took) until `until`, the work in hand finished (a word's postings, a batch of
+    /// pages); when it ends, `store.fts` is the new file. Returns whether one is still under
+    /// way. The writer only (nothing to do for a reader).
+    pub fn recall_merge_step(&mut self, until: std::time::Instant) -> Result<bool> {
+        if self.log.read_only() || self.log.in_batch() {
+            return Ok(false);
+        }
+        self.recall_step(Some(until))?;
+        Ok(self.recall_merging())
     }
 
     /// The next step of the full-text index's merge, when one is under way (the cycle's
