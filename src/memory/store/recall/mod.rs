@@ -163,8 +163,9 @@ pub struct Recall {
     /// The documents were given a compaction's new ids: the next merge writes their records'
     /// places from the new log, not the old file's.
     pub(in crate::memory::store) relabeled: bool,
-    /// A merge under way, run in steps beside the cycle, and the log length it covers.
-    pub(in crate::memory::store) job: Option<(self::merge::Job, u64)>,
+    /// A merge under way, run in steps beside the cycle (`None` once its file is written,
+    /// to be opened at the next step), and the log length it covers.
+    pub(in crate::memory::store) job: Option<(Option<self::merge::Job>, u64)>,
 }
 
 impl Recall {
@@ -212,7 +213,7 @@ impl Recall {
     /// Drops a merge under way (the delta is about to be emptied, or the ids and the log to
     /// change under it), its temp files removed.
     fn drop_job(&mut self) {
-        if let Some((job, _)) = self.job.take() {
+        if let Some((Some(job), _)) = self.job.take() {
             job.remove_temps();
         }
     }

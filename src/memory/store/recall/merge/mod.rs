@@ -75,7 +75,7 @@ impl Store {
         let names = FileNames { file: RECALL_FILE_NAME, temp: TEMP_NAME, dict_temp: DICT_TEMP_NAME };
         let stamp = Stamp { store: self.store_id, covered, tail };
         let job = Job::start(&self.dir, names, (&mut r.base, &r.index, None), &mut r.scratch, stamp)?;
-        r.job = Some((job, covered));
+        r.job = Some((Some(job), covered));
         Ok(())
     }
 
@@ -84,32 +84,42 @@ impl Store {
         self.recall.job.is_some()
     }
 
-    /// Runs the merge under way, if any, until `deadline` (to its end without one); at its
-    /// end the new file is opened and the entries changed since the merge started are
-    /// brought into the delta. A failure drops the merge (its temp files removed); when the
-    /// old file was found damaged, the index is rebuilt from the log at the next query.
+    /// Runs the merge under way, if any, until `deadline` (to its end without one). The step
+    /// after the one that put the new file in place opens it (its documents read, 20 bytes
+    /// each) and brings the entries changed since the merge started into the delta (until
+    /// then queries read the old file, still open). A failure drops the merge (its temp files
+    /// removed); when the old file was found damaged, the index is rebuilt from the log at the
+    /// next query.
     pub(in crate::memory::store) fn recall_step(&mut self, deadline: Option<std::time::Instant>) -> Result<()> {
-        let Some((mut job, covered)) = self.recall.job.take() else { return Ok(()) };
-        let r = &mut self.recall;
-        let path = match job.step((&mut r.base, &r.index, None), &mut r.scratch, deadline) {
-            Ok(Some(path)) => path,
-            Ok(None) => {
-                self.recall.job = Some((job, covered));
+        let Some((job, covered)) = self.recall.job.take() else { return Ok(()) };
+        if let Some(mut job) = job {
+            let r = &mut self.recall;
+            match job.step((&mut r.base, &r.index, None), &mut r.scratch, deadline) {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    self.recall.job = Some((Some(job), covered));
+                    return Ok(());
+                }
+                Err(e) => {
+                    if e.code() == crate::error::Code::Io {
+                        self.recall_discard_file();
+                    }
+                    return Err(e);
+                }
+            }
+            crate::memory::atomic::sync_dir(&self.dir)?;
+            self.recall_merged();
+            if deadline.is_some() {
+                // Written: opened at the next step.
+                self.recall.job = Some((None, covered));
                 return Ok(());
             }
-            Err(e) => {
-                if e.code() == crate::error::Code::Io {
-                    self.recall_discard_file();
-                }
-                return Err(e);
-            }
-        };
+        }
         // The new file covers the log as it was when the merge started: opened as a base,
         // its documents whose entries changed since are stale, and reconciling brings them
         // and the entries created since into the (emptied) delta.
+        let path = self.dir.join(RECALL_FILE_NAME);
         self.recall_discard_file();
-        crate::memory::atomic::sync_dir(&self.dir)?;
-        self.recall_merged();
         if !self.recall_open_base(&path, false)? {
             bail!(Io, "{} vanished after it was written", path.display());
         }
