@@ -198,7 +198,8 @@ fn stats_in_text_and_json() {
 fn stats_in_place_equal_the_whole_store() {
     let d = populated();
     let mut s = Store::open(&d.0).unwrap();
-    let (a, b) = (s.find(&normalize("fruit,apple").unwrap()).unwrap(), s.find(&normalize("fruit,pear").unwrap()).unwrap());
+    let (a, b) =
+        (s.find(&normalize("fruit,apple").unwrap()).unwrap(), s.find(&normalize("fruit,pear").unwrap()).unwrap());
     s.link(a, b).unwrap();
     s.put(&normalize("fruit,apple").unwrap(), "An apple, again.", 6_000).unwrap();
     s.close().unwrap();

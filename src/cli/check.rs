@@ -371,10 +371,9 @@ fn check_cold_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
                 log_len.saturating_sub(covered)
             ),
         ),
-        RecallFile::Stale(e) => r.ok(
-            NAME,
-            format_args!("out of date ({}); rebuilt from store.cold when next searched", e.message()),
-        ),
+        RecallFile::Stale(e) => {
+            r.ok(NAME, format_args!("out of date ({}); rebuilt from store.cold when next searched", e.message()))
+        }
         RecallFile::Damaged(e) => r.fail(
             NAME,
             Worst::Failure,

@@ -290,7 +290,13 @@ impl StoreView {
         }
         self.take_fault()?;
         if (st.entries, st.archived) != (h.live as usize, h.archived as usize) {
-            bail!(Io, "{} is damaged (its columns list {} entries, its header {})", CHECKPOINT_NAME, st.entries, h.live);
+            bail!(
+                Io,
+                "{} is damaged (its columns list {} entries, its header {})",
+                CHECKPOINT_NAME,
+                st.entries,
+                h.live
+            );
         }
         st.ram_bytes = self.names.capacity()
             + self.name_ends.capacity() * 4

@@ -31,14 +31,21 @@ impl Store {
         }
         let h = match Header::parse(&raw) {
             Ok(h) => h,
-            Err(e) if Header::other_format(&raw) => return RecallFile::Stale(e.context(format_args!("{}", path.display()))),
+            Err(e) if Header::other_format(&raw) => {
+                return RecallFile::Stale(e.context(format_args!("{}", path.display())))
+            }
             Err(e) => return RecallFile::Damaged(e.context(format_args!("{}", path.display()))),
         };
         let cold_path = self.dir.join(COLD_NAME);
         let cold = match File::open(&cold_path) {
             Ok(f) => f,
             Err(e) => {
-                return RecallFile::Stale(err!(Io, "{} cannot be read ({}), so the index of it is of no use", cold_path.display(), e))
+                return RecallFile::Stale(err!(
+                    Io,
+                    "{} cannot be read ({}), so the index of it is of no use",
+                    cold_path.display(),
+                    e
+                ))
             }
         };
         let len = cold.metadata().map(|m| m.len()).unwrap_or(0);
@@ -58,7 +65,13 @@ impl Store {
         }
         let room = room_for_bytes(len);
         if h.docs as usize > room {
-            return RecallFile::Damaged(err!(Io, "{} lists {} documents, more than {} holds", path.display(), h.docs, COLD_NAME));
+            return RecallFile::Damaged(err!(
+                Io,
+                "{} lists {} documents, more than {} holds",
+                path.display(),
+                h.docs,
+                COLD_NAME
+            ));
         }
         let mut buf = core::mem::take(&mut self.rbuf);
         let res = verify_file(&file, &h, &mut buf);

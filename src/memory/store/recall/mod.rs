@@ -80,7 +80,10 @@
 //!
 //! The delta is merged into a new `store.fts` at each checkpoint and at close, and earlier
 //! when the next change might not fit one of its tables (the documented fallback of a full
-//! delta: an *early merge*, never an error). The merge streams: the base's current documents
+//! delta: an *early merge*, never an error). The checkpoint the agent's cycle takes when due
+//! only starts the merge: it runs in steps of `TEXT_MERGE_STEP_MILLIS`, one per cycle's upkeep,
+//! beside the changes and queries of the cycles between (see `merge::job`), so that no cycle
+//! stops for all of it (2.3-2.6 s at 1,048,576 entries). The merge streams: the base's current documents
 //! then the delta's, renumbered densely in that order; the words of both in byte order, each
 //! with its base postings (renumbered, dead documents dropped; copied byte for byte when the
 //! base has no dead document) then its delta postings; the dictionary written to a file of

@@ -21,18 +21,19 @@
 //! renamed over the old file. A kill between steps leaves the temp files (removed at the next
 //! open) and the old file, a valid base for the log.
 
-use super::encode::{push_page, DocPages, Enc};
+use super::encode::{push_page, DocPages, Enc, Out};
+use super::postings::{each_posting, Source};
 use super::{FileNames, Parts, Stamp, WriteScratch};
 use crate::error::Result;
 use crate::limits::TEXT_MERGE_STEP_MILLIS;
 use crate::memory::hash::{crc32, crc32_continue};
 use crate::memory::store::checkpoint::Put;
-use crate::memory::store::recall::disk::{DictCursor, DiskIndex, DiskWalk};
+use crate::memory::store::recall::disk::{DictCursor, DiskIndex};
 use crate::memory::store::recall::file::{
-    CHUNK, DICT_PAGE, DOC_PAGE, ENTRY_TAIL, FORMAT, HEADER_BYTES, MAGIC, SKIP_ENTRY, SKIP_GROUP,
+    DICT_PAGE, DOC_PAGE, ENTRY_TAIL, FORMAT, HEADER_BYTES, MAGIC, SKIP_ENTRY, SKIP_GROUP,
 };
 use crate::memory::store::recall::fulltext::{FullText, NONE};
-use crate::memory::store::recall::rank::{mean_ref, QueryWord, RamWalk, Walk};
+use crate::memory::store::recall::rank::{mean_ref, QueryWord};
 use crate::memory::store::EntryId;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -43,32 +44,6 @@ use std::time::{Duration, Instant};
 /// finished: a word's postings, a batch of document pages).
 pub(in crate::memory::store) fn step_deadline() -> Instant {
     Instant::now() + Duration::from_millis(TEXT_MERGE_STEP_MILLIS)
-}
-
-/// Output through a buffer, with a running CRC and length.
-pub(super) struct Out<'a> {
-    pub(super) file: &'a mut File,
-    pub(super) buf: &'a mut Vec<u8>,
-    pub(super) crc: u32,
-    pub(super) len: u64,
-}
-
-impl Out<'_> {
-    pub(super) fn bytes(&mut self, b: &[u8]) -> Result<()> {
-        self.buf.extend_from_slice(b);
-        self.crc = crc32_continue(self.crc, b);
-        self.len += b.len() as u64;
-        if self.buf.len() >= CHUNK {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    pub(super) fn flush(&mut self) -> Result<()> {
-        self.file.write_all(self.buf).map_err(|e| err!(PersistFailed, "writing a new index file failed: {}", e))?;
-        self.buf.clear();
-        Ok(())
-    }
 }
 
 /// Where a job is.
@@ -275,7 +250,9 @@ impl Job {
                 // What this step wrote goes to the disk now, so that the last step's sync
                 // does not carry the whole file.
                 if deadline.is_some() {
-                    self.file.sync_data().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", self.tmp.display(), e))?;
+                    self.file
+                        .sync_data()
+                        .map_err(|e| err!(PersistFailed, "syncing {} failed: {}", self.tmp.display(), e))?;
                 }
                 Ok(None)
             }
@@ -285,7 +262,6 @@ impl Job {
             }
         }
     }
-
 
     /// The header, last; the file synced and renamed over the old one.
     fn write_header(&mut self) -> Result<()> {
@@ -419,7 +395,11 @@ impl Progress {
                         continue;
                     }
                     let Some(doc) = delta.doc(d) else { continue };
-                    self.pages.add(&mut out, &record(doc.indexed, Some((doc.offset, doc.rec_len)))?, &mut sc.rec_pages)?;
+                    self.pages.add(
+                        &mut out,
+                        &record(doc.indexed, Some((doc.offset, doc.rec_len)))?,
+                        &mut sc.rec_pages,
+                    )?;
                 }
                 self.pages.end(&mut sc.rec_pages)?;
                 self.phase = Phase::Words;
@@ -648,51 +628,4 @@ impl Progress {
         self.dict_pages = (sc.pages.len() / 2) as u32;
         Ok(())
     }
-}
-
-/// Where one word's postings come from: the base (its place there) and the delta (its term).
-#[derive(Clone, Copy)]
-struct Source {
-    base: Option<QueryWord>,
-    term: Option<u32>,
-}
-
-/// Walks the postings of `src` (the base's from its document `from` on) of the documents
-/// the job writes, renumbered, in order: `f(new docno, tf, tokens of the document)`.
-fn each_posting(
-    base: &mut DiskIndex,
-    delta: &FullText,
-    sc: &WriteScratch,
-    src: Source,
-    from: u32,
-    mut f: impl FnMut(u32, u32, u32) -> Result<()>,
-) -> Result<()> {
-    if let Some(w) = src.base {
-        let mut parts = base.walk_parts();
-        let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
-            bail!(Internal, "store.fts is not open")
-        };
-        let mut walk = DiskWalk::starting_at(file, buf, dec, &w, from)?;
-        while walk.doc() != NONE {
-            let nd = sc.base_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
-            if nd != NONE {
-                let len = parts.docs.tokens_kept(walk.doc())?.unwrap_or(0);
-                f(nd, walk.tf(), len)?;
-            }
-            walk.advance()?;
-        }
-    }
-    if let Some(t) = src.term {
-        let mut walk = RamWalk::new(delta, t);
-        while walk.doc() != NONE {
-            // Documents the delta gained after the job started are past `delta_new`.
-            let nd = sc.delta_new.get(walk.doc() as usize).copied().unwrap_or(NONE);
-            if nd != NONE {
-                let len = delta.doc(walk.doc()).map_or(0, |x| x.tokens);
-                f(nd, walk.tf(), len)?;
-            }
-            walk.advance()?;
-        }
-    }
-    Ok(())
 }

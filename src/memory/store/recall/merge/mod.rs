@@ -1,10 +1,13 @@
 //! Merging the full-text index's delta into its base: a new `store.fts` (format in
 //! [`super::file`]) written from the old one (`super::disk`) and the delta
 //! (`super::fulltext`) by streaming, through bounded buffers, crash-safely (see
-//! [`super`] for when and why). The postings' and document pages' encoding is `encode`.
+//! [`super`] for when and why). The merge is a `job` (run in one go, or in steps beside the
+//! agent's cycle); which postings it writes for a word is `postings`; the postings' and
+//! document pages' encoding is `encode`.
 
 mod encode;
 mod job;
+mod postings;
 
 pub(in crate::memory::store) use job::{step_deadline, Job};
 
