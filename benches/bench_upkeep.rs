@@ -18,6 +18,9 @@
 //! - `upkeep_<n>_longest_merge_step_cycle`: the longest of the cycles that ran a step of a
 //!   merge of the text index and no checkpoint (the last step opens the new file and brings
 //!   the changes since into the delta);
+//! - `upkeep_<n>_merge_step_cycles_over_100ms`, `_p50`, `_p99`: how those are spread, beside
+//!   `upkeep_<n>_save_cycles_over_100ms`, the saves (one append and its fsync) that took as
+//!   long: the disk's own stalls, which a step's sync meets as a save's does;
 //! - `upkeep_<n>_pause_p50`: the median `flush_access`;
 //! - `upkeep_<n>_checkpoints`, `upkeep_<n>_merges`, `upkeep_<n>_cycles`: what the cycles did;
 //! - `upkeep_<n>_merge_cycles`: cycles that ran a step of a merge (0 when merges stop a
@@ -25,9 +28,7 @@
 //! - `upkeep_<n>_checkpoint_file`: writing `store.ckpt` alone (best of 3, the text index
 //!   current), the part of a checkpoint's cycle that is not the text index's.
 
-#[path = "../tests/support/recall_corpus.rs"]
-pub(crate) mod recall_corpus;
-
+use crate::bench_recall::recall_corpus;
 use crate::{percentile, report};
 use lkjagent::memory::key::normalize;
 use recall_corpus::{Rng, Zipf};
@@ -66,6 +67,7 @@ fn at(n: usize) {
     let (mut checkpoints, mut merge_cycles, mut cycles) = (0usize, 0usize, 0usize);
     let mut pauses = Vec::new();
     let (mut longest_step, mut longest_checkpoint) = (Duration::ZERO, Duration::ZERO);
+    let mut steps = Vec::new();
     let mut saves = Vec::new();
     while cycles < MAX_CYCLES {
         let i = (rng.next() % n as u64) as usize;
@@ -90,6 +92,7 @@ fn at(n: usize) {
             longest_checkpoint = longest_checkpoint.max(pause);
         } else if merging {
             longest_step = longest_step.max(pause);
+            steps.push(pause);
         }
         if checkpoints >= 2 && !store.recall_merging() {
             break;
@@ -101,6 +104,13 @@ fn at(n: usize) {
     report(&p("longest_save"), ms(longest_save), "ms");
     report(&p("longest_checkpoint_cycle"), ms(longest_checkpoint), "ms");
     report(&p("longest_merge_step_cycle"), ms(longest_step), "ms");
+    let over = steps.iter().filter(|&&d| d > Duration::from_millis(100)).count();
+    report(&p("merge_step_cycles_over_100ms"), over as f64, "");
+    report(&p("merge_step_cycle_p50"), ms(percentile(&mut steps, 50.0)), "ms");
+    report(&p("merge_step_cycle_p99"), ms(percentile(&mut steps, 99.0)), "ms");
+    // The disk's own stalls, for scale: a save is one append and its fsync.
+    let slow_saves = saves.iter().filter(|&&d| d > Duration::from_millis(100)).count();
+    report(&p("save_cycles_over_100ms"), slow_saves as f64, "");
     report(&p("pause_p50"), ms(percentile(&mut pauses, 50.0)), "ms");
     report(&p("save_p50"), ms(percentile(&mut saves, 50.0)), "ms");
     report(&p("checkpoints"), checkpoints as f64, "");

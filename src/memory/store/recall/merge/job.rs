@@ -324,7 +324,7 @@ impl Progress {
                     let t = base.doc_tokens(d).unwrap_or(0);
                     pages.add(&mut out, &t.to_le_bytes(), &mut sc.len_pages)?;
                     self.min_len = self.min_len.min(t);
-                    if d % 65_536 == 0 && over(deadline) {
+                    if d.is_multiple_of(65_536) && over(deadline) {
                         return Ok(false);
                     }
                 }
