@@ -181,31 +181,6 @@ impl Store {
         }
     }
 
-    /// Runs the full-text index's merge under way (started by a checkpoint the cycle's
-    /// upkeep took) until `until`, the work in hand finished (a word's postings, a batch of
-    /// pages); when it ends, `store.fts` is the new file. Returns whether one is still under
-    /// way. The writer only (nothing to do for a reader).
-    pub fn recall_merge_step(&mut self, until: std::time::Instant) -> Result<bool> {
-        if self.log.read_only() || self.log.in_batch() {
-            return Ok(false);
-        }
-        self.recall_step(Some(until))?;
-        Ok(self.recall_merging())
-    }
-
-    /// The next step of the full-text index's merge, when one is under way (the cycle's
-    /// upkeep, once a cycle: at most `TEXT_MERGE_STEP_MILLIS` of work); a failure is a
-    /// warning (the log has everything).
-    pub(in crate::memory::store) fn merge_step(&mut self) {
-        if self.log.read_only() || self.log.in_batch() {
-            return;
-        }
-        if let Err(e) = self.recall_step(Some(crate::memory::store::recall::merge::step_deadline())) {
-            e.context(format_args!("the full-text index's merge was dropped (the next checkpoint writes it)"))
-                .print_warning();
-        }
-    }
-
     /// A checkpoint now; a failure is a warning.
     pub(in crate::memory::store) fn checkpoint_quietly(&mut self) {
         if let Err(e) = self.checkpoint() {
