@@ -7,7 +7,7 @@
 //! Environment: `LKJAGENT_CORPUS` (default `../shared/corpus`) for the public JSON corpora; a
 //! figure that needs a missing corpus is reported as skipped, not faked.
 //! `LKJAGENT_BENCH_ONLY=json,tag` runs only the named areas (json, tag, http, store, agent, grammar,
-//! bytes, report, recall, vectors, commands, soak; `LKJAGENT_SOAK_CYCLES` shortens the soak: see
+//! bytes, report, recall, upkeep, vectors, commands, soak; `LKJAGENT_SOAK_CYCLES` shortens the soak: see
 //! bench_soak.rs). `LKJAGENT_BIN` names the binary the process figures run (peak RSS, commands),
 //! for a before and after.
 
@@ -26,6 +26,7 @@ mod bench_report;
 mod bench_soak;
 mod bench_store;
 mod bench_tag;
+mod bench_upkeep;
 mod bench_vectors;
 #[path = "../tests/support/rng.rs"]
 mod rng;
@@ -126,6 +127,9 @@ fn main() {
     }
     if wanted("recall") {
         bench_recall::run();
+    }
+    if wanted("upkeep") {
+        bench_upkeep::run();
     }
     if wanted("vectors") {
         bench_vectors::run();

@@ -2,8 +2,8 @@
 //! (see bench.rs for the shared helpers): at 65,536 and 1,048,576 entries
 //! (`LKJAGENT_BENCH_COMMANDS_SIZES`, comma-separated, overrides), the wall time (median of
 //! `RUNS` runs, page cache warm) and the peak RSS (`/usr/bin/time -f %M`; skipped without it)
-//! of `lkjagent status`, `memory query` with one tag and with 3 AND + 1 NOT, and
-//! `memory search` with two words; `commands_<n>_start` is the process start alone
+//! of `lkjagent status`, `memory stats`, `memory query` with one tag and with 3 AND + 1 NOT,
+//! and `memory search` with two words; `commands_<n>_start` is the process start alone
 //! (`lkjagent --help`), and each `_net` figure is the wall time less that.
 //!
 //! `sqlite_commands_<n>_*`: the same questions asked of an equivalent SQLite database (a tag
@@ -90,8 +90,9 @@ fn at(bin: &Path, n: usize) {
     let start = measure(bin, &["--help"]);
     report(&p("start"), ms(start.0), "ms");
     let three = and3(&q);
-    let cases: [(&str, Vec<&str>); 4] = [
+    let cases: [(&str, Vec<&str>); 5] = [
         ("status", vec!["--data", d, "status"]),
+        ("stats", vec!["--data", d, "memory", "stats"]),
         ("query_1tag", vec!["--data", d, "memory", "query", "--tags", &q.one]),
         ("query_3and1not", vec!["--data", d, "memory", "query", "--tags", &three, "--not", &q.and_not[3]]),
         ("search", vec!["--data", d, "memory", "search", &q.words]),

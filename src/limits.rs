@@ -462,6 +462,14 @@ const _: () = assert!(TEXT_DELTA_DOCS >= 1);
 /// times this, reserved with the index.
 pub const TEXT_MERGE_BUFFER_BYTES: usize = 256 * 1024;
 
+/// Milliseconds a step of a merge of the text index works beside the agent's cycle before it
+/// stops (its word or batch of pages finished, what it wrote synced): a checkpoint starts the
+/// merge of the delta into a new `store.fts` and each cycle's upkeep runs one step, so no
+/// cycle stops for the whole merge (2.3 s and more at 1,048,576 entries; issue 39's target is
+/// no cycle's upkeep over 100 ms). Costs no memory: the job keeps its place in the buffers
+/// above. Measured in docs/measurements.md (`LKJAGENT_BENCH_ONLY=upkeep`).
+pub const TEXT_MERGE_STEP_MILLIS: u64 = 25;
+
 /// Most distinct words a ranked query weighs; a longer query is `CAPACITY_EXCEEDED`. Cost:
 /// about 64 bytes each on the stack during a query.
 pub const RANK_MAX_TERMS: usize = 64;

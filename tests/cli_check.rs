@@ -304,6 +304,50 @@ fn the_full_text_index_file_is_checked_and_damage_reported() {
     assert_eq!(snapshot(&d.0), before, "check must not move or repair anything");
 }
 
+#[test]
+fn the_cold_stores_text_index_file_is_checked_current_behind_and_damaged() {
+    use lkjagent::memory::store::cold::cleanup::Filter;
+    use lkjagent::memory::store::Cleanup;
+    let d = shipped_dir("http://127.0.0.1:1234/v1/chat/completions");
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        for i in 0..20u64 {
+            s.put(&normalize(&format!("note,n{i}")).unwrap(), &format!("cold note number {i}"), 100 + i).unwrap();
+        }
+        let (_, out) = check(&d.0, &["--no-network"]);
+        assert!(!out.contains("store.cold.fts: ") || out.contains("store.cold.fts: none yet"), "{out}");
+        // Ten entries to the cold store; its index is built by a search, written at the close.
+        s.cleanup_where(&Filter { accessed_before: Some(110), max_hits: None }, Cleanup::Cold).unwrap();
+        let mut ranked = lkjagent::memory::store::recall::Ranked::new();
+        s.rank("cold note", 5, &mut ranked).unwrap();
+        s.close().unwrap();
+    }
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.cold.fts").starts_with("ok   store.cold.fts: 10 cold entries indexed, "), "{out}");
+    assert!(line(&out, "store.cold.fts").contains("matches store.cold"), "{out}");
+    // Another clean-up appends to store.cold: the file is behind it, which is fine.
+    {
+        let mut s = Store::open(&d.0).unwrap();
+        s.cleanup_where(&Filter { accessed_before: Some(115), max_hits: None }, Cleanup::Cold).unwrap();
+        drop(s);
+    }
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.cold.fts").starts_with("ok   store.cold.fts: behind store.cold: "), "{out}");
+    // A flipped byte: a failure, reported, and left in place.
+    let path = d.0.join("store.cold.fts");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    let before = snapshot(&d.0);
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(1), "{out}");
+    assert!(line(&out, "store.cold.fts").starts_with("FAIL store.cold.fts: damaged: "), "{out}");
+    assert_eq!(snapshot(&d.0), before, "check must not move or repair anything");
+}
+
 /// `store.vec` as the agent writes it: the header for `model` (`dim` numbers, no prefix)
 /// and one record per `(key, created, version)`.
 fn write_vectors(dir: &Path, model: &str, dim: usize, entries: &[(&str, u32, u32)]) -> Vec<u8> {

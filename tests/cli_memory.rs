@@ -192,6 +192,32 @@ fn stats_in_text_and_json() {
     assert!(ok(&fresh.0, &["stats"]).contains("no store yet"));
 }
 
+/// `memory stats` reads the checkpoint in place when it covers the log, and says the same as
+/// the store opened whole (the checkpoint moved aside).
+#[test]
+fn stats_in_place_equal_the_whole_store() {
+    let d = populated();
+    let mut s = Store::open(&d.0).unwrap();
+    let (a, b) =
+        (s.find(&normalize("fruit,apple").unwrap()).unwrap(), s.find(&normalize("fruit,pear").unwrap()).unwrap());
+    s.link(a, b).unwrap();
+    s.put(&normalize("fruit,apple").unwrap(), "An apple, again.", 6_000).unwrap();
+    s.close().unwrap();
+    let text = ok(&d.0, &["stats"]);
+    assert!(text.contains("the checkpoint read in place, 0 bytes of log read"), "{text}");
+    assert!(text.contains("entries          5 (1 archived) of 65536"), "{text}");
+    let in_place = ok(&d.0, &["stats", "--json"]);
+    std::fs::rename(d.0.join("store.ckpt"), d.0.join("store.ckpt.aside")).unwrap();
+    let whole_text = ok(&d.0, &["stats"]);
+    assert!(whole_text.contains("from the whole log"), "{whole_text}");
+    let whole = ok(&d.0, &["stats", "--json"]);
+    let fields = |json: &str| -> Vec<String> {
+        json.lines().filter(|l| !l.contains("ram_bytes") && !l.contains("replayed_bytes")).map(String::from).collect()
+    };
+    assert_eq!(fields(&in_place), fields(&whole));
+    assert!(in_place.contains("\"links\": 1") && in_place.contains("\"garbage_bytes\": "), "{in_place}");
+}
+
 #[test]
 fn reading_subcommands_change_no_file() {
     let d = populated();

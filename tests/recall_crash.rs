@@ -15,6 +15,13 @@
 //! `store.fts` (or while a compaction rebuilds it): after each, `store.fts` is whole (the
 //! old file or the new one, never a torn one) and the index opened from it ranks as one
 //! rebuilt from the log.
+//!
+//! A third does the same with the merges a cycle's upkeep runs in steps (issue 39): the child
+//! starts them as a due checkpoint does (`Store::checkpoint_in_steps`) and runs a step of the
+//! least work after every write, so most kills land while a merge is under way, between two
+//! of its steps or inside one; after each, nothing acknowledged is lost and the index opened
+//! from the file left (the old one, never a part-written one) ranks as one rebuilt from the
+//! log.
 
 #[path = "support/temp.rs"]
 mod temp;
@@ -51,7 +58,8 @@ fn key_for(n: u64) -> Key {
 fn recall_child() {
     let Some(dir) = std::env::var_os("LKJ_RECALL_DIR") else { return };
     let seed: u64 = std::env::var("LKJ_RECALL_SEED").unwrap().parse().unwrap();
-    let big = std::env::var_os("LKJ_RECALL_BIG").is_some();
+    let steps = std::env::var_os("LKJ_RECALL_STEPS").is_some();
+    let big = steps || std::env::var_os("LKJ_RECALL_BIG").is_some();
     let (keys, cap) = if big { (BIG, BIG as usize + 256) } else { (KEYS, 256) };
     let mut rng = Rng(seed | 1);
     let mut store = Store::open_with_capacity(Path::new(&dir), cap).unwrap();
@@ -95,13 +103,21 @@ fn recall_child() {
             store.set_archived(&key, !archived, 2).unwrap();
         } else if roll < 97 {
             writeln!(out, "W {} checkpoint -", seq).unwrap();
-            store.checkpoint().unwrap();
+            if steps {
+                store.checkpoint_in_steps().unwrap();
+            } else {
+                store.checkpoint().unwrap();
+            }
         } else {
             writeln!(out, "W {} compact -", seq).unwrap();
             store.compact().unwrap();
         }
         writeln!(out, "A {}", seq).unwrap();
         out.flush().unwrap();
+        if steps {
+            // A step of the merge under way, its time already up: the least work one does.
+            store.recall_merge_step(Instant::now()).unwrap();
+        }
     }
 }
 
@@ -142,6 +158,11 @@ fn recall_survives_sigkill_while_merging() {
     run(true);
 }
 
+#[test]
+fn recall_survives_sigkill_while_merging_in_steps() {
+    run_with(true, true);
+}
+
 /// The big store's first entries, each with its unique word, and its index file.
 fn populate(dir: &Path, model: &mut Model) {
     let mut store = Store::open_with_capacity(dir, BIG as usize + 256).unwrap();
@@ -164,7 +185,15 @@ fn populate(dir: &Path, model: &mut Model) {
 }
 
 fn run(big: bool) {
-    let dir = temp::temp_dir(if big { "recall-crash-merge" } else { "recall-crash" });
+    run_with(big, false)
+}
+
+fn run_with(big: bool, steps: bool) {
+    let dir = temp::temp_dir(match (big, steps) {
+        (_, true) => "recall-crash-steps",
+        (true, _) => "recall-crash-merge",
+        _ => "recall-crash",
+    });
     let exe = std::env::current_exe().unwrap();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut model = Model::new();
@@ -186,6 +215,9 @@ fn run(big: bool) {
             .stderr(Stdio::null());
         if big {
             cmd.env("LKJ_RECALL_BIG", "1");
+        }
+        if steps {
+            cmd.env("LKJ_RECALL_STEPS", "1");
         }
         let mut child = cmd.spawn().unwrap();
         // The big store's child opens its index first (verifying store.fts): kill after that.
@@ -261,8 +293,9 @@ fn run(big: bool) {
         store.close().unwrap();
     }
     eprintln!(
-        "recall_crash{}: {} kills ({} with a merge or compaction cut short), {} acknowledged writes, index read from store.fts after {} of them, {:.1} s",
+        "recall_crash{}{}: {} kills ({} with a merge or compaction cut short), {} acknowledged writes, index read from store.fts after {} of them, {:.1} s",
         if big { " (big store)" } else { "" },
+        if steps { " (merges in steps)" } else { "" },
         kills,
         mid_merge,
         acks,

@@ -279,16 +279,29 @@ fn load_into(
     now: u64,
 ) -> Result<ActionResult> {
     scratch.text.clear();
+    let mut cold = false;
     match store.load(k, now) {
         Ok(Some(v)) => scratch.text.push_str(v)?,
-        Ok(None) => {
-            return Ok(r.done(false, format_args!("'{}' is not in storage; use storage_search to find keys", k)))
-        }
+        // A key storage_search found in the cold store: its newest copy, read in place (it
+        // stays cold; saved again, it is live).
+        Ok(None) => match store.cold_value(k) {
+            Ok(Some(v)) => {
+                scratch.text.push_str(v)?;
+                cold = true;
+            }
+            Ok(None) => {
+                return Ok(r.done(false, format_args!("'{}' is not in storage; use storage_search to find keys", k)))
+            }
+            Err(e) => return failed(r, e),
+        },
         Err(e) => return failed(r, e),
     }
     let text = scratch.text.text()?;
     if let Err(e) = wm.add(k, text, now) {
         return Ok(r.done(false, format_args!("{}", e.message())));
+    }
+    if cold {
+        return Ok(r.done(true, format_args!("loaded from the cold store into working memory")));
     }
     store.note_use(k, Use::Loaded);
     // The keys of its related entries, so the model can follow them.
@@ -536,6 +549,36 @@ mod tests {
         let r = apply(&action(ActionKind::StorageLoad, "hammer,tools", None), &mut wm, &mut store, &mut scratch, 3)
             .unwrap();
         assert_eq!(r.message.as_str(), "loaded from storage into working memory", "nothing related");
+    }
+
+    /// A key storage_search found in the cold store is loaded by storage_load (read in place,
+    /// the entry staying cold); a key in neither is still refused.
+    #[test]
+    fn storage_load_loads_a_cold_hit() {
+        use crate::memory::store::cold::cleanup::Filter;
+        let d = temp_dir("action-cold-load");
+        let mut store = Store::open_with_capacity(&d, 64).unwrap();
+        let k = |s: &str| normalize(s).unwrap();
+        store.put(&k("fruit,quince"), "A quince is a hard golden fruit for jelly.", 1).unwrap();
+        store.put(&k("tools,saw"), "A saw cuts wood.", 50).unwrap();
+        let moved = store
+            .cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, crate::memory::store::Cleanup::Cold)
+            .unwrap();
+        assert_eq!(moved, 1);
+        let mut wm = WorkingSet::new();
+        let mut scratch = ActionScratch::new();
+        let r = apply(&search_action("", "golden jelly"), &mut wm, &mut store, &mut scratch, 2).unwrap();
+        assert!(r.ok, "{}", r.message.as_str());
+        assert!(wm.get(&k(SEARCH_RESULTS_KEY)).unwrap().starts_with("fruit,quince (cold): A quince"));
+        let r = apply(&action(ActionKind::StorageLoad, "fruit,quince", None), &mut wm, &mut store, &mut scratch, 3)
+            .unwrap();
+        assert!(r.ok, "{}", r.message.as_str());
+        assert_eq!(r.message.as_str(), "loaded from the cold store into working memory");
+        assert_eq!(wm.get(&k("fruit,quince")).unwrap(), "A quince is a hard golden fruit for jelly.");
+        assert!(store.find(&k("fruit,quince")).is_none(), "it stays cold");
+        let r = apply(&action(ActionKind::StorageLoad, "fruit,medlar", None), &mut wm, &mut store, &mut scratch, 4)
+            .unwrap();
+        assert!(!r.ok && r.message.as_str().contains("is not in storage"), "{}", r.message.as_str());
     }
 
     #[test]

@@ -50,6 +50,8 @@ checks:
                      one is a failure; the agent reads the whole log and writes a new one)
   store.fts          the full-text index file: matches the log, out of date, or damaged
                      (a damaged one is a failure; the agent rebuilds it from the log)
+  store.cold.fts     the cold store's text index file: matches store.cold, behind it, out of
+                     date, or damaged (a failure; the agent rebuilds it from store.cold)
   store.vec          the vectors of recall by meaning: header, every record's checksum, the
                      vectors current for the store's entries, and whether they are of the
                      configured model (a damaged or foreign file is a failure; the agent
@@ -314,6 +316,7 @@ fn check_store(data: &Path, config: Option<&Config>, r: &mut Report<'_>) -> Resu
                 .and_then(|_| check_recall_file(&mut store, r))
                 .and_then(|_| check_vectors(&store, config, r))
                 .and_then(|_| check_cold(data, r))
+                .and_then(|_| check_cold_recall_file(&mut store, r))
         }
     }
 }
@@ -343,6 +346,42 @@ fn check_cold(data: &Path, r: &mut Report<'_>) -> Result<()> {
             ),
         ),
         Ok(st) => r.ok(NAME, format_args!("{} entries, {} bytes, no damaged records", st.current, st.bytes)),
+    }
+}
+
+/// The cold store's text index file: a cache of `store.cold`, so out of date is fine and
+/// damaged is a failure that costs nothing stored (the agent rebuilds it).
+fn check_cold_recall_file(store: &mut Store, r: &mut Report<'_>) -> Result<()> {
+    const NAME: &str = "store.cold.fts";
+    match store.cold_recall_file_check() {
+        RecallFile::Missing => {
+            r.ok(NAME, format_args!("none yet (the cold store's text index is built when it is first searched)"))
+        }
+        RecallFile::Usable { docs, bytes, covered, log_len } if covered == log_len => {
+            r.ok(NAME, format_args!("{} cold entries indexed, {} bytes, matches store.cold", docs, bytes))
+        }
+        RecallFile::Usable { docs, covered, log_len, .. } => r.ok(
+            NAME,
+            format_args!(
+                "behind store.cold: it indexes its first {} of {} bytes ({} entries then); searches read the {} \
+                 bytes after it from store.cold, and the agent writes it again at a checkpoint or a clean stop",
+                covered,
+                log_len,
+                docs,
+                log_len.saturating_sub(covered)
+            ),
+        ),
+        RecallFile::Stale(e) => {
+            r.ok(NAME, format_args!("out of date ({}); rebuilt from store.cold when next searched", e.message()))
+        }
+        RecallFile::Damaged(e) => r.fail(
+            NAME,
+            Worst::Failure,
+            format_args!(
+                "damaged: {}; nothing stored is lost: the agent rebuilds the cold store's text index from store.cold",
+                e.message()
+            ),
+        ),
     }
 }
 

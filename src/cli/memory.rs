@@ -334,6 +334,14 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
 fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let json = args.flag("--json");
     args.finish("memory stats")?;
+    // The checkpoint read in place when it covers the log: its header, tag directory and
+    // three columns, not the whole store.
+    if let Some(view) = super::util::open_store_view(data) {
+        match stats_in_place(data, view) {
+            Ok((st, most, cold)) => return print_stats(&st, most.as_ref(), &cold, (json, true), out),
+            Err(e) => e.context(format_args!("{}: opening the store whole instead", data.display())).print_warning(),
+        }
+    }
     let store = match open_store_read_only(data)? {
         StoreRead::Open(s) => s,
         StoreRead::Absent if json => {
@@ -348,6 +356,45 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     };
     let st = store.stats();
     let most = st.most_accessed.and_then(|id| store.key(id));
+    let cold = cold_current(data, &store)?;
+    print_stats(&st, most.as_ref(), &cold, (json, false), out)
+}
+
+/// `memory stats` from the checkpoint read in place: the statistics, the most accessed
+/// entry's key, the cold store's current entries (keys the live store holds left out).
+fn stats_in_place(
+    data: &Path,
+    mut view: crate::memory::store::view::StoreView,
+) -> Result<(crate::memory::store::Stats, Option<crate::memory::key::Key>, crate::memory::store::cold::ColdStats)> {
+    let st = view.stats()?;
+    let most = match st.most_accessed {
+        Some(id) => view.key(id)?,
+        None => None,
+    };
+    let view = core::cell::RefCell::new(view);
+    let fault = core::cell::RefCell::new(None);
+    let live = |k: &crate::memory::key::Key| match view.borrow_mut().find(k) {
+        Ok(found) => found.is_some(),
+        Err(e) => {
+            fault.borrow_mut().get_or_insert(e);
+            false
+        }
+    };
+    let cold = crate::memory::store::cold::scan_current(data, &live, &mut |_| Ok(true))?;
+    if let Some(e) = fault.into_inner() {
+        return Err(e);
+    }
+    Ok((st, most, cold))
+}
+
+/// Prints `memory stats` (`json`; `in_place`: read from the checkpoint in place).
+fn print_stats(
+    st: &crate::memory::store::Stats,
+    most: Option<&crate::memory::key::Key>,
+    cold: &crate::memory::store::cold::ColdStats,
+    (json, in_place): (bool, bool),
+    out: &mut dyn Write,
+) -> Result<i32> {
     if json {
         let mut text = String::new();
         {
@@ -369,13 +416,13 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
                 ("corrupt_records", st.corrupt_records),
                 ("replayed_bytes", st.replayed_bytes),
                 ("ram_bytes", st.ram_bytes as u64),
-                ("cold_entries", cold_current(data, &store)?.current),
+                ("cold_entries", cold.current),
             ] {
                 w.key(k)?;
                 w.u64(v)?;
             }
             w.key("most_accessed")?;
-            match &most {
+            match most {
                 Some(k) => w.string(k.as_str())?,
                 None => w.null()?,
             }
@@ -387,7 +434,6 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         return Ok(super::EXIT_OK);
     }
     say(out, format_args!("entries          {} ({} archived) of {}", st.entries, st.archived, st.capacity))?;
-    let cold = cold_current(data, &store)?;
     say(out, format_args!("cold store       {} entries, {} bytes", cold.current, cold.bytes))?;
     say(out, format_args!("tags             {} of {}", st.tags, st.max_tags))?;
     say(out, format_args!("links            {}", st.links))?;
@@ -398,14 +444,14 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
             st.log_bytes,
             st.live_bytes,
             st.garbage_bytes,
-            if store.needs_compaction() { "; compaction due" } else { "" }
+            if st.compaction_due() { "; compaction due" } else { "" }
         ),
     )?;
     if st.entries > 0 {
         say(out, format_args!("created          {} .. {}", Time(st.oldest_created), Time(st.newest_created)))?;
     }
     say(out, format_args!("hits             {} in all", st.total_hits))?;
-    if let Some(k) = &most {
+    if let Some(k) = most {
         say(out, format_args!("most accessed    {}", k))?;
     }
     say(out, format_args!("damaged records  {}", st.corrupt_records))?;
@@ -413,7 +459,11 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         out,
         format_args!(
             "opened           {}, {} bytes of log read",
-            if st.from_checkpoint { "from the checkpoint" } else { "from the whole log" },
+            match (in_place, st.from_checkpoint) {
+                (true, _) => "the checkpoint read in place",
+                (false, true) => "from the checkpoint",
+                (false, false) => "from the whole log",
+            },
             st.replayed_bytes
         ),
     )?;

@@ -192,6 +192,13 @@ pub struct Stats {
     pub ram_bytes: usize,
 }
 
+impl Stats {
+    /// Whether garbage has passed the compaction threshold ([`Store::needs_compaction`]).
+    pub fn compaction_due(&self) -> bool {
+        over_garbage_threshold(self.garbage_bytes, self.log_bytes)
+    }
+}
+
 /// What clean-up does with old entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cleanup {

@@ -210,16 +210,14 @@ impl StoreView {
         self.take_fault()
     }
 
-    /// The value of the live entry with exactly the tags of `key` (`memory show`), into
-    /// `out`: `Ok(false)` when the store has none. Reads the posting list of the key's rarest
-    /// tag, the tag columns of the entries on it, and the entry's record in the log (checked
-    /// by its CRC, and that it is that entry's).
-    pub fn value_of(&mut self, key: &Key, out: &mut String) -> Result<bool> {
+    /// The live entry whose key is `key`, as [`super::Store::find`] finds it: reads the
+    /// posting list of the key's rarest tag and the tag columns of the entries on it.
+    pub fn find(&mut self, key: &Key) -> Result<Option<EntryId>> {
         self.prepare()?;
         self.lists.clear();
         let mut ids = [0u16; KEY_MAX_TAGS];
         let (req, all_known) = resolve(&*self, Some(key), &mut ids);
-        let (true, Some(d)) = (all_known, driver(&*self, req)) else { return Ok(false) };
+        let (true, Some(d)) = (all_known, driver(&*self, req)) else { return Ok(None) };
         let mut want = [0u16; KEY_MAX_TAGS];
         for (w, &t) in want.iter_mut().zip(req) {
             *w = t;
@@ -228,7 +226,15 @@ impl StoreView {
         let list = self.lists.iter().find(|(t, _)| *t == d).map(|(_, l)| l.as_slice()).unwrap_or(&[]);
         let found = list.iter().copied().find(|&id| self.location(id).is_some() && self.tagset(id) == want);
         self.take_fault()?;
-        let Some(id) = found else { return Ok(false) };
+        Ok(found)
+    }
+
+    /// The value of the live entry with exactly the tags of `key` (`memory show`), into
+    /// `out`: `Ok(false)` when the store has none. Reads the posting list of the key's rarest
+    /// tag, the tag columns of the entries on it, and the entry's record in the log (checked
+    /// by its CRC, and that it is that entry's).
+    pub fn value_of(&mut self, key: &Key, out: &mut String) -> Result<bool> {
+        let Some(id) = self.find(key)? else { return Ok(false) };
         let Some((offset, len, _)) = self.location(id) else { return Ok(false) };
         let path = self.dir.join(LOG_NAME);
         let logf = File::open(&path).map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
@@ -244,6 +250,61 @@ impl StoreView {
             }
             _ => bail!(Io, "{} at byte {}: not the record of entry {} (the log changed?)", path.display(), offset, id),
         }
+    }
+
+    /// The store's statistics as [`super::Store::stats`] gives them for the store opened from
+    /// this checkpoint (nothing replayed: it covers the log exactly), for `memory stats`: the
+    /// header's counts, the tag directory, and the location, created and hits columns read
+    /// block by block, each checked (about 16 bytes per id). `ram_bytes` is what this view
+    /// holds.
+    pub fn stats(&mut self) -> Result<super::Stats> {
+        self.prepare()?;
+        let h = &self.head;
+        let mut st = super::Stats {
+            capacity: self.cap,
+            tags: self.directory.iter().filter(|d| d.0 > 0).count(),
+            max_tags: crate::limits::store_max_tags(self.cap),
+            links: h.layout.links as usize,
+            log_bytes: h.covered,
+            live_bytes: h.live_bytes.min(h.covered),
+            garbage_bytes: h.covered.saturating_sub(h.live_bytes + h.header_bytes),
+            corrupt_records: h.corrupt,
+            from_checkpoint: true,
+            ..super::Stats::default()
+        };
+        let mut best_hits = 0u32;
+        for id in 0..h.layout.next_id as EntryId {
+            let Some((archived, created, hits)) = self.fields(id) else { continue };
+            let created = u64::from(created);
+            if st.entries == 0 || created < st.oldest_created {
+                st.oldest_created = created;
+            }
+            st.newest_created = st.newest_created.max(created);
+            st.entries += 1;
+            st.archived += usize::from(archived);
+            st.total_hits += u64::from(hits);
+            if st.most_accessed.is_none() || hits > best_hits {
+                st.most_accessed = Some(id);
+                best_hits = hits;
+            }
+        }
+        self.take_fault()?;
+        if (st.entries, st.archived) != (h.live as usize, h.archived as usize) {
+            bail!(
+                Io,
+                "{} is damaged (its columns list {} entries, its header {})",
+                CHECKPOINT_NAME,
+                st.entries,
+                h.live
+            );
+        }
+        st.ram_bytes = self.names.capacity()
+            + self.name_ends.capacity() * 4
+            + self.directory.capacity() * core::mem::size_of::<(u32, u32, u32, u64)>()
+            + self.blocks.capacity() * 4
+            + COLUMN_WIDTHS.len() * core::mem::size_of::<Cached>()
+            + self.scratch.capacity();
+        Ok(st)
     }
 
     /// The metadata of entry `id`, as [`super::Store::info`] gives it.

@@ -140,6 +140,9 @@ impl Store {
     pub fn flush_access(&mut self) -> Result<usize> {
         self.count_cycle();
         let n = self.flush_access_only()?;
+        // A merge started at an earlier checkpoint goes on a step (this one's starts at the
+        // next cycle).
+        self.merge_step();
         self.checkpoint_if_due();
         self.compact_if_needed();
         Ok(n)

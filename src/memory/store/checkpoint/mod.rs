@@ -104,6 +104,38 @@ impl Store {
     /// Writes a checkpoint of the index now (the writer only; access statistics counted in
     /// RAM are written to the log first, so the checkpoint matches the log exactly).
     pub fn checkpoint(&mut self) -> Result<()> {
+        self.checkpoint_file()?;
+        // The full-text index beside it, when built: a cache too, so a failure is a warning.
+        if let Err(e) = self.recall_write_file() {
+            e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
+                .print_warning();
+        }
+        if let Err(e) = self.cold_recall_write_file(false) {
+            e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
+                .print_warning();
+        }
+        Ok(())
+    }
+
+    /// The checkpoint the cycle's upkeep takes when due: [`Store::checkpoint`], but the
+    /// full-text index's merge only started, run in steps by the next cycles' upkeep
+    /// ([`Store::flush_access`], [`Store::recall_merge_step`]), so that no cycle stops for
+    /// all of it.
+    pub fn checkpoint_in_steps(&mut self) -> Result<()> {
+        self.checkpoint_file()?;
+        if let Err(e) = self.recall_start_merge() {
+            e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
+                .print_warning();
+        }
+        if let Err(e) = self.cold_recall_write_file(false) {
+            e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
+                .print_warning();
+        }
+        Ok(())
+    }
+
+    /// Writes `store.ckpt` (see [`Store::checkpoint`]).
+    fn checkpoint_file(&mut self) -> Result<()> {
         self.log.check_writable()?;
         if self.log.in_batch() {
             bail!(PersistFailed, "no checkpoint inside a batch");
@@ -132,15 +164,6 @@ impl Store {
         })?;
         crate::memory::atomic::sync_dir(&self.dir)?;
         self.checkpointed = covered;
-        // The full-text index beside it, when built: a cache too, so a failure is a warning.
-        if let Err(e) = self.recall_write_file() {
-            e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
-                .print_warning();
-        }
-        if let Err(e) = self.cold_recall_write_file(false) {
-            e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
-                .print_warning();
-        }
         Ok(())
     }
 
@@ -151,7 +174,10 @@ impl Store {
             return;
         }
         if self.log.len.saturating_sub(self.checkpointed) >= STORE_CHECKPOINT_EVERY_BYTES {
-            self.checkpoint_quietly();
+            if let Err(e) = self.checkpoint_in_steps() {
+                e.context(format_args!("the store's checkpoint was not written (the next open reads more log)"))
+                    .print_warning();
+            }
         }
     }
 
@@ -172,6 +198,11 @@ impl Store {
         }
         self.end_batch()?;
         self.flush_access_only()?;
+        // A merge under way is finished (the checkpoint below, or the file write, merges
+        // what came after it).
+        if let Err(e) = self.recall_step(None) {
+            e.context(format_args!("the full-text index file was not written")).print_warning();
+        }
         if self.log.len != self.checkpointed {
             self.checkpoint()?;
         } else if self.recall_file_behind() {

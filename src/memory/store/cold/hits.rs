@@ -147,6 +147,32 @@ impl Store {
         }))
     }
 
+    /// The newest cold copy of `key`, read in place (the cold text index's table of each
+    /// key's newest copy, then that one record of `store.cold`): what `storage_load` gives the
+    /// model for a key `storage_search` found cold. The entry stays cold (saved again, it is
+    /// live and its cold copies no longer current). `None` when the live store holds the key,
+    /// or the cold store has no copy of it; the writer only (a reader has no such table).
+    pub fn cold_value(&mut self, key: &Key) -> Result<Option<&str>> {
+        if self.find(key).is_some() || self.log.read_only() {
+            return Ok(None);
+        }
+        self.cold_recall_ready()?;
+        let c = &self.cold_recall;
+        let Some(&cid) = c.newest.get(&super::recall::key_hash(key)) else { return Ok(None) };
+        let d = match (c.index.doc_of(cid), c.base.doc_of(cid)) {
+            (Some((d, _)), _) => c.base.doc_count() + d,
+            (None, Some(d)) => d,
+            (None, None) => return Ok(None),
+        };
+        let mut v = core::mem::take(&mut self.vbuf);
+        let hit = self.cold_hit(d | COLD_HIT, &mut v);
+        self.vbuf = v;
+        match hit? {
+            Some(h) if h.key == *key => Ok(Some(self.vbuf.as_str())),
+            _ => Ok(None),
+        }
+    }
+
     /// The cold entry of hit `id` (a [`COLD_HIT`] id): its fields, key, and value in `value`.
     pub(in crate::memory::store) fn cold_hit(&mut self, id: EntryId, value: &mut String) -> Result<Option<ColdHit>> {
         let d = id & !COLD_HIT;

@@ -6,7 +6,8 @@
 //! Its parts: [`cleanup`], the capacity policy that fills it; [`rewrite`], `restore`, the
 //! drop of a key's copies and the compaction; [`recall`], its text index (`store.cold.fts`),
 //! built and merged as the live one, and [`catch_up`], what keeps that current; [`hits`], that
-//! index's part of a ranked query and the hits it gives.
+//! index's part of a ranked query and the hits it gives; [`check`], what `lkjagent check` says
+//! of that index's file.
 //!
 //! # Format
 //!
@@ -54,6 +55,7 @@
 //! between leaves it in both, which is the case above.
 
 pub mod catch_up;
+pub mod check;
 pub mod cleanup;
 pub mod hits;
 pub mod recall;

@@ -73,7 +73,7 @@ const MERGE_SHARE: u64 = 16;
 /// ... and at least this many.
 const MERGE_MIN_DOCS: u64 = 1024;
 /// Bytes of `store.cold` before the covered length whose CRC the header keeps.
-const TAIL_BYTES: u64 = 4096;
+pub(super) const TAIL_BYTES: u64 = 4096;
 
 /// Whether a ranked hit's id is a cold entry's.
 pub fn is_cold_hit(id: EntryId) -> bool {
@@ -220,7 +220,7 @@ pub(super) fn check_len(len: u32) -> Result<()> {
 }
 
 /// The sizes of the tables for a cold store of `bytes` bytes.
-fn room_for_bytes(bytes: u64) -> usize {
+pub(super) fn room_for_bytes(bytes: u64) -> usize {
     let want = (bytes / BYTES_PER_ID) as usize + MIN_ROOM;
     want.next_power_of_two().min(STORE_COLD_SCAN_MAX_KEYS)
 }

@@ -72,6 +72,9 @@ pub struct Term {
 pub struct Doc {
     /// The entry, or [`NONE`] once the document is dead.
     pub entry: u32,
+    /// The entry it indexes, kept after its death (a merge under way writes the documents
+    /// that were current when it started). Costs nothing: it fills the struct's padding.
+    pub indexed: u32,
     /// Tokens in the document.
     pub tokens: u32,
     /// Where the `put` record it indexes starts in the log.
@@ -361,7 +364,7 @@ impl FullText {
             bail!(Internal, "entry id {} beyond the full-text index's {} ids", id, self.entry_doc.len());
         }
         let d = self.docs.len() as u32;
-        self.docs.push(Doc { entry: id, tokens: 0, offset, rec_len });
+        self.docs.push(Doc { entry: id, indexed: id, tokens: 0, offset, rec_len });
         Ok(d)
     }
 
@@ -480,6 +483,7 @@ impl FullText {
                 continue;
             }
             doc.entry = new(doc.entry);
+            doc.indexed = doc.entry;
             if let Some(e) = self.entry_doc.get_mut(doc.entry as usize) {
                 *e = d as u32;
             }

@@ -40,7 +40,9 @@ impl DiskIndex {
                     return Ok(None);
                 }
                 c.len = self.load_page(c.page)?;
-                c.pos = 0;
+                if !core::mem::take(&mut c.resume) {
+                    c.pos = 0;
+                }
                 c.loaded = true;
             }
             let rest = self.page.get(c.pos..c.len).unwrap_or(&[]);
@@ -119,6 +121,19 @@ pub(in crate::memory::store) struct DictCursor {
     pos: usize,
     len: usize,
     loaded: bool,
+    /// Read the page again, staying at `pos` (see [`DictCursor::suspend`]).
+    resume: bool,
+}
+
+impl DictCursor {
+    /// Lets the index's page buffer be used by others (queries between two steps of a
+    /// merge): the next word read loads the page again and goes on where it was.
+    pub(in crate::memory::store) fn suspend(&mut self) {
+        if self.loaded {
+            self.loaded = false;
+            self.resume = true;
+        }
+    }
 }
 
 /// A dictionary entry's tail as a query word of the base.

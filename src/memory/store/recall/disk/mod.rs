@@ -190,6 +190,14 @@ impl Docs for BaseDocs<'_> {
 }
 
 impl BaseDocs<'_> {
+    /// Document `d`'s tokens, current or not (see [`DiskIndex::doc_tokens`]).
+    pub(in crate::memory::store) fn tokens_kept(&mut self, d: u32) -> Result<Option<u32>> {
+        if self.resident {
+            return Ok(self.docs.get(d as usize).map(|x| x.1));
+        }
+        self.tokens(d)
+    }
+
     /// Document `d`'s record (entry, its record's place), read from its page (cached);
     /// `None` when it is not current or not in the file.
     pub(in crate::memory::store) fn record(&mut self, d: u32) -> Result<Option<FileDoc>> {
@@ -488,6 +496,12 @@ impl DiskIndex {
         self.docs.get(d as usize).copied().filter(|x| x.0 != NONE)
     }
 
+    /// Document `d`'s tokens, current or not (a merge under way writes the documents that
+    /// were current when it started); `None` beyond the file or when not resident.
+    pub(in crate::memory::store) fn doc_tokens(&self, d: u32) -> Option<u32> {
+        self.docs.get(d as usize).filter(|_| self.resident).map(|x| x.1)
+    }
+
     /// The first document from `from` on marked stale at open (and not yet taken out).
     pub(in crate::memory::store) fn next_stale(&self, from: u32) -> Option<u32> {
         let mut w = from as usize / 64;
@@ -519,20 +533,23 @@ impl DiskIndex {
         Ok(doc)
     }
 
-    /// Calls `f(document, record)` for every document's record, page by page through `buf`,
-    /// each page checked by its CRC (the merge).
+    /// Calls `f(document, record)` for every document's record of the document pages from
+    /// `from` on, at most `count` of them, page by page through `buf`, each page checked by
+    /// its CRC (the merge); returns the page after the last read.
     pub(in crate::memory::store) fn each_record(
         &self,
         buf: &mut [u8],
+        (from, count): (u32, u32),
         mut f: impl FnMut(u32, &[u8]) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<u32> {
         let Some(file) = &self.file else { bail!(Internal, "store.fts is not open") };
         let h = &self.header;
         let page_bytes = DOC_PAGE * DOC_RECORD;
         let per = (buf.len() / page_bytes).max(1);
-        let mut p = 0u32;
-        while p < h.doc_pages {
-            let pages = (h.doc_pages - p).min(per as u32);
+        let mut p = from;
+        let end = from.saturating_add(count).min(h.doc_pages);
+        while p < end {
+            let pages = (end - p).min(per as u32);
             let len =
                 (pages as usize * page_bytes).min((h.docs as usize).saturating_sub(p as usize * DOC_PAGE) * DOC_RECORD);
             let Some(chunk) = buf.get_mut(..len) else { bail!(Internal, "merge input buffer") };
@@ -548,7 +565,7 @@ impl DiskIndex {
             }
             p += pages;
         }
-        Ok(())
+        Ok(p)
     }
 
     /// The blocks of `w` a merge of a clean base copies byte for byte (all of them with

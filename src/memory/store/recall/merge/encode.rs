@@ -2,6 +2,34 @@
 //! document pages with their CRCs, postings in blocks with their skip entries, varints.
 
 use super::*;
+use crate::memory::store::recall::file::CHUNK;
+use std::io::Write;
+
+/// Output through a buffer, with a running CRC and length.
+pub(super) struct Out<'a> {
+    pub(super) file: &'a mut File,
+    pub(super) buf: &'a mut Vec<u8>,
+    pub(super) crc: u32,
+    pub(super) len: u64,
+}
+
+impl Out<'_> {
+    pub(super) fn bytes(&mut self, b: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(b);
+        self.crc = crc32_continue(self.crc, b);
+        self.len += b.len() as u64;
+        if self.buf.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn flush(&mut self) -> Result<()> {
+        self.file.write_all(self.buf).map_err(|e| err!(PersistFailed, "writing a new index file failed: {}", e))?;
+        self.buf.clear();
+        Ok(())
+    }
+}
 
 /// The CRC of the document page being written.
 pub(super) struct DocPages {
