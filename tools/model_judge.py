@@ -438,6 +438,23 @@ def split_entry(value):
     return value[: m.start()].strip(" *`'\"#-"), value[m.end():].strip()
 
 
+DEFINES = re.compile(r"^(.{2,40}?)\s+(?:is|are|refers to|means|describes)\s+(.+)$", re.I | re.S)
+
+
+def sentence_entry(value, shape, data):
+    """(name, text) of an entry written as one sentence, as a person reads it: a glossary's
+    "Nebula is a cloud of gas ..." names its term; a list's "pwd to show the working
+    directory" its first word, when that is a real one of the kind. Else ("", value)."""
+    value = value.strip()
+    if shape == "glossary":
+        m = DEFINES.match(value)
+        return (m.group(1).strip(), m.group(2).strip()) if m else ("", value)
+    first, _, rest = value.partition(" ")
+    if first.lower().strip("`'\"") in data["names"] and rest:
+        return first, rest.strip()
+    return "", value
+
+
 def forms(w):
     out = {w}
     for end, add in (("ies", "y"), ("es", ""), ("s", ""), ("ae", "a"), ("en", ""), ("e", "")):
@@ -551,6 +568,8 @@ def judge(entries, task, prompt_texts=()):
             continue
         v = norm(value)
         name, body = split_entry(value)
+        if not name and shape in ("glossary", "list"):
+            name, body = sentence_entry(value, shape, data)
         if shape in ("tips", "facts", "story", "plan"):
             body = LABEL.sub("", value).strip()
         verdict = None
