@@ -338,11 +338,16 @@ impl Product {
     }
 
     /// Whether `item` (an outline's item, trimmed) is one a reader can use: words with a
-    /// letter, no `:`, no word run on nor letters of another language, not cut off, and not
-    /// the task's own words only. Whether it repeats the product is judged when it is saved.
+    /// letter, no `:`, not a string of names, no word run on nor letters of another language,
+    /// not cut off, and not the task's own words only. Whether it repeats the product is judged when it is saved.
     fn readable(&self, item: &str) -> bool {
         let s = item.trim_end_matches('.');
         if s.len() < 2 || s.len() > ITEM_MAX_BYTES || lang::words(s).next().is_none() || s.contains(':') {
+            return false;
+        }
+        // A string of names, one a comma ("Science, technology, engineering, arts, ..."), is
+        // no unit: a sentence has at most as many clauses as a unit's text may.
+        if s.matches(',').count() >= crate::limits::GRAMMAR_ENTRY_MAX_CLAUSES as usize {
             return false;
         }
         if judge::doubtful(s, &lang::NEUTRAL, self.latin).is_some() || (self.plain_letters && judge::accented(s)) {

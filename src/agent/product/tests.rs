@@ -151,7 +151,8 @@ fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_plan
     let plan = "Tips for growing tomatoes at home:\n1. Mulch around the plants to keep the soil moist.\n\
                 2. Use mulch\n3. Water the plants deeply once a week in the morning.\n\
                 4. Plant the seedlings deep so that the\n5. Choose a sunny spot for thembbbbbb all day\n\
-                6. Practical tips for growing tomatoes at home";
+                6. Practical tips for growing tomatoes at home\n\
+                7. Soil, water, sun, compost, mulch and stakes for every plant";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2).unwrap();
