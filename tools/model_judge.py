@@ -450,6 +450,7 @@ def sentence_entry(value, shape, data):
         m = DEFINES.match(value)
         return (m.group(1).strip(), m.group(2).strip()) if m else ("", value)
     first, _, rest = value.partition(" ")
+    first = first.rstrip(",;")
     if first.lower().strip("`'\"") in data["names"] and rest:
         return first, rest.strip()
     return "", value
