@@ -194,15 +194,18 @@ pub const LLM_MAX_CONTENT_BYTES: usize = REPLY_MAX_BYTES;
 pub const LLM_MAX_REASONING_BYTES: usize = 1 << 20;
 
 /// Nodes of the JSON arena that parses a reply body (one whole non-streamed reply, one
-/// streamed event, or a model list). Cost: one arena node each (24 bytes: 96 KiB), reserved
-/// once, plus the arena's text part, sized [`HTTP_MAX_BODY_BYTES`] because decoded strings are
-/// never longer than the body they come from.
+/// streamed event, or a model list). A reply with its tokens' log-probabilities (an outline's,
+/// see `llm::reply::TokenLogprobs`) takes about 20 nodes a token, so this covers a reply of the
+/// shipped `llm.max_tokens` (3,072) with them; 4,096 nodes failed an outline of 400 tokens.
+/// Cost: one arena node each (24 bytes: 1.5 MiB), reserved once, touched only as far as a reply
+/// fills it, plus the arena's text part, sized [`HTTP_MAX_BODY_BYTES`] because decoded strings
+/// are never longer than the body they come from.
 ///
 /// Total for this section, reserved once by an LLM client: body 4 MiB + reply arena about
-/// 4.1 MiB + request 1 MiB + content 1 MiB + reasoning 1 MiB + stream line and event 0.5 MiB +
-/// receive buffer 64 KiB + request head 4 KiB, about 11.7 MiB of address space. Pages are
+/// 5.5 MiB + request 1 MiB + content 1 MiB + reasoning 1 MiB + stream line and event 0.5 MiB +
+/// receive buffer 64 KiB + request head 4 KiB, about 13.1 MiB of address space. Pages are
 /// touched only as far as replies fill them: `make bench` reports the resident size.
-pub const LLM_MAX_JSON_NODES: usize = 4096;
+pub const LLM_MAX_JSON_NODES: usize = 64 * 1024;
 
 /// Longest single streamed event (one SSE event or one NDJSON line), in bytes. Cost: this
 /// many bytes, reserved once.

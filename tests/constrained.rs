@@ -673,7 +673,9 @@ fn a_task_that_counts_its_units_is_done_once_they_are_written() {
 }
 
 /// An outline is asked twice, with its tokens' log-probabilities, and the list the model wrote
-/// the more surely is the plan; a server that sends no log-probabilities is asked once.
+/// the more surely is the plan (its subjects planned, its sentences saved as units); a reply of
+/// hundreds of tokens, each with its bytes and its top alternative, is read whole; a server
+/// that sends no log-probabilities is asked once.
 #[test]
 fn an_outline_is_the_surer_of_two_samples() {
     let outlines = std::sync::Arc::new(AtomicUsize::new(0));
@@ -694,14 +696,22 @@ fn an_outline_is_the_surer_of_two_samples() {
         let (items, logprob) = if n.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
             ("Asibet ofmat\n2. Arelatetm iau\n", -4.0)
         } else {
-            ("Use mulch\n2. Stake the plants\n", -0.5)
+            (SURE_ITEMS, -0.5)
         };
         let value = format!("{prefix}{items}");
         let content = format!("<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{value}</value></action>\n</agent>");
         let from = content.find("<value>").unwrap() + "<value>".len();
         let to = content.find("</value>").unwrap();
-        let token = |t: &str, lp: f64| format!(r#"{{"token":{},"logprob":{lp}}}"#, json_string(t));
-        let tokens = [token(&content[..from], -1.0), token(&content[from..to], logprob), token(&content[to..], -1.0)];
+        // One token a byte, each with its bytes and its top alternative, as llama-cpp-python
+        // sends them: about 14 JSON values a token.
+        let token = |i: usize, lp: f64| {
+            let (t, b) = (json_string(&content[i..i + 1]), content.as_bytes()[i]);
+            let one = format!(r#""token":{t},"logprob":{lp},"bytes":[{b}]"#);
+            format!(r#"{{{one},"top_logprobs":[{{{one}}}]}}"#)
+        };
+        let tokens: Vec<String> =
+            (0..content.len()).map(|i| token(i, if (from..to).contains(&i) { logprob } else { -1.0 })).collect();
+        assert!(logprob < -1.0 || tokens.len() * 14 > 4096, "more JSON values than the old arena held");
         let body = format!(
             r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop","logprobs":{{"content":[{}]}}}}]}}"#,
             json_string(&content),
@@ -717,6 +727,10 @@ fn an_outline_is_the_surer_of_two_samples() {
     assert_eq!(outlines.load(Ordering::Relaxed), 2, "an outline is asked twice");
     let plan = a.memory.working.get(&normalize("plan").unwrap()).unwrap().to_string();
     assert_eq!(plan, "Use mulch\nStake the plants");
+    let ids: Vec<_> = a.store.ids().collect();
+    let saved: Vec<String> = ids.iter().filter_map(|&id| a.store.value(id).ok().map(str::to_string)).collect();
+    assert_eq!(saved.len(), 2, "{saved:?}");
+    assert!(SURE_ITEMS.contains(saved[0].as_str()) && SURE_ITEMS.contains(saved[1].as_str()), "{saved:?}");
     // A server without log-probabilities is asked once (the grammar follower sends none).
     let follower = grammar_follower(TIP_LISTS);
     let d = shipped_dir("surer-none", &follower.url("/v1/chat/completions"), "auto");
@@ -725,6 +739,11 @@ fn an_outline_is_the_surer_of_two_samples() {
     cycles(&mut a, 1);
     assert_eq!(follower.chats().len(), 2, "the probe and one outline");
 }
+
+/// The surer outline's items: two subjects, then two units in one sentence.
+const SURE_ITEMS: &str = "Use mulch\n2. Stake the plants\n\
+    3. Spread a thick layer of straw around the stems to keep the soil moist and cool in summer.\n\
+    4. Water the plants deeply at the base early in the morning, never on the leaves at night.\n";
 
 /// A JSON string literal of `s` (quotes, backslashes and control characters escaped).
 fn json_string(s: &str) -> String {
