@@ -1117,7 +1117,8 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
 /// them numbered in order after the prefix.
 #[test]
 fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
-    let ask = ProductAsk::Outline { key: "plan", prefix: "Tips:\n1. Water regularly\n2. ", first: 2, latin: true };
+    let ask =
+        ProductAsk::Outline { key: "plan", prefix: "Tips:\n1. Water regularly\n2. ", first: 2, words: 20, latin: true };
     let (g, text) = product_grammar(&[], ask);
     let list = |items: &[&str]| {
         let mut v = String::from("Tips:\n1. Water regularly\n");
@@ -1161,6 +1162,20 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
     let words = |n: usize| vec!["word"; n].join(" ");
     assert!(g.matches(&list(&[&words(20), "Prune"])), "an item of twenty words");
     assert!(!g.matches(&list(&[&words(21), "Prune"])), "an item of twenty-one words");
+    // Names (a glossary's terms) are a few words each.
+    let ask = ProductAsk::Outline { key: "plan", prefix: "Terms:\n1. Nebula\n2. ", first: 2, words: 4, latin: true };
+    let (g, text) = product_grammar(&[], ask);
+    let terms = |items: &[&str]| {
+        let mut v = String::from("Terms:\n1. Nebula\n");
+        for (i, item) in items.iter().enumerate() {
+            v.push_str(&format!("{}. {item}\n", i + 2));
+        }
+        format!(
+            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{v}</value></action>\n</agent>"
+        )
+    };
+    assert!(g.matches(&terms(&["Black hole", "Red giant star"])), "{text}");
+    assert!(!g.matches(&terms(&["A black hole is dense", "Red giant star"])), "{text}");
 }
 
 /// A unit's text: one to three sentences of words, each of three words at least; words end

@@ -196,7 +196,7 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             out.push_str("end ::= \".\" | \"!\" | \"?\"\n")?;
             word_rules(out)
         }
-        ProductAsk::Outline { key, prefix, first, latin } => {
+        ProductAsk::Outline { key, prefix, first, words, latin } => {
             out.push_str("working_memory_add</type><tags>\" ")?;
             literal(out, key)?;
             out.push_str(" \"</tags><value>\" ")?;
@@ -232,7 +232,7 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             // has them counts on). The words are counted as a chain, `imore-<words left>`, as a
             // unit's sentence is: a repeated group cost the server twice the time a token. The
             // runs behind it: docs/measurements.md, "Outline items".
-            let left = GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1);
+            let left = words.clamp(1, GRAMMAR_OUTLINE_ITEM_MAX_WORDS).saturating_sub(1);
             out.format(format_args!("item ::= iw imore-{}\n", left))?;
             for w in 0..=left {
                 out.format(format_args!("imore-{} ::= \".\"?", w))?;

@@ -285,6 +285,9 @@ pub enum ProductAsk<'a> {
         prefix: &'a str,
         /// The number of the first new subject.
         first: u32,
+        /// Most words of an item: a name's few for a unit that is a name (a term, a command),
+        /// else a sentence's.
+        words: u32,
         /// Whether the task is written in Latin letters.
         latin: bool,
     },

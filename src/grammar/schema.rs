@@ -188,7 +188,7 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
             }
             (ActionKind::StorageSave, p.tags)
         }
-        ProductAsk::Outline { key, prefix, first, latin } => {
+        ProductAsk::Outline { key, prefix, first, words, latin } => {
             regex_literal(&mut pattern, prefix)?;
             // Two items at least, numbered on in order, as the grammar has them; an item is
             // words (of letters, in Latin script: up to GRAMMAR_OUTLINE_ITEM_MAX_WORDS of at most
@@ -199,7 +199,7 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
             match latin {
                 true => item.format(format_args!(
                     "[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]{{0,13}}(,? [A-Za-zÀ-ÿ'-]{{1,14}}){{0,{}}}[.]?",
-                    GRAMMAR_OUTLINE_ITEM_MAX_WORDS.saturating_sub(1)
+                    words.clamp(1, GRAMMAR_OUTLINE_ITEM_MAX_WORDS).saturating_sub(1)
                 ))?,
                 false => item.format(format_args!(
                     "[^<&\n:,0-9 ][^<&\n:,]{{1,{}}}",

@@ -26,6 +26,11 @@ pub struct Lang {
     /// Units a reader numbers ("Day 3", "Paragraph 2"): their entries are labelled with the
     /// unit and its number, and what each is about follows the label.
     pub numbered_units: &'static [&'static str],
+    /// Units that are names, each with a text of its own ("term", "command"): an outline lists
+    /// their names, a few words each, and a unit's text is asked for each (an item that may be a
+    /// sentence turned a glossary into sentences about its domain: docs/measurements.md,
+    /// "Outline items").
+    pub named_units: &'static [&'static str],
     /// Words that join two phrases ("and"): the task's phrase for its units ends before one.
     pub joins: &'static [&'static str],
     /// The unit when the task names none.
@@ -118,6 +123,7 @@ pub const EN: Lang = Lang {
     unit_markers: &["each", "every", "one", "per"],
     entry_words: &["entry", "item", "line", "record"],
     numbered_units: &["chapter", "day", "lesson", "paragraph", "part", "scene", "stage", "step", "week"],
+    named_units: &["command", "concept", "name", "term", "word"],
     joins: &["and", "or"],
     entry: "entry",
     task_label: "Task",
@@ -174,6 +180,7 @@ pub const DE: Lang = Lang {
     unit_markers: &["je", "jeder", "jedes", "pro"],
     entry_words: &["eintrag", "zeile"],
     numbered_units: &["absatz", "kapitel", "schritt", "tag", "teil", "woche"],
+    named_units: &["befehl", "begriff", "name", "wort"],
     joins: &["oder", "und"],
     entry: "Eintrag",
     task_label: "Aufgabe",
@@ -228,6 +235,7 @@ pub const FR: Lang = Lang {
     unit_markers: &["chaque", "par"],
     entry_words: &["entrée", "ligne"],
     numbered_units: &["chapitre", "jour", "paragraphe", "partie", "semaine", "étape"],
+    named_units: &["commande", "concept", "mot", "nom", "terme"],
     joins: &["et", "ou"],
     entry: "entrée",
     task_label: "Tâche",
@@ -278,6 +286,7 @@ pub const ES: Lang = Lang {
     unit_markers: &["cada", "por"],
     entry_words: &["entrada", "línea"],
     numbered_units: &["capítulo", "día", "parte", "paso", "párrafo", "semana"],
+    named_units: &["comando", "concepto", "nombre", "palabra", "término"],
     joins: &["o", "y"],
     entry: "entrada",
     task_label: "Tarea",
@@ -312,6 +321,7 @@ pub const NEUTRAL: Lang = Lang {
     unit_markers: &[],
     entry_words: &[],
     numbered_units: &[],
+    named_units: &[],
     joins: &[],
     entry: "",
     task_label: "",
@@ -392,6 +402,11 @@ impl Lang {
     pub fn is_numbered(&self, unit: &str) -> bool {
         listed(self.numbered_units, unit)
     }
+
+    /// Whether `unit` (singular, any case) is a name with a text of its own.
+    pub fn is_named(&self, unit: &str) -> bool {
+        listed(self.named_units, unit)
+    }
 }
 
 /// Longest word looked up in a list, in bytes: longer ones are in no list.
@@ -420,8 +435,14 @@ mod tests {
     #[test]
     fn every_list_is_sorted_lowercase_and_distinct() {
         for lang in ALL {
-            for list in [lang.sentence_words, lang.task_words, lang.unit_markers, lang.entry_words, lang.numbered_units]
-            {
+            for list in [
+                lang.sentence_words,
+                lang.task_words,
+                lang.unit_markers,
+                lang.entry_words,
+                lang.numbered_units,
+                lang.named_units,
+            ] {
                 for pair in list.windows(2) {
                     assert!(pair[0] < pair[1], "{}: {:?} before {:?}", lang.code, pair[0], pair[1]);
                 }

@@ -496,6 +496,11 @@ impl Product {
                 key: PLAN_KEY,
                 prefix: self.prefix.as_str(),
                 first: self.first_number,
+                words: if self.task.named {
+                    SUBJECT_MAX_WORDS as u32
+                } else {
+                    crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS
+                },
                 latin: self.latin,
             }
         } else {

@@ -62,6 +62,8 @@ pub struct Task {
     pub phrase: ArrayString<PHRASE_MAX_BYTES>,
     /// Whether a reader numbers the unit ("Day 3"): its entries are labelled so.
     pub numbered: bool,
+    /// Whether its unit is a name with a text of its own ("term", "command").
+    pub named: bool,
     /// How many units the task asks for, when it says ("a five-day trip", "List 10 tips").
     pub count: Option<u32>,
     /// The task's words that can be tags, lowercased (a subject that is one of them is copied
@@ -80,6 +82,7 @@ impl Task {
             units: ArrayString::new(),
             phrase: ArrayString::new(),
             numbered: false,
+            named: false,
             count: None,
             words: ArrayVec::new(),
         }
@@ -145,6 +148,7 @@ impl Task {
         }
         let _ = self.unit.push_str(crate::bytes::str_prefix(found, UNIT_MAX_BYTES));
         self.numbered = lang.is_numbered(found);
+        self.named = lang.is_named(found);
         // The task's own plural: a word of it that starts with the unit and is at most three
         // letters longer ("Begriffe", "tips").
         let own = words(text).find(|w| {

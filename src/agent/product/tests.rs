@@ -198,6 +198,24 @@ fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_plan
 }
 
 #[test]
+fn an_outline_of_names_lists_a_few_words_an_item_and_one_of_other_units_sentences() {
+    let (_d, mut s) = store("product-named");
+    let mut p = Product::new();
+    for (task, words) in [
+        ("Build a glossary of astronomy terms, one entry per term, with a one-sentence definition.", 4),
+        ("List common Linux shell commands and what each does.", 4),
+        ("Erstelle ein Glossar der Astronomie: ein Eintrag pro Begriff.", 4),
+        (TIPS, crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS),
+        ("Collect useful facts about the planets of the solar system.", crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS),
+    ] {
+        let w = working(task);
+        view(&mut p, &w, &mut s, task);
+        let ProductAsk::Outline { words: n, .. } = p.ask() else { panic!("an outline: {task}") };
+        assert_eq!(n, words, "{task}");
+    }
+}
+
+#[test]
 fn a_numbered_unit_is_labelled_in_order_and_filed_under_its_subject() {
     let (_d, mut s) = store("product-numbered");
     let task = "Plan a one-week trip to Japan, one day per entry.";
