@@ -569,6 +569,10 @@ pub const GRAMMAR_UNIT_SCRIPT_MAX_CHARS: u32 = 120;
 /// rightsoil": docs/measurements.md, "Outline items").
 pub const GRAMMAR_OUTLINE_ITEM_MAX_WORDS: u32 = 20;
 
+/// Most words of an outline's item when the task's unit is a name with a text of its own (a
+/// term, a command): a name, never a sentence, and without commas.
+pub const GRAMMAR_OUTLINE_NAME_MAX_WORDS: u32 = 4;
+
 /// Longest outline item in characters, in a script without spaces between words.
 pub const GRAMMAR_OUTLINE_ITEM_MAX_CHARS: u32 = 120;
 

@@ -1176,6 +1176,7 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
     };
     assert!(g.matches(&terms(&["Black hole", "Red giant star"])), "{text}");
     assert!(!g.matches(&terms(&["A black hole is dense", "Red giant star"])), "{text}");
+    assert!(!g.matches(&terms(&["Stars, celestial bodies", "Red giant star"])), "{text}");
 }
 
 /// A unit's text: one to three sentences of words, each of three words at least; words end

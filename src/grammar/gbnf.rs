@@ -237,7 +237,12 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             for w in 0..=left {
                 out.format(format_args!("imore-{} ::= \".\"?", w))?;
                 if w > 0 {
-                    out.format(format_args!(" | \" \" iw imore-{0} | \", \" iw imore-{0}", w - 1))?;
+                    out.format(format_args!(" | \" \" iw imore-{}", w - 1))?;
+                }
+                // A sentence has commas; a name has none ("Stars, stars, celestial bodies" was
+                // three names in one).
+                if w > 0 && left >= crate::limits::GRAMMAR_OUTLINE_NAME_MAX_WORDS {
+                    out.format(format_args!(" | \", \" iw imore-{}", w - 1))?;
                 }
                 out.push_str("\n")?;
             }

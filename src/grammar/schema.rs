@@ -198,7 +198,8 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
             let mut item = crate::fixed::ArrayString::<96>::new();
             match latin {
                 true => item.format(format_args!(
-                    "[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]{{0,13}}(,? [A-Za-zÀ-ÿ'-]{{1,14}}){{0,{}}}[.]?",
+                    "[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]{{0,13}}({} [A-Za-zÀ-ÿ'-]{{1,14}}){{0,{}}}[.]?",
+                    if words > crate::limits::GRAMMAR_OUTLINE_NAME_MAX_WORDS { ",?" } else { "" },
                     words.clamp(1, GRAMMAR_OUTLINE_ITEM_MAX_WORDS).saturating_sub(1)
                 ))?,
                 false => item.format(format_args!(

@@ -71,7 +71,7 @@ pub const SUBJECT_MAX_BYTES: usize = 96;
 
 /// Most words of a subject ("Black hole", "Use mulch", "Kyoto"): an outline's item of more is a
 /// unit in one sentence, stored as it is ([`Product::settle`]).
-pub const SUBJECT_MAX_WORDS: usize = 4;
+pub const SUBJECT_MAX_WORDS: usize = crate::limits::GRAMMAR_OUTLINE_NAME_MAX_WORDS as usize;
 
 /// Longest outline item kept, in bytes: [`crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS`] words
 /// of the grammar's rule, or [`crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_CHARS`] characters of a
@@ -324,10 +324,15 @@ impl Product {
     }
 
     /// Whether `subject` (an outline's item, as written) can be planned: a subject of at most
-    /// [`SUBJECT_MAX_WORDS`] words ([`Product::readable`]), not asked about or stored before.
+    /// [`SUBJECT_MAX_WORDS`] words and no comma ([`Product::readable`]), not asked about or
+    /// stored before.
     fn is_free(&self, subject: &str) -> bool {
         let s = subject.trim();
-        if s.len() > SUBJECT_MAX_BYTES || lang::words(s).count() > SUBJECT_MAX_WORDS || !self.readable(s) {
+        if s.len() > SUBJECT_MAX_BYTES
+            || lang::words(s).count() > SUBJECT_MAX_WORDS
+            || s.contains(',')
+            || !self.readable(s)
+        {
             return false;
         }
         if self.asked.as_slice().contains(&subject_hash(s)) {
