@@ -1115,20 +1115,21 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
 
 /// An outline's subjects: a few words each, not a number first, no `:` or `,`, two to ten of
 /// them numbered in order after the prefix.
+/// An outline's reply: `given` (its heading and first item), then `items` numbered on from 2.
+fn outline_reply(given: &str, items: &[&str]) -> String {
+    let mut v = String::from(given);
+    for (i, item) in items.iter().enumerate() {
+        v.push_str(&format!("{}. {item}\n", i + 2));
+    }
+    format!("<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{v}</value></action>\n</agent>")
+}
+
 #[test]
 fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
     let ask =
         ProductAsk::Outline { key: "plan", prefix: "Tips:\n1. Water regularly\n2. ", first: 2, words: 20, latin: true };
     let (g, text) = product_grammar(&[], ask);
-    let list = |items: &[&str]| {
-        let mut v = String::from("Tips:\n1. Water regularly\n");
-        for (i, item) in items.iter().enumerate() {
-            v.push_str(&format!("{}. {item}\n", i + 2));
-        }
-        format!(
-            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{v}</value></action>\n</agent>"
-        )
-    };
+    let list = |items: &[&str]| outline_reply("Tips:\n1. Water regularly\n", items);
     for ok in [
         &["Use mulch", "Prune the suckers"][..],
         &["ls", "cd"],
@@ -1165,15 +1166,7 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
     // Names (a glossary's terms) are a few words each.
     let ask = ProductAsk::Outline { key: "plan", prefix: "Terms:\n1. Nebula\n2. ", first: 2, words: 4, latin: true };
     let (g, text) = product_grammar(&[], ask);
-    let terms = |items: &[&str]| {
-        let mut v = String::from("Terms:\n1. Nebula\n");
-        for (i, item) in items.iter().enumerate() {
-            v.push_str(&format!("{}. {item}\n", i + 2));
-        }
-        format!(
-            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{v}</value></action>\n</agent>"
-        )
-    };
+    let terms = |items: &[&str]| outline_reply("Terms:\n1. Nebula\n", items);
     assert!(g.matches(&terms(&["Black hole", "Red giant star"])), "{text}");
     assert!(!g.matches(&terms(&["A black hole is dense", "Red giant star"])), "{text}");
     assert!(!g.matches(&terms(&["Stars, celestial bodies", "Red giant star"])), "{text}");
