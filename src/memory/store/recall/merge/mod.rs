@@ -477,7 +477,7 @@ fn merge_sections(
                 sc.sorted.push(t);
             }
         }
-        sc.sorted.sort_unstable_by(|&a, &b| delta.term_text(a).cmp(delta.term_text(b)));
+        crate::sort::sort_by_cmp(&mut sc.sorted, |&a, &b| delta.term_text(a).cmp(delta.term_text(b)));
         let mut dout = Out { file: dict, buf: &mut dict_buf, crc: 0, len: 0 };
         sc.pages.clear();
         let mut page_crc = 0u32;
