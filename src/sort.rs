@@ -5,8 +5,8 @@
 //! bytes go").
 //!
 //! The algorithm is an introsort: quicksort on the median of three with a Hoare partition (runs
-//! of equal elements split evenly), insertion sort below [`SMALL`] elements, and heapsort once
-//! the partitions have gone [`depth`] levels deep, so the worst case stays `O(n log n)`. It
+//! of equal elements split evenly), insertion sort below `SMALL` elements, and heapsort once
+//! the partitions have gone `depth` levels deep, so the worst case stays `O(n log n)`. It
 //! recurses on the smaller side only, so its stack is at most that depth. Not stable: callers
 //! whose order has ties that matter break them in the comparison. No allocation, no panics.
 
@@ -102,7 +102,7 @@ fn quick(s: &mut dyn Seq, mut lo: usize, mut hi: usize, mut budget: u32) {
     }
 }
 
-/// Partitions `lo..hi` (more than [`SMALL`] long) around the median of three elements and
+/// Partitions `lo..hi` (more than `SMALL` long) around the median of three elements and
 /// returns where that pivot ends: nothing before it is greater, nothing after it is less.
 fn partition(s: &mut dyn Seq, lo: usize, hi: usize) -> usize {
     let (a, b, c) = (lo + 1, lo + (hi - lo) / 2, hi - 1);
