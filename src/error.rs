@@ -1,9 +1,10 @@
 //! The one error type: a stable code, the source location, and a message a user can act on.
 //!
-//! Errors are small values (40 bytes) that never allocate: the message, of at most
-//! [`ERROR_MESSAGE_BYTES`], waits in a static slot while the error lives (see `Held`). They are
-//! created with the [`err!`](crate::err) macro, which captures `file!()` and `line!()`, and
-//! printed as one valid JSON line on stderr:
+//! Errors are small values (16 bytes, so a `Result` comes back in registers) that never
+//! allocate: the message, of at most [`ERROR_MESSAGE_BYTES`], waits in a static slot while the
+//! error lives (see `Repr`), and the raising file and line are one static [`Site`] per call site.
+//! They are created with the [`err!`](crate::err) macro, which captures `file!()` and `line!()`,
+//! and printed as one valid JSON line on stderr:
 //!
 //! ```text
 //! {"level":"error","code":"CONFIG_JSON_INVALID","file":"src/agent/config.rs","line":88,"message":"..."}
@@ -157,14 +158,24 @@ impl fmt::Display for Code {
 
 /// An error: code, where it was raised, and what happened. See the module documentation.
 ///
-/// Small on purpose (40 bytes, so a `Result` stays cheap to return through every call): the
-/// code, the raising file and line, and a handle to the message, which lives in one of
-/// [`ERROR_MESSAGE_SLOTS`] static slots while the error is alive (`Held` below).
-pub struct Error {
-    code: Code,
-    line: u32,
+/// Small on purpose (16 bytes, so a `Result<()>` of it comes back in registers through every `?`,
+/// where a 40-byte one was copied through memory: 27 KB of the binary, docs/measurements.md):
+/// the code, the raising [`Site`], and a handle to the message, which lives in one of
+/// [`ERROR_MESSAGE_SLOTS`] static slots while the error is alive (`Repr` below).
+pub struct Error(Repr);
+
+/// Where an error was raised: one static per call site, made by the [`site!`](crate::site)
+/// macro (which [`err!`](crate::err) uses).
+pub struct Site {
     file: &'static str,
-    message: Held,
+    line: u32,
+}
+
+impl Site {
+    /// A site; use the [`site!`](crate::site) macro, which fills in `file!()` and `line!()`.
+    pub const fn new(file: &'static str, line: u32) -> Site {
+        Site { file, line }
+    }
 }
 
 impl Error {
@@ -174,45 +185,64 @@ impl Error {
     // Out of line: every `err!` site calls it, and the error path is cold.
     #[inline(never)]
     #[cold]
-    pub fn new(code: Code, file: &'static str, line: u32, args: fmt::Arguments<'_>) -> Error {
+    pub fn new(code: Code, site: &'static Site, args: fmt::Arguments<'_>) -> Error {
         let mut message = Message::new();
         let _ = fmt::write(&mut message.0, args);
         if message.0.clipped {
             message.0.mark_cut("...");
         }
-        Error { code, line, file, message: Held::keep(&message) }
+        Error(Repr::keep(code, site, &message))
     }
 
     /// The stable code.
     pub fn code(&self) -> Code {
-        self.code
+        match &self.0 {
+            Repr::Slot { code, .. } => *code,
+            Repr::Spilled(b) => b.code,
+        }
+    }
+
+    /// Where the error was raised.
+    fn site(&self) -> &'static Site {
+        match &self.0 {
+            Repr::Slot { site, .. } => site,
+            Repr::Spilled(b) => b.site,
+        }
     }
 
     /// A copy of the message, without code or location (it reads as a `&str`).
     pub fn message(&self) -> Message {
-        self.message.read()
+        match &self.0 {
+            Repr::Slot { slot, .. } => {
+                SLOTS.get(usize::from(*slot)).map_or_else(Message::new, |s| lock(s).message.clone())
+            }
+            Repr::Spilled(b) => b.message.clone(),
+        }
     }
 
     /// The source file that raised the error.
     pub fn file(&self) -> &'static str {
-        self.file
+        self.site().file
     }
 
     /// The source line that raised the error.
     pub fn line(&self) -> u32 {
-        self.line
+        self.site().line
     }
 
     /// Returns the same error with `context: ` put in front of its message, keeping code and
     /// location (the place that knew what failed, not the place that added context).
     pub fn context(self, context: fmt::Arguments<'_>) -> Error {
-        Error::new(self.code, self.file, self.line, format_args!("{}: {}", context, self.message()))
+        Error::new(self.code(), self.site(), format_args!("{}: {}", context, self.message()))
     }
 
     /// Returns the same error under another code (e.g. a JSON error in the config becomes
     /// `CONFIG_JSON_INVALID`), keeping location and message.
     pub fn with_code(mut self, code: Code) -> Error {
-        self.code = code;
+        match &mut self.0 {
+            Repr::Slot { code: c, .. } => *c = code,
+            Repr::Spilled(b) => b.code = code,
+        }
         self
     }
 
@@ -221,7 +251,7 @@ impl Error {
         out.write_str("{\"level\":")?;
         write_json_str(out, level)?;
         out.write_str(",\"code\":")?;
-        write_json_str(out, self.code.as_str())?;
+        write_json_str(out, self.code().as_str())?;
         out.write_str(",\"file\":")?;
         write_json_str(out, self.file())?;
         write!(out, ",\"line\":{},\"message\":", self.line())?;
@@ -258,7 +288,7 @@ fn print_line(e: &Error, level: &str) {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} ({}:{})", self.code.as_str(), self.message(), self.file(), self.line())
+        write!(f, "{}: {} ({}:{})", self.code().as_str(), self.message(), self.file(), self.line())
     }
 }
 
@@ -272,16 +302,16 @@ impl std::error::Error for Error {}
 
 impl Clone for Error {
     fn clone(&self) -> Error {
-        Error { code: self.code, line: self.line, file: self.file, message: Held::keep(&self.message()) }
+        Error(Repr::keep(self.code(), self.site(), &self.message()))
     }
 }
 
 /// Two errors are equal when code, site and message are.
 impl PartialEq for Error {
     fn eq(&self, other: &Error) -> bool {
-        self.code == other.code
-            && self.file == other.file
-            && self.line == other.line
+        self.code() == other.code()
+            && self.file() == other.file()
+            && self.line() == other.line()
             && self.message() == other.message()
     }
 }
@@ -330,16 +360,24 @@ impl PartialEq<&str> for Message {
     }
 }
 
-/// Where a live error's message is held.
+/// An error's code, site and message.
 ///
-/// Normally in one of [`ERROR_MESSAGE_SLOTS`] static slots, claimed when the error is made and
-/// given back when it is dropped, so making an error never allocates: the steady-state cycle
-/// makes errors (a model's malformed reply) and must not allocate (docs/design.md §2). Only
-/// when every slot is taken by a live error (code that collects many problems at start-up, such
-/// as a `memory.json` report) does a message go to the heap instead; nothing is ever dropped.
-enum Held {
-    Slot(u16),
-    Spilled(Box<Message>),
+/// The message is normally in one of [`ERROR_MESSAGE_SLOTS`] static slots, claimed when the
+/// error is made and given back when it is dropped, so making an error never allocates: the
+/// steady-state cycle makes errors (a model's malformed reply) and must not allocate
+/// (docs/design.md §2). Only when every slot is taken by a live error (code that collects many
+/// problems at start-up, such as a `memory.json` report) does an error go to the heap instead,
+/// message, code and site together (so both forms stay 16 bytes); nothing is ever dropped.
+enum Repr {
+    Slot { site: &'static Site, slot: u16, code: Code },
+    Spilled(Box<Spilled>),
+}
+
+/// An error whose message found no free slot.
+struct Spilled {
+    site: &'static Site,
+    code: Code,
+    message: Message,
 }
 
 /// One slot: whether a live error holds it, and its message.
@@ -363,9 +401,9 @@ fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
     slot.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl Held {
+impl Repr {
     /// Stores a copy of `message` in a free slot, or on the heap when none is free.
-    fn keep(message: &Message) -> Held {
+    fn keep(code: Code, site: &'static Site, message: &Message) -> Repr {
         let start = NEXT_SLOT.load(Ordering::Relaxed);
         for k in 0..ERROR_MESSAGE_SLOTS {
             let i = (start + k) % ERROR_MESSAGE_SLOTS;
@@ -380,25 +418,17 @@ impl Held {
                 s.message = message.clone();
                 NEXT_SLOT.store((i + 1) % ERROR_MESSAGE_SLOTS, Ordering::Relaxed);
                 // `ERROR_MESSAGE_SLOTS` fits in u16 (checked below).
-                return Held::Slot(i as u16);
+                return Repr::Slot { site, slot: i as u16, code };
             }
         }
-        Held::Spilled(Box::new(message.clone()))
-    }
-
-    /// A copy of the message.
-    fn read(&self) -> Message {
-        match self {
-            Held::Slot(i) => SLOTS.get(usize::from(*i)).map_or_else(Message::new, |slot| lock(slot).message.clone()),
-            Held::Spilled(m) => (**m).clone(),
-        }
+        Repr::Spilled(Box::new(Spilled { site, code, message: message.clone() }))
     }
 }
 
-impl Drop for Held {
+impl Drop for Repr {
     fn drop(&mut self) {
-        if let Held::Slot(i) = self {
-            give_back(*i);
+        if let Repr::Slot { slot, .. } = self {
+            give_back(*slot);
         }
     }
 }
@@ -466,8 +496,18 @@ impl<const N: usize> fmt::Write for Text<N> {
 #[macro_export]
 macro_rules! err {
     ($code:ident, $($arg:tt)+) => {
-        $crate::error::Error::new($crate::error::Code::$code, file!(), line!(), format_args!($($arg)+))
+        $crate::error::Error::new($crate::error::Code::$code, $crate::site!(), format_args!($($arg)+))
     };
+}
+
+/// The [`Site`](crate::error::Site) of the code that names it: a `&'static` to one static
+/// holding `file!()` and `line!()`.
+#[macro_export]
+macro_rules! site {
+    () => {{
+        static SITE: $crate::error::Site = $crate::error::Site::new(file!(), line!());
+        &SITE
+    }};
 }
 
 /// `return Err(err!(...))`.
@@ -527,8 +567,8 @@ mod tests {
 
     #[test]
     fn an_error_is_small() {
-        assert!(core::mem::size_of::<Error>() <= 40, "{}", core::mem::size_of::<Error>());
-        assert!(core::mem::size_of::<Result<()>>() <= 40);
+        assert!(core::mem::size_of::<Error>() <= 16, "{}", core::mem::size_of::<Error>());
+        assert!(core::mem::size_of::<Result<()>>() <= 16);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - [`error`]: the error type (stable code, source location, message).
 //! - [`fixed`]: fixed-capacity string, list and buffers.
 //! - [`bytes`]: byte and substring search (exact and ASCII case-insensitive), word at a time.
+//! - [`sort`]: the one sort every module calls (compiled once, not per element type).
 //! - [`sha256`], [`clock`]: SHA-256 (FIPS 180-4) and UTC time, for the audit log.
 //! - [`signal`]: SIGINT/SIGTERM (the one module that may declare C functions).
 //! - [`json`]: RFC 8259 parser, document arena, serializer.
@@ -44,6 +45,7 @@ pub mod memory;
 pub mod reply;
 pub mod sha256;
 pub mod signal;
+pub mod sort;
 pub mod states;
 pub mod tag;
 #[cfg(test)]

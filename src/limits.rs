@@ -17,8 +17,8 @@
 pub const ERROR_MESSAGE_BYTES: usize = 240;
 
 /// Error messages that can be alive at once without allocating: an error's message waits in one
-/// of these static slots until the error is dropped (the error itself is 40 bytes, so `Result`s
-/// stay cheap to return). The agent holds at most a few at a time; start-up reports that collect
+/// of these static slots until the error is dropped (the error itself is 16 bytes, so a `Result<()>`
+/// comes back in registers). The agent holds at most a few at a time; start-up reports that collect
 /// many problems spill the rest to the heap. Cost: about 256 bytes each of static memory
 /// (16 KiB), touched only as used.
 pub const ERROR_MESSAGE_SLOTS: usize = 64;

@@ -14,7 +14,7 @@ use std::path::Path;
 
 /// Top-level modules from the bottom up; a module may use those of lower layers only.
 const LAYERS: &[&[&str]] = &[
-    &["limits", "escape", "bytes", "states", "testing"],
+    &["limits", "escape", "bytes", "sort", "states", "testing"],
     &["error"],
     &["fixed"],
     &["sha256", "clock", "signal"],

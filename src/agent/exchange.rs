@@ -257,7 +257,7 @@ impl Recorded {
                 let code = Code::from_name(code).unwrap_or(Code::LlmError);
                 // A hand-written error line may leave its message out.
                 let message = text("message")?.unwrap_or("recorded failure");
-                Err(crate::error::Error::new(code, file!(), line!(), format_args!("{}", message)))
+                Err(crate::error::Error::new(code, crate::site!(), format_args!("{}", message)))
             }
             None => Ok(RecordedReply {
                 // Written on every reply line: one without it was not written by a run.

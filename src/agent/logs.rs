@@ -100,7 +100,7 @@ fn present_slots(wm: &WorkingSet, log: &LogSettings) -> Result<ArrayVec<(u32, us
             present.push((n, i))?;
         }
     }
-    present.as_mut_slice().sort_unstable();
+    crate::sort::sort(present.as_mut_slice());
     Ok(present)
 }
 

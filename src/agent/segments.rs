@@ -98,8 +98,7 @@ pub fn parse(bytes: &[u8], states: &[String]) -> Result<Segments> {
         if prompt.is_empty() {
             return Err(Error::new(
                 Code::PromptSegmentEmpty,
-                file!(),
-                line!(),
+                crate::site!(),
                 format_args!("segments.[{}].prompt: empty; write the segment's text or remove it", i),
             ));
         }

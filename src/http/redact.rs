@@ -100,7 +100,7 @@ impl Redactor {
                 }
             }
         }
-        r.grams.sort_unstable();
+        crate::sort::sort(&mut r.grams);
         r.grams.dedup();
         if r.grams.is_empty() {
             return Redactor::none();

@@ -123,7 +123,7 @@ impl Replay {
                 return Err(at(err!(JsonInvalid, "\"error\" names no known error code: {:?}", name)));
             };
             let message = root.get("message").and_then(|m| m.as_str()).unwrap_or("scripted failure");
-            return Err(Error::new(code, file!(), line!(), format_args!("{}", message)));
+            return Err(Error::new(code, crate::site!(), format_args!("{}", message)));
         }
         let Some(content) = root.get("content").and_then(|c| c.as_str()) else {
             return Err(at(err!(JsonInvalid, "a reply line needs a string \"content\" (or an \"error\")")));

@@ -414,8 +414,7 @@ fn classify(status: u16, kind: Option<&str>, code: Option<&str>, message: &dyn M
     };
     Error::new(
         c,
-        file!(),
-        line!(),
+        crate::site!(),
         format_args!(
             "the LLM server answered {}{}{}{}: {}",
             status,

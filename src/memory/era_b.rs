@@ -437,7 +437,7 @@ impl Import {
         for k in archived.iter().flat_map(|a| a.items()).filter_map(|v| v.as_str()) {
             to_archive.push(normalize(k)?);
         }
-        to_archive.sort_unstable();
+        crate::sort::sort(&mut to_archive);
         to_archive.dedup();
         for key in &to_archive {
             if let Some(id) = store.find(key) {
@@ -460,7 +460,7 @@ impl Import {
                 Some(id) => changes += u64::from(store.value(id)? != text),
             }
         }
-        imported.sort_unstable();
+        crate::sort::sort(&mut imported);
         imported.dedup();
         if store.len() + new_keys > store.capacity() {
             bail!(
@@ -471,7 +471,7 @@ impl Import {
                 new_keys
             );
         }
-        new_tags.sort_unstable();
+        crate::sort::sort(&mut new_tags);
         new_tags.dedup();
         store.check_tag_room(new_tags.len(), new_tags.iter().map(String::len).sum()).map_err(|e| {
             e.context(format_args!("the import brings {} new tags; nothing was imported", new_tags.len()))

@@ -174,7 +174,7 @@ impl TagSet {
         if self.tags.is_empty() {
             bail!(KeyInvalid, "the key has no tags: give at least one non-empty tag, e.g. \"notes,rust\"");
         }
-        self.tags.as_mut_slice().sort_unstable();
+        crate::sort::sort(self.tags.as_mut_slice());
         let mut text = ArrayString::<KEY_MAX_BYTES>::new();
         for (i, t) in self.tags.iter().enumerate() {
             // Cannot fail: KEY_MAX_BYTES holds KEY_MAX_TAGS full tags and the commas.

@@ -156,7 +156,7 @@ impl Words {
                 let _ = w.push(h);
             }
         }
-        w.as_mut_slice().sort_unstable();
+        crate::sort::sort(w.as_mut_slice());
         Words(w)
     }
 

@@ -286,7 +286,7 @@ impl Product {
                 }
             }
         }
-        self.taken.as_mut_slice().sort_unstable();
+        crate::sort::sort(self.taken.as_mut_slice());
         let mut distinct: ArrayVec<Word, PRODUCT_TAKEN_MAX> = ArrayVec::new();
         for w in self.taken.iter() {
             if distinct.as_slice().last() != Some(w) {

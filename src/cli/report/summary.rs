@@ -136,7 +136,7 @@ impl Series {
         let point = if self.seen == 0 {
             None
         } else {
-            self.sample.sort_unstable();
+            crate::sort::sort(&mut self.sample);
             let n = self.sample.len();
             let med = match (self.sample.get(n.saturating_sub(1) / 2), self.sample.get(n / 2)) {
                 (Some(a), Some(b)) => a / 2 + b / 2 + (a % 2 + b % 2) / 2,

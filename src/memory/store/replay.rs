@@ -98,7 +98,9 @@ impl Store {
             // Version 1: ids were reused slots. Rewrite in creation order (by creation time,
             // then by where each entry was created in the log).
             let mut order: Vec<EntryId> = self.slots.ids().collect();
-            order.sort_by_key(|&id| (self.slots.created(id), born.get(id as usize).copied().unwrap_or(0), id));
+            crate::sort::sort_by_key(&mut order, |&id| {
+                (self.slots.created(id), born.get(id as usize).copied().unwrap_or(0), id)
+            });
             self.compact_ordered(Some(&order))?;
             err!(
                 Io,

@@ -482,7 +482,7 @@ impl Tags {
         let mut order = core::mem::take(&mut self.order);
         order.clear();
         order.extend((1..n).filter(|&i| self.cap.get(i).is_some_and(|&c| c > 0)).map(|i| i as u16));
-        order.sort_unstable_by_key(|&i| self.start.get(usize::from(i)).copied().unwrap_or(0));
+        crate::sort::sort_by_key(&mut order, |&i| self.start.get(usize::from(i)).copied().unwrap_or(0));
         let mut w = 0usize;
         for &t in &order {
             let i = usize::from(t);
@@ -510,7 +510,7 @@ impl Tags {
         let mut order = core::mem::take(&mut self.order);
         order.clear();
         order.extend((1..n).filter(|&i| self.text_len.get(i).is_some_and(|&l| l > 0)).map(|i| i as u16));
-        order.sort_unstable_by_key(|&i| self.off.get(usize::from(i)).copied().unwrap_or(0));
+        crate::sort::sort_by_key(&mut order, |&i| self.off.get(usize::from(i)).copied().unwrap_or(0));
         let mut w = 0usize;
         for &id in &order {
             let i = usize::from(id);

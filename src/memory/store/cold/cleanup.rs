@@ -308,7 +308,7 @@ impl Store {
         out.extend_from_slice(&self.upkeep.victims);
         self.upkeep.victims.clear();
         let slots = &self.slots;
-        out.sort_unstable_by_key(|&id| slots.get(id).map(|s| (s.hits, s.accessed, id)));
+        crate::sort::sort_by_key(out, |&id| slots.get(id).map(|s| (s.hits, s.accessed, id)));
         matched
     }
 
@@ -374,7 +374,7 @@ impl Store {
         for (_, _, id) in u.heap.drain() {
             u.victims.push(id);
         }
-        u.victims.sort_unstable();
+        crate::sort::sort(&mut u.victims);
         matched
     }
 

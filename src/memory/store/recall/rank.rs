@@ -186,15 +186,7 @@ impl Ranked {
 
     /// Puts the hits best first.
     pub(in crate::memory::store) fn sort(&mut self) {
-        self.hits.sort_unstable_by(|a, b| {
-            if better(a, b) {
-                core::cmp::Ordering::Less
-            } else if better(b, a) {
-                core::cmp::Ordering::Greater
-            } else {
-                core::cmp::Ordering::Equal
-            }
-        });
+        crate::sort::sort_by(&mut self.hits, better);
     }
 }
 
@@ -443,7 +435,7 @@ pub fn max_score<C: Walk, D: Docs>(
     }
     let ub = |i: &u8| w.get(*i as usize).map_or(0.0, |x| x.ub);
     if let Some(p) = perm.get_mut(..n) {
-        p.sort_unstable_by(|a, b| ub(a).total_cmp(&ub(b)));
+        crate::sort::sort_by_cmp(p, |a, b| ub(a).total_cmp(&ub(b)));
     }
     let at = |k: usize| perm.get(k).copied().unwrap_or(0) as usize;
     let mut prefix = [0f64; RANK_MAX_TERMS];

@@ -177,7 +177,7 @@ pub fn check_file(store: &Store) -> Result<Option<VectorsCheck>> {
             keys.push((key_hash(&k), id));
         }
     }
-    keys.sort_unstable();
+    crate::sort::sort(&mut keys);
     // Which entries have a current vector (one bit per id): counted once each, however many
     // copies of it the file holds.
     let mut held = vec![0u8; store.slots.room().div_ceil(8)];

@@ -479,7 +479,7 @@ impl Vectors {
                 keys.push((key_hash(&k), id));
             }
         }
-        keys.sort_unstable();
+        crate::sort::sort(&mut keys);
         let rl = self.rec_len;
         let mut good_end = HEADER_BYTES;
         let mut r = 0u64;

@@ -181,7 +181,7 @@ impl Job {
                 sc.sorted.push(t);
             }
         }
-        sc.sorted.sort_unstable_by(|&a, &b| delta.term_text(a).cmp(delta.term_text(b)));
+        crate::sort::sort_by_cmp(&mut sc.sorted, |&a, &b| delta.term_text(a).cmp(delta.term_text(b)));
         sc.len_pages.clear();
         sc.rec_pages.clear();
         sc.pages.clear();
