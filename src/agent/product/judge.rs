@@ -10,7 +10,7 @@ use super::{subject_hash, Product, Verdict, DOUBT_TAG, SUBJECT_MAX_WORDS};
 
 /// How many of the stored entries most relevant to a new unit are compared with it for a repeat
 /// the view no longer shows ([`Product::repeats_stored`]).
-const STORED_ALIKE_SCAN: usize = 5;
+pub const STORED_ALIKE_SCAN: usize = 5;
 
 /// Longest own tag of a unit in one sentence, in bytes: its first words, as a tag.
 const OWN_TAG_SENTENCE_MAX_BYTES: usize = 40;
