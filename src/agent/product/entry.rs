@@ -81,6 +81,12 @@ pub(super) fn slug_words(name: &str, max: usize, out: &mut Word) -> bool {
     }
 }
 
+/// Whether `text` (an outline's item, or a unit without a head) has more words than a subject:
+/// a unit in one sentence.
+pub(super) fn is_sentence(text: &str) -> bool {
+    super::lang::words(text).count() > super::SUBJECT_MAX_WORDS
+}
+
 /// The text before the first `:` of a value, or all of it.
 pub(super) fn head(value: &str) -> &str {
     split_entry(value).0

@@ -3,10 +3,10 @@
 //! doubtful (see [`super::DOUBT_TAG`]); what repeats the product is refused. Here too: where
 //! a product save is filed ([`Product::file`]) and the verdict on it ([`Product::judge`]).
 
-use super::entry::{head, own_tag, slug_words, split_entry, subject_of};
+use super::entry::{head, is_sentence, own_tag, slug_words, split_entry, subject_of};
 use super::lang::{self, words, Lang, ALL};
 use super::task::{as_tag, Word};
-use super::{subject_hash, Product, Verdict, DOUBT_TAG, SUBJECT_MAX_WORDS};
+use super::{subject_hash, Product, Verdict, DOUBT_TAG};
 
 /// How many of the stored entries most relevant to a new unit are compared with it for a repeat
 /// the view no longer shows ([`Product::repeats_stored`]).
@@ -202,7 +202,7 @@ impl Product {
         let subject = subject_of(h);
         // A unit is its subject, a colon and its text, or all of it one sentence of more words
         // than a subject has ("Mulch around the plants to keep the soil moist.").
-        let sentence = !sep && lang::words(subject).count() > SUBJECT_MAX_WORDS;
+        let sentence = !sep && is_sentence(subject);
         if !(sentence || sep && !subject.is_empty() && lang::words(body).next().is_some()) {
             return Err("write the entry as its subject, a colon, then its text");
         }

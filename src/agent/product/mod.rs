@@ -47,7 +47,7 @@ use crate::memory::query::{EntryId, Query, Results, Sort};
 use crate::memory::store::recall::Ranked;
 use crate::memory::store::Store;
 use crate::memory::working::WorkingSet;
-use entry::{head, own_tag, plan_items, shown_line, slug, subject_of};
+use entry::{head, is_sentence, own_tag, plan_items, shown_line, slug, subject_of};
 use judge::{lower_hash, Words};
 use task::{as_tag, Task, Word, UNIT_MAX_BYTES};
 
@@ -328,11 +328,7 @@ impl Product {
     /// stored before.
     fn is_free(&self, subject: &str) -> bool {
         let s = subject.trim();
-        if s.len() > SUBJECT_MAX_BYTES
-            || lang::words(s).count() > SUBJECT_MAX_WORDS
-            || s.contains(',')
-            || !self.readable(s)
-        {
+        if s.len() > SUBJECT_MAX_BYTES || is_sentence(s) || s.contains(',') || !self.readable(s) {
             return false;
         }
         if self.asked.as_slice().contains(&subject_hash(s)) {
@@ -439,7 +435,7 @@ impl Product {
             let Ok(v) = store.value(id) else { continue };
             // A unit's subject, or all of a unit in one sentence; not a head without a text.
             let s = subject_of(head(v));
-            if !s.is_empty() && (s.len() < v.len() || lang::words(s).count() > SUBJECT_MAX_WORDS) {
+            if !s.is_empty() && (s.len() < v.len() || is_sentence(s)) {
                 if let Ok(s) = ArrayString::try_from_str(s) {
                     let _ = self.first.push(s);
                 }
@@ -580,7 +576,7 @@ impl Product {
         let mut kept = 0usize;
         let mut hashes: ArrayVec<u64, PLAN_SUBJECTS_MAX> = ArrayVec::new();
         for s in plan_items(plan).skip(given) {
-            if outline && lang::words(s).count() > SUBJECT_MAX_WORDS {
+            if outline && is_sentence(s) {
                 if !self.units.is_full() && self.readable(s) {
                     let n = self.newest.matched() + self.units.len() + 1;
                     self.push_unit(s.trim(), u32::try_from(n).unwrap_or(u32::MAX));
