@@ -519,6 +519,28 @@ fn server_down_at_start_then_recovers() {
     assert_eq!((m.state.as_str(), m.iteration), ("evaluating", 2));
 }
 
+/// A reply the client cannot hold (a body of more JSON values than it reads) fails its cycle,
+/// which is retried after the back-off: the run goes on. Only a prompt over the budget ends a
+/// run, since waiting does not change that.
+#[test]
+fn a_reply_over_a_reading_capacity_fails_its_cycle_and_the_run_goes_on() {
+    let values = "0,".repeat(lkjagent::limits::LLM_MAX_JSON_NODES);
+    let body = format!(
+        r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"x"}},"finish_reason":"stop"}}],"padding":[{values}0]}}"#
+    );
+    let server = Server::llm(vec![Step::Http("200 OK", body), think("commanding", "Go on.")], evaluate("done"));
+    let d = data_dir("reply-capacity", &server.endpoint());
+    let child = lkjagent(["run", "--max-iterations", "2"]).data(d.path()).spawn();
+    let (status, out, err) = finished(child.wait_within(Duration::from_secs(20)));
+    assert!(status.success(), "exit {:?}\n{}\n{}", status, out, err);
+    assert!(out.contains("CAPACITY_EXCEEDED"), "the failed cycle says why:\n{}", out);
+    assert!(out.contains("retrying in 1 s"), "{}", out);
+    assert!(out.contains("2 cycle(s) done"), "{}", out);
+    assert_eq!(server.chat_count(), 3, "the failed request, then one a cycle");
+    let m = read_memory(d.path());
+    assert_eq!((m.state.as_str(), m.iteration), ("thinking", 2));
+}
+
 /// SIGTERM while the model is still thinking: exit 0 at once, memory.json intact.
 #[test]
 fn sigterm_during_a_request_exits_cleanly() {
