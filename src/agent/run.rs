@@ -64,7 +64,8 @@ pub fn run(agent: &mut Agent, should_stop: &dyn Fn() -> bool, obs: &mut dyn Obse
         let mut pause = report.pause.max(delay);
         match report.error {
             Some(e) if e.code() == Code::Interrupted => break End::Stopped,
-            Some(e) if e.code() == Code::CapacityExceeded => break End::CannotFit(Box::new(e)),
+            // A reply over one of the reader's capacities is a failed cycle like any other.
+            Some(e) if report.prompt_over_budget => break End::CannotFit(Box::new(e)),
             Some(_) => {
                 failures += 1;
                 let backoff =

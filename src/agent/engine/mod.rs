@@ -120,6 +120,9 @@ pub struct CycleReport {
     /// The reply carried out a paging move (a save, a remove, a page-out, an archive).
     pub model_paged: bool,
     pub error: Option<Error>,
+    /// The prompt needs more tokens than the budget (`llm.context_window - llm.max_tokens`)
+    /// even after paging: `error` says so, and the run ends, since waiting does not change it.
+    pub prompt_over_budget: bool,
     /// A pause the loop should take before the next cycle (invalid-reply back-off).
     pub pause: Duration,
     /// The model source is exhausted (end of a replay script or recorded log).
@@ -405,6 +408,7 @@ impl Agent {
             overflow_retried: false,
             model_paged: false,
             error: None,
+            prompt_over_budget: false,
             pause: Duration::ZERO,
             finished: false,
             task_done: false,

@@ -47,7 +47,8 @@ impl Agent {
     ) -> Result<Result<()>> {
         let asked = Instant::now();
         let est = self.estimate(self.prompt.len());
-        let mut outcome = if est > self.budget() {
+        c.report.prompt_over_budget = est > self.budget();
+        let mut outcome = if c.report.prompt_over_budget {
             Err(err!(
                 CapacityExceeded,
                 "the prompt needs ~{} tokens but the budget is {} (llm.context_window - llm.max_tokens); \
