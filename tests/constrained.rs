@@ -672,8 +672,9 @@ fn a_task_that_counts_its_units_is_done_once_they_are_written() {
     assert_eq!(server.chats().len(), asked, "a done task asks the model nothing");
 }
 
-/// An outline is asked twice, with its tokens' log-probabilities, and the list the model wrote
-/// the more surely is the plan (its subjects planned, its sentences saved as units); a reply of
+/// A product's first outline is asked twice, with its tokens' log-probabilities, and the list
+/// the model wrote the more surely is the plan (its subjects planned, its sentences saved as
+/// units); a later one, which goes on from the units stored, once. A reply of
 /// hundreds of tokens, each with its bytes and its top alternative, is read whole; a server
 /// that sends no log-probabilities is asked once.
 #[test]
@@ -731,6 +732,11 @@ fn an_outline_is_the_surer_of_two_samples() {
     let saved: Vec<String> = ids.iter().filter_map(|&id| a.store.value(id).ok().map(str::to_string)).collect();
     assert_eq!(saved.len(), 2, "{saved:?}");
     assert!(SURE_ITEMS.contains(saved[0].as_str()) && SURE_ITEMS.contains(saved[1].as_str()), "{saved:?}");
+    // A later outline goes on from the units stored: it is asked once.
+    assert!(a.memory.working.remove(&normalize("plan").unwrap()));
+    let r = a.cycle(&mut |_| {}, &|| false).unwrap();
+    assert!(r.error.is_none() && !r.invalid_reply, "{r:?}");
+    assert_eq!(outlines.load(Ordering::Relaxed), 3, "a later outline is asked once");
     // A server without log-probabilities is asked once (the grammar follower sends none).
     let follower = grammar_follower(TIP_LISTS);
     let d = shipped_dir("surer-none", &follower.url("/v1/chat/completions"), "auto");

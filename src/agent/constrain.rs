@@ -124,6 +124,9 @@ pub struct Constrainer {
     /// The presence penalty of this cycle's constrained request: the product's
     /// [`LIST_PRESENCE_PENALTY`] for a names ask that gives no names to go on from.
     presence_penalty: Option<f64>,
+    /// This cycle asks for the product's first outline, which goes on from no stored units:
+    /// it is one of two samples (`crate::agent::model::Model::ask`).
+    first_outline: bool,
     thinks: bool,
     max_tokens: u64,
 }
@@ -148,6 +151,7 @@ impl Constrainer {
             last_seed: None,
             unavailable_in_a_row: 0,
             presence_penalty: None,
+            first_outline: false,
             schema_as_object: false,
             object_form: settings.protocol() == ProviderKind::OpenAi && settings.api() == llm::Api::Chat,
             thinks: settings.thinks,
@@ -219,6 +223,7 @@ impl Constrainer {
     ) -> Result<()> {
         self.text.clear();
         self.presence_penalty = None;
+        self.first_outline = false;
         let mode = mode.unwrap_or(self.active);
         if mode == Mode::Off {
             return Ok(());
@@ -258,8 +263,9 @@ impl Constrainer {
         // A list repeats itself unless what it wrote already weighs against it: one from nothing
         // its own names, one that goes on from the first names the stored ones it may name.
         if let Some((p, _)) = product {
-            if matches!(p.ask(), ProductAsk::Outline { .. }) {
+            if let ProductAsk::Outline { first, .. } = p.ask() {
                 self.presence_penalty = Some(LIST_PRESENCE_PENALTY);
+                self.first_outline = first == 1;
             }
         }
         let lang = Language {
@@ -449,11 +455,18 @@ impl Constrainer {
         }
     }
 
-    /// Whether this cycle asks a grammar for an outline of the product: its reply is one of
-    /// two samples, the one whose subjects the model wrote the more surely
-    /// (`crate::agent::model::Model::ask`).
+    /// Whether this cycle asks a grammar for an outline of the product (its reply's
+    /// log-probabilities are asked for).
     pub fn asks_outline(&self) -> bool {
         self.presence_penalty.is_some() && self.active == Mode::Grammar
+    }
+
+    /// Whether this cycle's outline is one of two samples, the one whose items the model wrote
+    /// the more surely (`crate::agent::model::Model::ask`): only the first outline, which goes
+    /// on from nothing, as every later one goes on from the units it gave
+    /// (docs/measurements.md, "One sample after the first outline").
+    pub fn samples_twice(&self) -> bool {
+        self.asks_outline() && self.first_outline
     }
 
     /// Asks the same request once more with another seed (the second sample of an outline);

@@ -123,11 +123,11 @@ impl Model {
                 reply.clear();
                 let comp = constrainer.ask(c, system, user, cycle, progress, should_stop)?;
                 reply.fill(&comp)?;
-                // An outline is one of two samples: the one whose list the model wrote the more
-                // surely (the mean log-probability of its value's tokens). A run's first outline
-                // sets the kind of every later one, and a list of run-together words is the
+                // A product's first outline is one of two samples: the one whose list the
+                // model wrote the more surely (the mean log-probability of its value's tokens).
+                // It sets the kind of every later one, and a list of run-together words is the
                 // model writing what it does not know (docs/measurements.md).
-                let Some(first) = constrainer.asks_outline().then(|| outline_certainty(&comp)).flatten() else {
+                let Some(first) = constrainer.samples_twice().then(|| outline_certainty(&comp)).flatten() else {
                     return Ok(());
                 };
                 match constrainer.ask_again(c, system, user, cycle, progress, should_stop) {
