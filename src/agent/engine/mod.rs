@@ -258,6 +258,9 @@ impl Agent {
             };
         }
         let mut product = Product::new();
+        // The heads the product's asks come after: a unit made of their words copies them.
+        product.read_instructions(config.prompts.ask_head());
+        product.read_instructions(config.prompts.constrained_head());
         product.open(&mut memory.working, memory.agent.get(super::product::STATE_META_KEY), &store);
         let mut feedback = FixedBuf::with_capacity("feedback (limits::FEEDBACK_MAX_BYTES)", FEEDBACK_MAX_BYTES);
         if let Some(f) = memory.agent.get(meta::FEEDBACK) {

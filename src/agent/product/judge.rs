@@ -138,6 +138,9 @@ fn lower(w: &str) -> impl Iterator<Item = char> + '_ {
     w.chars().flat_map(char::to_lowercase)
 }
 
+/// Most words of the prompt's instructions a product keeps ([`Product::read_instructions`]).
+pub const INSTRUCTION_WORDS_MAX: usize = 96;
+
 /// Most words of a text compared for repeats.
 const TEXT_WORDS_MAX: usize = 24;
 
@@ -238,6 +241,21 @@ impl Product {
         false
     }
 
+    /// Reads the words of the prompt's own instructions (the heads before the product), at
+    /// most [`INSTRUCTION_WORDS_MAX`]: a unit whose words of content are theirs and the
+    /// task's copies the prompt and says nothing new ([`Product::judge`]).
+    pub fn read_instructions(&mut self, text: &str) {
+        let mut t = Word::new();
+        for w in lang::words(text) {
+            if self.instructions.is_full() {
+                break;
+            }
+            if as_tag(w, &mut t) && t.len() >= STEM_MIN_LETTERS && !self.instructions.as_slice().contains(&t) {
+                let _ = self.instructions.push(t);
+            }
+        }
+    }
+
     /// The key a doubtful unit filed under `key` is kept under.
     pub fn doubt_key(&self, key: &Key) -> Result<Key> {
         key.union(&normalize(DOUBT_TAG)?)
@@ -278,12 +296,15 @@ impl Product {
         for w in content_words {
             content += 1;
             let mut t = Word::new();
-            let from_task = as_tag(w, &mut t) && self.task.words.iter().any(|x| same_stem(x.as_str(), t.as_str()));
+            let from_task = as_tag(w, &mut t) && {
+                let theirs = |x: &Word| same_stem(x.as_str(), t.as_str());
+                self.task.words.iter().any(theirs) || self.instructions.iter().any(theirs)
+            };
             let head_word = |x: &str| !lang.is_sentence_word(x) && same_stem(x, t.as_str());
             known += usize::from(from_task || lang::words(h).any(head_word));
         }
         if content > 0 && known * 10 >= content * 7 {
-            return Verdict::Repeat("the text only repeats its subject and the task; say something of the subject");
+            return Verdict::Repeat("the text only repeats its subject, the task and the prompt; say something new");
         }
         let hh = lower_hash(head(value));
         let all = Words::of(value);

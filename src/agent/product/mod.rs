@@ -156,6 +156,8 @@ pub struct Product {
     ranked: Ranked,
     /// The task the asked subjects and the barren count belong to.
     state_task: u64,
+    /// The words of the prompt's own instructions ([`Product::read_instructions`]).
+    instructions: ArrayVec<Word, { judge::INSTRUCTION_WORDS_MAX }>,
 }
 
 impl Default for Product {
@@ -194,6 +196,7 @@ impl Product {
             units: ArrayVec::new(),
             ranked: Ranked::new(),
             state_task: 0,
+            instructions: ArrayVec::new(),
         }
     }
 

@@ -270,6 +270,29 @@ fn a_doubtful_or_repeated_unit_is_told_apart_from_a_new_one() {
     assert!(p.file(p.key().unwrap(), "Tomatoes: the task's own word.").is_err());
 }
 
+/// A unit whose words of content are those of the prompt's own instructions and the task
+/// copies the prompt: a small model wrote the shipped purpose line back as a habit for sleep.
+#[test]
+fn a_unit_that_copies_the_prompts_instructions_says_nothing() {
+    const SLEEP: &str = "List good habits for better sleep, one per entry.";
+    let (_d, mut s) = store("product-instructions");
+    let mut p = Product::new();
+    p.read_instructions(
+        "<purpose>You build what the task asks for, one entry at a time, and keep the entries in a store.</purpose>",
+    );
+    let w = working(SLEEP);
+    view(&mut p, &w, &mut s, SLEEP);
+    let judge = |p: &Product, value: &str| p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value);
+    let copy = "building good habits for better sleep, one entry at a time and keeping the entries in a store.";
+    assert!(matches!(judge(&p, copy), Verdict::Repeat(_)), "{:?}", judge(&p, copy));
+    assert_eq!(judge(&p, "Go to bed at the same time every night, even on weekends."), Verdict::New);
+    assert_eq!(judge(&p, "Keep your bedroom dark, quiet and cool at night."), Verdict::New);
+    // Without the instructions read, the copy passes: the rule is theirs.
+    let mut q = Product::new();
+    view(&mut q, &w, &mut s, SLEEP);
+    assert_eq!(judge(&q, copy), Verdict::New);
+}
+
 #[test]
 fn what_was_asked_survives_a_restart_and_a_changed_task_starts_afresh() {
     let (_d, mut s) = store("product-restart");
