@@ -345,6 +345,16 @@ impl Product {
     /// letter, no `:`, not a string of names, no word run on nor letters of another language,
     /// not cut off, and not the task's own words only. Whether it repeats the product is judged when it is saved.
     fn readable(&self, item: &str) -> bool {
+        // An item as long as the outline's grammar allows, with no `.` to end it, is one the
+        // bound cut: the model had more to say ("... functions that are still not fully
+        // understood including").
+        let at_bound = match self.latin {
+            true => item.split_whitespace().count() >= crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS as usize,
+            false => item.chars().count() >= crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_CHARS as usize,
+        };
+        if at_bound && !item.trim_end().ends_with(['.', '。', '!', '?']) {
+            return false;
+        }
         let s = item.trim_end_matches('.');
         if s.len() < 2 || s.len() > ITEM_MAX_BYTES || lang::words(s).next().is_none() || s.contains(':') {
             return false;
