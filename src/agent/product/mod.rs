@@ -343,9 +343,10 @@ impl Product {
 
     /// Whether `item` (an outline's item, trimmed) is one a reader can use: words with a
     /// letter, no `:`, not a string of names, no word run on nor letters of another language,
-    /// not cut off, and not the task's own words only. Whether it repeats the product is judged when it is saved.
+    /// not cut off (by the grammar's bound, or before its last words), and not the task's own
+    /// words only. Whether it repeats the product is judged when it is saved.
     fn readable(&self, item: &str) -> bool {
-        // An item as long as the outline's grammar allows, with no `.` to end it, is one the
+        // An item as long as the outline's grammar allows, with no stop to end it, is one the
         // bound cut: the model had more to say ("... functions that are still not fully
         // understood including").
         let at_bound = match self.latin {
