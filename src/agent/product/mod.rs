@@ -346,14 +346,14 @@ impl Product {
     /// not cut off (by the grammar's bound, or before its last words), and not the task's own
     /// words only. Whether it repeats the product is judged when it is saved.
     fn readable(&self, item: &str) -> bool {
-        // An item as long as the outline's grammar allows, with no stop to end it, is one the
-        // bound cut: the model had more to say ("... functions that are still not fully
-        // understood including").
+        // An item as long as the outline's grammar allows is one the bound cut or forced to
+        // its end: the model had more to say ("... still not fully understood including",
+        // "... so that they will be ready in time before.").
         let at_bound = match self.latin {
             true => item.split_whitespace().count() >= crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_WORDS as usize,
             false => item.chars().count() >= crate::limits::GRAMMAR_OUTLINE_ITEM_MAX_CHARS as usize,
         };
-        if at_bound && !item.trim_end().ends_with(['.', '。', '!', '?']) {
+        if at_bound {
             return false;
         }
         let s = item.trim_end_matches('.');

@@ -147,15 +147,15 @@ fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_plan
     let mut w = working(TIPS);
     view(&mut p, &w, &mut s, TIPS);
     // Two sentences, a subject, a phrase cut off, one in run-on letters, one of the task's own
-    // words, a string of names, a sentence the bound cut at its last word (as many words as the
-    // grammar allows, no `.`) and one that ends within it.
+    // words, a string of names, a sentence the bound cut (as many words as the grammar allows)
+    // and one that ends within it.
     let plan = "Tips for growing tomatoes at home:\n1. Mulch around the plants to keep the soil moist.\n\
                 2. Use mulch\n3. Water the plants deeply once a week in the morning.\n\
                 4. Plant the seedlings deep so that the\n5. Choose a sunny spot for thembbbbbb all day\n\
                 6. Practical tips for growing tomatoes at home\n\
                 7. Soil, water, sun, compost, mulch and stakes for every plant\n\
-                8. One of the most useful things you can do for your plants is to water them deeply at the base\n\
-                9. Tie the stems to a stake as they grow, so the fruit does not pull the plants to the ground.";
+                8. One of the most useful things you can do for your plants is to water them deeply at the base.\n\
+                9. Tie the stems to a stake as they grow, so the fruit does not pull them down.";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2).unwrap();
@@ -170,7 +170,7 @@ fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_plan
         [
             "Mulch around the plants to keep the soil moist.",
             "Water the plants deeply once a week in the morning.",
-            "Tie the stems to a stake as they grow, so the fruit does not pull the plants to the ground."
+            "Tie the stems to a stake as they grow, so the fruit does not pull them down."
         ]
     );
     // Each is filed under its first words and judged as a unit of its own.
