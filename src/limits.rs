@@ -189,6 +189,11 @@ pub const LLM_MAX_REQUEST_BYTES: usize = 1 << 20;
 /// Bytes of decoded reply text (content) a completion holds. Cost: reserved once.
 pub const LLM_MAX_CONTENT_BYTES: usize = REPLY_MAX_BYTES;
 
+/// Bytes of an outline's items the model wrote unsurely, one a line (`LastReply::unsure` in
+/// `agent::model`): at most the outline's value, which its grammar bounds to a few KiB. Cost:
+/// reserved once.
+pub const REPLY_UNSURE_MAX_BYTES: usize = 8 * 1024;
+
 /// Bytes of reasoning text ("thinking") a completion keeps for the log; longer reasoning is
 /// cut at a character boundary (it is only logged, never parsed). Cost: reserved once.
 pub const LLM_MAX_REASONING_BYTES: usize = 1 << 20;

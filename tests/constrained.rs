@@ -746,6 +746,76 @@ fn an_outline_is_the_surer_of_two_samples() {
     assert_eq!(follower.chats().len(), 2, "the probe and one outline");
 }
 
+/// An outline's item with a token the model gave less than one chance in 8,000 (a word it ran
+/// into, under the grammar) is neither saved nor planned. The exchange log records which items
+/// were unsure, so a replay of the run, which has no log-probabilities, stores the same.
+#[test]
+fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
+    const JUNK: &str = "Saturn has urns around the plants so that the tomatoes grow.";
+    let server = Server::start(move |_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        let g = field(seen, "grammar").unwrap_or_default();
+        if g.contains("lkjok") {
+            return Do::Reply(json_ok(&chat_body("lkjok")));
+        }
+        let prefix = literal_after(&g, "</tags><value>\"");
+        let items = format!(
+            "Spread a thick layer of straw around the stems to keep the soil moist.\n2. {JUNK}\n\
+             3. Water the plants deeply at the base early in the morning.\n"
+        );
+        let content = format!(
+            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{prefix}{items}</value></action>\n</agent>"
+        );
+        // One token a byte, all likely but one inside the second item ("urns").
+        let unlikely = content.find("urns").unwrap() + 1;
+        let tokens: Vec<String> = (0..content.len())
+            .map(|i| {
+                let lp = if i == unlikely { -12.0 } else { -0.5 };
+                format!(
+                    r#"{{"token":{},"logprob":{lp},"bytes":[{}]}}"#,
+                    json_string(&content[i..i + 1]),
+                    content.as_bytes()[i]
+                )
+            })
+            .collect();
+        let body = format!(
+            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop","logprobs":{{"content":[{}]}}}}]}}"#,
+            json_string(&content),
+            tokens.join(",")
+        );
+        Do::Reply(json_ok(&body))
+    });
+    let d = shipped_dir("unsure", &server.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
+    let cfg = config::load(&d.0).unwrap();
+    let client = llm::Client::new(&cfg.llm).unwrap();
+    let mut a = Agent::open(&d.0, cfg, Model::Client(Box::new(client)), true).unwrap();
+    let r = a.cycle(&mut |_| {}, &|| false).unwrap();
+    assert!(r.error.is_none() && !r.invalid_reply, "{r:?}");
+    let ids: Vec<_> = a.store.ids().collect();
+    let saved: Vec<String> = ids.iter().filter_map(|&id| a.store.value(id).ok().map(str::to_string)).collect();
+    assert_eq!(saved.len(), 2, "{saved:?}");
+    assert!(saved.iter().all(|v| v != JUNK), "{saved:?}");
+    drop(a);
+    let logs: Vec<_> = std::fs::read_dir(d.0.join("logs")).unwrap().map(|e| e.unwrap().path()).collect();
+    let exchange = logs.iter().find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-")).unwrap();
+    let lines = std::fs::read_to_string(exchange.join("exchange.jsonl")).unwrap();
+    assert!(lines.contains(&format!(r#""unsure":"{JUNK}\n""#)), "{lines}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lkjagent"))
+        .arg("--data")
+        .arg(&d.0)
+        .arg("replay")
+        .arg(exchange)
+        .arg("--expect")
+        .arg(d.0.join("memory.json"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("identical to"), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// The surer outline's items: two subjects, then two units in one sentence.
 const SURE_ITEMS: &str = "Use mulch\n2. Stake the plants\n\
     3. Spread a thick layer of straw around the stems to keep the soil moist and cool in summer.\n\
@@ -1112,7 +1182,7 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
                 ProductAsk::Entry => panic!("a state that saves is asked for an outline or a unit"),
             }
             let mut scratch = FixedBuf::with_capacity("plan", 4096);
-            product.settle(&mut live.working, &mut scratch, 2).unwrap();
+            product.settle(&mut live.working, &mut scratch, 2, "").unwrap();
         }
     }
     assert!(outlines >= 20, "outlines sampled: {outlines}");

@@ -236,6 +236,7 @@ fn the_exchange_log_is_never_written_through_a_link() {
         reasoning: None,
         finish_reason: Some("stop"),
         usage: None,
+        unsure: None,
         error: None,
         overflow_retried: false,
     };

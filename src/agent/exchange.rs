@@ -7,7 +7,9 @@
 //! - `exchange.jsonl`: one JSON line per cycle: `time` (the cycle's clock), `cycle`, `state`,
 //!   `inbox` (a request taken that cycle, if any), `prompt` (the exact text sent, the last one
 //!   when a context overflow made the agent page out and ask again: `overflow_retried`), and
-//!   what came back: `content`, `reasoning`, `finish_reason`, `usage`, or `error` and `message`.
+//!   what came back: `content`, `reasoning`, `finish_reason`, `usage`, `unsure` (an outline's
+//!   items the model wrote unsurely, one a line, read from the reply's log-probabilities), or
+//!   `error` and `message`.
 //!
 //! The reply fields use the names of the `replay` provider's script, so the file doubles as a
 //! script. [`Recorded`] reads it back for `lkjagent replay`: the same replies, the same clock
@@ -47,6 +49,8 @@ pub struct ExchangeRecord<'a> {
     pub reasoning: Option<&'a str>,
     pub finish_reason: Option<&'a str>,
     pub usage: Option<(u64, u64)>,
+    /// An outline's items the model wrote unsurely, one a line (`None`: none).
+    pub unsure: Option<&'a str>,
     pub error: Option<(Code, &'a str)>,
     /// The server first answered `CONTEXT_OVERFLOW`; the agent paged out and asked again.
     pub overflow_retried: bool,
@@ -164,6 +168,10 @@ fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
             w.key("usage")?;
             super::audit::write_usage(&mut w, usage)?;
         }
+        if let Some(u) = r.unsure {
+            w.key("unsure")?;
+            w.string(u)?;
+        }
     }
     w.end_object()
 }
@@ -187,6 +195,8 @@ pub struct RecordedReply<'a> {
     pub reasoning: Option<&'a str>,
     pub finish_reason: &'a str,
     pub usage: Option<(u64, u64)>,
+    /// An outline's items the model wrote unsurely, one a line, when the run recorded any.
+    pub unsure: Option<&'a str>,
 }
 
 /// Reads an exchange log back, a line at a time, in bounded memory.
@@ -266,6 +276,7 @@ impl Recorded {
                 })?,
                 reasoning: text("reasoning")?,
                 finish_reason: text("finish_reason")?.unwrap_or("stop"),
+                unsure: text("unsure")?,
                 usage: root.get("usage").map(|u| {
                     (
                         u.get("prompt_tokens").and_then(|v| v.as_u64()).unwrap_or(0),

@@ -134,6 +134,26 @@ impl TokenLogprobs {
         (n > 0 && mean.is_finite()).then_some(mean)
     }
 
+    /// The lowest log-probability of the tokens that start within bytes `from..to` of the reply,
+    /// after the first of them (an item's first token is a choice among many starts); `None`
+    /// when the server sent none, they were cut, or fewer than two start there.
+    pub fn min_after_first(&self, from: usize, to: usize) -> Option<f64> {
+        if !self.sent || self.cut {
+            return None;
+        }
+        let (mut at, mut seen, mut min) = (0usize, 0u32, f64::INFINITY);
+        for t in self.tokens.iter() {
+            if at >= from && at < to {
+                if seen > 0 {
+                    min = min.min(t.logprob);
+                }
+                seen += 1;
+            }
+            at += t.bytes as usize;
+        }
+        (seen > 1 && min.is_finite()).then_some(min)
+    }
+
     pub(crate) fn clear(&mut self) {
         self.tokens.clear();
         self.sent = false;
@@ -523,7 +543,7 @@ mod tests {
     }
 
     #[test]
-    fn token_log_probabilities_are_read_in_every_form_and_averaged_over_a_span() {
+    fn token_log_probabilities_are_read_in_every_form_and_summed_up_over_a_span() {
         use super::super::wire::Wire;
         let chat = r#"{"choices":[{"message":{"content":"ab cd"},"logprobs":{"content":[
             {"token":"ab","logprob":-1.0,"bytes":[97,98]},{"token":" cd","logprob":-3.0}]}}]}"#;
@@ -534,6 +554,9 @@ mod tests {
             let a = read(body, wire);
             assert!(a.logprobs.sent && !a.logprobs.cut, "{body}");
             assert_eq!(a.logprobs.mean_within(0, 5), Some(-2.0), "{body}");
+            // The lowest after a span's first token: none in a span of one token.
+            assert_eq!(a.logprobs.min_after_first(0, 5), Some(-3.0), "{body}");
+            assert_eq!(a.logprobs.min_after_first(2, 5), None, "{body}");
             assert_eq!(a.logprobs.mean_within(2, 5), Some(-3.0), "{body}");
             assert_eq!(a.logprobs.mean_within(5, 9), None, "{body}");
         }

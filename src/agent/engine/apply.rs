@@ -89,6 +89,7 @@ impl Agent {
             rotate: &mut self.rotate,
             feedback: &mut self.feedback,
             results: &mut self.results,
+            unsure: self.reply.unsure.text()?,
             now: c.now,
         };
         let outcome = self.reply.outcome;
@@ -123,6 +124,8 @@ struct Doing<'a> {
     rotate: &'a mut FixedBuf,
     feedback: &'a mut FixedBuf,
     results: &'a mut ArrayVec<ActionResult, ACTIONS_PER_CYCLE_MAX>,
+    /// The reply's outline items the model wrote unsurely, one a line.
+    unsure: &'a str,
     now: u64,
 }
 
@@ -223,7 +226,7 @@ impl Doing<'_> {
         // The plan keeps what is still to do: not the subject just asked about (whatever came
         // of it), nor subjects now stored. What the flow knows survives a restart.
         if self.constrainer.constrained() && self.product.active() && state.as_str() != states::PAGING {
-            self.product.settle(&mut self.memory.working, self.rotate, self.now)?;
+            self.product.settle(&mut self.memory.working, self.rotate, self.now, self.unsure)?;
             // An outline's units in one sentence are saved as the model wrote them, each judged
             // and filed as a save of the product is.
             let mut key = ArrayString::<KEY_MAX_BYTES>::new();

@@ -529,6 +529,7 @@ impl Agent {
             reasoning: Some(r.reasoning.text()?).filter(|t| !t.is_empty()),
             finish_reason: Some(r.finish.as_str()),
             usage: r.usage,
+            unsure: Some(r.unsure.text()?).filter(|t| !t.is_empty()),
             error: error.as_ref().map(|(code, message)| (*code, &**message)),
             overflow_retried: c.report.overflow_retried,
         })

@@ -566,9 +566,10 @@ impl Product {
     /// After a cycle that asked `ask` (grammar or schema): the subject asked about is not asked
     /// again; an outline's free subjects become the plan, and its items of more than
     /// [`SUBJECT_MAX_WORDS`] words are units in one sentence, to be saved as they are
-    /// ([`Product::next_unit`]; for a numbered unit, after its label). `scratch` holds the new
-    /// plan.
-    pub fn settle(&mut self, working: &mut WorkingSet, scratch: &mut FixedBuf, now: u64) -> Result<()> {
+    /// ([`Product::next_unit`]; for a numbered unit, after its label). An item the model wrote
+    /// unsurely (a line of `unsure`, read from the reply's log-probabilities) is neither.
+    /// `scratch` holds the new plan.
+    pub fn settle(&mut self, working: &mut WorkingSet, scratch: &mut FixedBuf, now: u64, unsure: &str) -> Result<()> {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
         let outline = self.subject.is_empty();
         if !outline {
@@ -590,6 +591,9 @@ impl Product {
         let mut kept = 0usize;
         let mut hashes: ArrayVec<u64, PLAN_SUBJECTS_MAX> = ArrayVec::new();
         for s in plan_items(plan).skip(given) {
+            if outline && unsure.lines().any(|u| u == s.trim()) {
+                continue;
+            }
             if outline && is_sentence(s) {
                 if !self.units.is_full() && self.readable(s) {
                     let n = self.newest.matched() + self.units.len() + 1;

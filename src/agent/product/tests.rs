@@ -116,7 +116,7 @@ fn an_outline_plans_new_subjects_then_each_is_asked_for_once() {
     let plan = "Tips for growing tomatoes at home:\n1. Water regularly\n2. Tomatoes\n3. Use mulch\n4. Plant them in\n5. water  regularly\n6. Prune the suckers";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
-    p.settle(&mut w, &mut scratch, 2).unwrap();
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Water regularly\nUse mulch\nPrune the suckers"));
     let mut asked = Vec::new();
     for _ in 0..3 {
@@ -125,7 +125,7 @@ fn an_outline_plans_new_subjects_then_each_is_asked_for_once() {
         asked.push(head.to_string());
         assert_eq!(q, format!("Write the tip about {head}.\n"));
         save(&p, &mut s, &format!("{head}: Give the plants what they need every day."));
-        p.settle(&mut w, &mut scratch, 3).unwrap();
+        p.settle(&mut w, &mut scratch, 3, "").unwrap();
     }
     assert_eq!(asked, ["Water regularly", "Use mulch", "Prune the suckers"]);
     // All asked: the next is an outline again, going on from the first two subjects, and a
@@ -136,7 +136,7 @@ fn an_outline_plans_new_subjects_then_each_is_asked_for_once() {
     assert_eq!((prefix, first), ("Tips for growing tomatoes at home:\n1. Water regularly\n2. Use mulch\n3. ", 3));
     let plan = "Tips for growing tomatoes at home:\n1. Water regularly\n2. Use mulch\n3. Prune the suckers\n4. Stake the plants";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 4).unwrap();
-    p.settle(&mut w, &mut scratch, 4).unwrap();
+    p.settle(&mut w, &mut scratch, 4, "").unwrap();
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Stake the plants"));
 }
 
@@ -158,7 +158,7 @@ fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_plan
                 9. Tie the stems to a stake as they grow, so the fruit does not pull them down.";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
-    p.settle(&mut w, &mut scratch, 2).unwrap();
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Use mulch"));
     let mut unit = ArrayString::new();
     let mut units = Vec::new();
@@ -197,7 +197,7 @@ fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_plan
     view(&mut p, &w, &mut s2, task);
     w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Arrive in Tokyo and walk through the old streets of Asakusa.", 3)
         .unwrap();
-    p.settle(&mut w, &mut scratch, 3).unwrap();
+    p.settle(&mut w, &mut scratch, 3, "").unwrap();
     assert!(p.next_unit(&mut unit));
     assert_eq!(unit.as_str(), "Day 1 – Arrive in Tokyo and walk through the old streets of Asakusa.");
     let key = p.file(p.key().unwrap(), unit.as_str()).unwrap().unwrap();
@@ -237,7 +237,7 @@ fn a_numbered_unit_is_labelled_in_order_and_filed_under_its_subject() {
         assert_eq!(head, format!("Day {n} – {place}"));
         let key = save(&p, &mut s, &format!("{head}: Visit the old streets and eat at a market."));
         assert_eq!(key, normalize(&format!("japan,plan,{place}")).unwrap());
-        p.settle(&mut w, &mut scratch, 2).unwrap();
+        p.settle(&mut w, &mut scratch, 2, "").unwrap();
     }
 }
 
@@ -309,7 +309,7 @@ fn what_was_asked_survives_a_restart_and_a_changed_task_starts_afresh() {
     view(&mut p, &w, &mut s, TIPS);
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     // Asked about "Water regularly"; its save was refused, so nothing is stored.
-    p.settle(&mut w, &mut scratch, 2).unwrap();
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
     let mut state = ArrayString::new();
     p.state(&mut state);
     // A restart with the plan as it was before the settle: what was asked is not asked again.
