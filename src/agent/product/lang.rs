@@ -37,6 +37,9 @@ pub struct Lang {
     pub entry: &'static str,
     /// The label of the task's line at the head of the product.
     pub task_label: &'static str,
+    /// What joins a numbered unit's plural to what the units make up, in an outline's heading
+    /// ("Days" " of the " "one-week trip to Japan"); empty: the heading is the units alone.
+    pub units_of: &'static str,
     /// The question for an outline, around the task's phrase for its units: `outline.0`, the
     /// phrase, `outline.1` ("Name five " tips for growing tomatoes at home "."). Asked to
     /// list "the next tips, a few words each", SmolLM2-135M copied the prompt's words
@@ -127,6 +130,7 @@ pub const EN: Lang = Lang {
     joins: &["and", "or"],
     entry: "entry",
     task_label: "Task",
+    units_of: " of the ",
     outline: ("Name five ", "."),
     outline_numbered: ("List what the next ", " are about, a few words each."),
     unit_numbered: ("Write ", ", about ", "."),
@@ -184,6 +188,7 @@ pub const DE: Lang = Lang {
     joins: &["oder", "und"],
     entry: "Eintrag",
     task_label: "Aufgabe",
+    units_of: "",
     outline: ("Nenne fünf ", "."),
     outline_numbered: ("Nenne, worum es in den nächsten ", " geht, je in wenigen Worten."),
     unit_numbered: ("Schreibe ", " über ", "."),
@@ -239,6 +244,7 @@ pub const FR: Lang = Lang {
     joins: &["et", "ou"],
     entry: "entrée",
     task_label: "Tâche",
+    units_of: "",
     outline: ("Nomme cinq ", "."),
     outline_numbered: ("Liste de quoi parlent les prochains ", ", en quelques mots chacun."),
     unit_numbered: ("Écris ", " sur ", "."),
@@ -290,6 +296,7 @@ pub const ES: Lang = Lang {
     joins: &["o", "y"],
     entry: "entrada",
     task_label: "Tarea",
+    units_of: "",
     outline: ("Nombra cinco ", "."),
     outline_numbered: ("Enumera de qué tratan los siguientes ", ", en pocas palabras cada uno."),
     unit_numbered: ("Escribe ", " sobre ", "."),
@@ -325,6 +332,7 @@ pub const NEUTRAL: Lang = Lang {
     joins: &[],
     entry: "",
     task_label: "",
+    units_of: "",
     outline: ("", ""),
     outline_numbered: ("", ""),
     unit_numbered: ("", "", ""),

@@ -461,7 +461,7 @@ impl Product {
     /// line, and the next number (`Tips:\n1. Water regularly\n2. Use mulch\n3. `).
     fn write_prefix(&mut self) {
         self.prefix.clear();
-        let units = if self.task.numbered { self.task.units.as_str() } else { self.task.phrase.as_str() };
+        let units = self.task.phrase.as_str();
         let mut chars = units.chars();
         if let Some(c) = chars.next() {
             for u in c.to_uppercase() {

@@ -36,6 +36,10 @@ const PHRASE_AFTER_MAX: usize = 7;
 /// Most words of it before the units' word.
 const PHRASE_BEFORE_MAX: usize = 3;
 
+/// Most words of what a numbered task's units make up kept for its heading ("one-week trip to
+/// Japan"; see `Task::read_whole`).
+const WHOLE_MAX_WORDS: usize = 8;
+
 /// Fewest letters of a task word that can be a tag.
 const TAG_MIN_LETTERS: usize = 3;
 
@@ -105,6 +109,7 @@ impl Task {
         t.read_unit(text);
         t.read_count(text);
         t.read_phrase(text);
+        t.read_whole(text);
         t.read_tags(text);
         t
     }
@@ -259,6 +264,34 @@ impl Task {
             return;
         }
         let _ = self.phrase.push_str(units);
+    }
+
+    /// For a numbered unit, the phrase names what the units make up, where the language's table
+    /// says how (`Lang::units_of`): the task's first clause after its first word and its
+    /// sentence words ("Plan a one-week trip to Japan": "days of the one-week trip to Japan").
+    /// Under a bare "Days:" SmolLM2-135M listed made-up words ("ichiya Japan, Tokyo"), under
+    /// this the places of the trip (docs/measurements.md, "A numbered unit's heading").
+    fn read_whole(&mut self, text: &str) {
+        let (lang, of) = (self.lang, self.lang.units_of);
+        let Some(clause) = text.split([',', '.', ':', ';', '!', '?', '\n', '(', ')']).next() else { return };
+        let mut whole = clause.split_whitespace().skip(1).skip_while(|w| lang.is_sentence_word(w)).peekable();
+        if !self.numbered || of.is_empty() || whole.peek().is_none() {
+            return;
+        }
+        let mut phrase = ArrayString::<PHRASE_MAX_BYTES>::new();
+        if phrase.push_str(self.units.as_str()).is_err() || phrase.push_str(of).is_err() {
+            return;
+        }
+        for (i, w) in whole.take(WHOLE_MAX_WORDS).enumerate() {
+            // A clause that names the units itself ("one day per entry") says nothing more.
+            if lang.is_unit_marker(w) || lang.is_entry_word(w) {
+                return;
+            }
+            if (i > 0 && phrase.push_str(" ").is_err()) || phrase.push_str(w).is_err() {
+                return;
+            }
+        }
+        self.phrase = phrase;
     }
 
     /// The tags: the task's first word of content and the longest of the others (the subject
@@ -450,7 +483,9 @@ mod tests {
                 "Collect useful facts about the planets of the solar system.",
                 "facts about the planets of the solar system",
             ),
-            ("Plan a one-week trip to Japan, one day per entry.", "days"),
+            ("Plan a one-week trip to Japan, one day per entry.", "days of the one-week trip to Japan"),
+            ("Write a recipe for pancakes, one step per entry.", "steps of the recipe for pancakes"),
+            ("One day per entry: a trip to Rome.", "days"),
             ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.", "Astronomie-Begriffe"),
         ];
         for (task, phrase) in cases {

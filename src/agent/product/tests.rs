@@ -239,6 +239,11 @@ fn a_numbered_unit_is_labelled_in_order_and_filed_under_its_subject() {
         assert_eq!(key, normalize(&format!("japan,plan,{place}")).unwrap());
         p.settle(&mut w, &mut scratch, 2, "").unwrap();
     }
+    // The next outline's heading names what the days make up, from the task's own words.
+    w.remove(&normalize(PLAN_KEY).unwrap());
+    view(&mut p, &w, &mut s, task);
+    let ProductAsk::Outline { prefix, .. } = p.ask() else { panic!("an outline") };
+    assert_eq!(prefix, "Days of the one-week trip to Japan:\n1. Tokyo\n2. Kyoto\n3. ");
 }
 
 #[test]
