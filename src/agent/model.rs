@@ -13,8 +13,8 @@ use crate::llm::{self, Completion, Outcome, TokenLogprobs};
 /// The log-probability under which a token of an outline's item makes the item unsure: the
 /// model gave it less than one chance in 8,000, so a grammar made it write what it did not
 /// mean (a word run on into letters, a word it has no use for: "Saturn has urns", "keepin's").
-/// Of 26 items of SmolLM2-135M's outlines with such a token on 8 tasks, 25 were junk
-/// (docs/measurements.md, "Items the model wrote unsurely").
+/// Of 30 items of SmolLM2-135M's outlines with such a token on 8 tasks, 27 were junk and 3
+/// usable but for a word run together (docs/measurements.md, "Outline cost and precision").
 pub const UNSURE_TOKEN_LOGPROB: f64 = -9.0;
 
 /// Where replies come from.
