@@ -32,7 +32,7 @@ use lkjagent::memory::store::recall::Ranked;
 use lkjagent::memory::store::recall_file::RecallFile;
 use lkjagent::memory::store::Store;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -220,6 +220,22 @@ fn run_with(big: bool, steps: bool) {
             cmd.env("LKJ_RECALL_STEPS", "1");
         }
         let mut child = cmd.spawn().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut out = String::new();
+        // Every other kill lands after the child's first acknowledged write: how long a child
+        // takes to start follows the machine's load, and at a load of 5 a run of kills all
+        // before any write tested nothing. The others land anywhere, start-up included.
+        if round % 2 == 1 {
+            let mut line = String::new();
+            while stdout.read_line(&mut line).unwrap() > 0 {
+                let acknowledged = line.starts_with("A ");
+                out.push_str(&line);
+                line.clear();
+                if acknowledged {
+                    break;
+                }
+            }
+        }
         // The big store's child opens its index first (verifying store.fts): kill after that.
         let wait = if big { 150_000 + rng.below_u64(300_000) } else { 5_000 + rng.below_u64(40_000) };
         std::thread::sleep(Duration::from_micros(wait));
@@ -229,8 +245,7 @@ fn run_with(big: bool, steps: bool) {
         mid_merge += usize::from(
             [".store.fts.tmp", ".store.fts.dict.tmp", ".store.log.compact"].iter().any(|f| dir.join(f).exists()),
         );
-        let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        stdout.read_to_string(&mut out).unwrap();
         let mut pending: Option<(u64, String, String)> = None;
         for line in out.lines() {
             let parts: Vec<&str> = line.split(' ').collect();
@@ -302,6 +317,7 @@ fn run_with(big: bool, steps: bool) {
         from_file,
         started.elapsed().as_secs_f64()
     );
-    assert!(acks >= kills, "the children wrote too little to test anything ({} writes)", acks);
+    // Half the kills come after a write at least, whatever the load.
+    assert!(acks >= kills / 2, "the children wrote too little to test anything ({} writes)", acks);
     std::fs::remove_dir_all(&dir).unwrap();
 }
