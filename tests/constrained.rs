@@ -681,17 +681,10 @@ fn a_task_that_counts_its_units_is_done_once_they_are_written() {
 fn an_outline_is_the_surer_of_two_samples() {
     let outlines = std::sync::Arc::new(AtomicUsize::new(0));
     let n = outlines.clone();
-    let server = Server::start(move |_, seen| {
-        if !seen.is_chat() {
-            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
-        }
-        let g = field(seen, "grammar").unwrap_or_default();
-        if g.contains("lkjok") {
-            return Do::Reply(json_ok(&chat_body("lkjok")));
-        }
+    let server = outline_server(move |g, seen| {
         assert!(g.contains("working_memory_add"), "only outlines are asked here");
         assert!(seen.body_str().contains("\"logprobs\":true"), "{}", seen.body_str());
-        let prefix = literal_after(&g, "</tags><value>\"");
+        let prefix = literal_after(g, "</tags><value>\"");
         // The first sample of each pair is run-together words written unsurely, the second
         // real subjects written surely.
         let (items, logprob) = if n.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
@@ -703,22 +696,8 @@ fn an_outline_is_the_surer_of_two_samples() {
         let content = format!("<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{value}</value></action>\n</agent>");
         let from = content.find("<value>").unwrap() + "<value>".len();
         let to = content.find("</value>").unwrap();
-        // One token a byte, each with its bytes and its top alternative, as llama-cpp-python
-        // sends them: about 14 JSON values a token.
-        let token = |i: usize, lp: f64| {
-            let (t, b) = (json_string(&content[i..i + 1]), content.as_bytes()[i]);
-            let one = format!(r#""token":{t},"logprob":{lp},"bytes":[{b}]"#);
-            format!(r#"{{{one},"top_logprobs":[{{{one}}}]}}"#)
-        };
-        let tokens: Vec<String> =
-            (0..content.len()).map(|i| token(i, if (from..to).contains(&i) { logprob } else { -1.0 })).collect();
-        assert!(logprob < -1.0 || tokens.len() * 14 > 4096, "more JSON values than the old arena held");
-        let body = format!(
-            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop","logprobs":{{"content":[{}]}}}}]}}"#,
-            json_string(&content),
-            tokens.join(",")
-        );
-        Do::Reply(json_ok(&body))
+        assert!(logprob < -1.0 || content.len() * 14 > 4096, "more JSON values than the old arena held");
+        scored_reply(&content, |i| if (from..to).contains(&i) { logprob } else { -1.0 })
     });
     let d = shipped_dir("surer", &server.url("/v1/chat/completions"), "auto");
     d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
@@ -752,15 +731,8 @@ fn an_outline_is_the_surer_of_two_samples() {
 #[test]
 fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
     const JUNK: &str = "Saturn has urns around the plants so that the tomatoes grow.";
-    let server = Server::start(move |_, seen| {
-        if !seen.is_chat() {
-            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
-        }
-        let g = field(seen, "grammar").unwrap_or_default();
-        if g.contains("lkjok") {
-            return Do::Reply(json_ok(&chat_body("lkjok")));
-        }
-        let prefix = literal_after(&g, "</tags><value>\"");
+    let server = outline_server(move |g, _| {
+        let prefix = literal_after(g, "</tags><value>\"");
         let items = format!(
             "Spread a thick layer of straw around the stems to keep the soil moist.\n2. {JUNK}\n\
              3. Water the plants deeply at the base early in the morning.\n"
@@ -768,24 +740,9 @@ fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
         let content = format!(
             "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{prefix}{items}</value></action>\n</agent>"
         );
-        // One token a byte, all likely but one inside the second item ("urns").
+        // All likely but one token inside the second item ("urns").
         let unlikely = content.find("urns").unwrap() + 1;
-        let tokens: Vec<String> = (0..content.len())
-            .map(|i| {
-                let lp = if i == unlikely { -12.0 } else { -0.5 };
-                format!(
-                    r#"{{"token":{},"logprob":{lp},"bytes":[{}]}}"#,
-                    json_string(&content[i..i + 1]),
-                    content.as_bytes()[i]
-                )
-            })
-            .collect();
-        let body = format!(
-            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop","logprobs":{{"content":[{}]}}}}]}}"#,
-            json_string(&content),
-            tokens.join(",")
-        );
-        Do::Reply(json_ok(&body))
+        scored_reply(&content, |i| if i == unlikely { -12.0 } else { -0.5 })
     });
     let d = shipped_dir("unsure", &server.url("/v1/chat/completions"), "auto");
     d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
@@ -820,6 +777,38 @@ fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
 const SURE_ITEMS: &str = "Use mulch\n2. Stake the plants\n\
     3. Spread a thick layer of straw around the stems to keep the soil moist and cool in summer.\n\
     4. Water the plants deeply at the base early in the morning, never on the leaves at night.\n";
+
+/// A server that lists a model, answers the start-up probe, and answers every other chat
+/// request with the body `reply` gives for its grammar.
+fn outline_server(reply: impl Fn(&str, &Seen) -> String + Send + Sync + 'static) -> Server {
+    Server::start(move |_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        let g = field(seen, "grammar").unwrap_or_default();
+        if g.contains("lkjok") {
+            return Do::Reply(json_ok(&chat_body("lkjok")));
+        }
+        Do::Reply(json_ok(&reply(&g, seen)))
+    })
+}
+
+/// A chat reply of `content` with its tokens' log-probabilities, one token a byte (the byte at
+/// `i` scored `logprob(i)`), each with its bytes and its top alternative, as llama-cpp-python
+/// sends them: about 14 JSON values a token.
+fn scored_reply(content: &str, logprob: impl Fn(usize) -> f64) -> String {
+    let token = |i: usize| {
+        let (t, b, lp) = (json_string(&content[i..i + 1]), content.as_bytes()[i], logprob(i));
+        let one = format!(r#""token":{t},"logprob":{lp},"bytes":[{b}]"#);
+        format!(r#"{{{one},"top_logprobs":[{{{one}}}]}}"#)
+    };
+    let tokens: Vec<String> = (0..content.len()).map(token).collect();
+    format!(
+        r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop","logprobs":{{"content":[{}]}}}}]}}"#,
+        json_string(content),
+        tokens.join(",")
+    )
+}
 
 /// A JSON string literal of `s` (quotes, backslashes and control characters escaped).
 fn json_string(s: &str) -> String {
