@@ -55,7 +55,7 @@ pub(in crate::memory::store) use read::read;
 use super::Store;
 use crate::error::Result;
 use crate::limits::{KEY_MAX_TAGS, STORE_CHECKPOINT_EVERY_BYTES};
-use crate::memory::hash::{crc32, crc32_continue};
+use crate::memory::hash::{crc32, crc32_combine, crc32_continue, crc32_shift};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::Path;
@@ -312,11 +312,16 @@ impl Store {
         file.write_all(&[0u8; HEADER_BYTES])
             .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
         let mut crc = 0u32;
+        // `crc` counts what goes through `flush`, but for the column blocks, which are counted
+        // from their own CRCs (`crc32_combine`) and flushed with `counted` set.
+        let counted = core::cell::Cell::new(false);
         let mut flush = |out: &mut Vec<u8>, crc: &mut u32, force: bool| -> Result<()> {
             if out.len() < BLOCK && !force {
                 return Ok(());
             }
-            *crc = crc32_continue(*crc, out);
+            if !counted.get() {
+                *crc = crc32_continue(*crc, out);
+            }
             file.write_all(out).map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
             out.clear();
             Ok(())
@@ -339,6 +344,16 @@ impl Store {
         }
         let n = self.slots.next_id();
         let mut block = [0u8; COLUMN_BLOCK];
+        // Each column block's CRC, taken as the block is written and written after the
+        // posting lists (4 bytes a block: about 0.16 bytes an entry, 164 KiB at 1,048,576;
+        // held only while the checkpoint is written), so that no block is built twice.
+        // The body's CRC goes on over them from those CRCs (one pass over the columns, 42 of
+        // the 57 MB at 1,048,576 entries, instead of two).
+        let blocks: usize = COLUMN_WIDTHS.iter().map(|w| (n * w).div_ceil(COLUMN_BLOCK)).sum();
+        let mut block_crcs: Vec<u32> = Vec::with_capacity(blocks);
+        flush(out, &mut crc, true)?;
+        counted.set(true);
+        let whole_block = crc32_shift(COLUMN_BLOCK as u64);
         for col in 0..COLUMN_WIDTHS.len() {
             let mut b = 0;
             loop {
@@ -346,11 +361,18 @@ impl Store {
                 if len == 0 {
                     break;
                 }
-                out.extend_from_slice(crate::bytes::take(&block, len));
+                let bytes = crate::bytes::take(&block, len);
+                let c = crc32(bytes);
+                block_crcs.push(c);
+                let shift = if len == COLUMN_BLOCK { whole_block } else { crc32_shift(len as u64) };
+                crc = crc32_combine(crc, c, shift);
+                out.extend_from_slice(bytes);
                 flush(out, &mut crc, false)?;
                 b += 1;
             }
         }
+        flush(out, &mut crc, true)?;
+        counted.set(false);
         for &(a, b) in self.links.pairs() {
             out.extend_from_slice(&a.to_le_bytes());
             out.extend_from_slice(&b.to_le_bytes());
@@ -398,19 +420,11 @@ impl Store {
             }
         }
         let mut blocks_crc = 0u32;
-        for col in 0..COLUMN_WIDTHS.len() {
-            let mut b = 0;
-            loop {
-                let len = self.column_block(col, n, b, &mut block);
-                if len == 0 {
-                    break;
-                }
-                let c = crc32(crate::bytes::take(&block, len)).to_le_bytes();
-                blocks_crc = crc32_continue(blocks_crc, &c);
-                out.extend_from_slice(&c);
-                flush(out, &mut crc, false)?;
-                b += 1;
-            }
+        for c in &block_crcs {
+            let c = c.to_le_bytes();
+            blocks_crc = crc32_continue(blocks_crc, &c);
+            out.extend_from_slice(&c);
+            flush(out, &mut crc, false)?;
         }
         flush(out, &mut crc, true)?;
         Ok(Sizes {
