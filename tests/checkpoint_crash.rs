@@ -58,7 +58,7 @@ fn checkpoint_child() {
         writeln!(out, "A {}", seq).unwrap();
         out.flush().unwrap();
         store.flush_access().unwrap();
-        if rng.next() % 8 == 0 {
+        if rng.next().is_multiple_of(8) {
             store.checkpoint_in_steps().unwrap();
         }
     }
