@@ -169,13 +169,7 @@ impl Store {
         if beside {
             return self.checkpoint_sync_beside(file, covered);
         }
-        fs::rename(&tmp, self.dir.join(CHECKPOINT_NAME)).map_err(|e| {
-            remove_temp(&self.dir);
-            err!(PersistFailed, "renaming {} into place failed: {}", tmp.display(), e)
-        })?;
-        crate::memory::atomic::sync_dir(&self.dir)?;
-        self.checkpointed = covered;
-        Ok(())
+        self.checkpoint_in_place(covered)
     }
 
     /// A checkpoint when enough log was appended since the last one; a failure is a warning
