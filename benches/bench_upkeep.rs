@@ -14,7 +14,10 @@
 //! - `upkeep_<n>_longest_save`: the longest save (the index's upkeep of one change, and an
 //!   early merge should the delta fill);
 //! - `upkeep_<n>_longest_checkpoint_cycle`: the longest of the cycles that wrote `store.ckpt`
-//!   (and, before the merge ran in steps, the whole merge);
+//!   (and, before the merge ran in steps, the whole merge); since its sync runs beside the
+//!   cycle, the longer of `_longest_checkpoint_write_cycle` (the cycle that writes its temp
+//!   file and starts the merge) and `_longest_checkpoint_in_place_cycle` (the later step that
+//!   renames the synced file into place);
 //! - `upkeep_<n>_longest_merge_step_cycle`: the longest of the cycles that ran a step of a
 //!   merge of the text index and no checkpoint (the last step opens the new file and brings
 //!   the changes since into the delta);
@@ -67,6 +70,7 @@ fn at(n: usize) {
     let (mut checkpoints, mut merge_cycles, mut cycles) = (0usize, 0usize, 0usize);
     let mut pauses = Vec::new();
     let (mut longest_step, mut longest_checkpoint) = (Duration::ZERO, Duration::ZERO);
+    let (mut longest_write, mut longest_in_place) = (Duration::ZERO, Duration::ZERO);
     let mut steps = Vec::new();
     let mut saves = Vec::new();
     while cycles < MAX_CYCLES {
@@ -77,6 +81,7 @@ fn at(n: usize) {
         store.put(&key, &value, 1_800_000_000).unwrap();
         saves.push(t.elapsed());
         let merging = store.recall_merging();
+        let syncing = store.checkpoint_syncing();
         let t = Instant::now();
         store.flush_access().unwrap();
         let pause = t.elapsed();
@@ -86,15 +91,25 @@ fn at(n: usize) {
             merge_cycles += 1;
         }
         let now = stamp();
+        let started = !syncing && store.checkpoint_syncing();
+        if started {
+            // The cycle that wrote store.ckpt's temp file (synced beside the cycles).
+            longest_write = longest_write.max(pause);
+            longest_checkpoint = longest_checkpoint.max(pause);
+        }
         if now != last {
             last = now;
             checkpoints += 1;
             longest_checkpoint = longest_checkpoint.max(pause);
+            if syncing {
+                // The step that put the synced file in place.
+                longest_in_place = longest_in_place.max(pause);
+            }
         } else if merging {
             longest_step = longest_step.max(pause);
             steps.push(pause);
         }
-        if checkpoints >= 2 && !store.recall_merging() {
+        if checkpoints >= 2 && !store.recall_merging() && !store.checkpoint_syncing() {
             break;
         }
     }
@@ -103,6 +118,8 @@ fn at(n: usize) {
     report(&p("longest_pause"), ms(longest), "ms");
     report(&p("longest_save"), ms(longest_save), "ms");
     report(&p("longest_checkpoint_cycle"), ms(longest_checkpoint), "ms");
+    report(&p("longest_checkpoint_write_cycle"), ms(longest_write), "ms");
+    report(&p("longest_checkpoint_in_place_cycle"), ms(longest_in_place), "ms");
     report(&p("longest_merge_step_cycle"), ms(longest_step), "ms");
     let over = steps.iter().filter(|&&d| d > Duration::from_millis(100)).count();
     report(&p("merge_step_cycles_over_100ms"), over as f64, "");

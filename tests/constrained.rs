@@ -1418,3 +1418,62 @@ fn plain_language(states: &[String], shape: Shape) -> grammar::Language<'_> {
         product: None,
     }
 }
+
+/// A key `storage_search` found in the cold store is in the grammar's load list the next
+/// cycle (the newest stored keys, which the list held alone, are all live), and the load
+/// the grammar then allows brings it into working memory; the search's live keys are listed
+/// too, and a key neither found nor stored is still outside the grammar.
+#[test]
+fn a_cold_key_a_search_found_is_loadable_under_the_grammar() {
+    use lkjagent::memory::store::cold::cleanup::Filter;
+    use lkjagent::memory::store::Cleanup;
+    let d = shipped_dir("cold-load", "http://127.0.0.1:9/v1/chat/completions", "grammar");
+    let cfg = config::load(&d.0).unwrap();
+    let data = TempDir::new("cold-load-data");
+    let mut store = Store::open_with_capacity(&data.0, 64).unwrap();
+    let k = |s: &str| normalize(s).unwrap();
+    store.put(&k("fruit,quince"), "A quince is a hard golden fruit for jelly.", 1).unwrap();
+    store.put(&k("fruit,apricot"), "An apricot is a golden fruit for jam.", 50).unwrap();
+    for i in 0..40 {
+        store.put(&k(&format!("tools,tool{i}")), "A tool for the workshop.", 50).unwrap();
+    }
+    let moved = store.cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, Cleanup::Cold).unwrap();
+    assert_eq!(moved, 1);
+    let mut working = WorkingSet::new();
+    let mut scratch = ActionScratch::new();
+    let mut reader = Reader::new();
+    let search = "<agent><action><type>storage_search</type><query>golden jelly</query></action></agent>";
+    let it = reader.read(search.as_bytes(), 1);
+    let a = it.actions().next().unwrap();
+    let r = actions::apply(&a, &mut working, &mut store, &mut scratch, 2).unwrap();
+    assert!(r.ok, "{}", r.message.as_str());
+    assert!(working.get(&k("search_results")).unwrap().contains("fruit,quince (cold):"));
+
+    let states: Vec<String> = ["thinking", "commanding"].map(String::from).to_vec();
+    let shape = Shape { next_state: true, next_mask: 0, log: Some(LogField::Think), actions: ActionSet::ALL };
+    let mut c = Constrainer::new(&cfg.llm, 7);
+    c.prepare(Some(Mode::Grammar), shape, &states, 1, &working, Some(&store), &PINNED_KEYS, &[], None).unwrap();
+    let text = c.text().to_string();
+    let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let load = |key: &str| {
+        format!(
+            "<agent>\n<think_log>Read it.</think_log>\n<next_state>commanding</next_state>\n\
+             <action><type>storage_load</type><tags>{key}</tags></action>\n</agent>"
+        )
+    };
+    assert!(g.matches(&load("fruit,quince")), "the cold hit is loadable\n{text}");
+    assert!(g.matches(&load("apricot,fruit")), "the live hit is loadable\n{text}");
+    assert!(g.matches(&load("tool39,tools")), "the newest stored keys are still listed\n{text}");
+    assert!(!g.matches(&load("fruit,medlar")), "a key neither found nor stored is not\n{text}");
+    // The JSON Schema lists the same keys.
+    c.prepare(Some(Mode::JsonSchema), shape, &states, 1, &working, Some(&store), &PINNED_KEYS, &[], None).unwrap();
+    assert!(c.text().contains("\"fruit,quince\""), "{}", c.text());
+
+    // The load the grammar allows, carried out: the cold entry's text in working memory.
+    let reply = load("fruit,quince");
+    let it = reader.read(reply.as_bytes(), 1);
+    let a = it.actions().next().unwrap();
+    let r = actions::apply(&a, &mut working, &mut store, &mut scratch, 3).unwrap();
+    assert!(r.ok, "{}", r.message.as_str());
+    assert_eq!(working.get(&k("fruit,quince")).unwrap(), "A quince is a hard golden fruit for jelly.");
+}

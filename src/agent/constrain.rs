@@ -11,9 +11,10 @@
 //!   the schema; the replay provider is never constrained.
 //! - **This cycle's language** ([`Constrainer::prepare`]): the current state's
 //!   [`Shape`](crate::grammar::Shape) from the configuration, the [`Bounds`] fitted to
-//!   `llm.max_tokens`, the working-memory keys a remove may name, the newest stored keys a load
-//!   may name, the tags of stored entries a search may name, less the keys of the last few
-//!   removes, loads and searches and loads of what is already in working memory. Written as
+//!   `llm.max_tokens`, the working-memory keys a remove may name, the keys a load may name (those
+//!   the last `storage_search` found, live or cold, then the newest stored ones), the tags of
+//!   stored entries a search may name, less the keys of the last few removes, loads and
+//!   searches and loads of what is already in working memory. Written as
 //!   GBNF or JSON Schema into one buffer reserved at start ([`GRAMMAR_MAX_BYTES`]).
 //! - **Asking** ([`Constrainer::ask`]): the request carries the constraint and a sampling seed
 //!   that changes per cycle and per attempt (servers default to a fixed seed, so a near-identical
@@ -26,12 +27,14 @@
 //! Every reply is still read and checked by the reply reader: the constraint makes a valid
 //! reply the likely one, the reader decides what is taken.
 
+use super::actions::SEARCH_RESULTS_KEY;
 use super::product::{Product, LIST_PRESENCE_PENALTY};
 use crate::error::{Code, Result};
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::grammar::{self, Bounds, Constraint, KeyList, Language, Mode, ProductAsk, ProductSave};
 use crate::limits::{
-    GRAMMAR_KEYS_PER_LIST, GRAMMAR_MAX_BYTES, GRAMMAR_THINK_MAX_CHARS, KEY_MAX_BYTES, PRODUCT_TAKEN_MAX, TAG_MAX_BYTES,
+    GRAMMAR_KEYS_PER_LIST, GRAMMAR_MAX_BYTES, GRAMMAR_THINK_MAX_CHARS, KEY_MAX_BYTES, PRODUCT_TAKEN_MAX,
+    SEARCH_RESULTS_SHOWN, TAG_MAX_BYTES,
 };
 use crate::llm::{self, Client, Completion, ProviderKind};
 use crate::memory::query::{Query, Results};
@@ -66,23 +69,49 @@ impl KeyList for WorkingKeys<'_> {
     }
 }
 
-/// The newest stored keys (a query's results), for a grammar's load list.
+/// A grammar's load list: the keys of the last `storage_search`'s results first (live or
+/// cold: a cold hit is loaded in place, and is not among the newest stored keys), then the
+/// newest stored keys (a query's results) that are not among them.
 struct StoredKeys<'a> {
     store: Option<&'a Store>,
+    found: &'a [ArrayString<KEY_MAX_BYTES>],
     results: &'a Results,
 }
 
 impl KeyList for StoredKeys<'_> {
     fn each(&self, f: &mut dyn FnMut(&str) -> bool) {
+        for k in self.found {
+            if !f(k.as_str()) {
+                return;
+            }
+        }
         let Some(store) = self.store else { return };
         for id in self.results.ids() {
             if let Some(k) = store.key(id) {
+                if self.found.iter().any(|x| x.as_str() == k.as_str()) {
+                    continue;
+                }
                 if !f(k.as_str()) {
                     break;
                 }
             }
         }
     }
+}
+
+/// The key a line of the `search_results` working-memory entry names (the form
+/// `agent::actions` writes it in): `key` (a search by tags), `key: preview` or
+/// `key (cold): preview` (a search by words). A key holds no white space; a line that is not
+/// a key as stored (the closing note of a long list, say) names none.
+fn found_key(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let key = match line.split_once(' ') {
+        Some((k, rest)) if rest.starts_with("(cold):") => k,
+        Some((k, _)) => k.strip_suffix(':')?,
+        None => line,
+    };
+    let normal = crate::memory::key::normalize(key).ok()?;
+    (normal.as_str() == key).then_some(key)
 }
 
 /// Distinct tags of the newest stored keys, for a grammar's search list.
@@ -106,6 +135,8 @@ pub struct Constrainer {
     text: FixedBuf,
     /// The newest stored entries (for the load list), reserved once.
     stored: Results,
+    /// The keys the working memory's search results name (first in the load list).
+    found: ArrayVec<ArrayString<KEY_MAX_BYTES>, SEARCH_RESULTS_SHOWN>,
     /// Their distinct tags (for the search list).
     tags: ArrayVec<ArrayString<TAG_MAX_BYTES>, { GRAMMAR_KEYS_PER_LIST as usize }>,
     /// The last keyed actions (removes, loads, searches), newest last, not offered again.
@@ -146,6 +177,7 @@ impl Constrainer {
             text: FixedBuf::with_capacity("reply grammar (limits::GRAMMAR_MAX_BYTES)", GRAMMAR_MAX_BYTES),
             stored: Results::with_capacity(GRAMMAR_KEYS_PER_LIST as usize),
             tags: ArrayVec::new(),
+            found: ArrayVec::new(),
             recent: ArrayVec::new(),
             seed_base,
             last_seed: None,
@@ -246,8 +278,22 @@ impl Constrainer {
                 }
             }
         }
+        // What the last storage_search found, as the prompt shows it: its keys may be loaded
+        // (a cold one too, which no query of the live store lists).
+        self.found.clear();
+        let results = working.iter().find(|(k, _, _)| k.as_str() == SEARCH_RESULTS_KEY).map(|(_, v, _)| v);
+        for key in results.unwrap_or("").lines().filter_map(found_key) {
+            if self.found.is_full() {
+                break;
+            }
+            if !self.found.iter().any(|x| x.as_str() == key) {
+                if let Ok(k) = ArrayString::try_from_str(key) {
+                    let _ = self.found.push(k);
+                }
+            }
+        }
         let bounds = self.bounds(&shape, states, max_actions);
-        let stored = StoredKeys { store, results: &self.stored };
+        let stored = StoredKeys { store, found: self.found.as_slice(), results: &self.stored };
         let mut recent: ArrayVec<(ActionKind, &str), RECENT_ACTIONS> = ArrayVec::new();
         for (k, key) in self.recent.iter() {
             let _ = recent.push((*k, key.as_str()));

@@ -110,6 +110,50 @@ pub fn crc32_continue(crc: u32, bytes: &[u8]) -> u32 {
     !c
 }
 
+/// The CRC-32 polynomial, reflected.
+const CRC_POLY: u32 = 0xedb8_8320;
+
+/// `a · b` modulo the CRC-32 polynomial (both reflected: bit 31 is x^0), as zlib's
+/// `multmodp`.
+fn crc_mul(a: u32, mut b: u32) -> u32 {
+    let mut p = 0u32;
+    let mut m = 1u32 << 31;
+    while m != 0 {
+        if a & m != 0 {
+            p ^= b;
+        }
+        m >>= 1;
+        b = if b & 1 != 0 { (b >> 1) ^ CRC_POLY } else { b >> 1 };
+    }
+    p
+}
+
+/// The operator that [`crc32_combine`] applies for `len` bytes: x^(8·len) modulo the
+/// polynomial (compute it once for a length met often).
+pub fn crc32_shift(len: u64) -> u32 {
+    // x^(2^k) for k = 3 (a byte) on: squared at each bit of `len`.
+    let mut square = crc_mul(1 << 30, 1 << 30); // x^2
+    square = crc_mul(square, square); // x^4
+    square = crc_mul(square, square); // x^8: one byte
+    let mut p = 1u32 << 31; // x^0
+    let mut n = len;
+    while n != 0 {
+        if n & 1 != 0 {
+            p = crc_mul(square, p);
+        }
+        square = crc_mul(square, square);
+        n >>= 1;
+    }
+    p
+}
+
+/// The CRC-32 of `a ++ b` from `crc_a = crc32(a)`, `crc_b = crc32(b)` and `shift =
+/// crc32_shift(b.len())`, without reading either (zlib's `crc32_combine`): a checksum of
+/// blocks already checksummed costs 32 steps a block instead of a pass over its bytes.
+pub fn crc32_combine(crc_a: u32, crc_b: u32, shift: u32) -> u32 {
+    crc_mul(shift, crc_a) ^ crc_b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +218,16 @@ mod tests {
         assert_eq!(c, whole);
         assert_eq!(crc32_continue(0, b""), 0);
         assert_eq!(crc32_continue(whole, b""), whole);
+    }
+
+    #[test]
+    fn crc32_combine_equals_the_crc_of_the_two_together() {
+        let data: Vec<u8> = (0..3000u32).map(|i| (i * 31 + i / 7) as u8).collect();
+        for cut in [0, 1, 5, 16, 999, 1024, 2048, 2999, 3000] {
+            let (a, b) = data.split_at(cut);
+            let shift = crc32_shift(b.len() as u64);
+            assert_eq!(crc32_combine(crc32(a), crc32(b), shift), crc32(&data), "cut {cut}");
+        }
     }
 
     proptest::proptest! {

@@ -44,6 +44,8 @@ impl Store {
         }
         // Access statistics counted in RAM go into the new log's `put` records.
         let before = self.log.len;
+        // A checkpoint being synced names the old log: never put in place.
+        self.checkpoint_sync_drop();
         // A full-text index in use is built again for the new log (its ids and offsets).
         let recall_was_ready = self.recall_is_ready();
         let tmp = temp_path(&self.dir);

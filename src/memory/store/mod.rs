@@ -232,8 +232,11 @@ pub struct Store {
     cut_cleanup: bool,
     from_checkpoint: bool,
     replayed_bytes: u64,
-    /// Log length the last checkpoint covers (0: none).
+    /// Log length the last checkpoint covers (0: none), or the one being synced beside the
+    /// cycle.
     checkpointed: u64,
+    /// A checkpoint written and being synced beside the cycle (`checkpoint::sync`).
+    checkpoint_syncing: Option<checkpoint::Syncing>,
     /// Read the whole log, never the checkpoint.
     whole_log: bool,
     wbuf: FixedBuf,
@@ -343,6 +346,7 @@ impl Store {
             from_checkpoint: false,
             replayed_bytes: 0,
             checkpointed: 0,
+            checkpoint_syncing: None,
             whole_log: false,
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),

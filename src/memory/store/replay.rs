@@ -38,6 +38,8 @@ impl Store {
         self.cut_cleanup = false;
         self.from_checkpoint = false;
         self.replayed_bytes = 0;
+        // A checkpoint being synced names the state being cleared: never put in place.
+        self.checkpoint_sync_drop();
         self.checkpointed = 0;
         self.log.len = 0;
         self.recall_close();

@@ -140,6 +140,11 @@ impl Store {
     pub fn flush_access(&mut self) -> Result<usize> {
         self.count_cycle();
         let n = self.flush_access_only()?;
+        // A checkpoint synced beside the cycles is put in place once its sync is done.
+        if let Err(e) = self.checkpoint_sync_step(false) {
+            e.context(format_args!("the store's checkpoint was not written (the next open reads more log)"))
+                .print_warning();
+        }
         // A merge started at an earlier checkpoint goes on a step (this one's starts at the
         // next cycle).
         self.merge_step();

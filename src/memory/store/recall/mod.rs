@@ -71,7 +71,8 @@
 //!
 //! # Upkeep and merges
 //!
-//! The index is opened on first use (a store that is never searched never builds it): the
+//! The index is opened on first use (a store that is never searched never builds it; `upkeep`
+//! opens it and keeps it current): the
 //! base is `store.fts` when it names this log (the writer checks every byte of it once, at
 //! open; a read-only store checks each part as it reads it); base documents whose entry's
 //! record is not the one indexed, and live entries the base lacks, are brought into the
@@ -109,23 +110,19 @@ pub mod fulltext;
 pub(in crate::memory::store) mod merge;
 pub mod rank;
 pub mod tokenize;
+mod upkeep;
 
 use self::disk::{DiskIndex, DiskWalk};
-use self::file::RECALL_FILE_NAME;
-use self::fulltext::{FullText, Sizes, NONE};
+use self::fulltext::{FullText, NONE};
 use self::rank::{max_score, Chain, Collection, Docs, QueryWord, QueryWords, RamWalk};
 pub use self::rank::{RankHit, Ranked};
 use self::tokenize::{Token, Tokens};
-use super::{room_for, EntryId, Store};
+use super::{EntryId, Store};
 use crate::error::Result;
-use crate::limits::{
-    RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES, TEXT_MIN_TERMS,
-    TEXT_TERMS_PER_ENTRY,
-};
-use crate::memory::key::{Key, Tag};
+use crate::limits::{RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES};
+use crate::memory::key::Key;
 use crate::memory::log;
 use crate::memory::query::Archived;
-use crate::memory::store::append::LogFile;
 use std::path::PathBuf;
 
 /// The state of the store's full-text index.
@@ -289,28 +286,6 @@ impl Docs for BothDocs<'_> {
             Some(d) => Ok(self.delta.doc(d).filter(|x| x.entry != NONE).map(|x| x.entry)),
         }
     }
-}
-
-/// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
-/// word of its text: the tags, then the value.
-fn each_word(
-    log: &LogFile,
-    rec: &mut Vec<u8>,
-    val: &mut String,
-    (id, offset, len): (EntryId, u64, u32),
-    f: impl FnMut(&[u8]) -> Result<()>,
-) -> Result<()> {
-    rec.clear();
-    rec.resize(len as usize, 0);
-    log.read_at(rec, offset)?;
-    let line = rec.strip_suffix(b"\n").unwrap_or(rec);
-    let log::Record::Put { head, tags, value_escaped } = log::decode(line)? else {
-        bail!(Io, "{} at byte {}: expected the put record of entry {}", log.path.display(), offset, id);
-    };
-    if head.id != id {
-        bail!(Io, "{} at byte {}: record is for entry {}, not {}", log.path.display(), offset, head.id, id);
-    }
-    words_of(tags.iter().map(Tag::as_str), value_escaped, val, f)
 }
 
 /// Calls `f` with each word of an entry's text: its tags, then its value (JSON-escaped as
@@ -573,344 +548,6 @@ impl Store {
             merges: self.recall.merges,
         }
     }
-
-    /// Builds the index now if it is not current (it is otherwise built by the first query).
-    ///
-    /// The base is `store.fts` when that matches the log (the writer checks every byte of
-    /// it first); the entries changed since it was written are brought up to date in the
-    /// delta. Without a usable file (none, or one found damaged, with a warning) the index
-    /// is built from the log: every live entry into the delta, merged into a new file
-    /// whenever the delta is full.
-    pub fn recall_ready(&mut self) -> Result<()> {
-        if self.recall.state == State::Ready {
-            return Ok(());
-        }
-        self.recall_reserve();
-        if !self.log.read_only() {
-            // The writer reserves everything now, so that no later change allocates.
-            self.recall_reserve_delta();
-        }
-        let mut from_file = false;
-        if !core::mem::take(&mut self.recall.ignore_file) {
-            let path = self.dir.join(RECALL_FILE_NAME);
-            let verify = !self.log.read_only();
-            match self.recall_open_base(&path, verify) {
-                Ok(found) => from_file = found,
-                Err(e) => e.context(format_args!("the full-text index is rebuilt from the log")).print_warning(),
-            }
-        }
-        self.recall.state = State::Ready;
-        if let Err(e) = self.recall_reconcile() {
-            self.recall.state = State::Stale;
-            return Err(e.context(format_args!("building the full-text index")));
-        }
-        self.recall.from_file = from_file;
-        Ok(())
-    }
-
-    /// Writes the index's delta into a new `store.fts` now, as a checkpoint does, and the cold
-    /// store's into a new `store.cold.fts`, as a close does (the writer; nothing for an index
-    /// that is not open or whose file has everything).
-    pub fn recall_flush(&mut self) -> Result<()> {
-        self.log.check_writable()?;
-        self.recall_write_file()?;
-        self.cold_recall_write_file(true)
-    }
-
-    /// Whether the index is built and current.
-    pub(in crate::memory::store) fn recall_is_ready(&self) -> bool {
-        self.recall.state == State::Ready
-    }
-
-    /// Reserves the index's tables (once) and empties them; the index is stale until filled.
-    pub(in crate::memory::store) fn recall_reserve(&mut self) {
-        let r = &mut self.recall;
-        r.drop_job();
-        r.state = State::Stale;
-        r.index.clear();
-        r.base.close();
-        if r.rec.capacity() == 0 {
-            r.rec = Vec::with_capacity(STORE_RECORD_MAX_BYTES);
-            r.val = String::with_capacity(STORE_VALUE_MAX_BYTES);
-        }
-    }
-
-    /// Reserves the delta's tables and the merge's buffers (once: when the index first has
-    /// something the base lacks; a read-only store searching an up-to-date file never does).
-    pub(in crate::memory::store) fn recall_reserve_delta(&mut self) {
-        if self.recall.index.is_reserved() {
-            return;
-        }
-        let room = room_for(self.cap);
-        let max_terms = (self.cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS);
-        self.recall.index.reserve(Sizes::delta(room));
-        self.recall.scratch.reserve(room, max_terms);
-    }
-
-    /// Test hook: a delta of these (small) sizes, so that merges come often.
-    #[cfg(test)]
-    pub(in crate::memory::store) fn recall_test_delta(&mut self, docs: usize, words: usize) {
-        let room = room_for(self.cap);
-        let sizes = Sizes { terms: words, text: words * 8, blocks: words, docs, entries: room };
-        self.recall.index.reserve(sizes);
-        self.recall.scratch.reserve(room, (self.cap * TEXT_TERMS_PER_ENTRY).max(TEXT_MIN_TERMS));
-        // A word's postings of more than 16 bytes take the merge's two-pass way.
-        self.recall.scratch.term = Vec::with_capacity(16);
-    }
-
-    /// After opening the base: every entry whose record is not the one indexed (changed,
-    /// created or deleted since the file was written; all of them without a file) is
-    /// brought up to date, merging the delta into a new file whenever it is full.
-    fn recall_reconcile(&mut self) -> Result<()> {
-        // The base's documents found stale at open.
-        let mut from = 0;
-        while let Some(d) = self.recall.base.next_stale(from) {
-            let Some((entry, _)) = self.recall.base.doc(d) else { break };
-            let merges = self.recall.merges;
-            self.recall_apply(entry)?;
-            // A merge renumbered the base: look again from its start.
-            from = if self.recall.merges == merges { d + 1 } else { 0 };
-        }
-        // Entries the base and the delta do not have.
-        let end = self.slots.next_id() as EntryId;
-        for id in 0..end {
-            if self.slots.is_live(id) && self.recall.base.doc_of(id).is_none() && self.recall.index.doc_of(id).is_none()
-            {
-                self.recall_apply(id)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// After a merge run in steps put its file in place: the entries changed or created since
-    /// it started brought into the delta (a failure leaves the index stale, rebuilt by the
-    /// next query).
-    pub(in crate::memory::store) fn recall_catch_up(&mut self) -> Result<()> {
-        if let Err(e) = self.recall_reconcile() {
-            self.recall.state = State::Stale;
-            return Err(e.context(format_args!("bringing the full-text index up to date after its merge")));
-        }
-        Ok(())
-    }
-
-    /// Rebuilds the index from the log alone (the file set aside): every live entry's `put`
-    /// record read and indexed.
-    pub fn recall_rebuild(&mut self) -> Result<()> {
-        self.recall.ignore_file = true;
-        self.recall.state = State::Stale;
-        self.recall_ready()
-    }
-
-    /// The file is not to be used again (found damaged, or a merge failed): the index is
-    /// rebuilt from the log at the next query, and writes a new one.
-    pub(in crate::memory::store) fn recall_discard_file(&mut self) {
-        self.recall.drop_job();
-        self.recall.base.close();
-        self.recall.index.clear();
-        self.recall.ignore_file = true;
-        self.recall.state = State::Stale;
-    }
-
-    /// Brings entry `id`'s words in the index up to date after a change (nothing while the
-    /// index is closed or stale). A failure leaves the index stale, rebuilt by the next query.
-    pub(in crate::memory::store) fn recall_sync(&mut self, id: EntryId) {
-        if self.recall.state != State::Ready {
-            return;
-        }
-        if let Err(e) = self.recall_apply(id) {
-            self.recall.state = State::Stale;
-            if e.code() != crate::error::Code::CapacityExceeded {
-                e.context(format_args!("the full-text index will be rebuilt")).print_warning();
-            }
-        }
-    }
-
-    /// [`Store::recall_sync`], with its failure.
-    fn recall_apply(&mut self, id: EntryId) -> Result<()> {
-        self.recall_reserve_delta();
-        loop {
-            let want = self.slots.get(id).map(|s| (s.offset, s.len));
-            let r = &mut self.recall;
-            let in_delta = r.index.doc_of(id).map(|(_, d)| (d.offset, d.rec_len));
-            let in_base = match (in_delta, r.base.doc_of(id)) {
-                (None, Some(d)) => Some((d, r.base.file_doc(d)?)),
-                _ => None,
-            };
-            let have = in_delta.or(in_base.map(|(_, x)| (x.offset, x.rec_len)));
-            if want.map(|w| w.0) == have.map(|h| h.0) {
-                return Ok(());
-            }
-            // Words and their text take at most a byte each of the records they come from
-            // (folding may lengthen a word's text by half: twice, for the text).
-            let bound = (have.map_or(0, |h| h.1) + want.map_or(0, |w| w.1)) as usize;
-            if !r.index.has_room(1, bound, 2 * bound) {
-                if r.job.is_some() {
-                    // A merge under way is finished: the delta then holds only what changed
-                    // since it started.
-                    self.recall_step(None)?;
-                    if self.recall.state != State::Ready {
-                        bail!(Io, "the full-text index could not merge its delta; it will be rebuilt");
-                    }
-                    continue;
-                }
-                if !r.index.is_empty() {
-                    // The delta is full: merged into a new store.fts (the documented early
-                    // merge).
-                    self.recall_write_file()?;
-                    if self.recall.state != State::Ready {
-                        bail!(Io, "the full-text index could not merge its delta; it will be rebuilt");
-                    }
-                    continue;
-                }
-                // An empty delta and a record of escapes: what its words really need (a
-                // value of STORE_VALUE_MAX_BYTES always fits, see limits.rs).
-                let (mut words, mut text) = (0usize, 0usize);
-                for (offset, len) in [have, want].into_iter().flatten() {
-                    each_word(&self.log, &mut r.rec, &mut r.val, (id, offset, len), |w| {
-                        words += 1;
-                        text += w.len();
-                        Ok(())
-                    })?;
-                }
-                if !r.index.has_room(1, words, text) {
-                    bail!(
-                        CapacityExceeded,
-                        "entry {}'s {} words are more than the full-text index's delta holds (TEXT_DELTA_* in limits.rs)",
-                        id,
-                        words
-                    );
-                }
-            }
-            if in_delta.is_some() {
-                remove_entry(r, &self.log, id)?;
-            } else if let Some((d, doc)) = in_base {
-                r.index.start_base_kill();
-                let index = &mut r.index;
-                each_word(&self.log, &mut r.rec, &mut r.val, (id, doc.offset, doc.rec_len), |w| {
-                    index.kill_base_word(w)
-                })?;
-                r.base.kill(d);
-            }
-            if let Some((offset, len)) = want {
-                add_entry(r, &self.log, (id, offset, len))?;
-            }
-            return Ok(());
-        }
-    }
-
-    /// Marks the index current again (after a merge opened its new file).
-    pub(in crate::memory::store) fn recall_set_ready(&mut self) {
-        self.recall.ignore_file = false;
-        self.recall.state = State::Ready;
-    }
-
-    /// Counts a merge (the file writer's).
-    pub(in crate::memory::store) fn recall_merged(&mut self) {
-        self.recall.merges += 1;
-    }
-
-    /// The directory merges write `store.fts` to: the data directory (the writer), or a
-    /// private one of a read-only store's own, created on first use.
-    pub(in crate::memory::store) fn recall_dir(&mut self) -> Result<PathBuf> {
-        if !self.log.read_only() {
-            return Ok(self.dir.clone());
-        }
-        if let Some(p) = &self.recall.private {
-            return Ok(p.clone());
-        }
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("lkjagent-fts-{}-{}", std::process::id(), n));
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().mode(0o700).create(&p).map_err(|e| {
-            err!(PersistFailed, "creating {} (a read-only search's own index files) failed: {}", p.display(), e)
-        })?;
-        self.recall.private = Some(p.clone());
-        Ok(p)
-    }
-
-    /// Before a compaction in id order replaces the log (and the reload closes the index):
-    /// gives the index's documents the ids the compaction gives their entries (each
-    /// indexed entry's rank in id order) and takes the index out of the store, for
-    /// [`Store::recall_follow_compaction`]. `None` when the index is not current.
-    pub(in crate::memory::store) fn recall_take_for_compaction(&mut self) -> Option<Recall> {
-        self.recall.drop_job();
-        if !self.recall_is_ready() || !self.recall.index.is_reserved() {
-            return None;
-        }
-        let end = self.slots.next_id();
-        let mut r = core::mem::take(&mut self.recall);
-        let rank = &mut r.scratch.base_new;
-        rank.clear();
-        let mut k = 0u32;
-        for old in 0..end as EntryId {
-            if rank.len() >= rank.capacity() {
-                self.recall = r;
-                return None;
-            }
-            rank.push(k);
-            k += u32::from(r.base.doc_of(old).is_some() || r.index.doc_of(old).is_some());
-        }
-        let rank = &r.scratch.base_new;
-        let new = |old: EntryId| rank.get(old as usize).copied().unwrap_or(NONE);
-        r.base.relabel(new);
-        r.index.relabel(new);
-        Some(r)
-    }
-
-    /// After the compaction and its reload: the index taken by
-    /// [`Store::recall_take_for_compaction`] is put back and written whole to a new
-    /// `store.fts` for the new log (the new records' offsets from the new log), instead of
-    /// being rebuilt from it. Falls back to the rebuild when anything does not fit.
-    pub(in crate::memory::store) fn recall_follow_compaction(&mut self, r: Recall) -> Result<()> {
-        let indexed = r.base.totals().0 + r.index.live_docs();
-        self.recall = r;
-        if indexed != self.slots.live() as u64 {
-            self.recall_discard_file();
-            return self.recall_ready();
-        }
-        self.recall.state = State::Ready;
-        self.recall.relabeled = true;
-        let res = self.recall_write_file();
-        self.recall.relabeled = false;
-        if let Err(e) = res {
-            e.context(format_args!("the full-text index is rebuilt for the compacted log")).print_warning();
-            self.recall_discard_file();
-            return self.recall_ready();
-        }
-        Ok(())
-    }
-
-    /// Closes the index (after a reload: entry ids and log offsets may all have changed).
-    pub(in crate::memory::store) fn recall_close(&mut self) {
-        self.recall.drop_job();
-        self.recall.state = State::Closed;
-        self.recall.written = 0;
-        self.recall.base.close();
-    }
-}
-
-/// Indexes entry `id`'s record as a new document.
-fn add_entry(r: &mut Recall, log: &LogFile, (id, offset, len): (EntryId, u64, u32)) -> Result<()> {
-    let d = r.index.start_doc(id, offset, len)?;
-    let index = &mut r.index;
-    each_word(log, &mut r.rec, &mut r.val, (id, offset, len), |w| index.add_word(d, w))?;
-    r.index.finish_doc(d);
-    Ok(())
-}
-
-/// Takes entry `id`'s live document out of the delta, if it has one (its record, still in
-/// the log, says which words to count out).
-fn remove_entry(r: &mut Recall, log: &LogFile, id: EntryId) -> Result<()> {
-    let Some((_, doc)) = r.index.doc_of(id) else { return Ok(()) };
-    let Some(d) = r.index.start_remove(id) else { return Ok(()) };
-    let index = &mut r.index;
-    each_word(log, &mut r.rec, &mut r.val, (id, doc.offset, doc.rec_len), |w| {
-        index.remove_word(w);
-        Ok(())
-    })?;
-    r.index.finish_remove(d);
-    Ok(())
 }
 
 #[cfg(test)]
@@ -918,6 +555,8 @@ mod tests {
     use super::rank::{B, K1};
     use super::*;
     use crate::memory::key::normalize;
+    use crate::memory::store::recall::fulltext::Sizes;
+    use crate::memory::store::room_for;
     use crate::testing::temp_dir;
 
     fn k(s: &str) -> Key {

@@ -1,0 +1,120 @@
+//! The checkpoint the cycle's upkeep takes, with its sync beside the cycle: the cycle writes
+//! `store.ckpt`'s temp file (the index as it is at that instant, so the file is consistent)
+//! and hands the file to a thread of its own that syncs it; a later cycle's upkeep, once that
+//! sync is done, renames the file into place and syncs the directory (a short step). The
+//! sync of the whole file (71 MB at 1,048,576 entries) is the part of a checkpoint a disk can
+//! stretch to hundreds of milliseconds.
+//!
+//! Crash-safe as every write here: until the rename, `store.ckpt` is the old checkpoint (or
+//! none) and the log after it is replayed at open; the temp file a crash leaves is removed at
+//! the next open. The rename comes only after the sync succeeded, so the new checkpoint is
+//! never torn. Nothing acknowledged is in the checkpoint alone: the log has it all.
+//!
+//! Anything else that writes or drops the checkpoint (a checkpoint now, a compaction) first
+//! lets go of a sync under way (its thread ends by itself; its file is removed or replaced),
+//! so that no later step renames a file that is not the one it synced.
+
+use super::{remove_temp, CHECKPOINT_NAME, TEMP_NAME};
+use crate::error::Result;
+use crate::memory::store::Store;
+use std::fs::{self, File};
+use std::thread::JoinHandle;
+
+/// Bytes of stack of the syncing thread (it only calls `fsync`).
+const SYNC_THREAD_STACK_BYTES: usize = 64 << 10;
+
+/// A checkpoint written and being synced beside the cycle.
+pub(in crate::memory::store) struct Syncing {
+    /// The thread syncing the temp file, and its result.
+    thread: JoinHandle<std::io::Result<()>>,
+    /// Log length the checkpoint covers.
+    covered: u64,
+    /// Log length the checkpoint in place covers (what is due is counted from `covered`
+    /// meanwhile, and from this again should the sync fail).
+    before: u64,
+}
+
+impl Store {
+    /// Hands the checkpoint's temp file, written and covering `covered` bytes of log, to a
+    /// thread that syncs it; the next steps put it in place. Where no thread can be started,
+    /// synced and put in place now.
+    pub(in crate::memory::store) fn checkpoint_sync_beside(&mut self, file: File, covered: u64) -> Result<()> {
+        let before = self.checkpointed;
+        let mine = file.try_clone();
+        let spawned = std::thread::Builder::new()
+            .name("lkjagent-checkpoint-sync".into())
+            .stack_size(SYNC_THREAD_STACK_BYTES)
+            .spawn(move || file.sync_all());
+        match (spawned, mine) {
+            (Ok(thread), _) => {
+                self.checkpoint_syncing = Some(Syncing { thread, covered, before });
+                self.checkpointed = covered;
+                Ok(())
+            }
+            (Err(_), Ok(file)) => {
+                let tmp = self.dir.join(TEMP_NAME);
+                if let Err(e) = file.sync_all() {
+                    remove_temp(&self.dir);
+                    bail!(PersistFailed, "syncing {} failed: {}", tmp.display(), e);
+                }
+                self.checkpoint_in_place(covered)
+            }
+            (Err(e), Err(_)) => {
+                remove_temp(&self.dir);
+                bail!(PersistFailed, "no thread to sync the checkpoint could be started: {}", e)
+            }
+        }
+    }
+
+    /// A step of the cycle's upkeep: when the checkpoint's sync is done (or, with `wait`,
+    /// once it is), the file is renamed into place and the directory synced. Nothing when no
+    /// sync is under way.
+    pub(in crate::memory::store) fn checkpoint_sync_step(&mut self, wait: bool) -> Result<()> {
+        let Some(s) = self.checkpoint_syncing.take() else { return Ok(()) };
+        if !wait && !s.thread.is_finished() {
+            self.checkpoint_syncing = Some(s);
+            return Ok(());
+        }
+        let tmp = self.dir.join(TEMP_NAME);
+        let synced = match s.thread.join() {
+            Ok(r) => r.map_err(|e| err!(PersistFailed, "syncing {} failed: {}", tmp.display(), e)),
+            Err(_) => Err(err!(PersistFailed, "the thread syncing {} stopped", tmp.display())),
+        };
+        if let Err(e) = synced {
+            remove_temp(&self.dir);
+            self.checkpointed = s.before;
+            return Err(e);
+        }
+        let res = self.checkpoint_in_place(s.covered);
+        if res.is_err() {
+            self.checkpointed = s.before;
+        }
+        res
+    }
+
+    /// Lets go of a checkpoint's sync under way (before anything else writes or removes the
+    /// checkpoint or its temp file): its file is never put in place.
+    pub(in crate::memory::store) fn checkpoint_sync_drop(&mut self) {
+        if let Some(s) = self.checkpoint_syncing.take() {
+            remove_temp(&self.dir);
+            self.checkpointed = s.before;
+        }
+    }
+
+    /// Whether a checkpoint is being synced beside the cycle (written, not yet in place).
+    pub fn checkpoint_syncing(&self) -> bool {
+        self.checkpoint_syncing.is_some()
+    }
+
+    /// The synced temp file renamed over `store.ckpt`, the directory synced.
+    pub(in crate::memory::store) fn checkpoint_in_place(&mut self, covered: u64) -> Result<()> {
+        let tmp = self.dir.join(TEMP_NAME);
+        fs::rename(&tmp, self.dir.join(CHECKPOINT_NAME)).map_err(|e| {
+            remove_temp(&self.dir);
+            err!(PersistFailed, "renaming {} into place failed: {}", tmp.display(), e)
+        })?;
+        crate::memory::atomic::sync_dir(&self.dir)?;
+        self.checkpointed = covered;
+        Ok(())
+    }
+}
