@@ -61,12 +61,15 @@ struct Entry {
 }
 
 /// What the user did: each key's one current value, whether older copies of it may wait in
-/// the cold store (for `restore` of a live key), and the links between live keys.
+/// the cold store (for `restore` of a live key), the links between live keys, and the links
+/// that went to the cold store with their ends (each comes back when one of its ends is
+/// restored while the other is live).
 #[derive(Default)]
 struct Model {
     entries: BTreeMap<String, Entry>,
     cold_copies: BTreeSet<String>,
     links: BTreeSet<(String, String)>,
+    cold_links: BTreeSet<(String, String)>,
 }
 
 impl Model {
@@ -76,6 +79,7 @@ impl Model {
 
     fn unlink(&mut self, k: &str) {
         self.links.retain(|(a, b)| a != k && b != k);
+        self.cold_links.retain(|(a, b)| a != k && b != k);
     }
 }
 
@@ -172,8 +176,10 @@ fn apply(s: &mut Store, m: &mut Model, op: &Op, now: u64) {
             for k in live {
                 m.entries.get_mut(&k).unwrap().cold = true;
                 m.cold_copies.insert(k.clone());
-                m.unlink(&k);
             }
+            // Every live entry went: its links wait in the cold store.
+            let moved = std::mem::take(&mut m.links);
+            m.cold_links.extend(moved);
         }
         Op::Restore(i) => {
             let k = key(i);
@@ -183,6 +189,26 @@ fn apply(s: &mut Store, m: &mut Model, op: &Op, now: u64) {
                     assert!(matches!(res, Ok(Restored::Back(_))), "{:?}", res.map_err(|e| e.message().to_string()));
                     e.cold = false;
                     m.cold_copies.remove(k.as_str());
+                    // Its links to live entries come back; those to cold ones wait.
+                    let back: Vec<_> = m
+                        .cold_links
+                        .iter()
+                        .filter(|(a, b)| {
+                            let other = if a == k.as_str() {
+                                b
+                            } else if b == k.as_str() {
+                                a
+                            } else {
+                                return false;
+                            };
+                            m.live(&normalize(other).unwrap())
+                        })
+                        .cloned()
+                        .collect();
+                    for l in back {
+                        m.cold_links.remove(&l);
+                        m.links.insert(l);
+                    }
                 }
                 Some(_) if m.cold_copies.contains(k.as_str()) => {
                     assert!(res.is_ok(), "{:?}", res.map_err(|e| e.message().to_string()));
