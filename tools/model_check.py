@@ -26,7 +26,7 @@ a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent
    agent.iterate.max_iterations and the task changed), with the exchange log on.
    - Tasks (tools/model_judge.py): unset or "default" the seven tasks (astronomy glossary, shell
      commands list, tomato tips, planet facts, lighthouse story, Japan plan, German astronomy
-     glossary); "heldout" three more of these shapes on other subjects, not to tune on; "all"
+     glossary); "heldout" four more of these shapes on other subjects, not to tune on; "all"
      both; or task names separated by commas.
    - Modes: "auto" is the agent's default (a GBNF grammar on this server), "json_schema" runs
      through tools/schema_shim.py (in-process, loopback), which maps response_format json_schema

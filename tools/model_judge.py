@@ -335,6 +335,15 @@ acoustic amplifier tuning tuner metronome capo fret frets bow reed mouthpiece pe
 | english horn; power chord; seventh chord; twelve bar blues; call and response; a cappella
 | da capo; dal segno; sotto voce; con brio; basso continuo; tone colour; tone color
 """)
+# Honeybees: a facts task added in session 21 that no run had seen before it was measured.
+BEES = wordset("""
+bee bees honeybee honeybees honey hive hives colony colonies queen queens worker workers drone
+drones nectar pollen pollinate pollinates pollination pollinator pollinators flower flowers wax
+beeswax comb combs honeycomb cell cells larva larvae egg eggs brood sting stings stinger dance
+waggle swarm swarms forage foraging forager royal jelly propolis apis mellifera insect insects
+wing wings antenna antennae species beekeeper beekeepers apiary summer winter food
+""")
+
 ENERGY = wordset("""
 energy electricity electric power heat heating heater cooling cool air conditioning thermostat
 insulation insulate insulated window windows door doors draft drafts draught seal seals sealing
@@ -402,11 +411,12 @@ HELDOUT = [
      {"subject": ENERGY}),
     ("italy", "plan", "en", "Plan a five-day trip to Italy, one day per entry.",
      {"places": ITALY_PLACES, "activities": ITALY_ACTIVITIES}),
+    ("bees", "facts", "en", "Collect interesting facts about honeybees.", {"subject": BEES}),
 ]
 
 
 def selected_tasks():
-    """MODEL_CHECK_TASKS: unset or 'default' the 7 tasks, 'heldout' the held-out 3, 'all' both;
+    """MODEL_CHECK_TASKS: unset or 'default' the 7 tasks, 'heldout' the held-out 4, 'all' both;
     else a comma-separated list of task names."""
     sel = os.environ.get("MODEL_CHECK_TASKS", "default").strip() or "default"
     if sel == "default":
