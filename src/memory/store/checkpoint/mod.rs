@@ -108,17 +108,7 @@ impl Store {
     /// Writes a checkpoint of the index now (the writer only; access statistics counted in
     /// RAM are written to the log first, so the checkpoint matches the log exactly).
     pub fn checkpoint(&mut self) -> Result<()> {
-        self.checkpoint_file(false)?;
-        // The full-text index beside it, when built: a cache too, so a failure is a warning.
-        if let Err(e) = self.recall_write_file() {
-            e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
-                .print_warning();
-        }
-        if let Err(e) = self.cold_recall_write_file(false) {
-            e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
-                .print_warning();
-        }
-        Ok(())
+        self.checkpoint_with(false)
     }
 
     /// The checkpoint the cycle's upkeep takes when due: [`Store::checkpoint`], but the
@@ -127,8 +117,14 @@ impl Store {
     /// beside the cycle and put in place by a later one (`sync`), so that no cycle stops for
     /// all of it.
     pub fn checkpoint_in_steps(&mut self) -> Result<()> {
-        self.checkpoint_file(true)?;
-        if let Err(e) = self.recall_start_merge() {
+        self.checkpoint_with(true)
+    }
+
+    /// `store.ckpt`, then the text indexes beside it: caches too, so a failure is a warning.
+    fn checkpoint_with(&mut self, steps: bool) -> Result<()> {
+        self.checkpoint_file(steps)?;
+        let text = if steps { self.recall_start_merge() } else { self.recall_write_file() };
+        if let Err(e) = text {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
