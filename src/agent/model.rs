@@ -220,6 +220,9 @@ impl LastReply {
 /// its value) that the model wrote unsurely: a token after an item's first under
 /// [`UNSURE_TOKEN_LOGPROB`]. Nothing without log-probabilities.
 fn unsure_items(content: &str, logprobs: &TokenLogprobs, out: &mut FixedBuf) -> Result<()> {
+    if !logprobs.sent || logprobs.cut {
+        return Ok(());
+    }
     let (Some(from), Some(to)) = (content.find("<value>"), content.find("</value>")) else { return Ok(()) };
     let from = from + "<value>".len();
     let Some(value) = content.get(from..to) else { return Ok(()) };
