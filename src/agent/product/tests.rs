@@ -339,3 +339,38 @@ fn what_was_asked_survives_a_restart_and_a_changed_task_starts_afresh() {
     t.restore("");
     t.restore("ffffffffffffffffff 99 zz");
 }
+
+#[test]
+fn numbered_units_are_labelled_in_the_order_they_are_saved_and_none_past_the_tasks_count() {
+    let (_d, mut s) = store("product-numbered-order");
+    let mut p = Product::new();
+    let task = "Plan a two-day trip to Rome, one day per entry.";
+    let mut w = working(task);
+    view(&mut p, &w, &mut s, task);
+    let plan = "Days of the two-day trip to Rome:\n1. Walk through the Forum and climb the Palatine Hill.\n\
+                2. See the Vatican Museums and the Sistine Chapel in the morning.\n\
+                3. Take the train to Florence and see the cathedral there.";
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    let mut unit = ArrayString::new();
+    // The first unit is refused (not saved): the next one takes its number.
+    assert!(p.next_unit(&mut unit));
+    assert_eq!(unit.as_str(), "Day 1 – Walk through the Forum and climb the Palatine Hill.");
+    assert!(p.next_unit(&mut unit));
+    assert_eq!(unit.as_str(), "Day 1 – See the Vatican Museums and the Sistine Chapel in the morning.");
+    save(&p, &mut s, unit.as_str());
+    p.saved(unit.as_str());
+    assert!(p.next_unit(&mut unit));
+    assert_eq!(unit.as_str(), "Day 2 – Take the train to Florence and see the cathedral there.");
+    save(&p, &mut s, unit.as_str());
+    p.saved(unit.as_str());
+    // The next outline's units go on from the stored count; once the task's two days are
+    // written, none is left to save.
+    view(&mut p, &w, &mut s, task);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Days of the two-day trip to Rome:\n1. Eat pizza in Trastevere at night.", 3)
+        .unwrap();
+    p.settle(&mut w, &mut scratch, 3, "").unwrap();
+    assert!(!p.next_unit(&mut unit), "{}", unit.as_str());
+    assert_eq!(p.done(), Some(2));
+}
