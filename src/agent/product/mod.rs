@@ -149,9 +149,12 @@ pub struct Product {
     asked: ArrayVec<u64, PRODUCT_ASKED_MAX>,
     /// Outlines in a row that planned nothing new.
     barren: u32,
-    /// The units in one sentence the last outline wrote, as values, still to be saved
-    /// ([`Product::next_unit`]).
-    units: ArrayVec<ArrayString<ITEM_UNIT_MAX_BYTES>, PLAN_SUBJECTS_MAX>,
+    /// The units in one sentence the last outline wrote, still to be saved, without their
+    /// labels ([`Product::next_unit`] labels them).
+    units: ArrayVec<ArrayString<ITEM_MAX_BYTES>, PLAN_SUBJECTS_MAX>,
+    /// The product's entries: as the last refresh counted them, and one more for each unit
+    /// saved since. A numbered unit's label is the next number.
+    written: usize,
     /// The stored entries most relevant to a new unit ([`Product::repeats_stored`]).
     ranked: Ranked,
     /// The task the asked subjects and the barren count belong to.
@@ -194,6 +197,7 @@ impl Product {
             asked: ArrayVec::new(),
             barren: 0,
             units: ArrayVec::new(),
+            written: 0,
             ranked: Ranked::new(),
             state_task: 0,
             instructions: ArrayVec::new(),
@@ -229,7 +233,7 @@ impl Product {
     /// Read after [`Product::refresh`].
     pub fn done(&self) -> Option<u32> {
         let count = self.task.count?;
-        (self.active() && self.newest.matched() >= count as usize).then_some(count)
+        (self.active() && self.written >= count as usize).then_some(count)
     }
 
     /// Whether the task, as the last refresh read it, states how many units it wants.
@@ -269,6 +273,7 @@ impl Product {
         }
         self.newest.clear();
         self.taken.clear();
+        self.written = 0;
         let Some(key) = self.task.key else {
             self.subject.clear();
             return;
@@ -280,6 +285,7 @@ impl Product {
         let q = Query { required: Some(key), excluded: doubt, max_results: PRODUCT_TAKEN_MAX, ..Query::default() };
         if let Some(store) = store {
             store.query(&q, &mut self.newest);
+            self.written = self.newest.matched();
             for id in self.newest.ids() {
                 let Some(k) = store.key(id) else { continue };
                 if let Some(own) = own_tag(&k, &key).and_then(|t| Word::try_from_str(t).ok()) {
@@ -318,8 +324,7 @@ impl Product {
             return;
         }
         if self.task.numbered {
-            let n = u32::try_from(self.newest.matched()).unwrap_or(u32::MAX).saturating_add(1);
-            self.task.label(n, &mut self.label);
+            self.task.label(self.next_number(), &mut self.label);
             let _ = self.head.push_str(self.label.as_str());
             let _ = self.head.push_str(LABEL_JOIN);
         }
@@ -595,9 +600,10 @@ impl Product {
                 continue;
             }
             if outline && is_sentence(s) {
-                if !self.units.is_full() && self.readable(s) {
-                    let n = self.newest.matched() + self.units.len() + 1;
-                    self.push_unit(s.trim(), u32::try_from(n).unwrap_or(u32::MAX));
+                if self.readable(s) {
+                    if let Ok(unit) = ArrayString::try_from_str(s.trim()) {
+                        let _ = self.units.push(unit);
+                    }
                 }
                 continue;
             }
@@ -624,34 +630,36 @@ impl Product {
         Ok(())
     }
 
-    /// Adds the unit in one sentence `item` to those still to be saved, as the `n`th unit.
-    fn push_unit(&mut self, item: &str, n: u32) {
-        let mut value = ArrayString::new();
-        if self.task.numbered {
-            let mut label = ArrayString::new();
-            self.task.label(n, &mut label);
-            let _ = value.push_str(label.as_str());
-            let _ = value.push_str(LABEL_JOIN);
-        }
-        if value.push_str(item).is_ok() {
-            let _ = self.units.push(value);
-        }
+    /// The number of the next unit: one more than the product holds.
+    fn next_number(&self) -> u32 {
+        u32::try_from(self.written).unwrap_or(u32::MAX).saturating_add(1)
     }
 
     /// Moves into `out` the next unit in one sentence the last outline wrote (see
-    /// [`Product::settle`]), oldest first; `false` when none is left.
+    /// [`Product::settle`]), oldest first, as its value: for a numbered unit, after the label
+    /// of the next number, so that a unit refused leaves no gap. `false` when none is left, or
+    /// once the product holds the count of units the task asks for (the rest are dropped).
     pub fn next_unit(&mut self, out: &mut ArrayString<ITEM_UNIT_MAX_BYTES>) -> bool {
-        match self.units.remove(0) {
-            Some(unit) => {
-                *out = unit;
-                true
-            }
-            None => false,
+        if self.done().is_some() {
+            self.units.clear();
         }
+        let Some(item) = self.units.remove(0) else { return false };
+        out.clear();
+        if self.task.numbered {
+            let mut label = ArrayString::<UNIT_MAX_BYTES>::new();
+            self.task.label(self.next_number(), &mut label);
+            let _ = out.push_str(label.as_str());
+            let _ = out.push_str(LABEL_JOIN);
+        }
+        // Fits: ITEM_UNIT_MAX_BYTES holds a label, the join and an item.
+        let _ = out.push_str(item.as_str());
+        true
     }
 
-    /// Remembers `value`, a unit saved this cycle, so the reply's next units may not repeat it.
+    /// Remembers `value`, a unit saved this cycle, so the reply's next units may not repeat it
+    /// (and a numbered unit after it takes the next number).
     pub fn saved(&mut self, value: &str) {
+        self.written = self.written.saturating_add(1);
         if self.seen.is_full() {
             self.seen.remove(0);
         }

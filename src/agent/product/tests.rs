@@ -349,7 +349,7 @@ fn numbered_units_are_labelled_in_the_order_they_are_saved_and_none_past_the_tas
     view(&mut p, &w, &mut s, task);
     let plan = "Days of the two-day trip to Rome:\n1. Walk through the Forum and climb the Palatine Hill.\n\
                 2. See the Vatican Museums and the Sistine Chapel in the morning.\n\
-                3. Take the train to Florence and see the cathedral there.";
+                3. Take the train to Florence and see its great cathedral.";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2, "").unwrap();
@@ -362,7 +362,7 @@ fn numbered_units_are_labelled_in_the_order_they_are_saved_and_none_past_the_tas
     save(&p, &mut s, unit.as_str());
     p.saved(unit.as_str());
     assert!(p.next_unit(&mut unit));
-    assert_eq!(unit.as_str(), "Day 2 – Take the train to Florence and see the cathedral there.");
+    assert_eq!(unit.as_str(), "Day 2 – Take the train to Florence and see its great cathedral.");
     save(&p, &mut s, unit.as_str());
     p.saved(unit.as_str());
     // The next outline's units go on from the stored count; once the task's two days are
