@@ -327,6 +327,7 @@ mod tests {
             "A black hole is a region of space where gravity is so strong that nothing escapes.",
             "Lists the files in a directory.",
             "Visit the temples of Kyoto and walk through the bamboo forest.",
+            "The rhythm of the HTTPS and NTFS names: ls, cd, pwd.",
         ] {
             assert_eq!(doubtful(t, &EN, true), None, "{t}");
         }
@@ -343,6 +344,9 @@ mod tests {
             "ein Stern ist ein Himmelskörper, der aus Gas besteht.",
             "soglassar crioloramón fiztrum bogalix trundavel wepsilor.",
             "ブラックホールは重力が非常に強い天体です。",
+            // Letters with no vowel, where a word of five or more has one.
+            "The lncrcrnpv command lists the files.",
+            "Use lsxlsl to see what runs.",
         ];
         for t in junk {
             assert!(doubtful(t, &EN, true).is_some(), "{t}");
