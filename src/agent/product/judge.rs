@@ -29,7 +29,7 @@ const SENTENCE_WORD_EVERY: usize = 8;
 
 /// Why `text` (a unit's text, after its head) is doubtful for a task in `lang` whose letters
 /// are `latin` or not, if it is: a word of one letter three times in a row ("jjj"), a word
-/// longer than `WORD_MAX_LETTERS`, another script than the task's, or, for a language of
+/// longer than `WORD_MAX_LETTERS` or of plain letters with no vowel ([`no_vowel`]), another script than the task's, or, for a language of
 /// the table, too few of its sentence words or more of another's.
 pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
     let (mut all, mut own, mut best_other) = (0usize, 0usize, 0usize);
@@ -43,7 +43,7 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
         return Some("the text is not written in the task's script; write it in the task's language");
     }
     for w in words(text) {
-        if w.chars().count() > WORD_MAX_LETTERS || run_on(w) {
+        if w.chars().count() > WORD_MAX_LETTERS || run_on(w) || no_vowel(w) {
             return Some("the text has a word no language writes; say it in plain words");
         }
         all += 1;
@@ -113,6 +113,20 @@ fn run_on(word: &str) -> bool {
         last = [last[1], c];
     }
     false
+}
+
+/// Letters of a word in small Latin letters from which it has a vowel: every language of Latin
+/// letters writes one in a word this long (a shorter one may be a command or an abbreviation,
+/// "ls", "pwd").
+const VOWEL_BY_LETTERS: usize = 5;
+
+/// Whether `word` has [`VOWEL_BY_LETTERS`] letters or more, a small one among them, all plain
+/// (A to Z), and no vowel (a, e, i, o, u, y): letters a small model ran on ("lncrcrnpv").
+fn no_vowel(word: &str) -> bool {
+    word.len() >= VOWEL_BY_LETTERS
+        && word.bytes().all(|b| b.is_ascii_alphabetic())
+        && word.bytes().any(|b| b.is_ascii_lowercase())
+        && !word.bytes().any(|b| matches!(b.to_ascii_lowercase(), b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
 }
 
 /// Letters two words share at their start to be read as one stem ("astronomy" and
