@@ -225,11 +225,13 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                 ));
             }
             // An item: a subject ("Black hole", "Kyoto") or a unit in one sentence, up to
-            // GRAMMAR_OUTLINE_ITEM_MAX_WORDS words, each a word of the text's rule of at most four
-            // vowel groups (longer ones were words run together), an acronym, or a short run of
-            // small letters ("ls", "cd": commands, abbreviations), apart by a space or a comma,
-            // and a `.` at its end; no `:` (which ends a unit's head) and no numbers (a list that
-            // has them counts on). The words are counted as a chain, `imore-<words left>`, as a
+            // GRAMMAR_OUTLINE_ITEM_MAX_WORDS words, each an optional capital and up to
+            // OUTLINE_WORD_MAX_LETTERS small letters (one or two more after `'`) or an acronym,
+            // apart by a space or a comma, and a `.` at its end; no `:` (which ends a unit's
+            // head) and no numbers (a list that has them counts on). Plain letter classes, not
+            // the text's word rule: a server tracks one parse of them, and the word rule's
+            // vowel groups cost a token about half its time again without keeping words from
+            // running together (docs/measurements.md, "The outline's word rule"). The words are counted as a chain, `imore-<words left>`, as a
             // unit's sentence is: a repeated group cost the server twice the time a token. The
             // runs behind it: docs/measurements.md, "Outline items".
             let left = words.clamp(1, GRAMMAR_OUTLINE_ITEM_MAX_WORDS).saturating_sub(1);
@@ -246,9 +248,10 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                 }
                 out.push_str("\n")?;
             }
-            out.push_str(
-                "iw ::= cap? cs{0,3} vs (cs{1,4} vs){0,3} cs{0,4} (\"'\" [a-z]{1,2})? | [A-Z]{2,6} | [a-z]{1,4}\n",
-            )?;
+            out.format(format_args!(
+                "iw ::= cap? [a-z\\u00DF-\\u00F6\\u00F8-\\u00FF]{{1,{}}} (\"'\" [a-z]{{1,2}})? | [A-Z]{{1,{}}}\n",
+                OUTLINE_WORD_MAX_LETTERS, ACRONYM_MAX
+            ))?;
             word_rules(out)
         }
         ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),
@@ -303,6 +306,10 @@ fn product_rules(out: &mut FixedBuf, p: &ProductSave<'_>, value_chars: u32) -> R
 /// Most letters of a word of a name after the trie of taken names ("hippopotamus"; a small
 /// model that drifts runs words together: "Elephantelephantlamb").
 const NAME_WORD_MAX: usize = 13;
+
+/// Most small letters of an outline item's word after its capital: the longest word of a
+/// sentence in most languages of Latin letters ("responsibilities", "Sternbeobachtung").
+const OUTLINE_WORD_MAX_LETTERS: u32 = 15;
 
 /// Most characters of a name written as an acronym ("TCP", "HTTP"): a capital, then capitals
 /// and digits. Longer runs of capitals were a small model shouting words ("ALMOST"). A list
