@@ -374,3 +374,17 @@ fn numbered_units_are_labelled_in_the_order_they_are_saved_and_none_past_the_tas
     assert!(!p.next_unit(&mut unit), "{}", unit.as_str());
     assert_eq!(p.done(), Some(2));
 }
+
+#[test]
+fn an_outline_item_with_a_word_in_capitals_longer_than_an_acronym_is_not_planned() {
+    let (_d, mut s) = store("product-shouted");
+    let mut p = Product::new();
+    let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
+    let mut w = working(task);
+    view(&mut p, &w, &mut s, task);
+    let plan = "Astronomy terms:\n1. ASTRONOMY\n2. NASA\n3. CELESTIAL bodies\n4. Black hole\n5. JWST";
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("NASA\nBlack hole\nJWST"));
+}
