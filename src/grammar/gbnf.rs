@@ -226,8 +226,9 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             }
             // An item: a subject ("Black hole", "Kyoto") or a unit in one sentence, up to
             // GRAMMAR_OUTLINE_ITEM_MAX_WORDS words, each an optional capital and up to
-            // OUTLINE_WORD_MAX_LETTERS small letters (one or two more after `'`) or an acronym,
-            // apart by a space or a comma, and a `.` at its end; no `:` (which ends a unit's
+            // OUTLINE_WORD_MAX_LETTERS small letters (one or two more after `'`) or capitals as
+            // many (a word shouted is written whole, and the plan keeps no item with one longer
+            // than an acronym: cut at ACRONYM_MAX, "ASTR" and "NUCL" were asked about), apart by a space or a comma, and a `.` at its end; no `:` (which ends a unit's
             // head) and no numbers (a list that has them counts on). Plain letter classes, not
             // the text's word rule: a server tracks one parse of them, and the word rule's
             // vowel groups cost a token about half its time again without keeping words from
@@ -250,7 +251,8 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             }
             out.format(format_args!(
                 "iw ::= cap? [a-z\\u00DF-\\u00F6\\u00F8-\\u00FF]{{1,{}}} (\"'\" [a-z]{{1,2}})? | [A-Z]{{1,{}}}\n",
-                OUTLINE_WORD_MAX_LETTERS, ACRONYM_MAX
+                OUTLINE_WORD_MAX_LETTERS,
+                OUTLINE_WORD_MAX_LETTERS + 1
             ))?;
             word_rules(out)
         }

@@ -347,7 +347,8 @@ impl Product {
     }
 
     /// Whether `item` (an outline's item, trimmed) is one a reader can use: words with a
-    /// letter, no `:`, not a string of names, no word run on nor letters of another language,
+    /// letter, no `:`, not a string of names, no word run on, shouted nor in letters of another
+    /// language,
     /// not cut off (by the grammar's bound, or before its last words), and not the task's own
     /// words only. Whether it repeats the product is judged when it is saved.
     fn readable(&self, item: &str) -> bool {
@@ -371,6 +372,14 @@ impl Product {
             return false;
         }
         if judge::doubtful(s, &lang::NEUTRAL, self.latin).is_some() || (self.plain_letters && judge::accented(s)) {
+            return false;
+        }
+        // A word in capitals longer than an acronym is a word shouted ("CELESTIAL"): the
+        // grammar lets it be written whole, so that no cut of it passes for an acronym.
+        let shouted = |w: &str| {
+            w.chars().count() > crate::grammar::gbnf::ACRONYM_MAX as usize && !w.chars().any(char::is_lowercase)
+        };
+        if lang::words(s).any(shouted) {
             return false;
         }
         let lang = self.task.lang;
