@@ -342,6 +342,7 @@ mod tests {
             "Lists the files in a directory.",
             "Visit the temples of Kyoto and walk through the bamboo forest.",
             "The rhythm of the HTTPS and NTFS names: ls, cd, pwd.",
+            "NASA, ESA and JAXA sent the probes to Mars.",
         ] {
             assert_eq!(doubtful(t, &EN, true), None, "{t}");
         }
@@ -361,6 +362,8 @@ mod tests {
             // Letters with no vowel, where a word of five or more has one.
             "The lncrcrnpv command lists the files.",
             "Use lsxlsl to see what runs.",
+            // Shouted: most words in capitals.
+            "LINEN OF SPIRIT, THEY ARE NOT ALL THAT MUCH!",
         ];
         for t in junk {
             assert!(doubtful(t, &EN, true).is_some(), "{t}");
