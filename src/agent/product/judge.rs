@@ -24,15 +24,19 @@ use crate::memory::store::Store;
 /// language this table reads (German compounds included: "Sternentstehungsgebiet" is 22).
 const WORD_MAX_LETTERS: usize = 24;
 
+/// Words of a text from which most of them in capitals is a text shouted ([`doubtful`]).
+const SHOUTED_MIN_WORDS: usize = 3;
+
 /// A text of the task's language has at least one of its sentence words in this many words.
 const SENTENCE_WORD_EVERY: usize = 8;
 
 /// Why `text` (a unit's text, after its head) is doubtful for a task in `lang` whose letters
 /// are `latin` or not, if it is: a word of one letter three times in a row ("jjj"), a word
-/// longer than `WORD_MAX_LETTERS` or of plain letters with no vowel ([`no_vowel`]), another script than the task's, or, for a language of
+/// longer than `WORD_MAX_LETTERS` or of plain letters with no vowel ([`no_vowel`]), most words
+/// in capitals, another script than the task's, or, for a language of
 /// the table, too few of its sentence words or more of another's.
 pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
-    let (mut all, mut own, mut best_other) = (0usize, 0usize, 0usize);
+    let (mut all, mut own, mut best_other, mut shouted) = (0usize, 0usize, 0usize, 0usize);
     let mut other_counts = [0usize; ALL.len()];
     let (mut in_script, mut letters) = (0usize, 0usize);
     for c in text.chars().filter(|c| c.is_alphabetic()) {
@@ -47,6 +51,7 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
             return Some("the text has a word no language writes; say it in plain words");
         }
         all += 1;
+        shouted += usize::from(w.chars().count() > 1 && !w.chars().any(char::is_lowercase));
         own += usize::from(lang.is_sentence_word(w));
         for (i, other) in ALL.iter().enumerate() {
             if other.code != lang.code && other.is_sentence_word(w) {
@@ -56,6 +61,11 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
                 }
             }
         }
+    }
+    // A text's names may be acronyms ("NASA, ESA and JAXA"); most of its words in capitals is
+    // a text shouted, in any language that writes small letters.
+    if latin && all >= SHOUTED_MIN_WORDS && shouted * 2 > all {
+        return Some("the text is written in capitals; write it as a sentence");
     }
     if !lang.asks() {
         return None;
