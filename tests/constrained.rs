@@ -1203,6 +1203,8 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
         &["Use a cage", "Kyoto"],
         &["Mulch around the plants, then water them deeply.", "Use mulch"],
         &["One two three four", "Prune"],
+        &["NASA and ESA probes", "CELESTIAL bodies"],
+        &["Éclairs are choux pastries", "Responsibilities"],
     ] {
         assert!(g.matches(&list(ok)), "{ok:?}\n{text}");
     }
@@ -1215,6 +1217,8 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
         &["will'tdrytomatmfc", "Prune"],
         &["Smallyardormajigg", "Prune"],
         &["Day 3 in Nara", "Prune"],
+        &["×coccolite material", "Prune"],
+        &["Astrophotographically", "Prune"],
     ] {
         assert!(!g.matches(&list(no)), "{no:?}\n{text}");
     }
@@ -1263,6 +1267,7 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         "It is a big city. In Kyoto, visit the temples.",
         "Es una ciudad muy grande.",
         "Die Größe des Schwarzen Lochs ist enorm.",
+        "Éclairs are pastries of choux dough.",
         &words(3),
         &words(max),
     ] {
@@ -1278,6 +1283,8 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         "Visit the temples.\nWalk.",
         "xtra-addition of tomatoes to a garden.",
         "Visit the temples. walk through the forest.",
+        "×coccolite is a material of high carbon.",
+        "Visit the temples ÷ the forest.",
     ] {
         assert!(!g.matches(&reply(no)), "{no}\n{text}");
     }
