@@ -273,12 +273,12 @@ fn word_rules(out: &mut FixedBuf) -> Result<()> {
     out.push_str(
         "word ::= lead | [0-9]{1,4}\n\
          lead ::= cap? core (\"-\" part | \"'\" [a-z]{1,2})? | vcap part | [a-zA-Z] \"'\" core | \"A\" | \"I\" | [A-Z]{2,6}\n\
-         cap ::= [A-Z\\u00C0-\\u00DE]\n\
+         cap ::= [A-Z\\u00C0-\\u00D6\\u00D8-\\u00DE]\n\
          vcap ::= [AEIOUY\\u00C0-\\u00C6\\u00C8-\\u00CF\\u00D2-\\u00D6\\u00D9-\\u00DD]\n\
          core ::= cs{0,3} vs (cs{1,4} vs){0,4} cs{0,4}\n\
          part ::= cs{0,3} (vs (cs{1,4} vs){0,2} cs{0,4})?\n\
          cs ::= [b-df-hj-np-tv-z\\u00DF]\n\
-         vs ::= [aeiouy\\u00E0-\\u00FF]{1,3}\n",
+         vs ::= [aeiouy\\u00E0-\\u00F6\\u00F8-\\u00FF]{1,3}\n",
     )
 }
 

@@ -172,6 +172,10 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     w.finish()
 }
 
+/// Longest pattern of one outline item: three letter classes of 14 bytes (`À-ÖØ-öø-ÿ` is 12 in
+/// UTF-8) and their bounds, about 100 bytes.
+const ITEM_PATTERN_MAX_BYTES: usize = 160;
+
 /// The one action of a product ask (see `gbnf::asked_action`): its type, tags and the start
 /// of its value fixed, the model's part a bounded line (a unit's text) or numbered lines (an
 /// outline's subjects), as a `pattern`.
@@ -183,7 +187,7 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
             regex_literal(&mut pattern, head)?;
             let most = GRAMMAR_UNIT_SCRIPT_MAX_CHARS * GRAMMAR_UNIT_MAX_SENTENCES;
             match latin {
-                true => pattern.format(format_args!(": [A-Za-zÀ-ÿ][^<&\n]{{8,{}}}[.!?]$", most))?,
+                true => pattern.format(format_args!(": [A-Za-zÀ-ÖØ-öø-ÿ][^<&\n]{{8,{}}}[.!?]$", most))?,
                 false => pattern.format(format_args!(": [^<&\n 0-9A-Za-z][^<&\n]{{3,{}}}$", most))?,
             }
             (ActionKind::StorageSave, p.tags)
@@ -195,10 +199,10 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
             // 14, apart by a space or a comma, a `.` at the end) or a bounded run of characters.
             // Bounded by characters only, SmolLM2-135M wrote sentences cut at the bound ("Use a
             // drip irrigation system to reduce p").
-            let mut item = crate::fixed::ArrayString::<96>::new();
+            let mut item = crate::fixed::ArrayString::<ITEM_PATTERN_MAX_BYTES>::new();
             match latin {
                 true => item.format(format_args!(
-                    "[A-Za-zÀ-ÿ][A-Za-zÀ-ÿ'-]{{0,13}}({} [A-Za-zÀ-ÿ'-]{{1,14}}){{0,{}}}[.]?",
+                    "[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ'-]{{0,13}}({} [A-Za-zÀ-ÖØ-öø-ÿ'-]{{1,14}}){{0,{}}}[.]?",
                     if words > crate::limits::GRAMMAR_OUTLINE_NAME_MAX_WORDS { ",?" } else { "" },
                     words.clamp(1, GRAMMAR_OUTLINE_ITEM_MAX_WORDS).saturating_sub(1)
                 ))?,
