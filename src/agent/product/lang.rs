@@ -472,6 +472,11 @@ mod tests {
             ("天文学の用語集を作成してください。", ""),
             ("", ""),
             ("Tomatoes", ""),
+            // One sentence word, of one row only.
+            ("Collect interesting facts about honeybees.", "en"),
+            ("Sammle Fakten über Honigbienen.", "de"),
+            // One word two rows share ("en": French and Spanish) tells neither.
+            ("Recetas en cocina", ""),
         ];
         for (task, code) in cases {
             assert_eq!(Lang::of(task).code, code, "{task}");
