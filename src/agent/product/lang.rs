@@ -345,8 +345,10 @@ pub const NEUTRAL: Lang = Lang {
 /// Every language of the table.
 pub const ALL: [&Lang; 4] = [&EN, &DE, &FR, &ES];
 
-/// Fewest sentence words a task must use for its language to be read as one of the table's.
-const DETECT_MIN: usize = 2;
+/// Fewest sentence words a task must use for its language to be read as one of the table's: a
+/// short task may have one ("Collect interesting facts about honeybees."), and a word two rows
+/// share tells neither ([`Lang::of`]).
+const DETECT_MIN: usize = 1;
 
 impl Lang {
     /// The language `text` is written in: the row whose sentence words it uses most (at least
@@ -474,7 +476,7 @@ mod tests {
             ("Tomatoes", ""),
             // One sentence word, of one row only.
             ("Collect interesting facts about honeybees.", "en"),
-            ("Sammle Fakten über Honigbienen.", "de"),
+            ("Sammle Fakten über die Honigbiene.", "de"),
             // One word two rows share ("en": French and Spanish) tells neither.
             ("Recetas en cocina", ""),
         ];
