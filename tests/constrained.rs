@@ -773,6 +773,56 @@ fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
     assert!(out.status.success() && text.contains("identical to"), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// `llm.logprobs`: every outline asks for log-probabilities by default; `first_outline` asks
+/// them of the first outline's two samples only; `off` of none, and the first outline is asked
+/// once. Each outline here is units in one sentence, so every cycle asks for one.
+#[test]
+fn llm_logprobs_says_which_outlines_ask_for_log_probabilities() {
+    let mut n = 0;
+    for (setting, requests) in [(None, [true, true, true, true]), (Some("first_outline"), [true, true, false, false])]
+        .into_iter()
+        .chain([(Some("off"), [false, false, false, false])])
+    {
+        n += 1;
+        let server = outline_server(move |g, _| {
+            let prefix = literal_after(g, "</tags><value>\"");
+            let content = format!(
+                "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{prefix}\
+                 Spread a thick layer of straw around the stems to keep the soil moist number {n}.\n\
+                 3. Water the plants deeply at the base early in the morning, round {n}.\n</value></action>\n</agent>"
+            );
+            scored_reply(&content, |_| -0.5)
+        });
+        let d = shipped_dir("logprobs-setting", &server.url("/v1/chat/completions"), "grammar");
+        if let Some(v) = setting {
+            let cfg = std::fs::read_to_string(d.0.join("config.json")).unwrap();
+            let cfg = cfg
+                .replace("\"constrain\": \"grammar\"", &format!("\"constrain\": \"grammar\", \"logprobs\": \"{v}\""));
+            d.write("config.json", cfg);
+        }
+        d.write(
+            "memory.json",
+            format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#),
+        );
+        let cfg = config::load(&d.0).unwrap();
+        let client = llm::Client::new(&cfg.llm).unwrap();
+        let mut a = Agent::open(&d.0, cfg, Model::Client(Box::new(client)), true).unwrap();
+        for _ in 0..3 {
+            let r = a.cycle(&mut |_| {}, &|| false).unwrap();
+            assert!(r.error.is_none() && !r.invalid_reply, "{setting:?}: {r:?}");
+        }
+        let outlines: Vec<bool> = server
+            .chats()
+            .iter()
+            .filter(|c| field(c, "grammar").is_some_and(|g| g.contains("items ::=")))
+            .map(|c| c.body_str().contains("\"logprobs\":true"))
+            .collect();
+        // Two samples of the first outline (one when off), then one a cycle.
+        let expect: Vec<bool> = if setting == Some("off") { requests[..3].to_vec() } else { requests.to_vec() };
+        assert_eq!(outlines, expect, "{setting:?}");
+    }
+}
+
 /// The surer outline's items: two subjects, then two units in one sentence.
 const SURE_ITEMS: &str = "Use mulch\n2. Stake the plants\n\
     3. Spread a thick layer of straw around the stems to keep the soil moist and cool in summer.\n\

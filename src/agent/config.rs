@@ -96,6 +96,7 @@ const LLM: &[Key<Config>] = &[
     Key::text("replay_path", 4096, Slot::ReplayPath),
     Key::choice("constrain", &["auto", "grammar", "json_schema", "off"], Slot::Constrain),
     Key::boolean("thinks", Slot::Thinks),
+    Key::choice("logprobs", &["outlines", "first_outline", "off"], Slot::Logprobs),
     Key::read("extra", read_extra),
     // Era A's name of endpoint, read by read_endpoint.
     Key::elsewhere("base_url"),
@@ -176,6 +177,7 @@ pub enum Slot {
     ReplayPath,
     Constrain,
     Thinks,
+    Logprobs,
     MaxRetries,
     BaseDelay,
     MaxDelay,
@@ -208,6 +210,7 @@ impl Target for Config {
             (Slot::ReplayPath, Got::Text(p)) => s.replay_path = Some(PathBuf::from(p.trim())),
             (Slot::Constrain, Got::Text(name)) => return set(&mut s.constrain, crate::grammar::Mode::from_name(name)),
             (Slot::Thinks, Got::Bool(on)) => s.thinks = on,
+            (Slot::Logprobs, Got::Text(name)) => return set(&mut s.logprobs, crate::llm::Logprobs::from_name(name)),
             (Slot::MaxRetries, Got::Integer(n)) => s.retry.max_retries = n as u32,
             (Slot::BaseDelay, Got::Integer(ms)) => s.retry.base_delay = Duration::from_millis(ms as u64),
             (Slot::MaxDelay, Got::Integer(ms)) => s.retry.max_delay = Duration::from_millis(ms as u64),
@@ -502,7 +505,7 @@ mod tests {
                 "llm.zzzz",
                 "provider, endpoint, model, temperature, max_tokens, context_window, connect_timeout_ms, \
                  read_timeout_ms, timeout_ms, retry, api_key_env, stop, stream, system_prompt, transport, \
-                 replay_path, constrain, thinks, extra, base_url, tag_format_enforced",
+                 replay_path, constrain, thinks, logprobs, extra, base_url, tag_format_enforced",
             ),
             ("llm.retry.zzzz", "max_retries, base_delay_ms, max_delay_ms"),
             (

@@ -158,6 +158,8 @@ pub struct Constrainer {
     /// This cycle asks for the product's first outline, which goes on from no stored units:
     /// it is one of two samples (`crate::agent::model::Model::ask`).
     first_outline: bool,
+    /// Which outlines ask for log-probabilities (`llm.logprobs`).
+    logprobs: llm::Logprobs,
     thinks: bool,
     max_tokens: u64,
 }
@@ -187,6 +189,7 @@ impl Constrainer {
             schema_as_object: false,
             object_form: settings.protocol() == ProviderKind::OpenAi && settings.api() == llm::Api::Chat,
             thinks: settings.thinks,
+            logprobs: settings.logprobs,
             max_tokens: u64::from(settings.max_tokens.unwrap_or(4096)),
         }
     }
@@ -437,7 +440,7 @@ impl Constrainer {
             constraint,
             seed: Some(seed),
             presence_penalty,
-            logprobs: self.asks_outline(),
+            logprobs: self.asks_logprobs(),
             ..llm::Prompt::new(system, user)
         };
         if constraint.is_none() {
@@ -512,7 +515,18 @@ impl Constrainer {
     /// on from nothing, as every later one goes on from the units it gave
     /// (docs/measurements.md, "One sample after the first outline").
     pub fn samples_twice(&self) -> bool {
-        self.asks_outline() && self.first_outline
+        self.asks_outline() && self.first_outline && self.logprobs != llm::Logprobs::Off
+    }
+
+    /// Whether this cycle's request asks for its tokens' log-probabilities: an outline, as
+    /// `llm.logprobs` says.
+    pub fn asks_logprobs(&self) -> bool {
+        self.asks_outline()
+            && match self.logprobs {
+                llm::Logprobs::Outlines => true,
+                llm::Logprobs::FirstOutline => self.first_outline,
+                llm::Logprobs::Off => false,
+            }
     }
 
     /// Asks the same request once more with another seed (the second sample of an outline);

@@ -30,4 +30,4 @@ mod wire;
 
 pub use client::{Client, Completion, Health, ModelState, Prompt};
 pub use reply::{FinishReason, Outcome, TokenLogprob, TokenLogprobs, Usage, LLM_SCORED_TOKENS_MAX};
-pub use settings::{Api, ProviderKind, Settings};
+pub use settings::{Api, Logprobs, ProviderKind, Settings};

@@ -133,6 +133,36 @@ pub struct Settings {
     /// The model writes a `<think>` block before its answer (`llm.thinks`, a reasoning model):
     /// the grammar allows one, of bounded length. Default `false`.
     pub thinks: bool,
+    /// Which of the product's outlines ask for their tokens' log-probabilities
+    /// (`llm.logprobs`). Default [`Logprobs::Outlines`].
+    pub logprobs: Logprobs,
+}
+
+/// Which of the product's outlines ask for their tokens' log-probabilities (`llm.logprobs`):
+/// the first outline picks the surer of its two samples by them, and an outline leaves out
+/// the items the model wrote unsurely (`agent::model`). A server computes them at a cost:
+/// llama-cpp-python sorts the whole vocabulary in Python for each token, which took an outline
+/// 2.4 times the time a token (docs/measurements.md, "What log-probabilities cost").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Logprobs {
+    /// Every outline (the default).
+    Outlines,
+    /// Only a product's first outline, for its two samples; later outlines keep every item.
+    FirstOutline,
+    /// None: the first outline is asked once, and every item is kept.
+    Off,
+}
+
+impl Logprobs {
+    /// The setting named `name` (`outlines`, `first_outline`, `off`).
+    pub fn from_name(name: &str) -> Option<Logprobs> {
+        match name {
+            "outlines" => Some(Logprobs::Outlines),
+            "first_outline" => Some(Logprobs::FirstOutline),
+            "off" => Some(Logprobs::Off),
+            _ => None,
+        }
+    }
 }
 
 impl Settings {
@@ -187,6 +217,7 @@ impl Default for Settings {
             replay_path: None,
             constrain: crate::grammar::Mode::Auto,
             thinks: false,
+            logprobs: Logprobs::Outlines,
         }
     }
 }
