@@ -778,12 +778,12 @@ fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
 /// once. Each outline here is units in one sentence, so every cycle asks for one.
 #[test]
 fn llm_logprobs_says_which_outlines_ask_for_log_probabilities() {
-    let mut n = 0;
-    for (setting, requests) in [(None, [true, true, true, true]), (Some("first_outline"), [true, true, false, false])]
-        .into_iter()
-        .chain([(Some("off"), [false, false, false, false])])
-    {
-        n += 1;
+    let runs = [
+        (None, [true, true, true, true]),
+        (Some("first_outline"), [true, true, false, false]),
+        (Some("off"), [false, false, false, false]),
+    ];
+    for (n, (setting, requests)) in runs.into_iter().enumerate() {
         let server = outline_server(move |g, _| {
             let prefix = literal_after(g, "</tags><value>\"");
             let content = format!(
