@@ -388,3 +388,43 @@ fn an_outline_item_with_a_word_in_capitals_longer_than_an_acronym_is_not_planned
     p.settle(&mut w, &mut scratch, 2, "").unwrap();
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("NASA\nBlack hole\nJWST"));
 }
+
+#[test]
+fn a_unit_that_opens_with_a_stored_units_first_words_of_content_is_a_repeat() {
+    for (task, first, again, other) in [
+        (
+            TIPS,
+            "Use organic fertilizer sparingly because too much can harm the soil.",
+            "Use organic fertilizers like compost or fish meal for better growth.",
+            "Use compost when possible for better soil quality.",
+        ),
+        (
+            "Write a short story about a lighthouse keeper, one paragraph per entry.",
+            "Paragraph 1 – The next day you see another ship coming to your island.",
+            "Paragraph 2 – The next day you see a new crew coming from that island too.",
+            "Paragraph 2 – The keeper climbs the stairs and lights the lamp at dusk.",
+        ),
+        (
+            "Plan a five-day trip to Italy, one day per entry.",
+            "Day 1 – A day in Rome, with a visit to the Colosseum and the Pantheon.",
+            "Day 2 – A day in Rome, with a visit to the Vatican museums.",
+            "Day 2 – A day in Florence, where you can explore the Renaissance art.",
+        ),
+    ] {
+        let (_d, mut s) = store("product-openings");
+        let mut p = Product::new();
+        let w = working(task);
+        view(&mut p, &w, &mut s, task);
+        let key = save(&p, &mut s, first);
+        assert_eq!(p.judge(&key, first), Verdict::New, "{first}");
+        p.saved(first);
+        for (text, repeat) in [(again, true), (other, false)] {
+            let key = p.file(p.key().unwrap(), text).unwrap().unwrap();
+            assert_eq!(matches!(p.judge(&key, text), Verdict::Repeat(_)), repeat, "{text}");
+        }
+        // Shown in the view of the next cycle, too.
+        view(&mut p, &w, &mut s, task);
+        let key = p.file(p.key().unwrap(), again).unwrap().unwrap();
+        assert!(matches!(p.judge(&key, again), Verdict::Repeat(_)), "{again}");
+    }
+}
