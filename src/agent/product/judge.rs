@@ -204,6 +204,44 @@ impl Words {
     }
 }
 
+/// A unit's head and its text: the head before a `:` and the text after; for a unit in one
+/// sentence, its label (if any) and the sentence.
+pub(super) fn head_and_text(value: &str) -> (&str, &str) {
+    match split_entry(value) {
+        (h, true, body) => (h, body),
+        (all, false, _) => match all.split_once(super::LABEL_JOIN) {
+            Some((label, sentence)) => (label, sentence),
+            None => ("", all),
+        },
+    }
+}
+
+/// Words of content a unit's text opens with that another's may not open with too.
+const OPENING_WORDS: usize = 3;
+
+/// The hash of the first [`OPENING_WORDS`] words of content (not the language's sentence
+/// words) of `value`'s text, each by its stem ([`STEM_LETTERS`]); 0 when it has fewer. Two
+/// units that open alike say the same thing again ("Use organic fertilizer ...", "The next day
+/// you see ..."), as a small model repeats a line it wrote; the head (a term, a label) is not
+/// part of it.
+pub(super) fn opening(value: &str, lang: &Lang) -> u64 {
+    let (_, text) = head_and_text(value);
+    let mut h = fnv1a64(b"");
+    let mut n = 0;
+    for w in words(text).filter(|w| !lang.is_sentence_word(w) && w.chars().any(char::is_alphabetic)) {
+        for c in w.chars().flat_map(char::to_lowercase).take(STEM_LETTERS) {
+            let mut b = [0u8; 4];
+            h = fnv1a64_continue(h, c.encode_utf8(&mut b).as_bytes());
+        }
+        h = fnv1a64_continue(h, b" ");
+        n += 1;
+        if n == OPENING_WORDS {
+            return h.max(1);
+        }
+    }
+    0
+}
+
 /// FNV-1a of `text`'s words, lowercased, one space between: the same for "Use  Mulch" and
 /// "use mulch".
 pub fn lower_hash(text: &str) -> u64 {
@@ -254,11 +292,15 @@ impl Product {
             return false;
         }
         let all = Words::of(value);
+        let op = opening(value, self.task.lang);
         for hit in self.ranked.hits() {
             if hit.is_cold() || !store.key(hit.id).is_some_and(|k| self.owns(k.as_str())) {
                 continue;
             }
-            if store.value(hit.id).is_ok_and(|v| Words::of(v).alike(&all)) {
+            if store
+                .value(hit.id)
+                .is_ok_and(|v| Words::of(v).alike(&all) || op != 0 && opening(v, self.task.lang) == op)
+            {
                 return true;
             }
         }
@@ -291,14 +333,7 @@ impl Product {
         if own_tag(key, pkey).is_none() {
             return Verdict::New;
         }
-        // A unit in one sentence is all text: its head is its label, if any.
-        let (h, body) = match split_entry(value) {
-            (h, true, body) => (h, body),
-            (all, false, _) => match all.split_once(super::LABEL_JOIN) {
-                Some((label, sentence)) => (label, sentence),
-                None => ("", all),
-            },
-        };
+        let (h, body) = head_and_text(value);
         if let Some(why) = doubtful(body, self.task.lang, self.latin) {
             return Verdict::Doubt(why);
         }
@@ -332,8 +367,12 @@ impl Product {
         }
         let hh = lower_hash(head(value));
         let all = Words::of(value);
-        if self.seen.iter().any(|(sh, sv)| *sh == hh || sv.alike(&all)) {
+        if self.seen.iter().any(|(sh, sv, _)| *sh == hh || sv.alike(&all)) {
             return Verdict::Repeat("<product> already says this; write something new");
+        }
+        let op = opening(value, lang);
+        if op != 0 && self.seen.iter().any(|(_, _, so)| *so == op) {
+            return Verdict::Repeat("an entry of <product> opens the same way; write about something else");
         }
         Verdict::New
     }

@@ -126,8 +126,9 @@ pub struct Product {
     newest: Results,
     /// The own tags of those entries and the task's words, sorted and distinct.
     taken: ArrayVec<Word, PRODUCT_TAKEN_MAX>,
-    /// For each entry the view shows: the hash of its head and the words of its value.
-    seen: ArrayVec<(u64, Words), PRODUCT_VIEW_MAX_ENTRIES>,
+    /// For each entry the view shows: the hash of its head, the words of its value and the
+    /// hash of its opening ([`judge::opening`]).
+    seen: ArrayVec<(u64, Words, u64), PRODUCT_VIEW_MAX_ENTRIES>,
     shown: usize,
     heading_bytes: usize,
     /// The view's first (oldest) entry: it grows at its end until full, then starts again.
@@ -428,7 +429,7 @@ impl Product {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
             out.push_str("\n")?;
-            let _ = self.seen.push((lower_hash(head(v)), Words::of(v)));
+            let _ = self.seen.push((lower_hash(head(v)), Words::of(v), judge::opening(v, self.task.lang)));
             self.shown += 1;
         }
         if self.subject.is_empty() {
@@ -672,7 +673,7 @@ impl Product {
         if self.seen.is_full() {
             self.seen.remove(0);
         }
-        let _ = self.seen.push((lower_hash(head(value)), Words::of(value)));
+        let _ = self.seen.push((lower_hash(head(value)), Words::of(value), judge::opening(value, self.task.lang)));
     }
 }
 
