@@ -428,3 +428,19 @@ fn a_unit_that_opens_with_a_stored_units_first_words_of_content_is_a_repeat() {
         assert!(matches!(p.judge(&key, again), Verdict::Repeat(_)), "{again}");
     }
 }
+
+#[test]
+fn a_named_unit_is_asked_what_its_name_is_in_one_sentence() {
+    let (_d, mut s) = store("product-named-question");
+    let mut p = Product::new();
+    let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
+    let mut w = working(task);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Nebula\nBlack hole", 1).unwrap();
+    let (_, q) = view(&mut p, &w, &mut s, task);
+    assert_eq!(q, "Say what Nebula is, in one sentence.\n");
+    // A unit that is no name keeps its question.
+    let mut w = working(TIPS);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Use mulch", 1).unwrap();
+    let (_, q) = view(&mut p, &w, &mut s, TIPS);
+    assert_eq!(q, "Write the tip about Use mulch.\n");
+}
