@@ -53,6 +53,11 @@ pub struct Lang {
     /// The question for one unit about a subject: `unit.0`, the unit, `unit.1`, the subject,
     /// `unit.2` ("Write the " tip " about " Use mulch ".").
     pub unit: (&'static str, &'static str, &'static str),
+    /// The question for one unit that is a name with a text of its own (a term, a command),
+    /// around its name: `unit_named.0`, the name, `unit_named.1` ("Say what " Nebula " is, in
+    /// one sentence."). Asked to "Write the term about" a name, SmolLM2-135M defined fewer
+    /// (docs/measurements.md, "A named unit's question").
+    pub unit_named: (&'static str, &'static str),
     /// How the language writes a plural of a unit the task did not write in the plural.
     pub plural: Plural,
     /// Number words a task counts its units with ("five tips", "a five-day trip").
@@ -135,6 +140,7 @@ pub const EN: Lang = Lang {
     outline_numbered: ("List what the next ", " are about, a few words each."),
     unit_numbered: ("Write ", ", about ", "."),
     unit: ("Write the ", " about ", "."),
+    unit_named: ("Say what ", " is, in one sentence."),
     plural: Plural::English,
     numbers: &[
         ("one", 1),
@@ -193,6 +199,7 @@ pub const DE: Lang = Lang {
     outline_numbered: ("Nenne, worum es in den nächsten ", " geht, je in wenigen Worten."),
     unit_numbered: ("Schreibe ", " über ", "."),
     unit: ("Schreibe den ", " über ", "."),
+    unit_named: ("Sag, was ", " ist, in einem Satz."),
     plural: Plural::Same,
     numbers: &[
         ("ein", 1),
@@ -249,6 +256,7 @@ pub const FR: Lang = Lang {
     outline_numbered: ("Liste de quoi parlent les prochains ", ", en quelques mots chacun."),
     unit_numbered: ("Écris ", " sur ", "."),
     unit: ("Écris le ", " sur ", "."),
+    unit_named: ("Dis ce qu'est ", ", en une phrase."),
     plural: Plural::S,
     numbers: &[
         ("un", 1),
@@ -301,6 +309,7 @@ pub const ES: Lang = Lang {
     outline_numbered: ("Enumera de qué tratan los siguientes ", ", en pocas palabras cada uno."),
     unit_numbered: ("Escribe ", " sobre ", "."),
     unit: ("Escribe el ", " sobre ", "."),
+    unit_named: ("Di qué es ", ", en una frase."),
     plural: Plural::S,
     numbers: &[
         ("uno", 1),
@@ -337,6 +346,7 @@ pub const NEUTRAL: Lang = Lang {
     outline_numbered: ("", ""),
     unit_numbered: ("", "", ""),
     unit: ("", "", ""),
+    unit_named: ("", ""),
     plural: Plural::Same,
     numbers: &[],
     spans: &[],

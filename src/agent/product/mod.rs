@@ -554,6 +554,10 @@ impl Product {
                 let (a, b) = lang.outline;
                 out.format(format_args!("{}{}{}\n", a, self.task.phrase, b))
             }
+            ProductAsk::Unit { .. } if self.task.named && !self.task.numbered => {
+                let (a, b) = lang.unit_named;
+                out.format(format_args!("{}{}{}\n", a, self.subject, b))
+            }
             ProductAsk::Unit { .. } => {
                 let (a, b, c) = if self.task.numbered { lang.unit_numbered } else { lang.unit };
                 let unit = if self.task.numbered { self.label.as_str() } else { self.task.unit.as_str() };
