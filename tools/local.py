@@ -34,9 +34,7 @@ def make_data_dir(server):
     cfg_path, mem_path = DATA / "config.json", DATA / "memory.json"
     fresh = not cfg_path.exists()
     cfg = json.loads(((mc.REPO / "data" / "config.json") if fresh else cfg_path).read_text())
-    # llama-cpp-python computes log-probabilities in Python, at 2.4x the time a token: only the
-    # first outline asks for them (docs/measurements.md, "What log-probabilities cost").
-    cfg["llm"].update(endpoint=server.base + "/v1/chat/completions", model=server.model_id, logprobs="first_outline")
+    cfg["llm"].update(endpoint=server.base + "/v1/chat/completions", model=server.model_id)
     if fresh:
         cfg["agent"].setdefault("iterate", {})["max_iterations"] = -1
     tmp = cfg_path.with_suffix(".json.tmp")

@@ -35,8 +35,9 @@ a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent
      on a base model.
    - Model: MODEL_CHECK_MODEL=smollm2|gemma3 runs every task on that model; unset, the English
      tasks run on smollm2 and the German task on gemma3 (the model here that writes German).
-   - Log-probabilities: MODEL_CHECK_LOGPROBS sets llm.logprobs (default first_outline: this
-     server computes them in Python, at 2.4x the time a token; outlines or off otherwise).
+   - Log-probabilities: MODEL_CHECK_LOGPROBS sets llm.logprobs (outlines, first_outline, off;
+     unset: the agent's default, outlines). This server computes them in Python: first_outline
+     halves an outline's time and lets through items with words the grammar forced.
 5. Figures per run, from DIR/logs/audit.jsonl, `lkjagent memory export`, the agent's stderr and
    the server's verbose log (split per run by file offset): valid replies; actions tried / ok /
    refused as identical repeats; the new entries (storage keys not there before the run, minus
@@ -364,10 +365,10 @@ def make_data_dir(path, mode, server, task=TASK, base=None):
     path.mkdir(parents=True)
     mode, api = split_mode(mode)
     cfg = json.loads((REPO / "data" / "config.json").read_text())
-    # llama-cpp-python computes log-probabilities in Python, at 2.4x the time a token: only the
-    # first outline asks for them unless MODEL_CHECK_LOGPROBS says otherwise (outlines, off).
-    logprobs = os.environ.get("MODEL_CHECK_LOGPROBS", "first_outline").strip() or "first_outline"
-    cfg["llm"].update(endpoint=(base or server.base) + api, model=server.model_id, constrain=mode, logprobs=logprobs)
+    cfg["llm"].update(endpoint=(base or server.base) + api, model=server.model_id, constrain=mode)
+    logprobs = os.environ.get("MODEL_CHECK_LOGPROBS", "").strip()
+    if logprobs:
+        cfg["llm"]["logprobs"] = logprobs
     cfg.setdefault("agent", {}).setdefault("iterate", {})["max_iterations"] = CYCLES
     mem = json.loads((REPO / "data" / "memory.json").read_text())
     mem["working_memory"]["task"] = task

@@ -147,7 +147,9 @@ pub struct Settings {
 pub enum Logprobs {
     /// Every outline (the default).
     Outlines,
-    /// Only a product's first outline, for its two samples; later outlines keep every item.
+    /// Only a product's first outline, for its two samples; later outlines keep every item
+    /// (half the time an outline on llama-cpp-python, and the items with a word the grammar
+    /// forced reach the product).
     FirstOutline,
     /// None: the first outline is asked once, and every item is kept.
     Off,
