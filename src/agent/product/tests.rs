@@ -444,3 +444,18 @@ fn a_named_unit_is_asked_what_its_name_is_in_one_sentence() {
     let (_, q) = view(&mut p, &w, &mut s, TIPS);
     assert_eq!(q, "Write the tip about Use mulch.\n");
 }
+
+#[test]
+fn a_planned_subject_leaves_its_stop_behind() {
+    let (_d, mut s) = store("product-subject-stop");
+    let mut p = Product::new();
+    let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
+    let mut w = working(task);
+    view(&mut p, &w, &mut s, task);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Astronomy terms:\n1. Black hole.\n2. Red giant star.\n3. Comet", 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Black hole\nRed giant star\nComet"));
+    let (_, q) = view(&mut p, &w, &mut s, task);
+    assert_eq!(q, "Say what Black hole is, in one sentence.\n");
+}
