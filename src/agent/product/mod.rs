@@ -621,13 +621,15 @@ impl Product {
                 }
                 continue;
             }
+            // A subject is a name, not a sentence: the stop an outline may write after it goes.
+            let s = s.trim().trim_end_matches('.').trim_end();
             let h = subject_hash(s);
             if kept == PLAN_SUBJECTS_MAX || hashes.as_slice().contains(&h) || !self.is_free(s) {
                 continue;
             }
             let _ = hashes.push(h);
             scratch.push_str(if kept == 0 { "" } else { "\n" })?;
-            scratch.push_str(s.trim())?;
+            scratch.push_str(s)?;
             kept += 1;
         }
         if outline {
