@@ -1256,6 +1256,7 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
         &["Mulch around the plants, then water them deeply.", "Use mulch"],
         &["One two three four", "Prune"],
         &["NASA and ESA probes", "CELESTIAL bodies"],
+        &["Jupiter has 95 known moons.", "Water 2 inches a week"],
         &["Éclairs are choux pastries", "Responsibilities"],
     ] {
         assert!(g.matches(&list(ok)), "{ok:?}\n{text}");
@@ -1269,6 +1270,8 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
         &["will'tdrytomatmfc", "Prune"],
         &["Smallyardormajigg", "Prune"],
         &["Day 3 in Nara", "Prune"],
+        &["Prune", "Use 2 stakes"],
+        &["Use mulch", "Tip 12345 of many"],
         &["×coccolite material", "Prune"],
         &["Astrophotographically", "Prune"],
     ] {
