@@ -242,6 +242,13 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                 if w > 0 {
                     out.format(format_args!(" | \" \" iw imore-{}", w - 1))?;
                 }
+                // A number after an item's second word ("Jupiter has 95 moons"), not as its
+                // first or second: a list that numbers its items counts on ("20 days of rain",
+                // "Day 3 in Nara"). With no digits at all, a fact's number came out as a word
+                // the grammar forced ("up to iced pounds"; docs/measurements.md).
+                if w > 0 && w < left {
+                    out.format(format_args!(" | \" \" inum imore-{}", w - 1))?;
+                }
                 // A sentence has commas; a name has none ("Stars, stars, celestial bodies" was
                 // three names in one).
                 if w > 0 && left >= crate::limits::GRAMMAR_OUTLINE_NAME_MAX_WORDS {
@@ -254,6 +261,7 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                 OUTLINE_WORD_MAX_LETTERS,
                 OUTLINE_WORD_MAX_LETTERS + 1
             ))?;
+            out.push_str("inum ::= [0-9]{1,4}\n")?;
             word_rules(out)
         }
         ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),

@@ -172,9 +172,9 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     w.finish()
 }
 
-/// Longest pattern of one outline item: three letter classes of 14 bytes (`À-ÖØ-öø-ÿ` is 12 in
-/// UTF-8) and their bounds, about 100 bytes.
-const ITEM_PATTERN_MAX_BYTES: usize = 160;
+/// Longest pattern of one outline item: four letter classes of 22-24 bytes (`À-ÖØ-öø-ÿ` is 12
+/// in UTF-8), a number's class and their bounds, about 160 bytes.
+const ITEM_PATTERN_MAX_BYTES: usize = 256;
 
 /// The one action of a product ask (see `gbnf::asked_action`): its type, tags and the start
 /// of its value fixed, the model's part a bounded line (a unit's text) or numbered lines (an
@@ -200,11 +200,14 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
             // Bounded by characters only, SmolLM2-135M wrote sentences cut at the bound ("Use a
             // drip irrigation system to reduce p").
             let mut item = crate::fixed::ArrayString::<ITEM_PATTERN_MAX_BYTES>::new();
+            // After its second word, a word may be a number, as in the grammar.
+            let more = words.clamp(1, GRAMMAR_OUTLINE_ITEM_MAX_WORDS).saturating_sub(1);
+            let sep = if words > crate::limits::GRAMMAR_OUTLINE_NAME_MAX_WORDS { ",?" } else { "" };
             match latin {
+                true if more == 0 => item.push_str("[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ'-]{0,13}[.]?")?,
                 true => item.format(format_args!(
-                    "[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ'-]{{0,13}}({} [A-Za-zÀ-ÖØ-öø-ÿ'-]{{1,14}}){{0,{}}}[.]?",
-                    if words > crate::limits::GRAMMAR_OUTLINE_NAME_MAX_WORDS { ",?" } else { "" },
-                    words.clamp(1, GRAMMAR_OUTLINE_ITEM_MAX_WORDS).saturating_sub(1)
+                    "[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ'-]{{0,13}}({sep} [A-Za-zÀ-ÖØ-öø-ÿ'-]{{1,14}}({sep} ([A-Za-zÀ-ÖØ-öø-ÿ'-]{{1,14}}|[0-9]{{1,4}})){{0,{}}})?[.]?",
+                    more - 1
                 ))?,
                 false => item.format(format_args!(
                     "[^<&\n:,0-9 ][^<&\n:,]{{1,{}}}",
