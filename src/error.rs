@@ -2,7 +2,9 @@
 //!
 //! Errors are small values (16 bytes, so a `Result` comes back in registers) that never
 //! allocate: the message, of at most [`ERROR_MESSAGE_BYTES`], waits in a static slot while the
-//! error lives (see `Repr`), and the raising file and line are one static [`Site`] per call site.
+//! error lives (see `Repr`), and the raising file and line are one static [`Site`] per call site
+//! (`site`: the file as a span in one string of the source files' names, so a site holds no
+//! pointer).
 //! They are created with the [`err!`](crate::err) macro, which captures `file!()` and `line!()`,
 //! and printed as one valid JSON line on stderr:
 //!
