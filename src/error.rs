@@ -2,7 +2,9 @@
 //!
 //! Errors are small values (16 bytes, so a `Result` comes back in registers) that never
 //! allocate: the message, of at most [`ERROR_MESSAGE_BYTES`], waits in a static slot while the
-//! error lives (see `Repr`), and the raising file and line are one static [`Site`] per call site.
+//! error lives (see `Repr`), and the raising file and line are one static [`Site`] per call site
+//! (`site`: the file as a span in one string of the source files' names, so a site holds no
+//! pointer).
 //! They are created with the [`err!`](crate::err) macro, which captures `file!()` and `line!()`,
 //! and printed as one valid JSON line on stderr:
 //!
@@ -19,6 +21,9 @@ use core::fmt;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use std::io::Write as _;
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
+
+mod site;
+pub use site::Site;
 
 /// Stable error codes. The text form (`Code::as_str`) is part of the interface: scripts, the
 /// audit log and tests match on it, so a code is never renamed once released.
@@ -164,20 +169,6 @@ impl fmt::Display for Code {
 /// [`ERROR_MESSAGE_SLOTS`] static slots while the error is alive (`Repr` below).
 pub struct Error(Repr);
 
-/// Where an error was raised: one static per call site, made by the [`site!`](crate::site)
-/// macro (which [`err!`](crate::err) uses).
-pub struct Site {
-    file: &'static str,
-    line: u32,
-}
-
-impl Site {
-    /// A site; use the [`site!`](crate::site) macro, which fills in `file!()` and `line!()`.
-    pub const fn new(file: &'static str, line: u32) -> Site {
-        Site { file, line }
-    }
-}
-
 impl Error {
     /// Builds an error; use the [`err!`](crate::err) macro, which fills in the location.
     /// A message longer than [`ERROR_MESSAGE_BYTES`] is cut at a character boundary and ends in
@@ -222,12 +213,12 @@ impl Error {
 
     /// The source file that raised the error.
     pub fn file(&self) -> &'static str {
-        self.site().file
+        self.site().file()
     }
 
     /// The source line that raised the error.
     pub fn line(&self) -> u32 {
-        self.site().line
+        self.site().line()
     }
 
     /// Returns the same error with `context: ` put in front of its message, keeping code and
@@ -501,7 +492,8 @@ macro_rules! err {
 }
 
 /// The [`Site`](crate::error::Site) of the code that names it: a `&'static` to one static
-/// holding `file!()` and `line!()`.
+/// holding `file!()` and `line!()` (the file as a place in one string of names, found at compile
+/// time).
 #[macro_export]
 macro_rules! site {
     () => {{
