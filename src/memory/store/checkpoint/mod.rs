@@ -112,7 +112,8 @@ impl Store {
     }
 
     /// The checkpoint the cycle's upkeep takes when due: [`Store::checkpoint`], but the
-    /// full-text index's merge only started, run in steps by the next cycles' upkeep
+    /// text indexes' merges (the live one's and the cold store's) only started, run in steps by
+    /// the next cycles' upkeep
     /// ([`Store::flush_access`], [`Store::recall_merge_step`]), and `store.ckpt` synced
     /// beside the cycle and put in place by a later one (`sync`), so that no cycle stops for
     /// all of it.
@@ -128,7 +129,8 @@ impl Store {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
-        if let Err(e) = self.cold_recall_write_file(false) {
+        let cold = if steps { self.cold_recall_start_merge() } else { self.cold_recall_write_file(false) };
+        if let Err(e) = cold {
             e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
