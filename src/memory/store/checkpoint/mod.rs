@@ -129,7 +129,7 @@ impl Store {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
-        let cold = if steps { self.cold_recall_start_merge() } else { self.cold_recall_write_file(false) };
+        let cold = if steps { self.cold_recall_start_merge(false) } else { self.cold_recall_write_file(false) };
         if let Err(e) = cold {
             e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
                 .print_warning();

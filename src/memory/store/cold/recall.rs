@@ -44,9 +44,9 @@
 //! whole file (issue 39: 443 ms at 201,159 cold entries). The job writes the segment as it was
 //! when it started. Meanwhile the delta only grows (groups appended to `store.cold` are read
 //! into it) and documents are taken out (a copy superseded, a key the live store created
-//! again); each cold id taken out is noted ([`JOB_KILLS_MAX`] at most). The step after the one
-//! that put the new file in place opens it as the base, reads the groups appended since the
-//! start into an emptied delta, and takes the noted ids out again. Anything that would empty
+//! again); each cold id taken out is noted ([`TEXT_COLD_MERGE_KILLS_MAX`] at most). The step
+//! after the one that put the new file in place opens it as the base, reads the groups appended
+//! since the start into an emptied delta, and takes the noted ids out again. Anything that would empty
 //! the delta or renumber the ids (a rewrite of `store.cold`, a full delta, the segment closed)
 //! drops the job first, its temp files removed; more noted ids than the note holds drop it too
 //! (or, once its file is in place, close the segment, reopened from that file at its next
@@ -54,7 +54,9 @@
 
 use super::COLD_NAME;
 use crate::error::Result;
-use crate::limits::{STORE_COLD_SCAN_MAX_KEYS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES, TEXT_MIN_TERMS};
+use crate::limits::{
+    STORE_COLD_SCAN_MAX_KEYS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES, TEXT_COLD_MERGE_KILLS_MAX, TEXT_MIN_TERMS,
+};
 use crate::memory::hash::crc32;
 use crate::memory::key::{Key, Tag};
 use crate::memory::log::{self, PutHead, Record};
@@ -90,11 +92,6 @@ const MERGE_SHARE: u64 = 16;
 const MERGE_MIN_DOCS: u64 = 1024;
 /// Bytes of `store.cold` before the covered length whose CRC the header keeps.
 pub(super) const TAIL_BYTES: u64 = 4096;
-/// Most cold ids taken out while a merge runs in steps that its end takes out again of the new
-/// file (4 bytes each, reserved at the first merge in steps). A cycle takes out a few (the
-/// copies a clean-up supersedes, the keys the live store creates again); past this many the
-/// merge is dropped (the next checkpoint starts it again).
-pub const JOB_KILLS_MAX: usize = 16_384;
 
 /// Whether a ranked hit's id is a cold entry's.
 pub fn is_cold_hit(id: EntryId) -> bool {
@@ -138,7 +135,7 @@ pub struct ColdRecall {
     /// A merge under way, run in steps beside the cycle (`None` once its file is in place, to
     /// be opened at the next step), the bytes of `store.cold` and the cold ids it covers.
     pub(super) job: Option<(Option<Job>, u64, u32)>,
-    /// The cold ids taken out since that merge started (at most [`JOB_KILLS_MAX`]).
+    /// The cold ids taken out since that merge started (at most [`TEXT_COLD_MERGE_KILLS_MAX`]).
     pub(super) killed: Vec<u32>,
     /// More were taken out than `killed` holds: the job is let go of at its next step.
     pub(super) killed_over: bool,
@@ -488,14 +485,15 @@ impl Store {
     /// checkpoint would do ([`Store::cold_recall_write_file`] without `all`) as a [`Job`] run
     /// in steps by the next cycles (see the module documentation). Starting takes the
     /// documents' new numbers and sorts the delta's words, nothing more.
-    pub(in crate::memory::store) fn cold_recall_start_merge(&mut self) -> Result<()> {
-        if self.cold_recall.job.is_some() || !self.cold_recall_due(false) {
+    /// With `all`, whenever the file lacks anything (as a close merges).
+    pub(in crate::memory::store) fn cold_recall_start_merge(&mut self, all: bool) -> Result<()> {
+        if self.cold_recall.job.is_some() || !self.cold_recall_due(all) {
             return Ok(());
         }
         self.cold_recall.reserve();
         let c = &mut self.cold_recall;
         if c.killed.capacity() == 0 {
-            c.killed.reserve_exact(JOB_KILLS_MAX);
+            c.killed.reserve_exact(TEXT_COLD_MERGE_KILLS_MAX);
         }
         let covered = c.indexed;
         let next = c.next;
