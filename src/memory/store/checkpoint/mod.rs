@@ -247,7 +247,8 @@ impl Store {
             bail!(Internal, "a checkpoint was asked for while the posting lists are not built");
         }
         let mut out = core::mem::take(&mut self.rbuf);
-        let res = self.write_body(file, &mut out).and_then(|sizes| {
+        let mut crcs = core::mem::take(&mut self.ckpt_crcs);
+        let res = self.write_body(file, &mut out, &mut crcs).and_then(|sizes| {
             let mut h = [0u8; HEADER_BYTES];
             let mut w = Put { buf: &mut h, at: 0 };
             w.bytes(MAGIC);
@@ -281,6 +282,8 @@ impl Store {
                 .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))
         });
         self.rbuf = out;
+        crcs.clear();
+        self.ckpt_crcs = crcs;
         res
     }
 
@@ -313,7 +316,7 @@ impl Store {
 
     /// Writes everything after the header (which is written last, at offset 0, with the
     /// sections' CRCs); returns the CRCs and the section sizes.
-    fn write_body(&self, mut file: &File, out: &mut Vec<u8>) -> Result<Sizes> {
+    fn write_body(&self, mut file: &File, out: &mut Vec<u8>, block_crcs: &mut Vec<u32>) -> Result<Sizes> {
         let path = self.dir.join(TEMP_NAME);
         // Room for the header, written last.
         file.write_all(&[0u8; HEADER_BYTES])
@@ -353,11 +356,14 @@ impl Store {
         let mut block = [0u8; COLUMN_BLOCK];
         // Each column block's CRC, taken as the block is written and written after the
         // posting lists (4 bytes a block: about 0.16 bytes an entry, 164 KiB at 1,048,576;
-        // held only while the checkpoint is written), so that no block is built twice.
+        // reserved once in the store: `Store::ckpt_crcs`), so that no block is built twice.
         // The body's CRC goes on over them from those CRCs (one pass over the columns, 42 of
         // the 57 MB at 1,048,576 entries, instead of two).
-        let blocks: usize = COLUMN_WIDTHS.iter().map(|w| (n * w).div_ceil(COLUMN_BLOCK)).sum();
-        let mut block_crcs: Vec<u32> = Vec::with_capacity(blocks);
+        let blocks_for = |n: usize| -> usize { COLUMN_WIDTHS.iter().map(|w| (n * w).div_ceil(COLUMN_BLOCK)).sum() };
+        block_crcs.clear();
+        if block_crcs.capacity() < blocks_for(n) {
+            block_crcs.reserve_exact(blocks_for(n.max(self.slots.room())));
+        }
         flush(out, &mut crc, true)?;
         counted.set(true);
         let whole_block = crc32_shift(COLUMN_BLOCK as u64);
@@ -427,7 +433,7 @@ impl Store {
             }
         }
         let mut blocks_crc = 0u32;
-        for c in &block_crcs {
+        for c in block_crcs.iter() {
             let c = c.to_le_bytes();
             blocks_crc = crc32_continue(blocks_crc, &c);
             out.extend_from_slice(&c);
