@@ -478,6 +478,13 @@ pub const TEXT_MERGE_BUFFER_BYTES: usize = 256 * 1024;
 /// above. Measured in docs/measurements.md (`LKJAGENT_BENCH_ONLY=upkeep`).
 pub const TEXT_MERGE_STEP_MILLIS: u64 = 25;
 
+/// Most cold ids taken out (a copy superseded, a key the live store created again) while the
+/// cold store's text index is merged in steps, noted so that the merge's end takes them out of
+/// the new `store.cold.fts` again: 4 bytes each (64 KiB), reserved at the first such merge. A
+/// cycle takes out a few; past this many the merge is let go of (the next checkpoint starts it
+/// again).
+pub const TEXT_COLD_MERGE_KILLS_MAX: usize = 16_384;
+
 /// Most distinct words a ranked query weighs; a longer query is `CAPACITY_EXCEEDED`. Cost:
 /// about 64 bytes each on the stack during a query.
 pub const RANK_MAX_TERMS: usize = 64;

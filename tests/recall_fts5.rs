@@ -203,7 +203,7 @@ fn soak_store_ranks_live_and_cold_in_fts5_order() {
     use lkjagent::memory::store::vectors::{By, Meaning};
     use std::collections::HashMap;
     use std::fmt::Write as _;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
     if !have_fts5() {
         return;
     }
@@ -386,36 +386,77 @@ fn soak_store_ranks_live_and_cold_in_fts5_order() {
     );
     assert!(pct_after >= 99.0, "after the compaction only {:.1}% of queries ranked as FTS5 ranks them", pct_after);
     // The writer's costs: its first search (store.cold.fts loaded, the keys of store.cold
-    // noted), then 2,000 more cycles and the merge of what they moved into a new file.
+    // noted), then 2,000 more cycles and the merge of what they moved into a new file: in
+    // steps beside the cycle (as a due checkpoint of the cycle runs it: the longest step is
+    // the cycle's pause), then, after 2,000 more, in one go (as a close does).
     let mut w = Store::open_with_capacity(&data, CAPACITY).unwrap();
     w.set_policy(Some(Policy::default()));
     let t = Instant::now();
     w.rank(&qs[0], 10, &mut ranked).unwrap();
     let first = t.elapsed();
-    let delta_before = w.cold_recall_stats().delta_docs;
+    let mut next_cycle = cycles;
+    let mut more_cycles = |w: &mut Store| {
+        let delta_before = w.cold_recall_stats().delta_docs;
+        let merges_before = w.cold_recall_stats().merges;
+        let t = Instant::now();
+        let mut longest = Duration::ZERO;
+        for i in next_cycle..next_cycle + 2000 {
+            let key = normalize(&format!("fact,n{}", i)).unwrap();
+            let value = recall_corpus::value(&zipf, &mut rng);
+            let c = Instant::now();
+            w.put(&key, &value, 1_700_000_000 + i as u64).unwrap();
+            w.note_use(&key, Use::Saved);
+            w.flush_access().unwrap();
+            longest = longest.max(c.elapsed());
+        }
+        next_cycle += 2000;
+        let merges = w.cold_recall_stats().merges - merges_before;
+        (t.elapsed(), w.cold_recall_stats().delta_docs.saturating_sub(delta_before), longest, merges)
+    };
+    let (cycles_time, moved, longest_cycle, cycle_merges) = more_cycles(&mut w);
     let t = Instant::now();
-    for i in cycles..cycles + 2000 {
-        let key = normalize(&format!("fact,n{}", i)).unwrap();
-        let value = recall_corpus::value(&zipf, &mut rng);
-        w.put(&key, &value, 1_700_000_000 + i as u64).unwrap();
-        w.note_use(&key, Use::Saved);
-        w.flush_access().unwrap();
+    w.recall_flush_in_steps().unwrap();
+    let started = t.elapsed();
+    let merges_before_steps = w.cold_recall_stats().merges;
+    let mut took = vec![started];
+    while w.recall_merging() {
+        let t = Instant::now();
+        w.recall_merge_step(t + Duration::from_millis(lkjagent::limits::TEXT_MERGE_STEP_MILLIS)).unwrap();
+        took.push(t.elapsed());
     }
-    let cycles_time = t.elapsed();
-    let moved = w.cold_recall_stats().delta_docs - delta_before;
+    let total: Duration = took.iter().sum();
+    took.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (p50, longest) = (ms(took[took.len() / 2]), ms(took[took.len() - 1]));
+    let over_100 = took.iter().filter(|d| ms(**d) > 100.0).count();
+    let merged_in_steps = w.cold_recall_stats().merges - merges_before_steps;
+    let (_, moved_again, _, _) = more_cycles(&mut w);
     let t = Instant::now();
     w.recall_flush().unwrap();
     let merge = t.elapsed();
     println!(
         "recall-fts5 soak, the writer: first ranked search {:.0} ms (store.cold.fts loaded, store.cold's keys noted); \
-         2,000 more cycles {:.0} ms ({} entries into the cold index's delta); merging them into a new store.cold.fts \
-         of {} entries: {:.0} ms",
-        first.as_secs_f64() * 1e3,
-        cycles_time.as_secs_f64() * 1e3,
+         2,000 more cycles {:.0} ms, the longest {:.1} ms ({} cold merges finished in their steps; {} entries left in \
+         the cold index's delta); merging what is left in steps: started in {:.1} ms, {} steps, p50 {:.1} ms, the \
+         longest {:.1} ms, {} over 100 ms, {:.0} ms in all ({} merge); 2,000 more cycles ({} entries) merged in one go \
+         into a file of {} entries: {:.0} ms",
+        ms(first),
+        ms(cycles_time),
+        ms(longest_cycle),
+        cycle_merges,
         moved,
+        ms(started),
+        took.len() - 1,
+        p50,
+        longest,
+        over_100,
+        ms(total),
+        merged_in_steps,
+        moved_again,
         w.cold_recall_stats().documents,
-        merge.as_secs_f64() * 1e3
+        ms(merge)
     );
+    assert!(cycle_merges + merged_in_steps > 0, "no merge in steps wrote a store.cold.fts");
     drop(w);
     if keep.is_none() {
         let _ = std::fs::remove_dir_all(&dir);

@@ -11,6 +11,11 @@
 //! newest cold copy); nothing else is there; and the writer's ranked search (its index files
 //! as the kill left them, brought up to date) gives exactly what a rebuild from the log and
 //! `store.cold` alone gives.
+//!
+//! `kill_during_cold_index_merge_in_steps`: the same checks, the child taking its checkpoints
+//! as the agent's cycle does (`checkpoint_in_steps`: the merges only started) and running them
+//! a step at a time after each save, so that most kills land while a new `store.cold.fts` is
+//! half written, or written and not yet opened.
 
 #[path = "support/store.rs"]
 mod store_support;
@@ -90,6 +95,52 @@ fn cold_child() {
     }
 }
 
+/// The child of the merges in steps: saves from `start` on until killed, each save's cycle
+/// upkeep (`flush_access`) and a step of the least work after it (`recall_merge_step`) running
+/// the merges a due checkpoint (`checkpoint_in_steps`, every few saves) started; ranks on the
+/// way (the cold segment kept current, as the agent's searches keep it); compacts the cold
+/// store now and then (which drops a merge under way). Prints `C+` while the cold store's
+/// merge is under way, `C-` once it is not.
+#[test]
+#[ignore]
+fn cold_steps_child() {
+    let Some(dir) = std::env::var_os("LKJ_COLD_DIR") else { return };
+    let start: u64 = std::env::var("LKJ_COLD_START").unwrap().parse().unwrap();
+    let mut store = Store::open_with_capacity(Path::new(&dir), CAP).unwrap();
+    store.set_policy(Some(Policy::default()));
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    writeln!(out).unwrap();
+    writeln!(out, "ready").unwrap();
+    out.flush().unwrap();
+    let mut ranked = Ranked::new();
+    for i in start..start + 100_000 {
+        let (key, value) = op(i);
+        let key = normalize(&key).unwrap();
+        writeln!(out, "W {}", i).unwrap();
+        out.flush().unwrap();
+        store.put(&key, &value, 1_700_000_000 + i).unwrap();
+        store.note_use(&key, Use::Saved);
+        store.flush_access().unwrap();
+        writeln!(out, "A {}", i).unwrap();
+        out.flush().unwrap();
+        store.rank(QUERIES[(i % 6) as usize], 10, &mut ranked).unwrap();
+        if i % 5 == 0 {
+            store.checkpoint_in_steps().unwrap();
+        }
+        store.recall_merge_step(std::time::Instant::now()).unwrap();
+        writeln!(out, "{}", if store.cold_recall_merging() { "C+" } else { "C-" }).unwrap();
+        out.flush().unwrap();
+        if i % 41 == 0 {
+            writeln!(out, "K+").unwrap();
+            out.flush().unwrap();
+            store.compact_cold().unwrap();
+            writeln!(out, "K-").unwrap();
+            out.flush().unwrap();
+        }
+    }
+}
+
 /// Each key's current value: the live store's, else its newest cold copy.
 fn current(dir: &Path) -> BTreeMap<String, String> {
     let mut all = BTreeMap::new();
@@ -141,14 +192,46 @@ fn same_answer(got: &[(String, u64, bool)], want: &[(String, u64, bool)], what: 
 
 #[test]
 fn kill_during_cold_compaction_and_index_merges() {
-    let t = TempDir::new("kill-cold");
+    let (acked, marks) = kill_rounds("cold_child", "kill-cold", 0xC01D_0000_0000_0039);
+    let (in_merge, in_compaction) = (marks[0], marks[1]);
+    assert!(acked > 200, "the children saved too little to test anything ({})", acked);
+    assert!(
+        in_merge > 0 && in_compaction > 0,
+        "no kill landed in a merge ({}) or a compaction ({})",
+        in_merge,
+        in_compaction
+    );
+    eprintln!(
+        "{} saves acknowledged; {} kills inside a checkpoint (index merges), {} inside a cold compaction",
+        acked, in_merge, in_compaction
+    );
+}
+
+/// Kills while the cold store's text index is merged in steps beside the saves (issue 39: no
+/// cycle stops for the whole merge): nothing acknowledged is lost, and the writer's ranked
+/// search, from whichever `store.cold.fts` the kill left, equals a rebuild.
+#[test]
+fn kill_during_cold_index_merge_in_steps() {
+    let (acked, marks) = kill_rounds("cold_steps_child", "kill-cold-steps", 0xC01D_5735_0000_0039);
+    assert!(acked > 200, "the children saved too little to test anything ({})", acked);
+    assert!(marks[2] > 0, "no kill landed while the cold store's merge was under way");
+    eprintln!(
+        "{} saves acknowledged; {} kills with the cold store's merge under way, {} inside a cold compaction",
+        acked, marks[2], marks[1]
+    );
+}
+
+/// `KILLS` rounds of a child killed at a random moment and the store checked after: returns
+/// the saves acknowledged and how many kills landed after each mark (`M+`, `K+`, `C+`).
+fn kill_rounds(child_name: &str, temp: &str, seed: u64) -> (u64, [usize; 3]) {
+    let t = TempDir::new(temp);
     let dir = t.0.clone();
-    let mut rng = Rng::new(0xC01D_0000_0000_0039);
+    let mut rng = Rng::new(seed);
     let mut acked: u64 = 0;
-    let (mut in_merge, mut in_compaction) = (0, 0);
+    let mut marks = [0usize; 3];
     for round in 0..KILLS {
         let mut child = spawn_child(
-            "cold_child",
+            child_name,
             &[("LKJ_COLD_DIR", dir.display().to_string()), ("LKJ_COLD_START", acked.to_string())],
             false,
         );
@@ -165,12 +248,13 @@ fn kill_during_cold_compaction_and_index_merges() {
                 acked = acked.max(n.parse::<u64>().unwrap() + 1);
             } else if let Some(n) = line.strip_prefix("W ") {
                 pending = Some(n.parse::<u64>().unwrap());
-            } else if matches!(line, "M+" | "M-" | "K+" | "K-") {
+            } else if matches!(line, "M+" | "M-" | "K+" | "K-" | "C+" | "C-") {
                 last_mark = line;
             }
         }
-        in_merge += usize::from(last_mark == "M+");
-        in_compaction += usize::from(last_mark == "K+");
+        for (n, mark) in marks.iter_mut().zip(["M+", "K+", "C+"]) {
+            *n += usize::from(last_mark == mark);
+        }
         let pending = pending.filter(|&p| p >= acked);
 
         // The writer opens (repairing what the kill cut short), then what is current.
@@ -215,15 +299,5 @@ fn kill_during_cold_compaction_and_index_merges() {
             same_answer(got, want, &format!("round {}: {:?}", round, q));
         }
     }
-    assert!(acked > 200, "the children saved too little to test anything ({})", acked);
-    assert!(
-        in_merge > 0 && in_compaction > 0,
-        "no kill landed in a merge ({}) or a compaction ({})",
-        in_merge,
-        in_compaction
-    );
-    eprintln!(
-        "{} saves acknowledged; {} kills inside a checkpoint (index merges), {} inside a cold compaction",
-        acked, in_merge, in_compaction
-    );
+    (acked, marks)
 }

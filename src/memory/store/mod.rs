@@ -242,6 +242,10 @@ pub struct Store {
     wbuf: FixedBuf,
     rbuf: Vec<u8>,
     vbuf: String,
+    /// Each column block's CRC while a checkpoint is written (4 bytes a block, 164 KiB at
+    /// 1,048,576 entries): reserved at the first checkpoint for the slots' room, again only
+    /// when the room grew, so that a due checkpoint allocates none.
+    ckpt_crcs: Vec<u32>,
     /// The full-text index (built on first use).
     recall: recall::Recall,
     /// The capacity policy and its clean-ups (see [`cleanup`]).
@@ -351,6 +355,7 @@ impl Store {
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
+            ckpt_crcs: Vec::new(),
             recall: recall::Recall::new(),
             upkeep: cleanup::Upkeep::new(),
             cold_recall: cold::recall::ColdRecall::new(),
@@ -399,6 +404,7 @@ impl Store {
             + self.links.ram_bytes()
             + self.recall.ram_bytes()
             + self.cold_recall.ram_bytes()
+            + self.ckpt_crcs.capacity() * 4
     }
 
     /// Size of the log in bytes.

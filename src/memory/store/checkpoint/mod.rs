@@ -108,27 +108,31 @@ impl Store {
     /// Writes a checkpoint of the index now (the writer only; access statistics counted in
     /// RAM are written to the log first, so the checkpoint matches the log exactly).
     pub fn checkpoint(&mut self) -> Result<()> {
-        self.checkpoint_with(false)
+        self.checkpoint_with(false, false)
     }
 
     /// The checkpoint the cycle's upkeep takes when due: [`Store::checkpoint`], but the
-    /// full-text index's merge only started, run in steps by the next cycles' upkeep
+    /// text indexes' merges (the live one's and the cold store's) only started, run in steps by
+    /// the next cycles' upkeep
     /// ([`Store::flush_access`], [`Store::recall_merge_step`]), and `store.ckpt` synced
     /// beside the cycle and put in place by a later one (`sync`), so that no cycle stops for
     /// all of it.
     pub fn checkpoint_in_steps(&mut self) -> Result<()> {
-        self.checkpoint_with(true)
+        self.checkpoint_with(true, true)
     }
 
     /// `store.ckpt`, then the text indexes beside it: caches too, so a failure is a warning.
-    fn checkpoint_with(&mut self, steps: bool) -> Result<()> {
+    /// `cold_steps`: the cold store's merge only started, as `steps` starts both (a compaction
+    /// of the log, which changes nothing in the cold store, takes its checkpoint so).
+    fn checkpoint_with(&mut self, steps: bool, cold_steps: bool) -> Result<()> {
         self.checkpoint_file(steps)?;
         let text = if steps { self.recall_start_merge() } else { self.recall_write_file() };
         if let Err(e) = text {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
-        if let Err(e) = self.cold_recall_write_file(false) {
+        let cold = if cold_steps { self.cold_recall_start_merge(false) } else { self.cold_recall_write_file(false) };
+        if let Err(e) = cold {
             e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
@@ -182,9 +186,12 @@ impl Store {
         }
     }
 
-    /// A checkpoint now; a failure is a warning.
+    /// A checkpoint now (after a compaction of the log, or a long replay), but the cold
+    /// store's text index merge only started, run in steps by the cycles' upkeep: neither
+    /// changes the cold store, and its merge rewrites the whole `store.cold.fts` (a compaction
+    /// every ~200 saves of the soak made a cycle of 3.8 s so); a failure is a warning.
     pub(in crate::memory::store) fn checkpoint_quietly(&mut self) {
-        if let Err(e) = self.checkpoint() {
+        if let Err(e) = self.checkpoint_with(false, true) {
             e.context(format_args!("the store's checkpoint was not written (the next open reads more log)"))
                 .print_warning();
         }
@@ -245,7 +252,8 @@ impl Store {
             bail!(Internal, "a checkpoint was asked for while the posting lists are not built");
         }
         let mut out = core::mem::take(&mut self.rbuf);
-        let res = self.write_body(file, &mut out).and_then(|sizes| {
+        let mut crcs = core::mem::take(&mut self.ckpt_crcs);
+        let res = self.write_body(file, &mut out, &mut crcs).and_then(|sizes| {
             let mut h = [0u8; HEADER_BYTES];
             let mut w = Put { buf: &mut h, at: 0 };
             w.bytes(MAGIC);
@@ -279,6 +287,8 @@ impl Store {
                 .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))
         });
         self.rbuf = out;
+        crcs.clear();
+        self.ckpt_crcs = crcs;
         res
     }
 
@@ -311,7 +321,7 @@ impl Store {
 
     /// Writes everything after the header (which is written last, at offset 0, with the
     /// sections' CRCs); returns the CRCs and the section sizes.
-    fn write_body(&self, mut file: &File, out: &mut Vec<u8>) -> Result<Sizes> {
+    fn write_body(&self, mut file: &File, out: &mut Vec<u8>, block_crcs: &mut Vec<u32>) -> Result<Sizes> {
         let path = self.dir.join(TEMP_NAME);
         // Room for the header, written last.
         file.write_all(&[0u8; HEADER_BYTES])
@@ -351,11 +361,14 @@ impl Store {
         let mut block = [0u8; COLUMN_BLOCK];
         // Each column block's CRC, taken as the block is written and written after the
         // posting lists (4 bytes a block: about 0.16 bytes an entry, 164 KiB at 1,048,576;
-        // held only while the checkpoint is written), so that no block is built twice.
+        // reserved once in the store: `Store::ckpt_crcs`), so that no block is built twice.
         // The body's CRC goes on over them from those CRCs (one pass over the columns, 42 of
         // the 57 MB at 1,048,576 entries, instead of two).
-        let blocks: usize = COLUMN_WIDTHS.iter().map(|w| (n * w).div_ceil(COLUMN_BLOCK)).sum();
-        let mut block_crcs: Vec<u32> = Vec::with_capacity(blocks);
+        let blocks_for = |n: usize| -> usize { COLUMN_WIDTHS.iter().map(|w| (n * w).div_ceil(COLUMN_BLOCK)).sum() };
+        block_crcs.clear();
+        if block_crcs.capacity() < blocks_for(n) {
+            block_crcs.reserve_exact(blocks_for(n.max(self.slots.room())));
+        }
         flush(out, &mut crc, true)?;
         counted.set(true);
         let whole_block = crc32_shift(COLUMN_BLOCK as u64);
@@ -425,7 +438,7 @@ impl Store {
             }
         }
         let mut blocks_crc = 0u32;
-        for c in &block_crcs {
+        for c in block_crcs.iter() {
             let c = c.to_le_bytes();
             blocks_crc = crc32_continue(blocks_crc, &c);
             out.extend_from_slice(&c);

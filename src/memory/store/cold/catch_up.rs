@@ -189,9 +189,10 @@ impl Store {
     }
 
     /// Takes cold id `id`'s document out (counting its words out), wherever it is.
-    fn cold_recall_kill(&mut self, id: u32) -> Result<()> {
+    pub(super) fn cold_recall_kill(&mut self, id: u32) -> Result<()> {
         let c = &mut self.cold_recall;
         c.reserve();
+        c.note_kill(id);
         if let Some((_, doc)) = c.index.doc_of(id) {
             let Some(d) = c.index.start_remove(id) else { return Ok(()) };
             c.read(doc.offset, doc.rec_len)?;

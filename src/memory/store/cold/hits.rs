@@ -315,8 +315,21 @@ mod tests {
     /// over the union, for the writer, and for a reader once the writer's files are written.
     #[test]
     fn every_change_keeps_the_union_ranked_as_bm25() {
-        let d = temp_dir("cold-rank-ops");
+        every_change_ranked(false);
+    }
+
+    /// The same, with the due checkpoints' merges run in steps beside the changes (a step of
+    /// the least work after each): every query during a merge of either segment equals BM25
+    /// from scratch.
+    #[test]
+    fn every_change_keeps_the_union_ranked_while_merging_in_steps() {
+        every_change_ranked(true);
+    }
+
+    fn every_change_ranked(steps: bool) {
+        let d = temp_dir(if steps { "cold-rank-steps" } else { "cold-rank-ops" });
         let mut rng = Rng::new(0x39_0040);
+        let mut cold_merging = 0;
         let mut s = Store::open_with_capacity(&d, 64).unwrap();
         s.set_policy(Some(Policy::default()));
         let qs = queries(&mut rng, 12);
@@ -348,6 +361,12 @@ mod tests {
                 2 => {
                     s.compact_cold().unwrap();
                 }
+                3 | 19 if steps => {
+                    // As the agent's cycle does: the segment current (its searches keep it
+                    // so), then a due checkpoint.
+                    s.cold_recall_ready().unwrap();
+                    s.checkpoint_in_steps().unwrap();
+                }
                 3 => s.checkpoint().unwrap(),
                 4 => s.recall_flush().unwrap(),
                 5 => {
@@ -374,6 +393,10 @@ mod tests {
                     }
                 }
             }
+            if steps {
+                cold_merging += usize::from(s.cold_recall_merging());
+                s.recall_merge_step(std::time::Instant::now()).unwrap();
+            }
             if step % 8 == 7 {
                 check(&mut s, &qs, &format!("step {}", step));
                 // A reader is exact once the writer's files have what it knows (see
@@ -383,6 +406,7 @@ mod tests {
                 check(&mut ro, &qs, &format!("step {} read-only", step));
             }
         }
+        assert!(!steps || cold_merging > 0, "no step found the cold store's merge under way");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

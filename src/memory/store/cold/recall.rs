@@ -35,17 +35,35 @@
 //! and when the delta is full. A crash at any point leaves the old file or the new one, each
 //! a valid base (or a stale one, which is rebuilt from `store.cold`). A read-only store never
 //! writes in the data directory: its merges go to a private directory of its own.
+//!
+//! # The merge beside the cycle
+//!
+//! A due checkpoint the cycle's upkeep takes (`Store::checkpoint_in_steps`) only starts the
+//! merge: a [`Job`] of the live index's kind, run a step per cycle (at most
+//! `TEXT_MERGE_STEP_MILLIS` of work each) by the cycle's upkeep, so that no cycle stops for the
+//! whole file (issue 39: 443 ms at 201,159 cold entries). The job writes the segment as it was
+//! when it started. Meanwhile the delta only grows (groups appended to `store.cold` are read
+//! into it) and documents are taken out (a copy superseded, a key the live store created
+//! again); each cold id taken out is noted ([`TEXT_COLD_MERGE_KILLS_MAX`] at most). The step
+//! after the one that put the new file in place opens it as the base, reads the groups appended
+//! since the start into an emptied delta, and takes the noted ids out again. Anything that would empty
+//! the delta or renumber the ids (a rewrite of `store.cold`, a full delta, the segment closed)
+//! drops the job first, its temp files removed; more noted ids than the note holds drop it too
+//! (or, once its file is in place, close the segment, reopened from that file at its next
+//! use). A kill at any point leaves the old file or the new one, as above.
 
 use super::COLD_NAME;
 use crate::error::Result;
-use crate::limits::{STORE_COLD_SCAN_MAX_KEYS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES, TEXT_MIN_TERMS};
+use crate::limits::{
+    STORE_COLD_SCAN_MAX_KEYS, STORE_RECORD_MAX_BYTES, STORE_VALUE_MAX_BYTES, TEXT_COLD_MERGE_KILLS_MAX, TEXT_MIN_TERMS,
+};
 use crate::memory::hash::crc32;
 use crate::memory::key::{Key, Tag};
 use crate::memory::log::{self, PutHead, Record};
 use crate::memory::store::recall::disk::DiskIndex;
 use crate::memory::store::recall::file::{verify_file, Header, HEADER_BYTES};
 use crate::memory::store::recall::fulltext::{FullText, Sizes};
-use crate::memory::store::recall::merge::{write_index_file, FileNames, Stamp, WriteScratch};
+use crate::memory::store::recall::merge::{step_deadline, write_index_file, FileNames, Job, Stamp, WriteScratch};
 use crate::memory::store::{EntryId, Store};
 use std::collections::HashMap;
 use std::fs::File;
@@ -114,6 +132,13 @@ pub struct ColdRecall {
     pub(super) private: Option<PathBuf>,
     pub(super) merges: u64,
     pub(super) from_file: bool,
+    /// A merge under way, run in steps beside the cycle (`None` once its file is in place, to
+    /// be opened at the next step), the bytes of `store.cold` and the cold ids it covers.
+    pub(super) job: Option<(Option<Job>, u64, u32)>,
+    /// The cold ids taken out since that merge started (at most [`TEXT_COLD_MERGE_KILLS_MAX`]).
+    pub(super) killed: Vec<u32>,
+    /// More were taken out than `killed` holds: the job is let go of at its next step.
+    pub(super) killed_over: bool,
 }
 
 impl Default for ColdRecall {
@@ -124,6 +149,7 @@ impl Default for ColdRecall {
 
 impl Drop for ColdRecall {
     fn drop(&mut self) {
+        self.drop_job();
         if let Some(dir) = self.private.take() {
             let _ = std::fs::remove_dir_all(dir);
         }
@@ -166,6 +192,30 @@ impl ColdRecall {
             private: None,
             merges: 0,
             from_file: false,
+            job: None,
+            killed: Vec::new(),
+            killed_over: false,
+        }
+    }
+
+    /// Drops a merge under way (its temp files removed; a file it already put in place
+    /// stays, a valid base).
+    pub(super) fn drop_job(&mut self) {
+        if let Some((Some(job), _, _)) = self.job.take() {
+            job.remove_temps();
+        }
+        self.killed.clear();
+        self.killed_over = false;
+    }
+
+    /// Cold id `id` was taken out: noted for the end of a merge under way.
+    pub(super) fn note_kill(&mut self, id: u32) {
+        if self.job.is_some() {
+            if self.killed.len() < self.killed.capacity() {
+                self.killed.push(id);
+            } else {
+                self.killed_over = true;
+            }
         }
     }
 
@@ -185,6 +235,7 @@ impl ColdRecall {
         self.base.ram_bytes()
             + if self.index.is_reserved() { self.index.ram_bytes() + self.scratch.ram_bytes() } else { 0 }
             + self.newest.capacity() * 16
+            + self.killed.capacity() * 4
     }
 
     /// Reserves the delta's tables and the merge's buffers for `room` ids (once; again when
@@ -271,6 +322,7 @@ impl Store {
         let path = self.dir.join(COLD_NAME);
         let read_only_store = self.log.read_only();
         let c = &mut self.cold_recall;
+        c.drop_job();
         c.base.close();
         c.newest.clear();
         c.file = None;
@@ -374,6 +426,7 @@ impl Store {
     /// again at its next use, and its file is removed (a stale one would be rebuilt anyway).
     pub(in crate::memory::store) fn cold_recall_reset(&mut self) {
         let c = &mut self.cold_recall;
+        c.drop_job();
         c.state = State::Closed;
         c.base.close();
         c.index.clear();
@@ -389,6 +442,7 @@ impl Store {
     /// rebuilt, at its next use.
     pub(in crate::memory::store) fn cold_recall_close(&mut self) {
         let c = &mut self.cold_recall;
+        c.drop_job();
         c.state = State::Closed;
         c.base.close();
         c.index.clear();
@@ -403,24 +457,159 @@ impl Store {
     /// for it a constant per entry, and a reader catches up on at most that share), or when a
     /// document of the file is no longer current (a reader cannot tell: the file must not
     /// keep it).
+    /// A merge under way is finished first.
     pub(in crate::memory::store) fn cold_recall_write_file(&mut self, all: bool) -> Result<()> {
-        let c = &self.cold_recall;
-        if c.state != State::Ready || self.log.read_only() || c.file.is_none() {
-            return Ok(());
-        }
-        if c.index.is_empty() && c.base.dead_docs() == 0 && c.written == c.indexed && c.base.is_open() {
-            return Ok(());
-        }
-        let pending = c.index.doc_count() as u64;
-        let due = pending >= MERGE_MIN_DOCS.max(u64::from(c.base.doc_count()) / MERGE_SHARE) || c.base.dead_docs() > 0;
-        if !all && c.base.is_open() && !due {
+        self.cold_recall_step(None)?;
+        if !self.cold_recall_due(all) {
             return Ok(());
         }
         self.cold_recall_merge()
     }
 
-    /// The merge: base and delta into a new file, searched from now on.
+    /// Whether the segment has what its file lacks, and (without `all`) enough of it to merge
+    /// at a checkpoint (see [`Store::cold_recall_write_file`]); never for a reader.
+    fn cold_recall_due(&self, all: bool) -> bool {
+        let c = &self.cold_recall;
+        if c.state != State::Ready || self.log.read_only() || c.file.is_none() {
+            return false;
+        }
+        if c.index.is_empty() && c.base.dead_docs() == 0 && c.written == c.indexed && c.base.is_open() {
+            return false;
+        }
+        let pending = c.index.doc_count() as u64;
+        let due = pending >= MERGE_MIN_DOCS.max(u64::from(c.base.doc_count()) / MERGE_SHARE) || c.base.dead_docs() > 0;
+        all || !c.base.is_open() || due
+    }
+
+    /// At a checkpoint the cycle's upkeep takes (the writer): starts the merge the
+    /// checkpoint would do ([`Store::cold_recall_write_file`] without `all`) as a [`Job`] run
+    /// in steps by the next cycles (see the module documentation). Starting takes the
+    /// documents' new numbers and sorts the delta's words, nothing more.
+    /// With `all`, whenever the file lacks anything (as a close merges).
+    pub(in crate::memory::store) fn cold_recall_start_merge(&mut self, all: bool) -> Result<()> {
+        if self.cold_recall.job.is_some() || !self.cold_recall_due(all) {
+            return Ok(());
+        }
+        self.cold_recall.reserve();
+        let c = &mut self.cold_recall;
+        if c.killed.capacity() == 0 {
+            c.killed.reserve_exact(TEXT_COLD_MERGE_KILLS_MAX);
+        }
+        let covered = c.indexed;
+        let next = c.next;
+        let stamp = Stamp { store: u64::from(next), covered, tail: cold_tail_crc(c, covered)? };
+        let job = Job::start(&self.dir, NAMES, (&mut c.base, &c.index, None), &mut c.scratch, stamp)?;
+        c.killed.clear();
+        c.killed_over = false;
+        c.job = Some((Some(job), covered, next));
+        Ok(())
+    }
+
+    /// Whether a merge of the cold segment is under way (started at a checkpoint, run in
+    /// steps).
+    pub fn cold_recall_merging(&self) -> bool {
+        self.cold_recall.job.is_some()
+    }
+
+    /// Runs the cold merge under way, if any, until `deadline` (to its end without one). The
+    /// step after the one that put the new file in place opens it (see the module
+    /// documentation). A failure drops the merge (its temp files removed); when the old file
+    /// was found damaged, the segment is rebuilt from `store.cold` at its next use.
+    pub(in crate::memory::store) fn cold_recall_step(&mut self, deadline: Option<std::time::Instant>) -> Result<()> {
+        if self.cold_recall.killed_over {
+            // More taken out than noted: this merge is let go of (the next checkpoint
+            // starts another); a file already in place is opened afresh at the next use.
+            let written = matches!(self.cold_recall.job, Some((None, _, _)));
+            self.cold_recall.drop_job();
+            if written {
+                self.cold_recall_close();
+            }
+            return Ok(());
+        }
+        let Some((job, covered, next)) = self.cold_recall.job.take() else { return Ok(()) };
+        if let Some(mut job) = job {
+            let c = &mut self.cold_recall;
+            match job.step((&mut c.base, &c.index, None), &mut c.scratch, deadline) {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    c.job = Some((Some(job), covered, next));
+                    return Ok(());
+                }
+                Err(e) => {
+                    c.killed.clear();
+                    if e.code() == crate::error::Code::Io {
+                        // The old file is damaged: rebuilt from store.cold at the next use.
+                        self.cold_recall_reset();
+                    }
+                    return Err(e);
+                }
+            }
+            self.cold_recall.merges += 1;
+            if let Err(e) = crate::memory::atomic::sync_dir(&self.dir) {
+                // The base and delta in RAM still have everything; the next merge writes again.
+                self.cold_recall.killed.clear();
+                return Err(e);
+            }
+            if deadline.is_some() {
+                // In place: opened at the next step.
+                self.cold_recall.job = Some((None, covered, next));
+                return Ok(());
+            }
+        }
+        let res = self.cold_recall_install(covered, next);
+        self.cold_recall.killed.clear();
+        if res.is_err() {
+            let c = &mut self.cold_recall;
+            c.state = State::Stale;
+            c.base.close();
+            c.index.clear();
+        }
+        res.map_err(|e| e.context(format_args!("opening the cold store's text index after its merge")))
+    }
+
+    /// The merge's file, in place, opened as the base (it covers `covered` bytes of
+    /// `store.cold` and `next` cold ids); the groups appended since it started read into the
+    /// emptied delta, and the ids taken out since taken out again.
+    fn cold_recall_install(&mut self, covered: u64, next: u32) -> Result<()> {
+        let path = self.dir.join(COLD_RECALL_NAME);
+        let ix = File::open(&path).map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
+        let mut raw = [0u8; HEADER_BYTES];
+        ix.read_exact_at(&mut raw, 0).map_err(|e| err!(Io, "{}: reading its header failed: {}", path.display(), e))?;
+        let h = Header::parse(&raw)?;
+        if h.covered != covered || h.store != u64::from(next) {
+            bail!(Io, "{} is not the file its merge wrote", path.display());
+        }
+        let c = &mut self.cold_recall;
+        c.base.close();
+        c.index.clear();
+        c.base.load(ix, h, c.room, |_| true)?;
+        c.written = covered;
+        c.indexed = covered;
+        c.next = next;
+        // (Taken before the catch-up: a full delta there merges, which empties the note.)
+        let mut killed = core::mem::take(&mut c.killed);
+        let res = self.cold_recall_catch_up().and_then(|_| killed.iter().try_for_each(|&id| self.cold_recall_kill(id)));
+        killed.clear();
+        self.cold_recall.killed = killed;
+        res
+    }
+
+    /// The next step of the cold merge under way (the cycle's upkeep, when the live index has
+    /// none under way); a failure is a warning.
+    pub(in crate::memory::store) fn cold_merge_step(&mut self) {
+        if self.log.read_only() || self.log.in_batch() {
+            return;
+        }
+        if let Err(e) = self.cold_recall_step(Some(step_deadline())) {
+            e.context(format_args!("the cold store's text index merge was dropped (the next checkpoint writes it)"))
+                .print_warning();
+        }
+    }
+
+    /// The merge: base and delta into a new file, searched from now on (a merge under way is
+    /// dropped first: this one writes everything it would).
     pub(super) fn cold_recall_merge(&mut self) -> Result<()> {
+        self.cold_recall.drop_job();
         self.cold_recall.reserve();
         let dir = self.cold_recall_dir()?;
         let c = &mut self.cold_recall;

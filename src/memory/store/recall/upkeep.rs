@@ -58,6 +58,16 @@ impl Store {
         self.cold_recall_write_file(true)
     }
 
+    /// [`Store::recall_flush`] in steps: both merges only started (whenever a file lacks
+    /// anything), run by [`Store::recall_merge_step`] (or the cycle's upkeep) until
+    /// [`Store::recall_merging`] is false; what a due checkpoint of the cycle does, without
+    /// waiting for it to be due.
+    pub fn recall_flush_in_steps(&mut self) -> Result<()> {
+        self.log.check_writable()?;
+        self.recall_start_merge()?;
+        self.cold_recall_start_merge(true)
+    }
+
     /// Whether the index is built and current.
     pub(in crate::memory::store) fn recall_is_ready(&self) -> bool {
         self.recall.state == State::Ready

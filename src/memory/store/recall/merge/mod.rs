@@ -84,13 +84,18 @@ impl Store {
 
     /// Runs the full-text index's merge under way (started by a checkpoint the cycle's
     /// upkeep took) until `until`, the work in hand finished (a word's postings, a batch of
-    /// pages); when it ends, `store.fts` is the new file. Returns whether one is still under
-    /// way. The writer only (nothing to do for a reader).
+    /// pages); when it ends, `store.fts` is the new file. With none under way, the cold
+    /// store's merge likewise (`store.cold.fts`). Returns whether one is still under way. The
+    /// writer only (nothing to do for a reader).
     pub fn recall_merge_step(&mut self, until: std::time::Instant) -> Result<bool> {
         if self.log.read_only() || self.log.in_batch() {
             return Ok(false);
         }
-        self.recall_step(Some(until))?;
+        if self.recall.job.is_some() {
+            self.recall_step(Some(until))?;
+        } else {
+            self.cold_recall_step(Some(until))?;
+        }
         Ok(self.recall_merging())
     }
 
@@ -101,15 +106,20 @@ impl Store {
         if self.log.read_only() || self.log.in_batch() {
             return;
         }
+        if self.recall.job.is_none() {
+            // The cold store's, when the live index has none under way (one a cycle).
+            return self.cold_merge_step();
+        }
         if let Err(e) = self.recall_step(Some(step_deadline())) {
             e.context(format_args!("the full-text index's merge was dropped (the next checkpoint writes it)"))
                 .print_warning();
         }
     }
 
-    /// Whether a merge of the index is under way (started at a checkpoint, run in steps).
+    /// Whether a merge of the index, or of the cold store's, is under way (started at a
+    /// checkpoint, run in steps).
     pub fn recall_merging(&self) -> bool {
-        self.recall.job.is_some()
+        self.recall.job.is_some() || self.cold_recall_merging()
     }
 
     /// Runs the merge under way, if any, until `deadline` (to its end without one). The step
