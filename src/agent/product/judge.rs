@@ -32,7 +32,7 @@ const SENTENCE_WORD_EVERY: usize = 8;
 
 /// Why `text` (a unit's text, after its head) is doubtful for a task in `lang` whose letters
 /// are `latin` or not, if it is: a word of one letter three times in a row ("jjj"), a word
-/// longer than `WORD_MAX_LETTERS` or of plain letters with no vowel ([`no_vowel`]), most words
+/// longer than `WORD_MAX_LETTERS` or of plain letters with no vowel (`no_vowel`), most words
 /// in capitals, another script than the task's, or, for a language of
 /// the table, too few of its sentence words or more of another's.
 pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {

@@ -39,7 +39,7 @@
 //! # The merge beside the cycle
 //!
 //! A due checkpoint the cycle's upkeep takes (`Store::checkpoint_in_steps`) only starts the
-//! merge: a [`Job`] of the live index's kind, run a step per cycle (at most
+//! merge: a `Job` of the live index's kind, run a step per cycle (at most
 //! `TEXT_MERGE_STEP_MILLIS` of work each) by the cycle's upkeep, so that no cycle stops for the
 //! whole file (issue 39: 443 ms at 201,159 cold entries). The job writes the segment as it was
 //! when it started. Meanwhile the delta only grows (groups appended to `store.cold` are read
