@@ -50,14 +50,35 @@ fn key_of(i: u64) -> String {
     normalize(&format!("fact,n{}", i)).unwrap().as_str().to_string()
 }
 
+/// A child's store (`LKJ_COLD_DIR`, the clean-up on) and its first save's number
+/// (`LKJ_COLD_START`); `None` when run as a test of its own.
+fn open_child() -> Option<(Store, u64)> {
+    let dir = std::env::var_os("LKJ_COLD_DIR")?;
+    let start: u64 = std::env::var("LKJ_COLD_START").unwrap().parse().unwrap();
+    let mut store = Store::open_with_capacity(Path::new(&dir), CAP).unwrap();
+    store.set_policy(Some(Policy::default()));
+    Some((store, start))
+}
+
+/// Saves `op(i)` as the agent does (its use noted, the cycle's upkeep run), between a `W i`
+/// line before and an `A i` line once it is acknowledged.
+fn save_acknowledged(store: &mut Store, out: &mut impl Write, i: u64) {
+    let (key, value) = op(i);
+    let key = normalize(&key).unwrap();
+    writeln!(out, "W {}", i).unwrap();
+    out.flush().unwrap();
+    store.put(&key, &value, 1_700_000_000 + i).unwrap();
+    store.note_use(&key, Use::Saved);
+    store.flush_access().unwrap();
+    writeln!(out, "A {}", i).unwrap();
+    out.flush().unwrap();
+}
+
 /// The child: saves from `start` on until killed; checkpoints, compacts, ranks on the way.
 #[test]
 #[ignore]
 fn cold_child() {
-    let Some(dir) = std::env::var_os("LKJ_COLD_DIR") else { return };
-    let start: u64 = std::env::var("LKJ_COLD_START").unwrap().parse().unwrap();
-    let mut store = Store::open_with_capacity(Path::new(&dir), CAP).unwrap();
-    store.set_policy(Some(Policy::default()));
+    let Some((mut store, start)) = open_child() else { return };
     let out = std::io::stdout();
     let mut out = out.lock();
     writeln!(out).unwrap();
@@ -65,15 +86,7 @@ fn cold_child() {
     out.flush().unwrap();
     let mut ranked = Ranked::new();
     for i in start..start + 100_000 {
-        let (key, value) = op(i);
-        let key = normalize(&key).unwrap();
-        writeln!(out, "W {}", i).unwrap();
-        out.flush().unwrap();
-        store.put(&key, &value, 1_700_000_000 + i).unwrap();
-        store.note_use(&key, Use::Saved);
-        store.flush_access().unwrap();
-        writeln!(out, "A {}", i).unwrap();
-        out.flush().unwrap();
+        save_acknowledged(&mut store, &mut out, i);
         if i % 3 == 0 {
             store.rank(QUERIES[(i % 6) as usize], 10, &mut ranked).unwrap();
         }
@@ -104,10 +117,7 @@ fn cold_child() {
 #[test]
 #[ignore]
 fn cold_steps_child() {
-    let Some(dir) = std::env::var_os("LKJ_COLD_DIR") else { return };
-    let start: u64 = std::env::var("LKJ_COLD_START").unwrap().parse().unwrap();
-    let mut store = Store::open_with_capacity(Path::new(&dir), CAP).unwrap();
-    store.set_policy(Some(Policy::default()));
+    let Some((mut store, start)) = open_child() else { return };
     let out = std::io::stdout();
     let mut out = out.lock();
     writeln!(out).unwrap();
@@ -115,15 +125,7 @@ fn cold_steps_child() {
     out.flush().unwrap();
     let mut ranked = Ranked::new();
     for i in start..start + 100_000 {
-        let (key, value) = op(i);
-        let key = normalize(&key).unwrap();
-        writeln!(out, "W {}", i).unwrap();
-        out.flush().unwrap();
-        store.put(&key, &value, 1_700_000_000 + i).unwrap();
-        store.note_use(&key, Use::Saved);
-        store.flush_access().unwrap();
-        writeln!(out, "A {}", i).unwrap();
-        out.flush().unwrap();
+        save_acknowledged(&mut store, &mut out, i);
         store.rank(QUERIES[(i % 6) as usize], 10, &mut ranked).unwrap();
         if i % 5 == 0 {
             store.checkpoint_in_steps().unwrap();
