@@ -344,6 +344,12 @@ waggle swarm swarms forage foraging forager royal jelly propolis apis mellifera 
 wing wings antenna antennae species beekeeper beekeepers apiary summer winter food
 """)
 
+HOUSEPLANTS = wordset("""
+plant plants houseplant houseplants pot pots potting soil water watering light sunlight window
+leaf leaves root roots drain drainage repot repotting fertilizer fertilize humidity mist pest pests
+prune pruning grow growing indoor indoors succulent succulents cactus fern ferns temperature
+""")
+
 ENERGY = wordset("""
 energy electricity electric power heat heating heater cooling cool air conditioning thermostat
 insulation insulate insulated window windows door doors draft drafts draught seal seals sealing
@@ -412,11 +418,13 @@ HELDOUT = [
     ("italy", "plan", "en", "Plan a five-day trip to Italy, one day per entry.",
      {"places": ITALY_PLACES, "activities": ITALY_ACTIVITIES}),
     ("bees", "facts", "en", "Collect interesting facts about honeybees.", {"subject": BEES}),
+    ("houseplants", "tips", "en", "Give advice for keeping houseplants alive, one piece of advice per entry.",
+     {"subject": HOUSEPLANTS}),
 ]
 
 
 def selected_tasks():
-    """MODEL_CHECK_TASKS: unset or 'default' the 7 tasks, 'heldout' the held-out 4, 'all' both;
+    """MODEL_CHECK_TASKS: unset or 'default' the 7 tasks, 'heldout' the held-out 5, 'all' both;
     else a comma-separated list of task names."""
     sel = os.environ.get("MODEL_CHECK_TASKS", "default").strip() or "default"
     if sel == "default":
