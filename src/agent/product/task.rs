@@ -427,6 +427,9 @@ mod tests {
             ("List common Linux shell commands and what each does.", "commands,linux", "command", "commands", false),
             ("Write a short story about a lighthouse keeper, one paragraph per entry.", "lighthouse,story", "paragraph", "paragraphs", true),
             ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff, mit einer Definition in einem Satz.", "astronomie,glossar", "Begriff", "Begriffe", false),
+            ("Give advice for keeping houseplants alive, one piece of advice per entry.", "advice,houseplants", "piece of advice", "pieces of advice", false),
+            ("Collect trivia about the Moon: one bit of trivia per entry.", "moon,trivia", "bit of trivia", "bits of trivia", false),
+            ("Plan a holiday in Rome, one day of the holiday per entry.", "holiday,plan", "day", "days", true),
         ];
         for (task, key, unit, units, numbered) in cases {
             assert_eq!(read(task), (key.into(), unit.into(), units.into(), numbered), "{task}");
@@ -487,6 +490,14 @@ mod tests {
             ("Write a recipe for pancakes, one step per entry.", "steps of the recipe for pancakes"),
             ("One day per entry: a trip to Rome.", "days"),
             ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.", "Astronomie-Begriffe"),
+            (
+                "Give advice for keeping houseplants alive, one piece of advice per entry.",
+                "pieces of advice for keeping houseplants alive",
+            ),
+            (
+                "Give five pieces of advice for keeping houseplants alive, one piece of advice per entry.",
+                "pieces of advice for keeping houseplants alive",
+            ),
         ];
         for (task, phrase) in cases {
             assert_eq!(Task::read(task).phrase.as_str(), phrase, "{task}");
@@ -506,6 +517,8 @@ mod tests {
             ("Collect useful facts about the 8 planets of the solar system.", None),
             ("Liste zehn Begriffe der Astronomie auf, ein Eintrag pro Begriff.", Some(10)),
             ("List 2026 tips, one tip per entry.", None),
+            ("Give advice for keeping houseplants alive, one piece of advice per entry.", None),
+            ("Give five pieces of advice for keeping houseplants alive, one piece of advice per entry.", Some(5)),
         ];
         for (task, count) in cases {
             assert_eq!(Task::read(task).count, count, "{task}");
