@@ -23,6 +23,9 @@ pub struct Lang {
     pub unit_markers: &'static [&'static str],
     /// Words that name the entry itself, not the unit, after a marker ("per entry").
     pub entry_words: &'static [&'static str],
+    /// Words that join a unit to what it is a measure of, when a marker follows: "one piece of
+    /// advice per entry" names the unit "piece of advice" (`of`).
+    pub measure_of: &'static [&'static str],
     /// Units a reader numbers ("Day 3", "Paragraph 2"): their entries are labelled with the
     /// unit and its number, and what each is about follows the label.
     pub numbered_units: &'static [&'static str],
@@ -130,6 +133,7 @@ pub const EN: Lang = Lang {
     ],
     unit_markers: &["each", "every", "one", "per"],
     entry_words: &["entry", "item", "line", "record"],
+    measure_of: &["of"],
     numbered_units: &["chapter", "day", "lesson", "paragraph", "part", "scene", "stage", "step", "week"],
     named_units: &["command", "concept", "name", "term", "word"],
     joins: &["and", "or"],
@@ -189,6 +193,7 @@ pub const DE: Lang = Lang {
     ],
     unit_markers: &["je", "jeder", "jedes", "pro"],
     entry_words: &["eintrag", "zeile"],
+    measure_of: &[],
     numbered_units: &["absatz", "kapitel", "schritt", "tag", "teil", "woche"],
     named_units: &["befehl", "begriff", "name", "wort"],
     joins: &["oder", "und"],
@@ -246,6 +251,7 @@ pub const FR: Lang = Lang {
     ],
     unit_markers: &["chaque", "par"],
     entry_words: &["entrée", "ligne"],
+    measure_of: &["de"],
     numbered_units: &["chapitre", "jour", "paragraphe", "partie", "semaine", "étape"],
     named_units: &["commande", "concept", "mot", "nom", "terme"],
     joins: &["et", "ou"],
@@ -299,6 +305,7 @@ pub const ES: Lang = Lang {
     ],
     unit_markers: &["cada", "por"],
     entry_words: &["entrada", "línea"],
+    measure_of: &["de"],
     numbered_units: &["capítulo", "día", "parte", "paso", "párrafo", "semana"],
     named_units: &["comando", "concepto", "nombre", "palabra", "término"],
     joins: &["o", "y"],
@@ -336,6 +343,7 @@ pub const NEUTRAL: Lang = Lang {
     task_words: &[],
     unit_markers: &[],
     entry_words: &[],
+    measure_of: &[],
     numbered_units: &[],
     named_units: &[],
     joins: &[],
@@ -418,6 +426,11 @@ impl Lang {
         listed(self.entry_words, word)
     }
 
+    /// Whether `word` (any case) joins a unit to what it is a measure of.
+    pub fn is_measure_of(&self, word: &str) -> bool {
+        listed(self.measure_of, word)
+    }
+
     /// Whether `unit` (any case) is numbered by a reader.
     pub fn is_numbered(&self, unit: &str) -> bool {
         listed(self.numbered_units, unit)
@@ -460,6 +473,7 @@ mod tests {
                 lang.task_words,
                 lang.unit_markers,
                 lang.entry_words,
+                lang.measure_of,
                 lang.numbered_units,
                 lang.named_units,
             ] {

@@ -115,16 +115,19 @@ impl Task {
     }
 
     /// The unit: the first word after a unit marker that is not a sentence word, a number or
-    /// a word for the entry itself ("one entry per term": `term`); with none, the first word
-    /// the language writes in the plural, in the singular ("List common shell commands":
-    /// `command`); else the language's word for an entry.
+    /// a word for the entry itself ("one entry per term": `term`), with what it is a measure
+    /// of when another marker follows ("one piece of advice per entry": `piece of advice`);
+    /// with none, the first word the language writes in the plural, in the singular ("List
+    /// common shell commands": `command`); else the language's word for an entry.
     fn read_unit(&mut self, text: &str) {
         let lang = self.lang;
         let mut after_marker = false;
         let mut found = "";
+        let mut measure: Option<(&str, &str)> = None;
         // Words as the task spaces them: "one-week" is no marker and a unit.
-        let spaced = text.split_whitespace().map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()));
-        for w in spaced.filter(|w| !w.is_empty()) {
+        let mut spaced =
+            text.split_whitespace().map(|t| t.trim_matches(|c: char| !c.is_alphanumeric())).filter(|w| !w.is_empty());
+        while let Some(w) = spaced.next() {
             if lang.is_unit_marker(w) {
                 after_marker = true;
                 continue;
@@ -138,6 +141,14 @@ impl Task {
                 after_marker = false;
                 if !lang.is_sentence_word(w) && !lang.is_task_word(w) {
                     found = w;
+                    let mut next = spaced.clone();
+                    if let (Some(of), Some(what)) = (next.next(), next.next()) {
+                        let marked = next.next().is_none_or(|m| lang.is_unit_marker(m));
+                        let content = !lang.is_task_word(what) && what.chars().all(char::is_alphabetic);
+                        if lang.is_measure_of(of) && content && marked && !lang.is_numbered(w) {
+                            measure = Some((of, what));
+                        }
+                    }
                     break;
                 }
             }
@@ -167,6 +178,19 @@ impl Task {
             }
             None => plural(lang.plural, found, &mut self.units),
         }
+        if let Some((of, what)) = measure {
+            let mut both = (self.unit, self.units);
+            let grow = |w: &mut ArrayString<UNIT_MAX_BYTES>| [" ", of, " ", what].iter().all(|p| w.push_str(p).is_ok());
+            if grow(&mut both.0) && grow(&mut both.1) {
+                (self.unit, self.units) = both;
+            }
+        }
+    }
+
+    /// The unit's (or units') first word and the words after it, split at the first space
+    /// ("pieces of advice": `pieces`, `of advice`).
+    fn head_and_measure(unit: &str) -> (&str, &str) {
+        unit.split_once(' ').unwrap_or((unit, ""))
     }
 
     /// How many units the task asks for: a number (digits, or a number word of its language)
@@ -185,7 +209,8 @@ impl Task {
                 break;
             }
         }
-        let (unit, units) = (self.unit.as_str(), self.units.as_str());
+        let (unit, measure) = Self::head_and_measure(self.unit.as_str());
+        let (units, _) = Self::head_and_measure(self.units.as_str());
         let t = tokens.as_slice();
         for (i, n) in t.iter().enumerate() {
             let n = match n.parse::<u32>() {
@@ -205,7 +230,12 @@ impl Task {
                     lang.spans.iter().find(|(span, of, _)| same(span, w) && same(of, unit)).map(|(_, _, k)| *k)
                 };
                 let Some(per) = per else { continue };
-                if t.get(j + 1).is_some_and(|m| lang.is_unit_marker(m)) {
+                // What the unit is a measure of, when the task writes it here ("one piece of
+                // advice"), is part of the unit's name: the marker is looked for after it.
+                let after = t.get(j + 1..).unwrap_or(&[]);
+                let written = measure.split(' ').filter(|m| !m.is_empty()).count();
+                let skip = if measure.split(' ').zip(after).all(|(m, w)| same(m, w)) { written } else { 0 };
+                if after.get(skip).is_some_and(|m| lang.is_unit_marker(m)) {
                     break;
                 }
                 self.count = Some(n.saturating_mul(per));
@@ -222,9 +252,12 @@ impl Task {
     fn read_phrase(&mut self, text: &str) {
         let lang = self.lang;
         let units = self.units.as_str();
+        // What the units are a measure of stands for them ("advice" for "pieces of advice").
+        let what = Self::head_and_measure(units).1.rsplit(' ').next().unwrap_or("");
         let is_units = |w: &str| {
             let last = w.rsplit('-').next().unwrap_or(w);
-            !units.is_empty() && last.to_lowercase() == units.to_lowercase()
+            let last = last.to_lowercase();
+            !units.is_empty() && (last == units.to_lowercase() || (!what.is_empty() && last == what.to_lowercase()))
         };
         for clause in text.split(['.', ',', ':', ';', '!', '?', '\n', '(', ')']) {
             let tokens: ArrayVec<&str, 64> = {
@@ -257,6 +290,7 @@ impl Task {
             }
             for (i, w) in t.get(start..end).unwrap_or(&[]).iter().enumerate() {
                 let sep = if i == 0 { "" } else { " " };
+                let w = if start + i == at && !what.is_empty() { units } else { w };
                 if self.phrase.push_str(sep).is_err() || self.phrase.push_str(w).is_err() {
                     break;
                 }
