@@ -380,7 +380,7 @@ impl Product {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lang::{DE, EN, NEUTRAL};
+    use super::super::lang::{Lang, DE, EN, ES, FR, NEUTRAL};
     use super::*;
 
     #[test]
@@ -397,6 +397,26 @@ mod tests {
         }
         assert_eq!(doubtful("Ein Schwarzes Loch ist ein Objekt, dessen Gravitation sehr stark ist.", &DE, true), None);
         assert_eq!(doubtful("ブラックホールは重力が非常に強い天体です。", &NEUTRAL, false), None);
+    }
+
+    /// Advice is written with few articles; the prepositions, conjunctions and determiners
+    /// it has instead are the language's sentence words too. The first two are a model's tips
+    /// the agent doubted (tomatoes, session 23); the others are written for this test.
+    #[test]
+    fn advice_with_few_articles_is_a_sentence() {
+        let cases: [(&str, &Lang); 8] = [
+            ("Plant every two weeks instead of once per month.", &EN),
+            ("Water properly once or twice per week during dry periods.", &EN),
+            ("Turn lights off when leaving rooms, especially during daytime hours.", &EN),
+            ("Keep cuttings moist until roots appear, then move them outdoors.", &EN),
+            ("Stelle Kakteen immer ins helle Fenster, nie daneben.", &DE),
+            ("Gießen Sie nur, wenn die oberste Erdschicht trocken wirkt.", &DE),
+            ("Arrosez seulement quand la terre semble sèche au toucher.", &FR),
+            ("Riega solamente cuando notes tierra seca bajo tus dedos.", &ES),
+        ];
+        let doubted: Vec<&str> =
+            cases.iter().filter(|(t, lang)| doubtful(t, lang, true).is_some()).map(|c| c.0).collect();
+        assert!(doubted.is_empty(), "doubted: {doubted:?}");
     }
 
     #[test]
