@@ -86,11 +86,13 @@ pub enum Plural {
 pub const EN: Lang = Lang {
     code: "en",
     sentence_words: &[
-        "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "before", "but",
-        "by", "can", "do", "does", "each", "for", "from", "has", "have", "he", "her", "his", "how", "if", "in", "into",
-        "is", "it", "its", "may", "more", "most", "no", "not", "of", "on", "one", "or", "other", "over", "she", "so",
-        "some", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "up",
-        "was", "were", "when", "where", "which", "while", "who", "will", "with", "would", "you", "your",
+        "a", "about", "after", "against", "all", "also", "among", "an", "and", "any", "are", "as", "at", "be",
+        "because", "been", "before", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does",
+        "during", "each", "every", "for", "from", "had", "has", "have", "he", "her", "his", "how", "if", "in", "into",
+        "is", "it", "its", "may", "more", "most", "must", "no", "not", "of", "on", "one", "onto", "or", "other", "our",
+        "over", "per", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there",
+        "these", "they", "this", "those", "through", "to", "under", "until", "up", "upon", "was", "we", "were", "when",
+        "where", "whether", "which", "while", "who", "will", "with", "within", "without", "would", "you", "your",
     ],
     task_words: &[
         "add",
@@ -167,9 +169,13 @@ pub const EN: Lang = Lang {
 pub const DE: Lang = Lang {
     code: "de",
     sentence_words: &[
-        "als", "am", "an", "auch", "auf", "aus", "bei", "bis", "das", "dass", "dem", "den", "der", "des", "die", "ein",
-        "eine", "einem", "einen", "einer", "eines", "er", "es", "für", "hat", "im", "in", "ist", "mit", "nach",
-        "nicht", "oder", "sein", "sich", "sie", "sind", "um", "und", "von", "vor", "wie", "wird", "zu", "zum", "zur",
+        "aber", "alle", "als", "am", "an", "auch", "auf", "aus", "bei", "beim", "bis", "damit", "dann", "darf", "das",
+        "dass", "dem", "den", "denn", "der", "des", "die", "diese", "diesem", "diesen", "dieser", "dieses", "doch",
+        "durch", "ein", "eine", "einem", "einen", "einer", "eines", "er", "es", "für", "gegen", "haben", "hat", "ihr",
+        "ihre", "ihrem", "ihren", "ihrer", "im", "in", "ins", "ist", "jede", "jedem", "jeden", "kann", "kein", "keine",
+        "können", "mit", "muss", "nach", "nicht", "nur", "ob", "oder", "ohne", "sein", "seine", "seinem", "seinen",
+        "seiner", "sich", "sie", "sind", "sollte", "um", "und", "unter", "vom", "von", "vor", "weil", "wenn", "werden",
+        "wie", "wir", "wird", "wurde", "während", "zu", "zum", "zur", "zwischen", "über",
     ],
     task_words: &[
         "definition",
@@ -229,9 +235,12 @@ pub const DE: Lang = Lang {
 pub const FR: Lang = Lang {
     code: "fr",
     sentence_words: &[
-        "au", "aux", "avec", "ce", "ces", "cette", "dans", "de", "des", "du", "elle", "en", "est", "et", "il", "la",
-        "le", "les", "leur", "mais", "ne", "on", "ou", "par", "pas", "plus", "pour", "qu", "que", "qui", "sa", "se",
-        "son", "sont", "sur", "un", "une",
+        "après", "au", "aussi", "aux", "avant", "avec", "ce", "ces", "cette", "chez", "comme", "dans", "de", "des",
+        "dont", "du", "elle", "elles", "en", "entre", "est", "et", "il", "ils", "je", "la", "le", "les", "leur",
+        "leurs", "lors", "mais", "mes", "mon", "même", "ne", "nos", "notre", "nous", "on", "ou", "où", "par", "pas",
+        "pendant", "peut", "plus", "pour", "qu", "quand", "que", "qui", "sa", "sans", "se", "ses", "si", "son", "sont",
+        "sous", "sur", "tous", "toute", "toutes", "très", "tu", "un", "une", "vers", "vos", "votre", "vous", "à",
+        "être",
     ],
     task_words: &[
         "chaque",
@@ -286,8 +295,11 @@ pub const FR: Lang = Lang {
 pub const ES: Lang = Lang {
     code: "es",
     sentence_words: &[
-        "a", "al", "con", "de", "del", "el", "en", "es", "está", "la", "las", "lo", "los", "más", "no", "o", "para",
-        "pero", "por", "que", "se", "su", "sus", "un", "una", "y",
+        "a", "al", "ante", "aunque", "bajo", "como", "con", "cuando", "de", "del", "desde", "donde", "durante", "el",
+        "ella", "ellos", "en", "entre", "era", "es", "esa", "ese", "eso", "esta", "estas", "este", "esto", "estos",
+        "está", "fue", "ha", "han", "hasta", "hay", "la", "las", "le", "les", "lo", "los", "mi", "mis", "muy", "más",
+        "ni", "no", "nos", "nuestro", "o", "para", "pero", "por", "porque", "puede", "que", "se", "si", "sin", "sobre",
+        "son", "su", "sus", "también", "te", "tiene", "todos", "tu", "tus", "un", "una", "usted", "y", "yo", "él",
     ],
     task_words: &[
         "cada",
