@@ -47,7 +47,9 @@ a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent
    seconds per kept entry; replies that hit max_tokens (`finish` == "length", else completion
    tokens >= llm.max_tokens); prompt tokens sent vs re-evaluated by the server (M of "N
    prefix-match hit, remaining M prompt tokens to eval", plus the whole prompt of requests with
-   no prefix hit); seconds per cycle; the constrain mode used; the agent's stderr lines about
+   no prefix hit); seconds per cycle, mean and median; the machine's 1-minute load average during
+   the run, mean/most (times are the model's only below the core count); the constrain mode used;
+   the agent's stderr lines about
    constraining (step-downs). Then PASS/MISS against issue 38's targets: >= 8 kept, >= 60%
    kept, <= 10 s per kept entry, valid >= 95%, no reply at max_tokens (a base model: >= 5 kept,
    >= 50% kept).
@@ -391,12 +393,15 @@ def run_agent(data_dir, results, label, alive=lambda: True):
         start = time.monotonic()
         p = subprocess.Popen([str(BIN), "--data", str(data_dir), "run", "--exchange-log"], stdin=subprocess.DEVNULL,
                              stdout=o, stderr=e, start_new_session=True)
+        loads = []  # the machine's 1-minute load average, every LOAD_EVERY_S seconds of the run
         try:
             deadline = start + CYCLES * 300
             while p.poll() is None and time.monotonic() < deadline:
                 if not alive():
                     time.sleep(5)  # the agent's last cycle is logged, then it is stopped
                     break
+                if len(loads) * LOAD_EVERY_S <= time.monotonic() - start:
+                    loads.append(os.getloadavg()[0])
                 time.sleep(0.5)
         finally:
             if p.poll() is None:
@@ -417,7 +422,7 @@ def run_agent(data_dir, results, label, alive=lambda: True):
             rows.append(json.loads(line))
         except ValueError:
             pass
-    return rows, wall, p.returncode, json.loads(export), before_keys
+    return rows, wall, p.returncode, json.loads(export), before_keys, loads
 
 
 # 5. Figures ---------------------------------------------------------------------------------
@@ -456,6 +461,8 @@ def figures(rows, wall, rc, export, cfg, server_log, stderr, task, before_keys=(
     f["length"] = sum(r["finish"] == "length" if r.get("finish")
                       else ((r.get("usage") or {}).get("completion_tokens") or 0) >= max_tokens for r in rows)
     f["sent"] = sum((r.get("usage") or {}).get("prompt_tokens") or 0 for r in rows)
+    lat = sorted(r["latency_ms"] / 1000 for r in rows if isinstance(r.get("latency_ms"), (int, float)))
+    f["p50"] = lat[len(lat) // 2] if lat else None
     hits = [(int(n), int(m)) for n, m in PREFIX_HIT.findall(server_log)]
     f["reeval"] = sum(m for _, m in hits) + max(0, f["sent"] - sum(n + m for n, m in hits)) if f["sent"] else None
     f["requests"] = server_log.count("POST /v1/chat/completions") + server_log.count("POST /v1/completions")
@@ -466,6 +473,13 @@ def figures(rows, wall, rc, export, cfg, server_log, stderr, task, before_keys=(
     f["warnings"] = sorted({l.strip()[:300] for l in stderr.splitlines()
                             if re.search(r"constrain|grammar|schema|step", l, re.I)})
     return f
+
+
+# The machine's load is sampled this often during a run. A load above the core count starves the
+# server's threads, which wait on each other spinning: two servers and a build on 2 cores made
+# single cycles take 270-320 s where they take 8-15 (docs/measurements.md, session 23), so the
+# figures print the run's load beside its times, and the median cycle beside the mean.
+LOAD_EVERY_S = 5
 
 
 def pct(a, b):
@@ -489,6 +503,8 @@ COLUMNS = [  # (heading, width, shown)
     ("s/kept", 7, lambda f: f"{per_kept(f):.1f}" if f["kept"] else "n/a"),
     ("maxtok", 7, lambda f: str(f["length"])),
     ("s/cycle", 8, lambda f: f"{f['wall'] / max(f['cycles'], 1):.1f}"),
+    ("p50 s", 6, lambda f: f"{f['p50']:.1f}" if f["p50"] is not None else "n/a"),
+    ("load", 8, lambda f: f"{f['load'][0]:.1f}/{f['load'][1]:.0f}" if f.get("load") else "n/a"),
     ("re-eval", 8, lambda f: "n/a" if f["reeval"] is None else pct(f["reeval"], f["sent"])),
     ("sent", 7, lambda f: str(f["sent"])),
     ("wall s", 7, lambda f: f"{f['wall']:.0f}"),
@@ -583,12 +599,13 @@ def main():
                     via = shim.base if shim and mode.startswith("json_schema") else None
                     cfg = make_data_dir(data_dir, mode, server, task[3], base=via)
                     before = server.log_path.stat().st_size
-                    rows, wall, rc, export, before_keys = run_agent(data_dir, results, fname, server.alive)
+                    rows, wall, rc, export, before_keys, loads = run_agent(data_dir, results, fname, server.alive)
                     with open(server.log_path, "rb") as lf:
                         lf.seek(before)
                         server_log = lf.read().decode(errors="replace")
                     stderr = (results / f"{fname}-stderr.txt").read_text(errors="replace")
                     f = figures(rows, wall, rc, export, cfg, server_log, stderr, task, before_keys, kind == "base")
+                    f["load"] = (sum(loads) / len(loads), max(loads)) if loads else None
                     figs[label] = f
                     show_run(out, label, f)
                     if not mode.startswith("off"):
