@@ -81,6 +81,17 @@ pub(super) fn slug_words(name: &str, max: usize, out: &mut Word) -> bool {
     }
 }
 
+/// The first [`super::NAME_START_LETTERS`] letters of `item`, lowercased (any script; what is
+/// not a letter skipped); `None` when it has fewer.
+pub(super) fn name_start(item: &str) -> Option<[char; super::NAME_START_LETTERS]> {
+    let mut out = ['\0'; super::NAME_START_LETTERS];
+    let mut letters = item.chars().filter(|c| c.is_alphabetic()).flat_map(char::to_lowercase);
+    for slot in out.iter_mut() {
+        *slot = letters.next()?;
+    }
+    Some(out)
+}
+
 /// Whether `text` (an outline's item, or a unit without a head) has more words than a subject:
 /// a unit in one sentence.
 pub(super) fn is_sentence(text: &str) -> bool {

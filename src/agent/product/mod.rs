@@ -47,7 +47,7 @@ use crate::memory::query::{EntryId, Query, Results, Sort};
 use crate::memory::store::recall::Ranked;
 use crate::memory::store::Store;
 use crate::memory::working::WorkingSet;
-use entry::{head, is_sentence, own_tag, plan_items, shown_line, slug, subject_of};
+use entry::{head, is_sentence, name_start, own_tag, plan_items, shown_line, slug, subject_of};
 use judge::{lower_hash, Words};
 use task::{as_tag, Task, Word, UNIT_MAX_BYTES};
 
@@ -68,6 +68,15 @@ pub const PLAN_SUBJECTS_MAX: usize = 9;
 
 /// Longest subject kept, in bytes.
 pub const SUBJECT_MAX_BYTES: usize = 96;
+
+/// Letters of a name's start: a name of an outline that starts with the same letters as an
+/// earlier one of it is not planned (see [`Product::settle`]).
+pub const NAME_START_LETTERS: usize = 4;
+
+/// Most names of one outline compared by their start ([`NAME_START_LETTERS`]): those the
+/// grammar lets an outline write; past them (an outline not constrained) a name is compared
+/// with these only.
+const OUTLINE_STARTS_MAX: usize = crate::limits::GRAMMAR_PLAN_MAX_NAMES as usize;
 
 /// Most words of a subject ("Black hole", "Use mulch", "Kyoto"): an outline's item of more is a
 /// unit in one sentence, stored as it is ([`Product::settle`]).
@@ -609,7 +618,20 @@ impl Product {
         self.units.clear();
         let mut kept = 0usize;
         let mut hashes: ArrayVec<u64, PLAN_SUBJECTS_MAX> = ArrayVec::new();
-        for s in plan_items(plan).skip(given) {
+        // A name that starts with the letters of an earlier name of the outline (one given to
+        // it included) is a small model spelling on from it ("Astrobiology, Astrology,
+        // Astrumologia"), not naming: such items were one in twenty real ones
+        // (docs/measurements.md, "Names that spell on"). Other units may open alike.
+        let mut starts: ArrayVec<[char; NAME_START_LETTERS], OUTLINE_STARTS_MAX> = ArrayVec::new();
+        for (i, s) in plan_items(plan).enumerate() {
+            let start = if outline && self.task.named { name_start(s) } else { None };
+            let spelled_on = start.is_some_and(|k| starts.as_slice().contains(&k));
+            if let Some(k) = start.filter(|_| !spelled_on) {
+                let _ = starts.push(k);
+            }
+            if i < given || spelled_on {
+                continue;
+            }
             if outline && unsure.lines().any(|u| u == s.trim()) {
                 continue;
             }
