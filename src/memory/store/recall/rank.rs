@@ -121,6 +121,14 @@ impl Ranked {
         self.dropped = n;
     }
 
+    /// Puts back the hits `saved` (as [`Ranked::hits`] gave them, in the order kept): what
+    /// a pass over one segment found is undone (`saved.len()` at most the capacity).
+    pub(in crate::memory::store) fn restore(&mut self, saved: &[RankHit]) {
+        self.hits.clear();
+        let room = self.hits.capacity();
+        self.hits.extend_from_slice(saved.get(..saved.len().min(room)).unwrap_or(&[]));
+    }
+
     /// Room for hits.
     pub(in crate::memory::store) fn capacity(&self) -> usize {
         self.hits.capacity()
