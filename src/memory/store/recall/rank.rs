@@ -509,7 +509,10 @@ pub fn max_score<C: Walk, D: Docs>(
             for k in first_ess..n {
                 let i = at(k);
                 if let Some(c) = cur.get(i).filter(|c| c.doc() == d) {
-                    s += w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                    // The smaller of two bounds: at the shortest length, and its block's
+                    // (taken above for the block that holds d): fewer pages of lengths read.
+                    let x = w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                    s += x.min(bb.get(k).copied().unwrap_or(f64::INFINITY));
                 }
             }
             if s * SLACK * SLACK < t {
