@@ -15,8 +15,9 @@
 //!   acknowledged but found in neither store (target 0).
 //! - `soak_overhead_longest_last`, `soak_overhead_over_100ms_last`: the longest cycle overhead
 //!   of the last 10,000 cycles and how many passed 100 ms: with a cold store of about 190,000
-//!   entries, the cycle's upkeep (clean-up, checkpoints, the merges of both text indexes run in
-//!   steps, log compactions) and its save (issue 39: no cycle over 100 ms for upkeep).
+//!   entries, the cycle's upkeep (clean-up, checkpoints, the live text index's merges in
+//!   steps, log compactions) and its save. The soak's agent never searches, so its cold text
+//!   index is never built and no cold merge runs here; the writer's figures below run them.
 //! - After the soak, the store opened as the agent opens it (issue 39):
 //!   `soak_writer_first_search_built`, its first ranked search (the soak's agent never
 //!   searched, so no `store.cold.fts` was written: the cold text index built from
