@@ -13,6 +13,22 @@
 //! - `soak_live_max`: the most live entries seen (at most the capacity); `soak_cold`: entries
 //!   in the cold store at the end; `soak_cleanups`: clean-up batches; `soak_missing`: saves
 //!   acknowledged but found in neither store (target 0).
+//! - `soak_overhead_longest_last`, `soak_overhead_over_100ms_last`: the longest cycle overhead
+//!   of the last 10,000 cycles and how many passed 100 ms: with a cold store of about 190,000
+//!   entries, the cycle's upkeep (clean-up, checkpoints, the live text index's merges in
+//!   steps, log compactions) and its save. The soak's agent never searches, so its cold text
+//!   index is never built and no cold merge runs here; the writer's figures below run them.
+//! - After the soak, the store opened as the agent opens it (issue 39):
+//!   `soak_writer_first_search_built`, its first ranked search (the soak's agent never
+//!   searched, so no `store.cold.fts` was written: the cold text index built from
+//!   `store.cold`); then 2,000 cycles of the soak's kind on the store itself (save, use,
+//!   `flush_access`), `soak_writer_cycles_longest` the longest; then the merge of the cold
+//!   index's delta into a new file in steps as the cycle's upkeep runs them (25 ms of work and
+//!   a sync each): `soak_writer_cold_merge_steps`, `_step_p50`, `_step_longest`; then, closed
+//!   with its indexes and opened again, `soak_writer_first_search`, the first ranked search
+//!   with `store.cold.fts` there (read and checked, the keys of `store.cold` noted). Each
+//!   `_on_cpu` figure is the same pause's own time on a CPU (`/proc/thread-self/schedstat`;
+//!   for the cycles and steps, the largest), apart from waiting for one on a loaded machine.
 //! - `soak_allocations_per_cycle_last`: heap allocations per cycle over the last 10,000, and
 //!   `soak_cycles_allocating_last`: how many of those cycles allocated at all (the ones that
 //!   compact the log; clean-up batches allocate nothing, `tests/store_alloc.rs`).
@@ -40,6 +56,77 @@ fn key(i: usize) -> String {
         return format!("fact,n{}", i);
     }
     (0..n.min(8)).map(|t| format!("n{}x{}", i, t)).collect::<Vec<_>>().join(",")
+}
+
+/// What the store does after the soak, as its writer (see the module documentation).
+struct Writer {
+    built: Duration,
+    longest_cycle: Duration,
+    longest_cycle_cpu: Duration,
+    steps: Vec<Duration>,
+    step_p50: Duration,
+    step_longest: Duration,
+    step_longest_cpu: Duration,
+    from_file: Duration,
+    from_file_cpu: Duration,
+}
+
+/// This thread's time on a CPU so far (`/proc/thread-self/schedstat`, its first field, in
+/// nanoseconds; zero where there is none): a pause's own work, apart from the time it waited
+/// for a CPU on a loaded machine.
+fn on_cpu() -> Duration {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    Duration::from_nanos(s.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(0))
+}
+
+fn writer(d: &Path, cycles: usize) -> lkjagent::error::Result<Writer> {
+    use lkjagent::memory::store::cleanup::{Policy, Use};
+    use lkjagent::memory::store::{recall::Ranked, Store};
+    use std::time::Instant;
+    let mut w = Store::open_with_capacity(d, CAPACITY)?;
+    w.set_policy(Some(Policy::default()));
+    let mut ranked = Ranked::new();
+    let t = Instant::now();
+    w.rank("fact", 10, &mut ranked)?;
+    let built = t.elapsed();
+    let (mut longest_cycle, mut longest_cycle_cpu) = (Duration::ZERO, Duration::ZERO);
+    for i in cycles..cycles + 2000 {
+        let key = lkjagent::memory::key::normalize(&key(i))?;
+        let value = format!("fact number {}: a line of text long enough to look like a saved fact", i);
+        let (t, cpu) = (Instant::now(), on_cpu());
+        w.put(&key, &value, 1_700_000_000 + i as u64)?;
+        w.note_use(&key, Use::Saved);
+        w.flush_access()?;
+        longest_cycle = longest_cycle.max(t.elapsed());
+        longest_cycle_cpu = longest_cycle_cpu.max(on_cpu().saturating_sub(cpu));
+    }
+    w.recall_flush_in_steps()?;
+    let mut steps = Vec::new();
+    let mut step_longest_cpu = Duration::ZERO;
+    while w.recall_merging() {
+        let (t, cpu) = (Instant::now(), on_cpu());
+        w.recall_merge_step(t + Duration::from_millis(lkjagent::limits::TEXT_MERGE_STEP_MILLIS))?;
+        steps.push(t.elapsed());
+        step_longest_cpu = step_longest_cpu.max(on_cpu().saturating_sub(cpu));
+    }
+    let step_longest = steps.iter().max().copied().unwrap_or_default();
+    let step_p50 = super::percentile(&mut steps.clone(), 50.0);
+    w.close_with_indexes()?;
+    let mut w = Store::open_with_capacity(d, CAPACITY)?;
+    let (t, cpu) = (Instant::now(), on_cpu());
+    w.rank("fact", 10, &mut ranked)?;
+    let (from_file, from_file_cpu) = (t.elapsed(), on_cpu().saturating_sub(cpu));
+    Ok(Writer {
+        built,
+        longest_cycle,
+        longest_cycle_cpu,
+        steps,
+        step_p50,
+        step_longest,
+        step_longest_cpu,
+        from_file,
+        from_file_cpu,
+    })
 }
 
 /// Prints the soak's figures.
@@ -160,6 +247,10 @@ fn soak(d: &Path, cycles: usize) -> Result<(), String> {
         })
         .count();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let longest_last = last.iter().max().copied().unwrap_or_default();
+    let over_100_last = last.iter().filter(|&&d| d > Duration::from_millis(100)).count();
+    drop(store);
+    let w = writer(d, cycles).map_err(|e| format!("after the soak: {}", e))?;
     let p_first = us(super::percentile(&mut first, 50.0));
     let p_last = us(super::percentile(&mut last, 50.0));
     super::report("soak_cycles", cycles as f64, "cycles");
@@ -170,6 +261,17 @@ fn soak(d: &Path, cycles: usize) -> Result<(), String> {
     super::report("soak_overhead_p50_first", p_first, "us");
     super::report("soak_overhead_p50_last", p_last, "us");
     super::report("soak_overhead_ratio", p_last / p_first.max(1e-9), "x");
+    super::report("soak_overhead_longest_last", us(longest_last) / 1e3, "ms");
+    super::report("soak_overhead_over_100ms_last", over_100_last as f64, "cycles");
+    super::report("soak_writer_first_search_built", us(w.built) / 1e3, "ms");
+    super::report("soak_writer_cycles_longest", us(w.longest_cycle) / 1e3, "ms");
+    super::report("soak_writer_cycles_longest_on_cpu", us(w.longest_cycle_cpu) / 1e3, "ms");
+    super::report("soak_writer_cold_merge_steps", w.steps.len() as f64, "steps");
+    super::report("soak_writer_cold_merge_step_p50", us(w.step_p50) / 1e3, "ms");
+    super::report("soak_writer_cold_merge_step_longest", us(w.step_longest) / 1e3, "ms");
+    super::report("soak_writer_cold_merge_step_longest_on_cpu", us(w.step_longest_cpu) / 1e3, "ms");
+    super::report("soak_writer_first_search", us(w.from_file) / 1e3, "ms");
+    super::report("soak_writer_first_search_on_cpu", us(w.from_file_cpu) / 1e3, "ms");
     super::report("soak_live_max", live_max as f64, "entries");
     super::report("soak_live_end", live as f64, "entries");
     super::report("soak_cold", cold_stats.entries as f64, "entries");

@@ -5,7 +5,7 @@
 use super::recall::{check_len, decode_put, is_cold_hit, ColdRecall, State, COLD_HIT};
 use super::COLD_NAME;
 use crate::error::Result;
-use crate::limits::RANK_MAX_TERMS;
+use crate::limits::{RANK_MAX_RESULTS, RANK_MAX_TERMS};
 use crate::memory::key::Key;
 use crate::memory::log::{self, PutHead};
 use crate::memory::query::Archived;
@@ -52,6 +52,52 @@ impl Segment for ColdRecall {
         out: &mut Ranked,
     ) -> Result<()> {
         let filter = ColdFilter { store, archived, tags };
+        // A tag filter turns most cold documents away: admitted as they come. Else (the usual
+        // query) every current document is taken as admitted, which reads nothing; the hits
+        // kept are then checked, and only when one is turned away is the pass run again
+        // admitting as they come. Exact either way: when every cold hit kept is admitted,
+        // they are the best of the admitted, as these are among the taken. The check as they
+        // come reads, for each candidate that enters the results, its page of records and
+        // its record in store.cold: most of a query's reads before (issue 39).
+        if tags.is_none() && !self.eager {
+            if self.saved.capacity() == 0 {
+                self.saved.reserve_exact(RANK_MAX_RESULTS);
+            }
+            let mut saved = core::mem::take(&mut self.saved);
+            saved.clear();
+            saved.extend_from_slice(out.hits().get(..out.hits().len().min(saved.capacity())).unwrap_or(&[]));
+            let res = self.pass(q, coll, &filter, limit, out, false).and_then(|_| self.admits_hits(&filter, out));
+            let admitted = match res {
+                Ok(ok) => ok,
+                Err(e) => {
+                    self.saved = saved;
+                    return Err(e);
+                }
+            };
+            if admitted {
+                self.saved = saved;
+                return Ok(());
+            }
+            self.retries += 1;
+            out.restore(&saved);
+            self.saved = saved;
+        }
+        self.pass(q, coll, &filter, limit, out, true)
+    }
+}
+
+impl ColdRecall {
+    /// One pass of max-score over the cold segment; `check` admits each candidate as it
+    /// enters the results (else every current document is taken, see [`Segment::rank`]).
+    fn pass(
+        &mut self,
+        q: &QueryWords,
+        coll: &Collection,
+        filter: &ColdFilter<'_>,
+        limit: usize,
+        out: &mut Ranked,
+        check: bool,
+    ) -> Result<()> {
         let ColdRecall { base, index, file, rec, .. } = self;
         let shift = base.doc_count();
         let mut parts = base.walk_parts();
@@ -67,8 +113,23 @@ impl Segment for ColdRecall {
             }
             *c = Chain::new(b, RamWalk::new(index, w.term.unwrap_or(NONE)), shift);
         }
-        let mut docs = ColdDocs { base: parts.docs, delta: index, shift, file: file.as_ref(), rec, filter: &filter };
+        let mut docs = ColdDocs { base: parts.docs, delta: index, shift, file: file.as_ref(), rec, filter, check };
         max_score(q, &mut walks, coll, &mut docs, |_| true, limit, out)
+    }
+
+    /// Whether every cold hit of `out` passes the filter (each one's record read).
+    fn admits_hits(&mut self, filter: &ColdFilter<'_>, out: &Ranked) -> Result<bool> {
+        let ColdRecall { base, index, file, rec, .. } = self;
+        let shift = base.doc_count();
+        let parts = base.walk_parts();
+        let mut docs =
+            ColdDocs { base: parts.docs, delta: index, shift, file: file.as_ref(), rec, filter, check: true };
+        for h in out.hits().iter().filter(|h| is_cold_hit(h.id)) {
+            if docs.admitted(h.id & !COLD_HIT)?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -81,7 +142,8 @@ struct ColdFilter<'a> {
 }
 
 /// The cold segment's documents as a query scores them: base, then delta; a document is
-/// named (as a [`COLD_HIT`] id) only when its record passes the filter.
+/// named (as a [`COLD_HIT`] id) only when it is current and (with `check`) its record passes
+/// the filter.
 struct ColdDocs<'a> {
     base: BaseDocs<'a>,
     delta: &'a FullText,
@@ -89,21 +151,12 @@ struct ColdDocs<'a> {
     file: Option<&'a File>,
     rec: &'a mut Vec<u8>,
     filter: &'a ColdFilter<'a>,
+    check: bool,
 }
 
-impl Docs for ColdDocs<'_> {
-    fn tokens(&mut self, d: u32) -> Result<Option<u32>> {
-        match d.checked_sub(self.shift) {
-            None => self.base.tokens(d),
-            Some(d) => Ok(self.delta.doc(d).filter(|x| x.entry != NONE).map(|x| x.tokens)),
-        }
-    }
-
-    fn costly(&self, d: u32) -> bool {
-        d < self.shift && self.base.costly(d)
-    }
-
-    fn entry(&mut self, d: u32) -> Result<Option<EntryId>> {
+impl ColdDocs<'_> {
+    /// Document `d` as a hit when it is current and its record passes the filter.
+    fn admitted(&mut self, d: u32) -> Result<Option<EntryId>> {
         let place = match d.checked_sub(self.shift) {
             None => self.base.record(d)?.map(|x| (x.offset, x.rec_len)),
             Some(x) => self.delta.doc(x).filter(|x| x.entry != NONE).map(|x| (x.offset, x.rec_len)),
@@ -123,6 +176,30 @@ impl Docs for ColdDocs<'_> {
             return Ok(None);
         }
         Ok(Some(COLD_HIT | d))
+    }
+}
+
+impl Docs for ColdDocs<'_> {
+    fn tokens(&mut self, d: u32) -> Result<Option<u32>> {
+        match d.checked_sub(self.shift) {
+            None => self.base.tokens(d),
+            Some(d) => Ok(self.delta.doc(d).filter(|x| x.entry != NONE).map(|x| x.tokens)),
+        }
+    }
+
+    fn costly(&self, d: u32) -> bool {
+        d < self.shift && self.base.costly(d)
+    }
+
+    fn entry(&mut self, d: u32) -> Result<Option<EntryId>> {
+        if self.check {
+            return self.admitted(d);
+        }
+        let current = match d.checked_sub(self.shift) {
+            None => self.base.is_current(d),
+            Some(x) => self.delta.doc(x).is_some_and(|x| x.entry != NONE),
+        };
+        Ok(current.then_some(COLD_HIT | d))
     }
 }
 
@@ -407,6 +484,64 @@ mod tests {
             }
         }
         assert!(!steps || cold_merging > 0, "no step found the cold store's merge under way");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A query's first pass over the cold segment takes every current document; a hit it
+    /// keeps that the filter turns away (here a cold copy of a key saved again since the
+    /// writer wrote its file, which a reader still finds there) sends it to a second pass
+    /// that checks each candidate as it comes. The hits equal those of checking each from the
+    /// start, and none is a cold copy of a key the live store holds.
+    #[test]
+    fn a_cold_hit_turned_away_ranks_again_checking_each() {
+        let d = temp_dir("cold-rank-again");
+        let mut rng = Rng::new(0x39_0041);
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.set_policy(Some(Policy::default()));
+        for i in 0..300 {
+            let key = k(&format!("fact,n{}", i));
+            let text = (0..3 + rng.below(8)).map(|_| format!("w{}", rng.skewed(40))).collect::<Vec<_>>().join(" ");
+            s.put(&key, &format!("{} u{}", text, i), 1000 + i as u64).unwrap();
+            s.note_use(&key, Use::Saved);
+            s.flush_access().unwrap();
+        }
+        s.close_with_indexes().unwrap();
+        let mut cold = Vec::new();
+        super::super::scan_current(&d, &|_| false, &mut |e| {
+            cold.push(e.key);
+            Ok(cold.len() < 6)
+        })
+        .unwrap();
+        assert_eq!(cold.len(), 6);
+        // Saved again: live now, their cold copies no longer current; store.cold.fts, not
+        // written since, still lists them.
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        for (i, key) in cold.iter().enumerate() {
+            s.put(key, &format!("w1 w2 fresh{}", i), 5000 + i as u64).unwrap();
+        }
+        let mut qs: Vec<String> = Vec::new();
+        for key in &cold {
+            let n = key.as_str().rsplit('n').next().unwrap().to_string();
+            qs.push(format!("u{} w1", n));
+            qs.push(format!("w{} u{}", rng.skewed(40), n));
+        }
+        qs.extend(queries(&mut rng, 20));
+        let mut lazy = Store::open_read_only_with_capacity(&d, 64).unwrap();
+        let mut eager = Store::open_read_only_with_capacity(&d, 64).unwrap();
+        let (mut a, mut b) = (Ranked::new(), Ranked::new());
+        for q in &qs {
+            lazy.rank(q, 10, &mut a).unwrap();
+            eager.cold_recall.eager = true;
+            eager.rank(q, 10, &mut b).unwrap();
+            assert_eq!(a.hits(), b.hits(), "{:?}", q);
+            for h in a.hits() {
+                let key = lazy.hit_info(h.id).unwrap().unwrap().key;
+                assert!(!h.is_cold() || lazy.find(&key).is_none(), "{:?}: {} is live", q, key.as_str());
+            }
+        }
+        assert!(lazy.cold_recall_stats().retries > 0, "no query ranked again");
+        assert_eq!(eager.cold_recall_stats().retries, 0);
+        drop(s);
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -64,6 +64,7 @@ use crate::memory::store::recall::disk::DiskIndex;
 use crate::memory::store::recall::file::{verify_file, Header, HEADER_BYTES};
 use crate::memory::store::recall::fulltext::{FullText, Sizes};
 use crate::memory::store::recall::merge::{step_deadline, write_index_file, FileNames, Job, Stamp, WriteScratch};
+use crate::memory::store::recall::rank::RankHit;
 use crate::memory::store::{EntryId, Store};
 use std::collections::HashMap;
 use std::fs::File;
@@ -139,6 +140,15 @@ pub struct ColdRecall {
     pub(super) killed: Vec<u32>,
     /// More were taken out than `killed` holds: the job is let go of at its next step.
     pub(super) killed_over: bool,
+    /// The results as they were before a query's pass over this segment, put back when a
+    /// hit it kept is turned away by the filter (reserved at the first ranked query:
+    /// `RANK_MAX_RESULTS` hits, 16 KiB).
+    pub(super) saved: Vec<RankHit>,
+    /// Queries whose first pass kept a hit the filter turned away (run again checking each).
+    pub(super) retries: u64,
+    /// Every candidate checked as it comes (no first pass that takes them all; tests
+    /// compare the two).
+    pub(super) eager: bool,
 }
 
 impl Default for ColdRecall {
@@ -169,6 +179,9 @@ pub struct ColdRecallStats {
     pub delta_docs: usize,
     /// Merges since it was opened.
     pub merges: u64,
+    /// Ranked queries whose hits kept from this segment had one the filter turned away
+    /// (a cold copy of a key the live store holds, an archived one): each ran a second pass.
+    pub retries: u64,
 }
 
 impl ColdRecall {
@@ -195,6 +208,9 @@ impl ColdRecall {
             job: None,
             killed: Vec::new(),
             killed_over: false,
+            saved: Vec::new(),
+            retries: 0,
+            eager: false,
         }
     }
 
@@ -236,6 +252,7 @@ impl ColdRecall {
             + if self.index.is_reserved() { self.index.ram_bytes() + self.scratch.ram_bytes() } else { 0 }
             + self.newest.capacity() * 16
             + self.killed.capacity() * 4
+            + self.saved.capacity() * core::mem::size_of::<RankHit>()
     }
 
     /// Reserves the delta's tables and the merge's buffers for `room` ids (once; again when
@@ -300,6 +317,7 @@ impl Store {
             from_file: c.from_file,
             delta_docs: c.index.doc_count(),
             merges: c.merges,
+            retries: c.retries,
         }
     }
 

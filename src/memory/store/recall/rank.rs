@@ -121,6 +121,14 @@ impl Ranked {
         self.dropped = n;
     }
 
+    /// Puts back the hits `saved` (as [`Ranked::hits`] gave them, in the order kept): what
+    /// a pass over one segment found is undone (`saved.len()` at most the capacity).
+    pub(in crate::memory::store) fn restore(&mut self, saved: &[RankHit]) {
+        self.hits.clear();
+        let room = self.hits.capacity();
+        self.hits.extend_from_slice(saved.get(..saved.len().min(room)).unwrap_or(&[]));
+    }
+
     /// Room for hits.
     pub(in crate::memory::store) fn capacity(&self) -> usize {
         self.hits.capacity()
@@ -501,7 +509,10 @@ pub fn max_score<C: Walk, D: Docs>(
             for k in first_ess..n {
                 let i = at(k);
                 if let Some(c) = cur.get(i).filter(|c| c.doc() == d) {
-                    s += w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                    // The smaller of two bounds: at the shortest length, and its block's
+                    // (taken above for the block that holds d): fewer pages of lengths read.
+                    let x = w.get(i).map_or(0.0, |x| x.contribution(c.tf(), norm));
+                    s += x.min(bb.get(k).copied().unwrap_or(f64::INFINITY));
                 }
             }
             if s * SLACK * SLACK < t {

@@ -190,6 +190,15 @@ impl Docs for BaseDocs<'_> {
 }
 
 impl BaseDocs<'_> {
+    /// Whether document `d` is current, known without reading the file: resident, from RAM;
+    /// in place, every document of the file is (it covers the log exactly).
+    pub(in crate::memory::store) fn is_current(&self, d: u32) -> bool {
+        match self.resident {
+            true => self.docs.get(d as usize).is_some_and(|x| x.0 != NONE),
+            false => d < self.header.docs,
+        }
+    }
+
     /// Document `d`'s tokens, current or not (see [`DiskIndex::doc_tokens`]).
     pub(in crate::memory::store) fn tokens_kept(&mut self, d: u32) -> Result<Option<u32>> {
         if self.resident {
