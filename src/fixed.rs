@@ -252,6 +252,14 @@ impl<const N: usize> fmt::Debug for ArrayString<N> {
     }
 }
 
+/// The error of a full [`ArrayVec`], made out of line: the `push` of each list type keeps only
+/// the store.
+#[cold]
+#[inline(never)]
+fn list_full(item: &'static str, capacity: usize) -> crate::error::Error {
+    crate::err!(CapacityExceeded, "list of {} is full ({} items)", item, capacity)
+}
+
 /// A list of up to `N` items stored inline. Items are `Copy + Default` so every slot can be
 /// initialised in safe Rust.
 #[derive(Clone, Copy)]
@@ -294,7 +302,7 @@ impl<T: Copy + Default, const N: usize> ArrayVec<T, N> {
                 self.len += 1;
                 Ok(())
             }
-            None => Err(crate::err!(CapacityExceeded, "list of {} is full ({} items)", core::any::type_name::<T>(), N)),
+            None => Err(list_full(core::any::type_name::<T>(), N)),
         }
     }
 
