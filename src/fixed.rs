@@ -68,40 +68,30 @@ impl<const N: usize> ArrayString<N> {
         crate::bytes::take(&self.buf, self.len)
     }
 
+    /// Its bytes and length as one [`Fill`]: the writes below are compiled once for every `N`.
+    #[inline]
+    fn fill(&mut self) -> Fill<'_> {
+        Fill { buf: &mut self.buf, len: &mut self.len }
+    }
+
     /// Appends `s`, or fails with `CAPACITY_EXCEEDED` and leaves the string unchanged.
+    #[inline]
     pub fn push_str(&mut self, s: &str) -> Result<()> {
-        let end = self.len + s.len();
-        match self.buf.get_mut(self.len..end) {
-            Some(dst) => {
-                dst.copy_from_slice(s.as_bytes());
-                self.len = end;
-                Ok(())
-            }
-            None => Err(crate::err!(
-                CapacityExceeded,
-                "text of {} bytes does not fit: {} of {} bytes used",
-                s.len(),
-                self.len,
-                N
-            )),
-        }
+        self.fill().push_str(s)
     }
 
     /// Appends one character.
+    #[inline]
     pub fn push(&mut self, c: char) -> Result<()> {
         let mut tmp = [0u8; 4];
-        self.push_str(c.encode_utf8(&mut tmp))
+        self.fill().push_str(c.encode_utf8(&mut tmp))
     }
 
     /// Appends formatted text, or fails with `CAPACITY_EXCEEDED` and leaves the string as it
     /// was before the call.
+    #[inline]
     pub fn format(&mut self, args: fmt::Arguments<'_>) -> Result<()> {
-        let before = self.len;
-        if fmt::Write::write_fmt(self, args).is_err() {
-            self.len = before;
-            return Err(crate::err!(CapacityExceeded, "formatted text does not fit in {} bytes", N));
-        }
-        Ok(())
+        self.fill().format(args)
     }
 
     /// Empties the string.
@@ -110,15 +100,9 @@ impl<const N: usize> ArrayString<N> {
     }
 
     /// Shortens the string to at most `len` bytes, moving back to a character boundary.
+    #[inline]
     pub fn truncate(&mut self, len: usize) {
-        if len >= self.len {
-            return;
-        }
-        let mut cut = len;
-        while cut > 0 && !self.as_str().is_char_boundary(cut) {
-            cut -= 1;
-        }
-        self.len = cut;
+        self.fill().truncate(len)
     }
 
     /// Makes room for `marker` at the end (cutting at a character boundary) and appends it, so
@@ -134,6 +118,60 @@ impl<const N: usize> ArrayString<N> {
     }
 }
 
+/// The body of [`ArrayString`]'s writes over its bytes (`buf.len()` is the capacity) and its
+/// length, so that it is compiled once, not once for each capacity in use.
+struct Fill<'a> {
+    buf: &'a mut [u8],
+    len: &'a mut usize,
+}
+
+impl Fill<'_> {
+    fn push_str(&mut self, s: &str) -> Result<()> {
+        let end = *self.len + s.len();
+        match self.buf.get_mut(*self.len..end) {
+            Some(dst) => {
+                dst.copy_from_slice(s.as_bytes());
+                *self.len = end;
+                Ok(())
+            }
+            None => Err(crate::err!(
+                CapacityExceeded,
+                "text of {} bytes does not fit: {} of {} bytes used",
+                s.len(),
+                *self.len,
+                self.buf.len()
+            )),
+        }
+    }
+
+    fn format(&mut self, args: fmt::Arguments<'_>) -> Result<()> {
+        let before = *self.len;
+        if fmt::Write::write_fmt(self, args).is_err() {
+            *self.len = before;
+            return Err(crate::err!(CapacityExceeded, "formatted text does not fit in {} bytes", self.buf.len()));
+        }
+        Ok(())
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if len >= *self.len {
+            return;
+        }
+        let text = crate::bytes::utf8_prefix(crate::bytes::take(self.buf, *self.len));
+        let mut cut = len;
+        while cut > 0 && !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        *self.len = cut;
+    }
+}
+
+impl fmt::Write for Fill<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.push_str(s).map_err(|_| fmt::Error)
+    }
+}
+
 impl<const N: usize> Default for ArrayString<N> {
     fn default() -> Self {
         Self::new()
@@ -141,8 +179,19 @@ impl<const N: usize> Default for ArrayString<N> {
 }
 
 impl<const N: usize> fmt::Write for ArrayString<N> {
+    #[inline]
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.push_str(s).map_err(|_| fmt::Error)
+        fmt::Write::write_str(&mut self.fill(), s)
+    }
+
+    #[inline]
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        fmt::Write::write_char(&mut self.fill(), c)
+    }
+
+    #[inline]
+    fn write_fmt(&mut self, args: fmt::Arguments<'_>) -> fmt::Result {
+        fmt::Write::write_fmt(&mut self.fill(), args)
     }
 }
 
@@ -203,6 +252,14 @@ impl<const N: usize> fmt::Debug for ArrayString<N> {
     }
 }
 
+/// The error of a full [`ArrayVec`], made out of line: the `push` of each list type keeps only
+/// the store.
+#[cold]
+#[inline(never)]
+fn list_full(item: &'static str, capacity: usize) -> crate::error::Error {
+    crate::err!(CapacityExceeded, "list of {} is full ({} items)", item, capacity)
+}
+
 /// A list of up to `N` items stored inline. Items are `Copy + Default` so every slot can be
 /// initialised in safe Rust.
 #[derive(Clone, Copy)]
@@ -245,7 +302,7 @@ impl<T: Copy + Default, const N: usize> ArrayVec<T, N> {
                 self.len += 1;
                 Ok(())
             }
-            None => Err(crate::err!(CapacityExceeded, "list of {} is full ({} items)", core::any::type_name::<T>(), N)),
+            None => Err(list_full(core::any::type_name::<T>(), N)),
         }
     }
 

@@ -20,13 +20,13 @@ mod temp;
 
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::log;
-use lkjagent::memory::store::cleanup::{Filter, Policy, Use};
+use lkjagent::memory::store::cleanup::Filter;
 use lkjagent::memory::store::cold;
 use lkjagent::memory::store::{Cleanup, Store};
 use std::collections::BTreeMap;
-use std::io::{BufReader, Write};
 use std::path::Path;
-use store_support::{files, read_rest, spawn_child, wait_ready, Rng, TempDir};
+use std::time::Duration;
+use store_support::{acks, child_ready, files, kill_after_ready, open_saving_child, save_acknowledged, Rng, TempDir};
 
 const CAP: usize = 64;
 const KILLS: usize = 120;
@@ -43,24 +43,10 @@ fn value_of(i: u64) -> String {
 #[test]
 #[ignore]
 fn cleanup_child() {
-    let Some(dir) = std::env::var_os("LKJ_CLEANUP_DIR") else { return };
-    let start: u64 = std::env::var("LKJ_CLEANUP_START").unwrap().parse().unwrap();
-    let mut store = Store::open_with_capacity(Path::new(&dir), CAP).unwrap();
-    store.set_policy(Some(Policy::default()));
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let Some((mut store, start)) = open_saving_child("LKJ_CLEANUP_DIR", "LKJ_CLEANUP_START", CAP) else { return };
+    let mut out = child_ready();
     for i in start..start + 100_000 {
-        let key = normalize(&key_of(i)).unwrap();
-        writeln!(out, "W {}", i).unwrap();
-        out.flush().unwrap();
-        store.put(&key, &value_of(i), 1_700_000_000 + i).unwrap();
-        store.note_use(&key, Use::Saved);
-        store.flush_access().unwrap();
-        writeln!(out, "A {}", i).unwrap();
-        out.flush().unwrap();
+        save_acknowledged(&mut store, &mut out, i, &normalize(&key_of(i)).unwrap(), &value_of(i));
     }
 }
 
@@ -107,26 +93,12 @@ fn kill_during_cleanups() {
     let mut rollbacks = 0;
     let mut moved_whole = 0;
     for round in 0..KILLS {
-        let mut child = spawn_child(
+        let rest = kill_after_ready(
             "cleanup_child",
             &[("LKJ_CLEANUP_DIR", dir.display().to_string()), ("LKJ_CLEANUP_START", acked.to_string())],
-            false,
+            Duration::from_micros(rng.below_u64(30_000)),
         );
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(30_000)));
-        child.kill().unwrap();
-        let rest = read_rest(out);
-        child.wait().unwrap();
-        let mut pending = None;
-        for line in rest.lines() {
-            if let Some(n) = line.strip_prefix("A ") {
-                acked = acked.max(n.parse::<u64>().unwrap() + 1);
-            } else if let Some(n) = line.strip_prefix("W ") {
-                pending = Some(n.parse::<u64>().unwrap());
-            }
-        }
-        let pending = pending.filter(|&p| p >= acked);
+        let pending = acks(&rest, &mut acked);
         let cut = open_cleanup_in_log(&dir);
 
         // A reader changes nothing.

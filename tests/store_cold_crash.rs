@@ -23,15 +23,14 @@ mod store_support;
 mod temp;
 
 use lkjagent::memory::key::normalize;
-use lkjagent::memory::log;
-use lkjagent::memory::store::cleanup::{Policy, Use};
-use lkjagent::memory::store::cold;
 use lkjagent::memory::store::recall::Ranked;
 use lkjagent::memory::store::Store;
 use std::collections::BTreeMap;
-use std::io::{BufReader, Write};
-use std::path::Path;
-use store_support::{read_rest, spawn_child, wait_ready, Rng, TempDir};
+use std::io::Write;
+use std::time::Duration;
+use store_support::{
+    acks, child_ready, current, kill_after_ready, open_saving_child, save_acknowledged, say, Rng, TempDir,
+};
 
 const CAP: usize = 64;
 const KILLS: usize = 80;
@@ -50,60 +49,34 @@ fn key_of(i: u64) -> String {
     normalize(&format!("fact,n{}", i)).unwrap().as_str().to_string()
 }
 
-/// A child's store (`LKJ_COLD_DIR`, the clean-up on) and its first save's number
-/// (`LKJ_COLD_START`); `None` when run as a test of its own.
-fn open_child() -> Option<(Store, u64)> {
-    let dir = std::env::var_os("LKJ_COLD_DIR")?;
-    let start: u64 = std::env::var("LKJ_COLD_START").unwrap().parse().unwrap();
-    let mut store = Store::open_with_capacity(Path::new(&dir), CAP).unwrap();
-    store.set_policy(Some(Policy::default()));
-    Some((store, start))
-}
-
-/// Saves `op(i)` as the agent does (its use noted, the cycle's upkeep run), between a `W i`
-/// line before and an `A i` line once it is acknowledged.
-fn save_acknowledged(store: &mut Store, out: &mut impl Write, i: u64) {
+/// Saves `op(i)` as the agent does, acknowledged.
+fn save_op(store: &mut Store, out: &mut impl Write, i: u64) {
     let (key, value) = op(i);
-    let key = normalize(&key).unwrap();
-    writeln!(out, "W {}", i).unwrap();
-    out.flush().unwrap();
-    store.put(&key, &value, 1_700_000_000 + i).unwrap();
-    store.note_use(&key, Use::Saved);
-    store.flush_access().unwrap();
-    writeln!(out, "A {}", i).unwrap();
-    out.flush().unwrap();
+    save_acknowledged(store, out, i, &normalize(&key).unwrap(), &value);
 }
 
 /// The child: saves from `start` on until killed; checkpoints, compacts, ranks on the way.
 #[test]
 #[ignore]
 fn cold_child() {
-    let Some((mut store, start)) = open_child() else { return };
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let Some((mut store, start)) = open_saving_child("LKJ_COLD_DIR", "LKJ_COLD_START", CAP) else { return };
+    let mut out = child_ready();
     let mut ranked = Ranked::new();
     for i in start..start + 100_000 {
-        save_acknowledged(&mut store, &mut out, i);
+        save_op(&mut store, &mut out, i);
         if i % 3 == 0 {
             store.rank(QUERIES[(i % 6) as usize], 10, &mut ranked).unwrap();
         }
         if i % 7 == 0 {
-            writeln!(out, "M+").unwrap();
-            out.flush().unwrap();
+            say(&mut out, "M+");
             store.checkpoint().unwrap();
             store.recall_flush().unwrap();
-            writeln!(out, "M-").unwrap();
-            out.flush().unwrap();
+            say(&mut out, "M-");
         }
         if i % 23 == 0 {
-            writeln!(out, "K+").unwrap();
-            out.flush().unwrap();
+            say(&mut out, "K+");
             store.compact_cold().unwrap();
-            writeln!(out, "K-").unwrap();
-            out.flush().unwrap();
+            say(&mut out, "K-");
         }
     }
 }
@@ -117,48 +90,23 @@ fn cold_child() {
 #[test]
 #[ignore]
 fn cold_steps_child() {
-    let Some((mut store, start)) = open_child() else { return };
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let Some((mut store, start)) = open_saving_child("LKJ_COLD_DIR", "LKJ_COLD_START", CAP) else { return };
+    let mut out = child_ready();
     let mut ranked = Ranked::new();
     for i in start..start + 100_000 {
-        save_acknowledged(&mut store, &mut out, i);
+        save_op(&mut store, &mut out, i);
         store.rank(QUERIES[(i % 6) as usize], 10, &mut ranked).unwrap();
         if i % 5 == 0 {
             store.checkpoint_in_steps().unwrap();
         }
         store.recall_merge_step(std::time::Instant::now()).unwrap();
-        writeln!(out, "{}", if store.cold_recall_merging() { "C+" } else { "C-" }).unwrap();
-        out.flush().unwrap();
+        say(&mut out, if store.cold_recall_merging() { "C+" } else { "C-" });
         if i % 41 == 0 {
-            writeln!(out, "K+").unwrap();
-            out.flush().unwrap();
+            say(&mut out, "K+");
             store.compact_cold().unwrap();
-            writeln!(out, "K-").unwrap();
-            out.flush().unwrap();
+            say(&mut out, "K-");
         }
     }
-}
-
-/// Each key's current value: the live store's, else its newest cold copy.
-fn current(dir: &Path) -> BTreeMap<String, String> {
-    let mut all = BTreeMap::new();
-    let mut s = Store::open_read_only_with_capacity(dir, CAP).unwrap();
-    let ids: Vec<u32> = s.ids().collect();
-    for id in ids {
-        all.insert(s.key(id).unwrap().as_str().to_string(), s.value(id).unwrap().to_string());
-    }
-    cold::scan_current(dir, &|k| s.find(k).is_some(), &mut |e| {
-        let mut v = String::new();
-        log::decode_str(e.value_escaped, &mut v)?;
-        assert!(all.insert(e.key.as_str().to_string(), v).is_none(), "{} is current twice", e.key);
-        Ok(true)
-    })
-    .unwrap();
-    all
 }
 
 /// The ranked answers of the writer: keys, scores, and where they live.
@@ -232,38 +180,23 @@ fn kill_rounds(child_name: &str, temp: &str, seed: u64) -> (u64, [usize; 3]) {
     let mut acked: u64 = 0;
     let mut marks = [0usize; 3];
     for round in 0..KILLS {
-        let mut child = spawn_child(
+        let rest = kill_after_ready(
             child_name,
             &[("LKJ_COLD_DIR", dir.display().to_string()), ("LKJ_COLD_START", acked.to_string())],
-            false,
+            Duration::from_micros(rng.below_u64(90_000)),
         );
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(90_000)));
-        child.kill().unwrap();
-        let rest = read_rest(out);
-        child.wait().unwrap();
-        let mut pending = None;
-        let mut last_mark = "";
-        for line in rest.lines() {
-            if let Some(n) = line.strip_prefix("A ") {
-                acked = acked.max(n.parse::<u64>().unwrap() + 1);
-            } else if let Some(n) = line.strip_prefix("W ") {
-                pending = Some(n.parse::<u64>().unwrap());
-            } else if matches!(line, "M+" | "M-" | "K+" | "K-" | "C+" | "C-") {
-                last_mark = line;
-            }
-        }
+        let pending = acks(&rest, &mut acked);
+        let last_mark =
+            rest.lines().rev().find(|l| matches!(*l, "M+" | "M-" | "K+" | "K-" | "C+" | "C-")).unwrap_or("");
         for (n, mark) in marks.iter_mut().zip(["M+", "K+", "C+"]) {
             *n += usize::from(last_mark == mark);
         }
-        let pending = pending.filter(|&p| p >= acked);
 
         // The writer opens (repairing what the kill cut short), then what is current.
         let mut s = Store::open_with_capacity(&dir, CAP).unwrap();
         let got_answers = answers(&mut s);
         drop(s);
-        let all = current(&dir);
+        let all = current(&dir, CAP);
         let mut want: BTreeMap<String, String> = BTreeMap::new();
         for i in 0..acked {
             let (k, v) = op(i);

@@ -57,15 +57,13 @@ fn crash_child() {
         if roll < 70 {
             // Values grow now and then so compaction has work to do.
             let value = format!("s{}-{}-{}", seed, seq, "x".repeat(rng.below_u64(300) as usize));
-            writeln!(out, "W {} put {} {}", seq, key, value).unwrap();
-            out.flush().unwrap();
+            say(&mut out, &format!("W {} put {} {}", seq, key, value));
             store.put(&key, &value, seq).unwrap();
         } else if roll < 85 {
             if store.find(&key).is_none() {
                 continue;
             }
-            writeln!(out, "W {} del {}", seq, key).unwrap();
-            out.flush().unwrap();
+            say(&mut out, &format!("W {} del {}", seq, key));
             store.delete(&key).unwrap();
         } else if roll < 95 {
             let other = key_for(rng.below_u64(KEYS));
@@ -73,16 +71,13 @@ fn crash_child() {
             if a == b {
                 continue;
             }
-            writeln!(out, "W {} link {} {}", seq, key, other).unwrap();
-            out.flush().unwrap();
+            say(&mut out, &format!("W {} link {} {}", seq, key, other));
             store.link(a, b).unwrap();
         } else {
-            writeln!(out, "W {} compact", seq).unwrap();
-            out.flush().unwrap();
+            say(&mut out, &format!("W {} compact", seq));
             store.compact().unwrap();
         }
-        writeln!(out, "A {}", seq).unwrap();
-        out.flush().unwrap();
+        say(&mut out, &format!("A {}", seq));
     }
 }
 
@@ -253,7 +248,10 @@ mod temp;
 
 use cli::lkjagent;
 use std::io::{BufRead, BufReader};
-use store_support::{copy_dir, read_rest, snapshot as full_snapshot, spawn_child, wait_ready, Rng, TempDir};
+use store_support::{
+    child_ready, copy_dir, kill_after_ready, read_rest, say, snapshot as full_snapshot, spawn_child, wait_ready, Rng,
+    TempDir,
+};
 
 const CKPT_ENTRIES: u32 = 4_000;
 const CKPT_CAP: usize = 4_096;
@@ -278,16 +276,11 @@ fn checkpoint_child() {
     let start: u64 = std::env::var("LKJ_CKPT_START").unwrap().parse().unwrap();
     let mut store = Store::open_with_capacity(Path::new(&dir), CKPT_CAP).unwrap();
     let n = store.len() as u64;
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let mut out = child_ready();
     for i in 0..CKPT_ITERS {
         store.touch(((start + i) % n) as u32, CKPT_BASE + start + i);
         store.checkpoint().unwrap();
-        writeln!(out, "A {}", i).unwrap();
-        out.flush().unwrap();
+        say(&mut out, &format!("A {}", i));
     }
 }
 
@@ -322,17 +315,11 @@ fn kill_during_checkpoint_writing() {
     for round in 0..CKPT_ROUNDS {
         assert!(started.elapsed() < Duration::from_secs(120), "over the time bound at round {}", round);
         let start = round * CKPT_ITERS;
-        let mut child = spawn_child(
+        let rest = kill_after_ready(
             "checkpoint_child",
             &[("LKJ_CKPT_DIR", dir.display().to_string()), ("LKJ_CKPT_START", start.to_string())],
-            false,
+            Duration::from_micros(rng.below_u64(60_000)),
         );
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        wait_ready(&mut out);
-        std::thread::sleep(Duration::from_micros(rng.below_u64(60_000)));
-        child.kill().unwrap();
-        let rest = read_rest(out);
-        child.wait().unwrap();
         let acked: Vec<u64> = rest.lines().filter_map(|l| l.strip_prefix("A ")).map(|n| n.parse().unwrap()).collect();
         acks += acked.len() as u64;
         let had_tmp = tmp.exists();
@@ -404,32 +391,24 @@ fn compact_child() {
     let seed: u64 = std::env::var("LKJ_COMPACT_SEED").unwrap().parse().unwrap();
     let mut rng = Rng(seed | 1);
     let mut store = Store::open_with_capacity(Path::new(&dir), COMPACT_CAP).unwrap();
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let mut out = child_ready();
     for seq in 0..20_000u64 {
         let key = compact_key(rng.below_u64(COMPACT_KEYS));
         if seq % 6 == 5 {
-            writeln!(out, "W {} compact", seq).unwrap();
-            out.flush().unwrap();
+            say(&mut out, &format!("W {} compact", seq));
             store.compact().unwrap();
         } else if rng.below_u64(10) == 0 {
             if store.find(&key).is_none() {
                 continue;
             }
-            writeln!(out, "W {} del {}", seq, key).unwrap();
-            out.flush().unwrap();
+            say(&mut out, &format!("W {} del {}", seq, key));
             store.delete(&key).unwrap();
         } else {
             let value = format!("s{}-{}-{}", seed, seq, "y".repeat(rng.below_u64(400) as usize));
-            writeln!(out, "W {} put {} {}", seq, key, value).unwrap();
-            out.flush().unwrap();
+            say(&mut out, &format!("W {} put {} {}", seq, key, value));
             store.put(&key, &value, 1_700_000_000 + seq).unwrap();
         }
-        writeln!(out, "A {}", seq).unwrap();
-        out.flush().unwrap();
+        say(&mut out, &format!("A {}", seq));
     }
 }
 
@@ -491,13 +470,7 @@ fn kill_during_compaction() {
     for round in 0..COMPACT_ROUNDS {
         assert!(started.elapsed() < Duration::from_secs(120), "over the time bound at round {}", round);
         let env = [("LKJ_COMPACT_DIR", dir.display().to_string()), ("LKJ_COMPACT_SEED", (round + 1).to_string())];
-        let mut child = spawn_child("compact_child", &env, false);
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        wait_ready(&mut out);
-        std::thread::sleep(Duration::from_micros(1_000 + rng.below_u64(60_000)));
-        child.kill().unwrap();
-        let rest = read_rest(out);
-        child.wait().unwrap();
+        let rest = kill_after_ready("compact_child", &env, Duration::from_micros(1_000 + rng.below_u64(60_000)));
         let (acked, pending) = parse(&rest);
         acks += acked.len();
         for op in &acked {
@@ -577,18 +550,13 @@ fn batch_value(i: u64) -> String {
 fn batch_child() {
     let Some(dir) = std::env::var_os("LKJ_BATCH_DIR") else { return };
     let mut store = Store::open_with_capacity(Path::new(&dir), BATCH_CAP).unwrap();
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let mut out = child_ready();
     store.begin_batch(BATCH_N).unwrap();
     for i in 0..BATCH_N {
         store.put(&batch_key(i), &batch_value(i), 1_700_000_000).unwrap();
     }
     store.end_batch().unwrap();
-    writeln!(out, "done").unwrap();
-    out.flush().unwrap();
+    say(&mut out, "done");
 }
 
 /// The child: opens the store as the writer (the agent's start), says how many entries it

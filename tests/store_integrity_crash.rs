@@ -22,45 +22,13 @@ mod temp;
 use lkjagent::memory::era_b;
 use lkjagent::memory::file::{MemoryFile, Overflow};
 use lkjagent::memory::key::{normalize, Key};
-use lkjagent::memory::log;
-use lkjagent::memory::store::cleanup::{Filter, Policy, Use};
-use lkjagent::memory::store::{cold, Cleanup, Store};
-use std::collections::BTreeMap;
-use std::io::{BufReader, Write};
+use lkjagent::memory::store::cleanup::Filter;
+use lkjagent::memory::store::{Cleanup, Store};
 use std::path::Path;
-use store_support::{read_rest, spawn_child, wait_ready, Rng, TempDir};
-
-/// Every current entry, live or cold: key -> value (a key seen twice fails).
-fn current(dir: &Path, cap: usize) -> BTreeMap<String, String> {
-    let mut all = BTreeMap::new();
-    let mut s = Store::open_read_only_with_capacity(dir, cap).unwrap();
-    for id in 0..s.id_limit() {
-        let Some(k) = s.key(id) else { continue };
-        let v = s.value(id).unwrap().to_string();
-        assert!(all.insert(k.as_str().to_string(), v).is_none());
-    }
-    cold::scan_current(dir, &|k| s.find(k).is_some(), &mut |e| {
-        let mut v = String::new();
-        log::decode_str(e.value_escaped, &mut v)?;
-        assert!(all.insert(e.key.as_str().to_string(), v).is_none(), "{} twice", e.key);
-        Ok(true)
-    })
-    .unwrap();
-    all
-}
-
-/// Acknowledged facts and the one being written when the child was killed, from its lines.
-fn acks(rest: &str, acked: &mut u64) -> Option<u64> {
-    let mut pending = None;
-    for line in rest.lines() {
-        if let Some(n) = line.strip_prefix("A ") {
-            *acked = (*acked).max(n.parse::<u64>().unwrap() + 1);
-        } else if let Some(n) = line.strip_prefix("W ") {
-            pending = Some(n.parse::<u64>().unwrap());
-        }
-    }
-    pending.filter(|&p| p >= *acked)
-}
+use std::time::Duration;
+use store_support::{
+    acknowledged, acks, child_ready, current, kill_after_ready, open_saving_child, save_acknowledged, say, Rng, TempDir,
+};
 
 const TAG_CAP: usize = 2_048;
 
@@ -76,24 +44,10 @@ fn tag_value(i: u64) -> String {
 #[test]
 #[ignore]
 fn tag_child() {
-    let Some(dir) = std::env::var_os("LKJ_TAGS_DIR") else { return };
-    let start: u64 = std::env::var("LKJ_TAGS_START").unwrap().parse().unwrap();
-    let mut store = Store::open_with_capacity(Path::new(&dir), TAG_CAP).unwrap();
-    store.set_policy(Some(Policy::default()));
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let Some((mut store, start)) = open_saving_child("LKJ_TAGS_DIR", "LKJ_TAGS_START", TAG_CAP) else { return };
+    let mut out = child_ready();
     for i in start..start + 100_000 {
-        let key = tag_key(i);
-        writeln!(out, "W {}", i).unwrap();
-        out.flush().unwrap();
-        store.put(&key, &tag_value(i), 1_700_000_000 + i).unwrap();
-        store.note_use(&key, Use::Saved);
-        store.flush_access().unwrap();
-        writeln!(out, "A {}", i).unwrap();
-        out.flush().unwrap();
+        save_acknowledged(&mut store, &mut out, i, &tag_key(i), &tag_value(i));
     }
 }
 
@@ -107,17 +61,11 @@ fn kill_during_tag_cleanups() {
     // Until well past the tag table's size (8,192 tags: 1,024 entries of 8), with 40 kills at least.
     while round < 40 || acked < 2_500 {
         assert!(round < 400, "the children saved too little ({})", acked);
-        let mut child = spawn_child(
+        let rest = kill_after_ready(
             "tag_child",
             &[("LKJ_TAGS_DIR", dir.display().to_string()), ("LKJ_TAGS_START", acked.to_string())],
-            false,
+            Duration::from_micros(rng.below_u64(150_000)),
         );
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(150_000)));
-        child.kill().unwrap();
-        let rest = read_rest(out);
-        child.wait().unwrap();
         let pending = acks(&rest, &mut acked);
         let s = Store::open_with_capacity(&dir, TAG_CAP).unwrap();
         let st = s.stats();
@@ -177,15 +125,10 @@ fn import_child() {
     let Some(dir) = std::env::var_os("LKJ_IMPORT_DIR") else { return };
     let doc = std::fs::read(std::env::var("LKJ_IMPORT_DOC").unwrap()).unwrap();
     let mut store = Store::open_with_capacity(Path::new(&dir), IMPORT_CAP).unwrap();
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let mut out = child_ready();
     era_b::import(&doc, &mut store, &mut MemoryFile::new(), 7).unwrap();
     store.close().unwrap();
-    writeln!(out, "A").unwrap();
-    out.flush().unwrap();
+    say(&mut out, "A");
 }
 
 fn export_of(dir: &Path) -> String {
@@ -225,17 +168,12 @@ fn kill_during_an_import_with_a_cold_tier() {
     let (mut acked_rounds, mut cut_rounds) = (0, 0);
     for round in 0..30 {
         store_support::copy_dir(&base, &work);
-        let mut child = spawn_child(
+        let acked = kill_after_ready(
             "import_child",
             &[("LKJ_IMPORT_DIR", work.display().to_string()), ("LKJ_IMPORT_DOC", doc_path.display().to_string())],
-            false,
-        );
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(span)));
-        child.kill().unwrap();
-        let acked = read_rest(out).contains('A');
-        child.wait().unwrap();
+            Duration::from_micros(rng.below_u64(span)),
+        )
+        .contains('A');
         // The writer opens; what is there is whole entries of the base or the import.
         drop(Store::open_with_capacity(&work, IMPORT_CAP).unwrap());
         let got = current(&work, IMPORT_CAP);
@@ -278,21 +216,13 @@ const DEL_CAP: usize = 256;
 fn delete_child() {
     let Some(dir) = std::env::var_os("LKJ_DEL_DIR") else { return };
     let mut store = Store::open_with_capacity(Path::new(&dir), DEL_CAP).unwrap();
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    writeln!(out).unwrap();
-    writeln!(out, "ready").unwrap();
-    out.flush().unwrap();
+    let mut out = child_ready();
     for i in 0..200u64 {
         let key = k(&format!("del,n{}", i));
         if store.find(&key).is_none() {
             continue;
         }
-        writeln!(out, "W {}", i).unwrap();
-        out.flush().unwrap();
-        store.delete(&key).unwrap();
-        writeln!(out, "A {}", i).unwrap();
-        out.flush().unwrap();
+        acknowledged(&mut out, i, || store.delete(&key).unwrap());
     }
 }
 
@@ -317,14 +247,13 @@ fn kill_during_deletes_of_cold_keys() {
     let work = t.0.join("work");
     for round in 0..20 {
         store_support::copy_dir(&base, &work);
-        let mut child = spawn_child("delete_child", &[("LKJ_DEL_DIR", work.display().to_string())], false);
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        wait_ready(&mut out);
-        std::thread::sleep(std::time::Duration::from_micros(rng.below_u64(400_000)));
-        child.kill().unwrap();
+        let rest = kill_after_ready(
+            "delete_child",
+            &[("LKJ_DEL_DIR", work.display().to_string())],
+            Duration::from_micros(rng.below_u64(400_000)),
+        );
         let mut acked = 0;
-        let pending = acks(&read_rest(out), &mut acked);
-        child.wait().unwrap();
+        let pending = acks(&rest, &mut acked);
         drop(Store::open_with_capacity(&work, DEL_CAP).unwrap());
         let all = current(&work, DEL_CAP);
         for i in 0..200u64 {

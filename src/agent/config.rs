@@ -387,7 +387,7 @@ fn read_extra(c: &mut Checker, o: Option<Value<'_>>, p: &str, config: &mut Confi
         Some(x) if x.kind() == Kind::Object && x.members().next().is_none() => {}
         Some(x) if x.kind() == Kind::Object => {
             let mut text = String::new();
-            if Writer::compact(&mut text).value(x).is_ok() {
+            if Writer::compact(&mut text as &mut dyn core::fmt::Write).value(x).is_ok() {
                 config.llm.extra = text;
             }
         }

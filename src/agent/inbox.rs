@@ -209,7 +209,7 @@ pub fn send(dir: &Path, text: &str, now_unix: u64) -> Result<()> {
     }
     let mut line = String::with_capacity(text.len() + 64);
     {
-        let mut w = Writer::compact(&mut line);
+        let mut w = Writer::compact(&mut line as &mut dyn core::fmt::Write);
         w.begin_object()?;
         w.key("time")?;
         w.u64(now_unix)?;

@@ -92,7 +92,8 @@ fn feed_all<H: Handler + ?Sized>(input: &mut dyn Read, chunk: &mut [u8], parser:
 fn format(input: &mut dyn Read, chunk: &mut [u8], out: &mut FixedBuf, pretty: bool) -> Result<()> {
     let mut sink = Sink { out, full: false };
     let res = {
-        let mut w = if pretty { Writer::pretty(&mut sink) } else { Writer::compact(&mut sink) };
+        let sink_dyn: &mut dyn fmt::Write = &mut sink;
+        let mut w = if pretty { Writer::pretty(sink_dyn) } else { Writer::compact(sink_dyn) };
         let mut parser = Parser::new();
         feed_all(input, chunk, &mut parser, &mut w)
     };

@@ -398,7 +398,7 @@ fn print_stats(
     if json {
         let mut text = String::new();
         {
-            let mut w = Writer::pretty(&mut text);
+            let mut w = Writer::pretty(&mut text as &mut dyn core::fmt::Write);
             w.begin_object()?;
             for (k, v) in [
                 ("entries", st.entries as u64),

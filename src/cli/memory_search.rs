@@ -175,7 +175,7 @@ impl core::fmt::Display for Score {
 fn print_json_hits(hits: impl Iterator<Item = (Key, Option<f64>, bool)>, out: &mut dyn Write) -> Result<()> {
     let mut text = String::new();
     {
-        let mut w = Writer::pretty(&mut text);
+        let mut w = Writer::pretty(&mut text as &mut dyn core::fmt::Write);
         w.begin_array()?;
         for (key, score, cold) in hits {
             w.begin_object()?;

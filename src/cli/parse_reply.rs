@@ -65,7 +65,7 @@ pub fn run(mut args: Args) -> Result<i32> {
     let mut reader = Reader::new();
     let it = reader.read(&data, max_actions);
     let mut out = String::new();
-    let mut w = Writer::pretty(&mut out);
+    let mut w = Writer::pretty(&mut out as &mut dyn core::fmt::Write);
     w.begin_object()?;
     report::write_members(&mut w, &it, max_actions)?;
     if let Some(state) = state {

@@ -228,7 +228,7 @@ impl Status {
     }
 
     fn write_json(&self, data: &Path, text: &mut String) -> Result<()> {
-        let mut w = Writer::pretty(text);
+        let mut w = Writer::pretty(text as &mut dyn core::fmt::Write);
         w.begin_object()?;
         w.key("data")?;
         w.string(&data.display().to_string())?;

@@ -288,7 +288,7 @@ impl PartialEq for Value<'_> {
 /// Writes the value as compact JSON.
 impl core::fmt::Display for Value<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let mut w = super::Writer::compact(f);
+        let mut w = super::Writer::compact(f as &mut dyn core::fmt::Write);
         w.value(*self).map_err(|_| core::fmt::Error)
     }
 }

@@ -7,6 +7,10 @@
 //! the [`Handler`] of the streaming parser, which is how `lkjagent json` formats a file of any
 //! size.
 //!
+//! The writer is compiled once for each type of sink it is given, so code off the cycle's path
+//! (the commands, the inbox, `Display`) hands it a `&mut dyn fmt::Write`: the binary holds two
+//! copies, the request bodies' and log lines' [`FixedBuf`](crate::fixed::FixedBuf) and that one.
+//!
 //! Output rules: strings are escaped by [`escape`](super::escape) (controls escaped, UTF-8
 //! passed through); number text is written exactly as given (and checked against the grammar);
 //! `{}`, `[]` and `""` stay as they are. Pretty output indents by two spaces per level and

@@ -1,17 +1,23 @@
 //! Helpers shared by the store's file and crash tests: a seeded RNG, temp directories, a full
 //! snapshot of a store's index (every entry's metadata and value, links, a set of queries and the
-//! statistics) with a readable first difference, and spawning this test binary again as a child
-//! process. Include it with `#[path = "support/store.rs"] mod store_support;`.
+//! statistics) with a readable first difference, and the two sides of a crash test's child
+//! process: this test binary run again, which says `ready`, then `W <n>` before each write and
+//! `A <n>` once it returned, and the parent that kills it at a random moment and reads what it
+//! acknowledged. Include it with `#[path = "support/store.rs"] mod store_support;`.
 // Each store test crate that includes it uses only part of it: the rest would warn there.
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use lkjagent::memory::key::{normalize, Key};
+use lkjagent::memory::log;
 use lkjagent::memory::query::{Archived, Query, Results, Sort};
-use lkjagent::memory::store::Store;
-use std::io::{BufRead, BufReader, Read};
+use lkjagent::memory::store::cleanup::{Policy, Use};
+use lkjagent::memory::store::{cold, Store};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, StdoutLock, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
 
 /// xorshift64*: small, seeded, the same on every machine.
 #[path = "rng.rs"]
@@ -226,4 +232,97 @@ pub fn read_rest(mut out: BufReader<ChildStdout>) -> String {
     let mut s = String::new();
     out.read_to_string(&mut s).unwrap();
     s
+}
+
+/// The child's side: ends the harness's line (`test <name> ... ` has no newline under
+/// `--nocapture`), says `ready` (the parent's clock starts there) and returns stdout, locked.
+pub fn child_ready() -> StdoutLock<'static> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out).unwrap();
+    say(&mut out, "ready");
+    out
+}
+
+/// The child's side: one line, flushed, so that it reaches the parent before the next write
+/// begins (a kill loses nothing already said).
+pub fn say(out: &mut impl Write, line: &str) {
+    writeln!(out, "{}", line).unwrap();
+    out.flush().unwrap();
+}
+
+/// The child's side: `W <n>`, then `write`, then `A <n>` once it returned.
+pub fn acknowledged<T>(out: &mut impl Write, n: u64, write: impl FnOnce() -> T) -> T {
+    say(out, &format!("W {}", n));
+    let done = write();
+    say(out, &format!("A {}", n));
+    done
+}
+
+/// The parent's side: runs the ignored test `name` as a child with `env` (stderr dropped),
+/// waits for its `ready`, kills it with SIGKILL `after` that, and returns what it said after
+/// `ready`.
+pub fn kill_after_ready(name: &str, env: &[(&str, String)], after: Duration) -> String {
+    let mut child = spawn_child(name, env, false);
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    wait_ready(&mut out);
+    std::thread::sleep(after);
+    child.kill().unwrap();
+    let rest = read_rest(out);
+    child.wait().unwrap();
+    rest
+}
+
+/// The parent's side, from a killed child's lines: raises `acked` past every `A <n>`, and
+/// returns the write in flight (the last `W <n>`) unless it was acknowledged.
+pub fn acks(rest: &str, acked: &mut u64) -> Option<u64> {
+    let mut pending = None;
+    for line in rest.lines() {
+        if let Some(n) = line.strip_prefix("A ") {
+            *acked = (*acked).max(n.parse::<u64>().unwrap() + 1);
+        } else if let Some(n) = line.strip_prefix("W ") {
+            pending = Some(n.parse::<u64>().unwrap());
+        }
+    }
+    pending.filter(|&p| p >= *acked)
+}
+
+/// The child's side of the tests that save until killed: the store in `$dir_var` (capacity
+/// `cap`, the capacity policy's clean-up on) and the number of its first save, `$start_var`;
+/// `None` when the test runs on its own, without them.
+pub fn open_saving_child(dir_var: &str, start_var: &str, cap: usize) -> Option<(Store, u64)> {
+    let dir = std::env::var_os(dir_var)?;
+    let start: u64 = std::env::var(start_var).unwrap().parse().unwrap();
+    let mut store = Store::open_with_capacity(Path::new(&dir), cap).unwrap();
+    store.set_policy(Some(Policy::default()));
+    Some((store, start))
+}
+
+/// The child's side: save number `n` as the agent saves (its use noted, the cycle's upkeep
+/// run), between `W <n>` and `A <n>`.
+pub fn save_acknowledged(store: &mut Store, out: &mut impl Write, n: u64, key: &Key, value: &str) {
+    acknowledged(out, n, || {
+        store.put(key, value, 1_700_000_000 + n).unwrap();
+        store.note_use(key, Use::Saved);
+        store.flush_access().unwrap();
+    });
+}
+
+/// Every current entry, live or cold (a cold one only where its key is not live, its newest
+/// copy): key -> value. A key seen twice fails.
+pub fn current(dir: &Path, cap: usize) -> BTreeMap<String, String> {
+    let mut all = BTreeMap::new();
+    let mut s = Store::open_read_only_with_capacity(dir, cap).unwrap();
+    for id in 0..s.id_limit() {
+        let Some(k) = s.key(id) else { continue };
+        let v = s.value(id).unwrap().to_string();
+        assert!(all.insert(k.as_str().to_string(), v).is_none(), "{} is live twice", k);
+    }
+    cold::scan_current(dir, &|k| s.find(k).is_some(), &mut |e| {
+        let mut v = String::new();
+        log::decode_str(e.value_escaped, &mut v)?;
+        assert!(all.insert(e.key.as_str().to_string(), v).is_none(), "{} is current twice", e.key);
+        Ok(true)
+    })
+    .unwrap();
+    all
 }
