@@ -672,22 +672,22 @@ fn a_task_that_counts_its_units_is_done_once_they_are_written() {
     assert_eq!(server.chats().len(), asked, "a done task asks the model nothing");
 }
 
-/// A product's first outline is asked twice, with its tokens' log-probabilities, and the list
-/// the model wrote the more surely is the plan (its subjects planned, its sentences saved as
+/// A product's first outline is asked three times (`FIRST_OUTLINE_SAMPLES`), with its tokens'
+/// log-probabilities, and the list the model wrote the most surely is the plan (its subjects planned, its sentences saved as
 /// units); a later one, which goes on from the units stored, once. A reply of
 /// hundreds of tokens, each with its bytes and its top alternative, is read whole; a server
 /// that sends no log-probabilities is asked once.
 #[test]
-fn an_outline_is_the_surer_of_two_samples() {
+fn an_outline_is_the_surest_of_its_samples() {
     let outlines = std::sync::Arc::new(AtomicUsize::new(0));
     let n = outlines.clone();
     let server = outline_server(move |g, seen| {
         assert!(g.contains("working_memory_add"), "only outlines are asked here");
         assert!(seen.body_str().contains("\"logprobs\":true"), "{}", seen.body_str());
         let prefix = literal_after(g, "</tags><value>\"");
-        // The first sample of each pair is run-together words written unsurely, the second
+        // The first and third samples are run-together words written unsurely, the second
         // real subjects written surely.
-        let (items, logprob) = if n.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
+        let (items, logprob) = if n.fetch_add(1, Ordering::Relaxed) != 1 {
             ("Asibet ofmat\n2. Arelatetm iau\n", -4.0)
         } else {
             (SURE_ITEMS, -0.5)
@@ -704,7 +704,7 @@ fn an_outline_is_the_surer_of_two_samples() {
     let mut a = agent(&d);
     let r = a.cycle(&mut |_| {}, &|| false).unwrap();
     assert!(r.error.is_none() && !r.invalid_reply, "{r:?}");
-    assert_eq!(outlines.load(Ordering::Relaxed), 2, "an outline is asked twice");
+    assert_eq!(outlines.load(Ordering::Relaxed), 3, "a first outline is asked three times");
     let plan = a.memory.working.get(&normalize("plan").unwrap()).unwrap().to_string();
     assert_eq!(plan, "Use mulch\nStake the plants");
     let ids: Vec<_> = a.store.ids().collect();
@@ -715,7 +715,7 @@ fn an_outline_is_the_surer_of_two_samples() {
     assert!(a.memory.working.remove(&normalize("plan").unwrap()));
     let r = a.cycle(&mut |_| {}, &|| false).unwrap();
     assert!(r.error.is_none() && !r.invalid_reply, "{r:?}");
-    assert_eq!(outlines.load(Ordering::Relaxed), 3, "a later outline is asked once");
+    assert_eq!(outlines.load(Ordering::Relaxed), 4, "a later outline is asked once");
     // A server without log-probabilities is asked once (the grammar follower sends none).
     let follower = grammar_follower(TIP_LISTS);
     let d = shipped_dir("surer-none", &follower.url("/v1/chat/completions"), "auto");
@@ -774,14 +774,14 @@ fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
 }
 
 /// `llm.logprobs`: every outline asks for log-probabilities by default; `first_outline` asks
-/// them of the first outline's two samples only; `off` of none, and the first outline is asked
-/// once. Each outline here is units in one sentence, so every cycle asks for one.
+/// them of the first outline's three samples only; `off` of none, and the first outline is
+/// asked once. Each outline here is units in one sentence, so every cycle asks for one.
 #[test]
 fn llm_logprobs_says_which_outlines_ask_for_log_probabilities() {
     let runs = [
-        (None, [true, true, true, true]),
-        (Some("first_outline"), [true, true, false, false]),
-        (Some("off"), [false, false, false, false]),
+        (None, [true, true, true, true, true]),
+        (Some("first_outline"), [true, true, true, false, false]),
+        (Some("off"), [false, false, false, false, false]),
     ];
     for (n, (setting, requests)) in runs.into_iter().enumerate() {
         let server = outline_server(move |g, _| {
@@ -817,7 +817,7 @@ fn llm_logprobs_says_which_outlines_ask_for_log_probabilities() {
             .filter(|c| field(c, "grammar").is_some_and(|g| g.contains("items ::=")))
             .map(|c| c.body_str().contains("\"logprobs\":true"))
             .collect();
-        // Two samples of the first outline (one when off), then one a cycle.
+        // Three samples of the first outline (one when off), then one a cycle.
         let expect: Vec<bool> = if setting == Some("off") { requests[..3].to_vec() } else { requests.to_vec() };
         assert_eq!(outlines, expect, "{setting:?}");
     }

@@ -156,7 +156,7 @@ pub struct Constrainer {
     /// [`LIST_PRESENCE_PENALTY`] for a names ask that gives no names to go on from.
     presence_penalty: Option<f64>,
     /// This cycle asks for the product's first outline, which goes on from no stored units:
-    /// it is one of two samples (`crate::agent::model::Model::ask`).
+    /// it is one of [`FIRST_OUTLINE_SAMPLES`] samples (`crate::agent::model::Model::ask`).
     first_outline: bool,
     /// Which outlines ask for log-probabilities (`llm.logprobs`).
     logprobs: llm::Logprobs,
@@ -510,11 +510,11 @@ impl Constrainer {
         self.presence_penalty.is_some() && self.active == Mode::Grammar
     }
 
-    /// Whether this cycle's outline is one of two samples, the one whose items the model wrote
-    /// the more surely (`crate::agent::model::Model::ask`): only the first outline, which goes
-    /// on from nothing, as every later one goes on from the units it gave
-    /// (docs/measurements.md, "One sample after the first outline").
-    pub fn samples_twice(&self) -> bool {
+    /// Whether this cycle's outline is one of [`FIRST_OUTLINE_SAMPLES`] samples, the one whose
+    /// items the model wrote the most surely (`crate::agent::model::Model::ask`): only the
+    /// first outline, which goes on from nothing, as every later one goes on from the units it
+    /// gave (docs/measurements.md, "One sample after the first outline").
+    pub fn samples_more(&self) -> bool {
         self.asks_outline() && self.first_outline && self.logprobs != llm::Logprobs::Off
     }
 
@@ -529,21 +529,23 @@ impl Constrainer {
             }
     }
 
-    /// Asks the same request once more with another seed (the second sample of an outline);
-    /// no step down: a failure leaves the first sample.
+    /// Asks the same request once more with another seed (the `sample`-th more sample of an
+    /// outline, from 1); no step down: a failure leaves the samples before.
+    #[allow(clippy::too_many_arguments)]
     pub fn ask_again<'c>(
         &mut self,
         client: &'c mut Client,
         system: Option<&str>,
         user: &str,
         cycle: u64,
+        sample: u64,
         progress: &mut dyn FnMut(u64),
         should_stop: &dyn Fn() -> bool,
     ) -> Result<Completion<'c>> {
         let text = crate::bytes::utf8_prefix(self.text.as_slice());
         let prompt = llm::Prompt {
             constraint: Some(Constraint::Grammar(text)),
-            seed: Some(self.seed(cycle, OUTLINE_SECOND_ATTEMPT)),
+            seed: Some(self.seed(cycle, OUTLINE_SECOND_ATTEMPT + sample - 1)),
             presence_penalty: self.presence_penalty,
             logprobs: true,
             ..llm::Prompt::new(system, user)
@@ -553,8 +555,14 @@ impl Constrainer {
 }
 
 /// The attempt number of an outline's second sample in its seed (0 and 1 are the first
-/// request and its retry one step down).
+/// request and its retry one step down); each further sample the next.
 const OUTLINE_SECOND_ATTEMPT: u64 = 2;
+
+/// How many samples a product's first outline is the surest of. The first outline decides a
+/// run (every later one goes on from its units), and a small model draws a list of real
+/// subjects only now and then; the list it wrote the most surely is the one a person keeps
+/// (docs/measurements.md, "The surer of two outlines", "The surest of more", session 23).
+pub const FIRST_OUTLINE_SAMPLES: u64 = 3;
 
 /// Whether a failed request may have failed because of its constraint: a refusal (400/500
 /// come back as `LLM_ERROR`), an unreadable answer (`HTTP_PROTOCOL`), or a connection dropped

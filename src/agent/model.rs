@@ -133,21 +133,27 @@ impl Model {
                 reply.clear();
                 let comp = constrainer.ask(c, system, user, cycle, progress, should_stop)?;
                 reply.fill(&comp)?;
-                // A product's first outline is one of two samples: the one whose list the
-                // model wrote the more surely (the mean log-probability of its value's tokens).
-                // It sets the kind of every later one, and a list of run-together words is the
-                // model writing what it does not know (docs/measurements.md).
-                let Some(first) = constrainer.samples_twice().then(|| outline_certainty(&comp)).flatten() else {
+                // A product's first outline is the surest of FIRST_OUTLINE_SAMPLES samples (the
+                // mean log-probability of its value's tokens). It sets the kind of every later
+                // one, and a list of run-together words is the model writing what it does not
+                // know (docs/measurements.md).
+                let Some(mut best) = constrainer.samples_more().then(|| outline_certainty(&comp)).flatten() else {
                     return Ok(());
                 };
-                match constrainer.ask_again(c, system, user, cycle, progress, should_stop) {
-                    Ok(second) if outline_certainty(&second).is_some_and(|s| s > first) => {
-                        reply.clear();
-                        reply.fill(&second)
+                for sample in 1..super::constrain::FIRST_OUTLINE_SAMPLES {
+                    match constrainer.ask_again(c, system, user, cycle, sample, progress, should_stop) {
+                        Ok(next) => {
+                            if let Some(sure) = outline_certainty(&next).filter(|s| *s > best) {
+                                best = sure;
+                                reply.clear();
+                                reply.fill(&next)?;
+                            }
+                        }
+                        Err(e) if e.code() == Code::Interrupted => return Err(e),
+                        Err(_) => return Ok(()),
                     }
-                    Err(e) if e.code() == Code::Interrupted => Err(e),
-                    _ => Ok(()),
                 }
+                Ok(())
             }
             Model::Recorded(_) => match pending.take() {
                 Some(e) => Err(e),

@@ -139,7 +139,7 @@ pub struct Settings {
 }
 
 /// Which of the product's outlines ask for their tokens' log-probabilities (`llm.logprobs`):
-/// the first outline picks the surer of its two samples by them, and an outline leaves out
+/// the first outline picks the surest of its samples by them, and an outline leaves out
 /// the items the model wrote unsurely (`agent::model`). A server computes them at a cost:
 /// llama-cpp-python sorts the whole vocabulary in Python for each token, which took an outline
 /// 2.4 times the time a token (docs/measurements.md, "What log-probabilities cost").
@@ -147,7 +147,7 @@ pub struct Settings {
 pub enum Logprobs {
     /// Every outline (the default).
     Outlines,
-    /// Only a product's first outline, for its two samples; later outlines keep every item
+    /// Only a product's first outline, for its samples; later outlines keep every item
     /// (half the time an outline on llama-cpp-python, and the items with a word the grammar
     /// forced reach the product).
     FirstOutline,
