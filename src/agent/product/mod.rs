@@ -632,6 +632,15 @@ impl Product {
             if i < given || spelled_on {
                 continue;
             }
+            // A name holds no sentence word but those that join names ("Circle of fifths",
+            // "Rhythm and blues"): one with "is", "the" or "in" is a definition crammed into
+            // the item ("Music theory is aesthetics."), a real term once in 148
+            // (docs/measurements.md, "Names that hold sentence words").
+            let lang = self.task.lang;
+            let joining = |w: &str| lang.is_join(w) || lang.is_measure_of(w);
+            if outline && self.task.named && lang::words(s).any(|w| lang.is_sentence_word(w) && !joining(w)) {
+                continue;
+            }
             if outline && unsure.lines().any(|u| u == s.trim()) {
                 continue;
             }
