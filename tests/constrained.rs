@@ -1274,6 +1274,10 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
         &["Use mulch", "Tip 12345 of many"],
         &["×coccolite material", "Prune"],
         &["Astrophotographically", "Prune"],
+        // A number ends no item: there it is the list's own numbering run into the item
+        // ("Use LED light bulbs to reduce electricity usage 2.").
+        &["Use LED bulbs to save power 2.", "Prune"],
+        &["Prune", "Use solar panels on your roof 5"],
     ] {
         assert!(!g.matches(&list(no)), "{no:?}\n{text}");
     }
