@@ -1148,7 +1148,7 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
     let (mut outlines, mut units) = (0, 0);
     // Drawn uniformly, a word of an outline is in capitals half the time (an item with one
     // longer than an acronym is planned never) and a number often: so many seeds.
-    for seed in 0..96u64 {
+    for seed in 0..128u64 {
         let mut live = Live::new(seed);
         let mut r = rng(seed ^ 0x5EED);
         let mut product = Product::new();

@@ -244,10 +244,12 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                 }
                 // A number after an item's second word ("Jupiter has 95 moons"), not as its
                 // first or second: a list that numbers its items counts on ("20 days of rain",
-                // "Day 3 in Nara"). With no digits at all, a fact's number came out as a word
-                // the grammar forced ("up to iced pounds"; docs/measurements.md).
-                if w > 0 && w < left {
-                    out.format(format_args!(" | \" \" inum imore-{}", w - 1))?;
+                // "Day 3 in Nara"); and a word after it: at an item's end, a number is the
+                // list's own numbering run into the item ("... electricity usage 2."). With no
+                // digits at all, a fact's number came out as a word the grammar forced ("up to
+                // iced pounds"; docs/measurements.md).
+                if w > 1 && w < left {
+                    out.format(format_args!(" | \" \" inum \" \" iw imore-{}", w - 2))?;
                 }
                 // A sentence has commas; a name has none ("Stars, stars, celestial bodies" was
                 // three names in one).

@@ -200,13 +200,13 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
             // Bounded by characters only, SmolLM2-135M wrote sentences cut at the bound ("Use a
             // drip irrigation system to reduce p").
             let mut item = crate::fixed::ArrayString::<ITEM_PATTERN_MAX_BYTES>::new();
-            // After its second word, a word may be a number, as in the grammar.
+            // After its second word, a number may stand before a word, as in the grammar.
             let more = words.clamp(1, GRAMMAR_OUTLINE_ITEM_MAX_WORDS).saturating_sub(1);
             let sep = if words > crate::limits::GRAMMAR_OUTLINE_NAME_MAX_WORDS { ",?" } else { "" };
             match latin {
                 true if more == 0 => item.push_str("[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ'-]{0,13}[.]?")?,
                 true => item.format(format_args!(
-                    "[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ'-]{{0,13}}({sep} [A-Za-zÀ-ÖØ-öø-ÿ'-]{{1,14}}({sep} ([A-Za-zÀ-ÖØ-öø-ÿ'-]{{1,14}}|[0-9]{{1,4}})){{0,{}}})?[.]?",
+                    "[A-Za-zÀ-ÖØ-öø-ÿ][A-Za-zÀ-ÖØ-öø-ÿ'-]{{0,13}}({sep} [A-Za-zÀ-ÖØ-öø-ÿ'-]{{1,14}}({sep} ([0-9]{{1,4}} )?[A-Za-zÀ-ÖØ-öø-ÿ'-]{{1,14}}){{0,{}}})?[.]?",
                     more - 1
                 ))?,
                 false => item.format(format_args!(
