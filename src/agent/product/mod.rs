@@ -623,8 +623,11 @@ impl Product {
         // Astrumologia"), not naming: such items were one in twenty real ones
         // (docs/measurements.md, "Names that spell on"). Other units may open alike.
         let mut starts: ArrayVec<[char; NAME_START_LETTERS], OUTLINE_STARTS_MAX> = ArrayVec::new();
+        let names = outline && self.task.named;
+        let lang = self.task.lang;
+        let joining = |w: &str| lang.is_join(w) || lang.is_measure_of(w);
         for (i, s) in plan_items(plan).enumerate() {
-            let start = if outline && self.task.named { name_start(s) } else { None };
+            let start = if names { name_start(s) } else { None };
             let spelled_on = start.is_some_and(|k| starts.as_slice().contains(&k));
             if let Some(k) = start.filter(|_| !spelled_on) {
                 let _ = starts.push(k);
@@ -636,9 +639,7 @@ impl Product {
             // "Rhythm and blues"): one with "is", "the" or "in" is a definition crammed into
             // the item ("Music theory is aesthetics."), a real term once in 148
             // (docs/measurements.md, "Names that hold sentence words").
-            let lang = self.task.lang;
-            let joining = |w: &str| lang.is_join(w) || lang.is_measure_of(w);
-            if outline && self.task.named && lang::words(s).any(|w| lang.is_sentence_word(w) && !joining(w)) {
+            if names && lang::words(s).any(|w| lang.is_sentence_word(w) && !joining(w)) {
                 continue;
             }
             if outline && unsure.lines().any(|u| u == s.trim()) {

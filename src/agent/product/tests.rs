@@ -375,6 +375,18 @@ fn numbered_units_are_labelled_in_the_order_they_are_saved_and_none_past_the_tas
     assert_eq!(p.done(), Some(2));
 }
 
+/// The plan a first outline `plan` of `task` leaves, settled on an empty store.
+fn planned(label: &str, task: &str, plan: &str) -> Option<String> {
+    let (_d, mut s) = store(label);
+    let mut p = Product::new();
+    let mut w = working(task);
+    view(&mut p, &w, &mut s, task);
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    w.get(&normalize(PLAN_KEY).unwrap()).map(str::to_string)
+}
+
 /// A name whose first letters an earlier name of the same outline starts with is a small model
 /// spelling on from it ("Astrobiology, Astrology, Astrumologia"; "musechology, musciant"), not
 /// naming: of such items in the outlines of every kept model-check run, 5% of a glossary's and
@@ -382,25 +394,15 @@ fn numbered_units_are_labelled_in_the_order_they_are_saved_and_none_past_the_tas
 /// session 23). Items of other units may open alike ("Water deeply", "Water at the base").
 #[test]
 fn a_name_that_starts_as_an_earlier_name_of_its_outline_is_not_planned() {
-    let (_d, mut s) = store("product-cascade");
-    let mut p = Product::new();
     let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
-    let mut w = working(task);
-    view(&mut p, &w, &mut s, task);
     let plan = "Astronomy terms:\n1. Nebula\n2. Astrobiology\n3. Astrology\n4. Black hole\n5. Astrumologia\n6. Nebulae cluster\n7. Galaxy";
-    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
-    let mut scratch = FixedBuf::with_capacity("plan", 4096);
-    p.settle(&mut w, &mut scratch, 2, "").unwrap();
-    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Nebula\nAstrobiology\nBlack hole\nGalaxy"));
+    assert_eq!(planned("product-cascade", task, plan).as_deref(), Some("Nebula\nAstrobiology\nBlack hole\nGalaxy"));
     // Tips' subjects may open alike.
-    let (_d2, mut s2) = store("product-cascade-tips");
-    let mut p = Product::new();
-    let mut w = working(TIPS);
-    view(&mut p, &w, &mut s2, TIPS);
     let plan = "Tips for growing tomatoes at home:\n1. Water deeply\n2. Water at the base\n3. Use mulch";
-    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
-    p.settle(&mut w, &mut scratch, 2, "").unwrap();
-    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Water deeply\nWater at the base\nUse mulch"));
+    assert_eq!(
+        planned("product-cascade-tips", TIPS, plan).as_deref(),
+        Some("Water deeply\nWater at the base\nUse mulch")
+    );
 }
 
 /// A name is not a sentence: an outline item of a task whose units are names that holds a
@@ -410,30 +412,19 @@ fn a_name_that_starts_as_an_earlier_name_of_its_outline_is_not_planned() {
 /// term, against 82 of 428 of the others (docs/measurements.md, session 23).
 #[test]
 fn a_name_item_with_a_sentence_word_is_not_planned() {
-    let (_d, mut s) = store("product-name-sentence");
-    let mut p = Product::new();
     let task = "Build a glossary of music theory terms: one entry per term, with a one-sentence definition.";
-    let mut w = working(task);
-    view(&mut p, &w, &mut s, task);
     let plan = "Music theory terms:\n1. Music theory is aesthetics.\n2. Harmony\n3. The art of music\n4. Circle of fifths\n5. Art in the context\n6. Rhythm and blues";
-    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
-    let mut scratch = FixedBuf::with_capacity("plan", 4096);
-    p.settle(&mut w, &mut scratch, 2, "").unwrap();
-    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Harmony\nCircle of fifths\nRhythm and blues"));
+    assert_eq!(
+        planned("product-name-sentence", task, plan).as_deref(),
+        Some("Harmony\nCircle of fifths\nRhythm and blues")
+    );
 }
 
 #[test]
 fn an_outline_item_with_a_word_in_capitals_longer_than_an_acronym_is_not_planned() {
-    let (_d, mut s) = store("product-shouted");
-    let mut p = Product::new();
     let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
-    let mut w = working(task);
-    view(&mut p, &w, &mut s, task);
     let plan = "Astronomy terms:\n1. ASTRONOMY\n2. NASA\n3. CELESTIAL bodies\n4. Black hole\n5. JWST";
-    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
-    let mut scratch = FixedBuf::with_capacity("plan", 4096);
-    p.settle(&mut w, &mut scratch, 2, "").unwrap();
-    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("NASA\nBlack hole\nJWST"));
+    assert_eq!(planned("product-shouted", task, plan).as_deref(), Some("NASA\nBlack hole\nJWST"));
 }
 
 #[test]
