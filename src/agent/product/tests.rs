@@ -467,6 +467,58 @@ fn a_unit_that_opens_with_a_stored_units_first_words_of_content_is_a_repeat() {
     }
 }
 
+/// A unit in sentences that opens with the same two words of content as a stored one, the
+/// task's own words left out, says the same thing again: of a tomato run's 38 tips, seven
+/// opened "Plant it indoors ..." (docs/measurements.md, session 24). A unit with a name of its
+/// own is told apart by its name: its text may open like another's ("A type of star that ...").
+#[test]
+fn a_unit_that_opens_with_a_stored_units_first_two_words_of_content_is_a_repeat() {
+    for (task, first, again, other) in [
+        (
+            TIPS,
+            "Plant it indoors or outdoors depending on weather conditions.",
+            "Plant them indoors from March until early April so you get the best results.",
+            "Plant them deep, up to their first leaves, so they root along the stem.",
+        ),
+        (
+            "Write a short story about a lighthouse keeper, one paragraph per entry.",
+            "Paragraph 1 – The lighthouse keeper climbed the stairs as the storm came in.",
+            "Paragraph 2 – The keeper climbed the stairs again, slower now, to trim the wick.",
+            "Paragraph 2 – The keeper watched a ship fight the waves below the rocks.",
+        ),
+        (
+            "Collect useful facts about the planets of the solar system, one fact per entry.",
+            "Jupiter has a great red spot, a storm larger than the Earth.",
+            "Jupiter has a great many moons, more than seventy of them.",
+            "Jupiter takes twelve years to go once around the Sun.",
+        ),
+    ] {
+        let (_d, mut s) = store("product-openings-two");
+        let mut p = Product::new();
+        let w = working(task);
+        view(&mut p, &w, &mut s, task);
+        let key = save(&p, &mut s, first);
+        assert_eq!(p.judge(&key, first), Verdict::New, "{first}");
+        p.saved(first);
+        for (text, repeat) in [(again, true), (other, false)] {
+            let key = p.file(p.key().unwrap(), text).unwrap().unwrap();
+            assert_eq!(matches!(p.judge(&key, text), Verdict::Repeat(_)), repeat, "{text}");
+        }
+    }
+    // Definitions of two terms may open alike.
+    let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
+    let (_d, mut s) = store("product-openings-named");
+    let mut p = Product::new();
+    let w = working(task);
+    view(&mut p, &w, &mut s, task);
+    let first = "Red dwarf: A type of star that is small, cool and long-lived.";
+    save(&p, &mut s, first);
+    p.saved(first);
+    let second = "Blue giant: A type of star that is hot, bright and short-lived.";
+    let key = p.file(p.key().unwrap(), second).unwrap().unwrap();
+    assert_eq!(p.judge(&key, second), Verdict::New, "{second}");
+}
+
 #[test]
 fn a_named_unit_is_asked_what_its_name_is_in_one_sentence() {
     let (_d, mut s) = store("product-named-question");
