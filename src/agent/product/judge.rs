@@ -216,26 +216,38 @@ pub(super) fn head_and_text(value: &str) -> (&str, &str) {
     }
 }
 
-/// Words of content a unit's text opens with that another's may not open with too.
-const OPENING_WORDS: usize = 3;
+/// Words of content a unit in sentences opens with that another's may not open with too.
+const OPENING_WORDS: usize = 2;
 
-/// The hash of the first [`OPENING_WORDS`] words of content (not the language's sentence
-/// words) of `value`'s text, each by its stem ([`STEM_LETTERS`]); 0 when it has fewer. Two
-/// units that open alike say the same thing again ("Use organic fertilizer ...", "The next day
-/// you see ..."), as a small model repeats a line it wrote; the head (a term, a label) is not
-/// part of it.
-pub(super) fn opening(value: &str, lang: &Lang) -> u64 {
+/// Words of content a named unit's text opens with that another's may not open with too: its
+/// name tells it apart, and definitions of two names may open alike ("A type of star that").
+const OPENING_WORDS_NAMED: usize = 3;
+
+/// The hash of the first words of content of `value`'s text ([`OPENING_WORDS`], or
+/// [`OPENING_WORDS_NAMED`] for a task whose units are names), each by its stem
+/// ([`STEM_LETTERS`]); 0 when it has fewer. Words of content are neither the language's
+/// sentence words nor the task's own words (`task_words`), which every unit may repeat. Two
+/// units that open alike say the same thing again ("Plant it indoors ...", "The next day you
+/// see ..."), as a small model repeats a line it wrote; the head (a term, a label) is not part
+/// of it.
+pub(super) fn opening(value: &str, lang: &Lang, task_words: &[Word], named: bool) -> u64 {
     let (_, text) = head_and_text(value);
+    let want = if named { OPENING_WORDS_NAMED } else { OPENING_WORDS };
     let mut h = fnv1a64(b"");
     let mut n = 0;
-    for w in words(text).filter(|w| !lang.is_sentence_word(w) && w.chars().any(char::is_alphabetic)) {
+    let mut t = Word::new();
+    let content = words(text).filter(|w| !lang.is_sentence_word(w) && w.chars().any(char::is_alphabetic));
+    for w in content {
+        if as_tag(w, &mut t) && task_words.iter().any(|x| same_stem(x.as_str(), t.as_str())) {
+            continue;
+        }
         for c in w.chars().flat_map(char::to_lowercase).take(STEM_LETTERS) {
             let mut b = [0u8; 4];
             h = fnv1a64_continue(h, c.encode_utf8(&mut b).as_bytes());
         }
         h = fnv1a64_continue(h, b" ");
         n += 1;
-        if n == OPENING_WORDS {
+        if n == want {
             return h.max(1);
         }
     }
@@ -292,19 +304,21 @@ impl Product {
             return false;
         }
         let all = Words::of(value);
-        let op = opening(value, self.task.lang);
+        let op = self.opening(value);
         for hit in self.ranked.hits() {
             if hit.is_cold() || !store.key(hit.id).is_some_and(|k| self.owns(k.as_str())) {
                 continue;
             }
-            if store
-                .value(hit.id)
-                .is_ok_and(|v| Words::of(v).alike(&all) || op != 0 && opening(v, self.task.lang) == op)
-            {
+            if store.value(hit.id).is_ok_and(|v| Words::of(v).alike(&all) || op != 0 && self.opening(v) == op) {
                 return true;
             }
         }
         false
+    }
+
+    /// The hash of `value`'s opening for this task ([`opening`]).
+    pub(super) fn opening(&self, value: &str) -> u64 {
+        opening(value, self.task.lang, self.task.words.as_slice(), self.task.named)
     }
 
     /// Reads the words of the prompt's own instructions (the heads before the product), at
@@ -370,7 +384,7 @@ impl Product {
         if self.seen.iter().any(|(sh, sv, _)| *sh == hh || sv.alike(&all)) {
             return Verdict::Repeat("<product> already says this; write something new");
         }
-        let op = opening(value, lang);
+        let op = self.opening(value);
         if op != 0 && self.seen.iter().any(|(_, _, so)| *so == op) {
             return Verdict::Repeat("an entry of <product> opens the same way; write about something else");
         }

@@ -438,7 +438,7 @@ impl Product {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
             out.push_str("\n")?;
-            let _ = self.seen.push((lower_hash(head(v)), Words::of(v), judge::opening(v, self.task.lang)));
+            let _ = self.seen.push((lower_hash(head(v)), Words::of(v), self.opening(v)));
             self.shown += 1;
         }
         if self.subject.is_empty() {
@@ -711,7 +711,7 @@ impl Product {
         if self.seen.is_full() {
             self.seen.remove(0);
         }
-        let _ = self.seen.push((lower_hash(head(value)), Words::of(value), judge::opening(value, self.task.lang)));
+        let _ = self.seen.push((lower_hash(head(value)), Words::of(value), self.opening(value)));
     }
 }
 
