@@ -27,7 +27,9 @@ a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent
    - Tasks (tools/model_judge.py): unset or "default" the seven tasks (astronomy glossary, shell
      commands list, tomato tips, planet facts, lighthouse story, Japan plan, German astronomy
      glossary); "heldout" four more of these shapes on other subjects, not to tune on; "all"
-     both; or task names separated by commas.
+     both; or task names separated by commas. MODEL_CHECK_TASK_TEXT="..." runs one task of your
+     own instead (MODEL_CHECK_TASK_LANG its language, default en): its entries are printed for
+     you to read, none counted kept.
    - Modes: "auto" is the agent's default (a GBNF grammar on this server), "json_schema" runs
      through tools/schema_shim.py (in-process, loopback), which maps response_format json_schema
      onto llama-cpp-python's json_object with a schema, "off" is unconstrained; MODE@completion
@@ -638,9 +640,10 @@ def main():
 def show_run(out, label, f):
     out(f"\n{label}: {len(f['entries'])} new entries ({f['kept']} kept, {f['judged'] - f['kept']} junk, "
         f"{f['doubt']} doubted by the agent), shape {f['shape']}")
-    mark = {True: "KEPT ", False: "junk ", None: "doubt"}
-    for key, value, kept, why, _ in f["verdicts"]:
-        out(f"  {mark[kept]} {value[:160]!r}  [{key[:60]}] -- {why}")
+    mark = {True: "KEPT ", False: "junk "}
+    for key, value, kept, why, doubt in f["verdicts"]:
+        shown = "doubt" if doubt else mark.get(kept, "read ")
+        out(f"  {shown} {value[:160]!r}  [{key[:60]}] -- {why}")
     if not f["verdicts"]:
         out("  (none)")
     out(f"{label}: stderr lines about constraining: " + ("\n  " + "\n  ".join(f["warnings"]) if f["warnings"] else "none"))
@@ -656,6 +659,9 @@ def summary(out, figs):
         out(f"{label:<{w}}" + "".join(f"{show(f):>{n + 1}}" for _, n, show in COLUMNS))
     out("\ntargets (issue 38; a base model: >= 5 kept, >= 50%)")
     for label, f in figs.items():
+        if f["shape"] == "unjudged":
+            out(f"  n/a  {label:<{w}}a task of your own: read its entries above")
+            continue
         ts = targets(f)
         verdict = "PASS" if all(ok for _, ok, _ in ts) else "MISS"
         out(f"  {verdict} {label:<{w}}" + "  ".join(f"{name} {'ok' if ok else 'MISS'} ({shown})" for name, ok, shown in ts))

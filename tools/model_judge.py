@@ -42,6 +42,8 @@ Then the shape's own rule:
   (ratio >= 0.6) of another day.
 - German glossary: the glossary rule, with a real astronomy term in German or its international
   form (the English list counts), and a German sentence (the language rule above).
+- a task of the user's own (MODEL_CHECK_TASK_TEXT): no shape rule; what passes the rules above is
+  printed for a person to read (kept: none counted).
 Entries filed under the tag `doubt` are the agent's own doubts: counted apart and shown, never
 judged as product.
 """
@@ -424,8 +426,14 @@ HELDOUT = [
 
 
 def selected_tasks():
-    """MODEL_CHECK_TASKS: unset or 'default' the 7 tasks, 'heldout' the held-out 5, 'all' both;
-    else a comma-separated list of task names."""
+    """MODEL_CHECK_TASK_TEXT set: that one task as a user wrote it (named "own", in the language
+    MODEL_CHECK_TASK_LANG, default "en"), of no shape the judge knows: its entries pass the rules
+    across all shapes and are then left to a person to read. Else MODEL_CHECK_TASKS: unset or
+    'default' the 7 tasks, 'heldout' the held-out 5, 'all' both; else a comma-separated list of
+    task names."""
+    own = os.environ.get("MODEL_CHECK_TASK_TEXT", "").strip()
+    if own:
+        return [("own", "unjudged", os.environ.get("MODEL_CHECK_TASK_LANG", "en").strip() or "en", own, {})]
     sel = os.environ.get("MODEL_CHECK_TASKS", "default").strip() or "default"
     if sel == "default":
         return list(TASKS)
@@ -568,6 +576,8 @@ def shape_verdict(shape, lang, data, name, text, value):
         if not places and not acts:
             return False, "names no place or activity"
         return True, "names " + ("a place" if places else "an activity")
+    if shape == "unjudged":
+        return None, "not judged: a person reads it"
     return False, f"unknown shape {shape}"
 
 
