@@ -469,8 +469,9 @@ fn a_unit_that_opens_with_a_stored_units_first_words_of_content_is_a_repeat() {
 
 /// A unit in sentences that opens with the same two words of content as a stored one, the
 /// task's own words left out, says the same thing again: of a tomato run's 38 tips, seven
-/// opened "Plant it indoors ..." (docs/measurements.md, session 24). A unit with a name of its
-/// own is told apart by its name: its text may open like another's ("A type of star that ...").
+/// opened "Plant it indoors ..." (docs/measurements.md, session 24). A unit about a planned
+/// subject opens with its subject. A unit with a name of its own is told apart by its name: its
+/// text may open like another's ("A type of star that ...").
 #[test]
 fn a_unit_that_opens_with_a_stored_units_first_two_words_of_content_is_a_repeat() {
     for (task, first, again, other) in [
@@ -479,6 +480,13 @@ fn a_unit_that_opens_with_a_stored_units_first_two_words_of_content_is_a_repeat(
             "Plant it indoors or outdoors depending on weather conditions.",
             "Plant them indoors from March until early April so you get the best results.",
             "Plant them deep, up to their first leaves, so they root along the stem.",
+        ),
+        (
+            TIPS,
+            "Use organic fertilizer that supports healthy plants.",
+            // A unit about a planned subject: its head is where it opens.
+            "Use organic fertilizer: Organic is the best.",
+            "Use a trellis: Tie the stems to it as they grow.",
         ),
         (
             "Write a short story about a lighthouse keeper, one paragraph per entry.",
