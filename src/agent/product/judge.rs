@@ -228,15 +228,17 @@ const OPENING_WORDS_NAMED: usize = 3;
 /// ([`STEM_LETTERS`]); 0 when it has fewer. Words of content are neither the language's
 /// sentence words nor the task's own words (`task_words`), which every unit may repeat. Two
 /// units that open alike say the same thing again ("Plant it indoors ...", "The next day you
-/// see ..."), as a small model repeats a line it wrote; the head (a term, a label) is not part
-/// of it.
+/// see ..."), as a small model repeats a line it wrote. A named unit's head (its name) is not
+/// part of its opening; a unit about a planned subject opens with the subject ("Use organic
+/// fertilizer: Organic is the best."), its label left out.
 pub(super) fn opening(value: &str, lang: &Lang, task_words: &[Word], named: bool) -> u64 {
-    let (_, text) = head_and_text(value);
-    let want = if named { OPENING_WORDS_NAMED } else { OPENING_WORDS };
+    let (head, text) = head_and_text(value);
+    let (subject, want) = if named { ("", OPENING_WORDS_NAMED) } else { (subject_of(head), OPENING_WORDS) };
     let mut h = fnv1a64(b"");
     let mut n = 0;
     let mut t = Word::new();
-    let content = words(text).filter(|w| !lang.is_sentence_word(w) && w.chars().any(char::is_alphabetic));
+    let content =
+        words(subject).chain(words(text)).filter(|w| !lang.is_sentence_word(w) && w.chars().any(char::is_alphabetic));
     for w in content {
         if as_tag(w, &mut t) && task_words.iter().any(|x| same_stem(x.as_str(), t.as_str())) {
             continue;

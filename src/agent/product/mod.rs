@@ -343,13 +343,18 @@ impl Product {
 
     /// Whether `subject` (an outline's item, as written) can be planned: a subject of at most
     /// [`SUBJECT_MAX_WORDS`] words and no comma ([`Product::readable`]), not asked about or
-    /// stored before.
+    /// stored before, and not opening like a unit the view shows ([`judge::opening`]).
     fn is_free(&self, subject: &str) -> bool {
         let s = subject.trim();
         if s.len() > SUBJECT_MAX_BYTES || is_sentence(s) || s.contains(',') || !self.readable(s) {
             return false;
         }
         if self.asked.as_slice().contains(&subject_hash(s)) {
+            return false;
+        }
+        // Its unit would open like one the view shows, and be refused ([`Product::judge`]).
+        let op = self.opening(s);
+        if op != 0 && self.seen.iter().any(|(_, _, so)| *so == op) {
             return false;
         }
         let mut own = Word::new();

@@ -527,6 +527,24 @@ fn a_unit_that_opens_with_a_stored_units_first_two_words_of_content_is_a_repeat(
     assert_eq!(p.judge(&key, second), Verdict::New, "{second}");
 }
 
+/// A subject that opens like a unit the view shows is not planned: its unit would be refused.
+/// (The outline goes on from the product's first unit, its item 1.)
+#[test]
+fn a_subject_that_opens_like_a_shown_unit_is_not_planned() {
+    let (_d, mut s) = store("product-subject-opening");
+    let mut p = Product::new();
+    let mut w = working(TIPS);
+    view(&mut p, &w, &mut s, TIPS);
+    let first = "Use organic fertilizer that supports healthy plants.";
+    save(&p, &mut s, first);
+    p.saved(first);
+    view(&mut p, &w, &mut s, TIPS);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Tips:\n1. Use organic fertilizer that supports healthy plants.\n2. Use organic fertilizer\n3. Use a trellis\n4. Mulch", 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Use a trellis\nMulch"));
+}
+
 #[test]
 fn a_named_unit_is_asked_what_its_name_is_in_one_sentence() {
     let (_d, mut s) = store("product-named-question");
