@@ -80,6 +80,8 @@ def language_problem(text, lang):
         return "no words"
     if sum(map(unreadable, ws)) * 4 > len(ws):
         return "mostly unreadable words"
+    if lang not in LANG:
+        return None  # a language the judge has no words of (a task of the user's own): a person reads it
     if lang == "en" and sum(bool(re.search(r"[^a-z'’]", w)) for w in ws) * 4 >= len(ws):
         return "not English (letters English does not use)"
     en = sum(w in EN_FUNCTION for w in ws)
