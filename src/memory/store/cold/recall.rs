@@ -149,6 +149,11 @@ pub struct ColdRecall {
     /// Every candidate checked as it comes (no first pass that takes them all; tests
     /// compare the two).
     pub(super) eager: bool,
+    /// The writer's: each cold id's key hash, noted as the store opened `store.cold`
+    /// (`repair_cold`), for the first opening of the segment (taken then; at most
+    /// `STORE_COLD_OPEN_KEYS_MAX`), and the bytes of `store.cold` they cover.
+    pub(super) open_keys: Vec<u64>,
+    pub(super) open_keys_end: u64,
 }
 
 impl Default for ColdRecall {
@@ -211,6 +216,8 @@ impl ColdRecall {
             saved: Vec::new(),
             retries: 0,
             eager: false,
+            open_keys: Vec::new(),
+            open_keys_end: 0,
         }
     }
 
@@ -253,6 +260,7 @@ impl ColdRecall {
             + self.newest.capacity() * 16
             + self.killed.capacity() * 4
             + self.saved.capacity() * core::mem::size_of::<RankHit>()
+            + self.open_keys.capacity() * 8
     }
 
     /// Reserves the delta's tables and the merge's buffers for `room` ids (once; again when
@@ -490,6 +498,7 @@ impl Store {
     pub(in crate::memory::store) fn cold_recall_reset(&mut self) {
         let c = &mut self.cold_recall;
         c.drop_job();
+        c.open_keys = Vec::new();
         c.state = State::Closed;
         c.base.close();
         c.index.clear();
