@@ -199,7 +199,7 @@ impl Store {
 
     /// A clean stop: access statistics written, a checkpoint taken if the log grew since the
     /// last, the text indexes' files brought up to date (`store.cold.fts` too when this run
-    /// never built the cold segment, see [`Store::cold_recall_open_at_close`]). Dropping the
+    /// never built the cold segment, see `Store::cold_recall_open_at_close`). Dropping the
     /// store without it loses nothing durable; the next open only reads more log.
     pub fn close(mut self) -> Result<()> {
         self.stop()
