@@ -18,10 +18,12 @@
 //!   entries, the cycle's upkeep (clean-up, checkpoints, the live text index's merges in
 //!   steps, log compactions) and its save. The soak's agent never searches, so its cold text
 //!   index is never built and no cold merge runs here; the writer's figures below run them.
+//! - `soak_close`: the agent's close (`close_store`): its agent never searched, so the close
+//!   builds the cold text index from `store.cold` and writes `store.cold.fts` (before session
+//!   24 it wrote none and the next first search built it).
 //! - After the soak, the store opened as the agent opens it (issue 39):
-//!   `soak_writer_first_search_built`, its first ranked search (the soak's agent never
-//!   searched, so no `store.cold.fts` was written: the cold text index built from
-//!   `store.cold`); then 2,000 cycles of the soak's kind on the store itself (save, use,
+//!   `soak_writer_first_search_built`, its first ranked search (`store.cold.fts` as the close
+//!   left it; the key of each cold id noted at the open); then 2,000 cycles of the soak's kind on the store itself (save, use,
 //!   `flush_access`), `soak_writer_cycles_longest` the longest; then the merge of the cold
 //!   index's delta into a new file in steps as the cycle's upkeep runs them (25 ms of work and
 //!   a sync each): `soak_writer_cold_merge_steps`, `_step_p50`, `_step_longest`; then, closed
@@ -224,7 +226,9 @@ fn soak(d: &Path, cycles: usize) -> Result<(), String> {
     }
     let allocs = super::allocations() - allocs_at_last;
     let elapsed = started.elapsed();
+    let t = std::time::Instant::now();
     agent.close_store().map_err(|e| e.to_string())?;
+    let closed = t.elapsed();
     drop(agent);
     // Nothing acknowledged is missing: each key in the live store or the cold store.
     let mut found: HashSet<String> = HashSet::new();
@@ -263,6 +267,7 @@ fn soak(d: &Path, cycles: usize) -> Result<(), String> {
     super::report("soak_overhead_ratio", p_last / p_first.max(1e-9), "x");
     super::report("soak_overhead_longest_last", us(longest_last) / 1e3, "ms");
     super::report("soak_overhead_over_100ms_last", over_100_last as f64, "cycles");
+    super::report("soak_close", us(closed) / 1e3, "ms");
     super::report("soak_writer_first_search_built", us(w.built) / 1e3, "ms");
     super::report("soak_writer_cycles_longest", us(w.longest_cycle) / 1e3, "ms");
     super::report("soak_writer_cycles_longest_on_cpu", us(w.longest_cycle_cpu) / 1e3, "ms");

@@ -367,6 +367,13 @@ pub const CLEANUP_MARGIN_PERCENT: u64 = 10;
 /// scans the cold store. About 20 years of one new entry a minute.
 pub const STORE_COLD_SCAN_MAX_KEYS: usize = 4 * 1_048_576;
 
+/// Most cold entries whose key hashes the writer notes as it opens the cold store (its walk
+/// of `store.cold` for a torn tail), kept until the cold text index is first opened, so that
+/// opening it reads no record of `store.cold` again (`cold::recall`). Cost: 8 bytes per cold
+/// entry (8 MiB at the most) while kept; a larger cold store notes none and that opening
+/// reads `store.cold` as before.
+pub const STORE_COLD_OPEN_KEYS_MAX: usize = 1_048_576;
+
 /// Most clean-up batches one save runs to make room in the store's bounded tables (the tag
 /// table, the link table) when they reach `memory.cleanup.threshold` of their size: entries
 /// that share tags free none when they leave, so a batch may free fewer than it moved. Bounds

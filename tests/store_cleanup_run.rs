@@ -185,3 +185,38 @@ fn the_agent_killed_mid_cleanup_loses_no_acknowledged_save() {
     assert!(total > 40, "the runs saved too little to test anything ({})", total);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Issue 39: an agent that never searches (this replay script only saves) still leaves
+/// `store.cold.fts` current with `store.cold` when it stops, so that the next first search
+/// (the agent's or `memory search`) reads it instead of building it from all of `store.cold`.
+/// The second run starts from the file the first left (it covers a part of `store.cold`
+/// after that run's clean-ups) and leaves it current again.
+#[test]
+fn an_agent_that_never_searches_leaves_the_cold_index_current_at_close() {
+    use lkjagent::memory::store::recall_file::RecallFile;
+    use lkjagent::memory::store::{cold, Store};
+    let d = data_dir("cold-fts", None);
+    let cold_entries = |d: &Path| cold::scan(d, &mut |_| Ok(true)).unwrap().entries;
+    let check = |d: &Path| Store::open_read_only_with_capacity(d, 4).unwrap().cold_recall_file_check();
+    for (from, n) in [(0, 40), (40, 25)] {
+        save_script(&d, from, n);
+        let (ok, text) = run(&d, n);
+        assert!(ok, "{}", text);
+        assert_eq!(text.lines().filter(|l| l.contains("storage_save ok")).count(), n, "{}", text);
+        let moved = cold_entries(&d);
+        assert_eq!(moved as usize, from + n - 4, "every save but the last four went cold");
+        match check(&d) {
+            RecallFile::Usable { docs, covered, log_len, .. } => {
+                assert_eq!(covered, log_len, "store.cold.fts covers all of store.cold after the run of {}", n);
+                assert_eq!(u64::from(docs), moved, "one document per cold entry");
+            }
+            other => panic!("after the run of {}: store.cold.fts is not usable: {:?}", n, other),
+        }
+        // A reader ranks the cold entries from it.
+        let out = lkjagent(["memory", "search", &format!("n{}", from)]).data(&d).output();
+        let text = cli::text(&out);
+        let hit = text.lines().any(|l| l.starts_with(&format!("fact,n{} ", from)) && l.ends_with(" cold"));
+        assert!(out.status.success() && hit, "{}", text);
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -310,11 +310,13 @@ impl Agent {
         self.product.done().map(|n| (n, self.product.units()))
     }
 
-    /// A clean stop: the store writes its access statistics and a checkpoint of its index,
-    /// so the next start reads it instead of the whole log. Nothing durable depends on it.
+    /// A clean stop: the store writes its access statistics, a checkpoint of its index and
+    /// its text indexes' files, the cold store's too (though this run never searched), so
+    /// the next start and the next first search read them instead of the whole log and
+    /// `store.cold` ([`Store::stop`]). Nothing durable depends on it.
     pub fn close_store(&mut self) -> Result<()> {
         self.store.flush_access()?;
-        self.store.checkpoint()
+        self.store.stop()
     }
 
     /// The data directory.

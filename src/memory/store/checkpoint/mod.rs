@@ -198,9 +198,16 @@ impl Store {
     }
 
     /// A clean stop: access statistics written, a checkpoint taken if the log grew since the
-    /// last. Dropping the store without it loses nothing durable; the next open only reads
-    /// more log.
+    /// last, the text indexes' files brought up to date (`store.cold.fts` too when this run
+    /// never built the cold segment, see `Store::cold_recall_open_at_close`). Dropping the
+    /// store without it loses nothing durable; the next open only reads more log.
     pub fn close(mut self) -> Result<()> {
+        self.stop()
+    }
+
+    /// [`Store::close`] for an owner that keeps the store (the agent, whose store is a field
+    /// of its own): the same clean stop, after which the store is still usable.
+    pub fn stop(&mut self) -> Result<()> {
         if self.log.read_only() {
             return Ok(());
         }
@@ -224,7 +231,10 @@ impl Store {
                 e.context(format_args!("the full-text index file was not written")).print_warning();
             }
         }
-        if let Err(e) = self.cold_recall_write_file(true) {
+        // An agent that never searched has not built the cold segment: opened now when its
+        // file lacks part of store.cold, so that the write below leaves it current.
+        let cold = self.cold_recall_open_at_close().and_then(|_| self.cold_recall_write_file(true));
+        if let Err(e) = cold {
             e.context(format_args!("the cold store's text index file was not written")).print_warning();
         }
         Ok(())

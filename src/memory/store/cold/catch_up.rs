@@ -19,6 +19,11 @@ impl Store {
     /// `store.cold` up to `covered`), and takes out the documents whose key the live store
     /// holds now.
     pub(super) fn cold_recall_note_keys(&mut self, covered: u64) -> Result<()> {
+        let noted = core::mem::take(&mut self.cold_recall.open_keys);
+        if covered == self.cold_recall.open_keys_end && noted.len() == self.cold_recall.next as usize {
+            // Noted as the store opened store.cold, which the file covers exactly.
+            return self.cold_recall_note_hashes(&noted);
+        }
         // Each cold id's key hash and whether the live store holds the key.
         let mut keys: Vec<(u64, bool)> = Vec::new();
         {
@@ -64,6 +69,31 @@ impl Store {
                 self.cold_recall_kill(id)?;
             } else if let Some(old) = self.cold_recall.newest.insert(h, id) {
                 self.cold_recall_kill(old)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Store::cold_recall_note_keys`] from the key hashes noted as the store opened
+    /// `store.cold` (`hashes[id]`, cold id `id`'s), reading no record: each key's newest copy
+    /// noted, an older one taken out, then the copies of the keys the live store holds taken
+    /// out (the live entries' keys hashed: at most the store's capacity). The same documents
+    /// are left as by reading the records (a key is known by its hash, as `newest` knows it).
+    fn cold_recall_note_hashes(&mut self, hashes: &[u64]) -> Result<()> {
+        self.cold_recall.newest.reserve(hashes.len() + hashes.len() / 2 + 1024);
+        for (id, &h) in hashes.iter().enumerate() {
+            let id = id as u32;
+            if self.cold_recall.base.doc_of(id).is_none() {
+                continue;
+            }
+            if let Some(old) = self.cold_recall.newest.insert(h, id) {
+                self.cold_recall_kill(old)?;
+            }
+        }
+        let live: Vec<u64> = self.ids().filter_map(|id| self.key(id)).map(|k| key_hash(&k)).collect();
+        for h in live {
+            if let Some(id) = self.cold_recall.newest.remove(&h) {
+                self.cold_recall_kill(id)?;
             }
         }
         Ok(())

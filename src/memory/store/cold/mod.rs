@@ -63,7 +63,7 @@ pub mod rewrite;
 
 use crate::error::Result;
 use crate::fixed::FixedBuf;
-use crate::limits::STORE_COLD_SCAN_MAX_KEYS;
+use crate::limits::{STORE_COLD_OPEN_KEYS_MAX, STORE_COLD_SCAN_MAX_KEYS};
 use crate::memory::key::{Key, Tag};
 use crate::memory::log::{self, LineReader, PutHead, Record};
 use std::fs::{File, OpenOptions};
@@ -115,6 +115,14 @@ impl ColdFile {
     /// group cut short by a crash is dropped (see the module documentation). `scratch` is
     /// the store's read buffer.
     pub fn open(dir: &Path, scratch: &mut Vec<u8>) -> Result<ColdFile> {
+        ColdFile::open_noting(dir, scratch, None)
+    }
+
+    /// [`ColdFile::open`], noting in `keys` the key hash of each `put` of the whole groups
+    /// it reads, in file order (each cold id's, see [`recall`]; a `put` whose tags are not a
+    /// key is not noted, as [`recall`]'s own reading of the file skips it). Past
+    /// [`STORE_COLD_OPEN_KEYS_MAX`] nothing is noted (`keys` left empty).
+    pub fn open_noting(dir: &Path, scratch: &mut Vec<u8>, keys: Option<&mut Vec<u64>>) -> Result<ColdFile> {
         let path = dir.join(COLD_NAME);
         crate::memory::nofollow::refuse_link(&path)?;
         if !path.exists() {
@@ -126,7 +134,7 @@ impl ColdFile {
             .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
         let file_len =
             file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
-        let st = walk(&file, &path, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()))?;
+        let st = walk(&file, &path, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()), keys)?;
         let good = file_len - st.unfinished_tail;
         if st.unfinished_tail > 0 {
             err!(
@@ -230,7 +238,7 @@ fn scan_with_links(
     };
     let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
     let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
-    walk(&file, &path, len, &mut scratch, f, links)
+    walk(&file, &path, len, &mut scratch, f, links, None)
 }
 
 /// Reads the current entries of the cold store in `dir` (see the module documentation): for
@@ -301,8 +309,11 @@ fn walk(
     scratch: &mut Vec<u8>,
     f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
     links: &mut dyn FnMut(&Key, &Key) -> Result<()>,
+    mut keys: Option<&mut Vec<u64>>,
 ) -> Result<ColdStats> {
     let mut st = ColdStats { bytes: file_len, ..ColdStats::default() };
+    // The keys noted up to the last whole group.
+    let mut noted = 0usize;
     let mut reader = LineReader::new(file, file_len);
     let mut first = true;
     // End of the last whole group (or of the header).
@@ -349,16 +360,32 @@ fn walk(
             Record::Cleanup { .. } => {
                 in_group = true;
                 group_puts = 0;
+                if let Some(k) = keys.as_deref_mut() {
+                    k.truncate(noted);
+                }
             }
             Record::BatchEnd => {
                 in_group = false;
                 st.entries += group_puts;
                 group_puts = 0;
                 good_end = offset + len as u64 + 1;
+                if let Some(k) = keys.as_deref_mut() {
+                    noted = k.len();
+                }
             }
             Record::Put { head, tags, value_escaped } if go_on => {
                 group_puts += 1;
                 let Ok(key) = Key::from_tags(tags.iter().map(Tag::as_str)) else { continue };
+                if let Some(k) = keys.as_deref_mut() {
+                    if k.len() < STORE_COLD_OPEN_KEYS_MAX {
+                        k.push(key_hash(&key));
+                    } else {
+                        // Too many to keep: none noted (the first search reads store.cold).
+                        k.clear();
+                        k.shrink_to_fit();
+                        keys = None;
+                    }
+                }
                 go_on = f(&ColdEntry { at: offset, head, key, value_escaped })?;
             }
             Record::Put { .. } => group_puts += 1,
@@ -374,6 +401,9 @@ fn walk(
     }
     if first && file_len > 0 {
         bail!(Io, "{} does not start with a whole cold store header", path.display());
+    }
+    if let Some(k) = keys {
+        k.truncate(noted);
     }
     // A group still open at the end, or damage at the very end, is not a whole group.
     if in_group || pending_bad.is_some() {

@@ -131,7 +131,13 @@ impl Store {
     /// short (the writer, at its open).
     pub(in crate::memory::store) fn repair_cold(&mut self) -> Result<()> {
         if self.upkeep.cold.is_none() && self.dir.join(cold::COLD_NAME).exists() {
-            self.upkeep.cold = Some(ColdFile::open(&self.dir, &mut self.rbuf)?);
+            // Each cold id's key noted on the way, for the cold text index's first opening.
+            let mut keys = core::mem::take(&mut self.cold_recall.open_keys);
+            keys.clear();
+            let cold = ColdFile::open_noting(&self.dir, &mut self.rbuf, Some(&mut keys))?;
+            self.cold_recall.open_keys_end = cold.len();
+            self.cold_recall.open_keys = keys;
+            self.upkeep.cold = Some(cold);
         }
         Ok(())
     }
