@@ -466,7 +466,7 @@ mod tests {
             ("Plan a holiday in Rome, one day of the holiday per entry.", "holiday,plan", "day", "days", true),
             // Words that praise the units are no more their subject than "useful" is.
             ("Collect interesting facts about honeybees.", "facts,honeybees", "fact", "facts", false),
-            ("List famous paintings and the artist who painted each.", "artist,paintings", "painting", "paintings", false),
+            ("List famous paintings and the artist who painted each.", "painted,paintings", "painting", "paintings", false),
         ];
         for (task, key, unit, units, numbered) in cases {
             assert_eq!(read(task), (key.into(), unit.into(), units.into(), numbered), "{task}");
