@@ -1,6 +1,6 @@
 //! The reply language in the other direction: from what the agent would accept now to a
 //! constraint the server applies while it samples, so that a valid, executable reply is the
-//! only thing a model can write (docs/design.md §5, "Constrained decoding").
+//! only thing a model can write (docs/design.md §5; docs/constrained-decoding.md).
 //!
 //! The [`reply`](crate::reply) reader takes text to instructions; this module takes the
 //! agent's live state to the language of replies it accepts, in two encodings of one language:
