@@ -84,13 +84,8 @@ const SIZE: usize = 16 << 20;
 /// `SIZE` bytes of sentences of lorem ipsum words in a fixed pseudo-random order: capitalised
 /// first words, commas, full stops, a line break now and then.
 fn lorem() -> Vec<u8> {
-    let mut state = 0x853c_49e6_748f_ea9bu64;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut rng = crate::rng::Rng::new(0x853c_49e6_748f_ea9b);
+    let mut next = move |n: usize| rng.below(n);
     let mut out = Vec::with_capacity(SIZE + 64);
     while out.len() < SIZE {
         let words = 6 + next(12);

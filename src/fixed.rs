@@ -158,11 +158,7 @@ impl Fill<'_> {
             return;
         }
         let text = crate::bytes::utf8_prefix(crate::bytes::take(self.buf, *self.len));
-        let mut cut = len;
-        while cut > 0 && !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        *self.len = cut;
+        *self.len = crate::bytes::str_prefix(text, len).len();
     }
 }
 

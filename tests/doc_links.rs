@@ -197,7 +197,7 @@ fn sources() -> Vec<PathBuf> {
     for d in ["src", "tests", "benches", "tools", "docs", ".cargo"] {
         walk(&root().join(d), &mut out);
     }
-    for f in ["README.md", "Cargo.toml", "Makefile", "clippy.toml", "rustfmt.toml"] {
+    for f in ["README.md", "Cargo.toml", "Makefile", "build.rs", "clippy.toml", "rustfmt.toml"] {
         out.push(root().join(f));
     }
     out.sort();
@@ -241,4 +241,129 @@ fn no_comment_or_doc_cites_a_document_outside_the_repository() {
         }
     }
     assert!(bad.is_empty(), "citations that lead outside the repository or nowhere:\n{}", bad.join("\n"));
+}
+
+/// The comment lines of a source file: `//` in Rust, `#` in Python, shell, Makefile and TOML.
+fn comment_lines(file: &Path, text: &str) -> Vec<(usize, String)> {
+    let mark = if file.extension().is_some_and(|e| e == "rs") {
+        "//"
+    } else if file.extension().is_some_and(|e| e == "md") {
+        return Vec::new();
+    } else {
+        "#"
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with(mark))
+        .map(|(i, l)| (i + 1, l.to_string()))
+        .collect()
+}
+
+/// The repository paths a line names from the top (`src/limits.rs`, `tests/support/`): a
+/// top folder at the start of a word, then path characters, a sentence's full stop dropped.
+fn repo_paths(line: &str) -> Vec<String> {
+    const TOP: &[&str] = &["src/", "tests/", "benches/", "tools/", "docs/", "data/"];
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    for top in TOP {
+        for (i, _) in line.match_indices(top) {
+            if i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || b"_./-".contains(&bytes[i - 1])) {
+                continue;
+            }
+            let path: String =
+                line[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || "_-./".contains(*c)).collect();
+            out.push(path.trim_end_matches('.').to_string());
+        }
+    }
+    out
+}
+
+/// Paths a comment names that are not this repository's: llama.cpp's own files (the GBNF
+/// reader follows its parser and tests) and a file name's pattern.
+const NOT_OURS: &[&str] = &["src/llama-grammar.cpp", "tests/test-grammar-", "tests/replies/NNN-"];
+
+#[test]
+fn every_file_a_comment_names_exists() {
+    let mut bad = Vec::new();
+    let mut named = 0;
+    for file in sources() {
+        let rel = file.strip_prefix(root()).unwrap().display().to_string();
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        for (n, line) in comment_lines(&file, &text) {
+            for path in repo_paths(&line) {
+                if NOT_OURS.iter().chain(MADE_AT_RUN_TIME).any(|m| path.starts_with(m)) {
+                    continue;
+                }
+                named += 1;
+                if !root().join(&path).exists() {
+                    bad.push(format!("{rel}:{n}: {path} does not exist"));
+                }
+            }
+        }
+    }
+    assert!(named >= 100, "only {named} file references in comments: is the reader broken?");
+    assert!(bad.is_empty(), "files named in comments that are not in the repository:\n{}", bad.join("\n"));
+}
+
+/// The headings of a page, and the bold leads of its paragraphs and list items (`**Nothing
+/// lost.**`), which a citation may name as well.
+fn places(page: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, line) in prose_lines(page) {
+        let t = line.trim_start().trim_start_matches("- ");
+        if line.starts_with('#') {
+            out.push(line.trim_start_matches('#').trim().to_string());
+        } else if let Some(rest) = t.strip_prefix("**") {
+            if let Some(end) = rest.find("**") {
+                out.push(rest[..end].to_string());
+            }
+        }
+    }
+    out
+}
+
+/// A citation of a place in a page, as the code and the pages write it:
+/// `docs/measurements.md, "Outline items"` or `docs/measurements.md ("Outline items")`; and
+/// a section of the design, `docs/design.md §5`.
+#[test]
+fn every_section_a_citation_names_exists() {
+    let mut bad = Vec::new();
+    let mut cited = 0;
+    for file in sources() {
+        let rel = file.strip_prefix(root()).unwrap().display().to_string();
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        for (n, line) in text.lines().enumerate() {
+            for (i, _) in line.match_indices("docs/") {
+                let page: String =
+                    line[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || "_-./".contains(*c)).collect();
+                let page = page.trim_end_matches('.');
+                if !page.ends_with(".md") {
+                    continue;
+                }
+                let Ok(body) = std::fs::read_to_string(root().join(page)) else { continue };
+                let after = &line[i + page.len()..];
+                if let Some(section) = after.strip_prefix(" §") {
+                    cited += 1;
+                    let number: String = section.chars().take_while(|c| c.is_ascii_digit()).collect();
+                    if !body.lines().any(|l| l.starts_with("## ") && l[3..].starts_with(&format!("{number}."))) {
+                        bad.push(format!("{rel}:{}: {page} has no §{number}", n + 1));
+                    }
+                }
+                let quoted = after
+                    .trim_start_matches(|c: char| c == ' ' || c == ',' || c == '(' || c == '§' || c.is_ascii_digit())
+                    .strip_prefix('"')
+                    .and_then(|q| q.split_once('"'))
+                    .map(|(q, _)| q);
+                if let Some(q) = quoted {
+                    cited += 1;
+                    let q = q.trim_end_matches(['.', ',']);
+                    if !places(&body).iter().any(|p| p.to_lowercase().contains(&q.to_lowercase())) {
+                        bad.push(format!("{rel}:{}: {page} has no heading or bold lead \"{q}\"", n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(cited >= 20, "only {cited} citations of a page's section: is the reader broken?");
+    assert!(bad.is_empty(), "citations of sections that are not there:\n{}", bad.join("\n"));
 }

@@ -7,6 +7,8 @@
 //! The child is this test binary itself, re-executed with `--exact memory_crash_child
 //! --ignored` and `LKJ_MEMORY_CRASH_DIR` set; it prints `A <iteration>` after each save.
 
+#[path = "support/rng.rs"]
+mod rng;
 #[path = "support/temp.rs"]
 mod temp;
 
@@ -49,7 +51,7 @@ fn memory_crash_child() {
 fn memory_file_survives_sigkill() {
     let dir = temp::temp_dir("memory-crash");
     let exe = std::env::current_exe().unwrap();
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut rng = rng::Rng::new(0x2545_F491_4F6C_DD1D);
     let mut last_acked = 0u64;
     let started = Instant::now();
     for round in 0..KILLS {
@@ -61,10 +63,7 @@ fn memory_file_survives_sigkill() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        std::thread::sleep(Duration::from_micros(3_000 + seed % 20_000));
+        std::thread::sleep(Duration::from_micros(3_000 + rng.below_u64(20_000)));
         child.kill().unwrap();
         let mut out = String::new();
         child.stdout.take().unwrap().read_to_string(&mut out).unwrap();

@@ -8,6 +8,8 @@
 
 #[path = "support/cli.rs"]
 mod cli;
+#[path = "support/rng.rs"]
+mod rng;
 #[path = "support/temp.rs"]
 mod temp;
 
@@ -138,7 +140,7 @@ fn with_the_cleanup_off_paging_goes_to_the_cold_store_and_says_why() {
 fn the_agent_killed_mid_cleanup_loses_no_acknowledged_save() {
     use lkjagent::memory::store::{cold, Store};
     let d = data_dir("kill", None);
-    let mut seed = 0x5EED_0023_u64;
+    let mut rng = rng::Rng::new(0x5EED_0023);
     let mut total = 0;
     for round in 0..8 {
         let mut s = String::new();
@@ -151,10 +153,7 @@ fn the_agent_killed_mid_cleanup_loses_no_acknowledged_save() {
         }
         std::fs::write(d.join("script.jsonl"), s).unwrap();
         let child = lkjagent(["run", "--max-iterations", "5000"]).data(&d).spawn();
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        std::thread::sleep(std::time::Duration::from_millis(100 + seed % 400));
+        std::thread::sleep(std::time::Duration::from_millis(100 + rng.below_u64(400)));
         let _ = std::process::Command::new("kill").arg("-KILL").arg(child.id().to_string()).status();
         let out = child.wait();
         let text = String::from_utf8_lossy(&out.stdout).to_string();

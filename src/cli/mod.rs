@@ -2,12 +2,11 @@
 //!
 //! - `run`: `run`, `demo` and `replay`, the agent loop with a status line per cycle.
 //! - `status`: where the agent stands, read without changing anything.
-//! - `memory`: list, show, query, search, stats, export, import and compact the memory;
-//!   `memory_embed`: recall by meaning there (`search --by`, `memory embed`).
 //! - `memory`: list, show, query, search, stats, export, import and compact the memory; its
-//!   groups `memory_search` (search), `memory_exchange` (export, import, compact),
-//!   `memory_file` (reading memory.json without changing it) and `memory_options` (the
-//!   options and output they share).
+//!   groups `memory_search` (search), `memory_embed` (recall by meaning: `search --by`,
+//!   `memory embed`), `memory_exchange` (export, import, compact), `memory_file` (reading
+//!   memory.json without changing it) and `memory_options` (the options and output they
+//!   share).
 //! - `memory_upkeep`: the store's upkeep under `memory` (cleanup, retag, delete, archive,
 //!   unarchive, restore, link, related) and the cold store's part of show and search.
 //! - `send`: queue a message for the agent's next cycle.

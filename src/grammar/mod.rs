@@ -1,6 +1,6 @@
 //! The reply language in the other direction: from what the agent would accept now to a
 //! constraint the server applies while it samples, so that a valid, executable reply is the
-//! only thing a model can write (docs/design.md §5, "Constrained decoding").
+//! only thing a model can write (docs/design.md §5; docs/constrained-decoding.md).
 //!
 //! The [`reply`](crate::reply) reader takes text to instructions; this module takes the
 //! agent's live state to the language of replies it accepts, in two encodings of one language:
@@ -61,6 +61,9 @@ impl LogField {
     }
 }
 
+// One bit each in an `ActionSet`.
+const _: () = assert!(OFFERED_ACTIONS.len() <= 8);
+
 /// A set of [`OFFERED_ACTIONS`], as bits in that order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ActionSet(u8);
@@ -68,8 +71,9 @@ pub struct ActionSet(u8);
 impl ActionSet {
     /// No action.
     pub const NONE: ActionSet = ActionSet(0);
-    /// Every offered action.
-    pub const ALL: ActionSet = ActionSet(0b1_1111);
+    /// Every offered action: one bit per entry of [`OFFERED_ACTIONS`], so a new one is offered
+    /// by naming it there.
+    pub const ALL: ActionSet = ActionSet(((1u16 << OFFERED_ACTIONS.len()) - 1) as u8);
 
     fn bit(kind: ActionKind) -> u8 {
         OFFERED_ACTIONS.iter().position(|&k| k == kind).map_or(0, |i| 1 << i)

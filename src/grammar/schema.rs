@@ -82,7 +82,7 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
         w.key("anyOf")?;
         w.begin_array()?;
         for kind in shape.actions.iter() {
-            let with_value = matches!(kind, ActionKind::WorkingMemoryAdd | ActionKind::StorageSave);
+            let with_value = kind.needs_value();
             w.begin_object()?;
             w.key("type")?;
             w.string("object")?;
