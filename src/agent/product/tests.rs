@@ -282,6 +282,37 @@ fn a_doubtful_or_repeated_unit_is_told_apart_from_a_new_one() {
     assert!(p.file(p.key().unwrap(), "Tomatoes: the task's own word.").is_err());
 }
 
+/// A unit that names the task or its entries talks about the product, not its subject: a
+/// step-by-step bread task stored "In this task, you will be asked to bake one batch of bread"
+/// and nothing else; over every kept model-check run, 23 of the 25 units with such a word were
+/// junk (docs/measurements.md, session 24). It is kept apart, and an outline's item with one is
+/// neither planned nor saved.
+#[test]
+fn a_unit_that_talks_about_the_task_is_kept_apart() {
+    let (_d, mut s) = store("product-about-task");
+    let mut p = Product::new();
+    let w = working(TIPS);
+    view(&mut p, &w, &mut s, TIPS);
+    let judge = |p: &Product, value: &str| p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value);
+    assert!(matches!(judge(&p, "Use a good fertilizer with high protein content for this task."), Verdict::Doubt(_)));
+    assert!(matches!(judge(&p, "Harvest: Add the next entry to the list of tips."), Verdict::Doubt(_)));
+    assert_eq!(judge(&p, "Harvest the fruit when it is red and gives a little to the touch."), Verdict::New);
+    let bread = "Write step-by-step instructions for baking a loaf of bread at home, one step per entry.";
+    let plan = "Steps:\n1. In this task, you will be asked to bake one batch of bread.\n2. Mix the flour, water, yeast and salt in a large bowl.\n3. Tasks\n4. Knead the dough";
+    let (_d2, mut s2) = store("product-about-task-outline");
+    let mut p = Product::new();
+    let mut w = working(bread);
+    view(&mut p, &w, &mut s2, bread);
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Knead the dough"));
+    let mut unit = ArrayString::new();
+    assert!(p.next_unit(&mut unit));
+    assert_eq!(unit.as_str(), "Step 1 – Mix the flour, water, yeast and salt in a large bowl.");
+    assert!(!p.next_unit(&mut unit));
+}
+
 /// A unit whose words of content are those of the prompt's own instructions and the task
 /// copies the prompt: a small model wrote the shipped purpose line back as a habit for sleep.
 #[test]
