@@ -381,6 +381,9 @@ impl Product {
         if content > 0 && known * 10 >= content * 7 {
             return Verdict::Repeat("the text only repeats its subject, the task and the prompt; say something new");
         }
+        if self.about_the_task(value) {
+            return Verdict::Doubt("it talks about the task and its entries; write about the task's subject");
+        }
         let hh = lower_hash(head(value));
         let all = Words::of(value);
         if self.seen.iter().any(|(sh, sv, _)| *sh == hh || sv.alike(&all)) {

@@ -23,6 +23,11 @@ pub struct Lang {
     pub unit_markers: &'static [&'static str],
     /// Words that name the entry itself, not the unit, after a marker ("per entry").
     pub entry_words: &'static [&'static str],
+    /// Words that name the product itself, the task and its entries, in any form: a unit that
+    /// holds one talks about the task, not its subject ("In this task, you will be asked to
+    /// bake one batch of bread"). Only words that rarely name anything else: not "entrée" or
+    /// "entrada", which are also dishes and tickets.
+    pub product_words: &'static [&'static str],
     /// Words that join a unit to what it is a measure of, when a marker follows: "one piece of
     /// advice per entry" names the unit "piece of advice" (`of`).
     pub measure_of: &'static [&'static str],
@@ -142,6 +147,7 @@ pub const EN: Lang = Lang {
     ],
     unit_markers: &["each", "every", "one", "per"],
     entry_words: &["entry", "item", "line", "record"],
+    product_words: &["entries", "entry", "task", "tasks"],
     measure_of: &["of"],
     numbered_units: &["chapter", "day", "lesson", "paragraph", "part", "scene", "stage", "step", "week"],
     named_units: &["command", "concept", "name", "term", "word"],
@@ -206,6 +212,7 @@ pub const DE: Lang = Lang {
     ],
     unit_markers: &["je", "jeder", "jedes", "pro"],
     entry_words: &["eintrag", "zeile"],
+    product_words: &["aufgabe", "aufgaben", "eintrag", "einträge"],
     measure_of: &[],
     numbered_units: &["absatz", "kapitel", "schritt", "tag", "teil", "woche"],
     named_units: &["befehl", "begriff", "name", "wort"],
@@ -267,6 +274,7 @@ pub const FR: Lang = Lang {
     ],
     unit_markers: &["chaque", "par"],
     entry_words: &["entrée", "ligne"],
+    product_words: &["tâche", "tâches"],
     measure_of: &["de"],
     numbered_units: &["chapitre", "jour", "paragraphe", "partie", "semaine", "étape"],
     named_units: &["commande", "concept", "mot", "nom", "terme"],
@@ -324,6 +332,7 @@ pub const ES: Lang = Lang {
     ],
     unit_markers: &["cada", "por"],
     entry_words: &["entrada", "línea"],
+    product_words: &["tarea", "tareas"],
     measure_of: &["de"],
     numbered_units: &["capítulo", "día", "parte", "paso", "párrafo", "semana"],
     named_units: &["comando", "concepto", "nombre", "palabra", "término"],
@@ -362,6 +371,7 @@ pub const NEUTRAL: Lang = Lang {
     task_words: &[],
     unit_markers: &[],
     entry_words: &[],
+    product_words: &[],
     measure_of: &[],
     numbered_units: &[],
     named_units: &[],
@@ -422,6 +432,11 @@ impl Lang {
     /// Whether `word` (any case) is a word tasks are phrased with, or a sentence word.
     pub fn is_task_word(&self, word: &str) -> bool {
         listed(self.task_words, word) || listed(self.sentence_words, word)
+    }
+
+    /// Whether `word` (any case) names the product itself ([`Lang::product_words`]).
+    pub fn is_product_word(&self, word: &str) -> bool {
+        listed(self.product_words, word)
     }
 
     /// Whether `word` (any case) is one of the words tasks are phrased with ([`Lang::task_words`]),
@@ -492,6 +507,7 @@ mod tests {
                 lang.task_words,
                 lang.unit_markers,
                 lang.entry_words,
+                lang.product_words,
                 lang.measure_of,
                 lang.numbered_units,
                 lang.named_units,

@@ -361,9 +361,20 @@ impl Product {
         !(slug(s, &mut own) && self.taken.as_slice().binary_search(&own).is_ok())
     }
 
+    /// Whether `text` names the product itself, the task or its entries
+    /// ([`lang::Lang::product_words`]; not the task's unit, when that is one of them: "one
+    /// task per entry"): it talks about the task, not its subject.
+    pub(super) fn about_the_task(&self, text: &str) -> bool {
+        let lang = self.task.lang;
+        let unit = |w: &str| {
+            w.eq_ignore_ascii_case(self.task.unit.as_str()) || w.eq_ignore_ascii_case(self.task.units.as_str())
+        };
+        lang::words(text).any(|w| lang.is_product_word(w) && !unit(w))
+    }
+
     /// Whether `item` (an outline's item, trimmed) is one a reader can use: words with a
     /// letter, no `:`, not a string of names, no word run on, shouted nor in letters of another
-    /// language,
+    /// language, not about the task ([`Product::about_the_task`]),
     /// not cut off (by the grammar's bound, or before its last words), and not the task's own
     /// words only. Whether it repeats the product is judged when it is saved.
     fn readable(&self, item: &str) -> bool {
@@ -398,6 +409,9 @@ impl Product {
             return false;
         }
         let lang = self.task.lang;
+        if self.about_the_task(s) {
+            return false;
+        }
         // A phrase cut off ("The universe is made up", "a science that") ends with a word
         // every sentence is built with; a subject or a sentence does not.
         if lang::words(s).last().is_some_and(|w| lang.is_sentence_word(w)) {

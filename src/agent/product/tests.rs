@@ -330,10 +330,11 @@ fn a_unit_that_copies_the_prompts_instructions_says_nothing() {
     assert!(matches!(judge(&p, copy), Verdict::Repeat(_)), "{:?}", judge(&p, copy));
     assert_eq!(judge(&p, "Go to bed at the same time every night, even on weekends."), Verdict::New);
     assert_eq!(judge(&p, "Keep your bedroom dark, quiet and cool at night."), Verdict::New);
-    // Without the instructions read, the copy passes: the rule is theirs.
+    // Without the instructions read, the copy is no repeat: the rule is theirs (it names the
+    // entries, so it is still kept apart).
     let mut q = Product::new();
     view(&mut q, &w, &mut s, SLEEP);
-    assert_eq!(judge(&q, copy), Verdict::New);
+    assert!(matches!(judge(&q, copy), Verdict::Doubt(_)), "{:?}", judge(&q, copy));
 }
 
 #[test]
