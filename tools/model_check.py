@@ -638,8 +638,11 @@ def main():
 
 
 def show_run(out, label, f):
-    out(f"\n{label}: {len(f['entries'])} new entries ({f['kept']} kept, {f['judged'] - f['kept']} junk, "
-        f"{f['doubt']} doubted by the agent), shape {f['shape']}")
+    judged = sum(k is not None for _, _, k, _, d in f["verdicts"] if not d)
+    unread = f["judged"] - judged
+    out(f"\n{label}: {len(f['entries'])} new entries ({f['kept']} kept, {judged - f['kept']} junk, "
+        + (f"{unread} for you to read, " if unread else "")
+        + f"{f['doubt']} doubted by the agent), shape {f['shape']}")
     mark = {True: "KEPT ", False: "junk "}
     for key, value, kept, why, doubt in f["verdicts"]:
         shown = "doubt" if doubt else mark.get(kept, "read ")
