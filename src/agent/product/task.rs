@@ -535,6 +535,14 @@ mod tests {
                 "Give five pieces of advice for keeping houseplants alive, one piece of advice per entry.",
                 "pieces of advice for keeping houseplants alive",
             ),
+            // The task's first word is its verb, whichever: "Name five Suggest healthy
+            // breakfast ideas." asked for ideas of suggesting.
+            ("Suggest healthy breakfast ideas, one idea per entry.", "healthy breakfast ideas"),
+            ("Describe famous bridges of Europe.", "bridges of Europe"),
+            // A task without a verb loses its first word only when a word of content is left
+            // before its units.
+            ("Healthy breakfast ideas, one idea per entry.", "breakfast ideas"),
+            ("Astronomy terms: one entry per term.", "Astronomy terms"),
         ];
         for (task, phrase) in cases {
             assert_eq!(Task::read(task).phrase.as_str(), phrase, "{task}");
