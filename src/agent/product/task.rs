@@ -248,7 +248,8 @@ impl Task {
     /// hyphenated one: "Astronomie-Begriffe"), up to [`PHRASE_BEFORE_MAX`] words of content
     /// before it and, when the clause goes on without a joining word, up to
     /// [`PHRASE_AFTER_MAX`] words after it, up to a word about the task itself ("in storage")
-    /// and ending with a word of content; else the units.
+    /// and ending with a word of content; else the units. The task's first word, its verb, is
+    /// not part of it.
     fn read_phrase(&mut self, text: &str) {
         let lang = self.lang;
         let units = self.units.as_str();
@@ -259,6 +260,7 @@ impl Task {
             let last = last.to_lowercase();
             !units.is_empty() && (last == units.to_lowercase() || (!what.is_empty() && last == what.to_lowercase()))
         };
+        let mut first = true;
         for clause in text.split(['.', ',', ':', ';', '!', '?', '\n', '(', ')']) {
             let tokens: ArrayVec<&str, 64> = {
                 let mut v = ArrayVec::new();
@@ -270,9 +272,14 @@ impl Task {
                 v
             };
             let t = tokens.as_slice();
+            let opens = first && !t.is_empty();
+            first &= t.is_empty();
             let Some(at) = t.iter().position(|w| is_units(w)) else { continue };
             let mut start = at;
-            while start > 0 && at - start < PHRASE_BEFORE_MAX {
+            // The task's first word is its verb ("Suggest", "Describe"), whichever it is, unless
+            // the units' word follows it straight ("Astronomy terms").
+            let floor = usize::from(opens && at >= 2);
+            while start > floor && at - start < PHRASE_BEFORE_MAX {
                 let w = t.get(start - 1).copied().unwrap_or("");
                 if lang.is_task_word(w) || w.chars().all(|c| c.is_numeric()) {
                     break;
