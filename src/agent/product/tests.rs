@@ -587,3 +587,31 @@ fn a_planned_subject_leaves_its_stop_behind() {
     let (_, q) = view(&mut p, &w, &mut s, task);
     assert_eq!(q, "Say what Black hole is, in one sentence.\n");
 }
+
+#[test]
+fn a_numbered_units_outline_goes_on_from_its_newest_units() {
+    // A story, a trip or a recipe is read in order: an outline that went on from the first two
+    // paragraphs wrote another third paragraph each time, and the story never moved on.
+    let (_d, mut s) = store("product-numbered-newest");
+    let task = "Plan a one-week trip to Japan, one day per entry.";
+    let mut p = Product::new();
+    let mut w = working(task);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Tokyo\n2. Kyoto\n3. Osaka", 1).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    for _ in 0..3 {
+        view(&mut p, &w, &mut s, task);
+        let ProductAsk::Unit { head, .. } = p.ask() else { panic!("a unit") };
+        save(&p, &mut s, &format!("{head}: Visit the old streets and eat at a market."));
+        p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    }
+    view(&mut p, &w, &mut s, task);
+    let ProductAsk::Outline { prefix, first, .. } = p.ask() else { panic!("an outline") };
+    assert_eq!((prefix, first), ("Days of the one-week trip to Japan:\n2. Kyoto\n3. Osaka\n4. ", 4));
+    // The outline's own items are those after the two it was given.
+    let plan = "Days of the one-week trip to Japan:\n2. Kyoto\n3. Osaka\n4. Nara\n5. Hiroshima";
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 3).unwrap();
+    p.settle(&mut w, &mut scratch, 3, "").unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Nara\nHiroshima"));
+    view(&mut p, &w, &mut s, task);
+    assert_eq!(p.ask(), ProductAsk::Unit { head: "Day 4 – Nara", latin: true });
+}
