@@ -11,8 +11,9 @@
 //!   only grows at its end, so a server's prompt cache keeps it.
 //! - **An outline, then one unit per subject.** With no subject planned, the ask is an
 //!   outline: a numbered list of the next units' subjects ("Water regularly", "Kyoto", "The
-//!   storm"), which the grammar starts with the product's first two subjects, so that the list
-//!   goes on in the product's own kind ([`ProductAsk::Outline`]). The free subjects become the
+//!   storm"), which the grammar starts with the product's first two subjects (its newest two,
+//!   numbered as they are, for units a reader reads in order), so that the list goes on in the
+//!   product's own kind ([`ProductAsk::Outline`]). The free subjects become the
 //!   plan (the working-memory entry [`PLAN_KEY`], not shown). Then each cycle asks for the
 //!   unit about the plan's next subject ([`ProductAsk::Unit`]): the grammar writes the head
 //!   (the subject, or for a unit a reader numbers, its label too: "Day 3 – Kyoto") and the
@@ -149,6 +150,9 @@ pub struct Product {
     prefix: ArrayString<PREFIX_MAX_BYTES>,
     /// The number of the outline's first new subject.
     first_number: u32,
+    /// The newest unit's number, for units a reader numbers: the outline's first subjects are
+    /// numbered up to it (0: from 1).
+    newest_number: u32,
     /// The plan's first free subject: asked about now (empty: an outline is asked).
     subject: ArrayString<SUBJECT_MAX_BYTES>,
     /// The head of the unit asked for.
@@ -201,6 +205,7 @@ impl Product {
             first: ArrayVec::new(),
             prefix: ArrayString::new(),
             first_number: 1,
+            newest_number: 0,
             subject: ArrayString::new(),
             head: ArrayString::new(),
             label: ArrayString::new(),
@@ -467,20 +472,26 @@ impl Product {
         out.push_str("</product>\n")
     }
 
-    /// The subjects the next outline goes on from: those of the product's oldest entries,
+    /// The subjects the next outline goes on from: those of the product's oldest entries, or
+    /// for units a reader numbers (a story's paragraphs, a trip's days) its newest, in order,
     /// passed over by [`OUTLINE_FIRST`] for each barren outline before (so a model that
-    /// answers one prompt the same way is given another), none after [`BARREN_MAX`].
+    /// answers one prompt the same way is given another), none after [`BARREN_MAX`]. An
+    /// outline that went on from a story's first two paragraphs wrote another third paragraph
+    /// each time, and the story never moved on (docs/measurements.md, "An outline of units
+    /// read in order").
     fn read_first(&mut self, store: &mut Store) {
+        self.newest_number = 0;
         let Some(key) = self.task.key else { return };
         if self.barren >= BARREN_MAX {
             return;
         }
         let doubt = normalize(DOUBT_TAG).ok();
+        let numbered = self.task.numbered;
         let q = Query {
             required: Some(key),
             excluded: doubt,
             max_results: OUTLINE_FIRST_SCAN,
-            sort: Sort::Oldest,
+            sort: if numbered { Sort::Newest } else { Sort::Oldest },
             ..Query::default()
         };
         store.query(&q, &mut self.oldest);
@@ -498,6 +509,10 @@ impl Product {
                 }
             }
         }
+        if numbered && !self.first.is_empty() {
+            self.first.as_mut_slice().reverse();
+            self.newest_number = u32::try_from(self.written).unwrap_or(u32::MAX);
+        }
     }
 
     /// Writes the outline's prefix: the units' heading, the first subjects numbered, one a
@@ -512,10 +527,16 @@ impl Product {
             }
             let _ = self.prefix.format(format_args!("{}:\n", chars.as_str()));
         }
-        for (i, s) in self.first.iter().enumerate() {
-            let _ = self.prefix.format(format_args!("{}. {}\n", i + 1, s));
+        let given = self.first.len() as u32;
+        // Numbered as the product numbers them: the newest given is the newest unit.
+        let from = match self.newest_number.checked_sub(given) {
+            Some(before) if given > 0 => before.saturating_add(1),
+            _ => 1,
+        };
+        for (i, s) in (from..).zip(self.first.iter()) {
+            let _ = self.prefix.format(format_args!("{}. {}\n", i, s));
         }
-        self.first_number = self.first.len() as u32 + 1;
+        self.first_number = if given == 0 { 1 } else { from.saturating_add(given) };
         let _ = self.prefix.format(format_args!("{}. ", self.first_number));
     }
 
@@ -632,7 +653,7 @@ impl Product {
             return Ok(());
         };
         // An outline's own items: those after the first subjects it was given.
-        let given = if outline { self.first_number.saturating_sub(1) as usize } else { 0 };
+        let given = if outline { self.first.len() } else { 0 };
         scratch.clear();
         self.units.clear();
         let mut kept = 0usize;
