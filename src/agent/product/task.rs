@@ -532,6 +532,14 @@ mod tests {
             ),
             ("Plan a one-week trip to Japan, one day per entry.", "days of the one-week trip to Japan"),
             ("Write a recipe for pancakes, one step per entry.", "steps of the recipe for pancakes"),
+            // A word that holds the units' own word says nothing more of what they make up: under
+            // "Steps of the step-by-step instructions" SmolLM2-135M wrote "Step ik" in two
+            // outlines of three, then Dutch and Norwegian.
+            (
+                "Write step-by-step instructions for baking a loaf of bread at home, one step per entry.",
+                "steps of the instructions for baking a loaf of bread",
+            ),
+            ("Write a four-week beginner running plan, one week per entry.", "weeks of the beginner running plan"),
             ("One day per entry: a trip to Rome.", "days"),
             ("Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff.", "Astronomie-Begriffe"),
             (
