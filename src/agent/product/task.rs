@@ -309,7 +309,8 @@ impl Task {
 
     /// For a numbered unit, the phrase names what the units make up, where the language's table
     /// says how (`Lang::units_of`): the task's first clause after its first word and its
-    /// sentence words ("Plan a one-week trip to Japan": "days of the one-week trip to Japan").
+    /// sentence words, but for a word that holds the unit's own ("Plan a one-week trip to
+    /// Japan": "days of the one-week trip to Japan").
     /// Under a bare "Days:" SmolLM2-135M listed made-up words ("ichiya Japan, Tokyo"), under
     /// this the places of the trip (docs/measurements.md, "A numbered unit's heading").
     fn read_whole(&mut self, text: &str) {
@@ -323,11 +324,27 @@ impl Task {
         if phrase.push_str(self.units.as_str()).is_err() || phrase.push_str(of).is_err() {
             return;
         }
-        for (i, w) in whole.take(WHOLE_MAX_WORDS).enumerate() {
+        // A word that holds the unit's own word ("step-by-step", "four-week" for weeks) says
+        // nothing more of what the units make up, and the model wrote the word on ("Step ik").
+        let (unit, units) = (self.unit.as_str(), self.units.as_str());
+        let holds_unit =
+            |w: &str| w.split('-').any(|part| part.eq_ignore_ascii_case(unit) || part.eq_ignore_ascii_case(units));
+        let mut kept: ArrayVec<&str, WHOLE_MAX_WORDS> = ArrayVec::new();
+        for w in whole.filter(|w| !holds_unit(w)).take(WHOLE_MAX_WORDS) {
             // A clause that names the units itself ("one day per entry") says nothing more.
             if lang.is_unit_marker(w) || lang.is_entry_word(w) {
                 return;
             }
+            let _ = kept.push(w);
+        }
+        // Cut at the bound, it ends with a word of content ("a loaf of bread", not "bread at").
+        while kept.as_slice().last().is_some_and(|w| lang.is_sentence_word(w)) {
+            kept.pop();
+        }
+        if kept.is_empty() {
+            return;
+        }
+        for (i, w) in kept.iter().enumerate() {
             if (i > 0 && phrase.push_str(" ").is_err()) || phrase.push_str(w).is_err() {
                 return;
             }
