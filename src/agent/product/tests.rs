@@ -615,3 +615,46 @@ fn a_numbered_units_outline_goes_on_from_its_newest_units() {
     view(&mut p, &w, &mut s, task);
     assert_eq!(p.ask(), ProductAsk::Unit { head: "Day 4 – Nara", latin: true });
 }
+
+#[test]
+fn a_unit_that_says_a_stored_unit_again_in_other_words_is_a_repeat() {
+    // Pairs a model stored on tasks of three shapes, the second saying the first again with
+    // another opening, and a unit that shares a word or two of them but says something else.
+    let energy = "Write practical tips for saving energy at home, one tip per entry.";
+    let bees = "Collect interesting facts about honeybees.";
+    for (task, first, again, other) in [
+        (
+            energy,
+            "Buy electric cars instead of gas powered vehicles and use them for transportation as well.",
+            "Choose electric cars over gas powered vehicles for a better environment.",
+            "Unplug electric devices when they are not in use.",
+        ),
+        (
+            energy,
+            "Insulate your walls and floors using modern materials like fiberglass or wood.",
+            "Insulate your home using thermal mass materials like wood or concrete to reduce heat loss.",
+            "Insulate the attic first, since warm air rises.",
+        ),
+        (
+            bees,
+            "Honeybees live in colonies of thousands of bees that work together.",
+            "The honeybee is a social insect, with colonies consisting of thousands of bees that work together.",
+            "A colony has one queen, who lays up to two thousand eggs a day.",
+        ),
+    ] {
+        let (_d, mut s) = store("product-gist");
+        let mut p = Product::new();
+        let w = working(task);
+        view(&mut p, &w, &mut s, task);
+        let key = save(&p, &mut s, first);
+        assert_eq!(p.judge(&key, first), Verdict::New, "{first}");
+        p.saved(first);
+        for (text, repeat) in [(again, true), (other, false)] {
+            let key = p.file(p.key().unwrap(), text).unwrap().unwrap();
+            assert_eq!(matches!(p.judge(&key, text), Verdict::Repeat(_)), repeat, "{text}");
+        }
+        // Stored, beyond what the view shows, too.
+        assert!(p.repeats_stored(&mut s, again), "{again}");
+        assert!(!p.repeats_stored(&mut s, other), "{other}");
+    }
+}
