@@ -49,7 +49,7 @@ use crate::memory::store::recall::Ranked;
 use crate::memory::store::Store;
 use crate::memory::working::WorkingSet;
 use entry::{head, is_sentence, name_start, own_tag, plan_items, shown_line, slug, subject_of};
-use judge::{lower_hash, Words};
+use judge::{lower_hash, Gist, Words};
 use task::{as_tag, Task, Word, UNIT_MAX_BYTES};
 
 /// The working-memory key of the task.
@@ -138,7 +138,7 @@ pub struct Product {
     taken: ArrayVec<Word, PRODUCT_TAKEN_MAX>,
     /// For each entry the view shows: the hash of its head, the words of its value and the
     /// hash of its opening ([`judge::opening`]).
-    seen: ArrayVec<(u64, Words, u64), PRODUCT_VIEW_MAX_ENTRIES>,
+    seen: ArrayVec<(u64, Words, u64, Gist), PRODUCT_VIEW_MAX_ENTRIES>,
     shown: usize,
     heading_bytes: usize,
     /// The view's first (oldest) entry: it grows at its end until full, then starts again.
@@ -359,7 +359,7 @@ impl Product {
         }
         // Its unit would open like one the view shows, and be refused ([`Product::judge`]).
         let op = self.opening(s);
-        if op != 0 && self.seen.iter().any(|(_, _, so)| *so == op) {
+        if op != 0 && self.seen.iter().any(|(_, _, so, _)| *so == op) {
             return false;
         }
         let mut own = Word::new();
@@ -462,7 +462,7 @@ impl Product {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
             out.push_str("\n")?;
-            let _ = self.seen.push((lower_hash(head(v)), Words::of(v), self.opening(v)));
+            let _ = self.seen.push((lower_hash(head(v)), Words::of(v), self.opening(v), self.gist(v)));
             self.shown += 1;
         }
         if self.subject.is_empty() {
@@ -751,7 +751,7 @@ impl Product {
         if self.seen.is_full() {
             self.seen.remove(0);
         }
-        let _ = self.seen.push((lower_hash(head(value)), Words::of(value), self.opening(value)));
+        let _ = self.seen.push((lower_hash(head(value)), Words::of(value), self.opening(value), self.gist(value)));
     }
 }
 
