@@ -97,7 +97,7 @@ pub const HEAD_MAX_BYTES: usize = UNIT_MAX_BYTES + 8 + SUBJECT_MAX_BYTES;
 /// How many of the product's first subjects an outline goes on from.
 pub const OUTLINE_FIRST: usize = 2;
 
-/// How many of the product's oldest entries are read for them.
+/// How many of the product's oldest (or newest) entries are read for them.
 const OUTLINE_FIRST_SCAN: usize = 8;
 
 /// After this many outlines in a row that planned nothing new, the next starts from nothing.
@@ -136,14 +136,15 @@ pub struct Product {
     newest: Results,
     /// The own tags of those entries and the task's words, sorted and distinct.
     taken: ArrayVec<Word, PRODUCT_TAKEN_MAX>,
-    /// For each entry the view shows: the hash of its head, the words of its value and the
-    /// hash of its opening ([`judge::opening`]).
+    /// For each entry the view shows: the hash of its head, the words of its value, the hash
+    /// of its opening ([`judge::opening`]) and its gist ([`Gist`]).
     seen: ArrayVec<(u64, Words, u64, Gist), PRODUCT_VIEW_MAX_ENTRIES>,
     shown: usize,
     heading_bytes: usize,
     /// The view's first (oldest) entry: it grows at its end until full, then starts again.
     view_from: EntryId,
-    oldest: Results,
+    /// The entries read for the outline's first subjects ([`Product::read_first`]).
+    firsts: Results,
     /// The items the next outline goes on from (subjects, or units in one sentence).
     first: ArrayVec<ArrayString<ITEM_MAX_BYTES>, OUTLINE_FIRST>,
     /// The outline's value so far: the units' heading and the first subjects, numbered.
@@ -201,7 +202,7 @@ impl Product {
             shown: 0,
             heading_bytes: 0,
             view_from: 0,
-            oldest: Results::with_capacity(OUTLINE_FIRST_SCAN),
+            firsts: Results::with_capacity(OUTLINE_FIRST_SCAN),
             first: ArrayVec::new(),
             prefix: ArrayString::new(),
             first_number: 1,
@@ -494,9 +495,9 @@ impl Product {
             sort: if numbered { Sort::Newest } else { Sort::Oldest },
             ..Query::default()
         };
-        store.query(&q, &mut self.oldest);
+        store.query(&q, &mut self.firsts);
         let skip = self.barren as usize * OUTLINE_FIRST;
-        for id in self.oldest.ids().skip(skip) {
+        for id in self.firsts.ids().skip(skip) {
             if self.first.is_full() {
                 break;
             }
