@@ -386,6 +386,16 @@ impl Product {
         Gist::of(value, self.task.lang, self.task.words.as_slice(), self.task.named)
     }
 
+    /// What the view keeps of an entry it shows, `value`.
+    pub(super) fn seen_of(&self, value: &str) -> super::Seen {
+        super::Seen {
+            head: lower_hash(head(value)),
+            words: Words::of(value),
+            opening: self.opening(value),
+            gist: self.gist(value),
+        }
+    }
+
     /// Reads the words of the prompt's own instructions (the heads before the product), at
     /// most [`INSTRUCTION_WORDS_MAX`]: a unit whose words of content are theirs and the
     /// task's copies the prompt and says nothing new ([`Product::judge`]).
@@ -449,15 +459,15 @@ impl Product {
         }
         let hh = lower_hash(head(value));
         let all = Words::of(value);
-        if self.seen.iter().any(|(sh, sv, _, _)| *sh == hh || sv.alike(&all)) {
+        if self.seen.iter().any(|e| e.head == hh || e.words.alike(&all)) {
             return Verdict::Repeat("<product> already says this; write something new");
         }
         let op = self.opening(value);
-        if op != 0 && self.seen.iter().any(|(_, _, so, _)| *so == op) {
+        if op != 0 && self.seen.iter().any(|e| e.opening == op) {
             return Verdict::Repeat("an entry of <product> opens the same way; write about something else");
         }
         let gist = self.gist(value);
-        if self.seen.iter().any(|(_, _, _, sg)| sg.alike(&gist)) {
+        if self.seen.iter().any(|e| e.gist.alike(&gist)) {
             return Verdict::Repeat("an entry of <product> says this in other words; write about something else");
         }
         Verdict::New

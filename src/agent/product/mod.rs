@@ -124,6 +124,16 @@ pub enum Verdict {
     Repeat(&'static str),
 }
 
+/// What an entry the view shows says: the hash of its head, the words of its value, the hash
+/// of its opening ([`judge::opening`]) and its gist ([`Gist`]).
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    head: u64,
+    words: Words,
+    opening: u64,
+    gist: Gist,
+}
+
 /// See the module documentation.
 pub struct Product {
     task: Task,
@@ -136,9 +146,8 @@ pub struct Product {
     newest: Results,
     /// The own tags of those entries and the task's words, sorted and distinct.
     taken: ArrayVec<Word, PRODUCT_TAKEN_MAX>,
-    /// For each entry the view shows: the hash of its head, the words of its value, the hash
-    /// of its opening ([`judge::opening`]) and its gist ([`Gist`]).
-    seen: ArrayVec<(u64, Words, u64, Gist), PRODUCT_VIEW_MAX_ENTRIES>,
+    /// What each entry the view shows says, to tell a new unit from it ([`Product::judge`]).
+    seen: ArrayVec<Seen, PRODUCT_VIEW_MAX_ENTRIES>,
     shown: usize,
     heading_bytes: usize,
     /// The view's first (oldest) entry: it grows at its end until full, then starts again.
@@ -360,7 +369,7 @@ impl Product {
         }
         // Its unit would open like one the view shows, and be refused ([`Product::judge`]).
         let op = self.opening(s);
-        if op != 0 && self.seen.iter().any(|(_, _, so, _)| *so == op) {
+        if op != 0 && self.seen.iter().any(|e| e.opening == op) {
             return false;
         }
         let mut own = Word::new();
@@ -463,7 +472,7 @@ impl Product {
             let Ok(v) = store.value(id) else { continue };
             out.push_str(shown_line(v))?;
             out.push_str("\n")?;
-            let _ = self.seen.push((lower_hash(head(v)), Words::of(v), self.opening(v), self.gist(v)));
+            let _ = self.seen.push(self.seen_of(v));
             self.shown += 1;
         }
         if self.subject.is_empty() {
@@ -752,7 +761,7 @@ impl Product {
         if self.seen.is_full() {
             self.seen.remove(0);
         }
-        let _ = self.seen.push((lower_hash(head(value)), Words::of(value), self.opening(value), self.gist(value)));
+        let _ = self.seen.push(self.seen_of(value));
     }
 }
 
