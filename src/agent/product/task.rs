@@ -574,6 +574,10 @@ mod tests {
             // A task without a verb loses its first word only when a word of content is left
             // before its units.
             ("Healthy breakfast ideas, one idea per entry.", "breakfast ideas"),
+            // A word tasks are phrased with may be the subject's own ("a new language"): the
+            // phrase ends at its last word of content, not at the first such word.
+            ("Give tips for learning a new language, one tip per entry.", "tips for learning a new language"),
+            ("Give tips for making your own candles, one tip per entry.", "tips for making your own candles"),
             ("Astronomy terms: one entry per term.", "Astronomy terms"),
         ];
         for (task, phrase) in cases {
