@@ -247,8 +247,8 @@ impl Task {
     /// The phrase: in the task's clause that holds its units' word (as a word, or the end of a
     /// hyphenated one: "Astronomie-Begriffe"), up to [`PHRASE_BEFORE_MAX`] words of content
     /// before it and, when the clause goes on without a joining word, up to
-    /// [`PHRASE_AFTER_MAX`] words after it, up to a word about the task itself ("in storage")
-    /// and ending with a word of content; else the units. The task's first word, its verb, is
+    /// [`PHRASE_AFTER_MAX`] words after it, up to its last word of content (not "in
+    /// storage"); else the units. The task's first word, its verb, is
     /// not part of it.
     fn read_phrase(&mut self, text: &str) {
         let lang = self.lang;
@@ -289,8 +289,9 @@ impl Task {
             let mut end = at + 1;
             let after = t.get(at + 1..).unwrap_or(&[]);
             if after.len() <= PHRASE_AFTER_MAX && after.first().is_some_and(|w| !lang.is_join(w)) {
-                // Up to a word about the task itself, as before the units ("terms in storage").
-                end = at + 1 + after.iter().position(|w| lang.is_task_only_word(w)).unwrap_or(after.len());
+                // Up to its last word of content: not the words about the task itself that may
+                // end it ("terms in storage"), but those within it ("a new language").
+                end = at + 1 + after.iter().rposition(|w| !lang.is_task_word(w)).map_or(0, |i| i + 1);
             }
             while end > at + 1 && t.get(end - 1).is_some_and(|w| lang.is_sentence_word(w)) {
                 end -= 1;
