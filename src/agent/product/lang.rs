@@ -8,9 +8,9 @@
 //! no English word list decides anything about it. Adding a language is adding a row here.
 
 /// A sorted list of distinct lowercase words, kept as one string with a space after each word
-/// (`"each every one per "`, written with [`words!`]): one pointer for the list, where a slice
+/// (`"each every one per "`, written with `words!`): one pointer for the list, where a slice
 /// of `&str` held a pointer and a length per word, each relocated when the program loads (693
-/// of them in the table, 27 KB of the binary: docs/measurements.md, "Paying back").
+/// words in the table: 19.8 KB of the binary, docs/measurements.md, "Paying back").
 #[derive(Clone, Copy)]
 pub struct Words(&'static str);
 
@@ -55,6 +55,26 @@ impl Words {
             }
         }
         false
+    }
+}
+
+/// Number words and their values as one string, `"one 1 two 2 "` (written with `numbers!`),
+/// for the same reason as [`Words`].
+#[derive(Clone, Copy)]
+pub struct Numbers(&'static str);
+
+/// A [`Numbers`] list from its pairs, in order: `numbers![("one", 1), ("two", 2)]`.
+macro_rules! numbers {
+    ($(($w:literal, $n:literal)),* $(,)?) => {
+        Numbers(concat!($($w, " ", $n, " "),*))
+    };
+}
+
+impl Numbers {
+    /// The words and their values, in order.
+    pub fn iter(self) -> impl Iterator<Item = (&'static str, u32)> {
+        let mut parts = self.0.split_terminator(' ');
+        core::iter::from_fn(move || Some((parts.next()?, parts.next()?.parse().ok()?)))
     }
 }
 
@@ -120,7 +140,7 @@ pub struct Lang {
     /// How the language writes a plural of a unit the task did not write in the plural.
     pub plural: Plural,
     /// Number words a task counts its units with ("five tips", "a five-day trip").
-    pub numbers: &'static [(&'static str, u32)],
+    pub numbers: Numbers,
     /// Spans counted in another unit: ("week", "day", 7) reads "a one-week trip, one day per
     /// entry" as seven days.
     pub spans: &'static [(&'static str, &'static str, u32)],
@@ -212,7 +232,7 @@ pub const EN: Lang = Lang {
     unit: ("Write the ", " about ", "."),
     unit_named: ("Say what ", " is, in one sentence."),
     plural: Plural::English,
-    numbers: &[
+    numbers: numbers![
         ("one", 1),
         ("two", 2),
         ("three", 3),
@@ -277,7 +297,7 @@ pub const DE: Lang = Lang {
     unit: ("Schreibe den ", " über ", "."),
     unit_named: ("Sag, was ", " ist, in einem Satz."),
     plural: Plural::Same,
-    numbers: &[
+    numbers: numbers![
         ("ein", 1),
         ("eine", 1),
         ("eins", 1),
@@ -339,7 +359,7 @@ pub const FR: Lang = Lang {
     unit: ("Écris le ", " sur ", "."),
     unit_named: ("Dis ce qu'est ", ", en une phrase."),
     plural: Plural::S,
-    numbers: &[
+    numbers: numbers![
         ("un", 1),
         ("une", 1),
         ("deux", 2),
@@ -397,7 +417,7 @@ pub const ES: Lang = Lang {
     unit: ("Escribe el ", " sobre ", "."),
     unit_named: ("Di qué es ", ", en una frase."),
     plural: Plural::S,
-    numbers: &[
+    numbers: numbers![
         ("uno", 1),
         ("una", 1),
         ("dos", 2),
@@ -436,7 +456,7 @@ pub const NEUTRAL: Lang = Lang {
     unit: ("", "", ""),
     unit_named: ("", ""),
     plural: Plural::Same,
-    numbers: &[],
+    numbers: numbers![],
     spans: &[],
 };
 
@@ -581,6 +601,17 @@ mod tests {
                 assert_eq!(list.contains(p), want, "{:?} in {:?}", p, list.0);
             }
         }
+    }
+
+    #[test]
+    fn every_number_word_reads_whole() {
+        for lang in ALL {
+            let n = lang.numbers.0.split_terminator(' ').count();
+            assert_eq!(lang.numbers.iter().count() * 2, n, "{}: {:?}", lang.code, lang.numbers.0);
+            assert!(lang.numbers.iter().all(|(w, v)| !w.is_empty() && (1..=100).contains(&v)), "{}", lang.code);
+        }
+        assert_eq!(EN.numbers.iter().find(|(w, _)| *w == "twelve"), Some(("twelve", 12)));
+        assert_eq!(DE.numbers.iter().filter(|&(_, v)| v == 1).count(), 3);
     }
 
     #[test]
