@@ -6,9 +6,12 @@
 //! - [`crc32`]: CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320, as in zlib, PNG and
 //!   `cksum -o 3`), the framing checksum of every store log record. It detects all burst errors
 //!   up to 32 bits and every torn write we care about (a record cut short or half-overwritten).
-//!   Slice-by-8: eight bytes per step through eight 256-entry tables (8 KiB, computed at compile
-//!   time), where the plain table method takes one byte per step. [`crc32_continue`] carries a
+//!   Slice-by-16: sixteen bytes per step through sixteen 256-entry tables (16 KiB, built on the
+//!   first checksum), where the plain table method takes one byte per step. [`crc32_continue`] carries a
 //!   checksum across blocks, so a file can be checked without holding it whole.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Once;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -31,8 +34,10 @@ pub fn fnv1a64_continue(mut state: u64, bytes: &[u8]) -> u64 {
 /// shifting one byte `i` through it. `CRC_TABLES[k][i]` is byte `i` followed by `k` zero bytes,
 /// so sixteen bytes fold into the register with one lookup each, independent of one another
 /// (16 KiB of tables; twice slice-by-8's, for about half again its speed on the checkpoint's
-/// and the index files' sections).
-// Evaluated at compile time: an out-of-range index would be a build error, not a panic.
+/// and the index files' sections). Built on the first checksum, not at compile time: as a
+/// constant they were 16 KiB of the binary (docs/measurements.md, "Paying back").
+// Every index is below its bound: the `const _` below runs it at compile time, where an
+// out-of-range index is a build error, and it takes no input, so at run time it does the same.
 #[allow(clippy::indexing_slicing)]
 const fn crc_tables() -> [[u32; 256]; 16] {
     let mut t = [[0u32; 256]; 16];
@@ -60,13 +65,30 @@ const fn crc_tables() -> [[u32; 256]; 16] {
     t
 }
 
-static CRC_TABLES: [[u32; 256]; 16] = crc_tables();
+// `crc_tables` evaluated by the compiler (and not kept: nothing reads it).
+const _: [[u32; 256]; 16] = crc_tables();
+
+/// The tables, filled on the first checksum (a few microseconds, once). Atomics, so that the
+/// zeros they start as go to `.bss`, not into the binary; a relaxed load is a plain load.
+static CRC_TABLES: [[AtomicU32; 256]; 16] = [const { [const { AtomicU32::new(0) }; 256] }; 16];
+static CRC_TABLES_BUILT: Once = Once::new();
+
+fn crc_tables_built() -> &'static [[AtomicU32; 256]; 16] {
+    CRC_TABLES_BUILT.call_once(|| {
+        for (row, built) in CRC_TABLES.iter().zip(crc_tables().iter()) {
+            for (slot, value) in row.iter().zip(built) {
+                slot.store(*value, Ordering::Relaxed);
+            }
+        }
+    });
+    &CRC_TABLES
+}
 
 /// Entry `(x & 0xff)` of table `k`. The index is below 256 by construction, so the `get` never
 /// fails and the optimizer drops its check.
 #[inline(always)]
-fn crc_lookup(k: usize, x: u32) -> u32 {
-    CRC_TABLES.get(k).and_then(|t| t.get((x & 0xff) as usize)).copied().unwrap_or(0)
+fn crc_lookup(t: &[[AtomicU32; 256]; 16], k: usize, x: u32) -> u32 {
+    t.get(k).and_then(|t| t.get((x & 0xff) as usize)).map_or(0, |v| v.load(Ordering::Relaxed))
 }
 
 /// CRC-32 (IEEE) of `bytes`.
@@ -78,6 +100,7 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 /// the result is the checksum of those bytes followed by `bytes`. So
 /// `crc32_continue(crc32(a), b) == crc32(a ++ b)`, and a file can be checked block by block.
 pub fn crc32_continue(crc: u32, bytes: &[u8]) -> u32 {
+    let t = crc_tables_built();
     let mut c = !crc;
     let (words, rest) = bytes.as_chunks::<16>();
     for w in words {
@@ -87,25 +110,25 @@ pub fn crc32_continue(crc: u32, bytes: &[u8]) -> u32 {
         let a = u64::from_le_bytes(a.try_into().unwrap_or([0; 8])) ^ u64::from(c);
         let b = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
         let (a0, a1, b0, b1) = (a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32);
-        c = crc_lookup(15, a0)
-            ^ crc_lookup(14, a0 >> 8)
-            ^ crc_lookup(13, a0 >> 16)
-            ^ crc_lookup(12, a0 >> 24)
-            ^ crc_lookup(11, a1)
-            ^ crc_lookup(10, a1 >> 8)
-            ^ crc_lookup(9, a1 >> 16)
-            ^ crc_lookup(8, a1 >> 24)
-            ^ crc_lookup(7, b0)
-            ^ crc_lookup(6, b0 >> 8)
-            ^ crc_lookup(5, b0 >> 16)
-            ^ crc_lookup(4, b0 >> 24)
-            ^ crc_lookup(3, b1)
-            ^ crc_lookup(2, b1 >> 8)
-            ^ crc_lookup(1, b1 >> 16)
-            ^ crc_lookup(0, b1 >> 24);
+        c = crc_lookup(t, 15, a0)
+            ^ crc_lookup(t, 14, a0 >> 8)
+            ^ crc_lookup(t, 13, a0 >> 16)
+            ^ crc_lookup(t, 12, a0 >> 24)
+            ^ crc_lookup(t, 11, a1)
+            ^ crc_lookup(t, 10, a1 >> 8)
+            ^ crc_lookup(t, 9, a1 >> 16)
+            ^ crc_lookup(t, 8, a1 >> 24)
+            ^ crc_lookup(t, 7, b0)
+            ^ crc_lookup(t, 6, b0 >> 8)
+            ^ crc_lookup(t, 5, b0 >> 16)
+            ^ crc_lookup(t, 4, b0 >> 24)
+            ^ crc_lookup(t, 3, b1)
+            ^ crc_lookup(t, 2, b1 >> 8)
+            ^ crc_lookup(t, 1, b1 >> 16)
+            ^ crc_lookup(t, 0, b1 >> 24);
     }
     for &b in rest {
-        c = crc_lookup(0, c ^ u32::from(b)) ^ (c >> 8);
+        c = crc_lookup(t, 0, c ^ u32::from(b)) ^ (c >> 8);
     }
     !c
 }

@@ -7,6 +7,77 @@
 //! numbered lines and the grammar carry the ask) and no word-based judgement of its text, so
 //! no English word list decides anything about it. Adding a language is adding a row here.
 
+/// A sorted list of distinct lowercase words, kept as one string with a space after each word
+/// (`"each every one per "`, written with `words!`): one pointer for the list, where a slice
+/// of `&str` held a pointer and a length per word, each relocated when the program loads (693
+/// words in the table: 19.8 KB of the binary, docs/measurements.md, "Paying back").
+#[derive(Clone, Copy)]
+pub struct Words(&'static str);
+
+/// A [`Words`] list from its words, in order: `words!["each", "every", "one", "per"]`.
+macro_rules! words {
+    ($($w:literal),* $(,)?) => {
+        Words(concat!($($w, " "),*))
+    };
+}
+
+impl Words {
+    /// The words, in order.
+    pub fn iter(self) -> impl Iterator<Item = &'static str> {
+        self.0.split_terminator(' ')
+    }
+
+    /// Whether `word`, lowercased, is in the list (a binary search over the words).
+    pub fn contains(self, word: &str) -> bool {
+        let mut lower = crate::fixed::ArrayString::<LOOKUP_MAX_BYTES>::new();
+        for c in word.chars().flat_map(char::to_lowercase) {
+            if lower.push(c).is_err() {
+                return false;
+            }
+        }
+        self.has(lower.as_bytes())
+    }
+
+    /// Whether `word` is in the list, exactly. `lo..hi` is always a run of whole words, each
+    /// with its space: `lo` starts a word (or is `hi`), `hi` follows a space (or is 0).
+    fn has(self, word: &[u8]) -> bool {
+        let text = self.0.as_bytes();
+        let (mut lo, mut hi) = (0, text.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let space_before = text.get(lo..mid).and_then(|b| b.iter().rposition(|&c| c == b' '));
+            let start = space_before.map_or(lo, |p| lo + p + 1);
+            let end = text.get(start..hi).and_then(|b| b.iter().position(|&c| c == b' ')).map_or(hi, |p| start + p);
+            match text.get(start..end).unwrap_or_default().cmp(word) {
+                core::cmp::Ordering::Equal => return true,
+                core::cmp::Ordering::Less => lo = end + 1,
+                core::cmp::Ordering::Greater => hi = start,
+            }
+        }
+        false
+    }
+}
+
+/// Number words and their values as one string, `"one 1 two 2 "` (written with `numbers!`),
+/// for the same reason as [`Words`].
+#[derive(Clone, Copy)]
+pub struct Numbers(&'static str);
+
+/// A [`Numbers`] list from its pairs, in order: `numbers![("one", 1), ("two", 2)]`.
+macro_rules! numbers {
+    ($(($w:literal, $n:literal)),* $(,)?) => {
+        Numbers(concat!($($w, " ", $n, " "),*))
+    };
+}
+
+impl Numbers {
+    /// The words and their values, in order.
+    pub fn iter(self) -> impl Iterator<Item = (&'static str, u32)> {
+        let mut parts = self.0.split_terminator(' ');
+        core::iter::from_fn(move || Some((parts.next()?, parts.next()?.parse().ok()?)))
+    }
+}
+
 /// One language's row. Every word list is lowercase and sorted (binary search; a test checks).
 pub struct Lang {
     /// ISO 639-1 code, for the audit log and tests (`"en"`); `""` for [`NEUTRAL`].
@@ -14,33 +85,33 @@ pub struct Lang {
     /// Words every sentence of the language is built with: articles, prepositions,
     /// conjunctions, pronouns, auxiliaries. A text in the language holds some; a text made
     /// of none is no sentence of it.
-    pub sentence_words: &'static [&'static str],
+    pub sentence_words: Words,
     /// Words a task is phrased with that say nothing of its subject ("write", "list",
     /// "entry", "useful"): never product tags.
-    pub task_words: &'static [&'static str],
+    pub task_words: Words,
     /// Words after which a task names its unit ("one tip per entry": `one`; "ein Eintrag pro
     /// Begriff": `pro`).
-    pub unit_markers: &'static [&'static str],
+    pub unit_markers: Words,
     /// Words that name the entry itself, not the unit, after a marker ("per entry").
-    pub entry_words: &'static [&'static str],
+    pub entry_words: Words,
     /// Words that name the product itself, the task and its entries, in any form: a unit that
     /// holds one talks about the task, not its subject ("In this task, you will be asked to
     /// bake one batch of bread"). Only words that rarely name anything else: not "entrée" or
     /// "entrada", which are also dishes and tickets.
-    pub product_words: &'static [&'static str],
+    pub product_words: Words,
     /// Words that join a unit to what it is a measure of, when a marker follows: "one piece of
     /// advice per entry" names the unit "piece of advice" (`of`).
-    pub measure_of: &'static [&'static str],
+    pub measure_of: Words,
     /// Units a reader numbers ("Day 3", "Paragraph 2"): their entries are labelled with the
     /// unit and its number, and what each is about follows the label.
-    pub numbered_units: &'static [&'static str],
+    pub numbered_units: Words,
     /// Units that are names, each with a text of its own ("term", "command"): an outline lists
     /// their names, a few words each, and a unit's text is asked for each (an item that may be a
     /// sentence turned a glossary into sentences about its domain: docs/measurements.md,
     /// "Outline items").
-    pub named_units: &'static [&'static str],
+    pub named_units: Words,
     /// Words that join two phrases ("and"): the task's phrase for its units ends before one.
-    pub joins: &'static [&'static str],
+    pub joins: Words,
     /// The unit when the task names none.
     pub entry: &'static str,
     /// The label of the task's line at the head of the product.
@@ -69,7 +140,7 @@ pub struct Lang {
     /// How the language writes a plural of a unit the task did not write in the plural.
     pub plural: Plural,
     /// Number words a task counts its units with ("five tips", "a five-day trip").
-    pub numbers: &'static [(&'static str, u32)],
+    pub numbers: Numbers,
     /// Spans counted in another unit: ("week", "day", 7) reads "a one-week trip, one day per
     /// entry" as seven days.
     pub spans: &'static [(&'static str, &'static str, u32)],
@@ -90,7 +161,7 @@ pub enum Plural {
 /// English.
 pub const EN: Lang = Lang {
     code: "en",
-    sentence_words: &[
+    sentence_words: words![
         "a", "about", "after", "against", "all", "also", "among", "an", "and", "any", "are", "as", "at", "be",
         "because", "been", "before", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does",
         "during", "each", "every", "for", "from", "had", "has", "have", "he", "her", "his", "how", "if", "in", "into",
@@ -99,7 +170,7 @@ pub const EN: Lang = Lang {
         "these", "they", "this", "those", "through", "to", "under", "until", "up", "upon", "was", "we", "were", "when",
         "where", "whether", "which", "while", "who", "will", "with", "within", "without", "would", "you", "your",
     ],
-    task_words: &[
+    task_words: words![
         "add",
         "basic",
         "brief",
@@ -145,13 +216,13 @@ pub const EN: Lang = Lang {
         "what",
         "write",
     ],
-    unit_markers: &["each", "every", "one", "per"],
-    entry_words: &["entry", "item", "line", "record"],
-    product_words: &["entries", "entry", "task", "tasks"],
-    measure_of: &["of"],
-    numbered_units: &["chapter", "day", "lesson", "paragraph", "part", "scene", "stage", "step", "week"],
-    named_units: &["command", "concept", "name", "term", "word"],
-    joins: &["and", "or"],
+    unit_markers: words!["each", "every", "one", "per"],
+    entry_words: words!["entry", "item", "line", "record"],
+    product_words: words!["entries", "entry", "task", "tasks"],
+    measure_of: words!["of"],
+    numbered_units: words!["chapter", "day", "lesson", "paragraph", "part", "scene", "stage", "step", "week"],
+    named_units: words!["command", "concept", "name", "term", "word"],
+    joins: words!["and", "or"],
     entry: "entry",
     task_label: "Task",
     units_of: " of the ",
@@ -161,7 +232,7 @@ pub const EN: Lang = Lang {
     unit: ("Write the ", " about ", "."),
     unit_named: ("Say what ", " is, in one sentence."),
     plural: Plural::English,
-    numbers: &[
+    numbers: numbers![
         ("one", 1),
         ("two", 2),
         ("three", 3),
@@ -181,7 +252,7 @@ pub const EN: Lang = Lang {
 /// German.
 pub const DE: Lang = Lang {
     code: "de",
-    sentence_words: &[
+    sentence_words: words![
         "aber", "alle", "als", "am", "an", "auch", "auf", "aus", "bei", "beim", "bis", "damit", "dann", "darf", "das",
         "dass", "dem", "den", "denn", "der", "des", "die", "diese", "diesem", "diesen", "dieser", "dieses", "doch",
         "durch", "ein", "eine", "einem", "einen", "einer", "eines", "er", "es", "für", "gegen", "haben", "hat", "ihr",
@@ -190,7 +261,7 @@ pub const DE: Lang = Lang {
         "seiner", "sich", "sie", "sind", "sollte", "um", "und", "unter", "vom", "von", "vor", "weil", "wenn", "werden",
         "wie", "wir", "wird", "wurde", "während", "zu", "zum", "zur", "zwischen", "über",
     ],
-    task_words: &[
+    task_words: words![
         "definition",
         "eintrag",
         "eintrags",
@@ -210,13 +281,13 @@ pub const DE: Lang = Lang {
         "schreiben",
         "speicher",
     ],
-    unit_markers: &["je", "jeder", "jedes", "pro"],
-    entry_words: &["eintrag", "zeile"],
-    product_words: &["aufgabe", "aufgaben", "eintrag", "einträge"],
-    measure_of: &[],
-    numbered_units: &["absatz", "kapitel", "schritt", "tag", "teil", "woche"],
-    named_units: &["befehl", "begriff", "name", "wort"],
-    joins: &["oder", "und"],
+    unit_markers: words!["je", "jeder", "jedes", "pro"],
+    entry_words: words!["eintrag", "zeile"],
+    product_words: words!["aufgabe", "aufgaben", "eintrag", "einträge"],
+    measure_of: words![],
+    numbered_units: words!["absatz", "kapitel", "schritt", "tag", "teil", "woche"],
+    named_units: words!["befehl", "begriff", "name", "wort"],
+    joins: words!["oder", "und"],
     entry: "Eintrag",
     task_label: "Aufgabe",
     units_of: "",
@@ -226,7 +297,7 @@ pub const DE: Lang = Lang {
     unit: ("Schreibe den ", " über ", "."),
     unit_named: ("Sag, was ", " ist, in einem Satz."),
     plural: Plural::Same,
-    numbers: &[
+    numbers: numbers![
         ("ein", 1),
         ("eine", 1),
         ("eins", 1),
@@ -248,7 +319,7 @@ pub const DE: Lang = Lang {
 /// French.
 pub const FR: Lang = Lang {
     code: "fr",
-    sentence_words: &[
+    sentence_words: words![
         "après", "au", "aussi", "aux", "avant", "avec", "ce", "ces", "cette", "chez", "comme", "dans", "de", "des",
         "dont", "du", "elle", "elles", "en", "entre", "est", "et", "il", "ils", "je", "la", "le", "les", "leur",
         "leurs", "lors", "mais", "mes", "mon", "même", "ne", "nos", "notre", "nous", "on", "ou", "où", "par", "pas",
@@ -256,7 +327,7 @@ pub const FR: Lang = Lang {
         "sous", "sur", "tous", "toute", "toutes", "très", "tu", "un", "une", "vers", "vos", "votre", "vous", "à",
         "être",
     ],
-    task_words: &[
+    task_words: words![
         "chaque",
         "courte",
         "crée",
@@ -272,13 +343,13 @@ pub const FR: Lang = Lang {
         "utiles",
         "écris",
     ],
-    unit_markers: &["chaque", "par"],
-    entry_words: &["entrée", "ligne"],
-    product_words: &["tâche", "tâches"],
-    measure_of: &["de"],
-    numbered_units: &["chapitre", "jour", "paragraphe", "partie", "semaine", "étape"],
-    named_units: &["commande", "concept", "mot", "nom", "terme"],
-    joins: &["et", "ou"],
+    unit_markers: words!["chaque", "par"],
+    entry_words: words!["entrée", "ligne"],
+    product_words: words!["tâche", "tâches"],
+    measure_of: words!["de"],
+    numbered_units: words!["chapitre", "jour", "paragraphe", "partie", "semaine", "étape"],
+    named_units: words!["commande", "concept", "mot", "nom", "terme"],
+    joins: words!["et", "ou"],
     entry: "entrée",
     task_label: "Tâche",
     units_of: "",
@@ -288,7 +359,7 @@ pub const FR: Lang = Lang {
     unit: ("Écris le ", " sur ", "."),
     unit_named: ("Dis ce qu'est ", ", en une phrase."),
     plural: Plural::S,
-    numbers: &[
+    numbers: numbers![
         ("un", 1),
         ("une", 1),
         ("deux", 2),
@@ -309,14 +380,14 @@ pub const FR: Lang = Lang {
 /// Spanish.
 pub const ES: Lang = Lang {
     code: "es",
-    sentence_words: &[
+    sentence_words: words![
         "a", "al", "ante", "aunque", "bajo", "como", "con", "cuando", "de", "del", "desde", "donde", "durante", "el",
         "ella", "ellos", "en", "entre", "era", "es", "esa", "ese", "eso", "esta", "estas", "este", "esto", "estos",
         "está", "fue", "ha", "han", "hasta", "hay", "la", "las", "le", "les", "lo", "los", "mi", "mis", "muy", "más",
         "ni", "no", "nos", "nuestro", "o", "para", "pero", "por", "porque", "puede", "que", "se", "si", "sin", "sobre",
         "son", "su", "sus", "también", "te", "tiene", "todos", "tu", "tus", "un", "una", "usted", "y", "yo", "él",
     ],
-    task_words: &[
+    task_words: words![
         "cada",
         "crea",
         "crear",
@@ -330,13 +401,13 @@ pub const ES: Lang = Lang {
         "prácticos",
         "útiles",
     ],
-    unit_markers: &["cada", "por"],
-    entry_words: &["entrada", "línea"],
-    product_words: &["tarea", "tareas"],
-    measure_of: &["de"],
-    numbered_units: &["capítulo", "día", "parte", "paso", "párrafo", "semana"],
-    named_units: &["comando", "concepto", "nombre", "palabra", "término"],
-    joins: &["o", "y"],
+    unit_markers: words!["cada", "por"],
+    entry_words: words!["entrada", "línea"],
+    product_words: words!["tarea", "tareas"],
+    measure_of: words!["de"],
+    numbered_units: words!["capítulo", "día", "parte", "paso", "párrafo", "semana"],
+    named_units: words!["comando", "concepto", "nombre", "palabra", "término"],
+    joins: words!["o", "y"],
     entry: "entrada",
     task_label: "Tarea",
     units_of: "",
@@ -346,7 +417,7 @@ pub const ES: Lang = Lang {
     unit: ("Escribe el ", " sobre ", "."),
     unit_named: ("Di qué es ", ", en una frase."),
     plural: Plural::S,
-    numbers: &[
+    numbers: numbers![
         ("uno", 1),
         ("una", 1),
         ("dos", 2),
@@ -367,15 +438,15 @@ pub const ES: Lang = Lang {
 /// A language this table does not hold: no words, no questions.
 pub const NEUTRAL: Lang = Lang {
     code: "",
-    sentence_words: &[],
-    task_words: &[],
-    unit_markers: &[],
-    entry_words: &[],
-    product_words: &[],
-    measure_of: &[],
-    numbered_units: &[],
-    named_units: &[],
-    joins: &[],
+    sentence_words: words![],
+    task_words: words![],
+    unit_markers: words![],
+    entry_words: words![],
+    product_words: words![],
+    measure_of: words![],
+    numbered_units: words![],
+    named_units: words![],
+    joins: words![],
     entry: "",
     task_label: "",
     units_of: "",
@@ -385,7 +456,7 @@ pub const NEUTRAL: Lang = Lang {
     unit: ("", "", ""),
     unit_named: ("", ""),
     plural: Plural::Same,
-    numbers: &[],
+    numbers: numbers![],
     spans: &[],
 };
 
@@ -426,69 +497,58 @@ impl Lang {
 
     /// Whether `word` (any case) is one of the sentence words.
     pub fn is_sentence_word(&self, word: &str) -> bool {
-        listed(self.sentence_words, word)
+        self.sentence_words.contains(word)
     }
 
     /// Whether `word` (any case) is a word tasks are phrased with, or a sentence word.
     pub fn is_task_word(&self, word: &str) -> bool {
-        listed(self.task_words, word) || listed(self.sentence_words, word)
+        self.task_words.contains(word) || self.sentence_words.contains(word)
     }
 
     /// Whether `word` (any case) names the product itself ([`Lang::product_words`]).
     pub fn is_product_word(&self, word: &str) -> bool {
-        listed(self.product_words, word)
+        self.product_words.contains(word)
     }
 
     /// Whether `word` (any case) is one of the words tasks are phrased with ([`Lang::task_words`]),
     /// a sentence word aside.
     pub fn is_task_only_word(&self, word: &str) -> bool {
-        listed(self.task_words, word)
+        self.task_words.contains(word)
     }
 
     /// Whether `word` (any case) marks the unit that follows it.
     pub fn is_unit_marker(&self, word: &str) -> bool {
-        listed(self.unit_markers, word)
+        self.unit_markers.contains(word)
     }
 
     /// Whether `word` (any case) joins two phrases.
     pub fn is_join(&self, word: &str) -> bool {
-        listed(self.joins, word)
+        self.joins.contains(word)
     }
 
     /// Whether `word` (any case) names the entry itself.
     pub fn is_entry_word(&self, word: &str) -> bool {
-        listed(self.entry_words, word)
+        self.entry_words.contains(word)
     }
 
     /// Whether `word` (any case) joins a unit to what it is a measure of.
     pub fn is_measure_of(&self, word: &str) -> bool {
-        listed(self.measure_of, word)
+        self.measure_of.contains(word)
     }
 
     /// Whether `unit` (any case) is numbered by a reader.
     pub fn is_numbered(&self, unit: &str) -> bool {
-        listed(self.numbered_units, unit)
+        self.numbered_units.contains(unit)
     }
 
     /// Whether `unit` (singular, any case) is a name with a text of its own.
     pub fn is_named(&self, unit: &str) -> bool {
-        listed(self.named_units, unit)
+        self.named_units.contains(unit)
     }
 }
 
 /// Longest word looked up in a list, in bytes: longer ones are in no list.
 const LOOKUP_MAX_BYTES: usize = 32;
-
-/// Whether `word`, lowercased, is in the sorted `list`.
-fn listed(list: &[&str], word: &str) -> bool {
-    let mut lower = crate::fixed::ArrayString::<LOOKUP_MAX_BYTES>::new();
-    for c in word.chars().flat_map(char::to_lowercase) {
-        if lower.push(c).is_err() {
-            return false;
-        }
-    }
-    list.binary_search(&lower.as_str()).is_ok()
-}
 
 /// The words of `text`: runs of letters and digits (any script), split at everything else.
 pub fn words(text: &str) -> impl Iterator<Item = &str> {
@@ -512,15 +572,46 @@ mod tests {
                 lang.numbered_units,
                 lang.named_units,
             ] {
+                assert!(list.0.is_empty() || list.0.ends_with(' '), "{}: {:?}", lang.code, list.0);
+                let list: Vec<&str> = list.iter().collect();
                 for pair in list.windows(2) {
                     assert!(pair[0] < pair[1], "{}: {:?} before {:?}", lang.code, pair[0], pair[1]);
                 }
-                for w in list {
+                for w in &list {
+                    assert!(!w.is_empty(), "{}: two spaces in a row", lang.code);
                     assert_eq!(w.to_lowercase(), *w, "{}: {w}", lang.code);
                     assert!(w.len() <= LOOKUP_MAX_BYTES);
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_word_is_found_exactly_when_listed() {
+        let lists = ALL.iter().flat_map(|l| [l.sentence_words, l.task_words, l.numbered_units, l.joins]);
+        for list in lists.chain([words![], words!["one"], words!["a", "b"], words!["a", "b", "c"]]) {
+            let listed: Vec<&str> = list.iter().collect();
+            let mut probes = vec![String::new(), "0".to_string(), "zzzz".to_string(), "a b".to_string()];
+            for w in &listed {
+                probes.extend([w.to_string(), w.to_uppercase(), format!("{w}s"), format!(" {w}"), format!("{w} ")]);
+                probes.extend(w.char_indices().skip(1).map(|(i, _)| w[..i].to_string()));
+            }
+            for p in &probes {
+                let want = listed.contains(&p.to_lowercase().as_str());
+                assert_eq!(list.contains(p), want, "{:?} in {:?}", p, list.0);
+            }
+        }
+    }
+
+    #[test]
+    fn every_number_word_reads_whole() {
+        for lang in ALL {
+            let n = lang.numbers.0.split_terminator(' ').count();
+            assert_eq!(lang.numbers.iter().count() * 2, n, "{}: {:?}", lang.code, lang.numbers.0);
+            assert!(lang.numbers.iter().all(|(w, v)| !w.is_empty() && (1..=100).contains(&v)), "{}", lang.code);
+        }
+        assert_eq!(EN.numbers.iter().find(|(w, _)| *w == "twelve"), Some(("twelve", 12)));
+        assert_eq!(DE.numbers.iter().filter(|&(_, v)| v == 1).count(), 3);
     }
 
     #[test]

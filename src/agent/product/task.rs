@@ -215,7 +215,7 @@ impl Task {
         for (i, n) in t.iter().enumerate() {
             let n = match n.parse::<u32>() {
                 Ok(n) => Some(n),
-                Err(_) => lang.numbers.iter().find(|(word, _)| same(word, n)).map(|(_, v)| *v),
+                Err(_) => lang.numbers.iter().find(|(word, _)| same(word, n)).map(|(_, v)| v),
             };
             let Some(n) = n.filter(|n| (1..=COUNT_MAX).contains(n)) else { continue };
             // The unit's word among the next few, after words that qualify it ("3 practical
