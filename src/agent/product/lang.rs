@@ -510,12 +510,6 @@ impl Lang {
         self.product_words.contains(word)
     }
 
-    /// Whether `word` (any case) is one of the words tasks are phrased with ([`Lang::task_words`]),
-    /// a sentence word aside.
-    pub fn is_task_only_word(&self, word: &str) -> bool {
-        self.task_words.contains(word)
-    }
-
     /// Whether `word` (any case) marks the unit that follows it.
     pub fn is_unit_marker(&self, word: &str) -> bool {
         self.unit_markers.contains(word)
