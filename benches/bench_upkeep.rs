@@ -28,6 +28,8 @@
 //! - `upkeep_<n>_checkpoints`, `upkeep_<n>_merges`, `upkeep_<n>_cycles`: what the cycles did;
 //! - `upkeep_<n>_merge_cycles`: cycles that ran a step of a merge (0 when merges stop a
 //!   cycle whole);
+//! - `upkeep_<n>_step_postings_most`: the most postings one step walked (a word's counted and
+//!   written each count): what a step's length follows inside a long word;
 //! - `upkeep_<n>_checkpoint_file`: writing `store.ckpt` alone (best of 3, the text index
 //!   current), the part of a checkpoint's cycle that is not the text index's.
 
@@ -133,6 +135,7 @@ fn at(n: usize) {
     report(&p("checkpoints"), checkpoints as f64, "");
     report(&p("merges"), (store.recall_stats().merges - merges0) as f64, "");
     report(&p("merge_cycles"), merge_cycles as f64, "");
+    report(&p("step_postings_most"), store.recall_stats().step_postings_most as f64, "");
     report(&p("cycles"), cycles as f64, "");
     // The checkpoint file alone (the text index current, nothing to merge): the part of a
     // checkpoint's cycle that is not the text index's.

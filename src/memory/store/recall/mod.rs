@@ -160,6 +160,8 @@ pub struct Recall {
     private: Option<PathBuf>,
     /// Merges since the index was opened.
     merges: u64,
+    /// The most postings one step of a merge in steps walked (see [`RecallStats`]).
+    pub(in crate::memory::store) step_postings_most: u64,
     /// The documents were given a compaction's new ids: the next merge writes their records'
     /// places from the new log, not the old file's.
     pub(in crate::memory::store) relabeled: bool,
@@ -184,6 +186,7 @@ impl Recall {
             scratch: self::merge::WriteScratch::default(),
             private: None,
             merges: 0,
+            step_postings_most: 0,
             relabeled: false,
             job: None,
         }
@@ -250,6 +253,9 @@ pub struct RecallStats {
     pub delta_docs: usize,
     /// Merges of the delta into a new `store.fts` since the index was opened.
     pub merges: u64,
+    /// The most postings one step of a merge run in steps walked (each counted, then each
+    /// written) since the index was opened: what bounds a step's work inside a word.
+    pub step_postings_most: u64,
 }
 
 /// What a ranked query asks.
@@ -546,6 +552,7 @@ impl Store {
             in_place: self.recall.base.is_open(),
             delta_docs: ix.doc_count(),
             merges: self.recall.merges,
+            step_postings_most: self.recall.step_postings_most,
         }
     }
 }

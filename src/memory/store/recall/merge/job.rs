@@ -110,6 +110,8 @@ struct Progress {
     doc_table_crc: u32,
     doc_pages: u32,
     dict_pages: u32,
+    /// Postings walked (counted or written) by the step under way.
+    walked: u64,
 }
 
 /// Whether a step's time is up.
@@ -211,8 +213,14 @@ impl Job {
             doc_table_crc: 0,
             doc_pages: 0,
             dict_pages: 0,
+            walked: 0,
         };
         Ok(Job { file, dict, path: dir.join(names.file), tmp, dict_tmp, at })
+    }
+
+    /// Postings the last step walked (a word's counted and written each count).
+    pub(in crate::memory::store) fn walked(&self) -> u64 {
+        self.at.walked
     }
 
     /// Removes the job's temp files (a job dropped, or failed).
@@ -236,6 +244,7 @@ impl Job {
             core::mem::take(&mut sc.term),
             core::mem::take(&mut sc.skip),
         );
+        self.at.walked = 0;
         let res = self.at.run((&mut self.file, &mut self.dict, &self.dict_tmp), parts, sc, &mut bufs, deadline);
         let res = match res {
             Ok(true) => self.write_header().map(|_| true),
@@ -530,7 +539,11 @@ impl Progress {
         let skip_len = fresh.skip.len();
         let mut enc = fresh;
         enc.buf.clear();
-        each_posting(base, delta, sc, src, from, |nd, tf, l| enc.push(nd, tf, l, None))?;
+        let walked = &mut self.walked;
+        each_posting(base, delta, sc, src, from, |nd, tf, l| {
+            *walked += 1;
+            enc.push(nd, tf, l, None)
+        })?;
         enc.close(None, false)?;
         let Enc { n, bytes, blocks, prev, fits, most, .. } = enc;
         if n == 0 {
@@ -571,7 +584,11 @@ impl Progress {
             skip_buf.truncate(skip_len);
             let mut enc = Enc::after(term_buf, skip_buf, &c, word_mean, word_crc);
             enc.buf.clear();
-            each_posting(base, delta, sc, src, from, |nd, tf, l| enc.push(nd, tf, l, Some(out)))?;
+            let walked = &mut self.walked;
+            each_posting(base, delta, sc, src, from, |nd, tf, l| {
+                *walked += 1;
+                enc.push(nd, tf, l, Some(out))
+            })?;
             enc.close(Some(out), false)?;
             word_crc = enc.crc;
         }

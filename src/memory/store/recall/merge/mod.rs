@@ -132,7 +132,9 @@ impl Store {
         let Some((job, covered)) = self.recall.job.take() else { return Ok(()) };
         if let Some(mut job) = job {
             let r = &mut self.recall;
-            match job.step((&mut r.base, &r.index, None), &mut r.scratch, deadline) {
+            let res = job.step((&mut r.base, &r.index, None), &mut r.scratch, deadline);
+            r.step_postings_most = r.step_postings_most.max(job.walked());
+            match res {
                 Ok(Some(_)) => {}
                 Ok(None) => {
                     self.recall.job = Some((Some(job), covered));
