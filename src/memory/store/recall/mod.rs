@@ -254,7 +254,8 @@ pub struct RecallStats {
     /// Merges of the delta into a new `store.fts` since the index was opened.
     pub merges: u64,
     /// The most postings one step of a merge run in steps walked (each counted, then each
-    /// written) since the index was opened: what bounds a step's work inside a word.
+    /// written) since the index was opened: what bounds a step's work inside a word (a
+    /// merge finished at once, without a deadline, is not a step).
     pub step_postings_most: u64,
 }
 
@@ -1359,6 +1360,67 @@ mod tests {
         let mut r = Store::open_read_only_with_capacity(&d, 512).unwrap();
         check(&mut r, "read-only");
         drop(r);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A word in every document (postings of many blocks) is counted and written across
+    /// steps: a step of the least work walks at most a block of its postings and a block of
+    /// the next pass, never the whole word (at 1,048,576 entries a step was as long as its
+    /// longest word, 100-200 ms: issue 39). Both ways a word is written: its postings kept
+    /// in the term buffer while counted, and (the buffer made small) counted, then walked
+    /// again to be written. Queries meanwhile, and after, answer as BM25 from scratch.
+    #[test]
+    fn a_long_word_is_merged_across_steps() {
+        use super::file::SKIP_BLOCK;
+        let d = temp_dir("rank-long-word");
+        let n = 16 * SKIP_BLOCK;
+        let mut s = Store::open_with_capacity(&d, n + 64).unwrap();
+        s.begin_batch(n as u64).unwrap();
+        for i in 0..n {
+            s.put(&k(&format!("a{},b{}", i / 64, i % 64)), &format!("common w{} w{}", i % 7, 7 + i % 11), 1).unwrap();
+        }
+        s.end_batch().unwrap();
+        let queries = ["common", "common w3", "a3 w9 w2", "again b7"];
+        let check = |s: &mut Store, what: &str| {
+            for q in queries {
+                assert_same(&ranked(s, q, 10), &brute(s, q, 10, Archived::Exclude), &format!("{}: {}", what, q));
+            }
+        };
+        check(&mut s, "built");
+        s.checkpoint().unwrap();
+        for round in 0..2 {
+            if round == 1 {
+                // Room for a few blocks only: the long words are counted, then written.
+                s.recall.scratch.term = Vec::with_capacity(12 * SKIP_BLOCK);
+            }
+            // Documents of the base taken out (no block copied as it is) and a delta.
+            for i in (round..n).step_by(37) {
+                s.put(&k(&format!("a{},b{}", i / 64, i % 64)), &format!("common again w{}", i % 5), 2).unwrap();
+            }
+            s.recall_start_merge().unwrap();
+            let merges = s.recall_stats().merges;
+            let mut steps = 0;
+            while s.recall_merging() {
+                s.recall_step(Some(std::time::Instant::now())).unwrap();
+                steps += 1;
+                if steps % 17 == 0 {
+                    let i = steps % n;
+                    s.put(&k(&format!("a{},b{}", i / 64, i % 64)), "common again and again", 3).unwrap();
+                    check(&mut s, &format!("round {} step {}", round, steps));
+                }
+                assert!(steps < 1_000_000, "the merge does not end");
+            }
+            assert_eq!(s.recall_stats().merges, merges + 1);
+            let most = s.recall_stats().step_postings_most;
+            assert!(most <= 2 * SKIP_BLOCK as u64, "round {}: a step walked {} postings", round, most);
+            check(&mut s, &format!("round {} merged", round));
+            assert_eq!(s.recall_stats().documents as usize, s.len());
+        }
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, n + 64).unwrap();
+        check(&mut s, "reopened");
+        assert!(matches!(s.recall_file_check(), super::file::RecallFile::Usable { .. }));
+        drop(s);
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -133,7 +133,9 @@ impl Store {
         if let Some(mut job) = job {
             let r = &mut self.recall;
             let res = job.step((&mut r.base, &r.index, None), &mut r.scratch, deadline);
-            r.step_postings_most = r.step_postings_most.max(job.walked());
+            if deadline.is_some() {
+                r.step_postings_most = r.step_postings_most.max(job.walked());
+            }
             match res {
                 Ok(Some(_)) => {}
                 Ok(None) => {
