@@ -106,6 +106,10 @@ impl Store {
         if self.log.read_only() || self.log.in_batch() {
             return;
         }
+        // Merges a due checkpoint asked for start now; their steps from the next cycle.
+        if self.start_merges_due() {
+            return;
+        }
         if self.recall.job.is_none() {
             // The cold store's, when the live index has none under way (one a cycle).
             return self.cold_merge_step();
