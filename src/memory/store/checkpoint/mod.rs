@@ -126,6 +126,8 @@ impl Store {
     /// of the log, which changes nothing in the cold store, takes its checkpoint so).
     fn checkpoint_with(&mut self, steps: bool, cold_steps: bool) -> Result<()> {
         self.checkpoint_file(steps)?;
+        // This one writes or starts the merges a due checkpoint left for the next cycle.
+        self.merges_due = false;
         let text = if steps { self.recall_start_merge() } else { self.recall_write_file() };
         if let Err(e) = text {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))

@@ -1465,6 +1465,33 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// A checkpoint taken at once after a due one writes what the due one's merges would
+    /// have: the next cycle starts none (a batch's end takes a due checkpoint; the upkeep
+    /// bench's store, built in a batch and checkpointed, then merged its whole index again in
+    /// its first cycles).
+    #[test]
+    fn a_checkpoint_at_once_leaves_no_merge_due() {
+        let d = temp_dir("rank-due-at-once");
+        let mut s = Store::open_with_capacity(&d, 4096).unwrap();
+        let text = |i: usize| (0..400).map(|j| format!("w{}", (i * 7 + j) % 60)).collect::<Vec<_>>().join(" ");
+        s.put(&k("e0,doc"), &text(0), 1).unwrap();
+        assert!(!ranked(&mut s, "w1", 10).is_empty());
+        s.checkpoint().unwrap();
+        // More than STORE_CHECKPOINT_EVERY_BYTES of log: the batch's end takes a due checkpoint.
+        s.begin_batch(3500).unwrap();
+        for i in 1..3500 {
+            s.put(&k(&format!("e{},doc", i)), &text(i), 2).unwrap();
+        }
+        s.end_batch().unwrap();
+        s.checkpoint().unwrap();
+        assert!(!s.recall_merging());
+        s.put(&k("e1,doc"), "one change", 3).unwrap();
+        s.flush_access().unwrap();
+        assert!(!s.recall_merging(), "a merge started after a checkpoint taken at once");
+        drop(s);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
