@@ -24,10 +24,16 @@
 //! - `upkeep_<n>_merge_step_cycles_over_100ms`, `_p50`, `_p99`: how those are spread, beside
 //!   `upkeep_<n>_save_cycles_over_100ms`, the saves (one append and its fsync) that took as
 //!   long: the disk's own stalls, which a step's sync meets as a save's does;
+//! - `upkeep_<n>_longest_pause_on_cpu`, `_longest_merge_step_cycle_on_cpu`,
+//!   `_merge_step_cycles_over_100ms_on_cpu`, `_merge_step_cycle_p99_on_cpu`: the same pauses'
+//!   own time on a CPU (`/proc/thread-self/schedstat`), apart from waiting for one on a loaded
+//!   machine (a niced bench beside other work) or for the disk;
 //! - `upkeep_<n>_pause_p50`: the median `flush_access`;
 //! - `upkeep_<n>_checkpoints`, `upkeep_<n>_merges`, `upkeep_<n>_cycles`: what the cycles did;
 //! - `upkeep_<n>_merge_cycles`: cycles that ran a step of a merge (0 when merges stop a
 //!   cycle whole);
+//! - `upkeep_<n>_step_postings_most`: the most postings one step walked (a word's counted and
+//!   written each count): what a step's length follows inside a long word;
 //! - `upkeep_<n>_checkpoint_file`: writing `store.ckpt` alone (best of 3, the text index
 //!   current), the part of a checkpoint's cycle that is not the text index's.
 
@@ -72,6 +78,7 @@ fn at(n: usize) {
     let (mut longest_step, mut longest_checkpoint) = (Duration::ZERO, Duration::ZERO);
     let (mut longest_write, mut longest_in_place) = (Duration::ZERO, Duration::ZERO);
     let mut steps = Vec::new();
+    let (mut steps_cpu, mut longest_cpu) = (Vec::new(), Duration::ZERO);
     let mut saves = Vec::new();
     while cycles < MAX_CYCLES {
         let i = (rng.next() % n as u64) as usize;
@@ -82,9 +89,11 @@ fn at(n: usize) {
         saves.push(t.elapsed());
         let merging = store.recall_merging();
         let syncing = store.checkpoint_syncing();
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), on_cpu());
         store.flush_access().unwrap();
         let pause = t.elapsed();
+        let pause_cpu = on_cpu().saturating_sub(cpu);
+        longest_cpu = longest_cpu.max(pause_cpu);
         pauses.push(pause);
         cycles += 1;
         if merging || store.recall_merging() {
@@ -108,6 +117,7 @@ fn at(n: usize) {
         } else if merging {
             longest_step = longest_step.max(pause);
             steps.push(pause);
+            steps_cpu.push(pause_cpu);
         }
         if checkpoints >= 2 && !store.recall_merging() && !store.checkpoint_syncing() {
             break;
@@ -125,6 +135,12 @@ fn at(n: usize) {
     report(&p("merge_step_cycles_over_100ms"), over as f64, "");
     report(&p("merge_step_cycle_p50"), ms(percentile(&mut steps, 50.0)), "ms");
     report(&p("merge_step_cycle_p99"), ms(percentile(&mut steps, 99.0)), "ms");
+    // The same on a CPU: a step's own work, apart from its waits for a CPU and the disk.
+    let over_cpu = steps_cpu.iter().filter(|&&d| d > Duration::from_millis(100)).count();
+    report(&p("longest_pause_on_cpu"), ms(longest_cpu), "ms");
+    report(&p("longest_merge_step_cycle_on_cpu"), ms(steps_cpu.iter().max().copied().unwrap_or_default()), "ms");
+    report(&p("merge_step_cycles_over_100ms_on_cpu"), over_cpu as f64, "");
+    report(&p("merge_step_cycle_p99_on_cpu"), ms(percentile(&mut steps_cpu, 99.0)), "ms");
     // The disk's own stalls, for scale: a save is one append and its fsync.
     let slow_saves = saves.iter().filter(|&&d| d > Duration::from_millis(100)).count();
     report(&p("save_cycles_over_100ms"), slow_saves as f64, "");
@@ -133,6 +149,7 @@ fn at(n: usize) {
     report(&p("checkpoints"), checkpoints as f64, "");
     report(&p("merges"), (store.recall_stats().merges - merges0) as f64, "");
     report(&p("merge_cycles"), merge_cycles as f64, "");
+    report(&p("step_postings_most"), store.recall_stats().step_postings_most as f64, "");
     report(&p("cycles"), cycles as f64, "");
     // The checkpoint file alone (the text index current, nothing to merge): the part of a
     // checkpoint's cycle that is not the text index's.
@@ -146,6 +163,13 @@ fn at(n: usize) {
     report(&p("checkpoint_file"), ms(best), "ms");
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// This thread's time on a CPU so far (`/proc/thread-self/schedstat`, its first field, in
+/// nanoseconds, as exact as the scheduler's tick; zero where there is none).
+fn on_cpu() -> Duration {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    Duration::from_nanos(s.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(0))
 }
 
 fn ms(d: Duration) -> f64 {

@@ -237,6 +237,8 @@ pub struct Store {
     checkpointed: u64,
     /// A checkpoint written and being synced beside the cycle (`checkpoint::sync`).
     checkpoint_syncing: Option<checkpoint::Syncing>,
+    /// A due checkpoint was taken: the next cycle's upkeep starts the text indexes' merges.
+    merges_due: bool,
     /// Read the whole log, never the checkpoint.
     whole_log: bool,
     wbuf: FixedBuf,
@@ -351,6 +353,7 @@ impl Store {
             replayed_bytes: 0,
             checkpointed: 0,
             checkpoint_syncing: None,
+            merges_due: false,
             whole_log: false,
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),

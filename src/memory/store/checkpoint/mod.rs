@@ -126,6 +126,8 @@ impl Store {
     /// of the log, which changes nothing in the cold store, takes its checkpoint so).
     fn checkpoint_with(&mut self, steps: bool, cold_steps: bool) -> Result<()> {
         self.checkpoint_file(steps)?;
+        // This one writes or starts the merges a due checkpoint left for the next cycle.
+        self.merges_due = false;
         let text = if steps { self.recall_start_merge() } else { self.recall_write_file() };
         if let Err(e) = text {
             e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
@@ -179,11 +181,31 @@ impl Store {
             return;
         }
         if self.log.len.saturating_sub(self.checkpointed) >= STORE_CHECKPOINT_EVERY_BYTES {
-            if let Err(e) = self.checkpoint_in_steps() {
+            // The merges it asks for start at the next cycle's upkeep (`merge_step`), so that
+            // this cycle's pause is the checkpoint's write alone.
+            if let Err(e) = self.checkpoint_file(true) {
                 e.context(format_args!("the store's checkpoint was not written (the next open reads more log)"))
                     .print_warning();
             }
+            self.merges_due = true;
         }
+    }
+
+    /// Starts the merges of the text indexes a due checkpoint asked for (see
+    /// [`Store::checkpoint_in_steps`]); `false` when none was asked for.
+    pub(in crate::memory::store) fn start_merges_due(&mut self) -> bool {
+        if !std::mem::take(&mut self.merges_due) {
+            return false;
+        }
+        if let Err(e) = self.recall_start_merge() {
+            e.context(format_args!("the full-text index file was not written (the next open rebuilds it)"))
+                .print_warning();
+        }
+        if let Err(e) = self.cold_recall_start_merge(false) {
+            e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
+                .print_warning();
+        }
+        true
     }
 
     /// A checkpoint now (after a compaction of the log, or a long replay), but the cold

@@ -89,7 +89,59 @@ pub(super) struct Enc<'a> {
     pub(super) crc: u32,
 }
 
+/// An encoder's place between two steps of a job, taken at the end of a block (none open):
+/// what [`Enc::resume`] goes on from. Its buffers stay in the merge's scratch meanwhile.
+#[derive(Clone, Copy)]
+pub(super) struct EncAt {
+    n: u32,
+    bytes: u32,
+    blocks: u32,
+    prev: Option<u32>,
+    fits: bool,
+    mean: u32,
+    most: u16,
+    bstart: usize,
+    per_len: f64,
+    crc: u32,
+}
+
 impl<'a> Enc<'a> {
+    /// Its place, at the end of a block.
+    pub(super) fn at(&self) -> EncAt {
+        EncAt {
+            n: self.n,
+            bytes: self.bytes,
+            blocks: self.blocks,
+            prev: self.prev,
+            fits: self.fits,
+            mean: self.mean,
+            most: self.most,
+            bstart: self.bstart,
+            per_len: self.per_len,
+            crc: self.crc,
+        }
+    }
+
+    /// The encoder `at` was taken of, on its buffers (as it left them).
+    pub(super) fn resume(buf: &'a mut Vec<u8>, skip: &'a mut Vec<u8>, at: &EncAt) -> Enc<'a> {
+        Enc {
+            buf,
+            skip,
+            n: at.n,
+            bytes: at.bytes,
+            blocks: at.blocks,
+            prev: at.prev,
+            fits: at.fits,
+            mean: at.mean,
+            most: at.most,
+            bn: 0,
+            bstart: at.bstart,
+            best: (0, 0, 0.0),
+            per_len: at.per_len,
+            crc: at.crc,
+        }
+    }
+
     /// An encoder that goes on after the blocks `c` copied (none: from a word's first
     /// posting), with the word's reference mean length and the CRC of the sink's bytes so far.
     pub(super) fn after(buf: &'a mut Vec<u8>, skip: &'a mut Vec<u8>, c: &Copied, mean: u32, crc: u32) -> Enc<'a> {

@@ -21,14 +21,14 @@
 //! renamed over the old file. A kill between steps leaves the temp files (removed at the next
 //! open) and the old file, a valid base for the log.
 
-use super::encode::{push_page, DocPages, Enc, Out};
-use super::postings::{each_posting, Source};
+use super::encode::{push_page, DocPages, Enc, EncAt, Out};
+use super::postings::{each_posting, Resume, Source};
 use super::{FileNames, Parts, Stamp, WriteScratch};
 use crate::error::Result;
 use crate::limits::TEXT_MERGE_STEP_MILLIS;
 use crate::memory::hash::{crc32, crc32_continue};
 use crate::memory::store::checkpoint::Put;
-use crate::memory::store::recall::disk::{DictCursor, DiskIndex};
+use crate::memory::store::recall::disk::{Copied, DictCursor, DiskIndex};
 use crate::memory::store::recall::file::{
     DICT_PAGE, DOC_PAGE, ENTRY_TAIL, FORMAT, HEADER_BYTES, MAGIC, SKIP_ENTRY, SKIP_GROUP,
 };
@@ -80,6 +80,38 @@ pub(in crate::memory::store) struct Job {
     at: Progress,
 }
 
+/// A word a step's time ran out in, between two of its blocks: what the next step goes on
+/// with (its postings counted, or being written).
+struct InHand {
+    word: [u8; 256],
+    len: usize,
+    src: Source,
+    /// The base's blocks kept as they are (a clean base), and the word's reference mean.
+    copied: Option<Copied>,
+    mean: u32,
+    /// The base's document its walk starts at (after the copied blocks), and the skip
+    /// entries of those blocks.
+    from: u32,
+    skip_copied: usize,
+    /// Where its walk goes on, and the encoder's place.
+    next: Resume,
+    enc: EncAt,
+    /// `None` while counting; then what the count found, as its entry says.
+    counted: Option<Counted>,
+}
+
+/// A word's postings as counted: postings, bytes, blocks, its last document, its largest
+/// impact, where they start in the new file.
+#[derive(Clone, Copy)]
+struct Counted {
+    n: u32,
+    bytes: u32,
+    blocks: u32,
+    last: u32,
+    most: u16,
+    postings_at: u64,
+}
+
 /// Where a job is, and what it has written.
 struct Progress {
     stamp: Stamp,
@@ -110,6 +142,10 @@ struct Progress {
     doc_table_crc: u32,
     doc_pages: u32,
     dict_pages: u32,
+    /// Postings walked (counted or written) by the step under way.
+    walked: u64,
+    /// The word a step's time ran out in, if any.
+    hand: Option<InHand>,
 }
 
 /// Whether a step's time is up.
@@ -211,8 +247,15 @@ impl Job {
             doc_table_crc: 0,
             doc_pages: 0,
             dict_pages: 0,
+            walked: 0,
+            hand: None,
         };
         Ok(Job { file, dict, path: dir.join(names.file), tmp, dict_tmp, at })
+    }
+
+    /// Postings the last step walked (a word's counted and written each count).
+    pub(in crate::memory::store) fn walked(&self) -> u64 {
+        self.at.walked
     }
 
     /// Removes the job's temp files (a job dropped, or failed).
@@ -236,6 +279,7 @@ impl Job {
             core::mem::take(&mut sc.term),
             core::mem::take(&mut sc.skip),
         );
+        self.at.walked = 0;
         let res = self.at.run((&mut self.file, &mut self.dict, &self.dict_tmp), parts, sc, &mut bufs, deadline);
         let res = match res {
             Ok(true) => self.write_header().map(|_| true),
@@ -455,7 +499,9 @@ impl Progress {
     }
 
     /// The words of base and delta in byte order, each with its current postings in
-    /// blocks and its skip table, and its dictionary entry; `true` once all are written.
+    /// blocks and its skip table, and its dictionary entry; `true` once all are written. A
+    /// word whose postings outlast the step is left in hand, between two of its blocks, and
+    /// the next step goes on with it.
     fn words(
         &mut self,
         base: &mut DiskIndex,
@@ -465,43 +511,88 @@ impl Progress {
         (term_buf, skip_buf): (&mut Vec<u8>, &mut Vec<u8>),
         deadline: Option<Instant>,
     ) -> Result<bool> {
-        let mut word = [0u8; 256];
         loop {
-            let dword = sc.sorted.get(self.di).map(|&t| delta.term_text(t));
-            let bw = self.bnext.map(|(len, _)| self.bword.get(..len).unwrap_or(&[]));
-            let (src, len) = match (bw, dword) {
-                (None, None) => return Ok(true),
-                (Some(b), d) if d.is_none_or(|d| b < d) => {
-                    let len = b.len();
-                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(b);
-                    (Source { base: self.bnext.map(|x| x.1), term: None }, len)
+            if self.hand.is_none() {
+                let mut word = [0u8; 256];
+                let dword = sc.sorted.get(self.di).map(|&t| delta.term_text(t));
+                let bw = self.bnext.map(|(len, _)| self.bword.get(..len).unwrap_or(&[]));
+                let (src, len) = match (bw, dword) {
+                    (None, None) => return Ok(true),
+                    (Some(b), d) if d.is_none_or(|d| b < d) => {
+                        let len = b.len();
+                        word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(b);
+                        (Source { base: self.bnext.map(|x| x.1), term: None }, len)
+                    }
+                    (Some(b), Some(d)) if b == d => {
+                        let len = b.len();
+                        word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(b);
+                        (Source { base: self.bnext.map(|x| x.1), term: sc.sorted.get(self.di).copied() }, len)
+                    }
+                    (_, Some(d)) => {
+                        let len = d.len();
+                        word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(d);
+                        (Source { base: None, term: sc.sorted.get(self.di).copied() }, len)
+                    }
+                    (Some(_), None) => return Ok(true),
+                };
+                if src.base.is_some() {
+                    self.bnext = base.next_word(&mut self.cursor, &mut self.bword)?;
                 }
-                (Some(b), Some(d)) if b == d => {
-                    let len = b.len();
-                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(b);
-                    (Source { base: self.bnext.map(|x| x.1), term: sc.sorted.get(self.di).copied() }, len)
+                if src.term.is_some() {
+                    self.di += 1;
                 }
-                (_, Some(d)) => {
-                    let len = d.len();
-                    word.get_mut(..len).unwrap_or(&mut []).copy_from_slice(d);
-                    (Source { base: None, term: sc.sorted.get(self.di).copied() }, len)
-                }
-                (Some(_), None) => return Ok(true),
-            };
-            if src.base.is_some() {
-                self.bnext = base.next_word(&mut self.cursor, &mut self.bword)?;
+                self.hand = Some(self.begin(base, (term_buf, skip_buf), (word, len, src))?);
             }
-            if src.term.is_some() {
-                self.di += 1;
+            if !self.word(base, delta, sc, (out, dout), (term_buf, skip_buf), deadline)? {
+                return Ok(false);
             }
-            self.word(base, delta, sc, (out, dout), (term_buf, skip_buf), (word.get(..len).unwrap_or(&[]), src))?;
             if over(deadline) {
                 return Ok(false);
             }
         }
     }
 
-    /// One word: its postings, skip table and dictionary entry.
+    /// A word taken in hand: its blocks a clean base keeps as they are (no document taken
+    /// out: renumbering changes nothing; all of them when the delta adds nothing, else all
+    /// but a last one not full, encoded again with the delta's postings), and where its
+    /// walk starts.
+    fn begin(
+        &self,
+        base: &mut DiskIndex,
+        (term_buf, skip_buf): (&mut Vec<u8>, &mut Vec<u8>),
+        (word, len, src): ([u8; 256], usize, Source),
+    ) -> Result<InHand> {
+        skip_buf.clear();
+        let copied = match src.base.filter(|_| self.clean) {
+            Some(b) => Some(base.full_blocks(&b, src.term.is_none(), skip_buf)?),
+            None => None,
+        };
+        let c = copied.unwrap_or_default();
+        let (mean, from) = match (copied, src.base) {
+            (Some(_), Some(b)) => (b.mean, c.last.map_or(0, |l| l + 1)),
+            _ => (self.mean, 0),
+        };
+        let skip_copied = skip_buf.len();
+        let enc = Enc::after(term_buf, skip_buf, &c, mean, 0);
+        enc.buf.clear();
+        Ok(InHand {
+            word,
+            len,
+            src,
+            copied,
+            mean,
+            from,
+            skip_copied,
+            next: Resume::from(from),
+            enc: enc.at(),
+            counted: None,
+        })
+    }
+
+    /// The word in hand: its postings counted (kept in the term buffer if they fit), its
+    /// entry and copied blocks written, its postings written (from the buffer, or walked
+    /// again), its skip table and dictionary entry. Each walk stops at the end of a block
+    /// once `deadline` has passed (`false`: the word stays in hand).
     fn word(
         &mut self,
         base: &mut DiskIndex,
@@ -509,79 +600,111 @@ impl Progress {
         sc: &mut WriteScratch,
         (out, dout): (&mut Out<'_>, &mut Out<'_>),
         (term_buf, skip_buf): (&mut Vec<u8>, &mut Vec<u8>),
-        (w, src): (&[u8], Source),
+        deadline: Option<Instant>,
+    ) -> Result<bool> {
+        let Some(mut h) = self.hand.take() else { return Ok(true) };
+        let c = h.copied.unwrap_or_default();
+        let counted = match h.counted {
+            Some(counted) => counted,
+            None => {
+                // Count: postings, bytes, blocks (kept in the term buffer if they fit).
+                let mut enc = Enc::resume(term_buf, skip_buf, &h.enc);
+                let walked = &mut self.walked;
+                let stop = each_posting(base, delta, sc, h.src, h.next, |nd, tf, l| {
+                    *walked += 1;
+                    enc.push(nd, tf, l, None)?;
+                    Ok(enc.bn == 0 && over(deadline))
+                })?;
+                if let Some(next) = stop {
+                    (h.next, h.enc) = (next, enc.at());
+                    self.hand = Some(h);
+                    return Ok(false);
+                }
+                enc.close(None, false)?;
+                let Enc { n, bytes, blocks, prev, fits, most, .. } = enc;
+                if n == 0 {
+                    return Ok(true);
+                }
+                // The body: the word, its postings, its skip table.
+                let w = h.word.get(..h.len).unwrap_or(&[]);
+                let postings_at = HEADER_BYTES as u64 + out.len + 1 + h.len as u64 + 12;
+                out.bytes(&[h.len as u8])?;
+                out.bytes(w)?;
+                out.bytes(&n.to_le_bytes())?;
+                out.bytes(&blocks.to_le_bytes())?;
+                out.bytes(&bytes.to_le_bytes())?;
+                let mut word_crc = 0u32;
+                if let (Some(b), Some(_)) = (h.src.base, h.copied) {
+                    // The copied blocks; all the word's bytes read, to check them against its CRC.
+                    let (mut at, mut left, mut check) = (b.at, u64::from(b.bytes), 0u32);
+                    let mut keep = u64::from(c.bytes);
+                    while left > 0 {
+                        let k = left.min(sc.input.len() as u64) as usize;
+                        let chunk = sc.input.get_mut(..k).unwrap_or(&mut []);
+                        base.read_at(chunk, at)?;
+                        check = crc32_continue(check, chunk);
+                        let take = chunk.get(..(keep.min(k as u64)) as usize).unwrap_or(&[]);
+                        out.bytes(take)?;
+                        word_crc = crc32_continue(word_crc, take);
+                        keep -= take.len() as u64;
+                        at += k as u64;
+                        left -= k as u64;
+                    }
+                    if check != b.crc {
+                        bail!(Io, "store.fts is damaged (the postings of a word do not check out)");
+                    }
+                }
+                let counted = Counted { n, bytes, blocks, last: prev.unwrap_or(0), most, postings_at };
+                if fits {
+                    out.bytes(term_buf)?;
+                    word_crc = crc32_continue(word_crc, term_buf);
+                    return self.word_end(sc, dout, (out, skip_buf), &h, counted, word_crc).map(|_| true);
+                }
+                // Walked again, to be written.
+                skip_buf.truncate(h.skip_copied);
+                let enc = Enc::after(term_buf, skip_buf, &c, h.mean, word_crc);
+                enc.buf.clear();
+                (h.next, h.enc, h.counted) = (Resume::from(h.from), enc.at(), Some(counted));
+                counted
+            }
+        };
+        let mut enc = Enc::resume(term_buf, skip_buf, &h.enc);
+        let walked = &mut self.walked;
+        let stop = each_posting(base, delta, sc, h.src, h.next, |nd, tf, l| {
+            *walked += 1;
+            enc.push(nd, tf, l, Some(&mut *out))?;
+            Ok(enc.bn == 0 && over(deadline))
+        })?;
+        if let Some(next) = stop {
+            (h.next, h.enc) = (next, enc.at());
+            self.hand = Some(h);
+            return Ok(false);
+        }
+        enc.close(Some(out), false)?;
+        if (enc.n, enc.bytes, enc.blocks) != (counted.n, counted.bytes, counted.blocks) {
+            bail!(Internal, "a word's postings changed between their count and their writing");
+        }
+        let word_crc = enc.crc;
+        self.word_end(sc, dout, (out, skip_buf), &h, counted, word_crc).map(|_| true)
+    }
+
+    /// A word's skip table after its postings, and its dictionary entry.
+    fn word_end(
+        &mut self,
+        sc: &mut WriteScratch,
+        dout: &mut Out<'_>,
+        (out, skip_buf): (&mut Out<'_>, &mut Vec<u8>),
+        h: &InHand,
+        counted: Counted,
+        word_crc: u32,
     ) -> Result<()> {
-        let len = w.len();
-        // A clean base (no document taken out: renumbering changes nothing) keeps the
-        // word's full blocks byte for byte (all of them when the delta adds nothing); its
-        // last block, when not full, is encoded again with the delta's postings.
-        skip_buf.clear();
-        let copied = match src.base.filter(|_| self.clean) {
-            Some(b) => Some(base.full_blocks(&b, src.term.is_none(), skip_buf)?),
-            None => None,
-        };
-        let c = copied.unwrap_or_default();
-        let (word_mean, from) = match (copied, src.base) {
-            (Some(_), Some(b)) => (b.mean, c.last.map_or(0, |l| l + 1)),
-            _ => (self.mean, 0),
-        };
-        let fresh = Enc::after(term_buf, skip_buf, &c, word_mean, 0);
-        // Count: postings, bytes, blocks (kept in the term buffer if they fit).
-        let skip_len = fresh.skip.len();
-        let mut enc = fresh;
-        enc.buf.clear();
-        each_posting(base, delta, sc, src, from, |nd, tf, l| enc.push(nd, tf, l, None))?;
-        enc.close(None, false)?;
-        let Enc { n, bytes, blocks, prev, fits, most, .. } = enc;
-        if n == 0 {
-            return Ok(());
-        }
-        // The body: the word, its postings, its skip table.
-        let postings_at = HEADER_BYTES as u64 + out.len + 1 + len as u64 + 12;
-        out.bytes(&[len as u8])?;
-        out.bytes(w)?;
-        out.bytes(&n.to_le_bytes())?;
-        out.bytes(&blocks.to_le_bytes())?;
-        out.bytes(&bytes.to_le_bytes())?;
-        let mut word_crc = 0u32;
-        if let (Some(b), Some(_)) = (src.base, copied) {
-            // The copied blocks; all the word's bytes read, to check them against its CRC.
-            let (mut at, mut left, mut check) = (b.at, u64::from(b.bytes), 0u32);
-            let mut keep = u64::from(c.bytes);
-            while left > 0 {
-                let k = left.min(sc.input.len() as u64) as usize;
-                let chunk = sc.input.get_mut(..k).unwrap_or(&mut []);
-                base.read_at(chunk, at)?;
-                check = crc32_continue(check, chunk);
-                let take = chunk.get(..(keep.min(k as u64)) as usize).unwrap_or(&[]);
-                out.bytes(take)?;
-                word_crc = crc32_continue(word_crc, take);
-                keep -= take.len() as u64;
-                at += k as u64;
-                left -= k as u64;
-            }
-            if check != b.crc {
-                bail!(Io, "store.fts is damaged (the postings of a word do not check out)");
-            }
-        }
-        if fits {
-            out.bytes(term_buf)?;
-            word_crc = crc32_continue(word_crc, term_buf);
-        } else {
-            skip_buf.truncate(skip_len);
-            let mut enc = Enc::after(term_buf, skip_buf, &c, word_mean, word_crc);
-            enc.buf.clear();
-            each_posting(base, delta, sc, src, from, |nd, tf, l| enc.push(nd, tf, l, Some(out)))?;
-            enc.close(Some(out), false)?;
-            word_crc = enc.crc;
-        }
+        let Counted { n, bytes, blocks, last, most, postings_at } = counted;
         if blocks > 1 {
             for group in skip_buf.chunks(SKIP_GROUP * SKIP_ENTRY) {
                 out.bytes(group)?;
                 out.bytes(&crc32(group).to_le_bytes())?;
             }
         }
-        let last = prev.unwrap_or(0);
         // The dictionary, in pages of DICT_PAGE words.
         if (self.terms as usize).is_multiple_of(DICT_PAGE) {
             if self.terms > 0 {
@@ -590,6 +713,8 @@ impl Progress {
             push_page(&mut sc.pages, dout.len as u32)?;
             self.page_crc = 0;
         }
+        let w = h.word.get(..h.len).unwrap_or(&[]);
+        let len = h.len;
         let mut tail = [0u8; ENTRY_TAIL];
         let mut t = Put { buf: &mut tail, at: 0 };
         t.u32(n);
@@ -599,7 +724,7 @@ impl Progress {
         t.u32(last);
         t.u32(blocks);
         t.bytes(&most.to_le_bytes());
-        t.u32(word_mean);
+        t.u32(h.mean);
         dout.bytes(&[len as u8])?;
         dout.bytes(w)?;
         dout.bytes(&tail)?;

@@ -106,6 +106,10 @@ impl Store {
         if self.log.read_only() || self.log.in_batch() {
             return;
         }
+        // Merges a due checkpoint asked for start now; their steps from the next cycle.
+        if self.start_merges_due() {
+            return;
+        }
         if self.recall.job.is_none() {
             // The cold store's, when the live index has none under way (one a cycle).
             return self.cold_merge_step();
@@ -132,7 +136,11 @@ impl Store {
         let Some((job, covered)) = self.recall.job.take() else { return Ok(()) };
         if let Some(mut job) = job {
             let r = &mut self.recall;
-            match job.step((&mut r.base, &r.index, None), &mut r.scratch, deadline) {
+            let res = job.step((&mut r.base, &r.index, None), &mut r.scratch, deadline);
+            if deadline.is_some() {
+                r.step_postings_most = r.step_postings_most.max(job.walked());
+            }
+            match res {
                 Ok(Some(_)) => {}
                 Ok(None) => {
                     self.recall.job = Some((Some(job), covered));
