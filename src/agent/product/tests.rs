@@ -464,6 +464,28 @@ fn an_outline_item_with_a_word_in_capitals_longer_than_an_acronym_is_not_planned
 /// seven opened "Plant it indoors ..." (docs/measurements.md, session 24). A unit about a
 /// planned subject opens with its subject. A unit with a name of its own is told apart by its
 /// name: its text may open like another's ("A type of star that ...").
+/// Saves `first` as the product of `task` and asserts that it is new, that `again` is a repeat
+/// of it and that `other` is not; returns the store, the product and the working set.
+fn again_and_other(
+    task: &str,
+    first: &str,
+    again: &str,
+    other: &str,
+) -> (std::path::PathBuf, Store, Product, WorkingSet) {
+    let (d, mut s) = store("product-again");
+    let mut p = Product::new();
+    let w = working(task);
+    view(&mut p, &w, &mut s, task);
+    let key = save(&p, &mut s, first);
+    assert_eq!(p.judge(&key, first), Verdict::New, "{first}");
+    p.saved(first);
+    for (text, repeat) in [(again, true), (other, false)] {
+        let key = p.file(p.key().unwrap(), text).unwrap().unwrap();
+        assert_eq!(matches!(p.judge(&key, text), Verdict::Repeat(_)), repeat, "{text}");
+    }
+    (d, s, p, w)
+}
+
 #[test]
 fn a_unit_that_opens_with_a_stored_units_first_words_of_content_is_a_repeat() {
     for (task, first, again, other) in [
@@ -511,17 +533,7 @@ fn a_unit_that_opens_with_a_stored_units_first_words_of_content_is_a_repeat() {
             "Jupiter takes twelve years to go once around the Sun.",
         ),
     ] {
-        let (_d, mut s) = store("product-openings");
-        let mut p = Product::new();
-        let w = working(task);
-        view(&mut p, &w, &mut s, task);
-        let key = save(&p, &mut s, first);
-        assert_eq!(p.judge(&key, first), Verdict::New, "{first}");
-        p.saved(first);
-        for (text, repeat) in [(again, true), (other, false)] {
-            let key = p.file(p.key().unwrap(), text).unwrap().unwrap();
-            assert_eq!(matches!(p.judge(&key, text), Verdict::Repeat(_)), repeat, "{text}");
-        }
+        let (_d, mut s, mut p, w) = again_and_other(task, first, again, other);
         // Shown in the view of the next cycle, too.
         view(&mut p, &w, &mut s, task);
         let key = p.file(p.key().unwrap(), again).unwrap().unwrap();
@@ -642,17 +654,7 @@ fn a_unit_that_says_a_stored_unit_again_in_other_words_is_a_repeat() {
             "A colony has one queen, who lays up to two thousand eggs a day.",
         ),
     ] {
-        let (_d, mut s) = store("product-gist");
-        let mut p = Product::new();
-        let w = working(task);
-        view(&mut p, &w, &mut s, task);
-        let key = save(&p, &mut s, first);
-        assert_eq!(p.judge(&key, first), Verdict::New, "{first}");
-        p.saved(first);
-        for (text, repeat) in [(again, true), (other, false)] {
-            let key = p.file(p.key().unwrap(), text).unwrap().unwrap();
-            assert_eq!(matches!(p.judge(&key, text), Verdict::Repeat(_)), repeat, "{text}");
-        }
+        let (_d, mut s, mut p, _) = again_and_other(task, first, again, other);
         // Stored, beyond what the view shows, too.
         assert!(p.repeats_stored(&mut s, again), "{again}");
         assert!(!p.repeats_stored(&mut s, other), "{other}");
