@@ -284,11 +284,11 @@ const GIST_SHARED_MIN: usize = 3;
 /// The distinct stems of a unit's words of content ([`content_words`]), sorted: what it says,
 /// whatever it opens with. Empty for a named unit, whose name tells it apart.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Gist(ArrayVec<u32, TEXT_WORDS_MAX>);
+pub(super) struct Gist(ArrayVec<u32, TEXT_WORDS_MAX>);
 
 impl Gist {
     /// The gist of `value` for a task in `lang` with the words `task_words`.
-    pub fn of(value: &str, lang: &Lang, task_words: &[Word], named: bool) -> Gist {
+    pub(super) fn of(value: &str, lang: &Lang, task_words: &[Word], named: bool) -> Gist {
         let mut g = ArrayVec::new();
         if named {
             return Gist(g);
@@ -304,7 +304,7 @@ impl Gist {
     }
 
     /// Whether the two share [`GIST_SHARED_MIN`] stems or more, and half of the shorter's.
-    pub fn alike(&self, other: &Gist) -> bool {
+    pub(super) fn alike(&self, other: &Gist) -> bool {
         let (a, b) = (self.0.as_slice(), other.0.as_slice());
         let shared = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
         shared >= GIST_SHARED_MIN && shared * 2 >= a.len().min(b.len())
