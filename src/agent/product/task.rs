@@ -293,9 +293,6 @@ impl Task {
                 // end it ("terms in storage"), but those within it ("a new language").
                 end = at + 1 + after.iter().rposition(|w| !lang.is_task_word(w)).map_or(0, |i| i + 1);
             }
-            while end > at + 1 && t.get(end - 1).is_some_and(|w| lang.is_sentence_word(w)) {
-                end -= 1;
-            }
             for (i, w) in t.get(start..end).unwrap_or(&[]).iter().enumerate() {
                 let sep = if i == 0 { "" } else { " " };
                 let w = if start + i == at && !what.is_empty() { units } else { w };
