@@ -20,6 +20,9 @@
 //! Crash safety is the one-go merge's: temp files created exclusively, the header last, synced,
 //! renamed over the old file. A kill between steps leaves the temp files (removed at the next
 //! open) and the old file, a valid base for the log.
+//!
+//! Its part: `words` writes the words of base and delta, one at a time, a word too long for a
+//! step held in hand until the next.
 
 use super::encode::{push_page, DocPages, Enc, EncAt, Out};
 use super::postings::{each_posting, Resume, Source};
