@@ -12,8 +12,14 @@ a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent
      google/gemma-3-270m, the PRETRAINED base model (no chat template in the GGUF), Q4_K_M, in
      four chunks; assembled (sha256 checked) into CACHE/models/gemma-3-270m-q4_k_m.gguf. It is
      the base model of the check and the model that writes German.
-2. Start `python -m llama_cpp.server` (2 threads) on a free port (log in a temp dir) and send one
-   tiny completion. If that fails (some CPUs crash 0.3.36 on quantized models), restart once
+2. Start the server (2 threads) on a free port (log in a temp dir) and send one tiny completion.
+   MODEL_CHECK_SERVER says which: `llama-cpp-python` (the default; `python -m llama_cpp.server`)
+   or `llama-server`, llama.cpp's own server, built once (minutes) from the llama.cpp sources
+   the pinned llama-cpp-python sdist vendors, with the pinned cmake and ninja of BUILD_TOOLS,
+   into CACHE/llama-server-build. llama-server computes log-probabilities natively (the Python
+   server sorts the vocabulary in Python for each token, which doubles an outline's time) and
+   takes `response_format` `json_schema` itself (no shim), as the servers users run do.
+   For llama-cpp-python:  If that fails (some CPUs crash 0.3.36 on quantized models), restart once
    through a launcher that loads the model with use_extra_bufts=False (MODEL_CHECK_SAFE_BUFTS=1:
    start so).
 3. Grammar acceptance: every state of `lkjagent grammar --list-states` gets its GBNF from
@@ -32,7 +38,7 @@ a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent
      you to read, none counted kept.
    - Modes: "auto" is the agent's default (a GBNF grammar on this server), "json_schema" runs
      through tools/schema_shim.py (in-process, loopback), which maps response_format json_schema
-     onto llama-cpp-python's json_object with a schema, "off" is unconstrained; MODE@completion
+     onto llama-cpp-python's json_object with a schema (llama-server takes it as it is), "off" is unconstrained; MODE@completion
      runs MODE through /v1/completions. Default: "auto" on an instruct model, "auto@completion"
      on a base model.
    - Model: MODEL_CHECK_MODEL=smollm2|gemma3 runs every task on that model; unset, the English
@@ -94,6 +100,18 @@ TASK = model_judge.TASKS[0][3]
 LOG_PREFIXES = ("think_log", "evaluation_log", "command_log")
 
 
+SERVER = os.environ.get("MODEL_CHECK_SERVER", "").strip() or "llama-cpp-python"
+SERVERS = ("llama-cpp-python", "llama-server")
+BUILD_TOOLS = {"cmake": "4.4.5", "ninja": "1.13.2"}
+LLAMA_SERVER_BUILD = CACHE / "llama-server-build"
+LLAMA_SERVER_BIN = LLAMA_SERVER_BUILD / "bin" / "llama-server"
+# llama.cpp's build options for the server alone: no network client, no web UI, no tests.
+LLAMA_SERVER_CMAKE = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_SERVER=ON",
+                      "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+                      "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF",
+                      "-DLLAMA_USE_PREBUILT_UI=OFF"]
+
+
 class ToolError(Exception):
     """The tooling itself failed (not a missed target)."""
 
@@ -144,6 +162,37 @@ def install(models=(DEFAULT_MODEL,)):
             run(pip + ["llama-cpp-python[server]==0.3.36"], stdout=logf, stderr=subprocess.STDOUT, env=env)
     if not installed(wanted):
         raise ToolError(f"the install in {VENV} did not give {wanted}")
+
+
+def ensure_llama_server():
+    """llama.cpp's own server, built from the sources the pinned llama-cpp-python sdist vendors."""
+    if LLAMA_SERVER_BIN.exists():
+        return
+    tools = CACHE / "buildtools"
+    tpy = tools / "bin" / "python"
+    if not tpy.exists():
+        run([sys.executable, "-m", "venv", tools])
+    version = SERVER_PACKAGES["llama_cpp_python"]
+    src = CACHE / "src"
+    sdist = src / f"llama_cpp_python-{version}.tar.gz"
+    say(f"building llama-server from llama-cpp-python {version}'s sources (minutes; log {CACHE / 'build.log'})")
+    with open(CACHE / "build.log", "ab") as logf:
+        run([tpy, "-m", "pip", "install", "--disable-pip-version-check"] + [f"{p}=={v}" for p, v in BUILD_TOOLS.items()],
+            stdout=logf, stderr=subprocess.STDOUT)
+        if not sdist.exists():
+            run([tpy, "-m", "pip", "download", "--disable-pip-version-check", "--no-deps", "--no-binary", ":all:",
+                 "--no-build-isolation", "-d", src, f"llama-cpp-python=={version}"], stdout=logf, stderr=subprocess.STDOUT)
+        tree = src / f"llama_cpp_python-{version}"
+        if not (tree / "vendor" / "llama.cpp" / "CMakeLists.txt").exists():
+            run(["tar", "xzf", sdist, "-C", src, f"llama_cpp_python-{version}/vendor/llama.cpp"],
+                stdout=logf, stderr=subprocess.STDOUT)
+        env = dict(os.environ, PATH=f"{tools / 'bin'}:{os.environ.get('PATH', '')}")
+        run([tools / "bin" / "cmake", "-S", tree / "vendor" / "llama.cpp", "-B", LLAMA_SERVER_BUILD, "-G", "Ninja"]
+            + LLAMA_SERVER_CMAKE, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        run([tools / "bin" / "ninja", "-C", LLAMA_SERVER_BUILD, "-j2", "llama-server"],
+            stdout=logf, stderr=subprocess.STDOUT, env=env)
+    if not LLAMA_SERVER_BIN.exists():
+        raise ToolError(f"the build gave no {LLAMA_SERVER_BIN}; see {CACHE / 'build.log'}")
 
 
 ASSEMBLE = "import sys, %s as p; print(p.assemble(sys.argv[1]))"
@@ -206,7 +255,10 @@ class Server:
         self.safe = safe
         args = ["--model", self.model, "--host", "127.0.0.1", "--port", str(self.port),
                 "--n_ctx", "8192", "--n_threads", "2", "--verbose", "true"]
-        if safe:
+        if SERVER == "llama-server":  # one slot: the whole context, and one prompt cache
+            cmd = [str(LLAMA_SERVER_BIN), "--model", self.model, "--host", "127.0.0.1", "--port", str(self.port),
+                   "--ctx-size", "8192", "--threads", "2", "--parallel", "1"]
+        elif safe:
             launcher = self.log_path.parent / "launcher.py"
             launcher.write_text(LAUNCHER)
             cmd = [str(VPY), str(launcher)] + args
@@ -252,6 +304,10 @@ class Server:
         self.proc = None
 
     def bring_up(self):
+        if SERVER == "llama-server":
+            if not self.start(safe=False):
+                raise ToolError("llama-server failed its first completion; its log ends:\n" + self.tail())
+            return
         if os.environ.get("MODEL_CHECK_SAFE_BUFTS") != "1":
             if self.start(safe=False):
                 return
@@ -466,7 +522,13 @@ def figures(rows, wall, rc, export, cfg, server_log, stderr, task, before_keys=(
     lat = sorted(r["latency_ms"] / 1000 for r in rows if isinstance(r.get("latency_ms"), (int, float)))
     f["p50"] = lat[len(lat) // 2] if lat else None
     hits = [(int(n), int(m)) for n, m in PREFIX_HIT.findall(server_log)]
-    f["reeval"] = sum(m for _, m in hits) + max(0, f["sent"] - sum(n + m for n, m in hits)) if f["sent"] else None
+    cached = [r["cached_tokens"] for r in rows if isinstance(r.get("cached_tokens"), int)]
+    if not f["sent"]:
+        f["reeval"] = None
+    elif hits:
+        f["reeval"] = sum(m for _, m in hits) + max(0, f["sent"] - sum(n + m for n, m in hits))
+    else:  # a server that says in its replies what it reused (llama-server)
+        f["reeval"] = f["sent"] - sum(cached) if cached else None
     f["requests"] = server_log.count("POST /v1/chat/completions") + server_log.count("POST /v1/completions")
     cached = [r.get("cached_tokens") for r in rows if r.get("cached_tokens") is not None]
     f["cached"] = sum(cached) if cached else None
@@ -559,9 +621,13 @@ def main():
         print(line, flush=True)
         report.append(line)
 
+    if SERVER not in SERVERS:
+        raise ToolError(f"MODEL_CHECK_SERVER={SERVER}: not one of {', '.join(SERVERS)}")
     runs = plan_runs()
     models = [m for m in MODELS if any(r[0] == m for r in runs)]
     install(models)
+    if SERVER == "llama-server":
+        ensure_llama_server()
     ensure_binary()
     tmp = Path(tempfile.mkdtemp(prefix="lkjagent-model-check-"))
     servers, figs = [], {}
@@ -576,7 +642,7 @@ def main():
             servers.append(server)
             server.bring_up()
             out(f"\nmodel {model} ({kind}, {', '.join(f'{p}=={v}' for p, v in MODELS[model][0].items())}): {gguf}")
-            out(f"server: {server.base}" + (", use_extra_bufts=False" if server.safe else ", stock settings"))
+            out(f"server: {SERVER} at {server.base}" + (", use_extra_bufts=False" if server.safe else ", stock settings"))
             mine = [r for r in runs if r[0] == model]
             grammars_ok, shim = None, None
             if any(not m.startswith("off") for _, m, _, _ in mine):
@@ -585,7 +651,7 @@ def main():
                 if grammars_ok is False:
                     out("a grammar was rejected: constrained modes are not run (they would kill the server)")
                     mine = [r for r in mine if r[1].startswith("off")]
-            if any(m.startswith("json_schema") for _, m, _, _ in mine):
+            if SERVER == "llama-cpp-python" and any(m.startswith("json_schema") for _, m, _, _ in mine):
                 checker = SchemaChecker(gguf)
                 shim = schema_shim.Shim(server.base, check=checker).start()
                 out(f"schema shim: {shim.base} -> {server.base}")
