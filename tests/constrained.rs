@@ -725,6 +725,48 @@ fn an_outline_is_the_surest_of_its_samples() {
     assert_eq!(follower.chats().len(), 2, "the probe and one outline");
 }
 
+/// A sample of the first outline that says one thing again and again is written surely,
+/// because the model copies itself (a probe's heart facts: "The human heart is a wonder of
+/// science and engineering." three times); it is not the plan when another sample yields more
+/// than twice as many items that differ by the product's own rules.
+#[test]
+fn an_outline_sample_that_says_one_thing_again_is_not_taken_however_sure() {
+    const SAME: &str = "The soil of a tomato plant is a wonder of science and engineering.\n\
+        2. The soil of a tomato plant is a wonder of science and engineering, truly.\n\
+        3. The soil of a tomato plant is a wonder of science and engineering and art.\n";
+    const DISTINCT: &str = "Spread a thick layer of straw around the stems to keep the soil moist.\n\
+        2. Water the plants deeply at the base early in the morning, never at night.\n\
+        3. Tie each stem loosely to a wooden stake as the plant grows taller.\n\
+        4. Pinch off the small shoots that grow between the main stem and the branches.\n";
+    let outlines = std::sync::Arc::new(AtomicUsize::new(0));
+    let n = outlines.clone();
+    let server = outline_server(move |g, _| {
+        let prefix = literal_after(g, "</tags><value>\"");
+        // The first sample says one thing three times, most surely; the second says four
+        // things less surely; the third is run-together words, unsurely.
+        let (items, logprob) = match n.fetch_add(1, Ordering::Relaxed) {
+            0 => (SAME, -0.2),
+            1 => (DISTINCT, -1.5),
+            _ => ("Asibet ofmat\n2. Arelatetm iau\n", -4.0),
+        };
+        let content = format!(
+            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{prefix}{items}</value></action>\n</agent>"
+        );
+        let from = content.find("<value>").unwrap() + "<value>".len();
+        let to = content.find("</value>").unwrap();
+        scored_reply(&content, |i| if (from..to).contains(&i) { logprob } else { -1.0 })
+    });
+    let d = shipped_dir("yield", &server.url("/v1/chat/completions"), "auto");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
+    let mut a = agent(&d);
+    let r = a.cycle(&mut |_| {}, &|| false).unwrap();
+    assert!(r.error.is_none() && !r.invalid_reply, "{r:?}");
+    assert_eq!(outlines.load(Ordering::Relaxed), 3, "a first outline is asked three times");
+    let ids: Vec<_> = a.store.ids().collect();
+    let saved: Vec<String> = ids.iter().filter_map(|&id| a.store.value(id).ok().map(str::to_string)).collect();
+    assert!(!saved.is_empty() && saved.iter().all(|v| DISTINCT.contains(v.as_str())), "{saved:?}");
+}
+
 /// An outline's item with a token the model gave less than one chance in 8,000 (a word it ran
 /// into, under the grammar) is neither saved nor planned. The exchange log records which items
 /// were unsure, so a replay of the run, which has no log-probabilities, stores the same.
