@@ -127,24 +127,31 @@ impl Model {
         pending: &mut Option<Error>,
         progress: &mut dyn FnMut(u64),
         should_stop: &dyn Fn() -> bool,
+        yields: &dyn Fn(&str) -> usize,
     ) -> Result<()> {
         match self {
             Model::Client(c) => {
                 reply.clear();
                 let comp = constrainer.ask(c, system, user, cycle, progress, should_stop)?;
                 reply.fill(&comp)?;
-                // A product's first outline is the surest of FIRST_OUTLINE_SAMPLES samples (the
-                // mean log-probability of its value's tokens). It sets the kind of every later
-                // one, and a list of run-together words is the model writing what it does not
-                // know (docs/measurements.md).
+                // A product's first outline is one of FIRST_OUTLINE_SAMPLES samples. It sets the
+                // kind of every later one, and a list of run-together words is the model
+                // writing what it does not know, so the surer sample (the mean log-probability
+                // of its value's tokens) is taken; but a list that says one thing again is
+                // sure because the model copies itself, so a sample that yields more than
+                // OUTLINE_YIELD_RATIO times as many distinct items (`yields`) wins whatever
+                // its certainty (docs/measurements.md, "Samples that say one thing again").
                 let Some(mut best) = constrainer.samples_more().then(|| outline_certainty(&comp)).flatten() else {
                     return Ok(());
                 };
+                let mut best_yield = outline_value(comp.content).map_or(0, yields);
                 for sample in 1..super::constrain::FIRST_OUTLINE_SAMPLES {
                     match constrainer.ask_again(c, system, user, cycle, sample, progress, should_stop) {
                         Ok(next) => {
-                            if let Some(sure) = outline_certainty(&next).filter(|s| *s > best) {
-                                best = sure;
+                            let Some(sure) = outline_certainty(&next) else { continue };
+                            let got = outline_value(next.content).map_or(0, yields);
+                            if takes_over((got, sure), (best_yield, best)) {
+                                (best, best_yield) = (sure, got);
                                 reply.clear();
                                 reply.fill(&next)?;
                             }
@@ -165,6 +172,24 @@ impl Model {
 
 /// The last reply, copied out of the model source into buffers reserved once, so the cycle
 /// can read it while it changes memory.
+/// How many times as many distinct items a sample of the first outline must yield to be taken
+/// over a surer one ([`Model::ask`]).
+pub const OUTLINE_YIELD_RATIO: usize = 2;
+
+/// Whether a sample that yields `got.0` distinct items, written with certainty `got.1`, is
+/// taken over the one in hand, `have`: it yields more than [`OUTLINE_YIELD_RATIO`] times as
+/// many, or it is surer and the one in hand does not yield that many times as many as it.
+fn takes_over(got: (usize, f64), have: (usize, f64)) -> bool {
+    let ((n, sure), (m, best)) = (got, have);
+    n > OUTLINE_YIELD_RATIO.saturating_mul(m) || (sure > best && m <= OUTLINE_YIELD_RATIO.saturating_mul(n))
+}
+
+/// An outline's value in a reply: what stands between `<value>` and `</value>`.
+fn outline_value(content: &str) -> Option<&str> {
+    let from = content.find("<value>")? + "<value>".len();
+    content.get(from..content.find("</value>")?)
+}
+
 /// The mean log-probability of the tokens of an outline's value (between `<value>` and
 /// `</value>`), as the server sent them; `None` without them.
 fn outline_certainty(c: &Completion<'_>) -> Option<f64> {

@@ -116,6 +116,7 @@ impl Agent {
             (None, text)
         };
         let cycle = self.memory.iteration + 1;
+        let product = &self.product;
         self.model.ask(
             &mut self.constrainer,
             system,
@@ -125,6 +126,7 @@ impl Agent {
             &mut self.pending_error,
             progress,
             should_stop,
+            &|value| product.outline_yield(value),
         )
     }
 

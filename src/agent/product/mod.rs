@@ -376,6 +376,42 @@ impl Product {
         !(slug(s, &mut own) && self.taken.as_slice().binary_search(&own).is_ok())
     }
 
+    /// How many items of an outline's value (`value`: the heading and the numbered list, as
+    /// a reply writes it) past the first subjects it was given are readable and unlike the
+    /// value's earlier items, by the rules a unit is judged by: a distinct opening and gist for
+    /// a unit in one sentence ([`judge::opening`], [`Gist`]), a distinct start for a name
+    /// ([`NAME_START_LETTERS`]), a distinct subject otherwise. A model that says one thing
+    /// again and again writes it surely, because it copies itself; this is what a sample of
+    /// the first outline yields beside how surely it was written
+    /// ([`crate::agent::model::Model::ask`]).
+    pub fn outline_yield(&self, value: &str) -> usize {
+        let mut keys: ArrayVec<u64, OUTLINE_STARTS_MAX> = ArrayVec::new();
+        let mut gists: ArrayVec<Gist, OUTLINE_STARTS_MAX> = ArrayVec::new();
+        for item in plan_items(value).skip(self.first.len()).take(OUTLINE_STARTS_MAX) {
+            let item = item.trim();
+            if !self.readable(item) {
+                continue;
+            }
+            let key = if is_sentence(item) {
+                let gist = self.gist(item);
+                if gists.iter().any(|g| g.alike(&gist)) {
+                    continue;
+                }
+                let _ = gists.push(gist);
+                self.opening(item)
+            } else if self.task.named {
+                name_start(item)
+                    .map_or(0, |k| k.iter().fold(0u64, |h, &c| h.wrapping_mul(0x110000).wrapping_add(u64::from(c))) | 1)
+            } else {
+                subject_hash(item.trim_end_matches('.').trim_end()) | 1
+            };
+            if key != 0 && !keys.as_slice().contains(&key) {
+                let _ = keys.push(key);
+            }
+        }
+        keys.len()
+    }
+
     /// Whether `text` names the product itself, the task or its entries
     /// ([`lang::Lang::product_words`]; not the task's unit, when that is one of them: "one
     /// task per entry"): it talks about the task, not its subject.

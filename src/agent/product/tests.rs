@@ -660,3 +660,27 @@ fn a_unit_that_says_a_stored_unit_again_in_other_words_is_a_repeat() {
         assert!(!p.repeats_stored(&mut s, other), "{other}");
     }
 }
+
+/// What an outline's sample yields: its readable items that differ by the rules a unit is
+/// judged by, each counted once: a unit in one sentence by its opening and gist, a name by its
+/// start, a subject by itself.
+#[test]
+fn an_outline_yields_the_items_that_differ_from_its_earlier_ones() {
+    let (_d, mut s) = store("product-yield");
+    let mut p = Product::new();
+    let w = working(TIPS);
+    view(&mut p, &w, &mut s, TIPS);
+    let same =
+        "Tips for growing tomatoes at home:\n1. The soil of a tomato plant is a wonder of science and engineering.\n\
+        2. The soil of a tomato plant is a wonder of science and engineering, truly.\n\
+        3. The soil of the plant is a wonder of science.\n";
+    assert_eq!(p.outline_yield(same), 1);
+    let distinct = "Tips for growing tomatoes at home:\n1. Spread a thick layer of straw around the stems to keep the soil moist.\n\
+        2. Water the plants deeply at the base early in the morning.\n3. Use mulch\n4. Use mulch\n5. Stake the plants\n";
+    assert_eq!(p.outline_yield(distinct), 4);
+    assert_eq!(p.outline_yield(""), 0);
+    let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
+    let w = working(task);
+    view(&mut p, &w, &mut s, task);
+    assert_eq!(p.outline_yield("Astronomy terms:\n1. Nebula\n2. Nebulae\n3. Galaxy\n4. Black hole\n"), 3);
+}
