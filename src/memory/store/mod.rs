@@ -248,6 +248,9 @@ pub struct Store {
     /// 1,048,576 entries): reserved at the first checkpoint for the slots' room, again only
     /// when the room grew, so that a due checkpoint allocates none.
     ckpt_crcs: Vec<u32>,
+    /// Bytes of the last checkpoint's file that the thread writing it checksummed itself
+    /// (the work a due checkpoint puts into its cycle beside the copy of the tables).
+    ckpt_checked_here: u64,
     /// The full-text index (built on first use).
     recall: recall::Recall,
     /// The capacity policy and its clean-ups (see [`cleanup`]).
@@ -359,6 +362,7 @@ impl Store {
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             ckpt_crcs: Vec::new(),
+            ckpt_checked_here: 0,
             recall: recall::Recall::new(),
             upkeep: cleanup::Upkeep::new(),
             cold_recall: cold::recall::ColdRecall::new(),

@@ -51,6 +51,8 @@
 mod format;
 mod read;
 mod sync;
+#[cfg(test)]
+mod tests;
 
 pub(in crate::memory::store) use format::{le32, le64, Head, In, Put};
 pub(in crate::memory::store) use read::read;
@@ -319,6 +321,8 @@ impl Store {
                 .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))
         });
         self.rbuf = out;
+        // Every CRC of the file was taken here, as it was written.
+        self.ckpt_checked_here = if res.is_ok() { file.metadata().map_or(0, |m| m.len()) } else { 0 };
         crcs.clear();
         self.ckpt_crcs = crcs;
         res

@@ -106,6 +106,13 @@ impl Store {
         self.checkpoint_syncing.is_some()
     }
 
+    /// Bytes of the last checkpoint's file whose checksums the caller's thread took itself,
+    /// while writing it (the rest were taken beside the cycle): the work a due checkpoint puts
+    /// into its cycle, beside the copy of the index.
+    pub fn checkpoint_checked_here(&self) -> u64 {
+        self.ckpt_checked_here
+    }
+
     /// The synced temp file renamed over `store.ckpt`, the directory synced.
     pub(in crate::memory::store) fn checkpoint_in_place(&mut self, covered: u64) -> Result<()> {
         let tmp = self.dir.join(TEMP_NAME);
