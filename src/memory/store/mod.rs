@@ -244,10 +244,12 @@ pub struct Store {
     wbuf: FixedBuf,
     rbuf: Vec<u8>,
     vbuf: String,
-    /// Each column block's CRC while a checkpoint is written (4 bytes a block, 164 KiB at
-    /// 1,048,576 entries): reserved at the first checkpoint for the slots' room, again only
-    /// when the room grew, so that a due checkpoint allocates none.
-    ckpt_crcs: Vec<u32>,
+    /// What finishing a checkpoint reads and counts with (a buffer of 256 KiB, and each column
+    /// block's CRC: 4 bytes a block, 164 KiB at 1,048,576 entries): reserved at the first
+    /// checkpoint for the slots' room, again only when the room grew or a finishing thread
+    /// let go of took them, so that a due checkpoint allocates none. Lent to the thread that
+    /// finishes a due checkpoint (`checkpoint::sync`).
+    ckpt_bufs: checkpoint::Bufs,
     /// Bytes of the last checkpoint's file that the thread writing it checksummed itself
     /// (the work a due checkpoint puts into its cycle beside the copy of the tables).
     ckpt_checked_here: u64,
@@ -361,7 +363,7 @@ impl Store {
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
-            ckpt_crcs: Vec::new(),
+            ckpt_bufs: checkpoint::Bufs::default(),
             ckpt_checked_here: 0,
             recall: recall::Recall::new(),
             upkeep: cleanup::Upkeep::new(),
@@ -411,7 +413,7 @@ impl Store {
             + self.links.ram_bytes()
             + self.recall.ram_bytes()
             + self.cold_recall.ram_bytes()
-            + self.ckpt_crcs.capacity() * 4
+            + self.ckpt_bufs.ram_bytes()
     }
 
     /// Size of the log in bytes.

@@ -1,9 +1,10 @@
-//! The checkpoint the cycle's upkeep takes, with its sync beside the cycle: the cycle writes
-//! `store.ckpt`'s temp file (the index as it is at that instant, so the file is consistent)
-//! and hands the file to a thread of its own that syncs it; a later cycle's upkeep, once that
-//! sync is done, renames the file into place and syncs the directory (a short step). The
-//! sync of the whole file (71 MB at 1,048,576 entries) is the part of a checkpoint a disk can
-//! stretch to hundreds of milliseconds.
+//! The checkpoint the cycle's upkeep takes, finished and synced beside the cycle: the cycle
+//! writes the body of `store.ckpt`'s temp file (the index as it is at that instant, so the
+//! file is consistent) and hands the file to a thread of its own that takes its checksums,
+//! writes its header (`finish`) and syncs it; a later cycle's upkeep, once that thread is
+//! done, renames the file into place and syncs the directory (a short step). The checksums
+//! (a pass over the whole file, 71 MB at 1,048,576 entries) were most of a checkpoint's
+//! cycle, and its sync is the part a disk can stretch to hundreds of milliseconds.
 //!
 //! Crash-safe as every write here: until the rename, `store.ckpt` is the old checkpoint (or
 //! none) and the log after it is replayed at open; the temp file a crash leaves is removed at
@@ -14,19 +15,20 @@
 //! lets go of a sync under way (its thread ends by itself; its file is removed or replaced),
 //! so that no later step renames a file that is not the one it synced.
 
+use super::finish::{finish, Bufs, Unfinished};
 use super::{remove_temp, CHECKPOINT_NAME, TEMP_NAME};
 use crate::error::Result;
 use crate::memory::store::Store;
 use std::fs::{self, File};
 use std::thread::JoinHandle;
 
-/// Bytes of stack of the syncing thread (it only calls `fsync`).
+/// Bytes of stack of the finishing thread (its buffers are the store's, lent to it).
 const SYNC_THREAD_STACK_BYTES: usize = 64 << 10;
 
-/// A checkpoint written and being synced beside the cycle.
+/// A checkpoint written and being finished and synced beside the cycle.
 pub(in crate::memory::store) struct Syncing {
-    /// The thread syncing the temp file, and its result.
-    thread: JoinHandle<std::io::Result<()>>,
+    /// The thread finishing and syncing the temp file: its result, and the buffers lent to it.
+    thread: JoinHandle<(std::io::Result<()>, Bufs)>,
     /// Log length the checkpoint covers.
     covered: u64,
     /// Log length the checkpoint in place covers (what is due is counted from `covered`
@@ -35,16 +37,23 @@ pub(in crate::memory::store) struct Syncing {
 }
 
 impl Store {
-    /// Hands the checkpoint's temp file, written and covering `covered` bytes of log, to a
-    /// thread that syncs it; the next steps put it in place. Where no thread can be started,
-    /// synced and put in place now.
-    pub(in crate::memory::store) fn checkpoint_sync_beside(&mut self, file: File, covered: u64) -> Result<()> {
+    /// Hands the checkpoint's temp file, its body written and covering `covered` bytes of
+    /// log, to a thread that finishes it and syncs it (the store's buffers lent to it); the
+    /// next steps put it in place. Where no thread can be started, finished, synced and put in
+    /// place now.
+    pub(in crate::memory::store) fn checkpoint_sync_beside(
+        &mut self,
+        file: File,
+        covered: u64,
+        u: Unfinished,
+    ) -> Result<()> {
         let before = self.checkpointed;
         let mine = file.try_clone();
+        let mut bufs = core::mem::take(&mut self.ckpt_bufs);
         let spawned = std::thread::Builder::new()
             .name("lkjagent-checkpoint-sync".into())
             .stack_size(SYNC_THREAD_STACK_BYTES)
-            .spawn(move || file.sync_all());
+            .spawn(move || (finish(&file, &u, &mut bufs, true), bufs));
         match (spawned, mine) {
             (Ok(thread), _) => {
                 self.checkpoint_syncing = Some(Syncing { thread, covered, before });
@@ -52,21 +61,23 @@ impl Store {
                 Ok(())
             }
             (Err(_), Ok(file)) => {
+                // The buffers went with the closure: reserved again (a rare path).
+                self.ckpt_bufs.reserve(self.slots.next_id(), self.slots.room());
                 let tmp = self.dir.join(TEMP_NAME);
-                if let Err(e) = file.sync_all() {
+                if let Err(e) = finish(&file, &u, &mut self.ckpt_bufs, true) {
                     remove_temp(&self.dir);
-                    bail!(PersistFailed, "syncing {} failed: {}", tmp.display(), e);
+                    bail!(PersistFailed, "writing {} failed: {}", tmp.display(), e);
                 }
                 self.checkpoint_in_place(covered)
             }
             (Err(e), Err(_)) => {
                 remove_temp(&self.dir);
-                bail!(PersistFailed, "no thread to sync the checkpoint could be started: {}", e)
+                bail!(PersistFailed, "no thread to finish the checkpoint could be started: {}", e)
             }
         }
     }
 
-    /// A step of the cycle's upkeep: when the checkpoint's sync is done (or, with `wait`,
+    /// A step of the cycle's upkeep: when the checkpoint's thread is done (or, with `wait`,
     /// once it is), the file is renamed into place and the directory synced. Nothing when no
     /// sync is under way.
     pub(in crate::memory::store) fn checkpoint_sync_step(&mut self, wait: bool) -> Result<()> {
@@ -77,8 +88,11 @@ impl Store {
         }
         let tmp = self.dir.join(TEMP_NAME);
         let synced = match s.thread.join() {
-            Ok(r) => r.map_err(|e| err!(PersistFailed, "syncing {} failed: {}", tmp.display(), e)),
-            Err(_) => Err(err!(PersistFailed, "the thread syncing {} stopped", tmp.display())),
+            Ok((r, bufs)) => {
+                self.ckpt_bufs = bufs;
+                r.map_err(|e| err!(PersistFailed, "finishing or syncing {} failed: {}", tmp.display(), e))
+            }
+            Err(_) => Err(err!(PersistFailed, "the thread finishing {} stopped", tmp.display())),
         };
         if let Err(e) = synced {
             remove_temp(&self.dir);
@@ -101,7 +115,8 @@ impl Store {
         }
     }
 
-    /// Whether a checkpoint is being synced beside the cycle (written, not yet in place).
+    /// Whether a checkpoint is being finished and synced beside the cycle (its body written,
+    /// not yet in place).
     pub fn checkpoint_syncing(&self) -> bool {
         self.checkpoint_syncing.is_some()
     }
