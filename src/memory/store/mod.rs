@@ -253,6 +253,10 @@ pub struct Store {
     /// Bytes of the last checkpoint's file that the thread writing it checksummed itself
     /// (the work a due checkpoint puts into its cycle beside the copy of the tables).
     ckpt_checked_here: u64,
+    /// Test hook: the thread that finishes the next due checkpoint waits for a message here
+    /// (or its sender dropped) before it starts (`Store::hold_checkpoint_finish`).
+    #[cfg(test)]
+    ckpt_hold: Option<std::sync::mpsc::Receiver<()>>,
     /// The full-text index (built on first use).
     recall: recall::Recall,
     /// The capacity policy and its clean-ups (see [`cleanup`]).
@@ -365,6 +369,8 @@ impl Store {
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             ckpt_bufs: checkpoint::Bufs::default(),
             ckpt_checked_here: 0,
+            #[cfg(test)]
+            ckpt_hold: None,
             recall: recall::Recall::new(),
             upkeep: cleanup::Upkeep::new(),
             cold_recall: cold::recall::ColdRecall::new(),

@@ -50,10 +50,18 @@ impl Store {
         let before = self.checkpointed;
         let mine = file.try_clone();
         let mut bufs = core::mem::take(&mut self.ckpt_bufs);
+        #[cfg(test)]
+        let hold = self.ckpt_hold.take();
         let spawned = std::thread::Builder::new()
             .name("lkjagent-checkpoint-sync".into())
             .stack_size(SYNC_THREAD_STACK_BYTES)
-            .spawn(move || (finish(&file, &u, &mut bufs, true), bufs));
+            .spawn(move || {
+                #[cfg(test)]
+                if let Some(hold) = hold {
+                    let _ = hold.recv();
+                }
+                (finish(&file, &u, &mut bufs, true), bufs)
+            });
         match (spawned, mine) {
             (Ok(thread), _) => {
                 self.checkpoint_syncing = Some(Syncing { thread, covered, before });
@@ -126,6 +134,15 @@ impl Store {
     /// into its cycle, beside the copy of the index.
     pub fn checkpoint_checked_here(&self) -> u64 {
         self.ckpt_checked_here
+    }
+
+    /// Test hook: the thread that finishes the next due checkpoint waits, before it starts,
+    /// until the sender returned sends or is dropped.
+    #[cfg(test)]
+    pub(crate) fn hold_checkpoint_finish(&mut self) -> std::sync::mpsc::Sender<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.ckpt_hold = Some(rx);
+        tx
     }
 
     /// The synced temp file renamed over `store.ckpt`, the directory synced.
