@@ -235,9 +235,11 @@ pub struct Store {
     /// Log length the last checkpoint covers (0: none), or the one being synced beside the
     /// cycle.
     checkpointed: u64,
-    /// A checkpoint written and being synced beside the cycle (`checkpoint::sync`).
+    /// A checkpoint written and being finished and synced beside the cycle
+    /// (`checkpoint::sync`); no merge step runs meanwhile.
     checkpoint_syncing: Option<checkpoint::Syncing>,
-    /// A due checkpoint was taken: the next cycle's upkeep starts the text indexes' merges.
+    /// A due checkpoint was taken: the next cycle's upkeep that finds it in place starts the
+    /// text indexes' merges.
     merges_due: bool,
     /// Read the whole log, never the checkpoint.
     whole_log: bool,

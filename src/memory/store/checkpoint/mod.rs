@@ -202,8 +202,8 @@ impl Store {
             return;
         }
         if self.log.len.saturating_sub(self.checkpointed) >= STORE_CHECKPOINT_EVERY_BYTES {
-            // The merges it asks for start at the next cycle's upkeep (`merge_step`), so that
-            // this cycle's pause is the checkpoint's write alone.
+            // The merges it asks for start at the next cycle's upkeep that finds it in place
+            // (`merge_step`), so that this cycle's pause is the checkpoint's write alone.
             if let Err(e) = self.checkpoint_file(true) {
                 e.context(format_args!("the store's checkpoint was not written (the next open reads more log)"))
                     .print_warning();

@@ -1425,7 +1425,8 @@ mod tests {
     }
 
     /// A due checkpoint's cycle writes `store.ckpt` and starts nothing: the text index's
-    /// merge it asks for starts at the next cycle's upkeep, and runs in steps after (the
+    /// merge it asks for starts at the next cycle's upkeep that finds the file in place, and
+    /// runs in steps after (the
     /// start, 6-16 ms at 1,048,576 entries, no longer adds to the checkpoint's write, the
     /// longest cycle of the upkeep bench). Queries after the merge answer as BM25 from scratch.
     #[test]
@@ -1449,7 +1450,15 @@ mod tests {
             }
         }
         assert!(!s.recall_merging(), "the merge started in the checkpoint's cycle");
+        // The merge starts at the first cycle that finds the checkpoint in place (none runs
+        // while it is finished beside the cycle).
         s.flush_access().unwrap();
+        while s.checkpoint_syncing() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            s.flush_access().unwrap();
+            cycles += 1;
+            assert!(cycles < 100_000, "the checkpoint is never put in place");
+        }
         assert!(s.recall_merging(), "the next cycle did not start the merge");
         let merges = s.recall_stats().merges;
         while s.recall_merging() {
