@@ -238,6 +238,9 @@ pub struct Store {
     /// A checkpoint written and being finished and synced beside the cycle
     /// (`checkpoint::sync`); no merge step runs meanwhile.
     checkpoint_syncing: Option<checkpoint::Syncing>,
+    /// The worker thread that finishes and syncs due checkpoints (`checkpoint::sync`),
+    /// started at the first.
+    checkpoint_worker: Option<checkpoint::Worker>,
     /// A due checkpoint was taken: the next cycle's upkeep that finds it in place starts the
     /// text indexes' merges.
     merges_due: bool,
@@ -255,6 +258,8 @@ pub struct Store {
     /// Bytes of the last checkpoint's file that the thread writing it checksummed itself
     /// (the work a due checkpoint puts into its cycle beside the copy of the tables).
     ckpt_checked_here: u64,
+    /// The checkpoint's file and temp file, joined once (a due checkpoint joins no path).
+    ckpt_paths: checkpoint::Paths,
     /// Test hook: the thread that finishes the next due checkpoint waits for a message here
     /// (or its sender dropped) before it starts (`Store::hold_checkpoint_finish`).
     #[cfg(test)]
@@ -364,6 +369,7 @@ impl Store {
             replayed_bytes: 0,
             checkpointed: 0,
             checkpoint_syncing: None,
+            checkpoint_worker: None,
             merges_due: false,
             whole_log: false,
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
@@ -371,6 +377,7 @@ impl Store {
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
             ckpt_bufs: checkpoint::Bufs::default(),
             ckpt_checked_here: 0,
+            ckpt_paths: checkpoint::Paths::new(dir),
             #[cfg(test)]
             ckpt_hold: None,
             recall: recall::Recall::new(),

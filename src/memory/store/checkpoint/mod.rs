@@ -59,7 +59,7 @@ mod tests;
 pub(in crate::memory::store) use finish::Bufs;
 pub(in crate::memory::store) use format::{le32, le64, Head, In, Put};
 pub(in crate::memory::store) use read::read;
-pub(in crate::memory::store) use sync::Syncing;
+pub(in crate::memory::store) use sync::{Syncing, Worker};
 
 use super::Store;
 use crate::error::Result;
@@ -69,7 +69,7 @@ use finish::Unfinished;
 use format::Layout;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// File name of the checkpoint inside the data directory.
 pub const CHECKPOINT_NAME: &str = "store.ckpt";
@@ -90,6 +90,18 @@ pub(in crate::memory::store) const DIRECTORY_ENTRY: usize = 12;
 const BLOCK: usize = 256 << 10;
 /// Bytes of log before the covered length whose checksum the checkpoint keeps.
 pub(in crate::memory::store) const TAIL_BYTES: u64 = 4096;
+
+/// The checkpoint's paths in the data directory, joined once when the store is made.
+pub(in crate::memory::store) struct Paths {
+    tmp: PathBuf,
+    file: PathBuf,
+}
+
+impl Paths {
+    pub(in crate::memory::store) fn new(dir: &Path) -> Paths {
+        Paths { tmp: dir.join(TEMP_NAME), file: dir.join(CHECKPOINT_NAME) }
+    }
+}
 
 /// Removes a temp file a crash left (the writer only).
 pub(in crate::memory::store) fn remove_temp(dir: &Path) {
@@ -160,23 +172,22 @@ impl Store {
         }
         let covered = self.log.len;
         let crc = tail_crc(self, covered)?;
-        let tmp = self.dir.join(TEMP_NAME);
         // One checkpoint's file at a time: a sync under way is let go of (this one is newer).
         self.checkpoint_sync_drop();
-        remove_temp(&self.dir);
+        self.remove_checkpoint_temp();
         // Created exclusively: never through a link planted at the temp name.
         // Read too: `finish` reads the body back for its checksums.
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(&tmp)
-            .map_err(|e| err!(PersistFailed, "creating {} failed: {}", tmp.display(), e))?;
+            .open(&self.ckpt_paths.tmp)
+            .map_err(|e| err!(PersistFailed, "creating {} failed: {}", self.ckpt_paths.tmp.display(), e))?;
         let res = self.write_checkpoint(&file, covered, crc);
         let unfinished = match res {
             Ok(u) => u,
             Err(e) => {
-                remove_temp(&self.dir);
+                self.remove_checkpoint_temp();
                 return Err(e);
             }
         };
@@ -188,8 +199,8 @@ impl Store {
         }
         let finished = finish::finish(&file, &unfinished, &mut self.ckpt_bufs, true);
         if let Err(e) = finished {
-            remove_temp(&self.dir);
-            bail!(PersistFailed, "writing {} failed: {}", tmp.display(), e);
+            self.remove_checkpoint_temp();
+            bail!(PersistFailed, "writing {} failed: {}", self.ckpt_paths.tmp.display(), e);
         }
         self.ckpt_checked_here = unfinished.layout.file_len();
         self.checkpoint_in_place(covered)
@@ -374,7 +385,7 @@ impl Store {
     /// list CRCs and the column blocks' CRCs after the lists are `finish`'s); returns the
     /// section sizes. Only a copy of the index: no checksum is taken here.
     fn write_body(&self, mut file: &File, out: &mut Vec<u8>) -> Result<Sizes> {
-        let path = self.dir.join(TEMP_NAME);
+        let path = &self.ckpt_paths.tmp;
         // Room for the header, written last.
         file.write_all(&[0u8; HEADER_BYTES])
             .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
