@@ -251,9 +251,10 @@ pub struct Store {
     vbuf: String,
     /// What finishing a checkpoint reads and counts with (a buffer of 256 KiB, and each column
     /// block's CRC: 4 bytes a block, 164 KiB at 1,048,576 entries): reserved at the first
-    /// checkpoint for the slots' room, again only when the room grew or a finishing thread
-    /// let go of took them, so that a due checkpoint allocates none. Lent to the thread that
-    /// finishes a due checkpoint (`checkpoint::sync`).
+    /// checkpoint for the slots' room, again only when the room grew or they went with a
+    /// checkpoint let go of before its result came back, so that a due checkpoint allocates
+    /// none. Lent with each job to the worker that finishes due checkpoints
+    /// (`checkpoint::sync`), back with its result.
     ckpt_bufs: checkpoint::Bufs,
     /// Bytes of the last checkpoint's file that the thread writing it checksummed itself
     /// (the work a due checkpoint puts into its cycle beside the copy of the tables).

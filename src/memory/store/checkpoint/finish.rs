@@ -4,16 +4,17 @@
 //! header with them (and its own CRC) written at offset 0, last, and the file synced.
 //!
 //! A due checkpoint's cycle only copies the index into the file (the index as it is at that
-//! instant, so the file is consistent) and hands the file to a thread that finishes it so
-//! beside the cycle and syncs it (`sync`): the checksums were most of a checkpoint's cycle
-//! (a pass over every byte of the file's 71 MB at 1,048,576 entries, some twice). A
-//! checkpoint taken at once finishes it in place. Either way the file is the same, byte for
-//! byte, and the header that makes it a checkpoint is written after everything it checks, so
-//! a file cut short anywhere is never taken for one (and a crash leaves only a temp file).
+//! instant, so the file is consistent) and hands the file to the store's worker thread,
+//! which finishes it beside the cycle and syncs it (`sync`): the checksums were most of a
+//! checkpoint's cycle (a pass over every byte of the file's 71 MB at 1,048,576 entries, some
+//! twice). A checkpoint taken at once finishes it in place. Either way the file is the same,
+//! byte for byte, and the header that makes it a checkpoint is written after everything it
+//! checks, so a file cut short anywhere is never taken for one (and a crash leaves only a
+//! temp file).
 //!
 //! The file is read back (from the page cache, where it was just written) through one buffer
 //! of [`BLOCK`] bytes; the column blocks' CRCs go in a list reserved for the slots' room. Both
-//! are the store's, reserved once and lent to the thread (`Bufs`).
+//! are the store's, reserved once and lent to the worker (`Bufs`).
 
 use super::format::{le32, Layout};
 use super::{BLOCK, COLUMN_BLOCK, COLUMN_WIDTHS, DIRECTORY_ENTRY, HEADER_BYTES};
@@ -30,9 +31,9 @@ const DIRECTORY_CRC_AT: usize = 100;
 const BLOCKS_CRC_AT: usize = 104;
 
 /// The buffers finishing a checkpoint reads and counts with, reserved once by the store
-/// (`Bufs::reserve`) and lent to the thread that finishes a due checkpoint. A thread let go of
-/// (a newer checkpoint, a compaction) takes them with it; the next checkpoint reserves them
-/// again.
+/// (`Bufs::reserve`) and lent with each job to the worker that finishes due checkpoints, back
+/// with its result. A checkpoint let go of (a newer checkpoint, a compaction) before its
+/// result came back keeps them until it does; the next checkpoint meanwhile reserves its own.
 #[derive(Default)]
 pub(in crate::memory::store) struct Bufs {
     /// Bytes read back: [`BLOCK`] of them.
