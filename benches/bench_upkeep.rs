@@ -17,7 +17,10 @@
 //!   (and, before the merge ran in steps, the whole merge); since its sync runs beside the
 //!   cycle, the longer of `_longest_checkpoint_write_cycle` (the cycle that writes its temp
 //!   file and starts the merge) and `_longest_checkpoint_in_place_cycle` (the later step that
-//!   renames the synced file into place);
+//!   renames the synced file into place), and `_longest_checkpoint_write_cycle_on_cpu` that
+//!   cycle's own time on a CPU;
+//! - `upkeep_<n>_checkpoint_cycle_checked_bytes`: bytes of `store.ckpt` whose checksums the
+//!   checkpoint's cycle took itself (the rest are taken beside the cycle, with its sync);
 //! - `upkeep_<n>_longest_merge_step_cycle`: the longest of the cycles that ran a step of a
 //!   merge of the text index and no checkpoint (the last step opens the new file and brings
 //!   the changes since into the delta);
@@ -77,6 +80,7 @@ fn at(n: usize) {
     let mut pauses = Vec::new();
     let (mut longest_step, mut longest_checkpoint) = (Duration::ZERO, Duration::ZERO);
     let (mut longest_write, mut longest_in_place) = (Duration::ZERO, Duration::ZERO);
+    let (mut longest_write_cpu, mut checked_here) = (Duration::ZERO, 0u64);
     let mut steps = Vec::new();
     let (mut steps_cpu, mut longest_cpu) = (Vec::new(), Duration::ZERO);
     let mut saves = Vec::new();
@@ -104,7 +108,9 @@ fn at(n: usize) {
         if started {
             // The cycle that wrote store.ckpt's temp file (synced beside the cycles).
             longest_write = longest_write.max(pause);
+            longest_write_cpu = longest_write_cpu.max(pause_cpu);
             longest_checkpoint = longest_checkpoint.max(pause);
+            checked_here = checked_here.max(store.checkpoint_checked_here());
         }
         if now != last {
             last = now;
@@ -130,6 +136,8 @@ fn at(n: usize) {
     report(&p("longest_checkpoint_cycle"), ms(longest_checkpoint), "ms");
     report(&p("longest_checkpoint_write_cycle"), ms(longest_write), "ms");
     report(&p("longest_checkpoint_in_place_cycle"), ms(longest_in_place), "ms");
+    report(&p("longest_checkpoint_write_cycle_on_cpu"), ms(longest_write_cpu), "ms");
+    report(&p("checkpoint_cycle_checked_bytes"), checked_here as f64, "B");
     report(&p("longest_merge_step_cycle"), ms(longest_step), "ms");
     let over = steps.iter().filter(|&&d| d > Duration::from_millis(100)).count();
     report(&p("merge_step_cycles_over_100ms"), over as f64, "");

@@ -235,19 +235,36 @@ pub struct Store {
     /// Log length the last checkpoint covers (0: none), or the one being synced beside the
     /// cycle.
     checkpointed: u64,
-    /// A checkpoint written and being synced beside the cycle (`checkpoint::sync`).
+    /// A checkpoint written and being finished and synced beside the cycle
+    /// (`checkpoint::sync`); no merge step runs meanwhile.
     checkpoint_syncing: Option<checkpoint::Syncing>,
-    /// A due checkpoint was taken: the next cycle's upkeep starts the text indexes' merges.
+    /// The worker thread that finishes and syncs due checkpoints (`checkpoint::sync`),
+    /// started at the first.
+    checkpoint_worker: Option<checkpoint::Worker>,
+    /// A due checkpoint was taken: the next cycle's upkeep that finds it in place starts the
+    /// text indexes' merges.
     merges_due: bool,
     /// Read the whole log, never the checkpoint.
     whole_log: bool,
     wbuf: FixedBuf,
     rbuf: Vec<u8>,
     vbuf: String,
-    /// Each column block's CRC while a checkpoint is written (4 bytes a block, 164 KiB at
-    /// 1,048,576 entries): reserved at the first checkpoint for the slots' room, again only
-    /// when the room grew, so that a due checkpoint allocates none.
-    ckpt_crcs: Vec<u32>,
+    /// What finishing a checkpoint reads and counts with (a buffer of 256 KiB, and each column
+    /// block's CRC: 4 bytes a block, 164 KiB at 1,048,576 entries): reserved at the first
+    /// checkpoint for the slots' room, again only when the room grew or they went with a
+    /// checkpoint let go of before its result came back, so that a due checkpoint allocates
+    /// none. Lent with each job to the worker that finishes due checkpoints
+    /// (`checkpoint::sync`), back with its result.
+    ckpt_bufs: checkpoint::Bufs,
+    /// Bytes of the last checkpoint's file that the thread writing it checksummed itself
+    /// (the work a due checkpoint puts into its cycle beside the copy of the tables).
+    ckpt_checked_here: u64,
+    /// The checkpoint's file and temp file, joined once (a due checkpoint joins no path).
+    ckpt_paths: checkpoint::Paths,
+    /// Test hook: the thread that finishes the next due checkpoint waits for a message here
+    /// (or its sender dropped) before it starts (`Store::hold_checkpoint_finish`).
+    #[cfg(test)]
+    ckpt_hold: Option<std::sync::mpsc::Receiver<()>>,
     /// The full-text index (built on first use).
     recall: recall::Recall,
     /// The capacity policy and its clean-ups (see [`cleanup`]).
@@ -353,12 +370,17 @@ impl Store {
             replayed_bytes: 0,
             checkpointed: 0,
             checkpoint_syncing: None,
+            checkpoint_worker: None,
             merges_due: false,
             whole_log: false,
             wbuf: FixedBuf::with_capacity("store write buffer (STORE_RECORD_MAX_BYTES)", STORE_RECORD_MAX_BYTES),
             rbuf: Vec::with_capacity(log::READ_SCRATCH_BYTES),
             vbuf: String::with_capacity(STORE_VALUE_MAX_BYTES),
-            ckpt_crcs: Vec::new(),
+            ckpt_bufs: checkpoint::Bufs::default(),
+            ckpt_checked_here: 0,
+            ckpt_paths: checkpoint::Paths::new(dir),
+            #[cfg(test)]
+            ckpt_hold: None,
             recall: recall::Recall::new(),
             upkeep: cleanup::Upkeep::new(),
             cold_recall: cold::recall::ColdRecall::new(),
@@ -407,7 +429,7 @@ impl Store {
             + self.links.ram_bytes()
             + self.recall.ram_bytes()
             + self.cold_recall.ram_bytes()
-            + self.ckpt_crcs.capacity() * 4
+            + self.ckpt_bufs.ram_bytes()
     }
 
     /// Size of the log in bytes.

@@ -1,7 +1,8 @@
 //! The checkpoint: the index written to `store.ckpt` so that opening reads it and replays only
-//! the log after it. This file writes it; `format` is its layout and the readers of its
-//! fields, `read` loads it into the index at open, `sync` syncs the one a due cycle takes
-//! beside the cycle and puts it in place.
+//! the log after it. This file writes its body (a copy of the index); `finish` takes its
+//! checksums and writes its header, last; `format` is its layout and the readers of its
+//! fields, `read` loads it into the index at open, `sync` finishes and syncs the one a due
+//! cycle takes beside the cycle and puts it in place.
 //!
 //! The log stays the only source of truth. A checkpoint is used only when it names the log it
 //! was taken of exactly: the same store id (the log's header; new at every compaction), a
@@ -12,7 +13,7 @@
 //! Written atomically (a new temp file created exclusively, synced, renamed over the old one,
 //! the directory synced) by the writer only: after a compaction, at a clean stop
 //! ([`Store::close`]), and when [`STORE_CHECKPOINT_EVERY_BYTES`] were appended since the last
-//! (then synced beside the cycle, see `sync`).
+//! (then its body written in the cycle, finished and synced beside it, see `sync`).
 //! Readers never write it.
 //!
 //! Layout (little-endian): a fixed header with its own CRC-32, then the index column by column,
@@ -48,21 +49,27 @@
 //! A checkpoint of another format (an older program's) is ignored with a warning like any
 //! other that does not match: the log is replayed, and the writer writes this format.
 
+mod finish;
 mod format;
 mod read;
 mod sync;
+#[cfg(test)]
+mod tests;
 
+pub(in crate::memory::store) use finish::Bufs;
 pub(in crate::memory::store) use format::{le32, le64, Head, In, Put};
 pub(in crate::memory::store) use read::read;
-pub(in crate::memory::store) use sync::Syncing;
+pub(in crate::memory::store) use sync::{Syncing, Worker};
 
 use super::Store;
 use crate::error::Result;
 use crate::limits::{KEY_MAX_TAGS, STORE_CHECKPOINT_EVERY_BYTES};
-use crate::memory::hash::{crc32, crc32_combine, crc32_continue, crc32_shift};
+use crate::memory::hash::crc32;
+use finish::Unfinished;
+use format::Layout;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// File name of the checkpoint inside the data directory.
 pub const CHECKPOINT_NAME: &str = "store.ckpt";
@@ -83,6 +90,18 @@ pub(in crate::memory::store) const DIRECTORY_ENTRY: usize = 12;
 const BLOCK: usize = 256 << 10;
 /// Bytes of log before the covered length whose checksum the checkpoint keeps.
 pub(in crate::memory::store) const TAIL_BYTES: u64 = 4096;
+
+/// The checkpoint's paths in the data directory, joined once when the store is made.
+pub(in crate::memory::store) struct Paths {
+    tmp: PathBuf,
+    file: PathBuf,
+}
+
+impl Paths {
+    pub(in crate::memory::store) fn new(dir: &Path) -> Paths {
+        Paths { tmp: dir.join(TEMP_NAME), file: dir.join(CHECKPOINT_NAME) }
+    }
+}
 
 /// Removes a temp file a crash left (the writer only).
 pub(in crate::memory::store) fn remove_temp(dir: &Path) {
@@ -114,9 +133,9 @@ impl Store {
     /// The checkpoint the cycle's upkeep takes when due: [`Store::checkpoint`], but the
     /// text indexes' merges (the live one's and the cold store's) only started, run in steps by
     /// the next cycles' upkeep
-    /// ([`Store::flush_access`], [`Store::recall_merge_step`]), and `store.ckpt` synced
-    /// beside the cycle and put in place by a later one (`sync`), so that no cycle stops for
-    /// all of it.
+    /// ([`Store::flush_access`], [`Store::recall_merge_step`]), and `store.ckpt`'s body only
+    /// written, its checksums, header and sync taken beside the cycle and the file put in
+    /// place by a later one (`sync`), so that no cycle stops for all of it.
     pub fn checkpoint_in_steps(&mut self) -> Result<()> {
         self.checkpoint_with(true, true)
     }
@@ -141,8 +160,8 @@ impl Store {
         Ok(())
     }
 
-    /// Writes `store.ckpt` (see [`Store::checkpoint`]); `beside`: its temp file written now
-    /// and synced beside the cycle, put in place by a later step (`sync`).
+    /// Writes `store.ckpt` (see [`Store::checkpoint`]); `beside`: its temp file's body written
+    /// now, finished and synced beside the cycle, put in place by a later step (`sync`).
     fn checkpoint_file(&mut self, beside: bool) -> Result<()> {
         self.log.check_writable()?;
         if self.log.in_batch() {
@@ -153,24 +172,37 @@ impl Store {
         }
         let covered = self.log.len;
         let crc = tail_crc(self, covered)?;
-        let tmp = self.dir.join(TEMP_NAME);
         // One checkpoint's file at a time: a sync under way is let go of (this one is newer).
         self.checkpoint_sync_drop();
-        remove_temp(&self.dir);
+        self.remove_checkpoint_temp();
         // Created exclusively: never through a link planted at the temp name.
+        // Read too: `finish` reads the body back for its checksums.
         let file = OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
-            .open(&tmp)
-            .map_err(|e| err!(PersistFailed, "creating {} failed: {}", tmp.display(), e))?;
-        let res = self.write_checkpoint(&file, covered, crc, !beside);
-        if let Err(e) = res {
-            remove_temp(&self.dir);
-            return Err(e);
-        }
+            .open(&self.ckpt_paths.tmp)
+            .map_err(|e| err!(PersistFailed, "creating {} failed: {}", self.ckpt_paths.tmp.display(), e))?;
+        let res = self.write_checkpoint(&file, covered, crc);
+        let unfinished = match res {
+            Ok(u) => u,
+            Err(e) => {
+                self.remove_checkpoint_temp();
+                return Err(e);
+            }
+        };
+        self.ckpt_bufs.reserve(self.slots.next_id(), self.slots.room());
         if beside {
-            return self.checkpoint_sync_beside(file, covered);
+            // Its checksums, header and sync beside the cycle (`finish`, `sync`).
+            self.ckpt_checked_here = 0;
+            return self.checkpoint_sync_beside(file, covered, unfinished);
         }
+        let finished = finish::finish(&file, &unfinished, &mut self.ckpt_bufs, true);
+        if let Err(e) = finished {
+            self.remove_checkpoint_temp();
+            bail!(PersistFailed, "writing {} failed: {}", self.ckpt_paths.tmp.display(), e);
+        }
+        self.ckpt_checked_here = unfinished.layout.file_len();
         self.checkpoint_in_place(covered)
     }
 
@@ -181,8 +213,8 @@ impl Store {
             return;
         }
         if self.log.len.saturating_sub(self.checkpointed) >= STORE_CHECKPOINT_EVERY_BYTES {
-            // The merges it asks for start at the next cycle's upkeep (`merge_step`), so that
-            // this cycle's pause is the checkpoint's write alone.
+            // The merges it asks for start at the next cycle's upkeep that finds it in place
+            // (`merge_step`), so that this cycle's pause is the checkpoint's write alone.
             if let Err(e) = self.checkpoint_file(true) {
                 e.context(format_args!("the store's checkpoint was not written (the next open reads more log)"))
                     .print_warning();
@@ -279,49 +311,47 @@ impl Store {
         self.close()
     }
 
-    fn write_checkpoint(&mut self, file: &File, covered: u64, tail: u32, sync: bool) -> Result<()> {
+    /// Writes the checkpoint's body into `file` and returns its header but for the CRCs (see
+    /// `finish`, which takes them).
+    fn write_checkpoint(&mut self, file: &File, covered: u64, tail: u32) -> Result<Unfinished> {
         if !self.tags.lists_kept() {
             bail!(Internal, "a checkpoint was asked for while the posting lists are not built");
         }
         let mut out = core::mem::take(&mut self.rbuf);
-        let mut crcs = core::mem::take(&mut self.ckpt_crcs);
-        let res = self.write_body(file, &mut out, &mut crcs).and_then(|sizes| {
-            let mut h = [0u8; HEADER_BYTES];
-            let mut w = Put { buf: &mut h, at: 0 };
-            w.bytes(MAGIC);
-            w.u32(FORMAT);
-            w.u32(u32::from(self.tags.id_limit()));
-            w.u64(self.store_id);
-            w.u64(covered);
-            w.u64(self.header_bytes);
-            w.u64(self.live_bytes);
-            w.u64(self.corrupt);
-            w.u32(self.slots.next_id() as u32);
-            w.u32(sizes.links as u32);
-            w.u32(sizes.key_slots as u32);
-            w.u32(sizes.tag_text as u32);
-            w.u32(tail);
-            w.u32(sizes.body_crc);
-            w.u32(self.slots.live() as u32);
-            w.u32(self.slots.archived_count() as u32);
-            w.u64(sizes.postings);
-            w.u32(sizes.names_crc);
-            w.u32(sizes.directory_crc);
-            w.u32(sizes.blocks_crc);
-            // The header's last 4 bytes are the CRC of the rest.
-            if let Some((covered, crc)) = h.split_last_chunk_mut::<4>() {
-                *crc = crc32(covered).to_le_bytes();
-            }
-            let path = self.dir.join(TEMP_NAME);
-            use std::os::unix::fs::FileExt;
-            file.write_all_at(&h, 0)
-                .and_then(|_| if sync { file.sync_all() } else { Ok(()) })
-                .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))
-        });
+        let res = self.write_body(file, &mut out);
         self.rbuf = out;
-        crcs.clear();
-        self.ckpt_crcs = crcs;
-        res
+        let sizes = res?;
+        let mut header = [0u8; HEADER_BYTES];
+        let mut w = Put { buf: &mut header, at: 0 };
+        w.bytes(MAGIC);
+        w.u32(FORMAT);
+        w.u32(u32::from(self.tags.id_limit()));
+        w.u64(self.store_id);
+        w.u64(covered);
+        w.u64(self.header_bytes);
+        w.u64(self.live_bytes);
+        w.u64(self.corrupt);
+        w.u32(self.slots.next_id() as u32);
+        w.u32(sizes.links as u32);
+        w.u32(sizes.key_slots as u32);
+        w.u32(sizes.tag_text as u32);
+        w.u32(tail);
+        // The body's CRC (`finish`).
+        w.u32(0);
+        w.u32(self.slots.live() as u32);
+        w.u32(self.slots.archived_count() as u32);
+        w.u64(sizes.postings);
+        // The names', the directory's and the column blocks' CRCs, and the header's own, last
+        // (`finish`).
+        let layout = Layout {
+            tags: usize::from(self.tags.id_limit()),
+            tag_text: sizes.tag_text as u64,
+            next_id: self.slots.next_id() as u64,
+            links: sizes.links as u64,
+            key_slots: sizes.key_slots as u64,
+            postings: sizes.postings,
+        };
+        Ok(Unfinished { header, layout })
     }
 
     /// Block `b` of column `col` (see [`COLUMN_WIDTHS`]) of ids `0..n`, as the file holds it,
@@ -351,23 +381,17 @@ impl Store {
         len
     }
 
-    /// Writes everything after the header (which is written last, at offset 0, with the
-    /// sections' CRCs); returns the CRCs and the section sizes.
-    fn write_body(&self, mut file: &File, out: &mut Vec<u8>, block_crcs: &mut Vec<u32>) -> Result<Sizes> {
-        let path = self.dir.join(TEMP_NAME);
+    /// Writes the body, from the tag names to the posting lists (the header, the directory's
+    /// list CRCs and the column blocks' CRCs after the lists are `finish`'s); returns the
+    /// section sizes. Only a copy of the index: no checksum is taken here.
+    fn write_body(&self, mut file: &File, out: &mut Vec<u8>) -> Result<Sizes> {
+        let path = &self.ckpt_paths.tmp;
         // Room for the header, written last.
         file.write_all(&[0u8; HEADER_BYTES])
             .map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
-        let mut crc = 0u32;
-        // `crc` counts what goes through `flush`, but for the column blocks, which are counted
-        // from their own CRCs (`crc32_combine`) and flushed with `counted` set.
-        let counted = core::cell::Cell::new(false);
-        let mut flush = |out: &mut Vec<u8>, crc: &mut u32, force: bool| -> Result<()> {
+        let mut flush = |out: &mut Vec<u8>, force: bool| -> Result<()> {
             if out.len() < BLOCK && !force {
                 return Ok(());
-            }
-            if !counted.get() {
-                *crc = crc32_continue(*crc, out);
             }
             file.write_all(out).map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
             out.clear();
@@ -376,34 +400,18 @@ impl Store {
         out.clear();
         let limit = self.tags.id_limit();
         let mut tag_text = 0usize;
-        let mut names_crc = 0u32;
         for id in 1..limit {
             let n = self.tags.name(id).len();
             out.push(n as u8);
-            names_crc = crc32_continue(names_crc, &[n as u8]);
             tag_text += n;
-            flush(out, &mut crc, false)?;
+            flush(out, false)?;
         }
         for id in 1..limit {
             out.extend_from_slice(self.tags.name(id).as_bytes());
-            names_crc = crc32_continue(names_crc, self.tags.name(id).as_bytes());
-            flush(out, &mut crc, false)?;
+            flush(out, false)?;
         }
         let n = self.slots.next_id();
         let mut block = [0u8; COLUMN_BLOCK];
-        // Each column block's CRC, taken as the block is written and written after the
-        // posting lists (4 bytes a block: about 0.16 bytes an entry, 164 KiB at 1,048,576;
-        // reserved once in the store: `Store::ckpt_crcs`), so that no block is built twice.
-        // The body's CRC goes on over them from those CRCs (one pass over the columns, 42 of
-        // the 57 MB at 1,048,576 entries, instead of two).
-        let blocks_for = |n: usize| -> usize { COLUMN_WIDTHS.iter().map(|w| (n * w).div_ceil(COLUMN_BLOCK)).sum() };
-        block_crcs.clear();
-        if block_crcs.capacity() < blocks_for(n) {
-            block_crcs.reserve_exact(blocks_for(n.max(self.slots.room())));
-        }
-        flush(out, &mut crc, true)?;
-        counted.set(true);
-        let whole_block = crc32_shift(COLUMN_BLOCK as u64);
         for col in 0..COLUMN_WIDTHS.len() {
             let mut b = 0;
             loop {
@@ -411,22 +419,15 @@ impl Store {
                 if len == 0 {
                     break;
                 }
-                let bytes = crate::bytes::take(&block, len);
-                let c = crc32(bytes);
-                block_crcs.push(c);
-                let shift = if len == COLUMN_BLOCK { whole_block } else { crc32_shift(len as u64) };
-                crc = crc32_combine(crc, c, shift);
-                out.extend_from_slice(bytes);
-                flush(out, &mut crc, false)?;
+                out.extend_from_slice(crate::bytes::take(&block, len));
+                flush(out, false)?;
                 b += 1;
             }
         }
-        flush(out, &mut crc, true)?;
-        counted.set(false);
         for &(a, b) in self.links.pairs() {
             out.extend_from_slice(&a.to_le_bytes());
             out.extend_from_slice(&b.to_le_bytes());
-            flush(out, &mut crc, false)?;
+            flush(out, false)?;
         }
         // The key table as it is: rebuilding it costs a random memory access per entry.
         let keys = self.keys.raw();
@@ -434,59 +435,30 @@ impl Store {
             for v in chunk {
                 out.extend_from_slice(&v.to_le_bytes());
             }
-            flush(out, &mut crc, false)?;
+            flush(out, false)?;
         }
-        // The sections read in place: each has CRCs of its own for the readers that read only
-        // parts of it; `crc` goes on counting, so that body_crc covers the whole file.
-        let mut directory_crc = 0u32;
+        // The sections read in place: the directory (each list's CRC left 0 for `finish`),
+        // then the lists.
         let mut postings = 0u64;
         for id in 1..limit {
-            let list = self.tags.list(id);
-            let mut list_crc = 0u32;
-            for chunk in list.chunks(COLUMN_BLOCK / 4) {
-                let mut len = 0;
-                for (dst, v) in block.chunks_exact_mut(4).zip(chunk) {
-                    dst.copy_from_slice(&v.to_le_bytes());
-                    len += 4;
-                }
-                list_crc = crc32_continue(list_crc, crate::bytes::take(&block, len));
-            }
-            postings += list.len() as u64;
             let mut entry = [0u8; DIRECTORY_ENTRY];
             let mut w = Put { buf: &mut entry, at: 0 };
-            w.u32(list.len() as u32);
+            w.u32(self.tags.list(id).len() as u32);
             w.u32(self.tags.archived_count(id));
-            w.u32(list_crc);
-            directory_crc = crc32_continue(directory_crc, &entry);
+            postings += self.tags.list(id).len() as u64;
             out.extend_from_slice(&entry);
-            flush(out, &mut crc, false)?;
+            flush(out, false)?;
         }
         for id in 1..limit {
             for chunk in self.tags.list(id).chunks(BLOCK / 4) {
                 for v in chunk {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
-                flush(out, &mut crc, false)?;
+                flush(out, false)?;
             }
         }
-        let mut blocks_crc = 0u32;
-        for c in block_crcs.iter() {
-            let c = c.to_le_bytes();
-            blocks_crc = crc32_continue(blocks_crc, &c);
-            out.extend_from_slice(&c);
-            flush(out, &mut crc, false)?;
-        }
-        flush(out, &mut crc, true)?;
-        Ok(Sizes {
-            links: self.links.len(),
-            key_slots: keys.len(),
-            tag_text,
-            body_crc: crc,
-            names_crc,
-            directory_crc,
-            blocks_crc,
-            postings,
-        })
+        flush(out, true)?;
+        Ok(Sizes { links: self.links.len(), key_slots: keys.len(), tag_text, postings })
     }
 }
 
@@ -563,14 +535,10 @@ impl Store {
     }
 }
 
-/// Sizes and CRCs of the variable sections, for the header.
+/// Sizes of the variable sections, for the header.
 struct Sizes {
     links: usize,
     key_slots: usize,
     tag_text: usize,
-    body_crc: u32,
-    names_crc: u32,
-    directory_crc: u32,
-    blocks_crc: u32,
     postings: u64,
 }

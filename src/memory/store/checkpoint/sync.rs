@@ -1,9 +1,17 @@
-//! The checkpoint the cycle's upkeep takes, with its sync beside the cycle: the cycle writes
-//! `store.ckpt`'s temp file (the index as it is at that instant, so the file is consistent)
-//! and hands the file to a thread of its own that syncs it; a later cycle's upkeep, once that
-//! sync is done, renames the file into place and syncs the directory (a short step). The
-//! sync of the whole file (71 MB at 1,048,576 entries) is the part of a checkpoint a disk can
-//! stretch to hundreds of milliseconds.
+//! The checkpoint the cycle's upkeep takes, finished and synced beside the cycle: the cycle
+//! writes the body of `store.ckpt`'s temp file (the index as it is at that instant, so the
+//! file is consistent) and hands the file to a worker thread of the store's that takes its
+//! checksums, writes its header (`finish`) and syncs it; a later cycle's upkeep, once the
+//! worker is done with it, renames the file into place and syncs the directory (a short
+//! step). The checksums (a pass over the whole file, 71 MB at 1,048,576 entries) were most of
+//! a checkpoint's cycle, and its sync is the part a disk can stretch to hundreds of
+//! milliseconds.
+//!
+//! The worker is started at the first due checkpoint and lives as long as the store (it ends
+//! when the store drops its end of the queue). Jobs and results go through bounded channels
+//! made with it, each job carrying the store's buffers and its result bringing them back, so
+//! that a due checkpoint after the first allocates nothing. Where no worker can be started,
+//! or its queue is full, the checkpoint is finished, synced and put in place in the cycle.
 //!
 //! Crash-safe as every write here: until the rename, `store.ckpt` is the old checkpoint (or
 //! none) and the log after it is replayed at open; the temp file a crash leaves is removed at
@@ -11,22 +19,55 @@
 //! never torn. Nothing acknowledged is in the checkpoint alone: the log has it all.
 //!
 //! Anything else that writes or drops the checkpoint (a checkpoint now, a compaction) first
-//! lets go of a sync under way (its thread ends by itself; its file is removed or replaced),
-//! so that no later step renames a file that is not the one it synced.
+//! lets go of a job under way (the worker still finishes its file, already removed; its
+//! result is known by its number and only its buffers are kept), so that no later step
+//! renames a file that is not the one it synced.
 
-use super::{remove_temp, CHECKPOINT_NAME, TEMP_NAME};
+use super::finish::{finish, Bufs, Unfinished};
 use crate::error::Result;
 use crate::memory::store::Store;
 use std::fs::{self, File};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
 
-/// Bytes of stack of the syncing thread (it only calls `fsync`).
+/// Bytes of stack of the worker thread (its buffers are the store's, lent to it).
 const SYNC_THREAD_STACK_BYTES: usize = 64 << 10;
 
-/// A checkpoint written and being synced beside the cycle.
+/// Jobs the worker's queue holds beside the one it works on: one (a checkpoint let go of is
+/// still being finished while the next one waits). Past it, a checkpoint is finished in the
+/// cycle.
+const WORKER_QUEUE: usize = 1;
+
+/// A checkpoint's file handed to the worker.
+struct Job {
+    /// Its number, which its result carries back.
+    seq: u64,
+    file: File,
+    unfinished: Unfinished,
+    bufs: Bufs,
+    /// Test hook: the worker waits for this before it finishes the file.
+    #[cfg(test)]
+    hold: Option<Receiver<()>>,
+}
+
+/// What the worker did with a job: its number, the outcome, the buffers it was lent.
+struct Done {
+    seq: u64,
+    res: std::io::Result<()>,
+    bufs: Bufs,
+}
+
+/// The store's end of the worker thread that finishes and syncs due checkpoints.
+pub(in crate::memory::store) struct Worker {
+    jobs: SyncSender<Job>,
+    done: Receiver<Done>,
+    /// The next job's number.
+    next: u64,
+}
+
+/// A checkpoint written and being finished and synced beside the cycle.
 pub(in crate::memory::store) struct Syncing {
-    /// The thread syncing the temp file, and its result.
-    thread: JoinHandle<std::io::Result<()>>,
+    /// The job's number.
+    seq: u64,
     /// Log length the checkpoint covers.
     covered: u64,
     /// Log length the checkpoint in place covers (what is due is counted from `covered`
@@ -34,54 +75,133 @@ pub(in crate::memory::store) struct Syncing {
     before: u64,
 }
 
+/// The worker's loop: each job finished and synced, its result sent back, until the store
+/// drops its end of the queue (or of the results).
+fn work(jobs: Receiver<Job>, done: SyncSender<Done>) {
+    while let Ok(mut job) = jobs.recv() {
+        #[cfg(test)]
+        if let Some(hold) = job.hold.take() {
+            let _ = hold.recv();
+        }
+        let res = finish(&job.file, &job.unfinished, &mut job.bufs, true);
+        drop(job.file);
+        if done.send(Done { seq: job.seq, res, bufs: job.bufs }).is_err() {
+            return;
+        }
+    }
+}
+
 impl Store {
-    /// Hands the checkpoint's temp file, written and covering `covered` bytes of log, to a
-    /// thread that syncs it; the next steps put it in place. Where no thread can be started,
-    /// synced and put in place now.
-    pub(in crate::memory::store) fn checkpoint_sync_beside(&mut self, file: File, covered: u64) -> Result<()> {
+    /// The worker, started now if there is none (`None` where no thread can be started).
+    fn checkpoint_worker(&mut self) -> Option<&mut Worker> {
+        if self.checkpoint_worker.is_none() {
+            let (jobs, jobs_rx) = sync_channel(WORKER_QUEUE);
+            // Room for every result the worker can owe: the job it works on and those queued.
+            let (done_tx, done) = sync_channel(WORKER_QUEUE + 1);
+            let spawned = std::thread::Builder::new()
+                .name("lkjagent-checkpoint-sync".into())
+                .stack_size(SYNC_THREAD_STACK_BYTES)
+                .spawn(move || work(jobs_rx, done_tx));
+            if spawned.is_ok() {
+                self.checkpoint_worker = Some(Worker { jobs, done, next: 0 });
+            }
+        }
+        self.checkpoint_worker.as_mut()
+    }
+
+    /// Keeps `bufs` when they hold more room than the store's own (a result's buffers).
+    fn keep_bufs(&mut self, bufs: Bufs) {
+        if bufs.ram_bytes() > self.ckpt_bufs.ram_bytes() {
+            self.ckpt_bufs = bufs;
+        }
+    }
+
+    /// Hands the checkpoint's temp file, its body written and covering `covered` bytes of
+    /// log, to the worker, which finishes it and syncs it (the store's buffers lent to it);
+    /// the next steps put it in place. Where there is no worker or its queue is full,
+    /// finished, synced and put in place now.
+    pub(in crate::memory::store) fn checkpoint_sync_beside(
+        &mut self,
+        file: File,
+        covered: u64,
+        unfinished: Unfinished,
+    ) -> Result<()> {
         let before = self.checkpointed;
-        let mine = file.try_clone();
-        let spawned = std::thread::Builder::new()
-            .name("lkjagent-checkpoint-sync".into())
-            .stack_size(SYNC_THREAD_STACK_BYTES)
-            .spawn(move || file.sync_all());
-        match (spawned, mine) {
-            (Ok(thread), _) => {
-                self.checkpoint_syncing = Some(Syncing { thread, covered, before });
+        let bufs = core::mem::take(&mut self.ckpt_bufs);
+        #[cfg(test)]
+        let hold = self.ckpt_hold.take();
+        let mut job = Job {
+            seq: 0,
+            file,
+            unfinished,
+            bufs,
+            #[cfg(test)]
+            hold,
+        };
+        let sent = match self.checkpoint_worker() {
+            Some(w) => {
+                job.seq = w.next;
+                w.next += 1;
+                match w.jobs.try_send(job) {
+                    Ok(()) => Ok(w.next - 1),
+                    Err(TrySendError::Full(job)) => Err((job, false)),
+                    Err(TrySendError::Disconnected(job)) => Err((job, true)),
+                }
+            }
+            None => Err((job, false)),
+        };
+        match sent {
+            Ok(seq) => {
+                self.checkpoint_syncing = Some(Syncing { seq, covered, before });
                 self.checkpointed = covered;
                 Ok(())
             }
-            (Err(_), Ok(file)) => {
-                let tmp = self.dir.join(TEMP_NAME);
-                if let Err(e) = file.sync_all() {
-                    remove_temp(&self.dir);
-                    bail!(PersistFailed, "syncing {} failed: {}", tmp.display(), e);
+            Err((job, gone)) => {
+                if gone {
+                    self.checkpoint_worker = None;
+                }
+                self.ckpt_bufs = job.bufs;
+                if let Err(e) = finish(&job.file, &job.unfinished, &mut self.ckpt_bufs, true) {
+                    self.remove_checkpoint_temp();
+                    bail!(PersistFailed, "writing {} failed: {}", self.ckpt_paths.tmp.display(), e);
                 }
                 self.checkpoint_in_place(covered)
-            }
-            (Err(e), Err(_)) => {
-                remove_temp(&self.dir);
-                bail!(PersistFailed, "no thread to sync the checkpoint could be started: {}", e)
             }
         }
     }
 
-    /// A step of the cycle's upkeep: when the checkpoint's sync is done (or, with `wait`,
-    /// once it is), the file is renamed into place and the directory synced. Nothing when no
-    /// sync is under way.
+    /// A step of the cycle's upkeep: when the worker is done with the checkpoint (or, with
+    /// `wait`, once it is), the file is renamed into place and the directory synced. Nothing
+    /// when none is under way.
     pub(in crate::memory::store) fn checkpoint_sync_step(&mut self, wait: bool) -> Result<()> {
         let Some(s) = self.checkpoint_syncing.take() else { return Ok(()) };
-        if !wait && !s.thread.is_finished() {
-            self.checkpoint_syncing = Some(s);
-            return Ok(());
-        }
-        let tmp = self.dir.join(TEMP_NAME);
-        let synced = match s.thread.join() {
-            Ok(r) => r.map_err(|e| err!(PersistFailed, "syncing {} failed: {}", tmp.display(), e)),
-            Err(_) => Err(err!(PersistFailed, "the thread syncing {} stopped", tmp.display())),
+        let res = loop {
+            let got = match &self.checkpoint_worker {
+                Some(w) if wait => w.done.recv().ok(),
+                Some(w) => match w.done.try_recv() {
+                    Ok(d) => Some(d),
+                    Err(TryRecvError::Empty) => {
+                        self.checkpoint_syncing = Some(s);
+                        return Ok(());
+                    }
+                    Err(TryRecvError::Disconnected) => None,
+                },
+                None => None,
+            };
+            let Some(d) = got else {
+                self.checkpoint_worker = None;
+                break Err(err!(PersistFailed, "the thread finishing {} stopped", self.ckpt_paths.tmp.display()));
+            };
+            self.keep_bufs(d.bufs);
+            // A result of a checkpoint let go of: only its buffers are kept.
+            if d.seq == s.seq {
+                break d.res.map_err(|e| {
+                    err!(PersistFailed, "finishing or syncing {} failed: {}", self.ckpt_paths.tmp.display(), e)
+                });
+            }
         };
-        if let Err(e) = synced {
-            remove_temp(&self.dir);
+        if let Err(e) = res {
+            self.remove_checkpoint_temp();
             self.checkpointed = s.before;
             return Err(e);
         }
@@ -92,27 +212,53 @@ impl Store {
         res
     }
 
-    /// Lets go of a checkpoint's sync under way (before anything else writes or removes the
-    /// checkpoint or its temp file): its file is never put in place.
+    /// Lets go of a checkpoint being finished beside the cycle (before anything else writes
+    /// or removes the checkpoint or its temp file): its file is never put in place. Results
+    /// already back are taken in (their buffers kept).
     pub(in crate::memory::store) fn checkpoint_sync_drop(&mut self) {
         if let Some(s) = self.checkpoint_syncing.take() {
-            remove_temp(&self.dir);
+            self.remove_checkpoint_temp();
             self.checkpointed = s.before;
+        }
+        while let Some(d) = self.checkpoint_worker.as_ref().and_then(|w| w.done.try_recv().ok()) {
+            self.keep_bufs(d.bufs);
         }
     }
 
-    /// Whether a checkpoint is being synced beside the cycle (written, not yet in place).
+    /// Whether a checkpoint is being finished and synced beside the cycle (its body written,
+    /// not yet in place).
     pub fn checkpoint_syncing(&self) -> bool {
         self.checkpoint_syncing.is_some()
     }
 
+    /// Bytes of the last checkpoint's file whose checksums the caller's thread took itself,
+    /// while writing it (the rest were taken beside the cycle): the work a due checkpoint puts
+    /// into its cycle, beside the copy of the index.
+    pub fn checkpoint_checked_here(&self) -> u64 {
+        self.ckpt_checked_here
+    }
+
+    /// Test hook: the worker waits, before it finishes the next due checkpoint, until the
+    /// sender returned sends or is dropped.
+    #[cfg(test)]
+    pub(crate) fn hold_checkpoint_finish(&mut self) -> std::sync::mpsc::Sender<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.ckpt_hold = Some(rx);
+        tx
+    }
+
+    /// Removes the checkpoint's temp file (a path joined once: no allocation).
+    pub(in crate::memory::store) fn remove_checkpoint_temp(&self) {
+        let _ = fs::remove_file(&self.ckpt_paths.tmp);
+    }
+
     /// The synced temp file renamed over `store.ckpt`, the directory synced.
     pub(in crate::memory::store) fn checkpoint_in_place(&mut self, covered: u64) -> Result<()> {
-        let tmp = self.dir.join(TEMP_NAME);
-        fs::rename(&tmp, self.dir.join(CHECKPOINT_NAME)).map_err(|e| {
-            remove_temp(&self.dir);
-            err!(PersistFailed, "renaming {} into place failed: {}", tmp.display(), e)
-        })?;
+        let p = &self.ckpt_paths;
+        if let Err(e) = fs::rename(&p.tmp, &p.file) {
+            self.remove_checkpoint_temp();
+            bail!(PersistFailed, "renaming {} into place failed: {}", self.ckpt_paths.tmp.display(), e);
+        }
         crate::memory::atomic::sync_dir(&self.dir)?;
         self.checkpointed = covered;
         Ok(())

@@ -1425,7 +1425,8 @@ mod tests {
     }
 
     /// A due checkpoint's cycle writes `store.ckpt` and starts nothing: the text index's
-    /// merge it asks for starts at the next cycle's upkeep, and runs in steps after (the
+    /// merge it asks for starts at the next cycle's upkeep that finds the file in place, and
+    /// runs in steps after (the
     /// start, 6-16 ms at 1,048,576 entries, no longer adds to the checkpoint's write, the
     /// longest cycle of the upkeep bench). Queries after the merge answer as BM25 from scratch.
     #[test]
@@ -1449,8 +1450,73 @@ mod tests {
             }
         }
         assert!(!s.recall_merging(), "the merge started in the checkpoint's cycle");
+        // The merge starts at the first cycle that finds the checkpoint in place (none runs
+        // while it is finished beside the cycle).
         s.flush_access().unwrap();
+        while s.checkpoint_syncing() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            s.flush_access().unwrap();
+            cycles += 1;
+            assert!(cycles < 100_000, "the checkpoint is never put in place");
+        }
         assert!(s.recall_merging(), "the next cycle did not start the merge");
+        let merges = s.recall_stats().merges;
+        while s.recall_merging() {
+            s.flush_access().unwrap();
+            cycles += 1;
+            assert!(cycles < 200_000, "the merge does not end");
+        }
+        assert_eq!(s.recall_stats().merges, merges + 1);
+        for q in ["w1 w2", "doc w59"] {
+            assert_same(&ranked(&mut s, q, 10), &brute(&mut s, q, 10, Archived::Exclude), q);
+        }
+        drop(s);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// While a due checkpoint is finished and synced beside the cycle, no step of a merge
+    /// runs (a step's own sync would wait behind the checkpoint's, its work beside the
+    /// finishing thread's): the merges the checkpoint asked for start at the first cycle that
+    /// finds it in place, and run to their end. Queries answer as BM25 from scratch meanwhile
+    /// and after.
+    #[test]
+    fn no_merge_step_runs_while_a_checkpoint_is_finished_beside_the_cycle() {
+        let d = temp_dir("rank-held");
+        let mut s = Store::open_with_capacity(&d, 4096).unwrap();
+        let text = |i: usize| (0..400).map(|j| format!("w{}", (i * 7 + j) % 60)).collect::<Vec<_>>().join(" ");
+        s.put(&k("e0,doc"), &text(0), 1).unwrap();
+        assert!(!ranked(&mut s, "w1", 10).is_empty());
+        s.checkpoint().unwrap();
+        let release = s.hold_checkpoint_finish();
+        let mut cycles = 0;
+        loop {
+            // New entries only: no garbage, so no compaction (whose checkpoint is taken at once).
+            s.put(&k(&format!("e{},doc", cycles + 1)), &text(cycles), 2).unwrap();
+            let syncing = s.checkpoint_syncing();
+            s.flush_access().unwrap();
+            cycles += 1;
+            assert!(cycles < 4000, "no checkpoint came");
+            if !syncing && s.checkpoint_syncing() {
+                break;
+            }
+        }
+        // The finishing thread is held: the checkpoint stays under way for these cycles.
+        for i in 0..5 {
+            s.put(&k(&format!("e{},doc", cycles + 1)), &text(cycles), 3).unwrap();
+            s.flush_access().unwrap();
+            cycles += 1;
+            assert!(s.checkpoint_syncing(), "the held checkpoint was put in place");
+            assert!(!s.recall_merging(), "a merge started while the checkpoint was being finished (cycle {i})");
+            assert_same(&ranked(&mut s, "w1 w2", 10), &brute(&mut s, "w1 w2", 10, Archived::Exclude), "held");
+        }
+        drop(release);
+        while s.checkpoint_syncing() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            s.flush_access().unwrap();
+            cycles += 1;
+            assert!(cycles < 100_000, "the checkpoint is never put in place");
+        }
+        assert!(s.recall_merging(), "the cycle that put the checkpoint in place did not start the merge");
         let merges = s.recall_stats().merges;
         while s.recall_merging() {
             s.flush_access().unwrap();

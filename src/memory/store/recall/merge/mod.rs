@@ -101,9 +101,12 @@ impl Store {
 
     /// The next step of the full-text index's merge, when one is under way (the cycle's
     /// upkeep, once a cycle: at most `TEXT_MERGE_STEP_MILLIS` of work); a failure is a
-    /// warning (the log has everything).
+    /// warning (the log has everything). None while a due checkpoint is being finished and
+    /// synced beside the cycle (`checkpoint::sync`): a step's own sync would wait behind that
+    /// one (71 MB at 1,048,576 entries), and its work would run beside the finishing thread's;
+    /// the merges that checkpoint asked for start at the first cycle that finds it in place.
     pub(in crate::memory::store) fn merge_step(&mut self) {
-        if self.log.read_only() || self.log.in_batch() {
+        if self.log.read_only() || self.log.in_batch() || self.checkpoint_syncing() {
             return;
         }
         // Merges a due checkpoint asked for start now; their steps from the next cycle.

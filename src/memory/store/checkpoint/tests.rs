@@ -1,0 +1,64 @@
+//! Tests of the checkpoint's writing (compiled for tests only).
+
+use super::CHECKPOINT_NAME;
+use crate::memory::key::{normalize, Key};
+use crate::memory::store::Store;
+use crate::testing::temp_dir;
+use std::fs;
+
+fn k(s: &str) -> Key {
+    normalize(s).unwrap()
+}
+
+/// A store with what every section of the file holds: many tags (one freed, so its list is
+/// empty), archived and deleted entries, links, access statistics.
+fn filled(s: &mut Store) {
+    for i in 0..3000u64 {
+        let key = format!("topic{},item{},t{}", i / 50, i % 50, i % 7);
+        s.put(&k(&key), &format!("value {i} of the checkpoint test"), 100 + i).unwrap();
+    }
+    s.put(&k("lonely,tag"), "freed below", 5000).unwrap();
+    s.delete(&k("lonely,tag")).unwrap();
+    for i in (0..3000u64).step_by(11) {
+        let key = format!("topic{},item{},t{}", i / 50, i % 50, i % 7);
+        s.set_archived(&k(&key), true, 6000).unwrap();
+    }
+    for i in (0..3000u64).step_by(13) {
+        let key = format!("topic{},item{},t{}", i / 50, i % 50, i % 7);
+        s.delete(&k(&key)).unwrap();
+    }
+    let a = s.find(&k("topic1,item1,t2")).unwrap();
+    let b = s.find(&k("topic2,item3,t5")).unwrap();
+    s.link(a, b).unwrap();
+    s.load(&k("topic3,item4,t1"), 7000).unwrap();
+    s.flush_access_only().unwrap();
+}
+
+/// A due checkpoint's cycle copies the index into the file and checksums none of it: the
+/// column blocks', the posting lists', the sections' and the body's CRCs and the header are
+/// taken beside the cycle, with the file's sync. The file put in place is byte for byte the
+/// one a checkpoint taken at once writes of the same index.
+#[test]
+fn a_due_checkpoint_checksums_its_file_beside_the_cycle() {
+    let d = temp_dir("ckpt-beside");
+    let mut s = Store::open_with_capacity(&d, 4096).unwrap();
+    filled(&mut s);
+    s.checkpoint_in_steps().unwrap();
+    assert!(s.checkpoint_syncing(), "the due checkpoint's file is finished beside the cycle");
+    assert_eq!(s.checkpoint_checked_here(), 0, "the cycle checksummed the file's bytes itself");
+    s.checkpoint_sync_step(true).unwrap();
+    assert!(!s.checkpoint_syncing());
+    let beside = fs::read(d.join(CHECKPOINT_NAME)).unwrap();
+    s.checkpoint().unwrap();
+    let at_once = fs::read(d.join(CHECKPOINT_NAME)).unwrap();
+    assert_eq!(beside.len(), at_once.len());
+    assert!(beside == at_once, "the file finished beside the cycle differs from one written at once");
+    // And it is read back whole: the reopened store holds what this one holds.
+    let live = s.stats().entries;
+    drop(s);
+    let s = Store::open_with_capacity(&d, 4096).unwrap();
+    assert_eq!(s.stats().entries, live);
+    assert!(s.stats().from_checkpoint);
+    drop(s);
+    let _ = fs::remove_dir_all(&d);
+}
