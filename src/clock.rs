@@ -79,12 +79,12 @@ impl fmt::Display for Utc {
 pub fn parse_utc(t: &str) -> Option<u64> {
     let t = t.strip_suffix('Z').unwrap_or(t);
     let (date, time) = t.split_once(['T', ' ']).unwrap_or((t, "00:00:00"));
-    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let mut d = date.split('-').map(crate::bytes::parse_i64);
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);
     if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) || !(1970..=9999).contains(&y) {
         return None;
     }
-    let mut c = time.split(':').map(|p| p.parse::<u64>().ok());
+    let mut c = time.split(':').map(crate::bytes::parse_u64);
     let (hh, mm, ss) = (c.next()??, c.next()??, c.next().unwrap_or(Some(0))?);
     if c.next().is_some() || hh > 23 || mm > 59 || ss > 60 {
         return None;

@@ -530,7 +530,7 @@ impl<'a> Cursor<'a> {
         let end = rest.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len());
         // ASCII digits, so `end` is a character boundary.
         let digits = crate::bytes::ascii_cut(rest, 0, end);
-        let Ok(n) = digits.parse::<u64>() else {
+        let Some(n) = crate::bytes::parse_u64(digits) else {
             bail!(JsonInvalid, "expected an unsigned integer at byte {}", self.pos + PREFIX_BYTES)
         };
         self.pos += end;
