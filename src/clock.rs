@@ -17,6 +17,12 @@ pub fn now_unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// `d` in whole milliseconds, for messages: `d.as_millis()` as a `u64` (saturating, past 584
+/// million years), so that printing it does not link `u128` formatting.
+pub fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Sleeps for `d`, waking every [`HTTP_STOP_POLL_MS`](crate::limits::HTTP_STOP_POLL_MS) to ask
 /// `should_stop`; `INTERRUPTED` if it said yes (a retry's wait, the pause between cycles).
 pub fn sleep_unless_stopped(d: std::time::Duration, should_stop: &dyn Fn() -> bool) -> crate::error::Result<()> {
@@ -24,7 +30,7 @@ pub fn sleep_unless_stopped(d: std::time::Duration, should_stop: &dyn Fn() -> bo
     let end = Instant::now() + d;
     loop {
         if should_stop() {
-            bail!(Interrupted, "stopped while waiting {} ms", d.as_millis());
+            bail!(Interrupted, "stopped while waiting {} ms", millis(d));
         }
         let now = Instant::now();
         if now >= end {
