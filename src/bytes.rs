@@ -23,6 +23,10 @@
 //! [`skip`], [`range`], [`utf8_prefix`], [`str_prefix`], [`ascii_cut`]): total functions, so
 //! that no caller has to pick an empty stand-in for a cut that "cannot fail", turning a slip
 //! into silently empty text.
+//!
+//! And reading a decimal number ([`parse_u64`], [`parse_i64`], [`parse_u32`], [`parse_usize`]):
+//! exactly as `str::parse` reads it, in one body out of line, where `str::parse` put its digit
+//! loop into each of its 25 callers.
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -569,9 +573,76 @@ pub fn ascii_cut(s: &str, from: usize, to: usize) -> &str {
     s.get(from..to).unwrap_or_default()
 }
 
+// Reading numbers.
+
+/// `s` as a `u64`, read as `s.parse::<u64>()` reads it (an optional `+`, then ASCII digits,
+/// no overflow), or `None`.
+#[inline(never)]
+pub fn parse_u64(s: &str) -> Option<u64> {
+    s.parse().ok()
+}
+
+/// `s` as an `i64`, read as `s.parse::<i64>()` reads it (an optional sign, then ASCII digits,
+/// no overflow), or `None`.
+#[inline(never)]
+pub fn parse_i64(s: &str) -> Option<i64> {
+    s.parse().ok()
+}
+
+/// `s` as a `u32`, read as `s.parse::<u32>()` reads it, or `None`: what `u64` reads, if it fits.
+pub fn parse_u32(s: &str) -> Option<u32> {
+    parse_u64(s).and_then(|n| u32::try_from(n).ok())
+}
+
+/// `s` as a `usize`, read as `s.parse::<usize>()` reads it, or `None`.
+pub fn parse_usize(s: &str) -> Option<usize> {
+    parse_u64(s).and_then(|n| usize::try_from(n).ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_read_as_str_parse_reads_them() {
+        let samples = [
+            "",
+            "+",
+            "-",
+            "0",
+            "+0",
+            "-0",
+            "007",
+            "42",
+            "+42",
+            "-42",
+            " 42",
+            "42 ",
+            "4_2",
+            "1e3",
+            "0x10",
+            "4294967295",
+            "4294967296",
+            "-2147483648",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999999",
+            "٣",
+            "12a",
+            "++1",
+            "+-1",
+        ];
+        for s in samples {
+            assert_eq!(parse_u64(s), s.parse::<u64>().ok(), "{s:?}");
+            assert_eq!(parse_i64(s), s.parse::<i64>().ok(), "{s:?}");
+            assert_eq!(parse_u32(s), s.parse::<u32>().ok(), "{s:?}");
+            assert_eq!(parse_usize(s), s.parse::<usize>().ok(), "{s:?}");
+        }
+    }
 
     #[test]
     fn cuts_are_total() {

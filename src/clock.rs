@@ -17,6 +17,12 @@ pub fn now_unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// `d` in whole milliseconds, for messages: `d.as_millis()` as a `u64` (saturating, past 584
+/// million years), so that printing it does not link `u128` formatting.
+pub fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Sleeps for `d`, waking every [`HTTP_STOP_POLL_MS`](crate::limits::HTTP_STOP_POLL_MS) to ask
 /// `should_stop`; `INTERRUPTED` if it said yes (a retry's wait, the pause between cycles).
 pub fn sleep_unless_stopped(d: std::time::Duration, should_stop: &dyn Fn() -> bool) -> crate::error::Result<()> {
@@ -24,7 +30,7 @@ pub fn sleep_unless_stopped(d: std::time::Duration, should_stop: &dyn Fn() -> bo
     let end = Instant::now() + d;
     loop {
         if should_stop() {
-            bail!(Interrupted, "stopped while waiting {} ms", d.as_millis());
+            bail!(Interrupted, "stopped while waiting {} ms", millis(d));
         }
         let now = Instant::now();
         if now >= end {
@@ -79,12 +85,12 @@ impl fmt::Display for Utc {
 pub fn parse_utc(t: &str) -> Option<u64> {
     let t = t.strip_suffix('Z').unwrap_or(t);
     let (date, time) = t.split_once(['T', ' ']).unwrap_or((t, "00:00:00"));
-    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let mut d = date.split('-').map(crate::bytes::parse_i64);
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);
     if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) || !(1970..=9999).contains(&y) {
         return None;
     }
-    let mut c = time.split(':').map(|p| p.parse::<u64>().ok());
+    let mut c = time.split(':').map(crate::bytes::parse_u64);
     let (hh, mm, ss) = (c.next()??, c.next()??, c.next().unwrap_or(Some(0))?);
     if c.next().is_some() || hh > 23 || mm > 59 || ss > 60 {
         return None;

@@ -11,16 +11,17 @@ use core::fmt;
 /// The escape for `b`, if it needs one; `None` for bytes written as they are.
 #[inline]
 fn escape_for(b: u8) -> Option<&'static str> {
-    const HEX: [&str; 32] = [
-        "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007", "\\b", "\\t", "\\n",
-        "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014",
-        "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e",
-        "\\u001f",
-    ];
+    // The escapes of U+0000..U+001F, six bytes each, in one string (a table of `&str`s was 32
+    // pointers for the loader to relocate); a short form (`\n`) is the first two of its six.
+    const CONTROL: &str = "\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\b....\\t....\\n....\\u000b\\f....\\r....\\u000e\\u000f\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001a\\u001b\\u001c\\u001d\\u001e\\u001f";
     match b {
         b'"' => Some("\\\""),
         b'\\' => Some("\\\\"),
-        0..=0x1f => HEX.get(b as usize).copied(),
+        0..=0x1f => {
+            let at = usize::from(b) * 6;
+            let len = if matches!(b, 0x08..=0x0a | 0x0c | 0x0d) { 2 } else { 6 };
+            CONTROL.get(at..at + len)
+        }
         _ => None,
     }
 }
@@ -83,6 +84,21 @@ mod tests {
         assert_eq!(esc("a\"b\\c"), r#""a\"b\\c""#);
         assert_eq!(esc("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
         assert_eq!(esc("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
+    }
+
+    #[test]
+    fn every_control_character_has_its_escape() {
+        for b in 0u8..0x20 {
+            let want = match b {
+                0x08 => "\\b".to_string(),
+                0x09 => "\\t".to_string(),
+                0x0a => "\\n".to_string(),
+                0x0c => "\\f".to_string(),
+                0x0d => "\\r".to_string(),
+                _ => format!("\\u{:04x}", b),
+            };
+            assert_eq!(escape_for(b), Some(want.as_str()), "{b:#04x}");
+        }
     }
 
     #[test]

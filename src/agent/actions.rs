@@ -204,9 +204,9 @@ pub fn apply(
         (ActionKind::RecordUpdate, Some(k)) => {
             let expected = match a.base_version.map(str::trim) {
                 None | Some("") => None,
-                Some(v) => match v.trim_start_matches('v').parse::<u32>() {
-                    Ok(n) => Some(n),
-                    Err(_) => return Ok(r.done(false, format_args!("base version '{}' is not a number", v))),
+                Some(v) => match crate::bytes::parse_u32(v.trim_start_matches('v')) {
+                    Some(n) => Some(n),
+                    None => return Ok(r.done(false, format_args!("base version '{}' is not a number", v))),
                 },
             };
             match store.update(&k, value, expected, now) {

@@ -264,7 +264,7 @@ impl Checker {
     pub fn integer(&mut self, parent: Option<Value<'_>>, path: &str, key: &str, min: i64, max: i64) -> Option<i64> {
         let v = member(parent, key)?;
         // Era-B configs sometimes quote numbers ("max_entries": "4"); accept that too.
-        let n = v.as_i64().or_else(|| v.as_str().and_then(|s| s.trim().parse::<i64>().ok()));
+        let n = v.as_i64().or_else(|| v.as_str().and_then(|s| crate::bytes::parse_i64(s.trim())));
         match n {
             Some(n) if (min..=max).contains(&n) => Some(n),
             _ => {

@@ -34,7 +34,7 @@ pub const OPENED_AT_FILE: &str = "opened_at";
 
 /// The opening clock of a recorded run, if it was recorded.
 pub fn opened_at(exchange_dir: &Path) -> Option<u64> {
-    std::fs::read_to_string(exchange_dir.join(OPENED_AT_FILE)).ok()?.trim().parse().ok()
+    crate::bytes::parse_u64(std::fs::read_to_string(exchange_dir.join(OPENED_AT_FILE)).ok()?.trim())
 }
 
 /// One cycle's exchange, borrowed from the agent's buffers.

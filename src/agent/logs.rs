@@ -58,7 +58,7 @@ pub fn slot_of(key: &str, prefix: &str) -> Option<u32> {
     if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    crate::bytes::parse_u32(digits)
 }
 
 /// The key of slot `n` of `prefix` (`think_log_` + 7 = `think_log_007`).

@@ -180,7 +180,8 @@ fn render_part(c: &mut Checker, entry: Value<'_>, path: &str, era_a: bool) -> St
         return String::new();
     }
     let mut text = String::new();
-    if let Err(e) = render_tree(&mut text, tree, None, Style::Lines) {
+    // As a `Without` that skips nothing: one instance of the renderer for both.
+    if let Err(e) = render_tree(&mut text, Without { v: tree, skip: keep_all }, None, Style::Lines) {
         c.problem(&tree_path, e.message());
     }
     text

@@ -120,7 +120,7 @@ struct Sink<'a> {
 
 impl fmt::Write for Sink<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.out.push_str(s).map_err(|_| {
+        self.out.append_inline(s.as_bytes()).map_err(|_| {
             self.full = true;
             fmt::Error
         })

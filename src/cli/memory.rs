@@ -300,7 +300,9 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let count = |args: &mut Args, name: &str| -> Result<Option<u64>> {
         match args.value(name)? {
             None => Ok(None),
-            Some(v) => v.parse::<u64>().map(Some).map_err(|_| err!(Usage, "{} '{}' is not a number", name, v)),
+            Some(v) => {
+                crate::bytes::parse_u64(&v).map(Some).ok_or_else(|| err!(Usage, "{} '{}' is not a number", name, v))
+            }
         }
     };
     if let Some(n) = count(&mut args, "--min-hits")? {

@@ -75,7 +75,7 @@ pub fn for_search(data: &Path, store: &Store, by: By) -> Result<Option<Meaning>>
 pub fn embed(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let limit = match args.value("--limit")? {
         None => usize::MAX,
-        Some(v) => v.parse::<usize>().map_err(|_| err!(Usage, "--limit takes a number, not '{}'", v))?,
+        Some(v) => crate::bytes::parse_usize(&v).ok_or_else(|| err!(Usage, "--limit takes a number, not '{}'", v))?,
     };
     args.finish("memory embed")?;
     let Some(settings) = load(data)? else {

@@ -26,8 +26,8 @@ pub(super) fn tags_option(args: &mut Args, name: &str) -> Result<Option<Key>> {
 pub(super) fn limit_option(args: &mut Args) -> Result<usize> {
     match args.value("--limit")? {
         None => Ok(50),
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if (1..=STORE_QUERY_MAX_RESULTS).contains(&n) => Ok(n),
+        Some(v) => match crate::bytes::parse_usize(&v) {
+            Some(n) if (1..=STORE_QUERY_MAX_RESULTS).contains(&n) => Ok(n),
             _ => bail!(Usage, "--limit '{}' is not a number from 1 to {}", v, STORE_QUERY_MAX_RESULTS),
         },
     }

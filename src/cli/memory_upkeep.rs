@@ -62,7 +62,8 @@ fn cleanup(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
         filter.accessed_before = Some(parse_time(&age, now).map_err(|e| e.context(format_args!("--older-than")))?);
     }
     if let Some(n) = max_hits {
-        filter.max_hits = Some(n.parse::<u64>().map_err(|_| err!(Usage, "--max-hits '{}' is not a number", n))?);
+        filter.max_hits =
+            Some(crate::bytes::parse_u64(&n).ok_or_else(|| err!(Usage, "--max-hits '{}' is not a number", n))?);
     }
     if filter == Filter::default() {
         bail!(
@@ -245,7 +246,7 @@ pub fn show_cold(data: &Path, key: &Key, out: &mut dyn Write) -> Result<bool> {
 pub fn parse_time(text: &str, now: u64) -> Result<u64> {
     let t = text.trim();
     if let Some(secs) = t.strip_prefix('@') {
-        return secs.parse::<u64>().map_err(|_| err!(Usage, "'{}' is not @ and Unix seconds", t));
+        return crate::bytes::parse_u64(secs).ok_or_else(|| err!(Usage, "'{}' is not @ and Unix seconds", t));
     }
     let digits = t.get(..t.len().saturating_sub(1)).unwrap_or("");
     let age = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) || t.len() == 1;
@@ -260,7 +261,7 @@ pub fn parse_time(text: &str, now: u64) -> Result<u64> {
         };
         let n = t
             .get(..t.len().saturating_sub(1))
-            .and_then(|n| n.parse::<u64>().ok())
+            .and_then(crate::bytes::parse_u64)
             .ok_or_else(|| err!(Usage, "'{}' is not an age such as 30d", t))?;
         return Ok(now.saturating_sub(n.saturating_mul(scale)));
     }

@@ -36,8 +36,8 @@ pub fn run(mut args: Args) -> Result<i32> {
         return Ok(super::EXIT_OK);
     }
     let max_actions = match args.value("--max-actions")? {
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if n >= 1 => n,
+        Some(v) => match crate::bytes::parse_usize(&v) {
+            Some(n) if n >= 1 => n,
             _ => bail!(Usage, "--max-actions needs a whole number of at least 1, not '{}'", v),
         },
         None => REPLY_DEFAULT_MAX_ACTIONS,

@@ -89,8 +89,8 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
             None => None,
         },
         last: match last {
-            Some(n) => match n.parse::<u64>() {
-                Ok(n) if n > 0 => Some(n),
+            Some(n) => match crate::bytes::parse_u64(&n) {
+                Some(n) if n > 0 => Some(n),
                 _ => bail!(Usage, "--last takes a number of cycles above 0, not '{}'", n),
             },
             None => None,
@@ -116,11 +116,11 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
 /// from `now`.
 pub fn parse_since(text: &str, now: u64) -> Result<u64> {
     let t = text.trim();
-    if let Ok(n) = t.parse::<u64>() {
+    if let Some(n) = crate::bytes::parse_u64(t) {
         return Ok(n);
     }
     let age = |unit: u64| {
-        t.get(..t.len().saturating_sub(1)).and_then(|n| n.parse::<u64>().ok()).and_then(|n| n.checked_mul(unit))
+        t.get(..t.len().saturating_sub(1)).and_then(crate::bytes::parse_u64).and_then(|n| n.checked_mul(unit))
     };
     let secs = match t.as_bytes().last() {
         Some(b's') => age(1),

@@ -75,8 +75,8 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
     args.finish("run")?;
     let mut config = config::load(data)?;
     if let Some(m) = max {
-        config.agent.max_iterations = match m.trim().parse::<i64>() {
-            Ok(n) if n == -1 || n >= 1 => n,
+        config.agent.max_iterations = match crate::bytes::parse_i64(m.trim()) {
+            Some(n) if n == -1 || n >= 1 => n,
             _ => bail!(Usage, "--max-iterations takes -1 or a count >= 1, not '{}'", m),
         };
     }

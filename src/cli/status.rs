@@ -114,8 +114,10 @@ impl Status {
                 StoreRead::Open(s) => StorePart::Open { entries: s.len(), log_bytes: s.log_bytes() },
             },
         };
-        let last_cycle_time =
-            memory.as_ref().and_then(|m| m.file.agent.get("last_cycle")).and_then(|t| t.trim().parse::<u64>().ok());
+        let last_cycle_time = memory
+            .as_ref()
+            .and_then(|m| m.file.agent.get("last_cycle"))
+            .and_then(|t| crate::bytes::parse_u64(t.trim()));
         let logs = data.join("logs");
         let audit = match last_audit_line(&logs.join("audit.jsonl"))? {
             Some(c) => Some(c),

@@ -290,7 +290,7 @@ impl HttpClient {
                         LlmTimeout,
                         "connecting to the LLM server at {} timed out after {} ms",
                         addr,
-                        self.settings.connect_timeout.as_millis()
+                        crate::clock::millis(self.settings.connect_timeout)
                     ));
                 }
                 Err(e) => {

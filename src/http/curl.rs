@@ -209,7 +209,11 @@ pub(crate) fn attempt(
     let all = body.as_slice();
     let nl = all.iter().rposition(|&b| b == b'\n');
     let code_text = nl.map_or(&[][..], |i| bytes::skip(all, i + 1));
-    let code = core::str::from_utf8(code_text).ok().and_then(|t| t.trim().parse::<u16>().ok()).unwrap_or(0);
+    let code = core::str::from_utf8(code_text)
+        .ok()
+        .and_then(|t| crate::bytes::parse_u32(t.trim()))
+        .and_then(|n| u16::try_from(n).ok())
+        .unwrap_or(0);
     if !(100..1000).contains(&code) {
         let mut shown = [0u8; 128];
         let n = code_text.len().min(shown.len());

@@ -197,7 +197,7 @@ impl Reader<'_> {
                         bail!(
                             LlmTimeout,
                             "the LLM server sent nothing for {} ms (read timeout)",
-                            self.read_timeout.as_millis()
+                            crate::clock::millis(self.read_timeout)
                         );
                     }
                 }
@@ -319,7 +319,7 @@ fn copy_exact(r: &mut Reader<'_>, n: u64, sink: &mut dyn BodySink) -> Result<u64
 pub(super) fn io_error(e: &std::io::Error, doing: &str, timeout: Duration) -> Error {
     match e.kind() {
         ErrorKind::TimedOut | ErrorKind::WouldBlock => {
-            err!(LlmTimeout, "{} timed out after {} ms", doing, timeout.as_millis())
+            err!(LlmTimeout, "{} timed out after {} ms", doing, crate::clock::millis(timeout))
         }
         _ => err!(LlmUnavailable, "{} failed: {}", doing, e),
     }

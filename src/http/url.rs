@@ -213,8 +213,8 @@ fn parse_port(p: &str) -> Result<u16> {
     if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
         bail!(ConfigInvalid, "port {:?} is not a number from 1 to 65535", Clipped(p));
     }
-    match p.parse::<u32>() {
-        Ok(n @ 1..=65535) => Ok(n as u16),
+    match crate::bytes::parse_u32(p) {
+        Some(n @ 1..=65535) => Ok(n as u16),
         _ => bail!(ConfigInvalid, "port {} is outside 1..=65535", p),
     }
 }

@@ -113,7 +113,7 @@ impl<'a> Value<'a> {
         if !number::is_integer(t) {
             return None;
         }
-        t.parse().ok()
+        crate::bytes::parse_i64(t)
     }
 
     /// The number as a `u64`, if it is written as a non-negative integer and fits (`-0` is 0).
@@ -125,7 +125,7 @@ impl<'a> Value<'a> {
         if t == "-0" {
             return Some(0);
         }
-        t.parse().ok()
+        crate::bytes::parse_u64(t)
     }
 
     /// The number as the nearest `f64`, if it is finite (`1e400` is `None`, not infinity).
@@ -193,7 +193,9 @@ impl<'a> Value<'a> {
         for seg in path.split('.') {
             let index = seg.strip_prefix('[').and_then(|s| s.strip_suffix(']'));
             cur = match index {
-                Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => cur.at(n.parse().ok()?)?,
+                Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                    cur.at(crate::bytes::parse_usize(n)?)?
+                }
                 _ => cur.get(seg)?,
             };
         }

@@ -280,6 +280,18 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
         Ok(())
     }
 
+    /// A string value written from `parts` in order, as one text (with no copy of them).
+    pub fn string_of(&mut self, parts: &[&str]) -> Result<()> {
+        self.before_value()?;
+        self.put("\"")?;
+        for p in parts {
+            self.body(p)?;
+        }
+        self.put("\"")?;
+        self.after_value();
+        Ok(())
+    }
+
     /// A string value.
     pub fn string(&mut self, s: &str) -> Result<()> {
         self.before_value()?;
@@ -519,6 +531,19 @@ mod tests {
         build(&mut Writer::pretty(&mut p)).unwrap();
         let want = "{\n  \"model\": \"qwen\",\n  \"t\": 0.7,\n  \"n\": -3,\n  \"u\": 18446744073709551615,\n  \"raw\": 1e5,\n  \"list\": [\n    true,\n    null,\n    [],\n    {},\n    \"\"\n  ],\n  \"e\\\"sc\\n\": \"→\\u0001\"\n}";
         assert_eq!(p, want);
+    }
+
+    #[test]
+    fn a_string_of_parts_is_the_string_of_their_text() {
+        let mut s = String::new();
+        let mut w = Writer::compact(&mut s);
+        w.begin_array().unwrap();
+        w.string_of(&["a\"", "", "\n\u{1}é"]).unwrap();
+        w.string_of(&[]).unwrap();
+        w.string("a\"\n\u{1}é").unwrap();
+        w.end_array().unwrap();
+        w.finish().unwrap();
+        assert_eq!(s, r#"["a\"\n\u0001é","","a\"\n\u0001é"]"#);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::error::Result;
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::grammar::Constraint;
 use crate::http::{self, Method, Redactor, Request, Scheme, Transport, Url};
-use crate::json::{Document, Event, Handler, Kind, Writer};
+use crate::json::{Document, Kind, Writer};
 use crate::limits::{
     HTTP_MAX_BODY_BYTES, HTTP_MAX_URL_BYTES, LLM_MAX_CONTENT_BYTES, LLM_MAX_EVENT_BYTES, LLM_MAX_JSON_NODES,
     LLM_MAX_REASONING_BYTES, LLM_MAX_REQUEST_BYTES,
@@ -141,6 +141,10 @@ pub struct Client {
     stream: bool,
     context_window: Option<u32>,
     extra: Option<Document>,
+    /// Each member's value of `extra`, in order, as compact JSON: written once here, copied
+    /// into each request as it is (a second copy of the JSON writer's value walk, for the
+    /// request buffer, cost 2.5 KB of code).
+    extra_values: Vec<String>,
     http: Option<http::HttpClient>,
     /// Finds the API key in what the server sends (a copy of the HTTP client's).
     redactor: Redactor,
@@ -187,6 +191,12 @@ impl Client {
             }
             Some(d)
         };
+        let mut extra_values = Vec::new();
+        for (_, v) in extra.iter().flat_map(|d| d.root().members()) {
+            let mut json = String::new();
+            Writer::compact(&mut json as &mut dyn fmt::Write).value(v)?;
+            extra_values.push(json);
+        }
         if let Some(t) = settings.temperature {
             if !t.is_finite() || t < 0.0 {
                 bail!(ConfigInvalid, "temperature must be a number >= 0, found {}", t);
@@ -203,6 +213,7 @@ impl Client {
             stream: settings.stream,
             context_window: settings.context_window,
             extra,
+            extra_values,
             http: None,
             redactor: Redactor::none(),
             endpoints: None,
@@ -436,9 +447,9 @@ impl Client {
         self.wire.write_sampling(&mut w, &sampling, &has)?;
         self.wire.write_constraint(&mut w, self.api, prompt.constraint, &has)?;
         if let Some(e) = extra {
-            for (k, v) in e.members() {
+            for ((k, _), json) in e.members().zip(&self.extra_values) {
                 w.key(k)?;
-                w.value(v)?;
+                w.raw_value(json)?;
             }
         }
         w.end_object()?;
@@ -500,13 +511,10 @@ impl Client {
 /// blank line, the user text; written as one JSON string straight from the two parts, with no
 /// chat template and no copy.
 fn document<W: fmt::Write + ?Sized>(w: &mut Writer<'_, W>, prompt: &Prompt<'_>) -> Result<()> {
-    w.event(Event::BeginString)?;
-    if let Some(system) = prompt.system {
-        w.event(Event::Text(system))?;
-        w.event(Event::Text("\n\n"))?;
+    match prompt.system {
+        Some(system) => w.string_of(&[system, "\n\n", prompt.user]),
+        None => w.string_of(&[prompt.user]),
     }
-    w.event(Event::Text(prompt.user))?;
-    w.event(Event::EndText)
 }
 
 /// Whether a listed model name is the configured one (Ollama adds `:latest` to bare names).

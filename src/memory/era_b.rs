@@ -503,13 +503,14 @@ impl Import {
         // it there, and importing again finds it (same creation time and version) and goes on.
         // Each current cold key (by its 64-bit hash) with its creation time and version.
         let hash = |k: &Key| crate::memory::hash::fnv1a64(k.as_str().as_bytes());
-        let mut in_cold: std::collections::HashMap<u64, (u64, u32)> = std::collections::HashMap::new();
+        let mut found = Vec::new();
         if cold.is_some_and(|c| !c.is_empty()) {
             crate::memory::store::cold::scan_current(store.dir(), &|k| store.find(k).is_some(), &mut |e| {
-                in_cold.insert(hash(&e.key), (e.head.created, e.head.ver));
+                found.push((hash(&e.key), (e.head.created, e.head.ver)));
                 Ok(true)
             })?;
         }
+        let in_cold = LastOf::new(found);
         let mut cold_group: Vec<(Key, PutHead, String)> = Vec::new();
         for item in cold.iter().flat_map(|a| a.items()) {
             let (Some(tags), Some(value)) =
@@ -521,7 +522,7 @@ impl Import {
             let head = head_of(Some(item), now, false)?;
             let held = store.find(&key).is_some()
                 || imported.binary_search(&key).is_ok()
-                || in_cold.get(&hash(&key)) == Some(&(head.created, head.ver));
+                || in_cold.get(&hash(&key)) == Some((head.created, head.ver));
             if held {
                 report.cold.unchanged += 1;
                 continue;
@@ -534,17 +535,14 @@ impl Import {
         // Each key's `store_meta` member (the last of a repeated one, as `Value::get` finds it),
         // found by hash: one `get` per entry scans the whole object, which made an import of
         // 65,536 entries take 54 s of CPU (docs/measurements.md).
-        let mut meta_of: std::collections::HashMap<&str, Value<'_>> = std::collections::HashMap::new();
-        for (k, v) in meta.iter().flat_map(|o| o.members()) {
-            meta_of.insert(k, v);
-        }
+        let meta_of = LastOf::new(meta.iter().flat_map(|o| o.members()).collect());
         store.begin_batch(changes)?;
         let res = (|| {
             for (k, v) in storage.iter().flat_map(|o| o.members()) {
                 let key = normalize(k)?;
                 value_text(v, &mut text)?;
                 let archived = to_archive.binary_search(&key).is_ok();
-                let head = head_of(meta_of.get(k).copied(), now, archived)?;
+                let head = head_of(meta_of.get(&k), now, archived)?;
                 match store.put_with(&key, &text, &head)?.change {
                     Change::Created => {
                         report.stored.added += 1;
@@ -575,6 +573,26 @@ impl Import {
     }
 }
 
+/// A map made once and then only read, as a list sorted by key: of a key given twice, the
+/// later value is the one found, as a `HashMap`'s `insert` keeps it. A `HashMap` compiled its
+/// table code again for each key type, about 2 KB each (docs/measurements.md, "Fifth house
+/// session").
+struct LastOf<K, V>(Vec<(K, usize, V)>);
+
+impl<K: Ord + Copy, V: Copy> LastOf<K, V> {
+    fn new(items: Vec<(K, V)>) -> Self {
+        let mut list: Vec<(K, usize, V)> = items.into_iter().enumerate().map(|(i, (k, v))| (k, i, v)).collect();
+        crate::sort::sort_by_key(&mut list, |e| (e.0, e.1));
+        LastOf(list)
+    }
+
+    /// The value given last for `k`.
+    fn get(&self, k: &K) -> Option<V> {
+        let after = self.0.partition_point(|e| e.0 <= *k);
+        self.0.get(after.checked_sub(1)?).filter(|e| e.0 == *k).map(|e| e.2)
+    }
+}
+
 /// Checks and imports an era-B document in one step (see [`Import`]).
 pub fn import(bytes: &[u8], store: &mut Store, memory: &mut MemoryFile, now: u64) -> Result<ImportReport> {
     Import::check(bytes)?.apply(store, memory, now)
@@ -584,6 +602,18 @@ pub fn import(bytes: &[u8], store: &mut Store, memory: &mut MemoryFile, now: u64
 mod tests {
     use super::*;
     use crate::memory::key::normalize;
+
+    #[test]
+    fn last_of_finds_the_value_given_last_for_a_key() {
+        let m = LastOf::new(vec![("b", 1), ("a", 2), ("b", 3), ("c", 4), ("b", 5), ("a", 6)]);
+        assert_eq!(m.get(&"a"), Some(6));
+        assert_eq!(m.get(&"b"), Some(5));
+        assert_eq!(m.get(&"c"), Some(4));
+        assert_eq!(m.get(&""), None);
+        assert_eq!(m.get(&"bb"), None);
+        assert_eq!(m.get(&"d"), None);
+        assert_eq!(LastOf::<u64, u8>::new(Vec::new()).get(&0), None);
+    }
 
     #[test]
     fn export_then_import_round_trips() {

@@ -637,7 +637,9 @@ pub(crate) fn value_text(v: Value<'_>, out: &mut String) -> Result<()> {
         Typed::Bool(b) => out.push_str(if b { "true" } else { "false" }),
         Typed::Null => {}
         Typed::Array | Typed::Object => {
-            let mut w = Writer::compact(out);
+            // Through `dyn fmt::Write`, as the commands write: a `String` writer was one more
+            // copy of the JSON writer's code.
+            let mut w = Writer::compact(out as &mut dyn core::fmt::Write);
             w.value(v)?;
         }
     }

@@ -162,7 +162,9 @@ pub enum Record<'a> {
 
 /// Appends one framed record to `out`: the checksum placeholder, the JSON from `body`, the
 /// checksum patched in, and the newline. On error `out` is left as it was.
-pub fn encode(out: &mut FixedBuf, body: impl FnOnce(&mut FixedBuf) -> core::fmt::Result) -> Result<()> {
+// `dyn`: one body for every kind of record, each of which was a copy of the framing; and the
+// `encode_*` below out of line, or each caller gets a copy of its record's formatting.
+pub fn encode(out: &mut FixedBuf, body: &mut dyn FnMut(&mut FixedBuf) -> core::fmt::Result) -> Result<()> {
     let start = out.len();
     let res = (|| {
         out.push_str("00000000 ")?;
@@ -188,8 +190,9 @@ pub fn encode(out: &mut FixedBuf, body: impl FnOnce(&mut FixedBuf) -> core::fmt:
 }
 
 /// Appends the header record of a log whose identity is `store`.
+#[inline(never)]
 pub fn encode_header(out: &mut FixedBuf, store: u64) -> Result<()> {
-    encode(out, |o| {
+    encode(out, &mut |o| {
         write!(
             o,
             "{{\"op\":\"header\",\"format\":\"{}\",\"version\":{},\"store\":\"{:016x}\"}}",
@@ -199,39 +202,44 @@ pub fn encode_header(out: &mut FixedBuf, store: u64) -> Result<()> {
 }
 
 /// Appends a `batch` record announcing `entries` records.
+#[inline(never)]
 pub fn encode_batch(out: &mut FixedBuf, entries: u64) -> Result<()> {
-    encode(out, |o| write!(o, "{{\"op\":\"batch\",\"entries\":{}}}", entries))
+    encode(out, &mut |o| write!(o, "{{\"op\":\"batch\",\"entries\":{}}}", entries))
 }
 
 /// Appends a `cleanup` record announcing `entries` deletions.
+#[inline(never)]
 pub fn encode_cleanup(out: &mut FixedBuf, entries: u64) -> Result<()> {
-    encode(out, |o| write!(o, "{{\"op\":\"cleanup\",\"entries\":{}}}", entries))
+    encode(out, &mut |o| write!(o, "{{\"op\":\"cleanup\",\"entries\":{}}}", entries))
 }
 
 /// Appends the header record of a cold store.
+#[inline(never)]
 pub fn encode_cold_header(out: &mut FixedBuf) -> Result<()> {
-    encode(out, |o| write!(o, "{{\"op\":\"cold\",\"format\":\"{}\",\"version\":1}}", COLD_FORMAT_NAME))
+    encode(out, &mut |o| write!(o, "{{\"op\":\"cold\",\"format\":\"{}\",\"version\":1}}", COLD_FORMAT_NAME))
 }
 
 /// Appends a `batch_end` record.
+#[inline(never)]
 pub fn encode_batch_end(out: &mut FixedBuf) -> Result<()> {
-    encode(out, |o| o.write_str("{\"op\":\"batch_end\"}"))
+    encode(out, &mut |o| o.write_str("{\"op\":\"batch_end\"}"))
 }
 
 /// Appends a `put` record.
+#[inline(never)]
 pub fn encode_put<'t>(
     out: &mut FixedBuf,
     head: &PutHead,
-    tags: impl Iterator<Item = &'t str>,
+    mut tags: impl Iterator<Item = &'t str>,
     value: &str,
 ) -> Result<()> {
-    encode(out, |o| {
+    encode(out, &mut |o| {
         write!(
             o,
             "{{\"op\":\"put\",\"id\":{},\"ver\":{},\"created\":{},\"accessed\":{},\"hits\":{},\"archived\":{},\"tags\":",
             head.id, head.ver, head.created, head.accessed, head.hits, head.archived
         )?;
-        write_tags(o, tags)?;
+        write_tags(o, &mut tags)?;
         o.write_str(",\"value\":")?;
         write_json_str(o, value)?;
         o.write_str("}")
@@ -239,28 +247,31 @@ pub fn encode_put<'t>(
 }
 
 /// Appends a `touch` record.
+#[inline(never)]
 pub fn encode_touch(out: &mut FixedBuf, id: u32, accessed: u64, hits: u64) -> Result<()> {
-    encode(out, |o| write!(o, "{{\"op\":\"touch\",\"id\":{},\"accessed\":{},\"hits\":{}}}", id, accessed, hits))
+    encode(out, &mut |o| write!(o, "{{\"op\":\"touch\",\"id\":{},\"accessed\":{},\"hits\":{}}}", id, accessed, hits))
 }
 
 /// Appends a `link` (or, with `linked == false`, an `unlink`) record.
+#[inline(never)]
 pub fn encode_link(out: &mut FixedBuf, a: u32, b: u32, linked: bool) -> Result<()> {
     let op = if linked { "link" } else { "unlink" };
-    encode(out, |o| write!(o, "{{\"op\":\"{}\",\"a\":{},\"b\":{}}}", op, a, b))
+    encode(out, &mut |o| write!(o, "{{\"op\":\"{}\",\"a\":{},\"b\":{}}}", op, a, b))
 }
 
 /// Appends a `cold_link` record (the cold store's): the entries with tags `a` and `b` are
 /// related.
+#[inline(never)]
 pub fn encode_cold_link<'t>(
     out: &mut FixedBuf,
-    a: impl Iterator<Item = &'t str>,
-    b: impl Iterator<Item = &'t str>,
+    mut a: impl Iterator<Item = &'t str>,
+    mut b: impl Iterator<Item = &'t str>,
 ) -> Result<()> {
-    encode(out, |o| {
+    encode(out, &mut |o| {
         o.write_str("{\"op\":\"cold_link\",\"a\":")?;
-        write_tags(o, a)?;
+        write_tags(o, &mut a)?;
         o.write_str(",\"b\":")?;
-        write_tags(o, b)?;
+        write_tags(o, &mut b)?;
         o.write_str("}")
     })
 }
@@ -278,8 +289,9 @@ fn write_tags<'t>(o: &mut dyn core::fmt::Write, tags: impl Iterator<Item = &'t s
 }
 
 /// Appends a `del` record.
+#[inline(never)]
 pub fn encode_del(out: &mut FixedBuf, id: u32) -> Result<()> {
-    encode(out, |o| write!(o, "{{\"op\":\"del\",\"id\":{}}}", id))
+    encode(out, &mut |o| write!(o, "{{\"op\":\"del\",\"id\":{}}}", id))
 }
 
 /// Checks the frame of one line (without its newline) and decodes it. Errors say what was
@@ -530,7 +542,7 @@ impl<'a> Cursor<'a> {
         let end = rest.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len());
         // ASCII digits, so `end` is a character boundary.
         let digits = crate::bytes::ascii_cut(rest, 0, end);
-        let Ok(n) = digits.parse::<u64>() else {
+        let Some(n) = crate::bytes::parse_u64(digits) else {
             bail!(JsonInvalid, "expected an unsigned integer at byte {}", self.pos + PREFIX_BYTES)
         };
         self.pos += end;
@@ -749,7 +761,8 @@ mod tests {
         ));
         // A version 1 header (no store id) still reads.
         buf.clear();
-        encode(&mut buf, |o| o.write_str("{\"op\":\"header\",\"format\":\"lkjagent-store\",\"version\":1}")).unwrap();
+        encode(&mut buf, &mut |o| o.write_str("{\"op\":\"header\",\"format\":\"lkjagent-store\",\"version\":1}"))
+            .unwrap();
         assert!(matches!(decode(line(&buf)).unwrap(), Record::Header { version: 1, store: 0 }));
         buf.clear();
         encode_batch(&mut buf, 65_536).unwrap();

@@ -151,7 +151,7 @@ impl Doing<'_> {
             let _ = crate::reply::write_example(&mut FeedbackSink(self.feedback), state.as_str());
         }
         let mem = &mut *self.memory;
-        let streak = mem.agent.get(meta::INVALID_STREAK).and_then(|s| s.parse::<u32>().ok()).unwrap_or(0) + 1;
+        let streak = mem.agent.get(meta::INVALID_STREAK).and_then(crate::bytes::parse_u32).unwrap_or(0) + 1;
         let mut pause = Duration::ZERO;
         if streak >= self.config.agent.invalid_reply_limit {
             mem.agent.set(meta::INVALID_STREAK, "0")?;

@@ -212,7 +212,7 @@ pub struct Tallies {
 }
 
 impl Tallies {
-    fn add(&mut self, name: &str, ok: bool, at: (&str, u64), example: impl FnOnce() -> String) {
+    fn add(&mut self, name: &str, ok: bool, at: (&str, u64), example: &dyn Fn() -> String) {
         // A name from a foreign line can be long: it is kept (and told apart) clipped.
         let clipped;
         let name = if name.len() > REPORT_CELL_CHARS {
@@ -391,13 +391,13 @@ impl Summary {
         let example = || example_of(l, "");
         let at = (l.run, l.cycle);
         for a in l.actions() {
-            self.actions.add(a.kind, a.ok, at, || example_of(l, a.result));
+            self.actions.add(a.kind, a.ok, at, &|| example_of(l, a.result));
         }
         for p in l.problems() {
-            self.problems.add(p, false, at, example);
+            self.problems.add(p, false, at, &example);
         }
         if let Some(code) = l.error {
-            self.problems.add(code, false, at, example);
+            self.problems.add(code, false, at, &example);
             self.last_error = Some(LastError {
                 code: clip(code, REPORT_CELL_CHARS),
                 cycle: l.cycle,
@@ -406,10 +406,10 @@ impl Summary {
             });
         }
         if !l.state.is_empty() {
-            self.states.add(l.state, true, at, String::new);
+            self.states.add(l.state, true, at, &String::new);
         }
         if !l.constrain.is_empty() {
-            self.constrain.add(l.constrain, true, at, String::new);
+            self.constrain.add(l.constrain, true, at, &String::new);
         }
         if l.state == "paging" {
             self.paging_cycles += 1;
@@ -587,7 +587,7 @@ mod tests {
     fn tallies_keep_a_bounded_number_of_names() {
         let mut t = Tallies::default();
         for i in 0..REPORT_MAX_KINDS + 5 {
-            t.add(&format!("k{i}"), false, ("r", i as u64), || format!("e{i}"));
+            t.add(&format!("k{i}"), false, ("r", i as u64), &|| format!("e{i}"));
         }
         assert_eq!(t.rows.len(), REPORT_MAX_KINDS);
         assert_eq!((t.other.n, t.other.example.as_str(), t.other.at.1), (5, "e64", 64));
