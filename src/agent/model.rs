@@ -173,7 +173,7 @@ impl Model {
 /// The last reply, copied out of the model source into buffers reserved once, so the cycle
 /// can read it while it changes memory.
 /// How many times as many distinct items a sample of the first outline must yield to be taken
-/// over a surer one ([`Model::ask`]).
+/// over a surer one (`Model::ask`).
 pub const OUTLINE_YIELD_RATIO: usize = 2;
 
 /// Whether a sample that yields `got.0` distinct items, written with certainty `got.1`, is

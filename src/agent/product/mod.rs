@@ -379,11 +379,11 @@ impl Product {
     /// How many items of an outline's value (`value`: the heading and the numbered list, as
     /// a reply writes it) past the first subjects it was given are readable and unlike the
     /// value's earlier items, by the rules a unit is judged by: a distinct opening and gist for
-    /// a unit in one sentence ([`judge::opening`], [`Gist`]), a distinct start for a name
+    /// a unit in one sentence (`judge::opening`, `Gist`), a distinct start for a name
     /// ([`NAME_START_LETTERS`]), a distinct subject otherwise. A model that says one thing
     /// again and again writes it surely, because it copies itself; this is what a sample of
     /// the first outline yields beside how surely it was written
-    /// ([`crate::agent::model::Model::ask`]).
+    /// (`crate::agent::model::Model::ask`).
     pub fn outline_yield(&self, value: &str) -> usize {
         let mut keys: ArrayVec<u64, OUTLINE_STARTS_MAX> = ArrayVec::new();
         let mut gists: ArrayVec<Gist, OUTLINE_STARTS_MAX> = ArrayVec::new();
