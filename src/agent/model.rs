@@ -184,17 +184,23 @@ fn takes_over(got: (usize, f64), have: (usize, f64)) -> bool {
     n > OUTLINE_YIELD_RATIO.saturating_mul(m) || (sure > best && m <= OUTLINE_YIELD_RATIO.saturating_mul(n))
 }
 
-/// An outline's value in a reply: what stands between `<value>` and `</value>`.
-fn outline_value(content: &str) -> Option<&str> {
+/// Where an outline's value stands in a reply: the bytes between `<value>` and `</value>`.
+fn value_span(content: &str) -> Option<(usize, usize)> {
     let from = content.find("<value>")? + "<value>".len();
-    content.get(from..content.find("</value>")?)
+    let to = content.find("</value>")?;
+    (from <= to).then_some((from, to))
 }
 
-/// The mean log-probability of the tokens of an outline's value (between `<value>` and
-/// `</value>`), as the server sent them; `None` without them.
+/// An outline's value in a reply ([`value_span`]).
+fn outline_value(content: &str) -> Option<&str> {
+    let (from, to) = value_span(content)?;
+    content.get(from..to)
+}
+
+/// The mean log-probability of the tokens of an outline's value ([`value_span`]), as the
+/// server sent them; `None` without them.
 fn outline_certainty(c: &Completion<'_>) -> Option<f64> {
-    let from = c.content.find("<value>")? + "<value>".len();
-    let to = c.content.find("</value>")?;
+    let (from, to) = value_span(c.content)?;
     c.logprobs.mean_within(from, to)
 }
 
@@ -254,8 +260,7 @@ fn unsure_items(content: &str, logprobs: &TokenLogprobs, out: &mut FixedBuf) -> 
     if !logprobs.sent || logprobs.cut {
         return Ok(());
     }
-    let (Some(from), Some(to)) = (content.find("<value>"), content.find("</value>")) else { return Ok(()) };
-    let from = from + "<value>".len();
+    let Some((from, to)) = value_span(content) else { return Ok(()) };
     let Some(value) = content.get(from..to) else { return Ok(()) };
     let mut at = from;
     for line in value.split('\n') {
