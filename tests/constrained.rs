@@ -574,8 +574,11 @@ fn grammar_follower(lists: &'static [&'static str]) -> Server {
         if g.contains("lkjok") {
             return Do::Reply(json_ok(&chat_body("lkjok")));
         }
-        let (kind, tags, value) = if g.contains("working_memory_add</type><tags>\" \"plan\"") {
-            let prefix = literal_after(&g, "</tags><value>\"");
+        // A product ask's grammar is its value alone (`root ::= value`): an outline's list
+        // or a unit's text after its head, which the agent wraps in the action it asked for.
+        assert!(g.starts_with("# lkjagent reply grammar (generated each cycle)\nroot ::= value\n"), "{g}");
+        let value = if g.contains("\nitems ::= ") {
+            let prefix = literal_after(&g, "value ::=");
             let first: usize = prefix.trim_end().rsplit('\n').next().unwrap().trim_end_matches('.').parse().unwrap();
             let n = count.fetch_add(1, Ordering::Relaxed).min(lists.len() - 1);
             let items: Vec<String> = lists[n]
@@ -583,16 +586,13 @@ fn grammar_follower(lists: &'static [&'static str]) -> Server {
                 .enumerate()
                 .map(|(i, s)| if i == 0 { s.to_string() } else { format!("{}. {s}", first + i) })
                 .collect();
-            ("working_memory_add", "plan".to_string(), format!("{prefix}{}\n", items.join("\n")))
+            format!("{prefix}{}\n", items.join("\n"))
         } else {
-            let tags = literal_after(&g, "storage_save</type><tags>\"");
-            let head = literal_after(&g, "</tags><value>\"");
-            ("storage_save", tags, format!("{head}: {}", sentence_about(&head)))
+            let head = literal_after(&g, "value ::=");
+            format!("{head}: {}", sentence_about(&head))
         };
-        let reply =
-            format!("<agent>\n<action><type>{kind}</type><tags>{tags}</tags><value>{value}</value></action>\n</agent>");
-        assert!(grammar.matches(&reply), "the reply is not in the grammar sent\n{reply}\n{g}");
-        Do::Reply(json_ok(&chat_body(&reply)))
+        assert!(grammar.matches(&value), "the reply is not in the grammar sent\n{value}\n{g}");
+        Do::Reply(json_ok(&chat_body(&value)))
     })
 }
 
@@ -638,7 +638,7 @@ fn the_agent_outlines_then_writes_one_unit_per_subject() {
     for s in &chats[1..] {
         let b = s.body_str();
         assert!(b.contains(&format!("<product>\\n{TIP_TASK}\\n")), "{b}");
-        let outline = b.contains("<type>working_memory_add</type>");
+        let outline = b.contains("\\nitems ::= ");
         assert!(b.contains("<purpose>") && b.contains("<states>") != outline, "{b}");
     }
     let last = chats.last().unwrap().body_str();
@@ -682,9 +682,9 @@ fn an_outline_is_the_surest_of_its_samples() {
     let outlines = std::sync::Arc::new(AtomicUsize::new(0));
     let n = outlines.clone();
     let server = outline_server(move |g, seen| {
-        assert!(g.contains("working_memory_add"), "only outlines are asked here");
+        assert!(g.contains("\nitems ::= "), "only outlines are asked here");
         assert!(seen.body_str().contains("\"logprobs\":true"), "{}", seen.body_str());
-        let prefix = literal_after(g, "</tags><value>\"");
+        let prefix = literal_after(g, "value ::=");
         // The first and third samples are run-together words written unsurely, the second
         // real subjects written surely.
         let (items, logprob) = if n.fetch_add(1, Ordering::Relaxed) != 1 {
@@ -741,7 +741,7 @@ fn an_outline_sample_that_says_one_thing_again_is_not_taken_however_sure() {
     let outlines = std::sync::Arc::new(AtomicUsize::new(0));
     let n = outlines.clone();
     let server = outline_server(move |g, _| {
-        let prefix = literal_after(g, "</tags><value>\"");
+        let prefix = literal_after(g, "value ::=");
         // The first sample says one thing three times, most surely; the second says four
         // things less surely; the third is run-together words, unsurely.
         let (items, logprob) = match n.fetch_add(1, Ordering::Relaxed) {
@@ -774,14 +774,13 @@ fn an_outline_sample_that_says_one_thing_again_is_not_taken_however_sure() {
 fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
     const JUNK: &str = "Saturn has urns around the plants so that the tomatoes grow.";
     let server = outline_server(move |g, _| {
-        let prefix = literal_after(g, "</tags><value>\"");
+        let prefix = literal_after(g, "value ::=");
         let items = format!(
             "Spread a thick layer of straw around the stems to keep the soil moist.\n2. {JUNK}\n\
              3. Water the plants deeply at the base early in the morning.\n"
         );
-        let content = format!(
-            "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{prefix}{items}</value></action>\n</agent>"
-        );
+        // The value alone, as the grammar asks: the agent reads its tokens' offsets in it.
+        let content = format!("{prefix}{items}");
         // All likely but one token inside the second item ("urns").
         let unlikely = content.find("urns").unwrap() + 1;
         scored_reply(&content, |i| if i == unlikely { -12.0 } else { -0.5 })
@@ -827,7 +826,7 @@ fn llm_logprobs_says_which_outlines_ask_for_log_probabilities() {
     ];
     for (n, (setting, requests)) in runs.into_iter().enumerate() {
         let server = outline_server(move |g, _| {
-            let prefix = literal_after(g, "</tags><value>\"");
+            let prefix = literal_after(g, "value ::=");
             let content = format!(
                 "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{prefix}\
                  Spread a thick layer of straw around the stems to keep the soil moist number {n}.\n\
@@ -1217,7 +1216,15 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
             let reply = if mode == Mode::Grammar {
                 let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
                 assert!(g.max_repetition_product() < 2000);
-                g.sample(&mut r)
+                // The grammar is the value alone; the agent wraps it in the action it asked.
+                let (kind, tags) = match product.ask() {
+                    ProductAsk::Outline { key, .. } => ("working_memory_add", key),
+                    _ => ("storage_save", "cooking,glossary"),
+                };
+                let value = g.sample(&mut r);
+                format!(
+                    "<agent>\n<action><type>{kind}</type><tags>{tags}</tags><value>{value}</value></action>\n</agent>"
+                )
             } else {
                 let mut doc = Document::with_capacity(4096, 1 << 16);
                 doc.parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
@@ -1274,13 +1281,14 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
 
 /// An outline's subjects: a few words each, not a number first, no `:` or `,`, two to ten of
 /// them numbered in order after the prefix.
-/// An outline's reply: `given` (its heading and first item), then `items` numbered on from 2.
+/// An outline's reply, the value alone: `given` (its heading and first item), then `items`
+/// numbered on from 2.
 fn outline_reply(given: &str, items: &[&str]) -> String {
     let mut v = String::from(given);
     for (i, item) in items.iter().enumerate() {
         v.push_str(&format!("{}. {item}\n", i + 2));
     }
-    format!("<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{v}</value></action>\n</agent>")
+    v
 }
 
 #[test]
@@ -1347,11 +1355,7 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
 #[test]
 fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
     let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "Day 3 – Kyoto", latin: true });
-    let reply = |t: &str| {
-        format!(
-            "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>Day 3 – Kyoto: {t}</value></action>\n</agent>"
-        )
-    };
+    let reply = |t: &str| format!("Day 3 – Kyoto: {t}");
     let max = lkjagent::limits::GRAMMAR_ENTRY_MAX_WORDS as usize;
     let words = |n: usize| {
         let mut s = String::from("Visit");
@@ -1390,8 +1394,33 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         assert!(!g.matches(&reply(no)), "{no}\n{text}");
     }
     let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "ブラックホール", latin: false });
-    let ok = "<agent>\n<action><type>storage_save</type><tags>cooking,glossary</tags><value>ブラックホール: 重力が非常に強い天体です。</value></action>\n</agent>";
+    let ok = "ブラックホール: 重力が非常に強い天体です。";
     assert!(g.matches(ok), "{text}");
+}
+
+/// A product ask that is the whole reply is asked for as its value alone (the agent wraps it in
+/// the action); one beside which the model writes more (a next state) keeps the whole reply in
+/// the grammar.
+#[test]
+fn a_product_ask_alone_is_asked_for_its_value_and_one_with_more_in_its_envelope() {
+    let ask = ProductAsk::Outline { key: "plan", prefix: "Tips:\n1. ", first: 1, words: 20, latin: true };
+    let (g, text) = product_grammar(&[], ask);
+    assert!(text.starts_with("# lkjagent reply grammar (generated each cycle)\nroot ::= value\n"), "{text}");
+    assert!(g.matches("Tips:\n1. Water regularly\n2. Use mulch\n"), "{text}");
+    assert!(!g.matches("<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>Tips:\n1. Water regularly\n2. Use mulch\n</value></action>\n</agent>"), "{text}");
+    let states = vec!["evaluating".to_string()];
+    let shape =
+        Shape { next_state: true, next_mask: 0, log: None, actions: ActionSet::NONE.with(ActionKind::StorageSave) };
+    let lang = grammar::Language {
+        product: Some(grammar::ProductSave { tags: "cooking,glossary", taken: &[], ask }),
+        ..plain_language(&states, shape)
+    };
+    assert!(lang.bare_ask().is_none());
+    let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
+    grammar::gbnf::write(&lang, &mut buf).unwrap();
+    let text = buf.as_str().unwrap().to_string();
+    let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(g.matches("<agent>\n<next_state>evaluating</next_state>\n<action><type>working_memory_add</type><tags>plan</tags><value>Tips:\n1. Water regularly\n2. Use mulch\n</value></action>\n</agent>"), "{text}");
 }
 
 /// The grammar of a product ask (`ask`) in a cooking glossary whose taken names are `taken`.

@@ -160,6 +160,11 @@ pub struct Constrainer {
     first_outline: bool,
     /// Which outlines ask for log-probabilities (`llm.logprobs`).
     logprobs: llm::Logprobs,
+    /// The canonical reply's text before the value of this cycle's product ask, when its
+    /// grammar asks for the value alone ([`grammar::Language::bare_ask`]); empty otherwise.
+    envelope: FixedBuf,
+    /// The last reply was asked for with that grammar: it is the value alone.
+    bare_reply: bool,
     thinks: bool,
     max_tokens: u64,
 }
@@ -190,6 +195,8 @@ impl Constrainer {
             object_form: settings.protocol() == ProviderKind::OpenAi && settings.api() == llm::Api::Chat,
             thinks: settings.thinks,
             logprobs: settings.logprobs,
+            envelope: FixedBuf::with_capacity("reply envelope (ENVELOPE_OPEN_MAX_BYTES)", ENVELOPE_OPEN_MAX_BYTES),
+            bare_reply: false,
             max_tokens: u64::from(settings.max_tokens.unwrap_or(4096)),
         }
     }
@@ -257,6 +264,7 @@ impl Constrainer {
         product: Option<&Product>,
     ) -> Result<()> {
         self.text.clear();
+        self.envelope.clear();
         self.presence_penalty = None;
         self.first_outline = false;
         let mode = mode.unwrap_or(self.active);
@@ -334,7 +342,12 @@ impl Constrainer {
         };
         match mode {
             Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text)?,
-            _ => grammar::gbnf::write(&lang, &mut self.text)?,
+            _ => {
+                grammar::gbnf::write(&lang, &mut self.text)?;
+                if let Some(p) = lang.bare_ask() {
+                    p.write_envelope_open(&mut self.envelope)?;
+                }
+            }
         }
         // Written as text: anything else (a bug) is an `INTERNAL` error here, never a grammar that
         // reads as empty, which would send the request with no constraint.
@@ -428,6 +441,7 @@ impl Constrainer {
     ) -> Result<Completion<'c>> {
         let seed = self.seed(cycle, 0);
         self.last_seed = Some(seed);
+        self.bare_reply = false;
         let text = crate::bytes::utf8_prefix(self.text.as_slice());
         let constraint = match self.active {
             Mode::Grammar if !text.is_empty() => Some(Constraint::Grammar(text)),
@@ -451,6 +465,7 @@ impl Constrainer {
         let failure = client.complete(&prompt, progress, should_stop).err();
         let Some(e) = failure else {
             self.unavailable_in_a_row = 0;
+            self.bare_reply = matches!(constraint, Some(Constraint::Grammar(_))) && !self.envelope.is_empty();
             return Ok(client.last_completion());
         };
         if !may_be_the_constraint(&e) {
@@ -504,6 +519,16 @@ impl Constrainer {
         }
     }
 
+    /// The canonical reply's text before the value, when the last reply was asked for as the
+    /// value alone (the agent wraps it: [`grammar::ENVELOPE_CLOSE`] follows the value).
+    pub fn envelope(&self) -> Option<&str> {
+        if self.bare_reply {
+            self.envelope.text().ok()
+        } else {
+            None
+        }
+    }
+
     /// Whether this cycle asks a grammar for an outline of the product (its reply's
     /// log-probabilities are asked for).
     pub fn asks_outline(&self) -> bool {
@@ -542,6 +567,7 @@ impl Constrainer {
         progress: &mut dyn FnMut(u64),
         should_stop: &dyn Fn() -> bool,
     ) -> Result<Completion<'c>> {
+        self.bare_reply = !self.envelope.is_empty();
         let text = crate::bytes::utf8_prefix(self.text.as_slice());
         let prompt = llm::Prompt {
             constraint: Some(Constraint::Grammar(text)),
@@ -553,6 +579,10 @@ impl Constrainer {
         client.complete(&prompt, progress, should_stop)
     }
 }
+
+/// Longest text before a product ask's value in the canonical reply: `<agent>`, the action's
+/// type and tags (a key), `<value>`.
+pub const ENVELOPE_OPEN_MAX_BYTES: usize = KEY_MAX_BYTES + 64;
 
 /// The attempt number of an outline's second sample in its seed (0 and 1 are the first
 /// request and its retry one step down); each further sample the next.

@@ -133,7 +133,7 @@ impl Model {
             Model::Client(c) => {
                 reply.clear();
                 let comp = constrainer.ask(c, system, user, cycle, progress, should_stop)?;
-                reply.fill(&comp)?;
+                let bare = reply.fill(&comp, constrainer.envelope())?;
                 // A product's first outline is one of FIRST_OUTLINE_SAMPLES samples. It sets the
                 // kind of every later one, and a list of run-together words is the model
                 // writing what it does not know, so the surer sample (the mean log-probability
@@ -141,19 +141,21 @@ impl Model {
                 // sure because the model copies itself, so a sample that yields more than
                 // OUTLINE_YIELD_RATIO times as many distinct items (`yields`) wins whatever
                 // its certainty (docs/measurements.md, "Samples that say one thing again").
-                let Some(mut best) = constrainer.samples_more().then(|| outline_certainty(&comp)).flatten() else {
+                let Some(mut best) = constrainer.samples_more().then(|| outline_certainty(&comp, bare)).flatten()
+                else {
                     return Ok(());
                 };
-                let mut best_yield = outline_value(comp.content).map_or(0, yields);
+                let mut best_yield = outline_value(comp.content, bare).map_or(0, yields);
                 for sample in 1..super::constrain::FIRST_OUTLINE_SAMPLES {
                     match constrainer.ask_again(c, system, user, cycle, sample, progress, should_stop) {
                         Ok(next) => {
-                            let Some(sure) = outline_certainty(&next) else { continue };
-                            let got = outline_value(next.content).map_or(0, yields);
+                            let bare = is_bare(&next, constrainer.envelope());
+                            let Some(sure) = outline_certainty(&next, bare) else { continue };
+                            let got = outline_value(next.content, bare).map_or(0, yields);
                             if takes_over((got, sure), (best_yield, best)) {
                                 (best, best_yield) = (sure, got);
                                 reply.clear();
-                                reply.fill(&next)?;
+                                reply.fill(&next, constrainer.envelope())?;
                             }
                         }
                         Err(e) if e.code() == Code::Interrupted => return Err(e),
@@ -184,23 +186,33 @@ fn takes_over(got: (usize, f64), have: (usize, f64)) -> bool {
     n > OUTLINE_YIELD_RATIO.saturating_mul(m) || (sure > best && m <= OUTLINE_YIELD_RATIO.saturating_mul(n))
 }
 
-/// Where an outline's value stands in a reply: the bytes between `<value>` and `</value>`.
-fn value_span(content: &str) -> Option<(usize, usize)> {
+/// Whether a completion is the value alone of the ask whose envelope is `envelope`: asked so,
+/// and not in the canonical form all the same (a server that ignored the grammar).
+fn is_bare(c: &Completion<'_>, envelope: Option<&str>) -> bool {
+    envelope.is_some() && !c.content.trim_start().starts_with("<agent")
+}
+
+/// Where an outline's value stands in a reply: all of a bare one ([`is_bare`]), else the
+/// bytes between `<value>` and `</value>`.
+fn value_span(content: &str, bare: bool) -> Option<(usize, usize)> {
+    if bare {
+        return Some((0, content.len()));
+    }
     let from = content.find("<value>")? + "<value>".len();
     let to = content.find("</value>")?;
     (from <= to).then_some((from, to))
 }
 
 /// An outline's value in a reply ([`value_span`]).
-fn outline_value(content: &str) -> Option<&str> {
-    let (from, to) = value_span(content)?;
+fn outline_value(content: &str, bare: bool) -> Option<&str> {
+    let (from, to) = value_span(content, bare)?;
     content.get(from..to)
 }
 
 /// The mean log-probability of the tokens of an outline's value ([`value_span`]), as the
 /// server sent them; `None` without them.
-fn outline_certainty(c: &Completion<'_>) -> Option<f64> {
-    let (from, to) = value_span(c.content)?;
+fn outline_certainty(c: &Completion<'_>, bare: bool) -> Option<f64> {
+    let (from, to) = value_span(c.content, bare)?;
     c.logprobs.mean_within(from, to)
 }
 
@@ -240,8 +252,18 @@ impl LastReply {
         self.unsure.clear();
     }
 
-    pub fn fill(&mut self, c: &Completion<'_>) -> Result<()> {
-        self.content.push_str(c.content)?;
+    /// Copies `c` in; a reply that is the value alone of an ask whose canonical text before
+    /// the value is `envelope` ([`is_bare`]) is copied in that envelope, so that it reads (and
+    /// is logged and replayed) as the canonical reply the grammar stands for. Whether it was.
+    pub fn fill(&mut self, c: &Completion<'_>, envelope: Option<&str>) -> Result<bool> {
+        let bare = is_bare(c, envelope);
+        if let Some(open) = envelope.filter(|_| bare) {
+            self.content.push_str(open)?;
+            self.content.push_str(c.content)?;
+            self.content.push_str(crate::grammar::ENVELOPE_CLOSE)?;
+        } else {
+            self.content.push_str(c.content)?;
+        }
         if let Some(r) = c.reasoning {
             self.reasoning.push_str(r)?;
         }
@@ -249,18 +271,19 @@ impl LastReply {
         self.finish = c.finish_reason;
         self.usage = c.usage.map(|u| (u.prompt_tokens, u.completion_tokens));
         self.cached = c.usage.and_then(|u| u.cached_tokens);
-        unsure_items(c.content, c.logprobs, &mut self.unsure)
+        unsure_items(c.content, c.logprobs, bare, &mut self.unsure)?;
+        Ok(bare)
     }
 }
 
 /// Writes into `out`, one a line, the items of an outline in `content` (the lines `N. item` of
 /// its value) that the model wrote unsurely: a token after an item's first under
 /// [`UNSURE_TOKEN_LOGPROB`]. Nothing without log-probabilities.
-fn unsure_items(content: &str, logprobs: &TokenLogprobs, out: &mut FixedBuf) -> Result<()> {
+fn unsure_items(content: &str, logprobs: &TokenLogprobs, bare: bool, out: &mut FixedBuf) -> Result<()> {
     if !logprobs.sent || logprobs.cut {
         return Ok(());
     }
-    let Some((from, to)) = value_span(content) else { return Ok(()) };
+    let Some((from, to)) = value_span(content, bare) else { return Ok(()) };
     let Some(value) = content.get(from..to) else { return Ok(()) };
     let mut at = from;
     for line in value.split('\n') {

@@ -9,6 +9,9 @@
 //! </agent>
 //! ```
 //!
+//! A product ask that is the whole reply is the exception: its grammar is the value alone
+//! (`root ::= value`), which the agent wraps in the action ([`super::Language::bare_ask`]).
+//!
 //! Only the parts the current [`Shape`](super::Shape) holds are written, always in that order
 //! (the log first, so a model reasons before it decides), one per line, with no other
 //! whitespace: a model cannot spend tokens on layout. Text is one line of characters other
@@ -39,6 +42,11 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     let b = lang.bounds.clamped();
     let shape = lang.effective_shape();
     out.push_str("# lkjagent reply grammar (generated each cycle)\n")?;
+    if let Some(p) = lang.bare_ask() {
+        // The value alone: the agent wraps the reply in the action it asked for.
+        out.push_str("root ::= value\n")?;
+        return asked_value(out, &p);
+    }
     if b.think_chars > 0 {
         out.push_str("root ::= think? agent\n")?;
         out.format(format_args!("think ::= \"<think>\" [^<]{{0,{}}} \"</think>\\n\"\n", b.think_chars))?;
@@ -139,17 +147,24 @@ pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
     Ok(())
 }
 
-/// The one action of a product ask: all of it literal but what the model is asked for, a
-/// unit's text after its head, or two to [`GRAMMAR_PLAN_MAX_NAMES`] subjects of an outline.
+/// The one action of a product ask, in its envelope: all of it literal but the value.
 fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
-    out.push_str("actions ::= \"<action><type>")?;
+    if let Some((kind, tags)) = p.action() {
+        out.format(format_args!("actions ::= \"<action><type>{}</type><tags>\" ", kind.as_str()))?;
+        literal(out, tags)?;
+        out.push_str(" \"</tags><value>\" value \"</value></action>\\n\"\n")?;
+    }
+    asked_value(out, p)
+}
+
+/// The value of a product ask: what the model is asked for, a unit's text after its head, or
+/// two to [`GRAMMAR_PLAN_MAX_NAMES`] subjects of an outline after the list so far.
+fn asked_value(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
+    out.push_str("value ::= ")?;
     match p.ask {
         ProductAsk::Unit { head, latin } => {
-            out.push_str("storage_save</type><tags>\" ")?;
-            literal(out, p.tags)?;
-            out.push_str(" \"</tags><value>\" ")?;
             literal(out, head)?;
-            out.push_str(" \": \" text \"</value></action>\\n\"\n")?;
+            out.push_str(" \": \" text\n")?;
             if !latin {
                 // A script without spaces between words: characters, bounded, no markup, not
                 // starting with a digit or a Latin letter (a drifting model's way out).
@@ -196,12 +211,9 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             out.push_str("end ::= \".\" | \"!\" | \"?\"\n")?;
             word_rules(out)
         }
-        ProductAsk::Outline { key, prefix, first, words, latin } => {
-            out.push_str("working_memory_add</type><tags>\" ")?;
-            literal(out, key)?;
-            out.push_str(" \"</tags><value>\" ")?;
+        ProductAsk::Outline { prefix, first, words, latin, .. } => {
             literal(out, prefix)?;
-            out.push_str(" items \"</value></action>\\n\"\n")?;
+            out.push_str(" items\n")?;
             // The list goes on in its own numbers, two items at least: a small model lists
             // what it knows one a line, numbered.
             out.push_str("items ::= item")?;

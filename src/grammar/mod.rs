@@ -28,6 +28,8 @@
 pub mod gbnf;
 pub mod schema;
 
+use crate::error::Result;
+use crate::fixed::FixedBuf;
 use crate::reply::ActionKind;
 
 /// The action kinds a grammar may offer: the canonical five, in the order a grammar lists
@@ -262,8 +264,32 @@ pub struct ProductSave<'a> {
     pub taken: &'a [&'a str],
 }
 
+impl<'a> ProductSave<'a> {
+    /// The action an ask is answered with, and its tags: a unit is saved under the product's
+    /// tags, an outline added to working memory as the plan; `None` for an entry (not an ask of
+    /// its own).
+    pub fn action(&self) -> Option<(ActionKind, &'a str)> {
+        match self.ask {
+            ProductAsk::Unit { .. } => Some((ActionKind::StorageSave, self.tags)),
+            ProductAsk::Outline { key, .. } => Some((ActionKind::WorkingMemoryAdd, key)),
+            ProductAsk::Entry => None,
+        }
+    }
+
+    /// Writes the canonical reply's text before an ask's value (`<agent>`, the action's type
+    /// and tags, `<value>`); [`ENVELOPE_CLOSE`] follows the value. Nothing for an entry.
+    pub fn write_envelope_open(&self, out: &mut FixedBuf) -> Result<()> {
+        let Some((kind, tags)) = self.action() else { return Ok(()) };
+        out.format(format_args!("<agent>\n<action><type>{}</type><tags>{}</tags><value>", kind.as_str(), tags))
+    }
+}
+
+/// The canonical reply's text after a product ask's value.
+pub const ENVELOPE_CLOSE: &str = "</value></action>\n</agent>";
+
 /// What the agent asks a small model for (see `agent::product`): the whole action is written
-/// by the grammar (or held by the schema) but for the part the model is asked.
+/// by the grammar (or held by the schema) but for the part the model is asked; a grammar asks
+/// for that part alone where it is the whole reply ([`Language::bare_ask`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProductAsk<'a> {
     /// Any new entry: a save whose value the model writes, head included (a state may still
@@ -382,6 +408,18 @@ impl Language<'_> {
             }
         }
         set
+    }
+
+    /// The product ask this cycle, when it is the whole reply: the one action, with no log,
+    /// no next state and no reasoning before it. Its envelope (`<agent>`, the action's type and
+    /// tags, `<value>`) is then all literal, so a grammar asks for the value alone and the agent
+    /// wraps the reply in it ([`ProductSave::write_envelope_open`]): a small model writes a list or a
+    /// sentence far better after the ask than inside markup it was forced into
+    /// (docs/measurements.md, "The reply's markup, and what the model writes inside it").
+    pub fn bare_ask(&self) -> Option<ProductSave<'_>> {
+        let shape = self.effective_shape();
+        let alone = shape.log.is_none() && !shape.next_state && self.bounds.clamped().think_chars == 0;
+        self.product.filter(|p| alone && p.ask != ProductAsk::Entry && shape.actions.contains(ActionKind::StorageSave))
     }
 
     /// The shape as offered now: [`Language::actions`], and a next state when nothing else
