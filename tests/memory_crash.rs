@@ -5,7 +5,10 @@
 //! aside as corrupt), be whole, and be the last acknowledged save or the one in flight.
 //!
 //! The child is this test binary itself, re-executed with `--exact memory_crash_child
-//! --ignored` and `LKJ_MEMORY_CRASH_DIR` set; it prints `A <iteration>` after each save.
+//! --ignored` and `LKJ_MEMORY_CRASH_DIR` set; it prints `R` once it has loaded the memory
+//! file and `A <iteration>` after each save. The kill's random moment counts from `R`, not
+//! from the spawn: on a loaded machine a child's start-up alone can outlast the whole window,
+//! and a kill before the first save tests nothing.
 
 #[path = "support/rng.rs"]
 mod rng;
@@ -15,7 +18,7 @@ mod temp;
 use lkjagent::memory::file::{load, Saver, Source};
 use lkjagent::memory::key::normalize;
 use lkjagent::memory::store::Store;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,7 +40,9 @@ fn memory_crash_child() {
     let key = normalize("progress").unwrap();
     let out = std::io::stdout();
     let mut out = out.lock();
-    writeln!(out).unwrap();
+    // On a line of its own: the test harness's "test memory_crash_child ... " has no end.
+    writeln!(out, "\nR").unwrap();
+    out.flush().unwrap();
     for _ in 0..10_000 {
         m.iteration += 1;
         m.working.add(&key, &text_for(m.iteration), m.iteration).unwrap();
@@ -63,10 +68,18 @@ fn memory_file_survives_sigkill() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while line.trim_end() != "R" {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap() == 0 {
+                panic!("round {round}: the child ended before it was ready");
+            }
+        }
         std::thread::sleep(Duration::from_micros(3_000 + rng.below_u64(20_000)));
         child.kill().unwrap();
         let mut out = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        stdout.read_to_string(&mut out).unwrap();
         child.wait().unwrap();
         for line in out.lines() {
             if let Some(n) = line.strip_prefix("A ") {
