@@ -17,16 +17,14 @@
 //!
 //! What it does not do: other NSS sources (mDNS, LDAP, systemd's `resolve`), DNS over TCP (a
 //! truncated answer gives the addresses it holds), `rotate` and `options` beyond the three
-//! above. Bounded: `/etc/hosts` and `/etc/resolv.conf` are read up to [`FILE_MAX_BYTES`], and
-//! a query and its answer are each one 512-byte datagram.
+//! above. Bounded: `/etc/hosts` and `/etc/resolv.conf` are read up to
+//! [`RESOLVE_FILE_MAX_BYTES`], and a query and its answer are each one 512-byte datagram.
 
 use crate::error::{Error, Result};
+use crate::limits::RESOLVE_FILE_MAX_BYTES;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
-
-/// The most of `/etc/hosts` and `/etc/resolv.conf` read, in bytes (heap, at lookup only).
-pub const FILE_MAX_BYTES: u64 = 1 << 20;
 
 /// A DNS message over UDP without EDNS: at most 512 bytes (RFC 1035 §2.3.4).
 const DATAGRAM_BYTES: usize = 512;
@@ -158,7 +156,7 @@ fn read_small(path: &str) -> String {
     let mut text = String::new();
     if let Ok(f) = std::fs::File::open(path) {
         // A file that is not UTF-8 reads as empty: its names could not be matched anyway.
-        let _ = f.take(FILE_MAX_BYTES).read_to_string(&mut text);
+        let _ = f.take(RESOLVE_FILE_MAX_BYTES).read_to_string(&mut text);
     }
     text
 }
@@ -481,6 +479,33 @@ mod tests {
         let e = lookup_with("box", 80, "", &c).unwrap_err();
         assert!(e.message().to_string().contains("no address found for \"box\""), "{e}");
         assert_eq!(h.join().unwrap(), ["box.lan 1", "box.lan 28", "box 1", "box 28"]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_answers_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+            let _ = parse_answer(&bytes, 7, TYPE_A);
+            let _ = skip_name(&bytes, 12);
+        }
+
+        #[test]
+        fn mutated_answers_never_panic(at in 0usize..64, byte in proptest::prelude::any::<u8>(), cut in 0usize..80) {
+            let q = encode_query(7, "llm.example", TYPE_A).unwrap();
+            let mut a = answer(&q, 0, &[(5, b"\x03www\xc0\x0c"), (TYPE_A, &[10, 0, 0, 7])]);
+            if let Some(b) = a.get_mut(at) {
+                *b = byte;
+            }
+            a.truncate(a.len().saturating_sub(cut));
+            let _ = parse_answer(&a, 7, TYPE_A);
+        }
+
+        #[test]
+        fn arbitrary_config_files_never_panic(text in "\\PC{0,200}") {
+            let c = Conf::parse(&text);
+            proptest::prop_assert!(!c.nameservers.is_empty() && c.nameservers.len() <= 3);
+            let _ = in_hosts(&text, "llm");
+            let _ = c.candidates("llm");
+        }
     }
 
     #[test]
