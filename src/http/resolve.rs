@@ -13,14 +13,15 @@
 //!   `ndots:`, `timeout:` and `attempts:` (defaults 1, 5 s, 2, as glibc's). A name with fewer
 //!   than `ndots` dots is tried with each search domain first, then as given; one with more, or
 //!   ending in `.`, as given first. Each name is asked for IPv4 (A) then IPv6 (AAAA) addresses,
-//!   and the first name that has any answers.
+//!   and the first name that has any answers. When no server answers a question in time, the
+//!   lookup ends there, with that error.
 //!
 //! What it does not do: other NSS sources (mDNS, LDAP, systemd's `resolve`), DNS over TCP (a
 //! truncated answer gives the addresses it holds), `rotate` and `options` beyond the three
 //! above. Bounded: `/etc/hosts` and `/etc/resolv.conf` are read up to
 //! [`RESOLVE_FILE_MAX_BYTES`], and a query and its answer are each one 512-byte datagram.
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::limits::RESOLVE_FILE_MAX_BYTES;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -141,6 +142,9 @@ pub fn lookup_with(host: &str, port: u16, hosts: &str, conf: &Conf) -> Result<Ve
         for qtype in [TYPE_A, TYPE_AAAA] {
             match ask(&name, qtype, conf) {
                 Ok(mut got) => ips.append(&mut got),
+                // No server answered: they will not answer the next question either, so the
+                // wait is one query's (`timeout` x `attempts` x servers), not one per name.
+                Err(e) if e.code() == Code::LlmTimeout => return Err(e),
                 Err(e) => last = Some(e),
             }
         }
@@ -509,11 +513,20 @@ mod tests {
     }
 
     #[test]
-    fn a_silent_name_server_times_out() {
+    fn a_silent_name_server_times_out_once() {
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut c = conf(sock.local_addr().unwrap());
         c.timeout = Duration::from_millis(50);
-        let e = lookup_with("llm.example", 80, "", &c).unwrap_err();
+        c.search = vec!["lan".into(), "corp".into()];
+        let e = lookup_with("llm", 80, "", &c).unwrap_err();
         assert!(e.message().to_string().contains("did not answer within 50 ms"), "{e}");
+        // One question was asked (the A records of the first name), not one per name and type.
+        sock.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 512];
+        let mut asked = 0;
+        while sock.recv_from(&mut buf).is_ok() {
+            asked += 1;
+        }
+        assert_eq!(asked, 1);
     }
 }
