@@ -167,6 +167,10 @@ pub const HTTP_MAX_REQUEST_HEAD_BYTES: usize = 4 * 1024;
 /// inline in the parsed URL (host, path and Host header).
 pub const HTTP_MAX_URL_BYTES: usize = 512;
 
+/// The most of `/etc/hosts` and `/etc/resolv.conf` the static binary's resolver reads
+/// (`http::resolve`). Cost: up to this many bytes of heap while a host name is looked up.
+pub const RESOLVE_FILE_MAX_BYTES: u64 = 1 << 20;
+
 /// Longest bearer token read from the environment variable the settings name. Cost: this
 /// many bytes, inline in the client.
 pub const HTTP_MAX_TOKEN_BYTES: usize = 1024;

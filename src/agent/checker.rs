@@ -135,11 +135,22 @@ impl Checker {
 
     /// Records a problem at `path`.
     pub fn problem(&mut self, path: &str, message: impl Display) {
-        self.push(format_args!("{}: {}", path, message));
+        self.problem_dyn(path, &message);
     }
 
     /// Records a problem at `path.key` (`key` at the root).
     pub fn problem_at(&mut self, path: &str, key: &str, message: impl Display) {
+        self.problem_at_dyn(path, key, &message);
+    }
+
+    // The two above once, not once per message type and call site (there are 60 of them).
+    #[inline(never)]
+    fn problem_dyn(&mut self, path: &str, message: &dyn Display) {
+        self.push(format_args!("{}: {}", path, message));
+    }
+
+    #[inline(never)]
+    fn problem_at_dyn(&mut self, path: &str, key: &str, message: &dyn Display) {
         self.push(format_args!("{}: {}", At(path, key), message));
     }
 

@@ -14,7 +14,8 @@ impl Args {
         Args { items: items.into_iter().map(Some).collect() }
     }
 
-    /// Whether `--help` or `-h` was given (consumed).
+    /// Whether `--help` or `-h` was given (consumed). Out of line: every command asks.
+    #[inline(never)]
     pub fn help(&mut self) -> bool {
         self.flag("--help") | self.flag("-h")
     }

@@ -91,18 +91,26 @@ struct Report<'a> {
     worst: Worst,
 }
 
+// Out of line: each is called from many places, and a copy in each cost more than the call.
 impl Report<'_> {
+    #[inline(never)]
     fn ok(&mut self, name: &str, what: core::fmt::Arguments<'_>) -> Result<()> {
-        say(self.out, format_args!("ok   {}: {}", name, what))
+        self.line("ok  ", name, what)
     }
 
+    #[inline(never)]
     fn skip(&mut self, name: &str, what: core::fmt::Arguments<'_>) -> Result<()> {
-        say(self.out, format_args!("skip {}: {}", name, what))
+        self.line("skip", name, what)
     }
 
+    #[inline(never)]
     fn fail(&mut self, name: &str, class: Worst, what: core::fmt::Arguments<'_>) -> Result<()> {
         self.worst = self.worst.max(class);
-        say(self.out, format_args!("FAIL {}: {}", name, what))
+        self.line("FAIL", name, what)
+    }
+
+    fn line(&mut self, verdict: &str, name: &str, what: core::fmt::Arguments<'_>) -> Result<()> {
+        say(self.out, format_args!("{} {}: {}", verdict, name, what))
     }
 
     fn note(&mut self, what: core::fmt::Arguments<'_>) -> Result<()> {

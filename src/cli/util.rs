@@ -184,6 +184,7 @@ pub fn say(out: &mut dyn Write, args: fmt::Arguments<'_>) -> Result<()> {
 }
 
 /// Writes text as it is.
+#[inline(never)]
 pub fn write_all(out: &mut dyn Write, text: &str) -> Result<()> {
     out.write_all(text.as_bytes()).map_err(write_error)
 }

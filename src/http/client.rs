@@ -40,7 +40,9 @@ use crate::limits::{
 };
 use core::fmt;
 use std::io::{ErrorKind, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
+#[cfg(not(target_feature = "crt-static"))]
+use std::net::ToSocketAddrs;
 use std::time::Duration;
 
 /// An open connection and the server it goes to.
@@ -264,6 +266,12 @@ impl HttpClient {
     /// Opens a connection to `url`'s server: every resolved address in turn, each with the
     /// connect timeout.
     fn connect(&mut self, url: &Url) -> Result<()> {
+        // The static binary resolves names itself (see `resolve`); the dynamic one asks the system.
+        #[cfg(target_feature = "crt-static")]
+        let addrs = super::resolve::lookup(url.host(), url.port()).map_err(|e| {
+            err!(LlmUnavailable, "cannot resolve the LLM server's host {:?}: {}", url.host(), e.message())
+        })?;
+        #[cfg(not(target_feature = "crt-static"))]
         let addrs = (url.host(), url.port())
             .to_socket_addrs()
             .map_err(|e| err!(LlmUnavailable, "cannot resolve the LLM server's host {:?}: {}", url.host(), e))?;

@@ -11,12 +11,14 @@
 //! - `receive`: reading one response off the socket (heads, body framing, redaction).
 //! - [`curl`]: the `curl` transport.
 //! - [`redact`]: keeping the API key out of everything a server sends back.
+//! - [`resolve`]: host names to addresses for the static binary (`/etc/hosts`, then DNS).
 
 pub mod client;
 pub mod curl;
 mod receive;
 pub mod redact;
 pub mod request;
+pub mod resolve;
 pub mod response;
 pub mod retry;
 pub mod url;
