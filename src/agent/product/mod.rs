@@ -376,6 +376,15 @@ impl Product {
         !(slug(s, &mut own) && self.taken.as_slice().binary_search(&own).is_ok())
     }
 
+    /// Whether an outline's item names the task's own unit, in the singular or the plural ("The
+    /// first paragraph describes the keeper", "Fact about the human heart", "Day of the trip"):
+    /// it is about the product, not a part of it (docs/measurements.md, "Items about the
+    /// product").
+    fn names_own_unit(&self, item: &str) -> bool {
+        let (one, many) = (self.task.unit.as_str(), self.task.units.as_str());
+        !one.is_empty() && lang::words(item).any(|w| w.eq_ignore_ascii_case(one) || w.eq_ignore_ascii_case(many))
+    }
+
     /// How many items of an outline's value (`value`: the heading and the numbered list, as
     /// a reply writes it) past the first subjects it was given are readable and unlike the
     /// value's earlier items, by the rules a unit is judged by: a distinct opening and gist for
@@ -729,6 +738,9 @@ impl Product {
                 continue;
             }
             if outline && unsure.lines().any(|u| u == s.trim()) {
+                continue;
+            }
+            if outline && self.names_own_unit(s) {
                 continue;
             }
             if outline && is_sentence(s) {

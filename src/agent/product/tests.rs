@@ -684,3 +684,41 @@ fn an_outline_yields_the_items_that_differ_from_its_earlier_ones() {
     view(&mut p, &w, &mut s, task);
     assert_eq!(p.outline_yield("Astronomy terms:\n1. Nebula\n2. Nebulae\n3. Galaxy\n4. Black hole\n"), 3);
 }
+
+/// An outline's item that names the task's own unit is about the product, not a part of it:
+/// neither a unit nor a subject.
+#[test]
+fn an_outline_item_that_names_the_tasks_unit_is_neither_saved_nor_planned() {
+    let (_d, mut s) = store("product-own-unit");
+    let mut p = Product::new();
+    let task = "Write a short story about a lighthouse keeper, one paragraph per entry.";
+    let mut w = working(task);
+    view(&mut p, &w, &mut s, task);
+    let plan = "Paragraphs:\n1. The first paragraph describes the keeper and his lonely work.\n\
+                2. The keeper climbs the stairs at dusk and lights the great lamp.\n\
+                3. The next paragraphs tell of a storm.\n\
+                4. A storm rises over the bay and a ship loses its way in the dark.";
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    let mut unit = ArrayString::new();
+    let mut units = Vec::new();
+    while p.next_unit(&mut unit) {
+        units.push(unit.as_str().to_string());
+    }
+    assert_eq!(
+        units,
+        [
+            "Paragraph 1 – The keeper climbs the stairs at dusk and lights the great lamp.",
+            "Paragraph 1 – A storm rises over the bay and a ship loses its way in the dark."
+        ]
+    );
+    let (_d2, mut s2) = store("product-own-unit-facts");
+    let facts = "Collect interesting facts about the human heart.";
+    let mut w = working(facts);
+    view(&mut p, &w, &mut s2, facts);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Facts about the human heart:\n1. Fact about the human heart\n2. Valves", 3)
+        .unwrap();
+    p.settle(&mut w, &mut scratch, 3, "").unwrap();
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Valves"));
+}
