@@ -44,9 +44,17 @@ struct Job {
     file: File,
     unfinished: Unfinished,
     bufs: Bufs,
-    /// Test hook: the worker waits for this before it finishes the file.
+    /// Test hook: the worker says it took the job, then waits before it finishes the file.
     #[cfg(test)]
-    hold: Option<Receiver<()>>,
+    hold: Option<Hold>,
+}
+
+/// Test hook (`Store::hold_checkpoint_finish`): the worker sends on `taken` when it has taken
+/// the job, then waits for a message on `release` (or its sender dropped).
+#[cfg(test)]
+pub(in crate::memory::store) struct Hold {
+    taken: std::sync::mpsc::Sender<()>,
+    release: Receiver<()>,
 }
 
 /// What the worker did with a job: its number, the outcome, the buffers it was lent.
@@ -81,7 +89,8 @@ fn work(jobs: Receiver<Job>, done: SyncSender<Done>) {
     while let Ok(mut job) = jobs.recv() {
         #[cfg(test)]
         if let Some(hold) = job.hold.take() {
-            let _ = hold.recv();
+            let _ = hold.taken.send(());
+            let _ = hold.release.recv();
         }
         let res = finish(&job.file, &job.unfinished, &mut job.bufs, true);
         drop(job.file);
@@ -238,13 +247,15 @@ impl Store {
         self.ckpt_checked_here
     }
 
-    /// Test hook: the worker waits, before it finishes the next due checkpoint, until the
-    /// sender returned sends or is dropped.
+    /// Test hook: the worker, once it has taken the next due checkpoint (the receiver
+    /// returned second gets a message then), waits before it finishes it until the sender
+    /// returned first sends or is dropped.
     #[cfg(test)]
-    pub(crate) fn hold_checkpoint_finish(&mut self) -> std::sync::mpsc::Sender<()> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.ckpt_hold = Some(rx);
-        tx
+    pub(crate) fn hold_checkpoint_finish(&mut self) -> (std::sync::mpsc::Sender<()>, Receiver<()>) {
+        let (release, release_rx) = std::sync::mpsc::channel();
+        let (taken_tx, taken) = std::sync::mpsc::channel();
+        self.ckpt_hold = Some(Hold { taken: taken_tx, release: release_rx });
+        (release, taken)
     }
 
     /// Removes the checkpoint's temp file (a path joined once: no allocation).

@@ -1493,7 +1493,7 @@ mod tests {
         s.put(&k("e0,doc"), &text(0), 1).unwrap();
         assert!(!ranked(&mut s, "w1", 10).is_empty());
         s.checkpoint().unwrap();
-        let release = s.hold_checkpoint_finish();
+        let (release, _taken) = s.hold_checkpoint_finish();
         let mut cycles = 0;
         loop {
             // New entries only: no garbage, so no compaction (whose checkpoint is taken at once).
