@@ -89,6 +89,8 @@ fn checkpoints_let_go_of_while_the_worker_finishes_them() {
     s.put(&k("third,due"), "the worker's queue is full", 8001).unwrap();
     s.checkpoint_in_steps().unwrap();
     assert!(!s.checkpoint_syncing(), "with the queue full, the checkpoint is finished in its cycle");
+    let file_len = fs::metadata(d.join(CHECKPOINT_NAME)).unwrap().len();
+    assert_eq!(s.checkpoint_checked_here(), file_len, "the cycle checksummed the whole file itself");
     drop(release);
     s.put(&k("fourth,due"), "the worker goes on", 8002).unwrap();
     s.checkpoint_in_steps().unwrap();
