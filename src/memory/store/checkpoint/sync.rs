@@ -174,6 +174,7 @@ impl Store {
                     self.remove_checkpoint_temp();
                     bail!(PersistFailed, "writing {} failed: {}", self.ckpt_paths.tmp.display(), e);
                 }
+                self.ckpt_checked_here = job.unfinished.layout.file_len();
                 self.checkpoint_in_place(covered)
             }
         }
