@@ -265,15 +265,13 @@ pub fn scan_current(
         nth += 1;
         Ok(true)
     })?;
-    if nth == u32::MAX {
-        bail!(CapacityExceeded, "{} holds more than {} copies", dir.join(COLD_NAME).display(), u32::MAX);
-    }
     if over {
         bail!(
             CapacityExceeded,
-            "{} holds more than {} distinct keys (STORE_COLD_SCAN_MAX_KEYS); restore or delete some, or raise the limit",
+            "{} holds more than {} distinct keys (STORE_COLD_SCAN_MAX_KEYS) or {} copies; restore or delete some, or raise the limit",
             dir.join(COLD_NAME).display(),
-            STORE_COLD_SCAN_MAX_KEYS
+            STORE_COLD_SCAN_MAX_KEYS,
+            u32::MAX
         );
     }
     let (mut current, mut nth) = (0u64, 0u32);
@@ -450,7 +448,7 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
             }
             Ok(true)
         })?;
-        kept_keys.sort_unstable();
+        crate::sort::sort(&mut kept_keys);
         kept_keys.dedup();
         let kept_key = |h: &u64| kept_keys.binary_search(h).is_ok();
         log::encode_cleanup(&mut buf, kept)?;

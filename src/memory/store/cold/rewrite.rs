@@ -119,7 +119,7 @@ impl Store {
             return Ok((before, before));
         }
         self.upkeep.cold = None;
-        current.sort_unstable();
+        crate::sort::sort(&mut current);
         let res = cold::rewrite_without(&self.dir, &mut |e| current.binary_search(&e.at).is_err());
         self.cold_recall_reset();
         res?;
