@@ -144,6 +144,12 @@ impl Store {
         Ok(())
     }
 
+    /// Whether a catch-up after a merge's new file was opened is still under way (never: it
+    /// runs in the step that opens the file).
+    pub(in crate::memory::store) fn recall_catching_up(&self) -> bool {
+        false
+    }
+
     /// Rebuilds the index from the log alone (the file set aside): every live entry's `put`
     /// record read and indexed.
     pub fn recall_rebuild(&mut self) -> Result<()> {
