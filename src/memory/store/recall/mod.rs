@@ -168,6 +168,8 @@ pub struct Recall {
     /// A merge under way, run in steps beside the cycle (`None` once its file is written,
     /// to be opened at the next step), and the log length it covers.
     pub(in crate::memory::store) job: Option<(Option<self::merge::Job>, u64)>,
+    /// The catch-up after a merge in steps opened its new file, run in steps too (`upkeep`).
+    pub(in crate::memory::store) catching_up: Option<upkeep::CatchUp>,
 }
 
 impl Recall {
@@ -189,6 +191,7 @@ impl Recall {
             step_postings_most: 0,
             relabeled: false,
             job: None,
+            catching_up: None,
         }
     }
 
