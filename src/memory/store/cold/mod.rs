@@ -439,18 +439,32 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
         let mut value = String::with_capacity(crate::limits::STORE_VALUE_MAX_BYTES);
         // One group for all the entries kept: counted first (`drop` decides the same way twice).
         let mut kept = 0u64;
-        // Their keys' hashes, sorted (a list: no hash set's code for it in the binary).
-        let mut kept_keys = Vec::new();
-        scan(dir, &mut |e| {
-            if !drop(e) {
-                kept += 1;
-                kept_keys.push(key_hash(&e.key));
-            }
-            Ok(true)
-        })?;
+        // Their keys' hashes, and every link's pair of key hashes (lower first), each sorted (lists:
+        // no hash set's code for them in the binary).
+        let (mut kept_keys, mut pairs) = (Vec::new(), Vec::new());
+        scan_with_links(
+            dir,
+            &mut |e| {
+                if !drop(e) {
+                    kept += 1;
+                    kept_keys.push(key_hash(&e.key));
+                }
+                Ok(true)
+            },
+            &mut |a, b| {
+                let (ha, hb) = (key_hash(a), key_hash(b));
+                pairs.push((ha.min(hb), ha.max(hb)));
+                Ok(())
+            },
+        )?;
         crate::sort::sort(&mut kept_keys);
         kept_keys.dedup();
         let kept_key = |h: &u64| kept_keys.binary_search(h).is_ok();
+        pairs.retain(|(a, b)| kept_key(a) || kept_key(b));
+        crate::sort::sort(&mut pairs);
+        pairs.dedup();
+        // Which of them were written (each once).
+        let mut written = vec![0u64; pairs.len().div_ceil(64)];
         log::encode_cleanup(&mut buf, kept)?;
         scan(dir, &mut |e| {
             if drop(e) {
@@ -470,11 +484,12 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
             Ok(true)
         })?;
         // The links of the entries kept (once each).
-        let mut written = std::collections::HashSet::new();
         scan_links(dir, &mut |a, b| {
             let (ha, hb) = (key_hash(a), key_hash(b));
-            if !(kept_key(&ha) || kept_key(&hb)) || !written.insert((ha.min(hb), ha.max(hb))) {
-                return Ok(());
+            let Ok(i) = pairs.binary_search(&(ha.min(hb), ha.max(hb))) else { return Ok(()) };
+            match written.get_mut(i / 64) {
+                Some(w) if *w & (1 << (i % 64)) == 0 => *w |= 1 << (i % 64),
+                _ => return Ok(()),
             }
             if buf.remaining() < 4096 {
                 out.write_all_at(buf.as_slice(), at)
