@@ -170,6 +170,10 @@ pub struct Recall {
     pub(in crate::memory::store) job: Option<(Option<self::merge::Job>, u64)>,
     /// The catch-up after a merge in steps opened its new file, run in steps too (`upkeep`).
     pub(in crate::memory::store) catching_up: Option<upkeep::CatchUp>,
+    /// The file a merge in steps replaced, still open: closed by the catch-up's first step,
+    /// not in the step that opens the new file (the last close of a file renamed over frees
+    /// its pages, work that grows with the file).
+    pub(in crate::memory::store) retired: Option<std::fs::File>,
 }
 
 impl Recall {
@@ -192,6 +196,7 @@ impl Recall {
             relabeled: false,
             job: None,
             catching_up: None,
+            retired: None,
         }
     }
 

@@ -195,6 +195,7 @@ impl Store {
     /// A step of the catch-up under way, if any, until `deadline` (to its end without one):
     /// a failure leaves the index stale (rebuilt by the next query).
     pub(in crate::memory::store) fn recall_catch_up_step(&mut self, deadline: Option<Instant>) -> Result<()> {
+        self.recall.retired = None;
         // Taken out while it runs: a merge at once it causes (a full delta) finds none to finish.
         let Some(mut at) = self.recall.catching_up.take() else { return Ok(()) };
         if self.recall.state != State::Ready {

@@ -256,6 +256,11 @@ impl DiskIndex {
         }
     }
 
+    /// Takes the file out (the base then has none open, as after [`DiskIndex::close`]).
+    pub(in crate::memory::store) fn take_file(&mut self) -> Option<File> {
+        self.file.take()
+    }
+
     /// Whether a file is open.
     pub(in crate::memory::store) fn is_open(&self) -> bool {
         self.file.is_some()

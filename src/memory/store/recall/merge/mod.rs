@@ -182,6 +182,7 @@ impl Store {
         // its documents whose entries changed since are stale, and reconciling brings them
         // and the entries created since into the (emptied) delta.
         let path = self.dir.join(RECALL_FILE_NAME);
+        self.recall.retired = self.recall.base.take_file();
         self.recall_discard_file();
         if !self.recall_open_base(&path, false)? {
             bail!(Io, "{} vanished after it was written", path.display());
