@@ -261,10 +261,10 @@ pub struct Store {
     ckpt_checked_here: u64,
     /// The checkpoint's file and temp file, joined once (a due checkpoint joins no path).
     ckpt_paths: checkpoint::Paths,
-    /// Test hook: the thread that finishes the next due checkpoint waits for a message here
-    /// (or its sender dropped) before it starts (`Store::hold_checkpoint_finish`).
+    /// Test hook: the thread that finishes the next due checkpoint says it took it, then waits
+    /// for a message (or its sender dropped) before it starts (`Store::hold_checkpoint_finish`).
     #[cfg(test)]
-    ckpt_hold: Option<std::sync::mpsc::Receiver<()>>,
+    ckpt_hold: Option<checkpoint::Hold>,
     /// The full-text index (built on first use).
     recall: recall::Recall,
     /// The capacity policy and its clean-ups (see [`cleanup`]).

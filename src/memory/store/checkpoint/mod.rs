@@ -2,7 +2,7 @@
 //! the log after it. This file writes its body (a copy of the index); `finish` takes its
 //! checksums and writes its header, last; `format` is its layout and the readers of its
 //! fields, `read` loads it into the index at open, `sync` finishes and syncs the one a due
-//! cycle takes beside the cycle and puts it in place.
+//! cycle takes beside the cycle (its thread fed through `handoff`) and puts it in place.
 //!
 //! The log stays the only source of truth. A checkpoint is used only when it names the log it
 //! was taken of exactly: the same store id (the log's header; new at every compaction), a
@@ -51,6 +51,7 @@
 
 mod finish;
 mod format;
+mod handoff;
 mod read;
 mod sync;
 #[cfg(test)]
@@ -59,6 +60,8 @@ mod tests;
 pub(in crate::memory::store) use finish::Bufs;
 pub(in crate::memory::store) use format::{le32, le64, Head, In, Put};
 pub(in crate::memory::store) use read::read;
+#[cfg(test)]
+pub(in crate::memory::store) use sync::Hold;
 pub(in crate::memory::store) use sync::{Syncing, Worker};
 
 use super::Store;

@@ -8,10 +8,11 @@
 //! milliseconds.
 //!
 //! The worker is started at the first due checkpoint and lives as long as the store (it ends
-//! when the store drops its end of the queue). Jobs and results go through bounded channels
-//! made with it, each job carrying the store's buffers and its result bringing them back, so
-//! that a due checkpoint after the first allocates nothing. Where no worker can be started,
-//! or its queue is full, the checkpoint is finished, synced and put in place in the cycle.
+//! after the job it works on when the store drops its end; a job it has not taken is dropped).
+//! Jobs and results go through a one-slot hand-off made with it (`handoff`), each job carrying
+//! the store's buffers and its result bringing them back, so that a due checkpoint after the
+//! first allocates nothing. Where no worker can be started, or a job already waits for it,
+//! the checkpoint is finished, synced and put in place in the cycle.
 //!
 //! Crash-safe as every write here: until the rename, `store.ckpt` is the old checkpoint (or
 //! none) and the log after it is replayed at open; the temp file a crash leaves is removed at
@@ -24,18 +25,16 @@
 //! renames a file that is not the one it synced.
 
 use super::finish::{finish, Bufs, Unfinished};
+use super::handoff::{Got, Handoff};
 use crate::error::Result;
 use crate::memory::store::Store;
 use std::fs::{self, File};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
+#[cfg(test)]
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 
 /// Bytes of stack of the worker thread (its buffers are the store's, lent to it).
 const SYNC_THREAD_STACK_BYTES: usize = 64 << 10;
-
-/// Jobs the worker's queue holds beside the one it works on: one (a checkpoint let go of is
-/// still being finished while the next one waits). Past it, a checkpoint is finished in the
-/// cycle.
-const WORKER_QUEUE: usize = 1;
 
 /// A checkpoint's file handed to the worker.
 struct Job {
@@ -44,9 +43,17 @@ struct Job {
     file: File,
     unfinished: Unfinished,
     bufs: Bufs,
-    /// Test hook: the worker waits for this before it finishes the file.
+    /// Test hook: the worker says it took the job, then waits before it finishes the file.
     #[cfg(test)]
-    hold: Option<Receiver<()>>,
+    hold: Option<Hold>,
+}
+
+/// Test hook (`Store::hold_checkpoint_finish`): the worker sends on `taken` when it has taken
+/// the job, then waits for a message on `release` (or its sender dropped).
+#[cfg(test)]
+pub(in crate::memory::store) struct Hold {
+    taken: std::sync::mpsc::Sender<()>,
+    release: Receiver<()>,
 }
 
 /// What the worker did with a job: its number, the outcome, the buffers it was lent.
@@ -56,12 +63,19 @@ struct Done {
     bufs: Bufs,
 }
 
-/// The store's end of the worker thread that finishes and syncs due checkpoints.
+/// The store's end of the worker thread that finishes and syncs due checkpoints: the job slot
+/// holds one job beside the one the worker works on (a checkpoint let go of is still being
+/// finished while the next one waits); past it, a checkpoint is finished in the cycle.
 pub(in crate::memory::store) struct Worker {
-    jobs: SyncSender<Job>,
-    done: Receiver<Done>,
+    handoff: Arc<Handoff<Job, Done>>,
     /// The next job's number.
     next: u64,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.handoff.leave();
+    }
 }
 
 /// A checkpoint written and being finished and synced beside the cycle.
@@ -75,17 +89,19 @@ pub(in crate::memory::store) struct Syncing {
     before: u64,
 }
 
-/// The worker's loop: each job finished and synced, its result sent back, until the store
-/// drops its end of the queue (or of the results).
-fn work(jobs: Receiver<Job>, done: SyncSender<Done>) {
-    while let Ok(mut job) = jobs.recv() {
+/// The worker's loop: each job finished and synced, its result handed back, until the store
+/// drops its end.
+fn work(handoff: Arc<Handoff<Job, Done>>) {
+    let _end = handoff.worker_end();
+    while let Some(mut job) = handoff.next_job() {
         #[cfg(test)]
         if let Some(hold) = job.hold.take() {
-            let _ = hold.recv();
+            let _ = hold.taken.send(());
+            let _ = hold.release.recv();
         }
         let res = finish(&job.file, &job.unfinished, &mut job.bufs, true);
         drop(job.file);
-        if done.send(Done { seq: job.seq, res, bufs: job.bufs }).is_err() {
+        if !handoff.put_done(Done { seq: job.seq, res, bufs: job.bufs }) {
             return;
         }
     }
@@ -95,15 +111,14 @@ impl Store {
     /// The worker, started now if there is none (`None` where no thread can be started).
     fn checkpoint_worker(&mut self) -> Option<&mut Worker> {
         if self.checkpoint_worker.is_none() {
-            let (jobs, jobs_rx) = sync_channel(WORKER_QUEUE);
-            // Room for every result the worker can owe: the job it works on and those queued.
-            let (done_tx, done) = sync_channel(WORKER_QUEUE + 1);
+            let handoff = Arc::new(Handoff::new());
+            let theirs = Arc::clone(&handoff);
             let spawned = std::thread::Builder::new()
                 .name("lkjagent-checkpoint-sync".into())
                 .stack_size(SYNC_THREAD_STACK_BYTES)
-                .spawn(move || work(jobs_rx, done_tx));
+                .spawn(move || work(theirs));
             if spawned.is_ok() {
-                self.checkpoint_worker = Some(Worker { jobs, done, next: 0 });
+                self.checkpoint_worker = Some(Worker { handoff, next: 0 });
             }
         }
         self.checkpoint_worker.as_mut()
@@ -142,11 +157,7 @@ impl Store {
             Some(w) => {
                 job.seq = w.next;
                 w.next += 1;
-                match w.jobs.try_send(job) {
-                    Ok(()) => Ok(w.next - 1),
-                    Err(TrySendError::Full(job)) => Err((job, false)),
-                    Err(TrySendError::Disconnected(job)) => Err((job, true)),
-                }
+                w.handoff.offer(job).map(|()| w.next - 1)
             }
             None => Err((job, false)),
         };
@@ -165,6 +176,7 @@ impl Store {
                     self.remove_checkpoint_temp();
                     bail!(PersistFailed, "writing {} failed: {}", self.ckpt_paths.tmp.display(), e);
                 }
+                self.ckpt_checked_here = job.unfinished.layout.file_len();
                 self.checkpoint_in_place(covered)
             }
         }
@@ -177,14 +189,13 @@ impl Store {
         let Some(s) = self.checkpoint_syncing.take() else { return Ok(()) };
         let res = loop {
             let got = match &self.checkpoint_worker {
-                Some(w) if wait => w.done.recv().ok(),
-                Some(w) => match w.done.try_recv() {
-                    Ok(d) => Some(d),
-                    Err(TryRecvError::Empty) => {
+                Some(w) => match w.handoff.take(wait) {
+                    Got::Done(d) => Some(d),
+                    Got::Empty => {
                         self.checkpoint_syncing = Some(s);
                         return Ok(());
                     }
-                    Err(TryRecvError::Disconnected) => None,
+                    Got::Gone => None,
                 },
                 None => None,
             };
@@ -220,7 +231,7 @@ impl Store {
             self.remove_checkpoint_temp();
             self.checkpointed = s.before;
         }
-        while let Some(d) = self.checkpoint_worker.as_ref().and_then(|w| w.done.try_recv().ok()) {
+        while let Some(Got::Done(d)) = self.checkpoint_worker.as_ref().map(|w| w.handoff.take(false)) {
             self.keep_bufs(d.bufs);
         }
     }
@@ -238,13 +249,15 @@ impl Store {
         self.ckpt_checked_here
     }
 
-    /// Test hook: the worker waits, before it finishes the next due checkpoint, until the
-    /// sender returned sends or is dropped.
+    /// Test hook: the worker, once it has taken the next due checkpoint (the receiver
+    /// returned second gets a message then), waits before it finishes it until the sender
+    /// returned first sends or is dropped.
     #[cfg(test)]
-    pub(crate) fn hold_checkpoint_finish(&mut self) -> std::sync::mpsc::Sender<()> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.ckpt_hold = Some(rx);
-        tx
+    pub(crate) fn hold_checkpoint_finish(&mut self) -> (std::sync::mpsc::Sender<()>, Receiver<()>) {
+        let (release, release_rx) = std::sync::mpsc::channel();
+        let (taken_tx, taken) = std::sync::mpsc::channel();
+        self.ckpt_hold = Some(Hold { taken: taken_tx, release: release_rx });
+        (release, taken)
     }
 
     /// Removes the checkpoint's temp file (a path joined once: no allocation).

@@ -62,3 +62,49 @@ fn a_due_checkpoint_checksums_its_file_beside_the_cycle() {
     drop(s);
     let _ = fs::remove_dir_all(&d);
 }
+
+/// Checkpoints let go of while the worker still finishes them (a checkpoint taken at once
+/// meanwhile) are never put in place: the next due one waits in the worker's queue behind the
+/// one it works on, one more while the queue is full is finished in its own cycle, and once
+/// the worker goes on every result comes back (by its number), the last due checkpoint put in
+/// place byte for byte as one taken at once. The store reopens from it.
+#[test]
+fn checkpoints_let_go_of_while_the_worker_finishes_them() {
+    let d = temp_dir("ckpt-let-go");
+    let mut s = Store::open_with_capacity(&d, 4096).unwrap();
+    filled(&mut s);
+    let (release, taken) = s.hold_checkpoint_finish();
+    s.checkpoint_in_steps().unwrap();
+    taken.recv().unwrap();
+    assert!(s.checkpoint_syncing(), "the first due checkpoint was not handed to the worker");
+    // Let go of: a checkpoint at once replaces it.
+    s.checkpoint().unwrap();
+    assert!(!s.checkpoint_syncing());
+    s.put(&k("second,due"), "after the first let go of", 8000).unwrap();
+    s.checkpoint_in_steps().unwrap();
+    assert!(s.checkpoint_syncing(), "the second due checkpoint was not queued behind the held one");
+    s.checkpoint_sync_step(false).unwrap();
+    assert!(s.checkpoint_syncing(), "the queued checkpoint was put in place while the worker was held");
+    s.checkpoint().unwrap();
+    s.put(&k("third,due"), "the worker's queue is full", 8001).unwrap();
+    s.checkpoint_in_steps().unwrap();
+    assert!(!s.checkpoint_syncing(), "with the queue full, the checkpoint is finished in its cycle");
+    let file_len = fs::metadata(d.join(CHECKPOINT_NAME)).unwrap().len();
+    assert_eq!(s.checkpoint_checked_here(), file_len, "the cycle checksummed the whole file itself");
+    drop(release);
+    s.put(&k("fourth,due"), "the worker goes on", 8002).unwrap();
+    s.checkpoint_in_steps().unwrap();
+    s.checkpoint_sync_step(true).unwrap();
+    assert!(!s.checkpoint_syncing());
+    let beside = fs::read(d.join(CHECKPOINT_NAME)).unwrap();
+    s.checkpoint().unwrap();
+    let at_once = fs::read(d.join(CHECKPOINT_NAME)).unwrap();
+    assert!(beside == at_once, "the last due checkpoint differs from one written at once");
+    let live = s.stats().entries;
+    drop(s);
+    let s = Store::open_with_capacity(&d, 4096).unwrap();
+    assert_eq!(s.stats().entries, live);
+    assert!(s.stats().from_checkpoint);
+    drop(s);
+    let _ = fs::remove_dir_all(&d);
+}

@@ -250,28 +250,35 @@ pub fn scan_current(
     live: &dyn Fn(&Key) -> bool,
     f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
 ) -> Result<ColdStats> {
-    let mut newest: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-    let mut over = false;
+    // Each key's newest copy by its place among the copies read (the same in both passes: the
+    // file is only appended to), a u32, so that the map is of the type the cold text index
+    // keeps (`recall::ColdRecall::newest`): one copy of its code in the binary.
+    let mut newest: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+    let (mut over, mut nth) = (false, 0u32);
     scan(dir, &mut |e| {
         let h = key_hash(&e.key);
-        if newest.len() >= STORE_COLD_SCAN_MAX_KEYS && !newest.contains_key(&h) {
+        if (newest.len() >= STORE_COLD_SCAN_MAX_KEYS && !newest.contains_key(&h)) || nth == u32::MAX {
             over = true;
             return Ok(false);
         }
-        newest.insert(h, e.at);
+        newest.insert(h, nth);
+        nth += 1;
         Ok(true)
     })?;
     if over {
         bail!(
             CapacityExceeded,
-            "{} holds more than {} distinct keys (STORE_COLD_SCAN_MAX_KEYS); restore or delete some, or raise the limit",
+            "{} holds more than {} distinct keys (STORE_COLD_SCAN_MAX_KEYS) or {} copies; restore or delete some, or raise the limit",
             dir.join(COLD_NAME).display(),
-            STORE_COLD_SCAN_MAX_KEYS
+            STORE_COLD_SCAN_MAX_KEYS,
+            u32::MAX
         );
     }
-    let mut current = 0u64;
+    let (mut current, mut nth) = (0u64, 0u32);
     let mut st = scan(dir, &mut |e| {
-        if newest.get(&key_hash(&e.key)) != Some(&e.at) || live(&e.key) {
+        let at = nth;
+        nth = nth.saturating_add(1);
+        if newest.get(&key_hash(&e.key)) != Some(&at) || live(&e.key) {
             return Ok(true);
         }
         current += 1;
@@ -432,14 +439,32 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
         let mut value = String::with_capacity(crate::limits::STORE_VALUE_MAX_BYTES);
         // One group for all the entries kept: counted first (`drop` decides the same way twice).
         let mut kept = 0u64;
-        let mut kept_keys = std::collections::HashSet::new();
-        scan(dir, &mut |e| {
-            if !drop(e) {
-                kept += 1;
-                kept_keys.insert(key_hash(&e.key));
-            }
-            Ok(true)
-        })?;
+        // Their keys' hashes, and every link's pair of key hashes (lower first), each sorted (lists:
+        // no hash set's code for them in the binary).
+        let (mut kept_keys, mut pairs) = (Vec::new(), Vec::new());
+        scan_with_links(
+            dir,
+            &mut |e| {
+                if !drop(e) {
+                    kept += 1;
+                    kept_keys.push(key_hash(&e.key));
+                }
+                Ok(true)
+            },
+            &mut |a, b| {
+                let (ha, hb) = (key_hash(a), key_hash(b));
+                pairs.push((ha.min(hb), ha.max(hb)));
+                Ok(())
+            },
+        )?;
+        crate::sort::sort(&mut kept_keys);
+        kept_keys.dedup();
+        let kept_key = |h: &u64| kept_keys.binary_search(h).is_ok();
+        pairs.retain(|(a, b)| kept_key(a) || kept_key(b));
+        crate::sort::sort(&mut pairs);
+        pairs.dedup();
+        // Which of them were written (each once).
+        let mut written = vec![0u64; pairs.len().div_ceil(64)];
         log::encode_cleanup(&mut buf, kept)?;
         scan(dir, &mut |e| {
             if drop(e) {
@@ -459,11 +484,12 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
             Ok(true)
         })?;
         // The links of the entries kept (once each).
-        let mut written = std::collections::HashSet::new();
         scan_links(dir, &mut |a, b| {
             let (ha, hb) = (key_hash(a), key_hash(b));
-            if !(kept_keys.contains(&ha) || kept_keys.contains(&hb)) || !written.insert((ha.min(hb), ha.max(hb))) {
-                return Ok(());
+            let Ok(i) = pairs.binary_search(&(ha.min(hb), ha.max(hb))) else { return Ok(()) };
+            match written.get_mut(i / 64) {
+                Some(w) if *w & (1 << (i % 64)) == 0 => *w |= 1 << (i % 64),
+                _ => return Ok(()),
             }
             if buf.remaining() < 4096 {
                 out.write_all_at(buf.as_slice(), at)

@@ -105,13 +105,13 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
             Err(e) => bail!(Io, "reading the size of {} failed: {}", path.display(), e),
         };
-        // The current copies, by where they start.
-        let mut current = std::collections::HashSet::new();
+        // The current copies, by where they start (in the file's order: sorted).
+        let mut current = Vec::new();
         // Copies written by a clean-up carry their live id, which the rewrite drops (a few
         // bytes each).
         let mut ids = false;
         let st = cold::scan_current(&self.dir, &|k| self.find(k).is_some(), &mut |e| {
-            current.insert(e.at);
+            current.push(e.at);
             ids |= e.head.id != 0;
             Ok(true)
         })?;
@@ -119,7 +119,8 @@ impl Store {
             return Ok((before, before));
         }
         self.upkeep.cold = None;
-        let res = cold::rewrite_without(&self.dir, &mut |e| !current.contains(&e.at));
+        crate::sort::sort(&mut current);
+        let res = cold::rewrite_without(&self.dir, &mut |e| current.binary_search(&e.at).is_err());
         self.cold_recall_reset();
         res?;
         self.repair_cold()?;

@@ -168,6 +168,12 @@ pub struct Recall {
     /// A merge under way, run in steps beside the cycle (`None` once its file is written,
     /// to be opened at the next step), and the log length it covers.
     pub(in crate::memory::store) job: Option<(Option<self::merge::Job>, u64)>,
+    /// The catch-up after a merge in steps opened its new file, run in steps too (`upkeep`).
+    pub(in crate::memory::store) catching_up: Option<upkeep::CatchUp>,
+    /// The file a merge in steps replaced, still open: closed by the catch-up's first step,
+    /// not in the step that opens the new file (the last close of a file renamed over frees
+    /// its pages, work that grows with the file).
+    pub(in crate::memory::store) retired: Option<std::fs::File>,
 }
 
 impl Recall {
@@ -189,6 +195,8 @@ impl Recall {
             step_postings_most: 0,
             relabeled: false,
             job: None,
+            catching_up: None,
+            retired: None,
         }
     }
 
@@ -1480,6 +1488,65 @@ mod tests {
         }
     }
 
+    /// The step that opens a merge's new file does only that: the entries changed or created
+    /// while the merge ran are brought into the delta by the next steps (each bounded as the
+    /// merge's are), or by a query that comes first. Queries answer as BM25 from scratch
+    /// after either.
+    #[test]
+    fn the_catch_up_after_a_merge_in_steps_runs_in_later_steps() {
+        let text = |i: usize| (0..60).map(|j| format!("w{}", (i * 7 + j) % 90)).collect::<Vec<_>>().join(" ");
+        let step =
+            |s: &mut Store| s.recall_merge_step(std::time::Instant::now() + std::time::Duration::from_millis(25));
+        for query_first in [false, true] {
+            let d = temp_dir("rank-catch-up");
+            let mut s = Store::open_with_capacity(&d, 4096).unwrap();
+            for i in 0..300 {
+                s.put(&k(&format!("e{i},doc")), &text(i), 1).unwrap();
+            }
+            assert!(!ranked(&mut s, "w1", 10).is_empty());
+            s.checkpoint().unwrap();
+            for i in 0..50 {
+                s.put(&k(&format!("e{i},doc")), &text(i + 1000), 2).unwrap();
+            }
+            s.recall_flush_in_steps().unwrap();
+            assert!(s.recall_merging(), "no merge started");
+            let merges = s.recall_stats().merges;
+            let mut i = 0;
+            // Changes and new entries while the merge runs, a step after each.
+            while s.recall_stats().merges == merges {
+                s.put(&k(&format!("e{},doc", i % 300)), &text(i + 2000), 3).unwrap();
+                s.put(&k(&format!("new{i},doc")), &text(i + 3000), 3).unwrap();
+                step(&mut s).unwrap();
+                i += 1;
+                assert!(i < 100_000, "the merge does not end");
+            }
+            // Written; the next step opens it, and leaves the catch-up to the steps after.
+            step(&mut s).unwrap();
+            assert!(s.recall_catching_up(), "the step that opened the new file caught up too");
+            assert!(s.recall_merging());
+            if query_first {
+                assert_same(
+                    &ranked(&mut s, "w1 w2", 10),
+                    &brute(&mut s, "w1 w2", 10, Archived::Exclude),
+                    "query first",
+                );
+                assert!(!s.recall_catching_up(), "the query did not finish the catch-up");
+            }
+            let mut steps = 0;
+            while s.recall_merging() {
+                step(&mut s).unwrap();
+                steps += 1;
+                assert!(steps < 100_000, "the catch-up does not end");
+            }
+            assert_eq!(s.recall_stats().merges, merges + 1);
+            for q in ["w1 w2", "doc w59", "w3 w88 w17"] {
+                assert_same(&ranked(&mut s, q, 10), &brute(&mut s, q, 10, Archived::Exclude), q);
+            }
+            drop(s);
+            let _ = std::fs::remove_dir_all(&d);
+        }
+    }
+
     /// While a due checkpoint is finished and synced beside the cycle, no step of a merge
     /// runs (a step's own sync would wait behind the checkpoint's, its work beside the
     /// finishing thread's): the merges the checkpoint asked for start at the first cycle that
@@ -1493,7 +1560,7 @@ mod tests {
         s.put(&k("e0,doc"), &text(0), 1).unwrap();
         assert!(!ranked(&mut s, "w1", 10).is_empty());
         s.checkpoint().unwrap();
-        let release = s.hold_checkpoint_finish();
+        let (release, _taken) = s.hold_checkpoint_finish();
         let mut cycles = 0;
         loop {
             // New entries only: no garbage, so no compaction (whose checkpoint is taken at once).

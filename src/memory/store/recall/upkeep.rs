@@ -13,6 +13,27 @@ use crate::memory::log;
 use crate::memory::store::append::LogFile;
 use crate::memory::store::{room_for, EntryId, Store};
 use std::path::PathBuf;
+use std::time::Instant;
+
+/// Ids the catch-up looks at between two looks at its deadline.
+const CATCH_UP_IDS_PER_LOOK: EntryId = 4096;
+
+/// Where a catch-up run in steps stands (see [`Store::recall_catch_up_step`]): the base's
+/// stale documents from `stale_from`, then the ids from `id_from`; restarted whenever a merge
+/// renumbered the base meanwhile (`merges` is the count it was started or restarted at).
+#[derive(Clone, Copy)]
+pub(in crate::memory::store) struct CatchUp {
+    stale_from: u32,
+    ids: bool,
+    id_from: EntryId,
+    merges: u64,
+}
+
+impl CatchUp {
+    fn at_start(merges: u64) -> CatchUp {
+        CatchUp { stale_from: 0, ids: false, id_from: 0, merges }
+    }
+}
 
 impl Store {
     /// Builds the index now if it is not current (it is otherwise built by the first query).
@@ -24,7 +45,7 @@ impl Store {
     /// whenever the delta is full.
     pub fn recall_ready(&mut self) -> Result<()> {
         if self.recall.state == State::Ready {
-            return Ok(());
+            return self.recall_finish_catch_up();
         }
         self.recall_reserve();
         if !self.log.read_only() {
@@ -77,6 +98,7 @@ impl Store {
     pub(in crate::memory::store) fn recall_reserve(&mut self) {
         let r = &mut self.recall;
         r.drop_job();
+        r.catching_up = None;
         r.state = State::Stale;
         r.index.clear();
         r.base.close();
@@ -113,35 +135,93 @@ impl Store {
     /// created or deleted since the file was written; all of them without a file) is
     /// brought up to date, merging the delta into a new file whenever it is full.
     fn recall_reconcile(&mut self) -> Result<()> {
+        let mut at = CatchUp::at_start(self.recall.merges);
+        self.recall_reconcile_until(&mut at, None).map(|_| ())
+    }
+
+    /// [`Store::recall_reconcile`] from `at` until `deadline` (to its end without one), `at`
+    /// moved on; whether it ended. Changes made meanwhile between two calls are the
+    /// index's own (`recall_sync`): only what was stale or missing when the base was opened
+    /// is the catch-up's.
+    fn recall_reconcile_until(&mut self, at: &mut CatchUp, deadline: Option<Instant>) -> Result<bool> {
+        let past = || deadline.is_some_and(|d| Instant::now() >= d);
+        if at.merges != self.recall.merges {
+            *at = CatchUp::at_start(self.recall.merges);
+        }
         // The base's documents found stale at open.
-        let mut from = 0;
-        while let Some(d) = self.recall.base.next_stale(from) {
+        while !at.ids {
+            let Some(d) = self.recall.base.next_stale(at.stale_from) else { break };
+            if past() {
+                return Ok(false);
+            }
             let Some((entry, _)) = self.recall.base.doc(d) else { break };
-            let merges = self.recall.merges;
             self.recall_apply(entry)?;
             // A merge renumbered the base: look again from its start.
-            from = if self.recall.merges == merges { d + 1 } else { 0 };
+            at.stale_from = if self.recall.merges == at.merges { d + 1 } else { 0 };
+            at.merges = self.recall.merges;
         }
+        at.ids = true;
         // Entries the base and the delta do not have.
         let end = self.slots.next_id() as EntryId;
-        for id in 0..end {
+        while at.id_from < end {
+            if at.id_from.is_multiple_of(CATCH_UP_IDS_PER_LOOK) && past() {
+                return Ok(false);
+            }
+            let id = at.id_from;
             if self.slots.is_live(id) && self.recall.base.doc_of(id).is_none() && self.recall.index.doc_of(id).is_none()
             {
                 self.recall_apply(id)?;
             }
+            at.id_from += 1;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// After a merge run in steps put its file in place: the entries changed or created since
     /// it started brought into the delta (a failure leaves the index stale, rebuilt by the
     /// next query).
     pub(in crate::memory::store) fn recall_catch_up(&mut self) -> Result<()> {
-        if let Err(e) = self.recall_reconcile() {
-            self.recall.state = State::Stale;
-            return Err(e.context(format_args!("bringing the full-text index up to date after its merge")));
+        self.recall.catching_up = Some(CatchUp::at_start(self.recall.merges));
+        self.recall_finish_catch_up()
+    }
+
+    /// Starts the catch-up after a merge's new file was opened, to be run in steps by the
+    /// cycles' upkeep ([`Store::recall_catch_up_step`]); whatever needs the index current
+    /// (a query, a merge, a file written) finishes it first.
+    pub(in crate::memory::store) fn recall_catch_up_later(&mut self) {
+        self.recall.catching_up = Some(CatchUp::at_start(self.recall.merges));
+    }
+
+    /// A step of the catch-up under way, if any, until `deadline` (to its end without one):
+    /// a failure leaves the index stale (rebuilt by the next query).
+    pub(in crate::memory::store) fn recall_catch_up_step(&mut self, deadline: Option<Instant>) -> Result<()> {
+        self.recall.retired = None;
+        // Taken out while it runs: a merge at once it causes (a full delta) finds none to finish.
+        let Some(mut at) = self.recall.catching_up.take() else { return Ok(()) };
+        if self.recall.state != State::Ready {
+            return Ok(());
         }
-        Ok(())
+        match self.recall_reconcile_until(&mut at, deadline) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.recall.catching_up = Some(at);
+                Ok(())
+            }
+            Err(e) => {
+                self.recall.state = State::Stale;
+                Err(e.context(format_args!("bringing the full-text index up to date after its merge")))
+            }
+        }
+    }
+
+    /// Finishes the catch-up under way, if any.
+    pub(in crate::memory::store) fn recall_finish_catch_up(&mut self) -> Result<()> {
+        self.recall_catch_up_step(None)
+    }
+
+    /// Whether a catch-up is under way (see [`Store::recall_catch_up_later`]).
+    pub(in crate::memory::store) fn recall_catching_up(&self) -> bool {
+        self.recall.catching_up.is_some()
     }
 
     /// Rebuilds the index from the log alone (the file set aside): every live entry's `put`
@@ -156,6 +236,7 @@ impl Store {
     /// rebuilt from the log at the next query, and writes a new one.
     pub(in crate::memory::store) fn recall_discard_file(&mut self) {
         self.recall.drop_job();
+        self.recall.catching_up = None;
         self.recall.base.close();
         self.recall.index.clear();
         self.recall.ignore_file = true;
@@ -286,6 +367,9 @@ impl Store {
     /// [`Store::recall_follow_compaction`]. `None` when the index is not current.
     pub(in crate::memory::store) fn recall_take_for_compaction(&mut self) -> Option<Recall> {
         self.recall.drop_job();
+        if self.recall_finish_catch_up().is_err() {
+            return None;
+        }
         if !self.recall_is_ready() || !self.recall.index.is_reserved() {
             return None;
         }
@@ -335,6 +419,7 @@ impl Store {
     /// Closes the index (after a reload: entry ids and log offsets may all have changed).
     pub(in crate::memory::store) fn recall_close(&mut self) {
         self.recall.drop_job();
+        self.recall.catching_up = None;
         self.recall.state = State::Closed;
         self.recall.written = 0;
         self.recall.base.close();

@@ -256,6 +256,11 @@ impl DiskIndex {
         }
     }
 
+    /// Takes the file out (the base then has none open, as after [`DiskIndex::close`]).
+    pub(in crate::memory::store) fn take_file(&mut self) -> Option<File> {
+        self.file.take()
+    }
+
     /// Whether a file is open.
     pub(in crate::memory::store) fn is_open(&self) -> bool {
         self.file.is_some()
@@ -265,9 +270,15 @@ impl DiskIndex {
     pub(in crate::memory::store) fn close(&mut self) {
         self.file = None;
         self.header = Header::default();
-        for &(entry, _) in self.docs.iter().filter(|d| d.0 != NONE) {
-            if let Some(e) = self.entry_doc.get_mut(entry as usize) {
-                *e = NONE;
+        if self.docs.len() >= self.entry_doc.len() / 8 {
+            // Many documents: one pass over the table, not a write at each one's scattered
+            // place (closing the base is part of the cycle that opens a merge's new file).
+            self.entry_doc.fill(NONE);
+        } else {
+            for &(entry, _) in self.docs.iter().filter(|d| d.0 != NONE) {
+                if let Some(e) = self.entry_doc.get_mut(entry as usize) {
+                    *e = NONE;
+                }
             }
         }
         self.docs.clear();

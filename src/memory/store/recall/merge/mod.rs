@@ -32,8 +32,10 @@ impl Store {
     /// directory of its own). Nothing to do when the index is not built, or has nothing
     /// the file lacks.
     pub(in crate::memory::store) fn recall_write_file(&mut self) -> Result<()> {
-        // A merge under way is finished first (its file then has part of what is new).
+        // A merge under way is finished first (its file then has part of what is new), and
+        // the catch-up after one.
         self.recall_step(None)?;
+        self.recall_finish_catch_up()?;
         if !self.recall_file_lacks() {
             return Ok(());
         }
@@ -68,7 +70,11 @@ impl Store {
     /// way. Starting takes the documents' new numbers and sorts the delta's words, nothing
     /// more.
     pub(in crate::memory::store) fn recall_start_merge(&mut self) -> Result<()> {
-        if self.recall.job.is_some() || self.log.read_only() || !self.recall_file_lacks() {
+        if self.recall.job.is_some() || self.log.read_only() {
+            return Ok(());
+        }
+        self.recall_finish_catch_up()?;
+        if !self.recall_file_lacks() {
             return Ok(());
         }
         self.recall_reserve_delta();
@@ -93,6 +99,8 @@ impl Store {
         }
         if self.recall.job.is_some() {
             self.recall_step(Some(until))?;
+        } else if self.recall_catching_up() {
+            self.recall_catch_up_step(Some(until))?;
         } else {
             self.cold_recall_step(Some(until))?;
         }
@@ -113,6 +121,12 @@ impl Store {
         if self.start_merges_due() {
             return;
         }
+        if self.recall.job.is_none() && self.recall_catching_up() {
+            if let Err(e) = self.recall_catch_up_step(Some(step_deadline())) {
+                e.context(format_args!("the full-text index will be rebuilt")).print_warning();
+            }
+            return;
+        }
         if self.recall.job.is_none() {
             // The cold store's, when the live index has none under way (one a cycle).
             return self.cold_merge_step();
@@ -126,7 +140,7 @@ impl Store {
     /// Whether a merge of the index, or of the cold store's, is under way (started at a
     /// checkpoint, run in steps).
     pub fn recall_merging(&self) -> bool {
-        self.recall.job.is_some() || self.cold_recall_merging()
+        self.recall.job.is_some() || self.recall_catching_up() || self.cold_recall_merging()
     }
 
     /// Runs the merge under way, if any, until `deadline` (to its end without one). The step
@@ -168,12 +182,18 @@ impl Store {
         // its documents whose entries changed since are stale, and reconciling brings them
         // and the entries created since into the (emptied) delta.
         let path = self.dir.join(RECALL_FILE_NAME);
+        self.recall.retired = self.recall.base.take_file();
         self.recall_discard_file();
         if !self.recall_open_base(&path, false)? {
             bail!(Io, "{} vanished after it was written", path.display());
         }
         self.recall_set_ready();
         self.recall.written = covered;
+        if deadline.is_some() {
+            // Its catch-up in the next steps: this one opened the file.
+            self.recall_catch_up_later();
+            return Ok(());
+        }
         self.recall_catch_up()
     }
 
