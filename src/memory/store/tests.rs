@@ -1,5 +1,6 @@
 //! Unit tests of the store as a whole (the rooms test their own parts). The whole file is
 //! compiled for tests only (`#[cfg(test)] mod tests;` in `mod.rs`); each module says so too.
+#![cfg(test)]
 
 use super::*;
 use crate::memory::log::PutHead;

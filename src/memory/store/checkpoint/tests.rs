@@ -1,4 +1,7 @@
-//! Tests of the checkpoint's writing (compiled for tests only).
+//! Tests of the checkpoint's writing. The whole file is compiled for tests only (`#[cfg(test)]
+//! mod tests;` in `mod.rs`), and says so itself too.
+#![cfg(test)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use super::CHECKPOINT_NAME;
 use crate::memory::key::{normalize, Key};
