@@ -30,6 +30,16 @@ fn view(p: &mut Product, w: &WorkingSet, s: &mut Store, task: &str) -> (String, 
     (out.text().unwrap().to_string(), q.text().unwrap().to_string())
 }
 
+/// The units the last outline left to write, oldest first ([`Product::next_unit`]).
+fn next_units(p: &mut Product) -> Vec<String> {
+    let mut unit = ArrayString::new();
+    let mut units = Vec::new();
+    while p.next_unit(&mut unit) {
+        units.push(unit.as_str().to_string());
+    }
+    units
+}
+
 const TIPS: &str = "Write practical tips for growing tomatoes at home, one tip per entry.";
 
 /// Saves `value` as the product's unit, as the agent files it.
@@ -160,11 +170,7 @@ fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_plan
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2, "").unwrap();
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Use mulch"));
-    let mut unit = ArrayString::new();
-    let mut units = Vec::new();
-    while p.next_unit(&mut unit) {
-        units.push(unit.as_str().to_string());
-    }
+    let units = next_units(&mut p);
     assert_eq!(
         units,
         [
@@ -198,6 +204,7 @@ fn an_outlines_sentences_are_units_saved_as_written_and_its_short_items_are_plan
     w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Arrive in Tokyo and walk through the old streets of Asakusa.", 3)
         .unwrap();
     p.settle(&mut w, &mut scratch, 3, "").unwrap();
+    let mut unit = ArrayString::new();
     assert!(p.next_unit(&mut unit));
     assert_eq!(unit.as_str(), "Day 1 – Arrive in Tokyo and walk through the old streets of Asakusa.");
     let key = p.file(p.key().unwrap(), unit.as_str()).unwrap().unwrap();
@@ -701,11 +708,7 @@ fn an_outline_item_that_names_the_tasks_unit_is_neither_saved_nor_planned() {
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2, "").unwrap();
-    let mut unit = ArrayString::new();
-    let mut units = Vec::new();
-    while p.next_unit(&mut unit) {
-        units.push(unit.as_str().to_string());
-    }
+    let units = next_units(&mut p);
     assert_eq!(
         units,
         [

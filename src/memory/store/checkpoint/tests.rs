@@ -51,19 +51,7 @@ fn a_due_checkpoint_checksums_its_file_beside_the_cycle() {
     assert_eq!(s.checkpoint_checked_here(), 0, "the cycle checksummed the file's bytes itself");
     s.checkpoint_sync_step(true).unwrap();
     assert!(!s.checkpoint_syncing());
-    let beside = fs::read(d.join(CHECKPOINT_NAME)).unwrap();
-    s.checkpoint().unwrap();
-    let at_once = fs::read(d.join(CHECKPOINT_NAME)).unwrap();
-    assert_eq!(beside.len(), at_once.len());
-    assert!(beside == at_once, "the file finished beside the cycle differs from one written at once");
-    // And it is read back whole: the reopened store holds what this one holds.
-    let live = s.stats().entries;
-    drop(s);
-    let s = Store::open_with_capacity(&d, 4096).unwrap();
-    assert_eq!(s.stats().entries, live);
-    assert!(s.stats().from_checkpoint);
-    drop(s);
-    let _ = fs::remove_dir_all(&d);
+    same_as_at_once_and_reopened(s, &d, "the file finished beside the cycle");
 }
 
 /// Checkpoints let go of while the worker still finishes them (a checkpoint taken at once
@@ -99,15 +87,23 @@ fn checkpoints_let_go_of_while_the_worker_finishes_them() {
     s.checkpoint_in_steps().unwrap();
     s.checkpoint_sync_step(true).unwrap();
     assert!(!s.checkpoint_syncing());
+    same_as_at_once_and_reopened(s, &d, "the last due checkpoint");
+}
+
+/// The checkpoint file in place in `d` (one finished beside the cycle) is byte for byte the one
+/// `s` writes at once, and the store reopens from it holding what `s` holds; `d` is removed.
+fn same_as_at_once_and_reopened(mut s: Store, d: &std::path::Path, what: &str) {
     let beside = fs::read(d.join(CHECKPOINT_NAME)).unwrap();
     s.checkpoint().unwrap();
     let at_once = fs::read(d.join(CHECKPOINT_NAME)).unwrap();
-    assert!(beside == at_once, "the last due checkpoint differs from one written at once");
+    assert_eq!(beside.len(), at_once.len(), "{what}");
+    assert!(beside == at_once, "{what} differs from one written at once");
+    // And it is read back whole: the reopened store holds what this one holds.
     let live = s.stats().entries;
     drop(s);
-    let s = Store::open_with_capacity(&d, 4096).unwrap();
+    let s = Store::open_with_capacity(d, 4096).unwrap();
     assert_eq!(s.stats().entries, live);
     assert!(s.stats().from_checkpoint);
     drop(s);
-    let _ = fs::remove_dir_all(&d);
+    let _ = fs::remove_dir_all(d);
 }

@@ -1441,36 +1441,53 @@ mod tests {
     fn a_due_checkpoint_starts_its_merge_at_the_next_cycle() {
         let d = temp_dir("rank-due");
         let mut s = Store::open_with_capacity(&d, 4096).unwrap();
-        let text = |i: usize| (0..400).map(|j| format!("w{}", (i * 7 + j) % 60)).collect::<Vec<_>>().join(" ");
-        s.put(&k("e0,doc"), &text(0), 1).unwrap();
+        s.put(&k("e0,doc"), &due_text(0), 1).unwrap();
         assert!(!ranked(&mut s, "w1", 10).is_empty());
         s.checkpoint().unwrap();
+        let mut cycles = until_a_due_checkpoint(&mut s);
+        assert!(!s.recall_merging(), "the merge started in the checkpoint's cycle");
+        // The merge starts at the first cycle that finds the checkpoint in place (none runs
+        // while it is finished beside the cycle).
+        s.flush_access().unwrap();
+        cycles = until_in_place(&mut s, cycles);
+        assert!(s.recall_merging(), "the next cycle did not start the merge");
+        merge_to_its_end(&mut s, cycles);
+        drop(s);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// The text of entry `i` of the due-checkpoint tests: 400 words of 60.
+    fn due_text(i: usize) -> String {
+        (0..400).map(|j| format!("w{}", (i * 7 + j) % 60)).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Cycles (a new entry and the upkeep each) until one takes a due checkpoint, which is
+    /// then finished beside the cycle; the cycles run. New entries only: no garbage, so no
+    /// compaction (whose checkpoint is taken at once).
+    fn until_a_due_checkpoint(s: &mut Store) -> usize {
         let mut cycles = 0;
         loop {
-            // New entries only: no garbage, so no compaction (whose checkpoint is taken at once).
-            s.put(&k(&format!("e{},doc", cycles + 1)), &text(cycles), 2).unwrap();
+            s.put(&k(&format!("e{},doc", cycles + 1)), &due_text(cycles), 2).unwrap();
             let syncing = s.checkpoint_syncing();
             s.flush_access().unwrap();
             cycles += 1;
             assert!(cycles < 4000, "no checkpoint came");
             if !syncing && s.checkpoint_syncing() {
-                break;
+                return cycles;
             }
         }
-        assert!(!s.recall_merging(), "the merge started in the checkpoint's cycle");
-        // The merge starts at the first cycle that finds the checkpoint in place (none runs
-        // while it is finished beside the cycle).
-        s.flush_access().unwrap();
+    }
+
+    /// Runs the upkeep (after `cycles`) until the checkpoint finished beside the cycle is put
+    /// in place; the cycles run then.
+    fn until_in_place(s: &mut Store, mut cycles: usize) -> usize {
         while s.checkpoint_syncing() {
             std::thread::sleep(std::time::Duration::from_millis(1));
             s.flush_access().unwrap();
             cycles += 1;
             assert!(cycles < 100_000, "the checkpoint is never put in place");
         }
-        assert!(s.recall_merging(), "the next cycle did not start the merge");
-        merge_to_its_end(&mut s, cycles);
-        drop(s);
-        let _ = std::fs::remove_dir_all(&d);
+        cycles
     }
 
     /// Runs the merge under way to its end, a step a cycle (at most 200,000 cycles after
@@ -1556,26 +1573,14 @@ mod tests {
     fn no_merge_step_runs_while_a_checkpoint_is_finished_beside_the_cycle() {
         let d = temp_dir("rank-held");
         let mut s = Store::open_with_capacity(&d, 4096).unwrap();
-        let text = |i: usize| (0..400).map(|j| format!("w{}", (i * 7 + j) % 60)).collect::<Vec<_>>().join(" ");
-        s.put(&k("e0,doc"), &text(0), 1).unwrap();
+        s.put(&k("e0,doc"), &due_text(0), 1).unwrap();
         assert!(!ranked(&mut s, "w1", 10).is_empty());
         s.checkpoint().unwrap();
         let (release, _taken) = s.hold_checkpoint_finish();
-        let mut cycles = 0;
-        loop {
-            // New entries only: no garbage, so no compaction (whose checkpoint is taken at once).
-            s.put(&k(&format!("e{},doc", cycles + 1)), &text(cycles), 2).unwrap();
-            let syncing = s.checkpoint_syncing();
-            s.flush_access().unwrap();
-            cycles += 1;
-            assert!(cycles < 4000, "no checkpoint came");
-            if !syncing && s.checkpoint_syncing() {
-                break;
-            }
-        }
+        let mut cycles = until_a_due_checkpoint(&mut s);
         // The finishing thread is held: the checkpoint stays under way for these cycles.
         for i in 0..5 {
-            s.put(&k(&format!("e{},doc", cycles + 1)), &text(cycles), 3).unwrap();
+            s.put(&k(&format!("e{},doc", cycles + 1)), &due_text(cycles), 3).unwrap();
             s.flush_access().unwrap();
             cycles += 1;
             assert!(s.checkpoint_syncing(), "the held checkpoint was put in place");
@@ -1583,12 +1588,7 @@ mod tests {
             assert_same(&ranked(&mut s, "w1 w2", 10), &brute(&mut s, "w1 w2", 10, Archived::Exclude), "held");
         }
         drop(release);
-        while s.checkpoint_syncing() {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            s.flush_access().unwrap();
-            cycles += 1;
-            assert!(cycles < 100_000, "the checkpoint is never put in place");
-        }
+        cycles = until_in_place(&mut s, cycles);
         assert!(s.recall_merging(), "the cycle that put the checkpoint in place did not start the merge");
         merge_to_its_end(&mut s, cycles);
         drop(s);
@@ -1603,14 +1603,13 @@ mod tests {
     fn a_checkpoint_at_once_leaves_no_merge_due() {
         let d = temp_dir("rank-due-at-once");
         let mut s = Store::open_with_capacity(&d, 4096).unwrap();
-        let text = |i: usize| (0..400).map(|j| format!("w{}", (i * 7 + j) % 60)).collect::<Vec<_>>().join(" ");
-        s.put(&k("e0,doc"), &text(0), 1).unwrap();
+        s.put(&k("e0,doc"), &due_text(0), 1).unwrap();
         assert!(!ranked(&mut s, "w1", 10).is_empty());
         s.checkpoint().unwrap();
         // More than STORE_CHECKPOINT_EVERY_BYTES of log: the batch's end takes a due checkpoint.
         s.begin_batch(3500).unwrap();
         for i in 1..3500 {
-            s.put(&k(&format!("e{},doc", i)), &text(i), 2).unwrap();
+            s.put(&k(&format!("e{},doc", i)), &due_text(i), 2).unwrap();
         }
         s.end_batch().unwrap();
         s.checkpoint().unwrap();
