@@ -537,6 +537,32 @@ mod tests {
         assert!(doubtful("A black hole is a region of space.", &NEUTRAL, false).is_some());
     }
 
+    /// A text that says the same few words again and again is not one a reader keeps, in any
+    /// language: these were a small model's days of a plan (session 27), where prose repeats
+    /// its small words but says more than it repeats.
+    #[test]
+    fn a_text_that_repeats_its_words_is_doubtful() {
+        for t in [
+            "Japan, Japan, Japan, Japan, Japan, Japan.",
+            "Japan, 2 days, 2. Japan, 2 days, 2. Japan, 2 days, 2.",
+            "Japan, 2023, 10. Japan, 2023, 2023, 2023, 2023, 2023.",
+            "I will visit Osaka, and I will visit Hiroshima. I will visit Hiroshima, and I will visit the city of Osaka.",
+        ] {
+            assert!(doubtful(t, &EN, true).is_some(), "{t}");
+        }
+        for (t, lang) in [
+            (
+                "The keeper climbed the stairs of the lighthouse at dusk. He lit the lamp and watched the \
+                 ships pass in the dark. The sea was calm, and the light turned over the water all night.",
+                &EN,
+            ),
+            ("Die Katze sitzt auf der Matte, und der Hund liegt auf dem Teppich neben der Tür, weil die Sonne dort scheint.", &DE),
+            ("Tokyo, Japan.", &EN),
+        ] {
+            assert_eq!(doubtful(t, lang, true), None, "{t}");
+        }
+    }
+
     #[test]
     fn alike_texts_share_most_words() {
         let a = Words::of("Water the plants deeply twice a week.");
