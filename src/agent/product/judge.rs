@@ -30,15 +30,27 @@ const SHOUTED_MIN_WORDS: usize = 3;
 /// A text of the task's language has at least one of its sentence words in this many words.
 const SENTENCE_WORD_EVERY: usize = 8;
 
+/// Words of a text from which fewer than half of them distinct is a text that repeats itself
+/// ([`doubtful`]): prose repeats its small words but says more than it repeats (three
+/// sentences of a story, a tip, a definition keep two thirds or more of their words distinct),
+/// in any language.
+const REPEATED_MIN_WORDS: usize = 8;
+
+/// Most distinct words [`doubtful`] tracks: a text of more is not one that repeats itself.
+const DISTINCT_WORDS_MAX: usize =
+    (crate::limits::GRAMMAR_UNIT_MAX_SENTENCES * crate::limits::GRAMMAR_ENTRY_MAX_WORDS) as usize;
+
 /// Why `text` (a unit's text, after its head) is doubtful for a task in `lang` whose letters
 /// are `latin` or not, if it is: a word of one letter three times in a row ("jjj"), a word
 /// longer than `WORD_MAX_LETTERS` or of plain letters with no vowel (`no_vowel`), most words
-/// in capitals, another script than the task's, or, for a language of
-/// the table, too few of its sentence words or more of another's.
+/// in capitals, the same few words again and again ([`REPEATED_MIN_WORDS`]), another script
+/// than the task's, or, for a language of the table, too few of its sentence words or more of
+/// another's.
 pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
     let (mut all, mut own, mut best_other, mut shouted) = (0usize, 0usize, 0usize, 0usize);
     let mut other_counts = [0usize; ALL.len()];
     let (mut in_script, mut letters) = (0usize, 0usize);
+    let mut distinct: ArrayVec<u32, DISTINCT_WORDS_MAX> = ArrayVec::new();
     for c in text.chars().filter(|c| c.is_alphabetic()) {
         letters += 1;
         in_script += usize::from(is_latin(c) == latin);
@@ -51,6 +63,10 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
             return Some("the text has a word no language writes; say it in plain words");
         }
         all += 1;
+        let h = lower_hash(w) as u32;
+        if !distinct.is_full() && !distinct.as_slice().contains(&h) {
+            let _ = distinct.push(h);
+        }
         shouted += usize::from(w.chars().count() > 1 && !w.chars().any(char::is_lowercase));
         own += usize::from(lang.is_sentence_word(w));
         for (i, other) in ALL.iter().enumerate() {
@@ -66,6 +82,9 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
     // a text shouted, in any language that writes small letters.
     if latin && all >= SHOUTED_MIN_WORDS && shouted * 2 > all {
         return Some("the text is written in capitals; write it as a sentence");
+    }
+    if all >= REPEATED_MIN_WORDS && !distinct.is_full() && distinct.len() * 2 < all {
+        return Some("the text says the same words again and again; say something, once");
     }
     if !lang.asks() {
         return None;
