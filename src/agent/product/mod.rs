@@ -198,6 +198,14 @@ fn subject_hash(subject: &str) -> u64 {
     lower_hash(subject) & 0xffff_ffff_ffff
 }
 
+/// Whether `subject` opens with the whole of a known one and says it again with more words
+/// ("Fukuoka again", "Osaka Castle" after "Osaka"): whether `known` holds one of its first
+/// words short of all of them.
+fn opens_with(subject: &str, mut known: impl FnMut(&str) -> bool) -> bool {
+    let s = subject.trim();
+    s.char_indices().filter(|&(_, c)| c == ' ').any(|(i, _)| s.get(..i).is_some_and(|o| known(o.trim_end_matches(','))))
+}
+
 impl Product {
     /// An inactive product with its buffers reserved.
     pub fn new() -> Product {
@@ -364,7 +372,9 @@ impl Product {
         if s.len() > SUBJECT_MAX_BYTES || is_sentence(s) || s.contains(',') || !self.readable(s) {
             return false;
         }
-        if self.asked.as_slice().contains(&subject_hash(s)) {
+        if self.asked.as_slice().contains(&subject_hash(s))
+            || opens_with(s, |o| self.asked.as_slice().contains(&subject_hash(o)))
+        {
             return false;
         }
         // Its unit would open like one the view shows, and be refused ([`Product::judge`]).
@@ -373,7 +383,8 @@ impl Product {
             return false;
         }
         let mut own = Word::new();
-        !(slug(s, &mut own) && self.taken.as_slice().binary_search(&own).is_ok())
+        let mut taken = |o: &str| slug(o, &mut own) && self.taken.as_slice().binary_search(&own).is_ok();
+        !(taken(s) || opens_with(s, &mut taken))
     }
 
     /// Whether an outline's item names the task's own unit, in the singular or the plural ("The
@@ -713,6 +724,9 @@ impl Product {
         self.units.clear();
         let mut kept = 0usize;
         let mut hashes: ArrayVec<u64, PLAN_SUBJECTS_MAX> = ArrayVec::new();
+        // Every earlier item of the outline, given ones included, by its subject's hash: an
+        // item that opens with one of them whole says it again ([`opens_with`]).
+        let mut earlier: ArrayVec<u64, OUTLINE_STARTS_MAX> = ArrayVec::new();
         // A name that starts with the letters of an earlier name of the outline (one given to
         // it included) is a small model spelling on from it ("Astrobiology, Astrology,
         // Astrumologia"), not naming: such items were one in twenty real ones
@@ -723,7 +737,9 @@ impl Product {
         let joining = |w: &str| lang.is_join(w) || lang.is_measure_of(w);
         for (i, s) in plan_items(plan).enumerate() {
             let start = if names { name_start(s) } else { None };
-            let spelled_on = start.is_some_and(|k| starts.as_slice().contains(&k));
+            let again = opens_with(s, |o| earlier.as_slice().contains(&subject_hash(o)));
+            let _ = earlier.push(subject_hash(s.trim().trim_end_matches('.').trim_end()));
+            let spelled_on = again || start.is_some_and(|k| starts.as_slice().contains(&k));
             if let Some(k) = start.filter(|_| !spelled_on) {
                 let _ = starts.push(k);
             }

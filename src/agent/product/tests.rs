@@ -444,6 +444,29 @@ fn a_name_that_starts_as_an_earlier_name_of_its_outline_is_not_planned() {
     );
 }
 
+/// An item that opens with the whole of an earlier subject says it again with a word more
+/// ("Fukuoka", then "Fukuoka again": a small model's plan of a trip, session 27), whatever the
+/// unit; and so does one that opens with a subject asked about before.
+#[test]
+fn an_item_that_opens_with_an_earlier_subject_whole_is_not_planned() {
+    let task = "Plan a one-week trip to Japan, one day per entry.";
+    let plan = "Days of the trip:\n1. Tokyo\n2. Fukuoka\n3. Fukuoka again\n4. Kyoto\n5. Tokyo Tower visit\n6. Fukuokan";
+    assert_eq!(planned("product-again", task, plan).as_deref(), Some("Tokyo\nFukuoka\nKyoto\nFukuokan"));
+    let (_d, mut s) = store("product-again-asked");
+    let mut p = Product::new();
+    let mut w = working(task);
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    view(&mut p, &w, &mut s, task);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Osaka\n2. Nara", 2).unwrap();
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    // Osaka is asked about, and its unit refused.
+    view(&mut p, &w, &mut s, task);
+    p.settle(&mut w, &mut scratch, 3, "").unwrap();
+    w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Osaka again\n2. Osaka Castle\n3. Kobe", 4).unwrap();
+    let (_, question) = view(&mut p, &w, &mut s, task);
+    assert!(question.contains("Kobe") && !question.contains("Osaka"), "{question}");
+}
+
 /// A name is not a sentence: an outline item of a task whose units are names that holds a
 /// sentence word of its language ("is", "the", "in"; not the words that join names, "of",
 /// "and") is a definition crammed into the item ("Music theory is aesthetics.", "The art of
