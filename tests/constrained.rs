@@ -358,7 +358,7 @@ fn replies_sampled_from_random_shapes_are_read_and_executed() {
         let text = buf.as_str().unwrap().to_string();
         let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
         assert!(g.max_repetition_product() < 2000, "case {case}: {}\n{text}", g.max_repetition_product());
-        grammar::schema::write(&lang, &mut buf).unwrap();
+        grammar::schema::write(&lang, true, &mut buf).unwrap();
         let schema = buf.as_str().unwrap().to_string();
         let mut doc = Document::with_capacity(4096, 1 << 16);
         doc.parse(schema.as_bytes()).unwrap();
@@ -577,23 +577,54 @@ fn grammar_follower(lists: &'static [&'static str]) -> Server {
         // A product ask's grammar is its value alone (`root ::= value`): an outline's list
         // or a unit's text after its head, which the agent wraps in the action it asked for.
         assert!(g.starts_with("# lkjagent reply grammar (generated each cycle)\nroot ::= value\n"), "{g}");
-        let value = if g.contains("\nitems ::= ") {
-            let prefix = literal_after(&g, "value ::=");
-            let first: usize = prefix.trim_end().rsplit('\n').next().unwrap().trim_end_matches('.').parse().unwrap();
-            let n = count.fetch_add(1, Ordering::Relaxed).min(lists.len() - 1);
-            let items: Vec<String> = lists[n]
-                .split('\n')
-                .enumerate()
-                .map(|(i, s)| if i == 0 { s.to_string() } else { format!("{}. {s}", first + i) })
-                .collect();
-            format!("{prefix}{}\n", items.join("\n"))
-        } else {
-            let head = literal_after(&g, "value ::=");
-            format!("{head}: {}", sentence_about(&head))
-        };
+        let value = follow(&literal_after(&g, "value ::="), g.contains("\nitems ::= "), &count, lists);
         assert!(grammar.matches(&value), "the reply is not in the grammar sent\n{value}\n{g}");
         Do::Reply(json_ok(&chat_body(&value)))
     })
+}
+
+/// The value a following model writes after `start`, the fixed start of a product ask's value:
+/// for an outline, the next of `lists` (the `count`-th; the last again once they run out),
+/// numbered on from the start's number; for a unit, [`sentence_about`] its head.
+fn follow(start: &str, outline: bool, count: &AtomicUsize, lists: &[&str]) -> String {
+    if outline {
+        let first: usize = start.trim_end().rsplit('\n').next().unwrap().trim_end_matches('.').parse().unwrap();
+        let n = count.fetch_add(1, Ordering::Relaxed).min(lists.len() - 1);
+        let items: Vec<String> = lists[n]
+            .split('\n')
+            .enumerate()
+            .map(|(i, s)| if i == 0 { s.to_string() } else { format!("{}. {s}", first + i) })
+            .collect();
+        format!("{start}{}\n", items.join("\n"))
+    } else {
+        let head = start.strip_suffix(": ").unwrap_or(start);
+        format!("{head}: {}", sentence_about(head))
+    }
+}
+
+/// The literal start of a schema's `pattern` (`^` and the characters up to its first class of
+/// more than one character or group), unescaped: `[.]` is `.`, `\[` is `[`.
+fn pattern_literal(p: &str) -> String {
+    let mut out = String::new();
+    let mut rest = p.strip_prefix('^').unwrap();
+    loop {
+        let mut chars = rest.chars();
+        match (chars.next(), chars.next(), chars.next()) {
+            (Some('['), Some(c), Some(']')) => out.push(c),
+            (Some('\\'), Some(c), _) => {
+                out.push(c);
+                rest = &rest[1 + c.len_utf8()..];
+                continue;
+            }
+            (Some(c), _, _) if !"[(".contains(c) => {
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+                continue;
+            }
+            _ => return out,
+        }
+        rest = &rest[2 + out.chars().last().unwrap().len_utf8()..];
+    }
 }
 
 /// Outlines a loopback model writes: the second names one subject stored already.
@@ -649,6 +680,49 @@ fn the_agent_outlines_then_writes_one_unit_per_subject() {
         outline.contains(r"Tips for growing tomatoes at home:\\x0A1. Water regularly\\x0A2. Use mulch\\x0A3. "),
         "{outline}"
     );
+}
+
+/// A server that constrains by JSON Schema is asked a product ask's value alone, a string at
+/// the schema's root (`pattern` its fixed start and the model's part); its reply, a JSON
+/// string, is wrapped in the action asked for and filed as under a grammar.
+#[test]
+fn a_server_that_follows_the_schema_is_asked_for_the_value_alone() {
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = Server::start(move |_, seen| {
+        if !seen.is_chat() {
+            return Do::Reply(json_ok(r#"{"data":[{"id":"m"}]}"#));
+        }
+        assert_eq!(field(seen, "response_format.type").as_deref(), Some("json_schema"), "{}", seen.body_str());
+        let Some(p) = field(seen, "response_format.json_schema.schema.pattern") else {
+            panic!("a product ask's schema is its value's string: {}", seen.body_str());
+        };
+        let start = pattern_literal(&p);
+        let value = follow(&start, start.ends_with(". "), &count, TIP_LISTS);
+        assert!(pattern_grammar(&p).matches(&value), "the reply is not in the pattern sent\n{value}\n{p}");
+        Do::Reply(json_ok(&chat_body(&json_string(&value))))
+    });
+    let d = shipped_dir("schema-units", &server.url("/v1/chat/completions"), "json_schema");
+    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
+    let mut a = agent(&d);
+    let reports = cycles(&mut a, 6);
+    for r in &reports {
+        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
+        assert_eq!(r.constrain, "json_schema");
+    }
+    let kinds: Vec<&str> = reports.iter().map(|r| r.actions.as_slice().first().map_or("", |a| a.kind)).collect();
+    assert_eq!(
+        kinds,
+        ["working_memory_add", "storage_save", "storage_save", "working_memory_add", "storage_save", "storage_save"]
+    );
+    drop(a);
+    let mut store = Store::open(&d.0).unwrap();
+    for (tag, head) in
+        [("water_regularly", "Water regularly"), ("use_mulch", "Use mulch"), ("prune_the_suckers", "Prune the suckers")]
+    {
+        let key = normalize(&format!("tips,tomatoes,{tag}")).unwrap();
+        let id = store.find(&key).unwrap_or_else(|| panic!("{key} is not stored"));
+        assert_eq!(store.value(id).unwrap(), format!("{head}: {}", sentence_about(head)));
+    }
 }
 
 /// A task that asks for a count of units is done once the product holds them: the cycle asks
@@ -1061,10 +1135,20 @@ fn a_server_that_refuses_the_field_gets_it_once_more_one_step_down_then_none() {
         })
         .collect();
     // Cycle 1: the grammar is refused, sent again without it; cycle 2: the JSON Schema (one
-    // step down) is refused, in the json_schema form and then in the json_object one, and sent
-    // again without it; from then on, no constraint.
-    assert_eq!(kinds, ["grammar", "plain", "schema", "schema", "plain", "plain", "plain"], "{kinds:?}");
+    // step down) of the product ask's value alone is refused, in the json_schema form and then
+    // in the json_object one, and sent again without it; cycle 3: the whole reply's schema is
+    // refused the same way; from then on, no constraint.
+    assert_eq!(
+        kinds,
+        ["grammar", "plain", "schema", "schema", "plain", "schema", "schema", "plain", "plain"],
+        "{kinds:?}"
+    );
+    for (i, root) in [(2, "string"), (3, "string"), (5, "object"), (6, "object")] {
+        let b = chats[i].body_str();
+        assert!(b.contains(&format!(r#""schema":{{"type":"{root}""#)), "request {i}: {b}");
+    }
     assert_eq!(reports[0].constrain, "json_schema");
+    assert_eq!(reports[1].constrain, "json_schema");
     assert_eq!(reports[3].constrain, "off");
 }
 
@@ -1213,14 +1297,15 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
             )
             .unwrap();
             let text = c.text().to_string();
+            // The grammar and the schema are the value alone; the agent wraps it in the action
+            // it asked for.
+            let (kind, tags) = match product.ask() {
+                ProductAsk::Outline { key, .. } => ("working_memory_add", key),
+                _ => ("storage_save", "cooking,glossary"),
+            };
             let reply = if mode == Mode::Grammar {
                 let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
                 assert!(g.max_repetition_product() < 2000);
-                // The grammar is the value alone; the agent wraps it in the action it asked.
-                let (kind, tags) = match product.ask() {
-                    ProductAsk::Outline { key, .. } => ("working_memory_add", key),
-                    _ => ("storage_save", "cooking,glossary"),
-                };
                 let value = g.sample(&mut r);
                 format!(
                     "<agent>\n<action><type>{kind}</type><tags>{tags}</tags><value>{value}</value></action>\n</agent>"
@@ -1228,9 +1313,10 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
             } else {
                 let mut doc = Document::with_capacity(4096, 1 << 16);
                 doc.parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-                let mut out = String::new();
-                sample_schema(doc.root(), &mut r, &mut Writer::compact(&mut out));
-                out
+                assert_eq!(doc.root().get("type").and_then(|t| t.as_str()), Some("string"), "{text}");
+                let mut value = String::new();
+                sample_schema(doc.root(), &mut r, &mut Writer::compact(&mut value));
+                format!(r#"{{"action":{{"type":"{kind}","tags":"{tags}","value":{value}}}}}"#)
             };
             let it = reader.read(reply.as_bytes(), 1);
             assert!(!it.has_errors(), "seed {seed} step {step}: {:?}\n{reply}", it.problems());

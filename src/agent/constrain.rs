@@ -163,8 +163,11 @@ pub struct Constrainer {
     /// The canonical reply's text before the value of this cycle's product ask, when its
     /// grammar asks for the value alone ([`grammar::Language::bare_ask`]); empty otherwise.
     envelope: FixedBuf,
-    /// The last reply was asked for with that grammar: it is the value alone.
+    /// The last reply was asked for with that grammar or schema: it is the value alone.
     bare_reply: bool,
+    /// Whether a product ask's schema may be its value alone, a string at the schema's root:
+    /// until the endpoint refuses one (OpenAI's strict mode takes only an object there).
+    bare_schema: bool,
     thinks: bool,
     max_tokens: u64,
 }
@@ -197,6 +200,7 @@ impl Constrainer {
             logprobs: settings.logprobs,
             envelope: FixedBuf::with_capacity("reply envelope (ENVELOPE_OPEN_MAX_BYTES)", ENVELOPE_OPEN_MAX_BYTES),
             bare_reply: false,
+            bare_schema: true,
             max_tokens: u64::from(settings.max_tokens.unwrap_or(4096)),
         }
     }
@@ -340,14 +344,13 @@ impl Constrainer {
             // value as its pattern's literal start.
             product: product.map(|(p, key)| ProductSave { tags: key.as_str(), taken: taken.as_slice(), ask: p.ask() }),
         };
-        match mode {
-            Mode::JsonSchema => grammar::schema::write(&lang, &mut self.text)?,
-            _ => {
-                grammar::gbnf::write(&lang, &mut self.text)?;
-                if let Some(p) = lang.bare_ask() {
-                    p.write_envelope_open(&mut self.envelope)?;
-                }
-            }
+        let json = mode == Mode::JsonSchema;
+        match json {
+            true => grammar::schema::write(&lang, self.bare_schema, &mut self.text)?,
+            false => grammar::gbnf::write(&lang, &mut self.text)?,
+        }
+        if let Some(p) = lang.bare_ask().filter(|_| !json || self.bare_schema) {
+            p.write_envelope_open(json, &mut self.envelope)?;
         }
         // Written as text: anything else (a bug) is an `INTERNAL` error here, never a grammar that
         // reads as empty, which would send the request with no constraint.
@@ -465,7 +468,7 @@ impl Constrainer {
         let failure = client.complete(&prompt, progress, should_stop).err();
         let Some(e) = failure else {
             self.unavailable_in_a_row = 0;
-            self.bare_reply = matches!(constraint, Some(Constraint::Grammar(_))) && !self.envelope.is_empty();
+            self.bare_reply = !self.envelope.is_empty();
             return Ok(client.last_completion());
         };
         if !may_be_the_constraint(&e) {
@@ -481,6 +484,7 @@ impl Constrainer {
             if client.complete(&object, progress, should_stop).is_ok() {
                 self.schema_as_object = true;
                 self.unavailable_in_a_row = 0;
+                self.bare_reply = !self.envelope.is_empty();
                 eprintln!(
                     "lkjagent: constrained decoding: the endpoint refused the JSON Schema as response_format json_schema ({}: {}) and took it as json_object with a schema; the run goes on so",
                     e.code(),
@@ -490,6 +494,20 @@ impl Constrainer {
             }
         }
         let retry = llm::Prompt { constraint: None, seed: Some(seed), ..llm::Prompt::new(system, user) };
+        // A schema of the value alone refused: the next cycles send the whole reply's schema,
+        // which the endpoint may take; this one goes through without one, and nothing steps
+        // down yet.
+        if from == Mode::JsonSchema && self.bare_schema && !self.envelope.is_empty() {
+            self.bare_schema = false;
+            client.complete(&retry, progress, should_stop)?;
+            eprintln!(
+                "lkjagent: constrained decoding: the endpoint refused a JSON Schema of the value alone ({}: {}); \
+                 this request went through without one, and the next send the whole reply's schema",
+                e.code(),
+                e.message()
+            );
+            return Ok(client.last_completion());
+        }
         match client.complete(&retry, progress, should_stop) {
             Ok(_) if e.code() == Code::LlmUnavailable && self.unavailable_in_a_row + 1 < UNAVAILABLE_STEP_DOWN => {
                 self.unavailable_in_a_row += 1;
@@ -520,7 +538,7 @@ impl Constrainer {
     }
 
     /// The canonical reply's text before the value, when the last reply was asked for as the
-    /// value alone (the agent wraps it: [`grammar::ENVELOPE_CLOSE`] follows the value).
+    /// value alone (the agent wraps it: [`grammar::envelope_close`] follows the value).
     pub fn envelope(&self) -> Option<&str> {
         if self.bare_reply {
             self.envelope.text().ok()

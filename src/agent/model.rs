@@ -189,7 +189,13 @@ fn takes_over(got: (usize, f64), have: (usize, f64)) -> bool {
 /// Whether a completion is the value alone of the ask whose envelope is `envelope`: asked so,
 /// and not in the canonical form all the same (a server that ignored the grammar).
 fn is_bare(c: &Completion<'_>, envelope: Option<&str>) -> bool {
-    envelope.is_some() && !c.content.trim_start().starts_with("<agent")
+    let content = c.content.trim_start();
+    match envelope {
+        // The value alone of a schema is a JSON string; a whole reply is an object.
+        Some(open) if open.starts_with('{') => content.starts_with('"'),
+        Some(_) => !content.starts_with("<agent"),
+        None => false,
+    }
 }
 
 /// Where an outline's value stands in a reply: all of a bare one ([`is_bare`]), else the
@@ -260,7 +266,7 @@ impl LastReply {
         if let Some(open) = envelope.filter(|_| bare) {
             self.content.push_str(open)?;
             self.content.push_str(c.content)?;
-            self.content.push_str(crate::grammar::ENVELOPE_CLOSE)?;
+            self.content.push_str(crate::grammar::envelope_close(open))?;
         } else {
             self.content.push_str(c.content)?;
         }

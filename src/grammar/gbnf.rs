@@ -188,11 +188,17 @@ fn asked_value(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
             let left = GRAMMAR_ENTRY_MAX_WORDS.saturating_sub(3);
             // A sentence starts with a capital, as every language in Latin letters writes one
             // (free to start in small letters, a small model ran letters together: see
-            // docs/measurements.md, "The grammar's word rules"), and opens with three words in a
-            // row, a clause, not a list: free to put commas there, a small model listed the
-            // task's words and numbers instead of saying something ("Japan, 2 days, 2.":
-            // docs/measurements.md, "A sentence opens with a clause").
-            out.format(format_args!("sentence ::= first \" \" word \" \" word more-{}-{}\n", left, commas))?;
+            // docs/measurements.md, "The grammar's word rules"), and opens with two words in a
+            // row, a clause, not a list ("In Kyoto, visit ..." but not "Japan, 2 days, 2."), its
+            // commas all counted: free to put one after its first word and its second uncounted,
+            // a small model listed the task's words and numbers instead of saying something
+            // (docs/measurements.md, "A sentence opens with a clause").
+            out.format(format_args!(
+                "sentence ::= first \" \" word (\" \" word more-{l}-{c} | \", \" word more-{l}-{c1})\n",
+                l = left,
+                c = commas,
+                c1 = commas.saturating_sub(1)
+            ))?;
             out.push_str(
                 "first ::= cap core (\"-\" part | \"'\" [a-z]{1,2})? | vcap part | \"A\" | \"I\" | [A-Z]{2,6}\n",
             )?;

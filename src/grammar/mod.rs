@@ -276,16 +276,37 @@ impl<'a> ProductSave<'a> {
         }
     }
 
-    /// Writes the canonical reply's text before an ask's value (`<agent>`, the action's type
-    /// and tags, `<value>`); [`ENVELOPE_CLOSE`] follows the value. Nothing for an entry.
-    pub fn write_envelope_open(&self, out: &mut FixedBuf) -> Result<()> {
+    /// Writes the canonical reply's text before an ask's value: in tags (`<agent>`, the
+    /// action's type and tags, `<value>`), or for a reply in JSON (`json`) the object up to its
+    /// `"value":`, where the value goes as the JSON string the model wrote. [`envelope_close`]
+    /// follows the value. Nothing for an entry.
+    pub fn write_envelope_open(&self, json: bool, out: &mut FixedBuf) -> Result<()> {
         let Some((kind, tags)) = self.action() else { return Ok(()) };
-        out.format(format_args!("<agent>\n<action><type>{}</type><tags>{}</tags><value>", kind.as_str(), tags))
+        // Tags are `[a-z0-9_,]`: nothing in them needs escaping in either form.
+        match json {
+            false => {
+                out.format(format_args!("<agent>\n<action><type>{}</type><tags>{}</tags><value>", kind.as_str(), tags))
+            }
+            true => out.format(format_args!(r#"{{"action":{{"type":"{}","tags":"{}","value":"#, kind.as_str(), tags)),
+        }
     }
 }
 
-/// The canonical reply's text after a product ask's value.
+/// The canonical reply's text after a product ask's value, in tags.
 pub const ENVELOPE_CLOSE: &str = "</value></action>\n</agent>";
+
+/// The canonical reply's text after a product ask's value, in JSON.
+pub const JSON_ENVELOPE_CLOSE: &str = "}}";
+
+/// What closes the canonical reply whose text before the value is `open`
+/// ([`ProductSave::write_envelope_open`]).
+pub fn envelope_close(open: &str) -> &'static str {
+    if open.starts_with('{') {
+        JSON_ENVELOPE_CLOSE
+    } else {
+        ENVELOPE_CLOSE
+    }
+}
 
 /// What the agent asks a small model for (see `agent::product`): the whole action is written
 /// by the grammar (or held by the schema) but for the part the model is asked; a grammar asks
@@ -412,10 +433,11 @@ impl Language<'_> {
 
     /// The product ask this cycle, when it is the whole reply: the one action, with no log,
     /// no next state and no reasoning before it. Its envelope (`<agent>`, the action's type and
-    /// tags, `<value>`) is then all literal, so a grammar asks for the value alone and the agent
-    /// wraps the reply in it ([`ProductSave::write_envelope_open`]): a small model writes a list or a
-    /// sentence far better after the ask than inside markup it was forced into
-    /// (docs/measurements.md, "The reply's markup, and what the model writes inside it").
+    /// tags, `<value>`) is then all literal, so a grammar (or a schema) asks for the value alone
+    /// and the agent wraps the reply in it ([`ProductSave::write_envelope_open`]): a small model
+    /// writes a list or a sentence far better after the ask than inside markup it was forced
+    /// into (docs/measurements.md, "The reply's markup, and what the model writes inside it",
+    /// and "The value alone in a JSON Schema").
     pub fn bare_ask(&self) -> Option<ProductSave<'_>> {
         let shape = self.effective_shape();
         let alone = shape.log.is_none() && !shape.next_state && self.bounds.clamped().think_chars == 0;

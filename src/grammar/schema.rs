@@ -26,9 +26,17 @@ use crate::reply::ActionKind;
 /// The schema's name where a server wants one (`response_format.json_schema.name`).
 pub const NAME: &str = "lkjagent_reply";
 
-/// Writes the JSON Schema of `lang` into `out` (cleared first), as compact JSON.
-pub fn write(lang: &Language<'_>, out: &mut FixedBuf) -> Result<()> {
+/// Writes the JSON Schema of `lang` into `out` (cleared first), as compact JSON. With `bare`,
+/// a product ask that is the whole reply ([`Language::bare_ask`]) is the schema of its value
+/// alone, a string, which the agent wraps in the action it asked for; a server that takes
+/// only an object at the schema's root is sent the whole reply's schema (`bare` false).
+pub fn write(lang: &Language<'_>, bare: bool, out: &mut FixedBuf) -> Result<()> {
     out.clear();
+    if let Some(p) = lang.bare_ask().filter(|_| bare) {
+        let mut w = Writer::compact(out);
+        value_schema(&mut w, &p)?;
+        return w.finish();
+    }
     let b = lang.bounds.clamped();
     let shape: Shape = lang.effective_shape();
     let mut pattern = crate::fixed::ArrayString::<96>::new();
@@ -180,9 +188,43 @@ const ITEM_PATTERN_MAX_BYTES: usize = 256;
 /// of its value fixed, the model's part a bounded line (a unit's text) or numbered lines (an
 /// outline's subjects), as a `pattern`.
 fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &ProductSave<'_>) -> Result<()> {
+    let Some((kind, tags)) = p.action() else { bail!(Internal, "a product entry is not an ask of its own (a bug)") };
+    w.begin_object()?;
+    w.key("type")?;
+    w.string("object")?;
+    w.key("properties")?;
+    w.begin_object()?;
+    for (name, value) in [("type", kind.as_str()), ("tags", tags)] {
+        w.key(name)?;
+        w.begin_object()?;
+        w.key("type")?;
+        w.string("string")?;
+        w.key("enum")?;
+        w.begin_array()?;
+        w.string(value)?;
+        w.end_array()?;
+        w.end_object()?;
+    }
+    w.key("value")?;
+    value_schema(w, p)?;
+    w.end_object()?;
+    w.key("required")?;
+    w.begin_array()?;
+    for name in ["type", "tags", "value"] {
+        w.string(name)?;
+    }
+    w.end_array()?;
+    w.key("additionalProperties")?;
+    w.bool(false)?;
+    w.end_object()
+}
+
+/// The schema of a product ask's value: a string of the fixed start and the model's part, as
+/// a `pattern` (see [`asked_action`]).
+fn value_schema<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &ProductSave<'_>) -> Result<()> {
     let mut pattern = crate::fixed::ArrayString::<PATTERN_MAX_BYTES>::new();
     pattern.push_str("^")?;
-    let (kind, tags) = match p.ask {
+    match p.ask {
         ProductAsk::Unit { head, latin } => {
             regex_literal(&mut pattern, head)?;
             let most = GRAMMAR_UNIT_SCRIPT_MAX_CHARS * GRAMMAR_UNIT_MAX_SENTENCES;
@@ -190,9 +232,8 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
                 true => pattern.format(format_args!(": [A-Za-zÀ-ÖØ-öø-ÿ][^<&\n]{{8,{}}}[.!?]$", most))?,
                 false => pattern.format(format_args!(": [^<&\n 0-9A-Za-z][^<&\n]{{3,{}}}$", most))?,
             }
-            (ActionKind::StorageSave, p.tags)
         }
-        ProductAsk::Outline { key, prefix, first, words, latin } => {
+        ProductAsk::Outline { prefix, first, words, latin, .. } => {
             regex_literal(&mut pattern, prefix)?;
             // Two items at least, numbered on in order, as the grammar has them; an item is
             // words (of letters, in Latin script: up to GRAMMAR_OUTLINE_ITEM_MAX_WORDS of at most
@@ -222,42 +263,14 @@ fn asked_action<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
                 pattern.push_str(")?")?;
             }
             pattern.push_str("\n?$")?;
-            (ActionKind::WorkingMemoryAdd, key)
         }
         ProductAsk::Entry => bail!(Internal, "a product entry is not an ask of its own (a bug)"),
-    };
-    w.begin_object()?;
-    w.key("type")?;
-    w.string("object")?;
-    w.key("properties")?;
-    w.begin_object()?;
-    for (name, value) in [("type", kind.as_str()), ("tags", tags)] {
-        w.key(name)?;
-        w.begin_object()?;
-        w.key("type")?;
-        w.string("string")?;
-        w.key("enum")?;
-        w.begin_array()?;
-        w.string(value)?;
-        w.end_array()?;
-        w.end_object()?;
     }
-    w.key("value")?;
     w.begin_object()?;
     w.key("type")?;
     w.string("string")?;
     w.key("pattern")?;
     w.string(pattern.as_str())?;
-    w.end_object()?;
-    w.end_object()?;
-    w.key("required")?;
-    w.begin_array()?;
-    for name in ["type", "tags", "value"] {
-        w.string(name)?;
-    }
-    w.end_array()?;
-    w.key("additionalProperties")?;
-    w.bool(false)?;
     w.end_object()
 }
 
@@ -320,7 +333,7 @@ mod tests {
             product: None,
         };
         let mut out = FixedBuf::with_capacity("schema", 64 * 1024);
-        write(&lang, &mut out).unwrap();
+        write(&lang, true, &mut out).unwrap();
         let mut doc = Document::with_capacity(4096, 64 * 1024);
         doc.parse(out.as_slice()).unwrap();
         let root = doc.root();
