@@ -1693,3 +1693,14 @@ fn a_cold_key_a_search_found_is_loadable_under_the_grammar() {
     assert!(r.ok, "{}", r.message.as_str());
     assert_eq!(working.get(&k("fruit,quince")).unwrap(), "A quince is a hard golden fruit for jelly.");
 }
+
+/// The kinds a grammar offers are the ones the feedback's example and the reader's messages
+/// list (`reply::instruction::CANONICAL_KINDS`): a kind offered is a kind the model is told of.
+#[test]
+fn offered_actions_are_the_canonical_kinds() {
+    let mut offered: Vec<&str> = grammar::OFFERED_ACTIONS.iter().map(|k| k.as_str()).collect();
+    let mut listed: Vec<&str> = lkjagent::reply::instruction::CANONICAL_KINDS.split(", ").collect();
+    offered.sort_unstable();
+    listed.sort_unstable();
+    assert_eq!(offered, listed);
+}

@@ -233,3 +233,70 @@ fn module_docs_name_their_parts() {
     }
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
+
+/// The lines of non-test code in a source file: every line but blank ones, lines that start
+/// with `//` (so doc comments do not count), and test modules: a `#[cfg(test)]` line followed by
+/// a `mod` line, with the module's body up to its closing brace at the same indentation
+/// (rustfmt's layout), or the one line of a `mod name;`.
+fn code_lines(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut n = 0;
+    let mut i = 0;
+    while let Some(&line) = lines.get(i) {
+        let t = line.trim_start();
+        i += 1;
+        if t.starts_with("#[cfg(test)]") {
+            let next = lines.get(i).copied().unwrap_or("");
+            let nt = next.trim_start();
+            let decl = nt.strip_prefix("pub ").or_else(|| nt.strip_prefix("pub(crate) ")).unwrap_or(nt);
+            if decl.starts_with("mod ") {
+                i += 1;
+                if !nt.trim_end().ends_with(';') {
+                    let close = format!("{}}}", &next[..next.len() - nt.len()]);
+                    while lines.get(i).is_some_and(|l| *l != close) {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+        }
+        if !t.is_empty() && !t.starts_with("//") {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// No source file holds more than 600 lines of non-test code (issue 40): a file that grows
+/// past it is split by concern. A `tests.rs` is test code.
+#[test]
+fn no_file_over_600_lines_of_non_test_code() {
+    const MAX: usize = 600;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut counts = Vec::new();
+    let mut stack = vec![src];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && p.file_name().is_some_and(|n| n != "tests.rs") {
+                counts.push((code_lines(&std::fs::read_to_string(&p).unwrap()), p));
+            }
+        }
+    }
+    assert!(counts.len() > 100, "read {} files", counts.len());
+    counts.sort();
+    let over: Vec<String> =
+        counts.iter().filter(|(n, _)| *n > MAX).map(|(n, p)| format!("{}: {} lines", p.display(), n)).collect();
+    assert!(over.is_empty(), "over {} lines of non-test code:\n{}", MAX, over.join("\n"));
+}
+
+/// The count of [`code_lines`]: a test module inside a file ends the count only for its own
+/// lines, and code after it still counts.
+#[test]
+fn code_lines_skips_test_modules_only() {
+    let text = "//! doc\nfn a() {}\n\n#[cfg(test)]\npub(crate) mod probe {\n    fn x() {}\n}\n\nfn b() {\n    // why\n    c();\n}\n#[cfg(test)]\nmod tests;\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n";
+    assert_eq!(code_lines(text), 4);
+}

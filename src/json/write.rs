@@ -320,16 +320,15 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
 
     /// An integer.
     pub fn i64(&mut self, n: i64) -> Result<()> {
-        self.before_value()?;
-        self.out
-            .write_fmt(format_args!("{}", n))
-            .map_err(|_| err!(CapacityExceeded, "JSON writer: the output buffer refused a number (it is full)"))?;
-        self.after_value();
-        Ok(())
+        self.integer(n)
     }
 
     /// An unsigned integer.
     pub fn u64(&mut self, n: u64) -> Result<()> {
+        self.integer(n)
+    }
+
+    fn integer(&mut self, n: impl fmt::Display) -> Result<()> {
         self.before_value()?;
         self.out
             .write_fmt(format_args!("{}", n))

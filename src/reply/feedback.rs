@@ -7,6 +7,7 @@
 //! `REPLY_FEEDBACK_MAX_PROBLEMS` problems are listed, errors first. The text names elements with
 //! `<...>`; the prompt builder escapes it like any other text.
 
+use super::instruction::canonical_kinds;
 use super::problem::Severity;
 use super::read::Interpretation;
 use crate::limits::REPLY_FEEDBACK_MAX_PROBLEMS;
@@ -58,7 +59,9 @@ pub fn write_example(out: &mut dyn fmt::Write, state: &str) -> fmt::Result {
             "    <value>the text to save</value>\n",
             "  </action>\n",
             "</agent>\n",
-            "The type is one of working_memory_add, working_memory_remove, storage_save, storage_load, storage_search.\n",
+            "The type is one of ",
+            canonical_kinds!(),
+            ".\n",
         ))
     } else if is(states::EVALUATING) {
         out.write_str(concat!(

@@ -35,6 +35,21 @@ impl Instruction<'_> {
     }
 }
 
+/// The names of the canonical kinds, the first five of [`ActionKind::ALL`] in its order, as the
+/// reader's messages and the feedback's example list them: one literal, so that `concat!` can
+/// put it into fixed text. Tests hold it to [`ActionKind::ALL`] and to the kinds a grammar
+/// offers (`tests/constrained.rs`).
+macro_rules! canonical_kinds {
+    () => {
+        "working_memory_add, working_memory_remove, storage_save, storage_load, storage_search"
+    };
+}
+pub(crate) use canonical_kinds;
+
+/// `canonical_kinds!` as a constant: the kinds a model is told it may write, and that a
+/// grammar offers (`grammar::OFFERED_ACTIONS`, in an order of its own).
+pub const CANONICAL_KINDS: &str = canonical_kinds!();
+
 /// The canonical action kinds every dialect maps onto.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ActionKind {
@@ -216,5 +231,13 @@ mod tests {
         assert_eq!(ActionKind::from_name("memory_add"), Some(ActionKind::WorkingMemoryAdd));
         assert_eq!(ActionKind::from_name("storage_delete"), None);
         assert_eq!(ActionKind::from_name(""), None);
+    }
+
+    #[test]
+    fn the_canonical_list_is_the_first_kinds_in_order() {
+        let listed = CANONICAL_KINDS.split(", ").count();
+        let names: Vec<&str> = ActionKind::ALL.iter().take(listed).map(|k| k.as_str()).collect();
+        assert_eq!(CANONICAL_KINDS, names.join(", "));
+        assert_eq!(listed, 5);
     }
 }

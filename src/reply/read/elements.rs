@@ -5,7 +5,7 @@
 use super::state::*;
 use crate::fixed::ArrayVec;
 use crate::limits::{ACTIONS_PER_CYCLE_MAX, REPLY_MAX_LIST_ITEMS};
-use crate::reply::instruction::{same_name, ActionKind, Form};
+use crate::reply::instruction::{same_name, ActionKind, Form, CANONICAL_KINDS};
 use crate::reply::problem::{ProblemCode, Severity};
 use crate::tag::tree::Span;
 
@@ -265,13 +265,13 @@ impl Reader {
                 self.mk(
                     ProblemCode::UnknownAction,
                     Some(at),
-                    format_args!("unknown action type '{}'; expected one of {}", type_text, KINDS_LIST),
+                    format_args!("unknown action type '{}'; expected one of {}", type_text, CANONICAL_KINDS),
                 )
             } else {
                 self.mk(
                     ProblemCode::MissingField,
                     Some(at),
-                    format_args!("<action>{} without <type>; expected one of {}", wrap, KINDS_LIST),
+                    format_args!("<action>{} without <type>; expected one of {}", wrap, CANONICAL_KINDS),
                 )
             };
             self.push_problem(p);
@@ -511,9 +511,6 @@ pub(super) const KJXLKJ: &[&str] = &[
 ];
 
 pub(super) const PAGING: &[&str] = &["move_to_disk", "retrieve_from_disk", "archive_old"];
-
-pub(super) const KINDS_LIST: &str =
-    "working_memory_add, working_memory_remove, storage_save, storage_load, storage_search";
 
 /// The era-A kind for `type` + `operation`: store/save/write/add/update/create/set put the data
 /// in working memory when the type names it (`working_memory`, `memory`, `ram`, `context`,

@@ -127,14 +127,7 @@ pub fn is_endpoint_failure(e: &crate::error::Error) -> bool {
 
 /// The first `max` bytes of `s`, cut back to a character boundary.
 pub fn head(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.get(..end).unwrap_or("")
+    crate::bytes::str_prefix(s, max)
 }
 
 /// A record that belongs to no live entry.
