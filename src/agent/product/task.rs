@@ -507,13 +507,8 @@ mod tests {
 
     #[test]
     fn any_text_reads_within_bounds() {
-        let mut x: u64 = 7;
-        let mut below = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut r = crate::testing::rng::Rng(7);
+        let mut below = |n: u64| r.next() % n;
         for _ in 0..500 {
             let len = below(4097) as usize;
             let text: String = (0..len).map(|_| char::from_u32(below(0x3100) as u32).unwrap_or('x')).collect();

@@ -51,13 +51,8 @@ fn save(p: &Product, s: &mut Store, value: &str) -> Key {
 
 #[test]
 fn any_task_text_is_shown_whole_and_the_view_stays_within_its_bounds() {
-    let mut x: u64 = 0x9E37;
-    let mut below = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut r = crate::testing::rng::Rng(0x9E37);
+    let mut below = |n: u64| r.next() % n;
     let (_d, mut s) = store("product-any");
     let mut p = Product::new();
     let fixed = [
