@@ -547,9 +547,11 @@ fn a_completion_server_that_refuses_the_grammar_gets_the_same_step_down_as_chat(
             }
         })
         .collect();
-    // As on chat: cycle 1 the grammar is refused and sent again without; cycle 2 the schema
-    // likewise; then no constraint.
-    assert_eq!(kinds, ["grammar", "plain", "schema", "plain", "plain", "plain"], "{kinds:?}");
+    // As on chat: cycle 1 the grammar is refused and sent again without; cycle 2 the schema of
+    // the product ask's value alone likewise, cycle 3 the whole reply's schema likewise; then
+    // no constraint.
+    assert_eq!(kinds, ["grammar", "plain", "schema", "plain", "schema", "plain", "plain"], "{kinds:?}");
     assert_eq!(reports[0].constrain, "json_schema");
+    assert_eq!(reports[1].constrain, "json_schema");
     assert_eq!(reports[3].constrain, "off");
 }
