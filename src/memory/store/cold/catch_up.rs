@@ -92,7 +92,7 @@ impl Store {
         }
         let live: Vec<u64> = self.ids().filter_map(|id| self.key(id)).map(|k| key_hash(&k)).collect();
         for h in live {
-            if let Some(id) = self.cold_recall.newest.remove(&h) {
+            if let Some(id) = self.cold_recall.newest.remove(h) {
                 self.cold_recall_kill(id)?;
             }
         }
@@ -259,7 +259,7 @@ impl Store {
         if self.cold_recall.state != State::Ready || self.log.read_only() {
             return;
         }
-        let Some(id) = self.cold_recall.newest.remove(&key_hash(key)) else { return };
+        let Some(id) = self.cold_recall.newest.remove(key_hash(key)) else { return };
         if let Err(e) = self.cold_recall_kill(id) {
             self.cold_recall.state = State::Stale;
             e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();

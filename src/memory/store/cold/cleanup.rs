@@ -781,6 +781,52 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// The links `store.cold` keeps, in the file's order, each pair of keys lower first (a link
+    /// has no direction).
+    fn cold_links(d: &std::path::Path) -> Vec<(String, String)> {
+        let mut kept = Vec::new();
+        cold::scan_links(d, &mut |x, y| {
+            let (x, y) = (x.as_str().to_string(), y.as_str().to_string());
+            kept.push(if x <= y { (x, y) } else { (y, x) });
+            Ok(())
+        })
+        .unwrap();
+        kept
+    }
+
+    #[test]
+    fn a_link_recorded_twice_in_the_cold_store_is_kept_once_by_its_compaction() {
+        let d = temp_dir("cleanup-cold-link-twice");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        let a = s.put(&k("a"), "old a", 5).unwrap().id;
+        let b = s.put(&k("b"), "b", 200).unwrap().id;
+        s.link(a, b).unwrap();
+        // a goes cold (its link to b, live, recorded with it), is saved again and linked to b
+        // again, and goes cold again: store.cold holds two copies of a and the link twice.
+        s.cleanup_where(&Filter { accessed_before: Some(10), max_hits: None }, Cleanup::Cold).unwrap();
+        let a2 = s.put(&k("a"), "new a", 60).unwrap().id;
+        s.link(a2, b).unwrap();
+        s.cleanup_where(&Filter { accessed_before: Some(100), max_hits: None }, Cleanup::Cold).unwrap();
+        assert!(s.find(&k("a")).is_none() && s.find(&k("b")).is_some());
+        let ab = ("a".to_string(), "b".to_string());
+        assert_eq!(cold_links(&d), [ab.clone(), ab.clone()], "recorded twice");
+        // The compaction keeps a's newest copy and the link once, and says the file shrank.
+        let (before, after) = s.compact_cold().unwrap();
+        assert!(after < before, "{} -> {}", before, after);
+        assert_eq!(cold_links(&d), [ab], "kept once");
+        assert_eq!(cold_map(&d).into_iter().collect::<Vec<_>>(), [("a".to_string(), "new a".to_string())]);
+        // So after a reopen a comes back with its newest value, linked to b once.
+        drop(s);
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        let Restored::Back(a3) = s.restore(&k("a")).unwrap() else { panic!("not restored") };
+        assert_eq!(s.value(a3).unwrap(), "new a");
+        let b2 = s.find(&k("b")).unwrap();
+        assert!(s.linked(a3, b2));
+        assert_eq!(s.link_pairs().len(), 1, "{:?}", s.link_pairs());
+        assert!(cold_links(&d).is_empty() && cold_map(&d).is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn restore_brings_an_entry_back_once() {
         let d = temp_dir("cleanup-restore");

@@ -235,7 +235,7 @@ impl Store {
         }
         self.cold_recall_ready()?;
         let c = &self.cold_recall;
-        let Some(&cid) = c.newest.get(&super::recall::key_hash(key)) else { return Ok(None) };
+        let Some(cid) = c.newest.get(super::recall::key_hash(key)) else { return Ok(None) };
         let d = match (c.index.doc_of(cid), c.base.doc_of(cid)) {
             (Some((d, _)), _) => c.base.doc_count() + d,
             (None, Some(d)) => d,

@@ -7,7 +7,8 @@
 //! drop of a key's copies and the compaction; [`recall`], its text index (`store.cold.fts`),
 //! built and merged as the live one, and [`catch_up`], what keeps that current; [`hits`], that
 //! index's part of a ranked query and the hits it gives; [`check`], what `lkjagent check` says
-//! of that index's file.
+//! of that index's file; `by_hash`, the map of each key's newest copy (by the key's hash) that
+//! the index and [`scan_current`] keep.
 //!
 //! # Format
 //!
@@ -54,10 +55,12 @@
 //! the cold store without it (temp file, sync, rename, sync of the directory): a crash in
 //! between leaves it in both, which is the case above.
 
+mod by_hash;
 pub mod catch_up;
 pub mod check;
 pub mod cleanup;
 pub mod hits;
+pub(super) use by_hash::IdsByHash;
 pub mod recall;
 pub mod rewrite;
 
@@ -251,13 +254,13 @@ pub fn scan_current(
     f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
 ) -> Result<ColdStats> {
     // Each key's newest copy by its place among the copies read (the same in both passes: the
-    // file is only appended to), a u32, so that the map is of the type the cold text index
-    // keeps (`recall::ColdRecall::newest`): one copy of its code in the binary.
-    let mut newest: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+    // file is only appended to), a u32, in the map the cold text index keeps
+    // (`recall::ColdRecall::newest`).
+    let mut newest = IdsByHash::new();
     let (mut over, mut nth) = (false, 0u32);
     scan(dir, &mut |e| {
         let h = key_hash(&e.key);
-        if (newest.len() >= STORE_COLD_SCAN_MAX_KEYS && !newest.contains_key(&h)) || nth == u32::MAX {
+        if (newest.len() >= STORE_COLD_SCAN_MAX_KEYS && !newest.contains_key(h)) || nth == u32::MAX {
             over = true;
             return Ok(false);
         }
@@ -278,7 +281,7 @@ pub fn scan_current(
     let mut st = scan(dir, &mut |e| {
         let at = nth;
         nth = nth.saturating_add(1);
-        if newest.get(&key_hash(&e.key)) != Some(&at) || live(&e.key) {
+        if newest.get(key_hash(&e.key)) != Some(at) || live(&e.key) {
             return Ok(true);
         }
         current += 1;

@@ -66,7 +66,6 @@ use crate::memory::store::recall::fulltext::{FullText, Sizes};
 use crate::memory::store::recall::merge::{step_deadline, write_index_file, FileNames, Job, Stamp, WriteScratch};
 use crate::memory::store::recall::rank::RankHit;
 use crate::memory::store::{EntryId, Store};
-use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -125,7 +124,7 @@ pub struct ColdRecall {
     /// Ids the delta's tables were reserved for (0: not reserved).
     pub(super) reserved: usize,
     /// The writer's: each indexed key's hash and its newest cold id.
-    pub(super) newest: HashMap<u64, u32>,
+    pub(super) newest: super::IdsByHash,
     /// The puts of the group being read: offset, length.
     pub(super) group: Vec<(u64, u32)>,
     pub(super) rec: Vec<u8>,
@@ -203,7 +202,7 @@ impl ColdRecall {
             written: 0,
             room: 0,
             reserved: 0,
-            newest: HashMap::new(),
+            newest: super::IdsByHash::new(),
             group: Vec::new(),
             rec: Vec::new(),
             val: String::new(),
@@ -257,7 +256,7 @@ impl ColdRecall {
     pub fn ram_bytes(&self) -> usize {
         self.base.ram_bytes()
             + if self.index.is_reserved() { self.index.ram_bytes() + self.scratch.ram_bytes() } else { 0 }
-            + self.newest.capacity() * 16
+            + self.newest.ram_bytes()
             + self.killed.capacity() * 4
             + self.saved.capacity() * core::mem::size_of::<RankHit>()
             + self.open_keys.capacity() * 8
