@@ -562,11 +562,9 @@ mod tests {
         let mut t = Tags::new(8, 4096);
         t.lists = true;
         let mut model: Vec<Vec<u32>> = vec![Vec::new(); 6];
-        let mut x = 12345u64;
+        let mut r = crate::testing::rng::Rng(12345);
         for step in 0..3000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = r.next();
             let k = (x % 6) as usize;
             let e = (x >> 8) as u32 % 400;
             let has = model[k].binary_search(&e);
