@@ -27,8 +27,15 @@ const WORD_MAX_LETTERS: usize = 24;
 /// Words of a text from which most of them in capitals is a text shouted ([`doubtful`]).
 const SHOUTED_MIN_WORDS: usize = 3;
 
-/// A text of the task's language has at least one of its sentence words in this many words.
-const SENTENCE_WORD_EVERY: usize = 8;
+/// A text of the task's language has at least one of its sentence words, or of the task's own
+/// words, in this many words. Advice is terse: "Replace old incandescent bulbs with efficient
+/// LED lamps everywhere." has one in nine, and "Use energy efficient light bulbs." none but the
+/// task's "energy" (docs/measurements.md, "Terse advice and the sentence words").
+const SENTENCE_WORD_EVERY: usize = 10;
+
+/// Words of a text from which [`SENTENCE_WORD_EVERY`] applies: a shorter one may be a name and
+/// a few words ("Tokyo, Japan.").
+const SENTENCE_WORDS_FROM: usize = 4;
 
 /// Words of a text from which fewer than half of them distinct is a text that repeats itself
 /// ([`doubtful`]): prose repeats its small words but says more than it repeats (three
@@ -45,8 +52,9 @@ const DISTINCT_WORDS_MAX: usize =
 /// longer than `WORD_MAX_LETTERS` or of plain letters with no vowel (`no_vowel`), most words
 /// in capitals, the same few words again and again ([`REPEATED_MIN_WORDS`]), another script
 /// than the task's, or, for a language of the table, too few of its sentence words or more of
-/// another's.
-pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
+/// another's; a word for which `task_word` holds (a word of the task's) counts as one of its
+/// sentence words.
+pub fn doubtful(text: &str, lang: &Lang, latin: bool, task_word: &dyn Fn(&str) -> bool) -> Option<&'static str> {
     let (mut all, mut own, mut best_other, mut shouted) = (0usize, 0usize, 0usize, 0usize);
     let mut other_counts = [0usize; ALL.len()];
     let (mut in_script, mut letters) = (0usize, 0usize);
@@ -68,7 +76,7 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
             let _ = distinct.push(h);
         }
         shouted += usize::from(w.chars().count() > 1 && !w.chars().any(char::is_lowercase));
-        own += usize::from(lang.is_sentence_word(w));
+        own += usize::from(lang.is_sentence_word(w) || task_word(w));
         for (i, other) in ALL.iter().enumerate() {
             if other.code != lang.code && other.is_sentence_word(w) {
                 if let Some(n) = other_counts.get_mut(i) {
@@ -94,7 +102,7 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool) -> Option<&'static str> {
     if best_other > own && best_other >= 2 {
         return Some("the text is in another language; write it in the task's language");
     }
-    (all >= SENTENCE_WORD_EVERY / 2 && own * SENTENCE_WORD_EVERY < all)
+    (all >= SENTENCE_WORDS_FROM && own * SENTENCE_WORD_EVERY < all)
         .then_some("the text is not a sentence a reader can follow; say it in plain words")
 }
 
@@ -442,7 +450,11 @@ impl Product {
             return Verdict::New;
         }
         let (h, body) = head_and_text(value);
-        if let Some(why) = doubtful(body, self.task.lang, self.latin) {
+        let task_word = |w: &str| {
+            let mut t = Word::new();
+            as_tag(w, &mut t) && self.task.words.iter().any(|x| same_stem(x.as_str(), t.as_str()))
+        };
+        if let Some(why) = doubtful(body, self.task.lang, self.latin, &task_word) {
             return Verdict::Doubt(why);
         }
         if self.plain_letters && accented(body) {
@@ -508,10 +520,13 @@ mod tests {
             "The rhythm of the HTTPS and NTFS names: ls, cd, pwd.",
             "NASA, ESA and JAXA sent the probes to Mars.",
         ] {
-            assert_eq!(doubtful(t, &EN, true), None, "{t}");
+            assert_eq!(doubtful(t, &EN, true, &|_| false), None, "{t}");
         }
-        assert_eq!(doubtful("Ein Schwarzes Loch ist ein Objekt, dessen Gravitation sehr stark ist.", &DE, true), None);
-        assert_eq!(doubtful("ブラックホールは重力が非常に強い天体です。", &NEUTRAL, false), None);
+        assert_eq!(
+            doubtful("Ein Schwarzes Loch ist ein Objekt, dessen Gravitation sehr stark ist.", &DE, true, &|_| false),
+            None
+        );
+        assert_eq!(doubtful("ブラックホールは重力が非常に強い天体です。", &NEUTRAL, false, &|_| false), None);
     }
 
     /// Advice is written with few articles; the prepositions, conjunctions and determiners
@@ -519,7 +534,8 @@ mod tests {
     /// the agent doubted (tomatoes, session 23); the others are written for this test.
     #[test]
     fn advice_with_few_articles_is_a_sentence() {
-        let cases: [(&str, &Lang); 8] = [
+        let cases: [(&str, &Lang); 9] = [
+            ("Replace old incandescent bulbs with efficient LED lamps everywhere.", &EN),
             ("Plant every two weeks instead of once per month.", &EN),
             ("Water properly once or twice per week during dry periods.", &EN),
             ("Turn lights off when leaving rooms, especially during daytime hours.", &EN),
@@ -530,8 +546,12 @@ mod tests {
             ("Riega solamente cuando notes tierra seca bajo tus dedos.", &ES),
         ];
         let doubted: Vec<&str> =
-            cases.iter().filter(|(t, lang)| doubtful(t, lang, true).is_some()).map(|c| c.0).collect();
+            cases.iter().filter(|(t, lang)| doubtful(t, lang, true, &|_| false).is_some()).map(|c| c.0).collect();
         assert!(doubted.is_empty(), "doubted: {doubted:?}");
+        // A tip of the task's own words and no sentence word is in the task's language.
+        let task = |w: &str| w.eq_ignore_ascii_case("energy");
+        assert_eq!(doubtful("Install energy efficient windows.", &EN, true, &task), None);
+        assert!(doubtful("Install efficient windows quickly.", &EN, true, &|_| false).is_some());
     }
 
     #[test]
@@ -550,10 +570,10 @@ mod tests {
             "LINEN OF SPIRIT, THEY ARE NOT ALL THAT MUCH!",
         ];
         for t in junk {
-            assert!(doubtful(t, &EN, true).is_some(), "{t}");
+            assert!(doubtful(t, &EN, true, &|_| false).is_some(), "{t}");
         }
-        assert!(doubtful("A star is a ball of gas.", &DE, true).is_some());
-        assert!(doubtful("A black hole is a region of space.", &NEUTRAL, false).is_some());
+        assert!(doubtful("A star is a ball of gas.", &DE, true, &|_| false).is_some());
+        assert!(doubtful("A black hole is a region of space.", &NEUTRAL, false, &|_| false).is_some());
     }
 
     /// A text that says the same few words again and again is not one a reader keeps, in any
@@ -567,7 +587,7 @@ mod tests {
             "Japan, 2023, 10. Japan, 2023, 2023, 2023, 2023, 2023.",
             "I will visit Osaka, and I will visit Hiroshima. I will visit Hiroshima, and I will visit the city of Osaka.",
         ] {
-            assert!(doubtful(t, &EN, true).is_some(), "{t}");
+            assert!(doubtful(t, &EN, true, &|_| false).is_some(), "{t}");
         }
         for (t, lang) in [
             (
@@ -578,7 +598,7 @@ mod tests {
             ("Die Katze sitzt auf der Matte, und der Hund liegt auf dem Teppich neben der Tür, weil die Sonne dort scheint.", &DE),
             ("Tokyo, Japan.", &EN),
         ] {
-            assert_eq!(doubtful(t, lang, true), None, "{t}");
+            assert_eq!(doubtful(t, lang, true, &|_| false), None, "{t}");
         }
     }
 

@@ -468,7 +468,9 @@ impl Product {
         if s.matches(',').count() >= crate::limits::GRAMMAR_ENTRY_MAX_CLAUSES as usize {
             return false;
         }
-        if judge::doubtful(s, &lang::NEUTRAL, self.latin).is_some() || (self.plain_letters && judge::accented(s)) {
+        if judge::doubtful(s, &lang::NEUTRAL, self.latin, &|_| false).is_some()
+            || (self.plain_letters && judge::accented(s))
+        {
             return false;
         }
         // A word in capitals longer than an acronym is a word shouted ("CELESTIAL"): the
