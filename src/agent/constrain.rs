@@ -494,19 +494,21 @@ impl Constrainer {
             }
         }
         let retry = llm::Prompt { constraint: None, seed: Some(seed), ..llm::Prompt::new(system, user) };
-        // A schema of the value alone refused: the next cycles send the whole reply's schema,
-        // which the endpoint may take; this one goes through without one, and nothing steps
-        // down yet.
+        // A schema of the value alone refused (or its reply not read by the server: llama-server
+        // answers 500 when its own chat parser does not take the output): the next cycles send
+        // the whole reply's schema, which the endpoint may take, and nothing steps down yet.
+        // This cycle fails rather than go through without a constraint, which a small model
+        // answers with thousands of tokens of prose (docs/measurements.md, "The value alone in
+        // a JSON Schema").
         if from == Mode::JsonSchema && self.bare_schema && !self.envelope.is_empty() {
             self.bare_schema = false;
-            client.complete(&retry, progress, should_stop)?;
             eprintln!(
-                "lkjagent: constrained decoding: the endpoint refused a JSON Schema of the value alone ({}: {}); \
-                 this request went through without one, and the next send the whole reply's schema",
+                "lkjagent: constrained decoding: the request with a JSON Schema of the value alone failed ({}: {}); \
+                 the next send the whole reply's schema",
                 e.code(),
                 e.message()
             );
-            return Ok(client.last_completion());
+            return Err(e);
         }
         match client.complete(&retry, progress, should_stop) {
             Ok(_) if e.code() == Code::LlmUnavailable && self.unavailable_in_a_row + 1 < UNAVAILABLE_STEP_DOWN => {
