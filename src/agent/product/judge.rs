@@ -50,7 +50,7 @@ const DISTINCT_WORDS_MAX: usize =
 /// Why `text` (a unit's text, after its head) is doubtful for a task in `lang` whose letters
 /// are `latin` or not, if it is: a word of one letter three times in a row ("jjj"), a word
 /// longer than `WORD_MAX_LETTERS` or of plain letters with no vowel (`no_vowel`), most words
-/// in capitals, the same few words again and again ([`REPEATED_MIN_WORDS`]), another script
+/// in capitals, the same few words again and again (`REPEATED_MIN_WORDS`), another script
 /// than the task's, or, for a language of the table, too few of its sentence words or more of
 /// another's; a word for which `task_word` holds (a word of the task's) counts as one of its
 /// sentence words.
