@@ -445,7 +445,7 @@ impl Product {
 
     /// Whether `tag` (a word as a tag) shares a stem with a word of the task, or with
     /// `instructions` also with one of the prompt's instructions.
-    fn from_task(&self, tag: &Word, instructions: bool) -> bool {
+    fn is_task_word(&self, tag: &Word, instructions: bool) -> bool {
         let theirs = |x: &Word| same_stem(x.as_str(), tag.as_str());
         self.task.words.iter().any(theirs) || (instructions && self.instructions.iter().any(theirs))
     }
@@ -459,7 +459,7 @@ impl Product {
         let (h, body) = head_and_text(value);
         let task_word = |w: &str| {
             let mut t = Word::new();
-            as_tag(w, &mut t) && self.from_task(&t, false)
+            as_tag(w, &mut t) && self.is_task_word(&t, false)
         };
         if let Some(why) = doubtful(body, self.task.lang, self.latin, &task_word) {
             return Verdict::Doubt(why);
@@ -482,7 +482,7 @@ impl Product {
         for w in content_words {
             content += 1;
             let mut t = Word::new();
-            let from_task = as_tag(w, &mut t) && self.from_task(&t, true);
+            let from_task = as_tag(w, &mut t) && self.is_task_word(&t, true);
             let head_word = |x: &str| !lang.is_sentence_word(x) && same_stem(x, t.as_str());
             known += usize::from(from_task || lang::words(h).any(head_word));
         }
