@@ -153,8 +153,10 @@ pub struct Constrainer {
     /// Whether that form exists for the endpoint: an OpenAI-compatible chat route.
     object_form: bool,
     /// The presence penalty of this cycle's constrained request: the product's
-    /// [`LIST_PRESENCE_PENALTY`] for a names ask that gives no names to go on from.
+    /// [`LIST_PRESENCE_PENALTY`] for an outline and a running unit.
     presence_penalty: Option<f64>,
+    /// This cycle asks for an outline of the product.
+    outline: bool,
     /// This cycle asks for the product's first outline, which goes on from no stored units:
     /// it is one of [`FIRST_OUTLINE_SAMPLES`] samples (`crate::agent::model::Model::ask`).
     first_outline: bool,
@@ -193,6 +195,7 @@ impl Constrainer {
             last_seed: None,
             unavailable_in_a_row: 0,
             presence_penalty: None,
+            outline: false,
             first_outline: false,
             schema_as_object: false,
             object_form: settings.protocol() == ProviderKind::OpenAi && settings.api() == llm::Api::Chat,
@@ -270,6 +273,7 @@ impl Constrainer {
         self.text.clear();
         self.envelope.clear();
         self.presence_penalty = None;
+        self.outline = false;
         self.first_outline = false;
         let mode = mode.unwrap_or(self.active);
         if mode == Mode::Off {
@@ -326,7 +330,12 @@ impl Constrainer {
         if let Some((p, _)) = product {
             if let ProductAsk::Outline { first, .. } = p.ask() {
                 self.presence_penalty = Some(LIST_PRESENCE_PENALTY);
+                self.outline = true;
                 self.first_outline = first == 1;
+            } else if p.running() {
+                // A running unit goes on from the last sentence in view, which it may not say
+                // again.
+                self.presence_penalty = Some(LIST_PRESENCE_PENALTY);
             }
         }
         let lang = Language {
@@ -552,7 +561,7 @@ impl Constrainer {
     /// Whether this cycle asks a grammar for an outline of the product (its reply's
     /// log-probabilities are asked for).
     pub fn asks_outline(&self) -> bool {
-        self.presence_penalty.is_some() && self.active == Mode::Grammar
+        self.outline && self.active == Mode::Grammar
     }
 
     /// Whether this cycle's outline is one of [`FIRST_OUTLINE_SAMPLES`] samples, the one whose

@@ -111,6 +111,17 @@ pub(super) fn split_entry(value: &str) -> (&str, bool, &str) {
     }
 }
 
+/// The last sentence of `text` (after its last `.`, `!` or `?` followed by a space), trimmed and
+/// cut at [`PRODUCT_ENTRY_MAX_BYTES`].
+pub(super) fn last_sentence(text: &str) -> &str {
+    let t = text.trim();
+    let ends = |&(i, c): &(usize, char)| {
+        matches!(c, '.' | '!' | '?') && t.get(i + c.len_utf8()..).is_some_and(|r| r.starts_with(' '))
+    };
+    let start = t.char_indices().rev().find(ends).map_or(0, |(i, c)| i + c.len_utf8());
+    crate::bytes::str_prefix(t.get(start..).unwrap_or(t).trim(), PRODUCT_ENTRY_MAX_BYTES)
+}
+
 /// The line the view shows for a value: its head, or its first line, cut at
 /// [`PRODUCT_ENTRY_MAX_BYTES`].
 pub(super) fn shown_line(value: &str) -> &str {

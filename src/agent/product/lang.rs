@@ -105,6 +105,10 @@ pub struct Lang {
     /// Units a reader numbers ("Day 3", "Paragraph 2"): their entries are labelled with the
     /// unit and its number, and what each is about follows the label.
     pub numbered_units: Words,
+    /// Numbered units of a text a reader reads straight through, with no subject of their own
+    /// ("Paragraph 3", "Stanza 2"): each goes on from the one before, and no outline plans
+    /// them. Every one is in [`Lang::numbered_units`] too.
+    pub running_units: Words,
     /// Units that are names, each with a text of its own ("term", "command"): an outline lists
     /// their names, a few words each, and a unit's text is asked for each (an item that may be a
     /// sentence turned a glossary into sentences about its domain: docs/measurements.md,
@@ -132,6 +136,12 @@ pub struct Lang {
     /// The question for one unit about a subject: `unit.0`, the unit, `unit.1`, the subject,
     /// `unit.2` ("Write the " tip " about " Use mulch ".").
     pub unit: (&'static str, &'static str, &'static str),
+    /// The question for the next running unit ([`Lang::running_units`]), around its label:
+    /// `unit_next.0`, the label, `unit_next.1` ("What happens next? Write " Paragraph 4 ".").
+    pub unit_next: (&'static str, &'static str),
+    /// What follows a running unit's label in the view, before the last sentence it ended
+    /// with ("Paragraph 3" " ends: " "The storm broke at dawn.").
+    pub ends: &'static str,
     /// The question for one unit that is a name with a text of its own (a term, a command),
     /// around its name: `unit_named.0`, the name, `unit_named.1` ("Say what " Nebula " is, in
     /// one sentence."). Asked to "Write the term about" a name, SmolLM2-135M defined fewer
@@ -220,7 +230,20 @@ pub const EN: Lang = Lang {
     entry_words: words!["entry", "item", "line", "record"],
     product_words: words!["entries", "entry", "task", "tasks"],
     measure_of: words!["of"],
-    numbered_units: words!["chapter", "day", "lesson", "paragraph", "part", "scene", "stage", "step", "week"],
+    numbered_units: words![
+        "chapter",
+        "day",
+        "lesson",
+        "paragraph",
+        "part",
+        "scene",
+        "stage",
+        "stanza",
+        "step",
+        "verse",
+        "week",
+    ],
+    running_units: words!["chapter", "paragraph", "scene", "stanza", "verse"],
     named_units: words!["command", "concept", "name", "term", "word"],
     joins: words!["and", "or"],
     entry: "entry",
@@ -231,6 +254,8 @@ pub const EN: Lang = Lang {
     unit_numbered: ("Write ", ", about ", "."),
     unit: ("Write the ", " about ", "."),
     unit_named: ("Say what ", " is, in one sentence."),
+    unit_next: ("What happens next? Write ", "."),
+    ends: " ends: ",
     plural: Plural::English,
     numbers: numbers![
         ("one", 1),
@@ -285,7 +310,8 @@ pub const DE: Lang = Lang {
     entry_words: words!["eintrag", "zeile"],
     product_words: words!["aufgabe", "aufgaben", "eintrag", "einträge"],
     measure_of: words![],
-    numbered_units: words!["absatz", "kapitel", "schritt", "tag", "teil", "woche"],
+    numbered_units: words!["absatz", "kapitel", "schritt", "strophe", "szene", "tag", "teil", "woche"],
+    running_units: words!["absatz", "kapitel", "strophe", "szene"],
     named_units: words!["befehl", "begriff", "name", "wort"],
     joins: words!["oder", "und"],
     entry: "Eintrag",
@@ -296,6 +322,8 @@ pub const DE: Lang = Lang {
     unit_numbered: ("Schreibe ", " über ", "."),
     unit: ("Schreibe den ", " über ", "."),
     unit_named: ("Sag, was ", " ist, in einem Satz."),
+    unit_next: ("Wie geht es weiter? Schreibe ", "."),
+    ends: " endet: ",
     plural: Plural::Same,
     numbers: numbers![
         ("ein", 1),
@@ -347,7 +375,8 @@ pub const FR: Lang = Lang {
     entry_words: words!["entrée", "ligne"],
     product_words: words!["tâche", "tâches"],
     measure_of: words!["de"],
-    numbered_units: words!["chapitre", "jour", "paragraphe", "partie", "semaine", "étape"],
+    numbered_units: words!["chapitre", "jour", "paragraphe", "partie", "scène", "semaine", "strophe", "étape"],
+    running_units: words!["chapitre", "paragraphe", "scène", "strophe"],
     named_units: words!["commande", "concept", "mot", "nom", "terme"],
     joins: words!["et", "ou"],
     entry: "entrée",
@@ -358,6 +387,8 @@ pub const FR: Lang = Lang {
     unit_numbered: ("Écris ", " sur ", "."),
     unit: ("Écris le ", " sur ", "."),
     unit_named: ("Dis ce qu'est ", ", en une phrase."),
+    unit_next: ("Que se passe-t-il ensuite ? Écris ", "."),
+    ends: " se termine : ",
     plural: Plural::S,
     numbers: numbers![
         ("un", 1),
@@ -405,7 +436,8 @@ pub const ES: Lang = Lang {
     entry_words: words!["entrada", "línea"],
     product_words: words!["tarea", "tareas"],
     measure_of: words!["de"],
-    numbered_units: words!["capítulo", "día", "parte", "paso", "párrafo", "semana"],
+    numbered_units: words!["capítulo", "día", "escena", "estrofa", "parte", "paso", "párrafo", "semana"],
+    running_units: words!["capítulo", "escena", "estrofa", "párrafo"],
     named_units: words!["comando", "concepto", "nombre", "palabra", "término"],
     joins: words!["o", "y"],
     entry: "entrada",
@@ -416,6 +448,8 @@ pub const ES: Lang = Lang {
     unit_numbered: ("Escribe ", " sobre ", "."),
     unit: ("Escribe el ", " sobre ", "."),
     unit_named: ("Di qué es ", ", en una frase."),
+    unit_next: ("¿Qué pasa después? Escribe ", "."),
+    ends: " termina: ",
     plural: Plural::S,
     numbers: numbers![
         ("uno", 1),
@@ -445,6 +479,7 @@ pub const NEUTRAL: Lang = Lang {
     product_words: words![],
     measure_of: words![],
     numbered_units: words![],
+    running_units: words![],
     named_units: words![],
     joins: words![],
     entry: "",
@@ -455,6 +490,8 @@ pub const NEUTRAL: Lang = Lang {
     unit_numbered: ("", "", ""),
     unit: ("", "", ""),
     unit_named: ("", ""),
+    unit_next: ("", ""),
+    ends: "",
     plural: Plural::Same,
     numbers: numbers![],
     spans: &[],
@@ -535,6 +572,11 @@ impl Lang {
         self.numbered_units.contains(unit)
     }
 
+    /// Whether `unit` (any case) is a running unit: numbered, with no subject of its own.
+    pub fn is_running(&self, unit: &str) -> bool {
+        self.running_units.contains(unit)
+    }
+
     /// Whether `unit` (singular, any case) is a name with a text of its own.
     pub fn is_named(&self, unit: &str) -> bool {
         self.named_units.contains(unit)
@@ -564,6 +606,7 @@ mod tests {
                 lang.product_words,
                 lang.measure_of,
                 lang.numbered_units,
+                lang.running_units,
                 lang.named_units,
             ] {
                 assert!(list.0.is_empty() || list.0.ends_with(' '), "{}: {:?}", lang.code, list.0);
@@ -577,6 +620,16 @@ mod tests {
                     assert!(w.len() <= LOOKUP_MAX_BYTES);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_running_unit_is_numbered() {
+        for lang in ALL {
+            for unit in lang.running_units.iter() {
+                assert!(lang.is_numbered(unit), "{}: {unit}", lang.code);
+            }
+            assert!(lang.running_units.iter().next().is_some(), "{}", lang.code);
         }
     }
 

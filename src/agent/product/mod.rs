@@ -48,7 +48,9 @@ use crate::memory::query::{EntryId, Query, Results, Sort};
 use crate::memory::store::recall::Ranked;
 use crate::memory::store::Store;
 use crate::memory::working::WorkingSet;
-use entry::{head, is_sentence, name_start, own_tag, plan_items, shown_line, slug, subject_of};
+use entry::{
+    head, is_sentence, last_sentence, name_start, own_tag, plan_items, shown_line, slug, split_entry, subject_of,
+};
 use judge::{lower_hash, Gist, Words};
 use task::{as_tag, Task, Word, UNIT_MAX_BYTES};
 
@@ -237,6 +239,12 @@ impl Product {
         }
     }
 
+    /// Whether the task's unit is a running one ([`task::Task::running`]): the next goes on
+    /// from the last, with no outline.
+    pub fn running(&self) -> bool {
+        self.task.running
+    }
+
     /// Whether there is a task.
     pub fn active(&self) -> bool {
         self.task.key.is_some()
@@ -339,7 +347,7 @@ impl Product {
         // The plan's first free subject is asked about next.
         self.subject.clear();
         let plan = normalize(PLAN_KEY).ok().and_then(|k| working.get(&k)).unwrap_or("");
-        if let Some(s) = plan_items(plan).find(|s| self.is_free(s)) {
+        if let Some(s) = plan_items(plan).find(|s| !self.task.running && self.is_free(s)) {
             let _ = self.subject.push_str(s);
         }
         self.write_head();
@@ -353,6 +361,12 @@ impl Product {
     fn write_head(&mut self) {
         self.head.clear();
         self.label.clear();
+        if self.task.running {
+            // A running unit has no subject: its head is its label.
+            self.task.label(self.next_number(), &mut self.label);
+            let _ = self.head.push_str(self.label.as_str());
+            return;
+        }
         if self.subject.is_empty() {
             return;
         }
@@ -528,10 +542,22 @@ impl Product {
         }
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
-            out.push_str(shown_line(v))?;
-            out.push_str("\n")?;
+            if !self.task.running {
+                out.push_str(shown_line(v))?;
+                out.push_str("\n")?;
+            }
             let _ = self.seen.push(self.seen_of(v));
             self.shown += 1;
+        }
+        // A running unit goes on from the last sentence of the newest: a small model shown a
+        // whole paragraph wrote it again, and one shown the whole story wrote its first again
+        // (docs/measurements.md, "Units read straight through").
+        if let Some(v) = ids.as_slice().first().and_then(|&id| store.value(id).ok()).filter(|_| self.task.running) {
+            let (h, _, text) = split_entry(v);
+            out.push_str(h.trim())?;
+            out.push_str(self.task.lang.ends)?;
+            out.push_str(last_sentence(text))?;
+            out.push_str("\n")?;
         }
         if self.subject.is_empty() {
             self.read_first(store);
@@ -638,7 +664,7 @@ impl Product {
     /// What to ask a model whose reply a grammar or a schema writes: the unit about the plan's
     /// next subject, else an outline.
     pub fn ask(&self) -> ProductAsk<'_> {
-        if self.subject.is_empty() {
+        if self.subject.is_empty() && !self.task.running {
             ProductAsk::Outline {
                 key: PLAN_KEY,
                 prefix: self.prefix.as_str(),
@@ -671,6 +697,10 @@ impl Product {
                 let (a, b) = lang.outline;
                 out.format(format_args!("{}{}{}\n", a, self.task.phrase, b))
             }
+            ProductAsk::Unit { .. } if self.task.running => {
+                let (a, b) = lang.unit_next;
+                out.format(format_args!("{}{}{}\n", a, self.label, b))
+            }
             ProductAsk::Unit { .. } if self.task.named && !self.task.numbered => {
                 let (a, b) = lang.unit_named;
                 out.format(format_args!("{}{}{}\n", a, self.subject, b))
@@ -688,7 +718,7 @@ impl Product {
     pub fn write_ask(&self, out: &mut FixedBuf) -> Result<()> {
         let Some(key) = self.task.key else { return Ok(()) };
         let lang = self.task.lang;
-        if !self.subject.is_empty() && lang.asks() {
+        if (!self.subject.is_empty() || self.task.running) && lang.asks() {
             self.write_question(ProductAsk::Unit { head: self.head.as_str(), latin: self.latin }, out)?;
         }
         let unit = if self.task.unit.is_empty() { "entry" } else { self.task.unit.as_str() };
@@ -707,6 +737,10 @@ impl Product {
     /// `scratch` holds the new plan.
     pub fn settle(&mut self, working: &mut WorkingSet, scratch: &mut FixedBuf, now: u64, unsure: &str) -> Result<()> {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
+        if self.task.running {
+            // No outline plans a running unit, and it has no subject to remember.
+            return Ok(());
+        }
         let outline = self.subject.is_empty();
         if !outline {
             if self.asked.is_full() {

@@ -66,6 +66,9 @@ pub struct Task {
     pub phrase: ArrayString<PHRASE_MAX_BYTES>,
     /// Whether a reader numbers the unit ("Day 3"): its entries are labelled so.
     pub numbered: bool,
+    /// Whether the unit is numbered with no subject of its own ("Paragraph 3"): each goes on
+    /// from the one before ([`super::lang::Lang::running_units`]).
+    pub running: bool,
     /// Whether its unit is a name with a text of its own ("term", "command").
     pub named: bool,
     /// How many units the task asks for, when it says ("a five-day trip", "List 10 tips").
@@ -86,6 +89,7 @@ impl Task {
             units: ArrayString::new(),
             phrase: ArrayString::new(),
             numbered: false,
+            running: false,
             named: false,
             count: None,
             words: ArrayVec::new(),
@@ -164,6 +168,7 @@ impl Task {
         }
         let _ = self.unit.push_str(crate::bytes::str_prefix(found, UNIT_MAX_BYTES));
         self.numbered = lang.is_numbered(found);
+        self.running = lang.is_running(found);
         self.named = lang.is_named(found);
         // The task's own plural: a word of it that starts with the unit and is at most three
         // letters longer ("Begriffe", "tips").

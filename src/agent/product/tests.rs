@@ -716,13 +716,13 @@ fn an_outline_yields_the_items_that_differ_from_its_earlier_ones() {
 fn an_outline_item_that_names_the_tasks_unit_is_neither_saved_nor_planned() {
     let (_d, mut s) = store("product-own-unit");
     let mut p = Product::new();
-    let task = "Write a short story about a lighthouse keeper, one paragraph per entry.";
+    let task = "Write a beginner's guitar course, one lesson per entry.";
     let mut w = working(task);
     view(&mut p, &w, &mut s, task);
-    let plan = "Paragraphs:\n1. The first paragraph describes the keeper and his lonely work.\n\
-                2. The keeper climbs the stairs at dusk and lights the great lamp.\n\
-                3. The next paragraphs tell of a storm.\n\
-                4. A storm rises over the bay and a ship loses its way in the dark.";
+    let plan = "Lessons:\n1. The first lesson describes the guitar and how to hold it.\n\
+                2. Hold the pick loosely between the thumb and the first finger.\n\
+                3. The next lessons teach the chords.\n\
+                4. Play the open E minor chord and strum it slowly with a steady beat.";
     w.add(&normalize(PLAN_KEY).unwrap(), plan, 2).unwrap();
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2, "").unwrap();
@@ -730,8 +730,8 @@ fn an_outline_item_that_names_the_tasks_unit_is_neither_saved_nor_planned() {
     assert_eq!(
         units,
         [
-            "Paragraph 1 – The keeper climbs the stairs at dusk and lights the great lamp.",
-            "Paragraph 1 – A storm rises over the bay and a ship loses its way in the dark."
+            "Lesson 1 – Hold the pick loosely between the thumb and the first finger.",
+            "Lesson 1 – Play the open E minor chord and strum it slowly with a steady beat."
         ]
     );
     let (_d2, mut s2) = store("product-own-unit-facts");
@@ -742,4 +742,50 @@ fn an_outline_item_that_names_the_tasks_unit_is_neither_saved_nor_planned() {
         .unwrap();
     p.settle(&mut w, &mut scratch, 3, "").unwrap();
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Valves"));
+}
+
+/// A story's paragraphs are read straight through: no outline plans them, each is asked for by
+/// its label alone, goes on from the last sentence of the one before, and one that says an
+/// earlier paragraph again is refused; an outline's plan left in working memory is not used.
+#[test]
+fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
+    let (_d, mut s) = store("product-running");
+    let mut p = Product::new();
+    let task = "Write a short story about a lighthouse keeper, one paragraph per entry.";
+    let mut w = working(task);
+    w.add(&normalize(PLAN_KEY).unwrap(), "Paragraphs:\n1. The storm\n2. The rescue", 1).unwrap();
+    let (v, q) = view(&mut p, &w, &mut s, task);
+    assert!(p.running());
+    assert_eq!(v, format!("<product>\n{task}\n</product>\n"));
+    assert_eq!(q, "What happens next? Write Paragraph 1.\n");
+    assert!(matches!(p.ask(), ProductAsk::Unit { head: "Paragraph 1", .. }), "no outline, no subject");
+    let first =
+        "Paragraph 1: Tom kept the light on the cliff for thirty years. One night a storm came in from the sea.";
+    let key = save(&p, &mut s, first);
+    assert_eq!(key.as_str(), "lighthouse,paragraph_1,story");
+    p.saved(first);
+    let (v, q) = view(&mut p, &w, &mut s, task);
+    assert_eq!(
+        v,
+        format!("<product>\n{task}\nParagraph 1 ends: One night a storm came in from the sea.\n</product>\n")
+    );
+    assert_eq!(q, "What happens next? Write Paragraph 2.\n");
+    assert!(matches!(p.ask(), ProductAsk::Unit { head: "Paragraph 2", .. }));
+    let again = "Paragraph 2: Tom kept the light on the cliff for thirty years. One night a storm came in.";
+    let judge = |p: &Product, v: &str| p.judge(&p.file(p.key().unwrap(), v).unwrap().unwrap(), v);
+    assert!(matches!(judge(&p, again), Verdict::Repeat(_)), "a paragraph said again");
+    let next = "Paragraph 2: The waves broke over the rocks, and a small boat lost its way in the dark.";
+    assert_eq!(judge(&p, next), Verdict::New);
+    // Settling changes nothing: the plan is not read, and nothing is remembered as asked.
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    let (_, q) = view(&mut p, &w, &mut s, task);
+    assert_eq!(q, "What happens next? Write Paragraph 2.\n");
+    // A German story: the question in German.
+    let mut g = Product::new();
+    let task = "Schreibe eine Geschichte über einen Leuchtturmwärter, ein Eintrag pro Absatz.";
+    let w = working(task);
+    let (_, q) = view(&mut g, &w, &mut s, task);
+    assert!(g.running());
+    assert_eq!(q, "Wie geht es weiter? Schreibe Absatz 1.\n");
 }
