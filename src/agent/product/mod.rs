@@ -173,8 +173,12 @@ pub struct Product {
     label: ArrayString<UNIT_MAX_BYTES>,
     /// Hashes (48 bits) of the subjects asked about for this task, oldest first.
     asked: ArrayVec<u64, PRODUCT_ASKED_MAX>,
-    /// Outlines in a row that planned nothing new.
+    /// Outlines in a row that planned nothing new; for a running unit, asks in a row that
+    /// saved none.
     barren: u32,
+    /// The product's entries when the prompt was built: a running unit asked for and not
+    /// saved leaves [`Product::written`] at it.
+    written_asked: usize,
     /// The units in one sentence the last outline wrote, still to be saved, without their
     /// labels ([`Product::next_unit`] labels them).
     units: ArrayVec<ArrayString<ITEM_MAX_BYTES>, PLAN_SUBJECTS_MAX>,
@@ -231,6 +235,7 @@ impl Product {
             label: ArrayString::new(),
             asked: ArrayVec::new(),
             barren: 0,
+            written_asked: 0,
             units: ArrayVec::new(),
             written: 0,
             ranked: Ranked::new(),
@@ -336,6 +341,7 @@ impl Product {
                 }
             }
         }
+        self.written_asked = self.written;
         crate::sort::sort(self.taken.as_mut_slice());
         let mut distinct: ArrayVec<Word, PRODUCT_TAKEN_MAX> = ArrayVec::new();
         for w in self.taken.iter() {
@@ -550,9 +556,11 @@ impl Product {
             self.shown += 1;
         }
         // A running unit goes on from the last sentence of the newest: a small model shown a
-        // whole paragraph wrote it again, and one shown the whole story wrote its first again
-        // (docs/measurements.md, "Units read straight through").
-        if let Some(v) = ids.as_slice().first().and_then(|&id| store.value(id).ok()).filter(|_| self.task.running) {
+        // whole paragraph wrote it again, and one shown the whole story wrote its first again.
+        // After an ask that saved none (the model wrote that sentence again), the next starts
+        // from the task alone (docs/measurements.md, "Units read straight through").
+        let ending = self.task.running && self.barren == 0;
+        if let Some(v) = ids.as_slice().first().and_then(|&id| store.value(id).ok()).filter(|_| ending) {
             let (h, _, text) = split_entry(v);
             out.push_str(h.trim())?;
             out.push_str(self.task.lang.ends)?;
@@ -738,7 +746,12 @@ impl Product {
     pub fn settle(&mut self, working: &mut WorkingSet, scratch: &mut FixedBuf, now: u64, unsure: &str) -> Result<()> {
         let Ok(key) = normalize(PLAN_KEY) else { return Ok(()) };
         if self.task.running {
-            // No outline plans a running unit, and it has no subject to remember.
+            // No outline plans a running unit, and it has no subject to remember; a unit asked
+            // for and not saved counts, so that the next ask is not the same (see `render`).
+            self.barren = match self.written > self.written_asked {
+                true => 0,
+                false => self.barren.saturating_add(1).min(BARREN_MAX),
+            };
             return Ok(());
         }
         let outline = self.subject.is_empty();

@@ -776,11 +776,25 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     assert!(matches!(judge(&p, again), Verdict::Repeat(_)), "a paragraph said again");
     let next = "Paragraph 2: The waves broke over the rocks, and a small boat lost its way in the dark.";
     assert_eq!(judge(&p, next), Verdict::New);
-    // Settling changes nothing: the plan is not read, and nothing is remembered as asked.
+    // An ask that saved none: the plan is not read, nothing is remembered as asked, and the
+    // next ask starts from the task alone (the model wrote the sentence shown again); one
+    // that saved a unit goes on from its last sentence again, after a restart too.
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2, "").unwrap();
-    let (_, q) = view(&mut p, &w, &mut s, task);
+    let (v, q) = view(&mut p, &w, &mut s, task);
     assert_eq!(q, "What happens next? Write Paragraph 2.\n");
+    assert_eq!(v, format!("<product>\n{task}\n</product>\n"));
+    assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Paragraphs:\n1. The storm\n2. The rescue"));
+    save(&p, &mut s, next);
+    p.saved(next);
+    p.settle(&mut w, &mut scratch, 3, "").unwrap();
+    let mut state = ArrayString::new();
+    p.state(&mut state);
+    let mut again = Product::new();
+    again.restore(state.as_str());
+    let (v, q) = view(&mut again, &w, &mut s, task);
+    assert_eq!(q, "What happens next? Write Paragraph 3.\n");
+    assert_eq!(v, format!("<product>\n{task}\nParagraph 2 ends: The waves broke over the rocks, and a small boat lost its way in the dark.\n</product>\n"));
     // A German story: the question in German.
     let mut g = Product::new();
     let task = "Schreibe eine Geschichte über einen Leuchtturmwärter, ein Eintrag pro Absatz.";
