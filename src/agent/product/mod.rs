@@ -729,6 +729,13 @@ impl Product {
         if (!self.subject.is_empty() || self.task.running) && lang.asks() {
             self.write_question(ProductAsk::Unit { head: self.head.as_str(), latin: self.latin }, out)?;
         }
+        if self.task.running {
+            return out.format(format_args!(
+                "Save it with tags {} and a value that starts with \"{}: \".\n",
+                key.as_str(),
+                self.label
+            ));
+        }
         let unit = if self.task.unit.is_empty() { "entry" } else { self.task.unit.as_str() };
         out.format(format_args!(
             "Save the next {} with tags {} and a value that starts with its subject and a colon.\n",

@@ -759,6 +759,12 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     assert_eq!(v, format!("<product>\n{task}\n</product>\n"));
     assert_eq!(q, "What happens next? Write Paragraph 1.\n");
     assert!(matches!(p.ask(), ProductAsk::Unit { head: "Paragraph 1", .. }), "no outline, no subject");
+    let mut free = FixedBuf::with_capacity("ask", 4096);
+    p.write_ask(&mut free).unwrap();
+    assert_eq!(
+        free.text().unwrap(),
+        "What happens next? Write Paragraph 1.\nSave it with tags lighthouse,story and a value that starts with \"Paragraph 1: \".\n"
+    );
     let first =
         "Paragraph 1: Tom kept the light on the cliff for thirty years. One night a storm came in from the sea.";
     let key = save(&p, &mut s, first);
