@@ -308,6 +308,23 @@ fn stem_hash(mut h: u64, word: &str) -> u64 {
 /// (docs/measurements.md, "Units that say it again in other words").
 const GIST_SHARED_MIN: usize = 3;
 
+/// Most words of a subject kept by stem ([`Subject`]).
+const SUBJECT_STEMS_MAX: usize = 6;
+
+/// The stems of a numbered unit's subject ("Kyoto", "Fushimi Inari"): a day whose text names
+/// only the other days' places, the task and its own says nothing of its own ("Day 3 – Nara:
+/// Tokyo and Hiroshima."; docs/measurements.md, "Days that name the other days").
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Subject(ArrayVec<u32, SUBJECT_STEMS_MAX>);
+
+impl Subject {
+    /// Whether `word` shares its stem with a word of the subject.
+    fn has(&self, word: &str) -> bool {
+        let h = stem_hash(fnv1a64(b""), word) as u32;
+        self.0.as_slice().contains(&h)
+    }
+}
+
 /// The distinct stems of a unit's words of content ([`content_words`]), sorted: what it says,
 /// whatever it opens with. Empty for a named unit, whose name tells it apart.
 #[derive(Clone, Copy, Debug, Default)]
@@ -420,7 +437,27 @@ impl Product {
             words: Words::of(value),
             opening: self.opening(value),
             gist: self.gist(value),
+            subject: self.subject_stems(value),
         }
+    }
+
+    /// The stems of the words of content of `value`'s subject, for a numbered unit about a
+    /// subject (a day about a place); none for other units.
+    fn subject_stems(&self, value: &str) -> Subject {
+        let mut out = Subject::default();
+        if !self.task.numbered || self.task.running {
+            return out;
+        }
+        let lang = self.task.lang;
+        for w in
+            words(subject_of(head(value))).filter(|w| !lang.is_sentence_word(w) && w.chars().any(char::is_alphabetic))
+        {
+            let h = stem_hash(fnv1a64(b""), w) as u32;
+            if !out.0.is_full() && !out.0.as_slice().contains(&h) {
+                let _ = out.0.push(h);
+            }
+        }
+        out
     }
 
     /// Reads the words of the prompt's own instructions (the heads before the product), at
@@ -484,10 +521,13 @@ impl Product {
             let mut t = Word::new();
             let from_task = as_tag(w, &mut t) && self.is_task_word(&t, true);
             let head_word = |x: &str| !lang.is_sentence_word(x) && same_stem(x, t.as_str());
-            known += usize::from(from_task || lang::words(h).any(head_word));
+            let other = self.seen.iter().any(|e| e.subject.has(w));
+            known += usize::from(from_task || other || lang::words(h).any(head_word));
         }
         if content > 0 && known * 10 >= content * 7 {
-            return Verdict::Repeat("the text only repeats its subject, the task and the prompt; say something new");
+            return Verdict::Repeat(
+                "the text only repeats its subject, the task and what <product> names; say something new",
+            );
         }
         if self.about_the_task(value) {
             return Verdict::Doubt("it talks about the task and its entries; write about the task's subject");

@@ -127,13 +127,15 @@ pub enum Verdict {
 }
 
 /// What an entry the view shows says: the hash of its head, the words of its value, the hash
-/// of its opening ([`judge::opening`]) and its gist ([`Gist`]).
+/// of its opening ([`judge::opening`]), its gist ([`Gist`]) and, for a numbered unit about a
+/// subject, its subject's words by stem ([`judge::Subject`]).
 #[derive(Clone, Copy, Default)]
 struct Seen {
     head: u64,
     words: Words,
     opening: u64,
     gist: Gist,
+    subject: judge::Subject,
 }
 
 /// See the module documentation.

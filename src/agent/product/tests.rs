@@ -809,3 +809,36 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     assert!(g.running());
     assert_eq!(q, "Wie geht es weiter? Schreibe Absatz 1.\n");
 }
+
+/// A day whose text names only the other days' places, the task and its own says nothing of
+/// its own ("Day 3 – Nara: Tokyo and Hiroshima."); one that says what to do there is new. A
+/// tip may name what another tip's subject names: tips are not numbered units about places.
+#[test]
+fn a_day_that_only_names_the_other_days_is_refused() {
+    let (_d, mut s) = store("product-other-days");
+    let task = "Plan a one-week trip to Japan, one day per entry.";
+    let mut p = Product::new();
+    let w = working(task);
+    view(&mut p, &w, &mut s, task);
+    for v in
+        ["Day 1 – Tokyo: Walk through the old streets of Asakusa.", "Day 2 – Hiroshima: Visit the Peace Memorial Park."]
+    {
+        save(&p, &mut s, v);
+        p.saved(v);
+    }
+    view(&mut p, &w, &mut s, task);
+    let judge = |p: &Product, value: &str| p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value);
+    for copy in ["Day 3 – Nara: Tokyo and Hiroshima.", "Day 3 – Nara: Tokyo and Hiroshima, Japan, Nara."] {
+        assert!(matches!(judge(&p, copy), Verdict::Repeat(_)), "{copy}");
+    }
+    let day = "Day 3 – Nara: Feed the deer in Nara Park and see the great Buddha of Todaiji.";
+    assert_eq!(judge(&p, day), Verdict::New);
+    let (_d2, mut s2) = store("product-other-tips");
+    let mut t = Product::new();
+    let w = working(TIPS);
+    view(&mut t, &w, &mut s2, TIPS);
+    save(&t, &mut s2, "Stake the plants: Tie the stems to a stake as they grow.");
+    view(&mut t, &w, &mut s2, TIPS);
+    let tip = "Water deeply: Water the plants deeply at the base of the stake.";
+    assert_eq!(judge(&t, tip), Verdict::New);
+}
