@@ -32,7 +32,7 @@ a cache folder outside the repository, ${LKJAGENT_MODEL_CACHE:-~/.cache/lkjagent
    agent.iterate.max_iterations and the task changed), with the exchange log on.
    - Tasks (tools/model_judge.py): unset or "default" the seven tasks (astronomy glossary, shell
      commands list, tomato tips, planet facts, lighthouse story, Japan plan, German astronomy
-     glossary); "heldout" four more of these shapes on other subjects, not to tune on; "all"
+     glossary); "heldout" six more of these shapes on other subjects, not to tune on; "all"
      both; or task names separated by commas. MODEL_CHECK_TASK_TEXT="..." runs one task of your
      own instead (MODEL_CHECK_TASK_LANG its language, default en): its entries are printed for
      you to read, none counted kept.

@@ -279,6 +279,13 @@ weighs weigh makes make gives give covers cover appears appear shines shine trav
 move means can could would will became become becomes known called named formed form comes come
 """.split())
 
+DOG_STORY = wordset("""
+girl girls dog dogs puppy puppies pup lost found find finds finding owner owners home house street
+streets park road collar tag leash bark barked barking tail paw paws fur ran run running search
+searched poster posters neighbor neighbour neighbors neighbours family mother father mom dad
+friend friends school rain night morning walk walked name named she her he his they them
+""")
+
 STORY = wordset("""
 keeper keepers lighthouse lighthouses lamp lantern light lights beam beams sea seas ocean oceans
 wave waves tide tides storm storms wind winds rain fog mist night nights dark darkness ship ships
@@ -424,6 +431,8 @@ HELDOUT = [
     ("bees", "facts", "en", "Collect interesting facts about honeybees.", {"subject": BEES}),
     ("houseplants", "tips", "en", "Give advice for keeping houseplants alive, one piece of advice per entry.",
      {"subject": HOUSEPLANTS}),
+    ("dog", "story", "en",
+     "Write a short story about a girl who finds a lost dog, one paragraph per entry.", {"world": DOG_STORY}),
 ]
 
 
@@ -431,7 +440,7 @@ def selected_tasks():
     """MODEL_CHECK_TASK_TEXT set: that one task as a user wrote it (named "own", in the language
     MODEL_CHECK_TASK_LANG, default "en"), of no shape the judge knows: its entries pass the rules
     across all shapes and are then left to a person to read. Else MODEL_CHECK_TASKS: unset or
-    'default' the 7 tasks, 'heldout' the held-out 5, 'all' both; else a comma-separated list of
+    'default' the 7 tasks, 'heldout' the held-out 6, 'all' both; else a comma-separated list of
     task names."""
     own = os.environ.get("MODEL_CHECK_TASK_TEXT", "").strip()
     if own:
