@@ -63,3 +63,24 @@ fn usage_and_io_errors() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("--max-actions"));
 }
+
+/// A reader that has gone before the output comes (`lkjagent parse-reply FILE | head -c 1`
+/// once `head` has its byte) is an I/O error and exit 1, not a panic and an abort (134).
+#[test]
+fn output_to_a_closed_pipe_is_an_io_error() {
+    let p = temp_file(b"<agent><next_state>evaluating</next_state></agent>");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lkjagent"))
+        .args(["parse-reply", p.to_str().unwrap()])
+        .env_remove("LKJAGENT_DATA")
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    remove(&p);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr);
+    assert!(stderr.contains("\"code\":\"IO\"") && stderr.contains("cannot write the output"), "{}", stderr);
+    assert!(!stderr.contains("panicked"), "{}", stderr);
+}

@@ -4,7 +4,7 @@
 //! it and reuse it with other tools. It only looks: nothing is written.
 
 use super::args::Args;
-use super::util::{open_store_read_only, StoreRead};
+use super::util::{open_store_read_only, say, write_all, write_error, StoreRead};
 use crate::agent::config;
 use crate::agent::constrain::Constrainer;
 use crate::agent::engine::PINNED_KEYS;
@@ -14,6 +14,7 @@ use crate::grammar::Mode;
 use crate::json::Document;
 use crate::limits::{MEMORY_FILE_MAX_BYTES, MEMORY_FILE_MAX_NODES};
 use crate::memory::file::{decode_bytes, MemoryFile, MEMORY_FILE};
+use std::io::Write as _;
 use std::path::Path;
 
 const HELP: &str = "\
@@ -54,9 +55,11 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
     };
     let cfg = config::load(data)?;
     if list {
+        let mut out = std::io::stdout().lock();
         for s in &cfg.agent.states {
-            println!("{}", s);
+            say(&mut out, format_args!("{}", s))?;
         }
+        out.flush().map_err(write_error)?;
         return Ok(super::EXIT_OK);
     }
     let memory = read_memory(data)?;
@@ -95,10 +98,13 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
         &cfg.agent.log_prefixes(),
         Some(&product).filter(|_| state != crate::states::PAGING),
     )?;
-    print!("{}", c.text());
+    // Written, not printed: a reader that closed the pipe early is an error, not a panic.
+    let mut out = std::io::stdout().lock();
+    write_all(&mut out, c.text())?;
     if mode == Mode::JsonSchema {
-        println!();
+        write_all(&mut out, "\n")?;
     }
+    out.flush().map_err(write_error)?;
     Ok(super::EXIT_OK)
 }
 

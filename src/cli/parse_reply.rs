@@ -77,6 +77,9 @@ pub fn run(mut args: Args) -> Result<i32> {
         w.string(&feedback)?;
     }
     w.end_object()?;
-    println!("{}", out);
+    // Written, not printed: a reader that closed the pipe early is an error, not a panic.
+    let mut stdout = std::io::stdout().lock();
+    super::util::say(&mut stdout, format_args!("{}", out))?;
+    std::io::Write::flush(&mut stdout).map_err(super::util::write_error)?;
     Ok(if it.is_empty() { super::EXIT_FAILURE } else { super::EXIT_OK })
 }
