@@ -1235,6 +1235,34 @@ fn demo_walks_every_state_and_action() {
     assert_eq!(read_memory(&d.path().join("demo-run")).iteration, m.iteration);
 }
 
+/// A stdout that is gone (`lkjagent demo | head -1` once `head` has its line) stops the loop
+/// after its cycle is persisted, said once on stderr: no panic, no abort (exit 134 before).
+#[test]
+fn a_closed_stdout_stops_the_loop_cleanly() {
+    let d = TempDir::new("demo-closed-stdout");
+    for f in ["config.json", "memory.json", "demo.jsonl"] {
+        std::fs::write(d.path().join(f), shipped(f)).unwrap();
+    }
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lkjagent"))
+        .arg("--data")
+        .arg(d.path())
+        .arg("demo")
+        .env_remove("LKJAGENT_DATA")
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}", err);
+    assert_eq!(err.matches("cannot write to stdout").count(), 1, "{}", err);
+    assert!(!err.contains("panicked"), "{}", err);
+    // The first line failed before the loop began: no cycle ran, and the run's memory reads.
+    let m = read_memory(&d.path().join("demo-run"));
+    assert!(m.iteration <= 1, "{:?}", m);
+}
+
 /// An invalid config stops `run` at start-up with exit 2 and the key path of the problem.
 #[test]
 fn an_invalid_config_is_exit_2_with_the_key_path() {

@@ -25,6 +25,39 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Writes one line of the loop's output to stdout. A stdout that is gone (`lkjagent run |
+/// head -3` once `head` has its lines) is said once on stderr and stops the loop as a first
+/// signal does, after the cycle is persisted: a print would panic, and abort mid-run.
+macro_rules! show {
+    ($($arg:tt)*) => {
+        show_line(format_args!($($arg)*), "\n")
+    };
+}
+
+/// [`show!`] without the line's end (a terminal's `\r` and erase).
+macro_rules! show_raw {
+    ($($arg:tt)*) => {
+        show_line(format_args!($($arg)*), "")
+    };
+}
+
+/// See [`show!`].
+fn show_line(args: core::fmt::Arguments<'_>, end: &str) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static GONE: AtomicBool = AtomicBool::new(false);
+    if GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let written = out.write_fmt(args).and_then(|()| out.write_all(end.as_bytes())).and_then(|()| out.flush());
+    if let Err(e) = written {
+        GONE.store(true, Ordering::Relaxed);
+        let msg = "lkjagent: cannot write to stdout; stopping after this cycle, with memory persisted";
+        let _ = writeln!(std::io::stderr(), "{msg} ({e})");
+        signal::request_stop();
+    }
+}
+
 const RUN_HELP: &str = "\
 usage: lkjagent [--data DIR] run [--max-iterations N] [--exchange-log]
 
@@ -67,7 +100,7 @@ memory.json is byte for byte the one the recorded run left, when that file is gi
 /// `lkjagent run`.
 pub fn run(mut args: Args, data: &Path) -> Result<i32> {
     if args.help() {
-        print!("{}", RUN_HELP);
+        show_raw!("{}", RUN_HELP);
         return Ok(0);
     }
     let max = args.value("--max-iterations")?;
@@ -88,7 +121,7 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
     let model = Model::Client(Box::new(client));
     let agent = Agent::open(data, config, model, exchange)?;
     if let Some(dir) = agent.exchange_dir() {
-        println!("recording the exchange in {}", dir.display());
+        show!("recording the exchange in {}", dir.display());
     }
     drive(agent)
 }
@@ -96,7 +129,7 @@ pub fn run(mut args: Args, data: &Path) -> Result<i32> {
 /// `lkjagent demo`.
 pub fn demo(mut args: Args, data: &Path) -> Result<i32> {
     if args.help() {
-        print!("{}", DEMO_HELP);
+        show_raw!("{}", DEMO_HELP);
         return Ok(0);
     }
     args.finish("demo")?;
@@ -126,10 +159,10 @@ pub fn demo(mut args: Args, data: &Path) -> Result<i32> {
     config.agent.hard_limit.max_tokens = config.agent.hard_limit.max_tokens.max(head + 4 * DEMO_WORKING_MEMORY_TOKENS);
     let client = llm::Client::new(&config.llm)?;
     signal::install();
-    println!("demo: replaying {} in {}", data.join("demo.jsonl").display(), run_dir.display());
+    show!("demo: replaying {} in {}", data.join("demo.jsonl").display(), run_dir.display());
     let agent = Agent::open(&run_dir, config, Model::Client(Box::new(client)), false)?;
     let code = drive(agent)?;
-    println!(
+    show!(
         "demo: done. Look at {}/memory.json, {}/store.log and {}/logs/audit.jsonl",
         run_dir.display(),
         run_dir.display(),
@@ -141,7 +174,7 @@ pub fn demo(mut args: Args, data: &Path) -> Result<i32> {
 /// `lkjagent replay`.
 pub fn replay(mut args: Args, _data: &Path) -> Result<i32> {
     if args.help() {
-        print!("{}", REPLAY_HELP);
+        show_raw!("{}", REPLAY_HELP);
         return Ok(0);
     }
     let into = args.value("--into")?;
@@ -174,14 +207,14 @@ pub fn replay(mut args: Args, _data: &Path) -> Result<i32> {
     let agent = Agent::open_at(&target, config, Model::Recorded(Box::new(recorded)), false, opened)?;
     let code = drive(agent)?;
     let produced = target.join(crate::memory::file::MEMORY_FILE);
-    println!("replay: memory.json is {}", produced.display());
+    show!("replay: memory.json is {}", produced.display());
     if let Some(expect) = expect {
         let a = std::fs::read(&produced).map_err(|e| err!(Io, "cannot read {}: {}", produced.display(), e))?;
         let b = std::fs::read(&expect).map_err(|e| err!(Io, "cannot read {}: {}", expect, e))?;
         if a == b {
-            println!("replay: identical to {} ({} bytes)", expect, a.len());
+            show!("replay: identical to {} ({} bytes)", expect, a.len());
         } else {
-            println!("replay: DIFFERS from {} ({} vs {} bytes)", expect, a.len(), b.len());
+            show!("replay: DIFFERS from {} ({} vs {} bytes)", expect, a.len(), b.len());
             return Ok(1);
         }
     }
@@ -214,7 +247,7 @@ fn probe(config: &Config) {
     let mut client = match llm::Client::new(&settings) {
         Ok(c) => c,
         Err(e) => {
-            println!("llm: cannot probe {}: {}", config.llm.endpoint, e);
+            show!("llm: cannot probe {}: {}", config.llm.endpoint, e);
             return;
         }
     };
@@ -226,11 +259,11 @@ fn probe(config: &Config) {
                 llm::ModelState::Loading => "reachable, model loading",
                 llm::ModelState::Ready => "reachable, ready",
             };
-            println!("llm: {} ({}): {}", config.llm.endpoint, config.llm.model, what);
+            show!("llm: {} ({}): {}", config.llm.endpoint, config.llm.model, what);
         }
         Err(e) => {
-            println!("llm: {} is not answering: {}: {}", config.llm.endpoint, e.code(), e.message());
-            println!("llm: the agent will keep retrying; is the server running and the port right?");
+            show!("llm: {} is not answering: {}: {}", config.llm.endpoint, e.code(), e.message());
+            show!("llm: the agent will keep retrying; is the server running and the port right?");
         }
     }
 }
@@ -256,7 +289,7 @@ struct Shown {
 
 impl Observer for Shown {
     fn start(&mut self, agent: &Agent, max: i64) {
-        println!(
+        show!(
             "lkjagent: run {} in {} ({} cycle{}), state {}, iteration {}",
             agent.run_id(),
             agent.dir().display(),
@@ -277,21 +310,21 @@ impl Observer for Shown {
 
     fn cycle(&mut self, report: &CycleReport, agent: &Agent) {
         if self.streaming && self.tty {
-            print!("\r\x1b[K");
+            show_raw!("\r\x1b[K");
         }
         print_status(report, agent);
     }
 
     fn retry(&mut self, wait: Duration) {
-        println!("           retrying in {} s", wait.as_secs());
+        show!("           retrying in {} s", wait.as_secs());
     }
 
     fn end(&mut self, agent: &Agent, done: i64, why: &End) {
         match why {
-            End::SourceUsedUp => println!("lkjagent: the scripted replies are used up; stopping"),
+            End::SourceUsedUp => show!("lkjagent: the scripted replies are used up; stopping"),
             End::TaskDone => {
                 let (n, units) = agent.task_done().unwrap_or((0, ""));
-                println!(
+                show!(
                     "lkjagent: the task is done: its {} {} are written; stopping (change the task, or send a request with `lkjagent send`, to go on)",
                     n, units
                 );
@@ -300,9 +333,9 @@ impl Observer for Shown {
             End::Done | End::Stopped => {}
         }
         if signal::stop_requested() {
-            println!("lkjagent: stopped by signal after persisting; memory is intact");
+            show!("lkjagent: stopped by signal after persisting; memory is intact");
         }
-        println!(
+        show!(
             "lkjagent: {} cycle(s) done; state {}, iteration {}",
             done,
             agent.memory.state.as_str(),
@@ -319,7 +352,7 @@ fn print_status(r: &CycleReport, agent: &Agent) {
     let _ = write!(line, "cycle {:>4} {:<10} -> {:<10}", r.cycle, r.state.as_str(), r.next_state.as_str());
     if let Some(e) = &r.error {
         let _ = write!(line, " {}: {}", e.code(), e.message());
-        println!("{}", line.as_str());
+        show!("{}", line.as_str());
         return;
     }
     if r.invalid_reply {
@@ -366,5 +399,5 @@ fn print_status(r: &CycleReport, agent: &Agent) {
         let _ = write!(line, " | paged out {}", r.paged_out);
     }
     let _ = agent;
-    println!("{}", line.as_str());
+    show!("{}", line.as_str());
 }
