@@ -235,6 +235,17 @@ impl Words {
     }
 }
 
+/// The first sentence of `text`: up to its first `.`, `!` or `?` followed by a space, or all
+/// of it.
+fn first_sentence(text: &str) -> &str {
+    let t = text.trim();
+    let end = t
+        .char_indices()
+        .find(|&(i, c)| matches!(c, '.' | '!' | '?') && t.get(i + c.len_utf8()..).is_some_and(|r| r.starts_with(' ')))
+        .map_or(t.len(), |(i, _)| i);
+    t.get(..end).unwrap_or(t)
+}
+
 /// A unit's head and its text: the head before a `:` and the text after; for a unit in one
 /// sentence, its label (if any) and the sentence.
 pub(super) fn head_and_text(value: &str) -> (&str, &str) {
@@ -535,6 +546,12 @@ impl Product {
         }
         if self.about_the_task(value) {
             return Verdict::Doubt("it talks about the task and its entries; write about the task's subject");
+        }
+        // A running unit that opens with the sentence the view ends with says it again; one
+        // that goes on from it may share some of its words ("A ship sailed into the horizon."
+        // then "The ship sailed into the horizon, and the keeper could not believe it.").
+        if Words::of(first_sentence(body)).alike(&self.ending) {
+            return Verdict::Repeat("it opens with the sentence <product> ends with; write what happens next");
         }
         let hh = lower_hash(head(value));
         let all = Words::of(value);

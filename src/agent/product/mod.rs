@@ -153,6 +153,8 @@ pub struct Product {
     /// What each entry the view shows says, to tell a new unit from it ([`Product::judge`]).
     seen: ArrayVec<Seen, PRODUCT_VIEW_MAX_ENTRIES>,
     shown: usize,
+    /// The words of the sentence a running unit's view ends with ([`Product::render`]).
+    ending: Words,
     heading_bytes: usize,
     /// The view's first (oldest) entry: it grows at its end until full, then starts again.
     view_from: EntryId,
@@ -225,6 +227,7 @@ impl Product {
             taken: ArrayVec::new(),
             seen: ArrayVec::new(),
             shown: 0,
+            ending: Words::default(),
             heading_bytes: 0,
             view_from: 0,
             firsts: Results::with_capacity(OUTLINE_FIRST_SCAN),
@@ -527,6 +530,7 @@ impl Product {
     pub fn render(&mut self, task: &str, store: &mut Store, out: &mut FixedBuf, max_bytes: usize) -> Result<()> {
         self.seen.clear();
         self.shown = 0;
+        self.ending = Words::default();
         self.heading_bytes = 0;
         self.first.clear();
         if !self.active() {
@@ -567,6 +571,7 @@ impl Product {
             out.push_str(h.trim())?;
             out.push_str(self.task.lang.ends)?;
             out.push_str(last_sentence(text))?;
+            self.ending = Words::of(last_sentence(text));
             out.push_str("\n")?;
         }
         if self.subject.is_empty() {

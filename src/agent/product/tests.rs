@@ -782,6 +782,13 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     assert!(matches!(judge(&p, again), Verdict::Repeat(_)), "a paragraph said again");
     let next = "Paragraph 2: The waves broke over the rocks, and a small boat lost its way in the dark.";
     assert_eq!(judge(&p, next), Verdict::New);
+    // One that opens with the sentence shown says it again; one that goes on from it may
+    // share some of its words.
+    let echo = "Paragraph 2: One night a storm came in from the sea. The harbour master's daughter rowed out in a \
+                small boat, singing old songs to the gulls while her brother mended nets by the fire.";
+    assert!(matches!(judge(&p, echo), Verdict::Repeat(_)), "{echo}");
+    let on = "Paragraph 2: The storm tore at the tower all night, and Tom climbed the stairs to keep the lamp lit.";
+    assert_eq!(judge(&p, on), Verdict::New);
     // An ask that saved none: the plan is not read, nothing is remembered as asked, and the
     // next ask starts from the task alone (the model wrote the sentence shown again); one
     // that saved a unit goes on from its last sentence again, after a restart too.
