@@ -521,13 +521,18 @@ impl Product {
                 "the text is written in letters the task's language does not use; write it in the task's language",
             );
         }
+        // A running unit is prose: the exemption of a few words ("Tokyo, Japan.") is for a unit
+        // about a subject ("Absatz 4: Ëxemplar 2, 1986." was stored six times in a row).
+        let lang = self.task.lang;
+        if self.task.running && lang.asks() && !lang::words(body).any(|w| lang.is_sentence_word(w)) {
+            return Verdict::Doubt("the text has no sentence of the task's language; write whole sentences");
+        }
         let text = Words::of(body);
         if text.within(&Words::of(h)) {
             return Verdict::Repeat("the text only repeats the subject; say something about it");
         }
         // What the text says beyond its head and the task: its words of content (not sentence
-        // words, not numbers) that share no stem with a word of either.
-        let lang = self.task.lang;
+        // words, not numbers) that share no stem with a word of either, nor are the question's.
         let (mut content, mut known) = (0usize, 0usize);
         let content_words =
             lang::words(body).filter(|w| !lang.is_sentence_word(w) && w.chars().any(char::is_alphabetic));
@@ -537,7 +542,7 @@ impl Product {
             let from_task = as_tag(w, &mut t) && self.is_task_word(&t, true);
             let head_word = |x: &str| !lang.is_sentence_word(x) && same_stem(x, t.as_str());
             let other = self.seen.iter().any(|e| e.subject.has(w));
-            known += usize::from(from_task || other || lang::words(h).any(head_word));
+            known += usize::from(from_task || other || lang.in_question(w) || lang::words(h).any(head_word));
         }
         if content > 0 && known * 10 >= content * 7 {
             return Verdict::Repeat(

@@ -572,6 +572,23 @@ impl Lang {
         self.numbered_units.contains(unit)
     }
 
+    /// Whether `word` (any case) is a word of one of the questions the agent asks of a unit
+    /// ("Wie geht es weiter? Schreibe ..."): a text made of them copies the prompt.
+    pub fn in_question(&self, word: &str) -> bool {
+        let asked = [
+            self.unit_next.0,
+            self.unit_next.1,
+            self.unit_numbered.0,
+            self.unit_numbered.1,
+            self.unit.0,
+            self.unit.1,
+            self.unit_named.0,
+            self.unit_named.1,
+        ];
+        let lower = |w: &str| w.chars().flat_map(char::to_lowercase).eq(word.chars().flat_map(char::to_lowercase));
+        asked.iter().any(|q| words(q).any(lower))
+    }
+
     /// Whether `unit` (any case) is a running unit: numbered, with no subject of its own.
     pub fn is_running(&self, unit: &str) -> bool {
         self.running_units.contains(unit)

@@ -815,6 +815,13 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     let (_, q) = view(&mut g, &w, &mut s, task);
     assert!(g.running());
     assert_eq!(q, "Wie geht es weiter? Schreibe Absatz 1.\n");
+    // A paragraph is prose in the task's language, not a few words, and not the question
+    // again (a small base model wrote both).
+    let judge_g = |v: &str| g.judge(&g.file(g.key().unwrap(), v).unwrap().unwrap(), v);
+    assert!(matches!(judge_g("Absatz 1: Ëxemplar 2, 1986."), Verdict::Doubt(_)));
+    assert!(matches!(judge_g("Absatz 1: Wie geht es weiter? Schreibe Absatz 2."), Verdict::Repeat(_)));
+    let prose = "Absatz 1: Der alte Wärter stieg jeden Abend die Treppe hinauf und zündete das Licht an.";
+    assert_eq!(judge_g(prose), Verdict::New);
 }
 
 /// A day whose text names only the other days' places, the task and its own says nothing of
