@@ -466,6 +466,7 @@ mod access_tests {
         s.put(&normalize("after,checkpoint").unwrap(), "tail", 2).unwrap();
         let writer_ram = s.ram_bytes();
         drop(s);
+        assert_eq!(checkpoint::written_capacity(&d), Some(1024));
         let r = Store::open_read_only_with_capacity(&d, STORE_DEFAULT_ENTRIES).unwrap();
         assert_eq!((r.len(), r.capacity()), (301, STORE_DEFAULT_ENTRIES));
         assert!(r.ram_bytes() <= writer_ram, "a reader of {} bytes, the writer {}", r.ram_bytes(), writer_ram);
@@ -490,6 +491,7 @@ mod access_tests {
         }
         s.end_batch().unwrap();
         drop(s);
+        assert_eq!(checkpoint::written_capacity(&d), Some(64), "the second writer wrote no checkpoint");
         let r = Store::open_read_only_with_capacity(&d, 4096).unwrap();
         assert_eq!(r.len(), 501);
         assert!(r.find(&normalize("more499").unwrap()).is_some());
