@@ -61,7 +61,7 @@ pub(in crate::memory::store) fn read(store: &mut Store, file_len: u64) -> Result
 fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) -> Result<u64> {
     buf.clear();
     let ckpt_len = file.metadata().map_err(|e| err!(Io, "reading failed: {}", e))?.len();
-    let mut r = In::new(file, buf);
+    let mut r = In::new(file, ckpt_len, buf);
     let mut hdr = [0u8; HEADER_BYTES];
     hdr.copy_from_slice(r.take(HEADER_BYTES)?);
     let h = Head::parse(&hdr)?;
