@@ -324,7 +324,22 @@ impl Store {
     /// appending right now is ignored rather than cut off as a torn tail, and the writer's
     /// temporary files are left alone. Writes are `PERSIST_FAILED`. A missing log is
     /// `NOT_FOUND`. `entries` is the capacity, as for [`Store::open_with_capacity`].
+    ///
+    /// The tables are sized for the capacity the checkpoint was written at when that is
+    /// smaller (a writer of 1,024 entries read with the default 65,536: a few KiB of tables
+    /// to fill, not 2 MiB to clear, issue 39's soak store); a log that outgrew it since (a
+    /// writer at a larger capacity appended) is opened again at the full size.
     pub fn open_read_only_with_capacity(dir: &Path, entries: usize) -> Result<Store> {
+        let cap = entries.clamp(STORE_MIN_ENTRIES, STORE_MAX_ENTRIES);
+        if let Some(sized) = checkpoint::written_capacity(dir).filter(|&c| c < cap) {
+            let log = LogFile::open_read_only(&dir.join(LOG_NAME))?;
+            let mut s = Store::with_tables(dir, log, cap, sized);
+            match s.open_index() {
+                Ok(()) => return Ok(s),
+                Err(e) if e.code() == crate::error::Code::CapacityExceeded => {}
+                Err(e) => return Err(e),
+            }
+        }
         let log = LogFile::open_read_only(&dir.join(LOG_NAME))?;
         let mut s = Store::with(dir, log, entries);
         s.open_index()?;
@@ -349,13 +364,19 @@ impl Store {
 
     fn with(dir: &Path, log: LogFile, entries: usize) -> Store {
         let cap = entries.clamp(STORE_MIN_ENTRIES, STORE_MAX_ENTRIES);
-        let room = room_for(cap);
+        Store::with_tables(dir, log, cap, cap)
+    }
+
+    /// A store of capacity `cap` whose tables are sized for `sized` (at most `cap`) entries.
+    fn with_tables(dir: &Path, log: LogFile, cap: usize, sized: usize) -> Store {
+        let sized = sized.min(cap);
+        let room = room_for(sized);
         Store {
             dir: dir.to_path_buf(),
             log,
             slots: Slots::new(room),
             keys: KeyTable::new(room),
-            tags: Tags::new(store_max_tags(cap), room * KEY_MAX_TAGS),
+            tags: Tags::new(store_max_tags(sized), room * KEY_MAX_TAGS),
             links: Links::new(),
             cap,
             store_id: 0,

@@ -123,7 +123,11 @@ impl Store {
     pub(super) fn read_header(&mut self, file_len: u64) -> Result<Option<u64>> {
         let mut scratch = core::mem::take(&mut self.rbuf);
         let res = (|| {
-            let mut reader = LineReader::new(&self.log.file, file_len);
+            // The header is one short line (under 128 bytes, `log::encode_header`): the first
+            // 4 KiB hold it whole, where a read of the log's first chunk (64 KiB) filled and
+            // copied 60 KiB more for every open. A first line that does not end within them
+            // is no header either way.
+            let mut reader = LineReader::new(&self.log.file, file_len.min(4096));
             let Some(line) = reader.next(&mut scratch)? else { return Ok(None) };
             if !line.complete {
                 return Ok(None);

@@ -95,6 +95,10 @@ pub(in crate::memory::store) struct In<'b> {
     file: File,
     buf: &'b mut Vec<u8>,
     pos: usize,
+    /// Bytes of the file not yet read, by its length when opened: a refill asks for no more
+    /// (the buffer is zeroed up to what it asks for: 256 KiB for a checkpoint of 64 KiB was
+    /// 48 pages of a read-only command's memory written for nothing).
+    left: u64,
     pub(in crate::memory::store) crc: u32,
 }
 
@@ -107,10 +111,10 @@ impl<'b> In<'b> {
         Ok(self.file.read(&mut [0u8; 1]).map_err(|e| err!(Io, "reading failed: {}", e))? == 0)
     }
 
-    /// A reader of `file` from its start, through `buf` (cleared).
-    pub(in crate::memory::store) fn new(file: File, buf: &'b mut Vec<u8>) -> In<'b> {
+    /// A reader of `file` (of `len` bytes) from its start, through `buf` (cleared).
+    pub(in crate::memory::store) fn new(file: File, len: u64, buf: &'b mut Vec<u8>) -> In<'b> {
         buf.clear();
-        In { file, buf, pos: 0, crc: 0 }
+        In { file, buf, pos: 0, left: len, crc: 0 }
     }
 
     /// The next `n` bytes.
@@ -119,7 +123,7 @@ impl<'b> In<'b> {
             self.buf.drain(..self.pos);
             self.pos = 0;
             let have = self.buf.len();
-            let want = (256usize << 10).max(n);
+            let want = (256usize << 10).min(usize::try_from(self.left).unwrap_or(usize::MAX)).max(n);
             self.buf.resize(have + want, 0);
             let mut got = 0;
             while got < want {
@@ -131,6 +135,7 @@ impl<'b> In<'b> {
                 }
             }
             self.buf.truncate(have + got);
+            self.left = self.left.saturating_sub(got as u64);
             if self.buf.len() < n {
                 bail!(Io, "the file is cut short");
             }

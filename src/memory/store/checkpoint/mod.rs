@@ -59,7 +59,7 @@ mod tests;
 
 pub(in crate::memory::store) use finish::Bufs;
 pub(in crate::memory::store) use format::{le32, le64, Head, In, Put};
-pub(in crate::memory::store) use read::read;
+pub(in crate::memory::store) use read::{read, written_capacity};
 #[cfg(test)]
 pub(in crate::memory::store) use sync::Hold;
 pub(in crate::memory::store) use sync::{Syncing, Worker};

@@ -3,9 +3,34 @@
 
 use super::{tail_crc, Head, In, BLOCK, CHECKPOINT_NAME, HEADER_BYTES};
 use crate::error::Result;
-use crate::limits::{KEY_MAX_TAGS, STORE_CHECKPOINT_EVERY_BYTES, STORE_MAX_LINKS, TAG_MAX_BYTES};
+use crate::limits::{
+    KEY_MAX_TAGS, STORE_CHECKPOINT_EVERY_BYTES, STORE_MAX_ENTRIES, STORE_MAX_LINKS, STORE_MIN_ENTRIES, TAG_MAX_BYTES,
+};
 use crate::memory::store::{EntryId, Store};
 use std::fs::File;
+use std::path::Path;
+
+/// The capacity the checkpoint in `dir` was written at (the one whose tables match its key
+/// table's length), read from its header alone; `None` when there is no checkpoint, its
+/// header is damaged, or no capacity sizes its key table so. A read-only open sizes its
+/// tables by it when it is smaller than the configured capacity
+/// ([`Store::open_read_only_with_capacity`]).
+pub(in crate::memory::store) fn written_capacity(dir: &Path) -> Option<usize> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(dir.join(CHECKPOINT_NAME)).ok()?;
+    let mut hdr = [0u8; HEADER_BYTES];
+    file.read_exact_at(&mut hdr, 0).ok()?;
+    let key_slots = usize::try_from(Head::parse(&hdr).ok()?.layout.key_slots).ok()?;
+    // The key table of room r has r + r / 2 + 1 slots; the room of capacity c is
+    // c + c / 64 + 16 (`room_for`): both grow with their argument, so each is found near its
+    // inverse and checked exactly.
+    let room = (key_slots.saturating_sub(1) * 2 / 3).saturating_sub(2)..key_slots.saturating_sub(1) * 2 / 3 + 3;
+    let room = room.into_iter().find(|&r| r.max(1) + r / 2 + 1 == key_slots)?;
+    let near = room.saturating_sub(16) * 64 / 65;
+    (near.saturating_sub(3)..near + 4)
+        .find(|&c| super::super::room_for(c) == room)
+        .filter(|c| (STORE_MIN_ENTRIES..=STORE_MAX_ENTRIES).contains(c))
+}
 
 /// Reads the checkpoint into the (empty) index of `store` if it matches the log; returns the
 /// log length it covers. `None` when there is none (with a warning when the log is large
@@ -36,7 +61,7 @@ pub(in crate::memory::store) fn read(store: &mut Store, file_len: u64) -> Result
 fn read_into(store: &mut Store, file: File, buf: &mut Vec<u8>, file_len: u64) -> Result<u64> {
     buf.clear();
     let ckpt_len = file.metadata().map_err(|e| err!(Io, "reading failed: {}", e))?.len();
-    let mut r = In::new(file, buf);
+    let mut r = In::new(file, ckpt_len, buf);
     let mut hdr = [0u8; HEADER_BYTES];
     hdr.copy_from_slice(r.take(HEADER_BYTES)?);
     let h = Head::parse(&hdr)?;

@@ -493,9 +493,20 @@ impl Store {
         let &Ask { query, limit, archived, tags, rarest, .. } = ask;
         let ix = &self.recall.index;
         let with_cold = ask.cold && cold.is_ready();
+        // Each word's lookups in both segments, in the order the parse asks for them: the
+        // cold segment's parse below asks again for the same words in the same order, and
+        // takes them from here instead of searching both dictionaries again (a page read and
+        // checked per step of each binary search: half a soak-store query's dictionary reads).
+        let mut seen = [(0u64, None, None); RANK_MAX_TERMS];
+        let mut asked = 0usize;
         let q = QueryWords::parse(query, rarest, |w| {
             let other = if with_cold { cold.lookup(w)? } else { None };
-            Ok(joined(lookup(base, ix, w)?, other, w))
+            let mine = lookup(base, ix, w)?;
+            if let Some(s) = seen.get_mut(asked) {
+                *s = (crate::memory::hash::fnv1a64(w), mine, other);
+            }
+            asked += 1;
+            Ok(joined(mine, other, w))
         })?;
         out.set_dropped_words(q.dropped);
         if q.n == 0 {
@@ -536,9 +547,17 @@ impl Store {
         }
         if with_cold && cold_docs > 0 {
             // The same words in the same order, with the cold segment's postings.
+            let mut again = 0usize;
             let qc = QueryWords::parse(query, rarest, |w| {
-                let other = lookup(base, ix, w)?;
-                Ok(joined(cold.lookup(w)?, other, w))
+                let known = seen.get(again).filter(|s| again < asked && s.0 == crate::memory::hash::fnv1a64(w));
+                again += 1;
+                match known {
+                    Some(&(_, other, mine)) => Ok(joined(mine, other, w)),
+                    None => {
+                        let other = lookup(base, ix, w)?;
+                        Ok(joined(cold.lookup(w)?, other, w))
+                    }
+                }
             })?;
             cold.rank(&qc, &coll(cold.min_len()), (self, archived, tags), limit, out)?;
         }

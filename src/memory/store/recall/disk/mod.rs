@@ -83,10 +83,14 @@ pub struct DiskIndex {
     dead_tokens: u64,
 }
 
-/// One page of lengths and one of records, as last read (in place).
+/// A run of pages of lengths and one page of records, as last read (in place).
 #[derive(Default)]
 pub(in crate::memory::store) struct DocCache {
-    len_page: Option<u32>,
+    /// The first page of lengths in `lens`, and how many follow it there (0: none).
+    len_first: u32,
+    len_pages: u32,
+    /// Which of them were checked against their CRC (bit `i`: page `len_first + i`).
+    len_checked: u32,
     lens: Vec<u8>,
     rec_page: Option<u32>,
     recs: Vec<u8>,
@@ -117,6 +121,17 @@ impl FileDoc {
 fn doc_page_len(docs: u32, p: u32, width: usize) -> usize {
     let first = p as usize * DOC_PAGE;
     (docs as usize).saturating_sub(first).min(DOC_PAGE) * width
+}
+
+/// Pages of lengths read at once (in place), at most 32 (a bit each in `DocCache`).
+const LEN_RUN: u32 = 16;
+const _: () = assert!(LEN_RUN <= 32);
+
+impl DocCache {
+    /// Whether page `p` of lengths is in the run read last.
+    fn holds_lens(&self, p: u32) -> bool {
+        p.wrapping_sub(self.len_first) < self.len_pages
+    }
 }
 
 /// Reads (into `buf`) and checks document page `p` of the column at `at` of `width` bytes.
@@ -157,17 +172,37 @@ impl Docs for BaseDocs<'_> {
         }
         let Some(file) = self.file else { bail!(Internal, "store.fts is not open") };
         let p = d / DOC_PAGE as u32;
-        if self.cache.len_page != Some(p) {
-            self.cache.len_page = None;
-            let (want, _) = self.page_crcs(p)?;
-            read_doc_page(file, self.header, HEADER_BYTES as u64, p, 4, want, &mut self.cache.lens)?;
-            self.cache.len_page = Some(p);
+        let c = &mut *self.cache;
+        if !c.holds_lens(p) {
+            // A run of pages in one read: a query's candidates come in increasing order, and
+            // on a large segment they touch many pages close together (issue 39's soak store:
+            // 140-400 of the cold segment's 794 a query, each once its own read).
+            c.len_pages = 0;
+            let run = LEN_RUN.min(self.header.doc_pages.saturating_sub(p));
+            let len = (0..run).map(|i| doc_page_len(self.header.docs, p + i, 4)).sum::<usize>();
+            c.lens.clear();
+            c.lens.resize(len, 0);
+            read_at(file, &mut c.lens, HEADER_BYTES as u64 + u64::from(p) * (DOC_PAGE * 4) as u64)?;
+            (c.len_first, c.len_pages, c.len_checked) = (p, run, 0);
         }
-        Ok(Some(le32(&self.cache.lens, (d as usize % DOC_PAGE) * 4)))
+        let i = p - c.len_first;
+        let at = i as usize * DOC_PAGE * 4;
+        if c.len_checked & (1 << i) == 0 {
+            let Some(&(want, _)) = self.doc_pages.get(p as usize) else {
+                bail!(Io, "store.fts has no document page {}", p)
+            };
+            let page = c.lens.get(at..at + doc_page_len(self.header.docs, p, 4)).unwrap_or(&[]);
+            if crc32(page) != want {
+                c.len_pages = 0;
+                bail!(Io, "store.fts is damaged (checksum of document page {})", p);
+            }
+            c.len_checked |= 1 << i;
+        }
+        Ok(Some(le32(&c.lens, at + (d as usize % DOC_PAGE) * 4)))
     }
 
     fn costly(&self, d: u32) -> bool {
-        !self.resident && self.cache.len_page != Some(d / DOC_PAGE as u32)
+        !self.resident && !self.cache.holds_lens(d / DOC_PAGE as u32)
     }
 
     fn entry(&mut self, d: u32) -> Result<Option<EntryId>> {
@@ -285,7 +320,7 @@ impl DiskIndex {
         self.stale.clear();
         self.pages.clear();
         self.doc_pages.clear();
-        self.cache.len_page = None;
+        self.cache.len_pages = 0;
         self.cache.rec_page = None;
         self.dead_docs = 0;
         self.dead_tokens = 0;
@@ -297,7 +332,7 @@ impl DiskIndex {
             self.chunks = vec![0u8; RANK_MAX_TERMS * RECALL_READ_BYTES];
             self.page = vec![0u8; PAGE_MAX];
             self.decoded = vec![0u32; RANK_MAX_TERMS * DECODED];
-            self.cache.lens = Vec::with_capacity(DOC_PAGE * 4);
+            self.cache.lens = Vec::with_capacity(LEN_RUN as usize * DOC_PAGE * 4);
             self.cache.recs = Vec::with_capacity(DOC_PAGE * DOC_RECORD);
         }
     }
