@@ -20,6 +20,13 @@ fn store(label: &str) -> (std::path::PathBuf, Store) {
     (dir, s)
 }
 
+/// Working memory with `task` and the plan `plan`, added at `now`.
+fn with_plan(task: &str, plan: &str, now: u64) -> WorkingSet {
+    let mut w = working(task);
+    w.add(&normalize(PLAN_KEY).unwrap(), plan, now).unwrap();
+    w
+}
+
 /// Renders the view of `task` and returns it with the ask's question.
 fn view(p: &mut Product, w: &WorkingSet, s: &mut Store, task: &str) -> (String, String) {
     p.refresh(w, Some(s));
@@ -229,8 +236,7 @@ fn a_numbered_unit_is_labelled_in_order_and_filed_under_its_subject() {
     let (_d, mut s) = store("product-numbered");
     let task = "Plan a one-week trip to Japan, one day per entry.";
     let mut p = Product::new();
-    let mut w = working(task);
-    w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Tokyo\n2. Kyoto", 1).unwrap();
+    let mut w = with_plan(task, "Days:\n1. Tokyo\n2. Kyoto", 1);
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     for (n, place) in [(1, "Tokyo"), (2, "Kyoto")] {
         let (_, q) = view(&mut p, &w, &mut s, task);
@@ -343,8 +349,7 @@ fn a_unit_that_copies_the_prompts_instructions_says_nothing() {
 fn what_was_asked_survives_a_restart_and_a_changed_task_starts_afresh() {
     let (_d, mut s) = store("product-restart");
     let mut p = Product::new();
-    let mut w = working(TIPS);
-    w.add(&normalize(PLAN_KEY).unwrap(), "Water regularly\nUse mulch", 1).unwrap();
+    let mut w = with_plan(TIPS, "Water regularly\nUse mulch", 1);
     view(&mut p, &w, &mut s, TIPS);
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     // Asked about "Water regularly"; its save was refused, so nothing is stored.
@@ -599,13 +604,11 @@ fn a_named_unit_is_asked_what_its_name_is_in_one_sentence() {
     let (_d, mut s) = store("product-named-question");
     let mut p = Product::new();
     let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
-    let mut w = working(task);
-    w.add(&normalize(PLAN_KEY).unwrap(), "Nebula\nBlack hole", 1).unwrap();
+    let w = with_plan(task, "Nebula\nBlack hole", 1);
     let (_, q) = view(&mut p, &w, &mut s, task);
     assert_eq!(q, "Say what Nebula is, in one sentence.\n");
     // A unit that is no name keeps its question.
-    let mut w = working(TIPS);
-    w.add(&normalize(PLAN_KEY).unwrap(), "Use mulch", 1).unwrap();
+    let w = with_plan(TIPS, "Use mulch", 1);
     let (_, q) = view(&mut p, &w, &mut s, TIPS);
     assert_eq!(q, "Write the tip about Use mulch.\n");
 }
@@ -632,8 +635,7 @@ fn a_numbered_units_outline_goes_on_from_its_newest_units() {
     let (_d, mut s) = store("product-numbered-newest");
     let task = "Plan a one-week trip to Japan, one day per entry.";
     let mut p = Product::new();
-    let mut w = working(task);
-    w.add(&normalize(PLAN_KEY).unwrap(), "Days:\n1. Tokyo\n2. Kyoto\n3. Osaka", 1).unwrap();
+    let mut w = with_plan(task, "Days:\n1. Tokyo\n2. Kyoto\n3. Osaka", 1);
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     for _ in 0..3 {
         view(&mut p, &w, &mut s, task);
@@ -752,8 +754,7 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     let (_d, mut s) = store("product-running");
     let mut p = Product::new();
     let task = "Write a short story about a lighthouse keeper, one paragraph per entry.";
-    let mut w = working(task);
-    w.add(&normalize(PLAN_KEY).unwrap(), "Paragraphs:\n1. The storm\n2. The rescue", 1).unwrap();
+    let mut w = with_plan(task, "Paragraphs:\n1. The storm\n2. The rescue", 1);
     let (v, q) = view(&mut p, &w, &mut s, task);
     assert!(p.running());
     assert_eq!(v, format!("<product>\n{task}\n</product>\n"));
