@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use super::*;
+use crate::limits::PRODUCT_VIEW_MAX_BYTES;
 use crate::memory::working::WorkingSet;
 
 fn working(task: &str) -> WorkingSet {

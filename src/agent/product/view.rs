@@ -1,0 +1,169 @@
+//! The product's view in the prompt: the task as written, then the heads of its entries (or,
+//! for a running unit, the sentence the newest ended with), and the first subjects an outline
+//! goes on from. Rendering allocates nothing.
+
+use super::entry::{head, is_sentence, last_sentence, shown_line, split_entry, subject_of};
+use super::judge::Words;
+use super::{Product, BARREN_MAX, DOUBT_TAG, OUTLINE_FIRST, OUTLINE_FIRST_SCAN};
+use crate::error::Result;
+use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
+use crate::limits::{PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES};
+use crate::memory::key::normalize;
+use crate::memory::query::{EntryId, Query, Sort};
+use crate::memory::store::Store;
+
+impl Product {
+    /// Writes the view into `out`: `<product>`, the task as written, the heads of the product's
+    /// entries (oldest of them first, one a line), `</product>`; nothing without a task. The
+    /// entries take at most `max_bytes` (never more than [`PRODUCT_VIEW_MAX_BYTES`]); when
+    /// they no longer fit, the view starts again from the newest that fill half of it.
+    /// `task` is the task's text as working memory holds it.
+    pub fn render(&mut self, task: &str, store: &mut Store, out: &mut FixedBuf, max_bytes: usize) -> Result<()> {
+        self.seen.clear();
+        self.shown = 0;
+        self.ending = Words::default();
+        self.heading_bytes = 0;
+        self.first.clear();
+        if !self.active() {
+            return Ok(());
+        }
+        let at = out.len();
+        out.push_str("<product>\n")?;
+        out.push_str(task.trim())?;
+        out.push_str("\n")?;
+        self.heading_bytes = out.len() - at;
+        let max_bytes = max_bytes.min(PRODUCT_VIEW_MAX_BYTES);
+        let mut ids: ArrayVec<EntryId, PRODUCT_VIEW_MAX_ENTRIES> = ArrayVec::new();
+        if !self.view_ids(store, &mut ids, PRODUCT_VIEW_MAX_ENTRIES, max_bytes) {
+            self.view_from = 0;
+            ids.clear();
+            self.view_ids(store, &mut ids, PRODUCT_VIEW_MAX_ENTRIES / 2, max_bytes / 2);
+            self.view_from = match ids.as_slice().last() {
+                Some(&id) => id,
+                None => self.newest.ids().next().map_or(0, |id| id.saturating_add(1)),
+            };
+        }
+        for &id in ids.as_slice().iter().rev() {
+            let Ok(v) = store.value(id) else { continue };
+            if !self.task.running {
+                out.push_str(shown_line(v))?;
+                out.push_str("\n")?;
+            }
+            let _ = self.seen.push(self.seen_of(v));
+            self.shown += 1;
+        }
+        // A running unit goes on from the last sentence of the newest: a small model shown a
+        // whole paragraph wrote it again, and one shown the whole story wrote its first again.
+        // After an ask that saved none (the model wrote that sentence again), the next starts
+        // from the task alone (docs/measurements.md, "Units read straight through").
+        let ending = self.task.running && self.barren == 0;
+        if let Some(v) = ids.as_slice().first().and_then(|&id| store.value(id).ok()).filter(|_| ending) {
+            let (h, _, text) = split_entry(v);
+            out.push_str(h.trim())?;
+            out.push_str(self.task.lang.ends)?;
+            out.push_str(last_sentence(text))?;
+            self.ending = Words::of(last_sentence(text));
+            out.push_str("\n")?;
+        }
+        if self.subject.is_empty() {
+            self.read_first(store);
+        }
+        self.write_prefix();
+        out.push_str("</product>\n")
+    }
+
+    /// The subjects the next outline goes on from: those of the product's oldest entries, or
+    /// for units a reader numbers (a story's paragraphs, a trip's days) its newest, in order,
+    /// passed over by [`OUTLINE_FIRST`] for each barren outline before (so a model that
+    /// answers one prompt the same way is given another), none after [`BARREN_MAX`]. An
+    /// outline that went on from a story's first two paragraphs wrote another third paragraph
+    /// each time, and the story never moved on (docs/measurements.md, "An outline of units
+    /// read in order").
+    fn read_first(&mut self, store: &mut Store) {
+        self.newest_number = 0;
+        let Some(key) = self.task.key else { return };
+        if self.barren >= BARREN_MAX {
+            return;
+        }
+        let doubt = normalize(DOUBT_TAG).ok();
+        let numbered = self.task.numbered;
+        let q = Query {
+            required: Some(key),
+            excluded: doubt,
+            max_results: OUTLINE_FIRST_SCAN,
+            sort: if numbered { Sort::Newest } else { Sort::Oldest },
+            ..Query::default()
+        };
+        store.query(&q, &mut self.firsts);
+        let skip = self.barren as usize * OUTLINE_FIRST;
+        for id in self.firsts.ids().skip(skip) {
+            if self.first.is_full() {
+                break;
+            }
+            let Ok(v) = store.value(id) else { continue };
+            // A unit's subject, or all of a unit in one sentence; not a head without a text.
+            let s = subject_of(head(v));
+            if !s.is_empty() && (s.len() < v.len() || is_sentence(s)) {
+                if let Ok(s) = ArrayString::try_from_str(s) {
+                    let _ = self.first.push(s);
+                }
+            }
+        }
+        if numbered && !self.first.is_empty() {
+            self.first.as_mut_slice().reverse();
+            self.newest_number = u32::try_from(self.written).unwrap_or(u32::MAX);
+        }
+    }
+
+    /// Writes the outline's prefix: the units' heading, the first subjects numbered, one a
+    /// line, and the next number (`Tips:\n1. Water regularly\n2. Use mulch\n3. `).
+    pub(super) fn write_prefix(&mut self) {
+        self.prefix.clear();
+        let units = self.task.phrase.as_str();
+        let mut chars = units.chars();
+        if let Some(c) = chars.next() {
+            for u in c.to_uppercase() {
+                let _ = self.prefix.push(u);
+            }
+            let _ = self.prefix.format(format_args!("{}:\n", chars.as_str()));
+        }
+        let given = self.first.len() as u32;
+        // Numbered as the product numbers them: the newest given is the newest unit.
+        let from = match self.newest_number.checked_sub(given) {
+            Some(before) if given > 0 => before.saturating_add(1),
+            _ => 1,
+        };
+        for (i, s) in (from..).zip(self.first.iter()) {
+            let _ = self.prefix.format(format_args!("{}. {}\n", i, s));
+        }
+        self.first_number = if given == 0 { 1 } else { from.saturating_add(given) };
+        let _ = self.prefix.format(format_args!("{}. ", self.first_number));
+    }
+
+    /// Pushes to `ids` the newest product entries, newest first, back to the view's first, at
+    /// most `max` in `max_bytes`; `false` when they do not all fit.
+    fn view_ids(
+        &self,
+        store: &mut Store,
+        ids: &mut ArrayVec<EntryId, PRODUCT_VIEW_MAX_ENTRIES>,
+        max: usize,
+        max_bytes: usize,
+    ) -> bool {
+        let mut bytes = 0;
+        for id in self.newest.ids() {
+            if id < self.view_from {
+                break;
+            }
+            let len = match store.value(id) {
+                Ok(v) => shown_line(v).len() + 1,
+                Err(_) => continue,
+            };
+            if ids.len() >= max || bytes + len > max_bytes {
+                return false;
+            }
+            bytes += len;
+            let _ = ids.push(id);
+        }
+        true
+    }
+}
