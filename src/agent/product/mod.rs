@@ -179,6 +179,8 @@ pub struct Product {
     /// Outlines in a row that planned nothing new; for a running unit, asks in a row that
     /// saved none.
     barren: u32,
+    /// Asks in a row for a unit about a subject that saved none (not kept over a restart).
+    unsaved: u32,
     /// The product's entries when the prompt was built: a running unit asked for and not
     /// saved leaves [`Product::written`] at it.
     written_asked: usize,
@@ -240,6 +242,7 @@ impl Product {
             asked: ArrayVec::new(),
             barren: 0,
             written_asked: 0,
+            unsaved: 0,
             units: ArrayVec::new(),
             written: 0,
             ranked: Ranked::new(),
@@ -614,6 +617,10 @@ impl Product {
             return Ok(());
         }
         let outline = self.subject.is_empty();
+        self.unsaved = match outline || self.written > self.written_asked {
+            true => 0,
+            false => self.unsaved.saturating_add(1),
+        };
         if !outline {
             if self.asked.is_full() {
                 self.asked.remove(0);

@@ -849,6 +849,27 @@ fn a_day_that_only_names_the_other_days_is_refused() {
     }
     let day = "Day 3 – Nara: Feed the deer in Nara Park and see the great Buddha of Todaiji.";
     assert_eq!(judge(&p, day), Verdict::New);
+    // Asked about a subject with the heads in view, a small model wrote them again: after an
+    // ask that saved none, the next is asked with the task alone, and after one that saved,
+    // with the heads again.
+    let mut w = with_plan(task, "Days:\n1. Nara\n2. Kyoto\n3. Nikko", 3);
+    let heads = "Day 1 – Tokyo\nDay 2 – Hiroshima\n";
+    let (v, _) = view(&mut p, &w, &mut s, task);
+    assert!(v.contains(heads), "{v}");
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    p.settle(&mut w, &mut scratch, 4, "").unwrap();
+    let (v, q) = view(&mut p, &w, &mut s, task);
+    assert_eq!(
+        (v.as_str(), q.as_str()),
+        (format!("<product>\n{task}\n</product>\n").as_str(), "Write Day 3, about Kyoto.\n")
+    );
+    let kyoto = "Day 3 – Kyoto: Walk the red gates of Fushimi Inari at dawn.";
+    save(&p, &mut s, kyoto);
+    p.saved(kyoto);
+    p.settle(&mut w, &mut scratch, 5, "").unwrap();
+    let (v, q) = view(&mut p, &w, &mut s, task);
+    assert!(v.contains("Day 1 – Tokyo\nDay 2 – Hiroshima\nDay 3 – Kyoto\n"), "{v}");
+    assert_eq!(q, "Write Day 4, about Nikko.\n");
     let (_d2, mut s2) = store("product-other-tips");
     let mut t = Product::new();
     let w = working(TIPS);

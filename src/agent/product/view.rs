@@ -43,9 +43,13 @@ impl Product {
                 None => self.newest.ids().next().map_or(0, |id| id.saturating_add(1)),
             };
         }
+        // After a unit about a subject that saved none, the next is asked with the task alone:
+        // the days of a plan wrote the heads in view again ("Day 3 – Nara: Tokyo and Osaka.",
+        // six times in a row; docs/measurements.md, "Days that name the other days").
+        let heads = !self.task.running && (self.subject.is_empty() || self.unsaved == 0);
         for &id in ids.as_slice().iter().rev() {
             let Ok(v) = store.value(id) else { continue };
-            if !self.task.running {
+            if heads {
                 out.push_str(shown_line(v))?;
                 out.push_str("\n")?;
             }
