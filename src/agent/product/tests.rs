@@ -50,6 +50,11 @@ fn next_units(p: &mut Product) -> Vec<String> {
 
 const TIPS: &str = "Write practical tips for growing tomatoes at home, one tip per entry.";
 
+/// The verdict on `value`, a save of the product's unit filed as the agent files it.
+fn judge(p: &Product, value: &str) -> Verdict {
+    p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value)
+}
+
 /// Saves `value` as the product's unit, as the agent files it.
 fn save(p: &Product, s: &mut Store, value: &str) -> Key {
     let key = p.file(p.key().unwrap(), value).unwrap().unwrap();
@@ -263,7 +268,6 @@ fn a_doubtful_or_repeated_unit_is_told_apart_from_a_new_one() {
     view(&mut p, &w, &mut s, TIPS);
     save(&p, &mut s, "Water regularly: Give the plants deep water twice a week.");
     view(&mut p, &w, &mut s, TIPS);
-    let judge = |p: &Product, value: &str| p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value);
     assert_eq!(judge(&p, "Use mulch: Spread straw around the plants to keep the soil moist."), Verdict::New);
     assert!(matches!(judge(&p, "Use mulch: es una estrella de la galaxia que se ve en el cielo."), Verdict::Doubt(_)));
     assert!(matches!(judge(&p, "Use mulch: a kjiek ji-bjjik jibjiszwadzjisjimjjj."), Verdict::Doubt(_)));
@@ -302,7 +306,6 @@ fn a_unit_that_talks_about_the_task_is_kept_apart() {
     let mut p = Product::new();
     let w = working(TIPS);
     view(&mut p, &w, &mut s, TIPS);
-    let judge = |p: &Product, value: &str| p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value);
     assert!(matches!(judge(&p, "Use a good fertilizer with high protein content for this task."), Verdict::Doubt(_)));
     assert!(matches!(judge(&p, "Harvest: Add the next entry to the list of tips."), Verdict::Doubt(_)));
     assert_eq!(judge(&p, "Harvest the fruit when it is red and gives a little to the touch."), Verdict::New);
@@ -334,7 +337,6 @@ fn a_unit_that_copies_the_prompts_instructions_says_nothing() {
     );
     let w = working(SLEEP);
     view(&mut p, &w, &mut s, SLEEP);
-    let judge = |p: &Product, value: &str| p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value);
     let copy = "building good habits for better sleep, one entry at a time and keeping the entries in a store.";
     assert!(matches!(judge(&p, copy), Verdict::Repeat(_)), "{:?}", judge(&p, copy));
     assert_eq!(judge(&p, "Go to bed at the same time every night, even on weekends."), Verdict::New);
@@ -780,7 +782,6 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     assert_eq!(q, "What happens next? Write Paragraph 2.\n");
     assert!(matches!(p.ask(), ProductAsk::Unit { head: "Paragraph 2", .. }));
     let again = "Paragraph 2: Tom kept the light on the cliff for thirty years. One night a storm came in.";
-    let judge = |p: &Product, v: &str| p.judge(&p.file(p.key().unwrap(), v).unwrap().unwrap(), v);
     assert!(matches!(judge(&p, again), Verdict::Repeat(_)), "a paragraph said again");
     let next = "Paragraph 2: The waves broke over the rocks, and a small boat lost its way in the dark.";
     assert_eq!(judge(&p, next), Verdict::New);
@@ -819,11 +820,10 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     assert_eq!(q, "Wie geht es weiter? Schreibe Absatz 1.\n");
     // A paragraph is prose in the task's language, not a few words, and not the question
     // again (a small base model wrote both).
-    let judge_g = |v: &str| g.judge(&g.file(g.key().unwrap(), v).unwrap().unwrap(), v);
-    assert!(matches!(judge_g("Absatz 1: Ëxemplar 2, 1986."), Verdict::Doubt(_)));
-    assert!(matches!(judge_g("Absatz 1: Wie geht es weiter? Schreibe Absatz 2."), Verdict::Repeat(_)));
+    assert!(matches!(judge(&g, "Absatz 1: Ëxemplar 2, 1986."), Verdict::Doubt(_)));
+    assert!(matches!(judge(&g, "Absatz 1: Wie geht es weiter? Schreibe Absatz 2."), Verdict::Repeat(_)));
     let prose = "Absatz 1: Der alte Wärter stieg jeden Abend die Treppe hinauf und zündete das Licht an.";
-    assert_eq!(judge_g(prose), Verdict::New);
+    assert_eq!(judge(&g, prose), Verdict::New);
 }
 
 /// A day whose text names only the other days' places, the task and its own says nothing of
@@ -843,7 +843,6 @@ fn a_day_that_only_names_the_other_days_is_refused() {
         p.saved(v);
     }
     view(&mut p, &w, &mut s, task);
-    let judge = |p: &Product, value: &str| p.judge(&p.file(p.key().unwrap(), value).unwrap().unwrap(), value);
     for copy in ["Day 3 – Nara: Tokyo and Hiroshima.", "Day 3 – Nara: Tokyo and Hiroshima, Japan, Nara."] {
         assert!(matches!(judge(&p, copy), Verdict::Repeat(_)), "{copy}");
     }
