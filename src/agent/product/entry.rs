@@ -111,14 +111,26 @@ pub(super) fn split_entry(value: &str) -> (&str, bool, &str) {
     }
 }
 
-/// The last sentence of `text` (after its last `.`, `!` or `?` followed by a space), trimmed and
-/// cut at [`PRODUCT_ENTRY_MAX_BYTES`].
+/// The byte offsets just after each sentence's end in `t`: a `.`, `!` or `?` followed by a
+/// space.
+fn sentence_ends(t: &str) -> impl DoubleEndedIterator<Item = usize> + '_ {
+    t.char_indices().filter_map(move |(i, c)| {
+        let at = i + c.len_utf8();
+        (matches!(c, '.' | '!' | '?') && t.get(at..).is_some_and(|r| r.starts_with(' '))).then_some(at)
+    })
+}
+
+/// The first sentence of `text`, trimmed: up to its first end ([`sentence_ends`]), or all of it.
+pub(super) fn first_sentence(text: &str) -> &str {
+    let t = text.trim();
+    t.get(..sentence_ends(t).next().unwrap_or(t.len())).unwrap_or(t)
+}
+
+/// The last sentence of `text`, after its last end ([`sentence_ends`]), trimmed and cut at
+/// [`PRODUCT_ENTRY_MAX_BYTES`].
 pub(super) fn last_sentence(text: &str) -> &str {
     let t = text.trim();
-    let ends = |&(i, c): &(usize, char)| {
-        matches!(c, '.' | '!' | '?') && t.get(i + c.len_utf8()..).is_some_and(|r| r.starts_with(' '))
-    };
-    let start = t.char_indices().rev().find(ends).map_or(0, |(i, c)| i + c.len_utf8());
+    let start = sentence_ends(t).next_back().unwrap_or(0);
     crate::bytes::str_prefix(t.get(start..).unwrap_or(t).trim(), PRODUCT_ENTRY_MAX_BYTES)
 }
 

@@ -3,7 +3,7 @@
 //! doubtful (see [`super::DOUBT_TAG`]); what repeats the product is refused. Here too: where
 //! a product save is filed ([`Product::file`]) and the verdict on it ([`Product::judge`]).
 
-use super::entry::{head, is_sentence, own_tag, slug_words, split_entry, subject_of};
+use super::entry::{first_sentence, head, is_sentence, own_tag, slug_words, split_entry, subject_of};
 use super::lang::{self, words, Lang, ALL};
 use super::task::{as_tag, Word};
 use super::{subject_hash, Product, Verdict, DOUBT_TAG};
@@ -233,17 +233,6 @@ impl Words {
     pub fn within(&self, other: &Words) -> bool {
         self.0.iter().all(|x| other.0.as_slice().binary_search(x).is_ok())
     }
-}
-
-/// The first sentence of `text`: up to its first `.`, `!` or `?` followed by a space, or all
-/// of it.
-fn first_sentence(text: &str) -> &str {
-    let t = text.trim();
-    let end = t
-        .char_indices()
-        .find(|&(i, c)| matches!(c, '.' | '!' | '?') && t.get(i + c.len_utf8()..).is_some_and(|r| r.starts_with(' ')))
-        .map_or(t.len(), |(i, _)| i);
-    t.get(..end).unwrap_or(t)
 }
 
 /// A unit's head and its text: the head before a `:` and the text after; for a unit in one

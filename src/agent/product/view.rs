@@ -65,11 +65,13 @@ impl Product {
             let (h, _, text) = split_entry(v);
             out.push_str(h.trim())?;
             out.push_str(self.task.lang.ends)?;
-            out.push_str(last_sentence(text))?;
-            self.ending = Words::of(last_sentence(text));
+            let last = last_sentence(text);
+            out.push_str(last)?;
+            self.ending = Words::of(last);
             out.push_str("\n")?;
         }
-        if self.subject.is_empty() {
+        // Only an outline goes on from first subjects; no outline plans a running unit.
+        if self.subject.is_empty() && !self.task.running {
             self.read_first(store);
         }
         self.write_prefix();
