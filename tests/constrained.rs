@@ -526,13 +526,19 @@ fn a_server_that_follows_the_grammar_gets_the_live_grammar_and_a_fresh_seed() {
 
 /// What a loopback model says about a subject it is asked to write a unit about.
 fn sentence_about(head: &str) -> String {
+    // Each opens with its subject, as the grammar and the schema have a unit about one open.
     match head {
-        "Water regularly" => "Give the plants deep water twice a week.",
-        "Soak the roots" => "Es una forma de regar que se usa en el huerto de la casa.",
-        "Use mulch" => "Spread straw around the stems to keep the soil moist.",
-        "Stake the plants" => "Tie each stem to a tall stick as it grows.",
-        "Prune the suckers" => "Pinch off the shoots between stem and branch.",
-        _ => "Ask a gardener nearby what works in your climate.",
+        "Water regularly" => "Water regularly and deeply, twice a week.",
+        "Soak the roots" => "Soak the roots es una forma de regar que se usa en el huerto de la casa.",
+        "Use mulch" => "Use mulch of straw around the stems to keep the soil moist.",
+        "Stake the plants" => "Stake the plants with a tall stick for each stem as it grows.",
+        "Prune the suckers" => "Prune the suckers that grow between stem and branch.",
+        _ => {
+            return format!(
+                "{} as a gardener nearby does it in your climate.",
+                head.rsplit(" – ").next().unwrap_or(head)
+            )
+        }
     }
     .to_string()
 }
@@ -597,7 +603,8 @@ fn follow(start: &str, outline: bool, count: &AtomicUsize, lists: &[&str]) -> St
             .collect();
         format!("{start}{}\n", items.join("\n"))
     } else {
-        let head = start.strip_suffix(": ").unwrap_or(start);
+        // The start is the head and `": "`, and the opening after it where the unit has one.
+        let head = start.split(": ").next().unwrap_or(start);
         format!("{head}: {}", sentence_about(head))
     }
 }
@@ -1255,17 +1262,38 @@ fn a_server_that_drops_the_connection_on_a_grammar_is_sent_none() {
 /// product's tags and one of its own; every save is new to the store.
 #[test]
 fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked() {
+    let (outlines, units, _) = sample_product_asks("Build a glossary of cooking terms.", ["cooking", "glossary"]);
+    assert!(outlines >= 20, "outlines sampled: {outlines}");
+    assert!(units >= 20, "units sampled and saved: {units}");
+}
+
+/// The same walk for a task whose units are about subjects, not names: every unit's text, from
+/// the grammar and from the schema, opens with its subject and goes on from it.
+#[test]
+fn a_unit_about_a_subject_opens_with_it_in_the_grammar_and_the_schema() {
+    let task = "Write practical tips for growing tomatoes at home, one tip per entry.";
+    let (outlines, _, opened) = sample_product_asks(task, ["tips", "tomatoes"]);
+    assert!(outlines >= 20, "outlines sampled: {outlines}");
+    assert!(opened >= 20, "units sampled: {opened}");
+}
+
+/// Walks of [`product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked`] on
+/// `task`, whose product's tags are `tags`: the outlines read, the units saved as new, and the
+/// units asked with an opening (each checked to open with it).
+fn sample_product_asks(task: &str, ptags: [&str; 2]) -> (usize, usize, usize) {
     use lkjagent::agent::product::{Product, Verdict};
     let d = shipped_dir("novelty", "http://127.0.0.1:9/v1/chat/completions", "auto");
     let cfg = config::load(&d.0).unwrap();
     let shape = cfg.prompts.shape("evaluating");
     assert!(shape.actions.contains(ActionKind::StorageSave), "the shipped evaluating state saves");
     let mut reader = Reader::new();
-    let (mut outlines, mut units) = (0, 0);
+    let (mut outlines, mut units, mut opened) = (0, 0, 0);
+    let product_tags = ptags.join(",");
     // Drawn uniformly, a word of an outline is in capitals half the time (an item with one
     // longer than an acronym is planned never) and a number often: so many seeds.
     for seed in 0..128u64 {
         let mut live = Live::new(seed);
+        live.working.add(&normalize("task").unwrap(), task, 1).unwrap();
         let mut r = rng(seed ^ 0x5EED);
         let mut product = Product::new();
         let mut c = Constrainer::new(&cfg.llm, seed);
@@ -1273,8 +1301,8 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
             let mode = if step % 2 == 0 { Mode::Grammar } else { Mode::JsonSchema };
             product.refresh(&live.working, Some(&live.store));
             let mut view = FixedBuf::with_capacity("view", 8192);
-            product.render("Build a glossary of cooking terms.", &mut live.store, &mut view, 4096).unwrap();
-            assert_eq!(product.key().map(|k| k.as_str()), Some("cooking,glossary"));
+            product.render(task, &mut live.store, &mut view, 4096).unwrap();
+            assert_eq!(product.key().map(|k| k.as_str()), Some(product_tags.as_str()));
             c.prepare(
                 Some(mode),
                 shape,
@@ -1292,7 +1320,7 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
             // it asked for.
             let (kind, tags) = match product.ask() {
                 ProductAsk::Outline { key, .. } => ("working_memory_add", key),
-                _ => ("storage_save", "cooking,glossary"),
+                _ => ("storage_save", product_tags.as_str()),
             };
             let reply = if mode == Mode::Grammar {
                 let g = Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -1329,13 +1357,17 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
                     assert!(r.ok, "{}", r.message.as_str());
                     outlines += 1;
                 }
-                ProductAsk::Unit { head, .. } => {
+                ProductAsk::Unit { head, opening, .. } => {
                     assert_eq!(a.kind, ActionKind::StorageSave, "{reply}");
                     let pkey = normalize(a.tags).unwrap();
-                    assert_eq!(pkey.as_str(), "cooking,glossary", "{reply}");
+                    assert_eq!(pkey.as_str(), product_tags, "{reply}");
                     assert!(value.starts_with(&format!("{head}: ")), "{head}: {reply}");
+                    if !opening.is_empty() {
+                        assert!(value.starts_with(&format!("{head}: {opening} ")), "{opening}: {reply}");
+                        opened += 1;
+                    }
                     let key = product.file(&pkey, value).unwrap_or_else(|why| panic!("{why}: {reply}")).unwrap();
-                    assert!(key.has_tag("cooking") && key.has_tag("glossary") && key.tag_count() == 3, "{key}");
+                    assert!(key.has_tag(ptags[0]) && key.has_tag(ptags[1]) && key.tag_count() == 3, "{key}");
                     assert!(live.store.find(&key).is_none(), "seed {seed} step {step}: {key} is stored\n{reply}");
                     if product.judge(&key, value) == Verdict::New {
                         let filed = lkjagent::reply::Action { tags: key.as_str(), ..a };
@@ -1352,8 +1384,7 @@ fn product_asks_sampled_from_the_grammar_and_the_schema_read_and_file_as_asked()
             product.settle(&mut live.working, &mut scratch, 2, "").unwrap();
         }
     }
-    assert!(outlines >= 20, "outlines sampled: {outlines}");
-    assert!(units >= 20, "units sampled and saved: {units}");
+    (outlines, units, opened)
 }
 
 /// An outline's subjects: a few words each, not a number first, no `:` or `,`, two to ten of
@@ -1431,7 +1462,7 @@ fn an_outline_lists_subjects_or_units_in_one_sentence_numbered_in_order() {
 /// after `'` as Latin-script languages end them; a task in another script writes its own.
 #[test]
 fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
-    let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "Day 3 – Kyoto", latin: true });
+    let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "Day 3 – Kyoto", opening: "", latin: true });
     let reply = |t: &str| format!("Day 3 – Kyoto: {t}");
     let max = lkjagent::limits::GRAMMAR_ENTRY_MAX_WORDS as usize;
     let words = |n: usize| {
@@ -1470,9 +1501,48 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
     ] {
         assert!(!g.matches(&reply(no)), "{no}\n{text}");
     }
-    let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "ブラックホール", latin: false });
+    let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "ブラックホール", opening: "", latin: false });
     let ok = "ブラックホール: 重力が非常に強い天体です。";
     assert!(g.matches(ok), "{text}");
+}
+
+/// A unit about a subject opens with it: its first sentence goes on from the subject with a
+/// word (not a comma), as long as any sentence; a script without spaces goes on from it too.
+#[test]
+fn a_unit_opens_with_its_subject_and_goes_on_from_it() {
+    let ask = ProductAsk::Unit { head: "Day 3 – Osaka", opening: "Osaka", latin: true };
+    let (g, text) = product_grammar(&[], ask);
+    let reply = |t: &str| format!("Day 3 – Osaka: {t}");
+    let max = lkjagent::limits::GRAMMAR_ENTRY_MAX_WORDS as usize;
+    let words = |n: usize| format!("Osaka{}.", " has".repeat(n - 1));
+    for ok in [
+        "Osaka is a city known for its food.",
+        "Osaka is big. Eat ramen at a market! Walk by the castle.",
+        "Osaka Castle stands in a park, with a moat.",
+        &words(3),
+        &words(max),
+    ] {
+        assert!(g.matches(&reply(ok)), "{ok}\n{text}");
+    }
+    for no in [
+        "Tokyo and Kyoto, two cities.",
+        "Osaka, Japan, 2022.",
+        "Osaka is.",
+        "Osaka.",
+        "Osakan food is good.",
+        "Osaka is big. Eat ramen. Walk by it. Sleep well.",
+        &words(max + 1),
+    ] {
+        assert!(!g.matches(&reply(no)), "{no}\n{text}");
+    }
+    let ask = ProductAsk::Unit { head: "Water them regularly", opening: "Water them regularly", latin: true };
+    let (g, text) = product_grammar(&[], ask);
+    assert!(g.matches("Water them regularly: Water them regularly to keep the soil moist."), "{text}");
+    assert!(!g.matches("Water them regularly: Water them regularly."), "{text}");
+    assert!(!g.matches("Water them regularly: Keep the soil moist."), "{text}");
+    let (g, text) = product_grammar(&[], ProductAsk::Unit { head: "3日目 – 京都", opening: "京都", latin: false });
+    assert!(g.matches("3日目 – 京都: 京都は古い寺の町です。"), "{text}");
+    assert!(!g.matches("3日目 – 京都: 東京は大きい町です。"), "{text}");
 }
 
 /// A product ask that is the whole reply is asked for as its value alone (the agent wraps it in

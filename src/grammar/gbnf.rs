@@ -162,21 +162,29 @@ fn asked_action(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
 fn asked_value(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
     out.push_str("value ::= ")?;
     match p.ask {
-        ProductAsk::Unit { head, latin } => {
+        ProductAsk::Unit { head, opening, latin } => {
             literal(out, head)?;
             out.push_str(" \": \" text\n")?;
             if !latin {
                 // A script without spaces between words: characters, bounded, no markup, not
-                // starting with a digit or a Latin letter (a drifting model's way out).
+                // starting with a digit or a Latin letter (a drifting model's way out), after
+                // the opening when there is one.
+                out.push_str("text ::= ")?;
+                if !opening.is_empty() {
+                    literal(out, opening)?;
+                    out.push_str(" ")?;
+                }
                 return out.format(format_args!(
-                    "text ::= [^<&\\n\\r 0-9A-Za-z] [^<&\\n\\r]{{3,{}}}\n",
+                    "[^<&\\n\\r 0-9A-Za-z] [^<&\\n\\r]{{3,{}}}\n",
                     GRAMMAR_UNIT_SCRIPT_MAX_CHARS * GRAMMAR_UNIT_MAX_SENTENCES
                 ));
             }
             // One to GRAMMAR_UNIT_MAX_SENTENCES sentences, each of words counted as a chain,
             // `more-<words left>-<commas left>`, not as clauses of a fixed length (a clause cut
             // at a fixed length ended most texts mid-phrase); at least three words each.
-            out.push_str("text ::= sentence")?;
+            let commas = GRAMMAR_ENTRY_MAX_CLAUSES.saturating_sub(1);
+            let left = GRAMMAR_ENTRY_MAX_WORDS.saturating_sub(3);
+            out.push_str(if opening.is_empty() { "text ::= sentence" } else { "text ::= opening" })?;
             for _ in 1..GRAMMAR_UNIT_MAX_SENTENCES {
                 out.push_str(" (\" \" sentence")?;
             }
@@ -184,8 +192,22 @@ fn asked_value(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                 out.push_str(")?")?;
             }
             out.push_str("\n")?;
-            let commas = GRAMMAR_ENTRY_MAX_CLAUSES.saturating_sub(1);
-            let left = GRAMMAR_ENTRY_MAX_WORDS.saturating_sub(3);
+            if !opening.is_empty() {
+                // The first sentence goes on from the unit's subject with a word, not a comma: a
+                // small model given the subject first says something of it ("Osaka is a city
+                // known for its food"), where it copied the task or listed the other subjects
+                // when it chose the opening (docs/measurements.md, "A unit opens with its
+                // subject"). Its words count toward the sentence's.
+                let said = u32::try_from(opening.split_whitespace().count()).unwrap_or(u32::MAX);
+                let l = GRAMMAR_ENTRY_MAX_WORDS.saturating_sub(said.saturating_add(2)).min(left);
+                out.push_str("opening ::= ")?;
+                literal(out, opening)?;
+                out.format(format_args!(
+                    " \" \" word (\" \" word more-{l}-{c} | \", \" word more-{l}-{c1})\n",
+                    c = commas,
+                    c1 = commas.saturating_sub(1)
+                ))?;
+            }
             // A sentence starts with a capital, as every language in Latin letters writes one
             // (free to start in small letters, a small model ran letters together: see
             // docs/measurements.md, "The grammar's word rules"), and opens with two words in a

@@ -322,6 +322,10 @@ pub enum ProductAsk<'a> {
     Unit {
         /// What the value starts with, before `": "` ("Use mulch", "Day 3 – Kyoto").
         head: &'a str,
+        /// What the text starts with after `": "`, its first sentence going on from it: the
+        /// unit's subject ("Kyoto" of "Day 3 – Kyoto: Kyoto is ..."), or empty for a text the
+        /// model starts (a running unit's, a name's definition).
+        opening: &'a str,
         /// Whether the task is written in Latin letters (the words' rule follows its script).
         latin: bool,
     },

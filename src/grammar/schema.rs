@@ -225,12 +225,19 @@ fn value_schema<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
     let mut pattern = crate::fixed::ArrayString::<PATTERN_MAX_BYTES>::new();
     pattern.push_str("^")?;
     match p.ask {
-        ProductAsk::Unit { head, latin } => {
+        ProductAsk::Unit { head, opening, latin } => {
             regex_literal(&mut pattern, head)?;
+            pattern.push_str(": ")?;
             let most = GRAMMAR_UNIT_SCRIPT_MAX_CHARS * GRAMMAR_UNIT_MAX_SENTENCES;
+            // After the unit's subject, when the text opens with it (as in the grammar), a word
+            // goes on from it.
+            if !opening.is_empty() {
+                regex_literal(&mut pattern, opening)?;
+                pattern.push_str(if latin { " " } else { "" })?;
+            }
             match latin {
-                true => pattern.format(format_args!(": [A-Za-zÀ-ÖØ-öø-ÿ][^<&\n]{{8,{}}}[.!?]$", most))?,
-                false => pattern.format(format_args!(": [^<&\n 0-9A-Za-z][^<&\n]{{3,{}}}$", most))?,
+                true => pattern.format(format_args!("[A-Za-zÀ-ÖØ-öø-ÿ][^<&\n]{{8,{}}}[.!?]$", most))?,
+                false => pattern.format(format_args!("[^<&\n 0-9A-Za-z][^<&\n]{{3,{}}}$", most))?,
             }
         }
         ProductAsk::Outline { prefix, first, words, latin, .. } => {

@@ -540,7 +540,18 @@ impl Product {
                 latin: self.latin,
             }
         } else {
-            ProductAsk::Unit { head: self.head.as_str(), latin: self.latin }
+            ProductAsk::Unit { head: self.head.as_str(), opening: self.text_opening(), latin: self.latin }
+        }
+    }
+
+    /// What a unit's text opens with: its subject, for a unit about one that is not a name (a
+    /// tip, a day, a fact), so that the model says something of it; a running unit and a
+    /// name's definition open as the model writes them.
+    fn text_opening(&self) -> &str {
+        if self.task.running || self.task.named {
+            ""
+        } else {
+            self.subject.trim_end_matches(['.', ' '])
         }
     }
 
@@ -582,7 +593,7 @@ impl Product {
         let Some(key) = self.task.key else { return Ok(()) };
         let lang = self.task.lang;
         if (!self.subject.is_empty() || self.task.running) && lang.asks() {
-            self.write_question(ProductAsk::Unit { head: self.head.as_str(), latin: self.latin }, out)?;
+            self.write_question(ProductAsk::Unit { head: self.head.as_str(), opening: "", latin: self.latin }, out)?;
         }
         if self.task.running {
             return out.format(format_args!(

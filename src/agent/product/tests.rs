@@ -655,7 +655,7 @@ fn a_numbered_units_outline_goes_on_from_its_newest_units() {
     p.settle(&mut w, &mut scratch, 3, "").unwrap();
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Nara\nHiroshima"));
     view(&mut p, &w, &mut s, task);
-    assert_eq!(p.ask(), ProductAsk::Unit { head: "Day 4 – Nara", latin: true });
+    assert_eq!(p.ask(), ProductAsk::Unit { head: "Day 4 – Nara", opening: "Nara", latin: true });
 }
 
 #[test]
