@@ -67,6 +67,12 @@ pub fn doubtful(text: &str, lang: &Lang, latin: bool, task_word: &dyn Fn(&str) -
     if letters > 0 && in_script * 2 < letters {
         return Some("the text is not written in the task's script; write it in the task's language");
     }
+    // A unit answers: a text whose every sentence asks is the question copied or turned into
+    // more ("What was the last thing he saw? What did he see?", a base model's paragraph).
+    let asks = text.chars().filter(|c| matches!(c, '?' | '？')).count();
+    if asks > 0 && !text.chars().any(|c| matches!(c, '.' | '!' | '。' | '！')) {
+        return Some("the text only asks questions; write what the task asks for");
+    }
     for w in words(text) {
         if w.chars().count() > WORD_MAX_LETTERS || run_on(w) || no_vowel(w) {
             return Some("the text has a word no language writes; say it in plain words");
@@ -668,6 +674,25 @@ mod tests {
             ),
         ] {
             assert_eq!(doubtful(t, lang, true, &|_| false), None, "{t}");
+        }
+    }
+
+    /// A text of questions only is no unit; a question beside a statement may be one.
+    #[test]
+    fn a_text_that_only_asks_is_doubtful() {
+        for t in [
+            "What was the last thing he saw? What did he see? What did he hear?",
+            "What happens next?",
+            "東京で何を見ますか？",
+        ] {
+            let latin = !t.starts_with('東');
+            assert!(doubtful(t, if latin { &EN } else { &NEUTRAL }, latin, &|_| false).is_some(), "{t}");
+        }
+        for t in [
+            "Want bigger fruit? Prune the suckers between the stem and the branches.",
+            "The keeper looked out to sea. Was that a light on the water?",
+        ] {
+            assert_eq!(doubtful(t, &EN, true, &|_| false), None, "{t}");
         }
     }
 
