@@ -11,9 +11,12 @@
 //! of the entries it looks at; a ranked search reads `store.fts` in place (see
 //! [`super::recall_disk`]: its page tables, the dictionary pages, skip groups and blocks of
 //! its words, the pages of lengths of the documents it scores and of records of those it
-//! keeps) and the location blocks of the entries it keeps. Every section and block is
-//! checked against its CRC-32 when read. The query is answered by the same code as over the
-//! tables in RAM (`query::Tables`), so the answers are the same.
+//! keeps) and the location blocks of the entries it keeps; with the cold entries, the same
+//! of `store.cold.fts` when it covers `store.cold` (`ColdRecall::open_in_place`), and, for
+//! each cold hit it keeps, its record in `store.cold` and the posting list of its key's
+//! rarest tag (a cold copy of a key the live store holds is not current). Every section and
+//! block is checked against its CRC-32 when read. The query is answered by the same code as
+//! over the tables in RAM (`query::Tables`, `recall::rank_two`), so the answers are the same.
 //!
 //! Whenever the checkpoint does not cover the log exactly (an agent appending now, a crash
 //! before the next checkpoint, another format) [`StoreView::open`] says `None` and the caller
