@@ -14,6 +14,7 @@ mod temp;
 use lkjagent::memory::key::{normalize, Key};
 use lkjagent::memory::query::{Archived, Query, Results, Sort};
 use lkjagent::memory::store::checkpoint::CHECKPOINT_NAME;
+use lkjagent::memory::store::cold::recall::ColdRecall;
 use lkjagent::memory::store::recall::Ranked;
 use lkjagent::memory::store::view::StoreView;
 use lkjagent::memory::store::Store;
@@ -171,7 +172,10 @@ fn compare(dir: &Path, seed: u64, queries: usize) {
         let archived = [Archived::Exclude, Archived::Include, Archived::Only][rng.below(3)];
         let limit = 1 + rng.below(30);
         store.rank_where(&text, limit, archived, None, &mut ra).unwrap();
-        assert!(view.rank(&text, limit, archived, &mut rb).unwrap(), "seed {seed}: store.fts covers the log");
+        assert!(
+            view.rank(&text, limit, archived, &mut ColdRecall::new(), &mut rb).unwrap(),
+            "seed {seed}: store.fts covers the log"
+        );
         let what = format!("seed {seed} search {i}: {text:?} {archived:?} {limit}");
         let ids = |r: &Ranked| r.hits().iter().map(|h| (h.id, h.score.to_bits())).collect::<Vec<_>>();
         assert_eq!(ids(&ra), ids(&rb), "{what}");

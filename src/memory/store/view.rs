@@ -11,9 +11,12 @@
 //! of the entries it looks at; a ranked search reads `store.fts` in place (see
 //! [`super::recall_disk`]: its page tables, the dictionary pages, skip groups and blocks of
 //! its words, the pages of lengths of the documents it scores and of records of those it
-//! keeps) and the location blocks of the entries it keeps. Every section and block is
-//! checked against its CRC-32 when read. The query is answered by the same code as over the
-//! tables in RAM (`query::Tables`), so the answers are the same.
+//! keeps) and the location blocks of the entries it keeps; with the cold entries, the same
+//! of `store.cold.fts` when it covers `store.cold` (`ColdRecall::open_in_place`), and, for
+//! each cold hit it keeps, its record in `store.cold` and the posting list of its key's
+//! rarest tag (a cold copy of a key the live store holds is not current). Every section and
+//! block is checked against its CRC-32 when read. The query is answered by the same code as
+//! over the tables in RAM (`query::Tables`, `recall::rank_two`), so the answers are the same.
 //!
 //! Whenever the checkpoint does not cover the log exactly (an agent appending now, a crash
 //! before the next checkpoint, another format) [`StoreView::open`] says `None` and the caller
@@ -25,16 +28,19 @@
 use super::checkpoint::{
     le32, le64, Head, CHECKPOINT_NAME, COLUMN_BLOCK, COLUMN_WIDTHS, DIRECTORY_ENTRY, FORMAT, TAIL_BYTES,
 };
+use super::cold::recall::ColdRecall;
 use super::query::{driver, resolve, run, Tables};
-use super::rank::{max_score, Collection, QueryWord, QueryWords, Ranked};
-use super::recall_disk::{DiskIndex, DiskWalk};
+use super::rank::Ranked;
+use super::recall::fulltext::FullText;
+use super::recall::{rank_two, Ask, Live};
+use super::recall_disk::DiskIndex;
 use super::recall_file::{Header as FtsHeader, HEADER_BYTES as FTS_HEADER_BYTES, RECALL_FILE_NAME};
 use super::slots::{unpack_location, TagSet};
 use super::{room_for, EntryId, EntryInfo, LOG_NAME};
 use crate::error::{Error, Result};
 use crate::limits::{
-    store_max_tags, KEY_MAX_TAGS, RANK_MAX_RESULTS, RANK_MAX_TERMS, STORE_CHECKPOINT_BLOCK_BYTES, STORE_MAX_ENTRIES,
-    STORE_MIN_ENTRIES, STORE_VIEW_READ_BYTES, TAG_MAX_BYTES,
+    store_max_tags, KEY_MAX_TAGS, RANK_MAX_RESULTS, STORE_CHECKPOINT_BLOCK_BYTES, STORE_MAX_ENTRIES, STORE_MIN_ENTRIES,
+    STORE_VIEW_READ_BYTES, TAG_MAX_BYTES,
 };
 use crate::memory::hash::{crc32, crc32_continue};
 use crate::memory::key::Key;
@@ -320,9 +326,18 @@ impl StoreView {
     }
 
     /// Ranks the entries by the words of `query` as [`super::Store::rank_where`] does (no tag
-    /// filter) over `store.fts` read in place. `Ok(false)` when `store.fts` does not cover the
-    /// log exactly (the caller opens the store whole, which brings the index up to date).
-    pub fn rank(&mut self, query: &str, limit: usize, archived: Archived, out: &mut Ranked) -> Result<bool> {
+    /// filter) over `store.fts` read in place, and the cold entries with them over `cold` (a
+    /// segment read in place, [`ColdRecall::open_in_place`]; a closed one leaves them out),
+    /// with the same code ([`rank_two`]). `Ok(false)` when `store.fts` does not cover the log
+    /// exactly (the caller opens the store whole, which brings the index up to date).
+    pub fn rank(
+        &mut self,
+        query: &str,
+        limit: usize,
+        archived: Archived,
+        cold: &mut ColdRecall,
+        out: &mut Ranked,
+    ) -> Result<bool> {
         out.clear();
         let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
         let Ok(file) = File::open(self.dir.join(RECALL_FILE_NAME)) else { return Ok(false) };
@@ -345,30 +360,14 @@ impl StoreView {
         {
             return Ok(false);
         }
-        // The file covers the log: every document in it is current, and read only as scored.
+        // The file covers the log: every document in it is current, and read only as scored;
+        // no delta.
         let mut disk = DiskIndex::empty();
         disk.open_in_place(file, h, room)?;
         self.prepare()?;
-        if limit == 0 {
-            return Ok(true);
-        }
-        // Only the base: a word's live documents are its postings.
-        let q = QueryWords::parse(query, false, |w| Ok(disk.find(w)?.map(|x| QueryWord { df: x.base_df, ..x })))?;
-        out.set_dropped_words(q.dropped);
-        if q.n == 0 {
-            return Ok(true);
-        }
-        let admit = |id: EntryId| self.location(id).is_some_and(|(_, _, a)| archived.admits(a));
-        let (docs, tokens) = disk.totals();
-        let coll = Collection { docs, tokens, min_len: Some(disk.header.min_len) };
-        let mut walks: [DiskWalk<'_>; RANK_MAX_TERMS] = core::array::from_fn(|_| DiskWalk::default());
-        let mut parts = disk.walk_parts();
-        let Some(file) = parts.file else { bail!(Internal, "store.fts opened without its file (a bug)") };
-        for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
-            let (Some(buf), Some(dec)) = (parts.bufs.next(), parts.decoded.next()) else { break };
-            *c = DiskWalk::new(file, buf, dec, w)?;
-        }
-        max_score(&q, &mut walks, &coll, &mut parts.docs, admit, limit, out)?;
+        let ask = Ask { query, limit, archived, tags: None, rarest: false, cold: true };
+        let mut live = ViewLive { view: self, archived };
+        rank_two(&mut disk, &FullText::unreserved(), &mut live, true, cold, &ask, out)?;
         out.sort();
         self.take_fault().map(|_| true)
     }
@@ -608,6 +607,22 @@ impl StoreView {
             hits: u64::from(self.u32_of(3, id)),
             archived,
         })
+    }
+}
+
+/// [`Live`] for the checkpoint read in place, with a query's filter.
+struct ViewLive<'a> {
+    view: &'a mut StoreView,
+    archived: Archived,
+}
+
+impl Live for ViewLive<'_> {
+    fn admits(&self, id: EntryId) -> bool {
+        self.view.location(id).is_some_and(|(_, _, a)| self.archived.admits(a))
+    }
+
+    fn holds(&mut self, key: &Key) -> Result<bool> {
+        self.view.find(key).map(|id| id.is_some())
     }
 }
 

@@ -12,7 +12,7 @@ use crate::memory::query::Archived;
 use crate::memory::store::recall::disk::{BaseDocs, DiskWalk};
 use crate::memory::store::recall::fulltext::{FullText, NONE};
 use crate::memory::store::recall::rank::{max_score, Chain, Collection, Docs, QueryWord, QueryWords, RamWalk, Ranked};
-use crate::memory::store::recall::{lookup, Segment};
+use crate::memory::store::recall::{lookup, Live, Segment};
 use crate::memory::store::{EntryId, EntryInfo, Store};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -47,11 +47,11 @@ impl Segment for ColdRecall {
         &mut self,
         q: &QueryWords,
         coll: &Collection,
-        (store, archived, tags): (&Store, Archived, Option<&Key>),
+        (live, archived, tags): (&mut dyn Live, Archived, Option<&Key>),
         limit: usize,
         out: &mut Ranked,
     ) -> Result<()> {
-        let filter = ColdFilter { store, archived, tags };
+        let mut filter = ColdFilter { live, archived, tags };
         // A tag filter turns most cold documents away: admitted as they come. Else (the usual
         // query) every current document is taken as admitted, which reads nothing; the hits
         // kept are then checked, and only when one is turned away is the pass run again
@@ -66,7 +66,8 @@ impl Segment for ColdRecall {
             let mut saved = core::mem::take(&mut self.saved);
             saved.clear();
             saved.extend_from_slice(out.hits().get(..out.hits().len().min(saved.capacity())).unwrap_or(&[]));
-            let res = self.pass(q, coll, &filter, limit, out, false).and_then(|_| self.admits_hits(&filter, out));
+            let res =
+                self.pass(q, coll, &mut filter, limit, out, false).and_then(|_| self.admits_hits(&mut filter, out));
             let admitted = match res {
                 Ok(ok) => ok,
                 Err(e) => {
@@ -82,7 +83,7 @@ impl Segment for ColdRecall {
             out.restore(&saved);
             self.saved = saved;
         }
-        self.pass(q, coll, &filter, limit, out, true)
+        self.pass(q, coll, &mut filter, limit, out, true)
     }
 }
 
@@ -93,7 +94,7 @@ impl ColdRecall {
         &mut self,
         q: &QueryWords,
         coll: &Collection,
-        filter: &ColdFilter<'_>,
+        filter: &mut ColdFilter<'_>,
         limit: usize,
         out: &mut Ranked,
         check: bool,
@@ -118,7 +119,7 @@ impl ColdRecall {
     }
 
     /// Whether every cold hit of `out` passes the filter (each one's record read).
-    fn admits_hits(&mut self, filter: &ColdFilter<'_>, out: &Ranked) -> Result<bool> {
+    fn admits_hits(&mut self, filter: &mut ColdFilter<'_>, out: &Ranked) -> Result<bool> {
         let ColdRecall { base, index, file, rec, .. } = self;
         let shift = base.doc_count();
         let parts = base.walk_parts();
@@ -134,9 +135,9 @@ impl ColdRecall {
 }
 
 /// Which cold entries a ranked query admits: `archived` says which pass; with `tags`, only
-/// those carrying all of them; never one whose key the live store holds.
+/// those carrying all of them; never one whose key the live store holds (asked of `live`).
 struct ColdFilter<'a> {
-    store: &'a Store,
+    live: &'a mut dyn Live,
     archived: Archived,
     tags: Option<&'a Key>,
 }
@@ -144,17 +145,17 @@ struct ColdFilter<'a> {
 /// The cold segment's documents as a query scores them: base, then delta; a document is
 /// named (as a [`COLD_HIT`] id) only when it is current and (with `check`) its record passes
 /// the filter.
-struct ColdDocs<'a> {
+struct ColdDocs<'a, 'f> {
     base: BaseDocs<'a>,
     delta: &'a FullText,
     shift: u32,
     file: Option<&'a File>,
     rec: &'a mut Vec<u8>,
-    filter: &'a ColdFilter<'a>,
+    filter: &'a mut ColdFilter<'f>,
     check: bool,
 }
 
-impl ColdDocs<'_> {
+impl ColdDocs<'_, '_> {
     /// Document `d` as a hit when it is current and its record passes the filter.
     fn admitted(&mut self, d: u32) -> Result<Option<EntryId>> {
         let place = match d.checked_sub(self.shift) {
@@ -168,10 +169,10 @@ impl ColdDocs<'_> {
         file.read_exact_at(self.rec, offset)
             .map_err(|e| err!(Io, "reading {} bytes at byte {} of {} failed: {}", len, offset, COLD_NAME, e))?;
         let (head, key, _) = decode_put(self.rec)?;
-        let f = self.filter;
+        let f = &mut *self.filter;
         if !f.archived.admits(head.archived)
             || f.tags.is_some_and(|t| !t.tags().all(|x| key.tags().any(|y| y == x)))
-            || f.store.find(&key).is_some()
+            || f.live.holds(&key)?
         {
             return Ok(None);
         }
@@ -179,7 +180,7 @@ impl ColdDocs<'_> {
     }
 }
 
-impl Docs for ColdDocs<'_> {
+impl Docs for ColdDocs<'_, '_> {
     fn tokens(&mut self, d: u32) -> Result<Option<u32>> {
         match d.checked_sub(self.shift) {
             None => self.base.tokens(d),
@@ -213,15 +214,7 @@ impl Store {
         let mut v = core::mem::take(&mut self.vbuf);
         let hit = self.cold_hit(id, &mut v);
         self.vbuf = v;
-        Ok(hit?.map(|h| EntryInfo {
-            id,
-            key: h.key,
-            version: h.head.ver,
-            created: h.head.created,
-            accessed: h.head.accessed,
-            hits: h.head.hits,
-            archived: h.head.archived,
-        }))
+        Ok(hit?.map(|h| h.info(id)))
     }
 
     /// The newest cold copy of `key`, read in place (the cold text index's table of each
@@ -252,22 +245,45 @@ impl Store {
 
     /// The cold entry of hit `id` (a [`COLD_HIT`] id): its fields, key, and value in `value`.
     pub(in crate::memory::store) fn cold_hit(&mut self, id: EntryId, value: &mut String) -> Result<Option<ColdHit>> {
+        self.cold_recall.hit(id, value)
+    }
+}
+
+impl ColdRecall {
+    /// The cold entry of hit `id` (a [`COLD_HIT`] id) read from `store.cold`: its fields, key,
+    /// and value in `value`; `None` when the segment is not current or the document is not.
+    pub(in crate::memory::store) fn hit(&mut self, id: EntryId, value: &mut String) -> Result<Option<ColdHit>> {
         let d = id & !COLD_HIT;
-        let c = &mut self.cold_recall;
-        if c.state != State::Ready {
+        if self.state != State::Ready {
             return Ok(None);
         }
-        let shift = c.base.doc_count();
+        let shift = self.base.doc_count();
         let place = match d.checked_sub(shift) {
-            None => c.base.walk_parts().docs.record(d)?.map(|x| (x.offset, x.rec_len)),
-            Some(x) => c.index.doc(x).filter(|x| x.entry != NONE).map(|x| (x.offset, x.rec_len)),
+            None => self.base.walk_parts().docs.record(d)?.map(|x| (x.offset, x.rec_len)),
+            Some(x) => self.index.doc(x).filter(|x| x.entry != NONE).map(|x| (x.offset, x.rec_len)),
         };
         let Some((offset, len)) = place else { return Ok(None) };
-        c.read(offset, len)?;
-        let (head, key, escaped) = decode_put(&c.rec)?;
+        self.read(offset, len)?;
+        let (head, key, escaped) = decode_put(&self.rec)?;
         value.clear();
         log::decode_str(escaped, value)?;
         Ok(Some(ColdHit { head, key }))
+    }
+}
+
+impl ColdHit {
+    /// The metadata a hit on it shows (`id`: the hit's).
+    pub fn info(&self, id: EntryId) -> EntryInfo {
+        let h = &self.head;
+        EntryInfo {
+            id,
+            key: self.key,
+            version: h.ver,
+            created: h.created,
+            accessed: h.accessed,
+            hits: h.hits,
+            archived: h.archived,
+        }
     }
 }
 

@@ -285,6 +285,42 @@ impl ColdRecall {
     }
 }
 
+impl ColdRecall {
+    /// The segment of the cold store in `dir` for a reader that does not open the store
+    /// (`memory search` over the checkpoint read in place, `StoreView`): `store.cold.fts`
+    /// read in place, when it covers all of `store.cold` as it is now (its length, and the CRC
+    /// of the [`TAIL_BYTES`] before it), as a read-only store opens it then; `None` otherwise
+    /// (the caller opens the store, which reads the groups appended since, or rebuilds).
+    /// A segment with no delta: nothing is reserved for one, and nothing is written.
+    pub(in crate::memory::store) fn open_in_place(dir: &Path) -> Result<Option<ColdRecall>> {
+        let (Ok(file), Ok(ix)) = (File::open(dir.join(COLD_NAME)), File::open(dir.join(COLD_RECALL_NAME))) else {
+            return Ok(None);
+        };
+        let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", COLD_NAME, e))?.len();
+        let mut raw = [0u8; HEADER_BYTES];
+        if ix.read_exact_at(&mut raw, 0).is_err() {
+            return Ok(None);
+        }
+        let Ok(h) = Header::parse(&raw) else { return Ok(None) };
+        let mut c = ColdRecall::new();
+        c.room = room_for_bytes(len);
+        if h.covered != len || h.docs as usize > c.room || h.store > c.room as u64 {
+            return Ok(None);
+        }
+        c.file = Some(file);
+        if cold_tail_crc(&mut c, h.covered)? != h.tail {
+            return Ok(None);
+        }
+        c.base.open_in_place(ix, h, c.room)?;
+        c.indexed = h.covered;
+        c.written = h.covered;
+        c.next = h.store as u32;
+        c.from_file = true;
+        c.state = State::Ready;
+        Ok(Some(c))
+    }
+}
+
 /// A record's length as an index file gives it: more than a record can be is damage (never an
 /// allocation of that size).
 pub(super) fn check_len(len: u32) -> Result<()> {

@@ -269,15 +269,15 @@ pub struct RecallStats {
 
 /// What a ranked query asks.
 #[derive(Clone, Copy)]
-struct Ask<'a> {
-    query: &'a str,
-    limit: usize,
-    archived: Archived,
-    tags: Option<&'a Key>,
+pub(in crate::memory::store) struct Ask<'a> {
+    pub(in crate::memory::store) query: &'a str,
+    pub(in crate::memory::store) limit: usize,
+    pub(in crate::memory::store) archived: Archived,
+    pub(in crate::memory::store) tags: Option<&'a Key>,
     /// Keep the rarest `RANK_MAX_TERMS` words of a longer text (else that is an error).
-    rarest: bool,
+    pub(in crate::memory::store) rarest: bool,
     /// Rank the cold store's entries too.
-    cold: bool,
+    pub(in crate::memory::store) cold: bool,
 }
 
 /// The documents of the base, then the delta's (numbered from `shift` on).
@@ -359,16 +359,45 @@ pub(in crate::memory::store) trait Segment {
     /// A word as it knows it (see [`lookup`]).
     fn lookup(&mut self, w: &[u8]) -> Result<Option<QueryWord>>;
     /// Ranks its documents for `q` (the query's words with its postings and the union's
-    /// counts) over `coll` (the union), admitting what `store` and the filter (archived,
-    /// tags) let through, into `out`, which may hold the live segment's best already.
+    /// counts) over `coll` (the union), admitting what `live` (a document whose key the live
+    /// store holds is not current) and the filter (archived, tags) let through, into `out`,
+    /// which may hold the live segment's best already.
     fn rank(
         &mut self,
         q: &QueryWords,
         coll: &Collection,
-        admit: (&Store, Archived, Option<&Key>),
+        admit: (&mut dyn Live, Archived, Option<&Key>),
         limit: usize,
         out: &mut Ranked,
     ) -> Result<()>;
+}
+
+/// The live store as a ranked query over two segments asks it: which of its entries pass the
+/// query's filter, and whether it holds a key (a cold copy of a key it holds is not current).
+/// The store in RAM answers it ([`Store`]), and so does its checkpoint read in place
+/// (`StoreView`), so that both rank with the same code.
+pub(in crate::memory::store) trait Live {
+    /// Whether live entry `id` passes the query's filter.
+    fn admits(&self, id: EntryId) -> bool;
+    /// Whether the live store holds an entry whose key is `key`.
+    fn holds(&mut self, key: &Key) -> Result<bool>;
+}
+
+/// [`Live`] for the store in RAM, with a query's filter.
+struct StoreLive<'a> {
+    store: &'a Store,
+    archived: Archived,
+    required: Option<&'a (super::slots::TagSet, usize)>,
+}
+
+impl Live for StoreLive<'_> {
+    fn admits(&self, id: EntryId) -> bool {
+        self.store.admits(id, self.archived, self.required)
+    }
+
+    fn holds(&mut self, key: &Key) -> Result<bool> {
+        Ok(self.store.find(key).is_some())
+    }
 }
 
 /// A word of a query over two segments, as `mine` (this segment's lookup) and `other` (the
@@ -490,78 +519,11 @@ impl Store {
         required: Option<&Option<(super::slots::TagSet, usize)>>,
         out: &mut Ranked,
     ) -> Result<()> {
-        let &Ask { query, limit, archived, tags, rarest, .. } = ask;
-        let ix = &self.recall.index;
-        let with_cold = ask.cold && cold.is_ready();
-        // Each word's lookups in both segments, in the order the parse asks for them: the
-        // cold segment's parse below asks again for the same words in the same order, and
-        // takes them from here instead of searching both dictionaries again (a page read and
-        // checked per step of each binary search: half a soak-store query's dictionary reads).
-        let mut seen = [(0u64, None, None); RANK_MAX_TERMS];
-        let mut asked = 0usize;
-        let q = QueryWords::parse(query, rarest, |w| {
-            let other = if with_cold { cold.lookup(w)? } else { None };
-            let mine = lookup(base, ix, w)?;
-            if let Some(s) = seen.get_mut(asked) {
-                *s = (crate::memory::hash::fnv1a64(w), mine, other);
-            }
-            asked += 1;
-            Ok(joined(mine, other, w))
-        })?;
-        out.set_dropped_words(q.dropped);
-        if q.n == 0 {
-            return Ok(());
-        }
-        let shift = base.doc_count();
-        let (base_docs, base_tokens) = base.totals();
-        let (cold_docs, cold_tokens) = if with_cold { cold.totals() } else { (0, 0) };
-        // The union's statistics; each segment's base read in place bounds a candidate with
-        // its own fewest tokens before reading its length.
-        let coll = |min_len: Option<u32>| Collection {
-            docs: base_docs + ix.live_docs() + cold_docs,
-            tokens: base_tokens + ix.total_tokens() + cold_tokens,
-            min_len,
-        };
-        if let Some(None) = required {
-            // A tag no live entry carries: only cold entries can match.
-        } else {
-            let required = required.and_then(Option::as_ref);
-            let admit = |id: EntryId| self.admits(id, archived, required);
-            let min_len = base.is_open().then_some(base.header.min_len);
-            let mut parts = base.walk_parts();
-            let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
-                core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));
-            for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
-                let mut b = None;
-                if w.bytes > 0 {
-                    let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next())
-                    else {
-                        bail!(Internal, "no walk buffer")
-                    };
-                    b = Some(DiskWalk::new(file, buf, dec, w)?);
-                }
-                *c = Chain::new(b, RamWalk::new(ix, w.term.unwrap_or(NONE)), shift);
-            }
-            let mut docs = BothDocs { base: parts.docs, delta: ix, shift };
-            max_score(&q, &mut walks, &coll(min_len), &mut docs, admit, limit, out)?;
-        }
-        if with_cold && cold_docs > 0 {
-            // The same words in the same order, with the cold segment's postings.
-            let mut again = 0usize;
-            let qc = QueryWords::parse(query, rarest, |w| {
-                let known = seen.get(again).filter(|s| again < asked && s.0 == crate::memory::hash::fnv1a64(w));
-                again += 1;
-                match known {
-                    Some(&(_, other, mine)) => Ok(joined(mine, other, w)),
-                    None => {
-                        let other = lookup(base, ix, w)?;
-                        Ok(joined(cold.lookup(w)?, other, w))
-                    }
-                }
-            })?;
-            cold.rank(&qc, &coll(cold.min_len()), (self, archived, tags), limit, out)?;
-        }
-        Ok(())
+        // A tag no live entry carries (`Some(None)`): only cold entries can match.
+        let live_part = !matches!(required, Some(None));
+        let required = required.and_then(Option::as_ref);
+        let mut live = StoreLive { store: self, archived: ask.archived, required };
+        rank_two(base, &self.recall.index, &mut live, live_part, cold, ask, out)
     }
 
     /// Statistics of the full-text index (without building it).
@@ -585,11 +547,98 @@ impl Store {
     }
 }
 
+/// One ranked query over the live segment (`base` and its delta `ix`, its entries admitted
+/// by `live`; left out without `live_part`) and `cold` (see the module documentation and
+/// [`super::cold::recall`]), into `out` (not sorted). The store in RAM and its checkpoint read
+/// in place (`StoreView`) both rank with it.
+pub(in crate::memory::store) fn rank_two(
+    base: &mut DiskIndex,
+    ix: &FullText,
+    live: &mut dyn Live,
+    live_part: bool,
+    cold: &mut dyn Segment,
+    ask: &Ask<'_>,
+    out: &mut Ranked,
+) -> Result<()> {
+    let &Ask { query, limit, archived, tags, rarest, .. } = ask;
+    if limit == 0 {
+        return Ok(());
+    }
+    let with_cold = ask.cold && cold.is_ready();
+    // Each word's lookups in both segments, in the order the parse asks for them: the
+    // cold segment's parse below asks again for the same words in the same order, and
+    // takes them from here instead of searching both dictionaries again (a page read and
+    // checked per step of each binary search: half a soak-store query's dictionary reads).
+    let mut seen = [(0u64, None, None); RANK_MAX_TERMS];
+    let mut asked = 0usize;
+    let q = QueryWords::parse(query, rarest, |w| {
+        let other = if with_cold { cold.lookup(w)? } else { None };
+        let mine = lookup(base, ix, w)?;
+        if let Some(s) = seen.get_mut(asked) {
+            *s = (crate::memory::hash::fnv1a64(w), mine, other);
+        }
+        asked += 1;
+        Ok(joined(mine, other, w))
+    })?;
+    out.set_dropped_words(q.dropped);
+    if q.n == 0 {
+        return Ok(());
+    }
+    let shift = base.doc_count();
+    let (base_docs, base_tokens) = base.totals();
+    let (cold_docs, cold_tokens) = if with_cold { cold.totals() } else { (0, 0) };
+    // The union's statistics; each segment's base read in place bounds a candidate with
+    // its own fewest tokens before reading its length.
+    let coll = |min_len: Option<u32>| Collection {
+        docs: base_docs + ix.live_docs() + cold_docs,
+        tokens: base_tokens + ix.total_tokens() + cold_tokens,
+        min_len,
+    };
+    if live_part {
+        let live = &*live;
+        let admit = |id: EntryId| live.admits(id);
+        let min_len = base.is_open().then_some(base.header.min_len);
+        let mut parts = base.walk_parts();
+        let mut walks: [Chain<DiskWalk<'_>, RamWalk<'_>>; RANK_MAX_TERMS] =
+            core::array::from_fn(|_| Chain::new(None, RamWalk::new(ix, NONE), shift));
+        for (c, w) in walks.iter_mut().zip(q.words.iter()).take(q.n) {
+            let mut b = None;
+            if w.bytes > 0 {
+                let (Some(file), Some(buf), Some(dec)) = (parts.file, parts.bufs.next(), parts.decoded.next()) else {
+                    bail!(Internal, "no walk buffer")
+                };
+                b = Some(DiskWalk::new(file, buf, dec, w)?);
+            }
+            *c = Chain::new(b, RamWalk::new(ix, w.term.unwrap_or(NONE)), shift);
+        }
+        let mut docs = BothDocs { base: parts.docs, delta: ix, shift };
+        max_score(&q, &mut walks, &coll(min_len), &mut docs, admit, limit, out)?;
+    }
+    if with_cold && cold_docs > 0 {
+        // The same words in the same order, with the cold segment's postings.
+        let mut again = 0usize;
+        let qc = QueryWords::parse(query, rarest, |w| {
+            let known = seen.get(again).filter(|s| again < asked && s.0 == crate::memory::hash::fnv1a64(w));
+            again += 1;
+            match known {
+                Some(&(_, other, mine)) => Ok(joined(mine, other, w)),
+                None => {
+                    let other = lookup(base, ix, w)?;
+                    Ok(joined(cold.lookup(w)?, other, w))
+                }
+            }
+        })?;
+        cold.rank(&qc, &coll(cold.min_len()), (live, archived, tags), limit, out)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::rank::{B, K1};
     use super::*;
     use crate::memory::key::normalize;
+    use crate::memory::store::cold::recall::ColdRecall;
     use crate::memory::store::recall::fulltext::Sizes;
     use crate::memory::store::room_for;
     use crate::testing::temp_dir;
@@ -1128,7 +1177,7 @@ mod tests {
                 // then opens the store whole).
                 let mut v = StoreView::open(&d, 1024).unwrap().unwrap();
                 let mut out = Ranked::new();
-                let e = v.rank(q, 600, Archived::Exclude, &mut out).unwrap_err();
+                let e = v.rank(q, 600, Archived::Exclude, &mut ColdRecall::new(), &mut out).unwrap_err();
                 assert_eq!(e.code(), crate::error::Code::Io, "{}", what);
                 // A read-only store searching in place meets it too, and rebuilds from the log.
                 let mut r = Store::open_read_only_with_capacity(&d, 1024).unwrap();
@@ -1165,7 +1214,7 @@ mod tests {
             std::fs::write(&path, &bad).unwrap();
             let mut v = StoreView::open(&d, 1024).unwrap().unwrap();
             let mut out = Ranked::new();
-            let e = v.rank(q, 600, Archived::Exclude, &mut out).unwrap_err();
+            let e = v.rank(q, 600, Archived::Exclude, &mut ColdRecall::new(), &mut out).unwrap_err();
             assert_eq!(e.code(), crate::error::Code::Io, "{}", spot);
             let mut r = Store::open_read_only_with_capacity(&d, 1024).unwrap();
             assert_same(&ranked(&mut r, q, 600), &want, "read-only");
@@ -1215,7 +1264,7 @@ mod tests {
         drop(s);
         let mut v = StoreView::open(&d, 512).unwrap().unwrap();
         let mut out = Ranked::new();
-        assert!(!v.rank("w1", 10, Archived::Exclude, &mut out).unwrap());
+        assert!(!v.rank("w1", 10, Archived::Exclude, &mut ColdRecall::new(), &mut out).unwrap());
     }
 
     mod blocks {
@@ -1288,7 +1337,7 @@ mod tests {
                 for (q, limit) in &queries {
                     let mut v = super::super::super::view::StoreView::open(&d, 1024).unwrap().unwrap();
                     let mut out = Ranked::new();
-                    prop_assert!(v.rank(q, *limit, Archived::Exclude, &mut out).unwrap());
+                    prop_assert!(v.rank(q, *limit, Archived::Exclude, &mut ColdRecall::new(), &mut out).unwrap());
                     let got: Vec<_> = out.hits().iter().map(|h| (h.id, h.score)).collect();
                     assert_same(&got, &brute(&mut r, q, *limit, Archived::Exclude), &format!("in place: {}", q));
                 }

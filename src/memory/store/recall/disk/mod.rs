@@ -180,7 +180,8 @@ impl Docs for BaseDocs<'_> {
             c.len_pages = 0;
             let run = LEN_RUN.min(self.header.doc_pages.saturating_sub(p));
             let len = (0..run).map(|i| doc_page_len(self.header.docs, p + i, 4)).sum::<usize>();
-            c.lens.clear();
+            // Only a longer run than the last zeroes bytes (the read overwrites them all): a
+            // clear first zeroed 16 KiB a run, 1% of a common word's query (callgrind).
             c.lens.resize(len, 0);
             read_at(file, &mut c.lens, HEADER_BYTES as u64 + u64::from(p) * (DOC_PAGE * 4) as u64)?;
             (c.len_first, c.len_pages, c.len_checked) = (p, run, 0);
