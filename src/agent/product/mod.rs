@@ -17,7 +17,8 @@
 //!   plan (the working-memory entry [`PLAN_KEY`], not shown). Then each cycle asks for the
 //!   unit about the plan's next subject ([`ProductAsk::Unit`]): the grammar writes the head
 //!   (the subject, or for a unit a reader numbers, its label too: "Day 3 – Kyoto") and the
-//!   model one to three sentences.
+//!   subject again as the text's opening, and the model one to three sentences from there
+//!   ("Kyoto is ..."; a name's definition opens as the model writes it).
 //! - **Novelty.** A subject stored or asked about before is not planned; a unit alike one the
 //!   view shows is refused ([`Product::judge`]).
 //! - **Precision.** A unit whose text is not in the task's language or is not made of words is
