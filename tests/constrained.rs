@@ -1290,8 +1290,9 @@ fn sample_product_asks(task: &str, ptags: [&str; 2]) -> (usize, usize, usize) {
     let (mut outlines, mut units, mut opened) = (0, 0, 0);
     let product_tags = ptags.join(",");
     // Drawn uniformly, a word of an outline is in capitals half the time (an item with one
-    // longer than an acronym is planned never) and a number often: so many seeds.
-    for seed in 0..128u64 {
+    // longer than an acronym is planned never) and a number often, and a text drawn so is
+    // often doubted (a word of another language, a question alone): so many seeds.
+    for seed in 0..256u64 {
         let mut live = Live::new(seed);
         live.working.add(&normalize("task").unwrap(), task, 1).unwrap();
         let mut r = rng(seed ^ 0x5EED);
@@ -1481,6 +1482,8 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         "Es una ciudad muy grande.",
         "Die Größe des Schwarzen Lochs ist enorm.",
         "Éclairs are pastries of choux dough.",
+        "À Kyoto, il faut voir les temples.",
+        "I saw a temple.",
         &words(3),
         &words(max),
     ] {
@@ -1498,6 +1501,9 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         "Visit the temples. walk through the forest.",
         "×coccolite is a material of high carbon.",
         "Visit the temples ÷ the forest.",
+        // A lone accented capital is no word ("Â 100 percent", a base model's).
+        "Use organic fertilizers. Â 100 percent organic fertilizers.",
+        "Visit the temples at Â dawn.",
     ] {
         assert!(!g.matches(&reply(no)), "{no}\n{text}");
     }

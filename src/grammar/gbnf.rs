@@ -221,9 +221,7 @@ fn asked_value(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
                 c = commas,
                 c1 = commas.saturating_sub(1)
             ))?;
-            out.push_str(
-                "first ::= cap core (\"-\" part | \"'\" [a-z]{1,2})? | vcap part | \"A\" | \"I\" | [A-Z]{2,6}\n",
-            )?;
+            out.push_str("first ::= cap core (\"-\" part | \"'\" [a-z]{1,2})? | vcap vpart | one | [A-Z]{2,6}\n")?;
             for w in 0..=left {
                 for c in 0..=commas {
                     out.format(format_args!("more-{}-{} ::= end", w, c))?;
@@ -314,19 +312,23 @@ fn asked_value(out: &mut FixedBuf, p: &ProductSave<'_>) -> Result<()> {
 /// where vowels come at least every 4 consonants (up to 5 vowel groups), and one `-` part
 /// ("flour-based") or one or two letters after `'` ("lion's", "they're"; a longer part is where a
 /// drifting model ran the rest of a sentence into one word); a letter and `'` before a word
-/// ("l'eau", "d'un"); a capital vowel and a part ("It", "Es", "In", "Egypt": the capital is
-/// the word's first vowel); "A" or "I"; a number of up to 4 digits; or an acronym of capitals
+/// ("l'eau", "d'un"); a capital vowel and at least one more letter ("It", "Es", "In", "Egypt":
+/// the capital is the word's first vowel); a word of one capital that Latin-script languages
+/// write ("A", "I", "À"; not "Â", which a base model wrote as a word: see
+/// docs/measurements.md, "A base model on the English tasks"); a number of up to 4 digits; or an acronym of capitals
 /// ("DNA"). Runs of consonants, letters run into digits and long numbers are what a small
 /// model writes once it drifts (docs/measurements.md, "The grammar's word rules"). Each rule
 /// reads a word one way only, so a server tracks one parse of it.
 fn word_rules(out: &mut FixedBuf) -> Result<()> {
     out.push_str(
         "word ::= lead | [0-9]{1,4}\n\
-         lead ::= cap? core (\"-\" part | \"'\" [a-z]{1,2})? | vcap part | [a-zA-Z] \"'\" core | \"A\" | \"I\" | [A-Z]{2,6}\n\
+         lead ::= cap? core (\"-\" part | \"'\" [a-z]{1,2})? | vcap vpart | [a-zA-Z] \"'\" core | one | [A-Z]{2,6}\n\
+         one ::= \"A\" | \"I\" | \"\\u00C0\"\n\
          cap ::= [A-Z\\u00C0-\\u00D6\\u00D8-\\u00DE]\n\
          vcap ::= [AEIOUY\\u00C0-\\u00C6\\u00C8-\\u00CF\\u00D2-\\u00D6\\u00D9-\\u00DD]\n\
          core ::= cs{0,3} vs (cs{1,4} vs){0,4} cs{0,4}\n\
          part ::= cs{0,3} (vs (cs{1,4} vs){0,2} cs{0,4})?\n\
+         vpart ::= cs{1,3} (vs (cs{1,4} vs){0,2} cs{0,4})? | vs (cs{1,4} vs){0,2} cs{0,4}\n\
          cs ::= [b-df-hj-np-tv-z\\u00DF]\n\
          vs ::= [aeiouy\\u00E0-\\u00F6\\u00F8-\\u00FF]{1,3}\n",
     )
