@@ -1484,6 +1484,7 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         "Éclairs are pastries of choux dough.",
         "À Kyoto, il faut voir les temples.",
         "I saw a temple.",
+        "I'm planning a trip, and I'll see it.",
         &words(3),
         &words(max),
     ] {
@@ -1504,6 +1505,7 @@ fn a_unit_is_one_to_three_sentences_of_words_after_its_head() {
         // A lone accented capital is no word ("Â 100 percent", a base model's).
         "Use organic fertilizers. Â 100 percent organic fertilizers.",
         "Visit the temples at Â dawn.",
+        "I'mplanning a trip to Kyoto.",
     ] {
         assert!(!g.matches(&reply(no)), "{no}\n{text}");
     }
