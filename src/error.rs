@@ -187,28 +187,17 @@ impl Error {
 
     /// The stable code.
     pub fn code(&self) -> Code {
-        match &self.0 {
-            Repr::Slot { code, .. } => *code,
-            Repr::Spilled(b) => b.code,
-        }
+        self.0.code
     }
 
     /// Where the error was raised.
     fn site(&self) -> &'static Site {
-        match &self.0 {
-            Repr::Slot { site, .. } => site,
-            Repr::Spilled(b) => b.site,
-        }
+        self.0.site
     }
 
     /// A copy of the message, without code or location (it reads as a `&str`).
     pub fn message(&self) -> Message {
-        match &self.0 {
-            Repr::Slot { slot, .. } => {
-                SLOTS.get(usize::from(*slot)).map_or_else(Message::new, |s| lock(s).message.clone())
-            }
-            Repr::Spilled(b) => b.message.clone(),
-        }
+        with_slot(self.0.slot, |s| s.message.clone()).unwrap_or_else(Message::new)
     }
 
     /// The source file that raised the error.
@@ -230,10 +219,7 @@ impl Error {
     /// Returns the same error under another code (e.g. a JSON error in the config becomes
     /// `CONFIG_JSON_INVALID`), keeping location and message.
     pub fn with_code(mut self, code: Code) -> Error {
-        match &mut self.0 {
-            Repr::Slot { code: c, .. } => *c = code,
-            Repr::Spilled(b) => b.code = code,
-        }
+        self.0.code = code;
         self
     }
 
@@ -351,24 +337,20 @@ impl PartialEq<&str> for Message {
     }
 }
 
-/// An error's code, site and message.
+/// An error's code, site and the number of the slot that holds its message.
 ///
 /// The message is normally in one of [`ERROR_MESSAGE_SLOTS`] static slots, claimed when the
 /// error is made and given back when it is dropped, so making an error never allocates: the
 /// steady-state cycle makes errors (a model's malformed reply) and must not allocate
-/// (docs/design.md §2). Only when every slot is taken by a live error (code that collects many
-/// problems at start-up, such as a `memory.json` report) does an error go to the heap instead,
-/// message, code and site together (so both forms stay 16 bytes); nothing is ever dropped.
-enum Repr {
-    Slot { site: &'static Site, slot: u16, code: Code },
-    Spilled(Box<Spilled>),
-}
-
-/// An error whose message found no free slot.
-struct Spilled {
+/// (docs/design.md §2). Only when every static slot is taken by a live error (code that collects
+/// many problems at start-up, such as a `memory.json` report) does an error take a slot on the
+/// heap instead (`SPILLED`, numbered after the static ones); nothing is ever dropped. One form
+/// for both, with no pointer to free, so that dropping an error is one call wherever it happens
+/// (400-odd places: about 6 KB of the binary, docs/measurements.md, "Session 30, house").
+struct Repr {
     site: &'static Site,
+    slot: u32,
     code: Code,
-    message: Message,
 }
 
 /// One slot: whether a live error holds it, and its message.
@@ -382,18 +364,32 @@ struct Slot {
 static SLOTS: [Mutex<Slot>; ERROR_MESSAGE_SLOTS] =
     [const { Mutex::new(Slot { taken: false, message: Message::new() }) }; ERROR_MESSAGE_SLOTS];
 
+/// The slots on the heap, for errors made while every static slot is taken: slot
+/// `ERROR_MESSAGE_SLOTS + i` is `SPILLED[i]`. A freed one is taken again before the list grows.
+static SPILLED: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
+
 /// Where the next search for a free slot starts, so that claiming is one try in the usual case
 /// (errors are mostly dropped in the order they are made).
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
-/// Locks a slot. A slot's lock is never held across code that can panic, but if a thread died
-/// holding it anyway, its data (a flag and a byte buffer) is still consistent: use it.
-fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
-    slot.lock().unwrap_or_else(PoisonError::into_inner)
+/// Locks a mutex of this module. A lock here is never held across code that can panic, but if
+/// a thread died holding it anyway, its data (flags and byte buffers) is still consistent: use it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `f` on slot `i`, static or spilled (`None` for a number no slot has).
+fn with_slot<R>(i: u32, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
+    let i = i as usize;
+    match SLOTS.get(i) {
+        Some(slot) => Some(f(&mut lock(slot))),
+        None => lock(&SPILLED).get_mut(i - ERROR_MESSAGE_SLOTS).map(f),
+    }
 }
 
 impl Repr {
-    /// Stores a copy of `message` in a free slot, or on the heap when none is free.
+    /// Stores a copy of `message` in a free slot: a static one, or one on the heap when none is
+    /// free.
     fn keep(code: Code, site: &'static Site, message: &Message) -> Repr {
         let start = NEXT_SLOT.load(Ordering::Relaxed);
         for k in 0..ERROR_MESSAGE_SLOTS {
@@ -408,31 +404,40 @@ impl Repr {
                 s.taken = true;
                 s.message = message.clone();
                 NEXT_SLOT.store((i + 1) % ERROR_MESSAGE_SLOTS, Ordering::Relaxed);
-                // `ERROR_MESSAGE_SLOTS` fits in u16 (checked below).
-                return Repr::Slot { site, slot: i as u16, code };
+                // `ERROR_MESSAGE_SLOTS` fits in u32 (checked below).
+                return Repr { site, slot: i as u32, code };
             }
         }
-        Repr::Spilled(Box::new(Spilled { site, code, message: message.clone() }))
+        let mut spilled = lock(&SPILLED);
+        let i = match spilled.iter().position(|s| !s.taken) {
+            Some(i) => i,
+            None => {
+                spilled.push(Slot { taken: false, message: Message::new() });
+                spilled.len() - 1
+            }
+        };
+        if let Some(s) = spilled.get_mut(i) {
+            s.taken = true;
+            s.message = message.clone();
+        }
+        // More than 4 billion live errors would not fit in memory first.
+        Repr { site, slot: (ERROR_MESSAGE_SLOTS + i) as u32, code }
     }
 }
 
 impl Drop for Repr {
     fn drop(&mut self) {
-        if let Repr::Slot { slot, .. } = self {
-            give_back(*slot);
-        }
+        give_back(self.slot);
     }
 }
 
 /// Frees slot `i` (out of line: every dropped `Result` may call it).
 #[inline(never)]
-fn give_back(i: u16) {
-    if let Some(slot) = SLOTS.get(usize::from(i)) {
-        lock(slot).taken = false;
-    }
+fn give_back(i: u32) {
+    with_slot(i, |s| s.taken = false);
 }
 
-const _: () = assert!(ERROR_MESSAGE_SLOTS > 0 && ERROR_MESSAGE_SLOTS <= u16::MAX as usize);
+const _: () = assert!(ERROR_MESSAGE_SLOTS > 0 && ERROR_MESSAGE_SLOTS <= u32::MAX as usize);
 
 /// Text in a fixed inline buffer of `N` bytes, for messages and the printed line (the error
 /// type sits below every other module, so it keeps its own). Writing past the end keeps what
