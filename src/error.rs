@@ -197,7 +197,7 @@ impl Error {
 
     /// A copy of the message, without code or location (it reads as a `&str`).
     pub fn message(&self) -> Message {
-        with_slot(self.0.slot, |s| s.message.clone()).unwrap_or_else(Message::new)
+        with_slot(self.0.slot, |s| s.message.clone()).unwrap_or_else(lost_message)
     }
 
     /// The source file that raised the error.
@@ -295,6 +295,14 @@ impl PartialEq for Error {
 
 impl Eq for Error {}
 
+/// The message of an error made while every slot was taken (see `Repr`).
+#[cold]
+fn lost_message() -> Message {
+    let mut m = Message::new();
+    let _ = fmt::Write::write_str(&mut m.0, "(message lost: 65,535 other errors were alive)");
+    m
+}
+
 /// An error's message, copied out of its slot: plain text of at most [`ERROR_MESSAGE_BYTES`]
 /// that reads as a `&str` (`e.message().contains("...")`, `&*e.message()`).
 #[derive(Clone, PartialEq, Eq)]
@@ -344,12 +352,17 @@ impl PartialEq<&str> for Message {
 /// steady-state cycle makes errors (a model's malformed reply) and must not allocate
 /// (docs/design.md §2). Only when every static slot is taken by a live error (code that collects
 /// many problems at start-up, such as a `memory.json` report) does an error take a slot on the
-/// heap instead (`SPILLED`, numbered after the static ones); nothing is ever dropped. One form
-/// for both, with no pointer to free, so that dropping an error is one call wherever it happens
-/// (400-odd places: about 6 KB of the binary, docs/measurements.md, "Session 30, house").
+/// heap instead (`SPILLED`, numbered after the static ones). One form for both, with no pointer
+/// to free, so that dropping an error is one call wherever it happens (400-odd places: 7 KB of
+/// the binary, docs/measurements.md, "Session 30, house"). The slot number is 16 bits, so that
+/// the code sits where the parser's hot loops test a `Result` (this layout, `repr(C)`, was
+/// measured; others cost the JSON parse 3-9%): up to 65,535 errors alive at once keep their
+/// messages (the program keeps a few; the reports that collect many are capped), and one made
+/// past that keeps its code and site and says its message was lost.
+#[repr(C)]
 struct Repr {
     site: &'static Site,
-    slot: u32,
+    slot: u16,
     code: Code,
 }
 
@@ -368,6 +381,9 @@ static SLOTS: [Mutex<Slot>; ERROR_MESSAGE_SLOTS] =
 /// `ERROR_MESSAGE_SLOTS + i` is `SPILLED[i]`. A freed one is taken again before the list grows.
 static SPILLED: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
 
+/// The slot number of an error made while every slot, static and spilled, was taken.
+const NO_SLOT: u16 = u16::MAX;
+
 /// Where the next search for a free slot starts, so that claiming is one try in the usual case
 /// (errors are mostly dropped in the order they are made).
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
@@ -379,8 +395,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Runs `f` on slot `i`, static or spilled (`None` for a number no slot has).
-fn with_slot<R>(i: u32, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
-    let i = i as usize;
+fn with_slot<R>(i: u16, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
+    let i = usize::from(i);
     match SLOTS.get(i) {
         Some(slot) => Some(f(&mut lock(slot))),
         None => lock(&SPILLED).get_mut(i - ERROR_MESSAGE_SLOTS).map(f),
@@ -404,24 +420,25 @@ impl Repr {
                 s.taken = true;
                 s.message = message.clone();
                 NEXT_SLOT.store((i + 1) % ERROR_MESSAGE_SLOTS, Ordering::Relaxed);
-                // `ERROR_MESSAGE_SLOTS` fits in u32 (checked below).
-                return Repr { site, slot: i as u32, code };
+                // `ERROR_MESSAGE_SLOTS` is below `NO_SLOT` (checked below).
+                return Repr { site, slot: i as u16, code };
             }
         }
         let mut spilled = lock(&SPILLED);
         let i = match spilled.iter().position(|s| !s.taken) {
             Some(i) => i,
-            None => {
+            None if ERROR_MESSAGE_SLOTS + spilled.len() < usize::from(NO_SLOT) => {
                 spilled.push(Slot { taken: false, message: Message::new() });
                 spilled.len() - 1
             }
+            None => return Repr { site, slot: NO_SLOT, code },
         };
         if let Some(s) = spilled.get_mut(i) {
             s.taken = true;
             s.message = message.clone();
         }
-        // More than 4 billion live errors would not fit in memory first.
-        Repr { site, slot: (ERROR_MESSAGE_SLOTS + i) as u32, code }
+        // Below `NO_SLOT` (the list is capped above).
+        Repr { site, slot: (ERROR_MESSAGE_SLOTS + i) as u16, code }
     }
 }
 
@@ -433,11 +450,11 @@ impl Drop for Repr {
 
 /// Frees slot `i` (out of line: every dropped `Result` may call it).
 #[inline(never)]
-fn give_back(i: u32) {
+fn give_back(i: u16) {
     with_slot(i, |s| s.taken = false);
 }
 
-const _: () = assert!(ERROR_MESSAGE_SLOTS > 0 && ERROR_MESSAGE_SLOTS <= u32::MAX as usize);
+const _: () = assert!(ERROR_MESSAGE_SLOTS > 0 && ERROR_MESSAGE_SLOTS < NO_SLOT as usize);
 
 /// Text in a fixed inline buffer of `N` bytes, for messages and the printed line (the error
 /// type sits below every other module, so it keeps its own). Writing past the end keeps what
@@ -581,6 +598,21 @@ mod tests {
         for (i, c) in copies.iter().enumerate() {
             assert_eq!(c.message(), format!("error number {}", i).as_str());
         }
+    }
+
+    #[test]
+    fn past_every_slot_an_error_keeps_code_and_site() {
+        // Other tests' errors may hold a few slots meanwhile: go a little past the last one.
+        let many: Vec<Error> = (0..usize::from(NO_SLOT) + 16).map(|i| crate::err!(Io, "error number {}", i)).collect();
+        for (i, e) in many.iter().enumerate().take(65_000) {
+            assert_eq!(e.message(), format!("error number {}", i).as_str());
+        }
+        let last = many.last().map(|e| (e.code(), e.file(), e.message()));
+        assert!(last
+            .as_ref()
+            .is_some_and(|(c, f, m)| *c == Code::Io && f.ends_with("error.rs") && m.starts_with("(message lost")));
+        drop(many);
+        assert_eq!(crate::err!(NotFound, "after them").message(), "after them");
     }
 
     #[test]
