@@ -187,17 +187,28 @@ impl Error {
 
     /// The stable code.
     pub fn code(&self) -> Code {
-        self.0.code
+        match &self.0 {
+            Repr::Slot { code, .. } => *code,
+            Repr::Spilled(b) => b.code,
+        }
     }
 
     /// Where the error was raised.
     fn site(&self) -> &'static Site {
-        self.0.site
+        match &self.0 {
+            Repr::Slot { site, .. } => site,
+            Repr::Spilled(b) => b.site,
+        }
     }
 
     /// A copy of the message, without code or location (it reads as a `&str`).
     pub fn message(&self) -> Message {
-        with_slot(self.0.slot, |s| s.message.clone()).unwrap_or_else(lost_message)
+        match &self.0 {
+            Repr::Slot { slot, .. } => {
+                SLOTS.get(usize::from(*slot)).map_or_else(Message::new, |s| lock(s).message.clone())
+            }
+            Repr::Spilled(b) => b.message.clone(),
+        }
     }
 
     /// The source file that raised the error.
@@ -219,7 +230,10 @@ impl Error {
     /// Returns the same error under another code (e.g. a JSON error in the config becomes
     /// `CONFIG_JSON_INVALID`), keeping location and message.
     pub fn with_code(mut self, code: Code) -> Error {
-        self.0.code = code;
+        match &mut self.0 {
+            Repr::Slot { code: c, .. } => *c = code,
+            Repr::Spilled(b) => b.code = code,
+        }
         self
     }
 
@@ -295,14 +309,6 @@ impl PartialEq for Error {
 
 impl Eq for Error {}
 
-/// The message of an error made while every slot was taken (see `Repr`).
-#[cold]
-fn lost_message() -> Message {
-    let mut m = Message::new();
-    let _ = fmt::Write::write_str(&mut m.0, "(message lost: 65,535 other errors were alive)");
-    m
-}
-
 /// An error's message, copied out of its slot: plain text of at most [`ERROR_MESSAGE_BYTES`]
 /// that reads as a `&str` (`e.message().contains("...")`, `&*e.message()`).
 #[derive(Clone, PartialEq, Eq)]
@@ -345,25 +351,24 @@ impl PartialEq<&str> for Message {
     }
 }
 
-/// An error's code, site and the number of the slot that holds its message.
+/// An error's code, site and message.
 ///
 /// The message is normally in one of [`ERROR_MESSAGE_SLOTS`] static slots, claimed when the
 /// error is made and given back when it is dropped, so making an error never allocates: the
 /// steady-state cycle makes errors (a model's malformed reply) and must not allocate
-/// (docs/design.md §2). Only when every static slot is taken by a live error (code that collects
-/// many problems at start-up, such as a `memory.json` report) does an error take a slot on the
-/// heap instead (`SPILLED`, numbered after the static ones). One form for both, with no pointer
-/// to free, so that dropping an error is one call wherever it happens (400-odd places: 7 KB of
-/// the binary, docs/measurements.md, "Session 30, house"). The slot number is 16 bits, so that
-/// the code sits where the parser's hot loops test a `Result` (this layout, `repr(C)`, was
-/// measured; others cost the JSON parse 3-9%): up to 65,535 errors alive at once keep their
-/// messages (the program keeps a few; the reports that collect many are capped), and one made
-/// past that keeps its code and site and says its message was lost.
-#[repr(C)]
-struct Repr {
+/// (docs/design.md §2). Only when every slot is taken by a live error (code that collects many
+/// problems at start-up, such as a `memory.json` report) does an error go to the heap instead,
+/// message, code and site together (so both forms stay 16 bytes); nothing is ever dropped.
+enum Repr {
+    Slot { site: &'static Site, slot: u16, code: Code },
+    Spilled(Box<Spilled>),
+}
+
+/// An error whose message found no free slot.
+struct Spilled {
     site: &'static Site,
-    slot: u16,
     code: Code,
+    message: Message,
 }
 
 /// One slot: whether a live error holds it, and its message.
@@ -377,35 +382,18 @@ struct Slot {
 static SLOTS: [Mutex<Slot>; ERROR_MESSAGE_SLOTS] =
     [const { Mutex::new(Slot { taken: false, message: Message::new() }) }; ERROR_MESSAGE_SLOTS];
 
-/// The slots on the heap, for errors made while every static slot is taken: slot
-/// `ERROR_MESSAGE_SLOTS + i` is `SPILLED[i]`. A freed one is taken again before the list grows.
-static SPILLED: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
-
-/// The slot number of an error made while every slot, static and spilled, was taken.
-const NO_SLOT: u16 = u16::MAX;
-
 /// Where the next search for a free slot starts, so that claiming is one try in the usual case
 /// (errors are mostly dropped in the order they are made).
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
-/// Locks a mutex of this module. A lock here is never held across code that can panic, but if
-/// a thread died holding it anyway, its data (flags and byte buffers) is still consistent: use it.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Runs `f` on slot `i`, static or spilled (`None` for a number no slot has).
-fn with_slot<R>(i: u16, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
-    let i = usize::from(i);
-    match SLOTS.get(i) {
-        Some(slot) => Some(f(&mut lock(slot))),
-        None => lock(&SPILLED).get_mut(i - ERROR_MESSAGE_SLOTS).map(f),
-    }
+/// Locks a slot. A slot's lock is never held across code that can panic, but if a thread died
+/// holding it anyway, its data (a flag and a byte buffer) is still consistent: use it.
+fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Repr {
-    /// Stores a copy of `message` in a free slot: a static one, or one on the heap when none is
-    /// free.
+    /// Stores a copy of `message` in a free slot, or on the heap when none is free.
     fn keep(code: Code, site: &'static Site, message: &Message) -> Repr {
         let start = NEXT_SLOT.load(Ordering::Relaxed);
         for k in 0..ERROR_MESSAGE_SLOTS {
@@ -420,41 +408,31 @@ impl Repr {
                 s.taken = true;
                 s.message = message.clone();
                 NEXT_SLOT.store((i + 1) % ERROR_MESSAGE_SLOTS, Ordering::Relaxed);
-                // `ERROR_MESSAGE_SLOTS` is below `NO_SLOT` (checked below).
-                return Repr { site, slot: i as u16, code };
+                // `ERROR_MESSAGE_SLOTS` fits in u16 (checked below).
+                return Repr::Slot { site, slot: i as u16, code };
             }
         }
-        let mut spilled = lock(&SPILLED);
-        let i = match spilled.iter().position(|s| !s.taken) {
-            Some(i) => i,
-            None if ERROR_MESSAGE_SLOTS + spilled.len() < usize::from(NO_SLOT) => {
-                spilled.push(Slot { taken: false, message: Message::new() });
-                spilled.len() - 1
-            }
-            None => return Repr { site, slot: NO_SLOT, code },
-        };
-        if let Some(s) = spilled.get_mut(i) {
-            s.taken = true;
-            s.message = message.clone();
-        }
-        // Below `NO_SLOT` (the list is capped above).
-        Repr { site, slot: (ERROR_MESSAGE_SLOTS + i) as u16, code }
+        Repr::Spilled(Box::new(Spilled { site, code, message: message.clone() }))
     }
 }
 
 impl Drop for Repr {
     fn drop(&mut self) {
-        give_back(self.slot);
+        if let Repr::Slot { slot, .. } = self {
+            give_back(*slot);
+        }
     }
 }
 
 /// Frees slot `i` (out of line: every dropped `Result` may call it).
 #[inline(never)]
 fn give_back(i: u16) {
-    with_slot(i, |s| s.taken = false);
+    if let Some(slot) = SLOTS.get(usize::from(i)) {
+        lock(slot).taken = false;
+    }
 }
 
-const _: () = assert!(ERROR_MESSAGE_SLOTS > 0 && ERROR_MESSAGE_SLOTS < NO_SLOT as usize);
+const _: () = assert!(ERROR_MESSAGE_SLOTS > 0 && ERROR_MESSAGE_SLOTS <= u16::MAX as usize);
 
 /// Text in a fixed inline buffer of `N` bytes, for messages and the printed line (the error
 /// type sits below every other module, so it keeps its own). Writing past the end keeps what
@@ -598,21 +576,6 @@ mod tests {
         for (i, c) in copies.iter().enumerate() {
             assert_eq!(c.message(), format!("error number {}", i).as_str());
         }
-    }
-
-    #[test]
-    fn past_every_slot_an_error_keeps_code_and_site() {
-        // Other tests' errors may hold a few slots meanwhile: go a little past the last one.
-        let many: Vec<Error> = (0..usize::from(NO_SLOT) + 16).map(|i| crate::err!(Io, "error number {}", i)).collect();
-        for (i, e) in many.iter().enumerate().take(65_000) {
-            assert_eq!(e.message(), format!("error number {}", i).as_str());
-        }
-        let last = many.last().map(|e| (e.code(), e.file(), e.message()));
-        assert!(last
-            .as_ref()
-            .is_some_and(|(c, f, m)| *c == Code::Io && f.ends_with("error.rs") && m.starts_with("(message lost")));
-        drop(many);
-        assert_eq!(crate::err!(NotFound, "after them").message(), "after them");
     }
 
     #[test]
