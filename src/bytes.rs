@@ -532,6 +532,14 @@ pub fn range<T>(s: &[T], from: usize, to: usize) -> &[T] {
     skip(take(s, to), from)
 }
 
+/// Whether `a` and `b` are the same bytes up to ASCII case (`<[u8]>::eq_ignore_ascii_case`,
+/// compiled once for the places off the hot paths that compare names: HTTP header fields, URL
+/// schemes, host names, state names).
+#[inline(never)]
+pub fn eq_fold(a: &[u8], b: &[u8]) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
 /// The longest prefix of `b` that is UTF-8: all of `b` when it is text, as it is for every
 /// buffer that only whole `&str`s are written to. No allocation; valid text is checked once.
 #[inline]

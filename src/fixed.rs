@@ -24,6 +24,11 @@ pub struct ArrayString<const N: usize> {
     len: usize,
 }
 
+/// The text of an [`ArrayString`]'s first `len` bytes: compiled once, not once for each `N`.
+#[inline(never)]
+fn text_of(buf: &[u8], len: usize) -> &str {
+    crate::bytes::utf8_prefix(crate::bytes::take(buf, len))
+}
 impl<const N: usize> ArrayString<N> {
     /// An empty string.
     pub const fn new() -> Self {
@@ -59,8 +64,9 @@ impl<const N: usize> ArrayString<N> {
 
     /// The text. Only whole `&str`s (or whole chars) are ever copied in, and cuts happen only
     /// at character boundaries, so the valid prefix is all of it.
+    #[inline(never)]
     pub fn as_str(&self) -> &str {
-        crate::bytes::utf8_prefix(self.as_bytes())
+        text_of(&self.buf, self.len)
     }
 
     /// The text as bytes (`len` never passes `N`).

@@ -172,7 +172,9 @@ fn in_hosts(text: &str, name: &str) -> Vec<IpAddr> {
         let line = line.split('#').next().unwrap_or("");
         let mut words = line.split_ascii_whitespace();
         let Some(ip) = words.next().and_then(|w| w.parse::<IpAddr>().ok()) else { continue };
-        if words.any(|w| w.trim_end_matches('.').eq_ignore_ascii_case(name)) && !out.contains(&ip) {
+        if words.any(|w| crate::bytes::eq_fold(w.trim_end_matches('.').as_bytes(), name.as_bytes()))
+            && !out.contains(&ip)
+        {
             out.push(ip);
         }
     }

@@ -96,31 +96,31 @@ pub fn parse_head(bytes: &[u8], head_request: bool) -> Result<Head> {
             bail!(HttpProtocol, "header line {} has an invalid field name {:?}", count, Shown(name));
         }
         let value = trim(value);
-        if name.eq_ignore_ascii_case(b"content-length") {
+        if crate::bytes::eq_fold(name, b"content-length") {
             let n = parse_decimal(value)
                 .ok_or_else(|| err!(HttpProtocol, "Content-Length {:?} is not a decimal number", Shown(value)))?;
             if content_length.is_some_and(|c| c != n) {
                 bail!(HttpProtocol, "two different Content-Length values ({} and {})", content_length.unwrap_or(0), n);
             }
             content_length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        } else if crate::bytes::eq_fold(name, b"transfer-encoding") {
             transfer_encoding = true;
             // The last coding listed (across repeated fields) decides whether the body is chunked.
             if let Some(last) = value.split(|&b| b == b',').map(trim).rfind(|c| !c.is_empty()) {
-                chunked_last = last.eq_ignore_ascii_case(b"chunked");
+                chunked_last = crate::bytes::eq_fold(last, b"chunked");
             }
-        } else if name.eq_ignore_ascii_case(b"connection") {
+        } else if crate::bytes::eq_fold(name, b"connection") {
             for token in value.split(|&b| b == b',').map(trim) {
-                if token.eq_ignore_ascii_case(b"close") {
+                if crate::bytes::eq_fold(token, b"close") {
                     head.close = true;
                     close_token = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                } else if crate::bytes::eq_fold(token, b"keep-alive") {
                     keep_alive_token = true;
                 }
             }
-        } else if name.eq_ignore_ascii_case(b"retry-after") {
+        } else if crate::bytes::eq_fold(name, b"retry-after") {
             head.retry_after = parse_decimal(value);
-        } else if name.eq_ignore_ascii_case(b"content-type") {
+        } else if crate::bytes::eq_fold(name, b"content-type") {
             let media = trim(before(value, b';'));
             head.content_type.clear();
             for &b in media.iter().take(64) {

@@ -543,17 +543,18 @@ fn endpoints(base: &Url, provider: ProviderKind, api: Api) -> Result<(Endpoints,
     };
     let path = path.trim_end_matches('/');
     let mut p: ArrayString<HTTP_MAX_URL_BYTES> = ArrayString::new();
-    let too_long = |_| err!(ConfigInvalid, "endpoint path is longer than {} bytes", HTTP_MAX_URL_BYTES);
-    let url = |p: &mut ArrayString<HTTP_MAX_URL_BYTES>, args: fmt::Arguments<'_>| -> Result<Url> {
+    // Out of line: a closure here was inlined at each of the ten URLs below.
+    #[inline(never)]
+    fn url(base: &Url, p: &mut ArrayString<HTTP_MAX_URL_BYTES>, args: fmt::Arguments<'_>) -> Result<Url> {
         p.clear();
-        p.format(args).map_err(too_long)?;
+        p.format(args).map_err(|_| err!(ConfigInvalid, "endpoint path is longer than {} bytes", HTTP_MAX_URL_BYTES))?;
         base.with_path(p)
-    };
+    }
     match (provider, api) {
         (ProviderKind::Ollama, Api::Chat) => {
             let root = path.strip_suffix("/api/chat").or_else(|| path.strip_suffix("/api")).unwrap_or(path);
-            let ask = url(&mut p, format_args!("{}/api/chat{}", root, query))?;
-            let models = url(&mut p, format_args!("{}/api/tags", root))?;
+            let ask = url(base, &mut p, format_args!("{}/api/chat{}", root, query))?;
+            let models = url(base, &mut p, format_args!("{}/api/tags", root))?;
             Ok((Endpoints { ask, health: models.clone(), models }, Wire::Ollama))
         }
         (ProviderKind::Ollama, Api::Completion) => {
@@ -565,16 +566,16 @@ fn endpoints(base: &Url, provider: ProviderKind, api: Api) -> Result<(Endpoints,
                     base
                 );
             };
-            let ask = url(&mut p, format_args!("{}/api/generate{}", root, query))?;
-            let models = url(&mut p, format_args!("{}/api/tags", root))?;
+            let ask = url(base, &mut p, format_args!("{}/api/generate{}", root, query))?;
+            let models = url(base, &mut p, format_args!("{}/api/tags", root))?;
             Ok((Endpoints { ask, health: models.clone(), models }, Wire::Ollama))
         }
         (_, Api::Completion) if path.ends_with("/completion") => {
             // llama.cpp's native API, at the server root beside `/v1`.
             let root = path.strip_suffix("/completion").unwrap_or(path);
-            let ask = url(&mut p, format_args!("{}/completion{}", root, query))?;
-            let models = url(&mut p, format_args!("{}/v1/models", root))?;
-            let health = url(&mut p, format_args!("{}/health", root))?;
+            let ask = url(base, &mut p, format_args!("{}/completion{}", root, query))?;
+            let models = url(base, &mut p, format_args!("{}/v1/models", root))?;
+            let health = url(base, &mut p, format_args!("{}/health", root))?;
             Ok((Endpoints { ask, models, health }, Wire::LlamaCpp))
         }
         (_, _) => {
@@ -582,11 +583,11 @@ fn endpoints(base: &Url, provider: ProviderKind, api: Api) -> Result<(Endpoints,
                 Api::Chat => ("/chat/completions", path.strip_suffix("/chat/completions").unwrap_or(path)),
                 Api::Completion => ("/completions", path.strip_suffix("/completions").unwrap_or(path)),
             };
-            let ask = url(&mut p, format_args!("{}{}{}", api, last, query))?;
-            let models = url(&mut p, format_args!("{}/models", api))?;
+            let ask = url(base, &mut p, format_args!("{}{}{}", api, last, query))?;
+            let models = url(base, &mut p, format_args!("{}/models", api))?;
             // llama.cpp serves `/health` at the server root, beside `/v1`.
             let root = api.strip_suffix("/v1").unwrap_or(api);
-            let health = url(&mut p, format_args!("{}/health", root))?;
+            let health = url(base, &mut p, format_args!("{}/health", root))?;
             Ok((Endpoints { ask, models, health }, Wire::OpenAi))
         }
     }

@@ -398,6 +398,11 @@ impl<'a> Overflow<'a> {
 
     /// Calls `f` with each entry's key and text, in file order, until it fails.
     pub fn for_each(&self, mut f: impl FnMut(&Key, &str) -> Result<()>) -> Result<()> {
+        self.each(&mut f)
+    }
+
+    /// [`Overflow::for_each`], compiled once for its six callers.
+    fn each(&self, f: &mut dyn FnMut(&Key, &str) -> Result<()>) -> Result<()> {
         let Some(working) = self.working else { return Ok(()) };
         let mut text = String::new();
         let mut wanted = self.at.iter().copied().peekable();

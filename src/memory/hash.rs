@@ -22,6 +22,9 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 }
 
 /// Continues an FNV-1a 64 hash from `state` over `bytes` (start with [`fnv1a64`] of nothing).
+/// Out of line: the store hashes keys, tags and words in some sixty places, and the loop costs
+/// more than the call (docs/measurements.md, "Session 30, house").
+#[inline(never)]
 pub fn fnv1a64_continue(mut state: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         state ^= u64::from(b);

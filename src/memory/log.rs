@@ -163,7 +163,9 @@ pub enum Record<'a> {
 /// Appends one framed record to `out`: the checksum placeholder, the JSON from `body`, the
 /// checksum patched in, and the newline. On error `out` is left as it was.
 // `dyn`: one body for every kind of record, each of which was a copy of the framing; and the
-// `encode_*` below out of line, or each caller gets a copy of its record's formatting.
+// `encode_*` below out of line, or each caller gets a copy of its record's formatting. This one
+// too: inlined, it was a copy of the framing in each of them.
+#[inline(never)]
 pub fn encode(out: &mut FixedBuf, body: &mut dyn FnMut(&mut FixedBuf) -> core::fmt::Result) -> Result<()> {
     let start = out.len();
     let res = (|| {

@@ -49,7 +49,7 @@ pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: 
 /// evaluation log; `paging` an action that frees working memory.
 pub fn write_example(out: &mut dyn fmt::Write, state: &str) -> fmt::Result {
     let s = state.trim();
-    let is = |name: &str| s.eq_ignore_ascii_case(name);
+    let is = |name: &str| crate::bytes::eq_fold(s.as_bytes(), name.as_bytes());
     if is(states::COMMANDING) || is(states::EXECUTING) {
         out.write_str(concat!(
             "<agent>\n",
