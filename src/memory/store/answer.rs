@@ -4,7 +4,9 @@
 //! - Ranked by words alone: the checkpoint and `store.fts` read in place ([`super::view`]),
 //!   when both cover the log, and `store.cold.fts` in place when the cold store has entries
 //!   and it covers all of `store.cold`; the store is not opened (the checkpoint is not read
-//!   whole, nor the log's tail replayed).
+//!   whole, nor the log's tail replayed). When the log has records after the checkpoint (at
+//!   most `STORE_VIEW_TAIL_MAX_BYTES`: an agent running, or killed), they are read and laid
+//!   over it (`view::tail`), `store.fts` then read resident as the store reads it.
 //! - Ranked otherwise (live and cold together, by words and, where embeddings are on, by
 //!   meaning): the store opened read-only ([`Store::rank_by`]); a text index it had to build
 //!   from the log is said once on stderr, with the command that writes it.
@@ -22,8 +24,7 @@ use super::{EntryInfo, Store};
 use crate::error::{Code, Result};
 use crate::memory::log;
 use crate::memory::query::{Archived, Results};
-use crate::memory::store::view::tail::TailView;
-use crate::memory::store::view::StoreView;
+use crate::memory::store::view::tail::InPlace;
 use std::path::Path;
 
 /// How a search looks.
@@ -161,15 +162,9 @@ fn ranked_in_place(dir: &Path, capacity: usize, ask: &SearchAsk<'_>) -> Result<O
     {
         return Ok(None);
     }
-    let mut view = match StoreView::open(dir, capacity) {
-        Ok(Some(v)) => InPlace::Exact(v),
-        // The log has records after the checkpoint (an agent running, or killed): laid over it.
-        Ok(None) => match TailView::open(dir, capacity) {
-            Ok(Some(t)) => InPlace::Tail(t),
-            Ok(None) | Err(_) => return Ok(None),
-        },
-        Err(_) => return Ok(None),
-    };
+    // With the log's records after the checkpoint laid over it, if any (an agent running, or
+    // killed).
+    let Ok(Some(mut view)) = InPlace::open(dir, capacity) else { return Ok(None) };
     let mut segment = if cold_has_entries(dir) {
         match ColdRecall::open_in_place(dir) {
             Ok(Some(c)) => c,
@@ -198,9 +193,7 @@ fn ranked_in_place(dir: &Path, capacity: usize, ask: &SearchAsk<'_>) -> Result<O
     });
     match found {
         Ok(Some(hits)) => {
-            if let InPlace::Tail(t) = &mut view {
-                t.say_warning();
-            }
+            view.say_warning();
             Ok(Some(Answer { hits, more: 0, truncated: false }))
         }
         Ok(None) => Ok(None),
@@ -208,36 +201,6 @@ fn ranked_in_place(dir: &Path, capacity: usize, ask: &SearchAsk<'_>) -> Result<O
         Err(e) => {
             e.context(format_args!("{}: opening the store whole instead", dir.display())).print_warning();
             Ok(None)
-        }
-    }
-}
-
-/// The checkpoint read in place: covering the log exactly, or with the log's tail laid over
-/// it ([`TailView`]).
-enum InPlace {
-    Exact(StoreView),
-    Tail(TailView),
-}
-
-impl InPlace {
-    fn rank(
-        &mut self,
-        text: &str,
-        limit: usize,
-        archived: Archived,
-        cold: &mut ColdRecall,
-        out: &mut Ranked,
-    ) -> Result<bool> {
-        match self {
-            InPlace::Exact(v) => v.rank(text, limit, archived, cold, out),
-            InPlace::Tail(t) => t.rank(text, limit, archived, cold, out),
-        }
-    }
-
-    fn info(&self, id: super::EntryId) -> Result<Option<EntryInfo>> {
-        match self {
-            InPlace::Exact(v) => v.info(id),
-            InPlace::Tail(t) => t.info(id),
         }
     }
 }

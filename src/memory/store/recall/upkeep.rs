@@ -445,19 +445,21 @@ fn swap_doc(
 /// stale documents marked, an empty delta reserved): the base's stale documents in their
 /// order, then the ids of `new` (increasing) that neither the base nor the delta holds, each
 /// brought to `want(id)` (its record's offset and length; `None` when it is not live), as the
-/// store's catch-up brings them, in the same order, so that the delta is the same. `Ok(false)`
+/// store's catch-up brings them, in the same order, so that the delta is the same (reserved
+/// of `sizes` when first needed: a base that has everything needs none). `Ok(false)`
 /// when the delta has no room for a change (the store would merge early: the caller opens it
 /// instead).
 pub(in crate::memory::store) fn catch_up_over(
     r: &mut Recall,
     log: &LogFile,
+    sizes: Sizes,
     new: &[EntryId],
     mut want: impl FnMut(EntryId) -> Option<(u64, u32)>,
 ) -> Result<bool> {
     let mut from = 0;
     while let Some(d) = r.base.next_stale(from) {
         let Some((entry, _)) = r.base.doc(d) else { break };
-        if !apply_over(r, log, entry, want(entry))? {
+        if !apply_over(r, log, sizes, entry, want(entry))? {
             return Ok(false);
         }
         from = d + 1;
@@ -467,7 +469,7 @@ pub(in crate::memory::store) fn catch_up_over(
         if live.is_some()
             && r.base.doc_of(id).is_none()
             && r.index.doc_of(id).is_none()
-            && !apply_over(r, log, id, live)?
+            && !apply_over(r, log, sizes, id, live)?
         {
             return Ok(false);
         }
@@ -476,7 +478,8 @@ pub(in crate::memory::store) fn catch_up_over(
 }
 
 /// [`Store::recall_apply`] without the early merge: `Ok(false)` when the delta has no room.
-fn apply_over(r: &mut Recall, log: &LogFile, id: EntryId, want: Option<(u64, u32)>) -> Result<bool> {
+/// The delta is reserved (of `sizes`) at its first change, as the store reserves it.
+fn apply_over(r: &mut Recall, log: &LogFile, sizes: Sizes, id: EntryId, want: Option<(u64, u32)>) -> Result<bool> {
     let in_delta = r.index.doc_of(id).map(|(_, d)| (d.offset, d.rec_len));
     let in_base = match (in_delta, r.base.doc_of(id)) {
         (None, Some(d)) => Some((d, r.base.file_doc(d)?)),
@@ -485,6 +488,9 @@ fn apply_over(r: &mut Recall, log: &LogFile, id: EntryId, want: Option<(u64, u32
     let have = in_delta.or(in_base.map(|(_, x)| (x.offset, x.rec_len)));
     if want.map(|w| w.0) == have.map(|h| h.0) {
         return Ok(true);
+    }
+    if !r.index.is_reserved() {
+        r.index.reserve(sizes);
     }
     let bound = (have.map_or(0, |h| h.1) + want.map_or(0, |w| w.1)) as usize;
     if !r.index.has_room(1, bound, 2 * bound) {

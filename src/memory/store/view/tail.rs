@@ -41,10 +41,33 @@ use crate::memory::store::slots::{clamp32, MAX_OFFSET};
 use crate::memory::store::{room_for, EntryId, EntryInfo, LOG_NAME};
 use std::collections::HashMap;
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 pub use crate::limits::STORE_VIEW_TAIL_MAX_BYTES;
+
+/// The tail's maps: hashed by FNV-1a (the log's own keys and ids; SipHash took a tenth of
+/// an open's instructions).
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
+
+/// FNV-1a, 64 bits.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
 
 /// What the tail left of an entry.
 enum Change {
@@ -74,9 +97,9 @@ struct Put {
 /// documentation.
 pub struct TailView {
     view: StoreView,
-    changed: HashMap<EntryId, Change>,
+    changed: Map<EntryId, Change>,
     /// The keys of the tail's live `put`s, and their entries.
-    keys: HashMap<Key, EntryId>,
+    keys: Map<Key, EntryId>,
     /// Live entries of the checkpoint the tail did not replace or remove.
     unchanged_live: u64,
     /// The warning replay gives for the torn tail it ignores, said once answered.
@@ -93,17 +116,22 @@ impl TailView {
         let Some((view, logf, len)) = StoreView::open_covering(dir, capacity, STORE_VIEW_TAIL_MAX_BYTES)? else {
             return Ok(None);
         };
+        TailView::over(view, &logf, len)
+    }
+
+    /// The tail of `logf` (`len` bytes now) after `view`'s checkpoint laid over it.
+    fn over(view: StoreView, logf: &File, len: u64) -> Result<Option<TailView>> {
         let mut t = TailView {
             view,
-            changed: HashMap::new(),
-            keys: HashMap::new(),
+            changed: Map::default(),
+            keys: Map::default(),
             unchanged_live: 0,
             warning: None,
             good_end: 0,
         };
         t.view.prepare()?;
         t.index_names();
-        if !t.read(&logf, len)? {
+        if !t.read(logf, len)? {
             return Ok(None);
         }
         t.view.take_fault()?;
@@ -113,9 +141,12 @@ impl TailView {
     /// The tag ids by name, so that the tail's lookups of its keys' tags are not a scan each.
     fn index_names(&mut self) {
         let v = &self.view;
-        let mut ids: Vec<u16> = (1..v.head.layout.tags).map(|i| i as u16).filter(|&t| !v.name(t).is_empty()).collect();
-        ids.sort_by(|&a, &b| v.name(a).cmp(v.name(b)).then(a.cmp(&b)));
-        ids.dedup_by(|a, b| v.name(*a) == v.name(*b));
+        let mut named: Vec<(&str, u16)> =
+            (1..v.head.layout.tags).map(|i| (v.name(i as u16), i as u16)).filter(|n| !n.0.is_empty()).collect();
+        // By name, then id: the first of a name is the one the scan finds.
+        named.sort_unstable();
+        named.dedup_by(|a, b| a.0 == b.0);
+        let ids = named.iter().map(|n| n.1).collect();
         self.view.by_name = ids;
     }
 
@@ -333,8 +364,6 @@ impl TailView {
         let Some((file, h)) = self.fts_file()? else { return Ok(false) };
         let room = room_for(self.view.cap);
         let mut r = Recall::new();
-        // Lazily backed: only what the tail's documents use is touched.
-        r.index.reserve(Sizes::delta(room));
         let mut kept = 0u64;
         r.base.load(file, h, room, |d| {
             let unchanged = matches!(self.changed.get(&d.entry), Some(Change::Access { .. }) | None);
@@ -356,7 +385,7 @@ impl TailView {
         };
         new.sort_unstable();
         let log = LogFile::open_read_only(&self.view.dir.join(LOG_NAME))?;
-        let caught = catch_up_over(&mut r, &log, &new, |id| self.place(id).map(|p| (p.0, p.1)))?;
+        let caught = catch_up_over(&mut r, &log, Sizes::delta(room), &new, |id| self.place(id).map(|p| (p.0, p.1)))?;
         self.view.take_fault()?;
         if !caught {
             return Ok(false);
@@ -445,5 +474,59 @@ fn torn_tail_warning(path: &Path, bytes: u64, whole_bad: bool, why: Option<Error
             path.display(),
             bytes
         )
+    }
+}
+
+/// The checkpoint read in place: covering the log exactly, or with the log's tail laid over
+/// it ([`TailView`]).
+pub enum InPlace {
+    /// `store.ckpt` covers all of `store.log`.
+    Exact(StoreView),
+    /// It covers its first bytes, the rest laid over it.
+    Tail(TailView),
+}
+
+impl InPlace {
+    /// The checkpoint of the store in `dir` read in place, with the log's tail laid over it
+    /// when it has one (the log and the checkpoint opened once for both); `None` when the
+    /// store is to be opened whole.
+    pub fn open(dir: &Path, capacity: usize) -> Result<Option<InPlace>> {
+        let Some((view, logf, len)) = StoreView::open_covering(dir, capacity, STORE_VIEW_TAIL_MAX_BYTES)? else {
+            return Ok(None);
+        };
+        if len == view.head.covered {
+            return Ok(Some(InPlace::Exact(view)));
+        }
+        Ok(TailView::over(view, &logf, len)?.map(InPlace::Tail))
+    }
+
+    /// [`StoreView::rank`] or [`TailView::rank`].
+    pub fn rank(
+        &mut self,
+        query: &str,
+        limit: usize,
+        archived: Archived,
+        cold: &mut ColdRecall,
+        out: &mut Ranked,
+    ) -> Result<bool> {
+        match self {
+            InPlace::Exact(v) => v.rank(query, limit, archived, cold, out),
+            InPlace::Tail(t) => t.rank(query, limit, archived, cold, out),
+        }
+    }
+
+    /// [`StoreView::info`] or [`TailView::info`].
+    pub fn info(&self, id: EntryId) -> Result<Option<EntryInfo>> {
+        match self {
+            InPlace::Exact(v) => v.info(id),
+            InPlace::Tail(t) => t.info(id),
+        }
+    }
+
+    /// Says the warning replay gives for a torn tail ignored, if any (once).
+    pub fn say_warning(&mut self) {
+        if let InPlace::Tail(t) = self {
+            t.say_warning();
+        }
     }
 }
