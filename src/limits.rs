@@ -422,6 +422,15 @@ pub const STORE_CHECKPOINT_BLOCK_BYTES: usize = 1024;
 /// list holds at most `memory.store_capacity` ids, 4 MiB at [`STORE_MAX_ENTRIES`]).
 pub const STORE_VIEW_READ_BYTES: usize = 64 * 1024;
 
+/// Most bytes of log after the checkpoint that a read-only ranked search lays over the
+/// checkpoint read in place (`store::view::tail`: an agent running between two checkpoints,
+/// or killed before the next); with more, it opens the store whole, as it did before. Cost:
+/// the tail is read once, in pieces of the log's read chunk; what its records change is kept
+/// per entry they touch: about 1.1 KiB for an entry put (its key held twice, inline), a few
+/// dozen bytes for one only touched. A `put` record takes at least about 120 bytes, any
+/// record about 50: at most about 4 MiB (the tables grown by doubling included).
+pub const STORE_VIEW_TAIL_MAX_BYTES: u64 = 256 * 1024;
+
 /// Compaction runs when garbage (superseded records) passes this percentage of the log ...
 pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;
 

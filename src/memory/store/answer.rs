@@ -4,7 +4,9 @@
 //! - Ranked by words alone: the checkpoint and `store.fts` read in place ([`super::view`]),
 //!   when both cover the log, and `store.cold.fts` in place when the cold store has entries
 //!   and it covers all of `store.cold`; the store is not opened (the checkpoint is not read
-//!   whole, nor the log's tail replayed).
+//!   whole, nor the log's tail replayed). When the log has records after the checkpoint (at
+//!   most `STORE_VIEW_TAIL_MAX_BYTES`: an agent running, or killed), they are read and laid
+//!   over it (`view::tail`), `store.fts` then read resident as the store reads it.
 //! - Ranked otherwise (live and cold together, by words and, where embeddings are on, by
 //!   meaning): the store opened read-only ([`Store::rank_by`]); a text index it had to build
 //!   from the log is said once on stderr, with the command that writes it.
@@ -22,7 +24,7 @@ use super::{EntryInfo, Store};
 use crate::error::{Code, Result};
 use crate::memory::log;
 use crate::memory::query::{Archived, Results};
-use crate::memory::store::view::StoreView;
+use crate::memory::store::view::tail::InPlace;
 use std::path::Path;
 
 /// How a search looks.
@@ -160,7 +162,9 @@ fn ranked_in_place(dir: &Path, capacity: usize, ask: &SearchAsk<'_>) -> Result<O
     {
         return Ok(None);
     }
-    let Ok(Some(mut view)) = StoreView::open(dir, capacity) else { return Ok(None) };
+    // With the log's records after the checkpoint laid over it, if any (an agent running, or
+    // killed).
+    let Ok(Some(mut view)) = InPlace::open(dir, capacity) else { return Ok(None) };
     let mut segment = if cold_has_entries(dir) {
         match ColdRecall::open_in_place(dir) {
             Ok(Some(c)) => c,
@@ -188,7 +192,10 @@ fn ranked_in_place(dir: &Path, capacity: usize, ask: &SearchAsk<'_>) -> Result<O
             .map(Some),
     });
     match found {
-        Ok(Some(hits)) => Ok(Some(Answer { hits, more: 0, truncated: false })),
+        Ok(Some(hits)) => {
+            view.say_warning();
+            Ok(Some(Answer { hits, more: 0, truncated: false }))
+        }
         Ok(None) => Ok(None),
         Err(e) if e.code() == Code::CapacityExceeded => Err(e),
         Err(e) => {
@@ -340,6 +347,179 @@ mod tests {
         std::fs::write(d.join(super::cold::recall::COLD_RECALL_NAME), old).unwrap();
         let (_, retries) = same_as_opened(&d, &qs, Archived::Exclude, "a stale store.cold.fts");
         assert!(retries > 0, "no cold hit was turned away: the case is not tested");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Each query's hits read in place (the checkpoint with the log's tail laid over it, or
+    /// without one) against the store opened read-only: the same entries, with every field,
+    /// scores, order and places. Returns how many queries were answered in place.
+    fn tail_same_as_opened(d: &Path, queries: &[String], archived: Archived, what: &str) -> usize {
+        let mut ro = Store::open_read_only_with_capacity(d, 64).unwrap();
+        let mut r = Ranked::new();
+        let mut in_place = 0;
+        for q in queries {
+            let ask = SearchAsk { text: q, limit: 10, archived, how: How::Ranked(By::Words) };
+            let Some(got) = ranked_in_place(d, 64, &ask).unwrap() else { continue };
+            in_place += 1;
+            ro.rank_where(q, 10, archived, None, &mut r).unwrap();
+            let want: Vec<(EntryInfo, f64, bool)> =
+                r.hits().iter().map(|h| (ro.hit_info(h.id).unwrap().unwrap(), h.score, h.is_cold())).collect();
+            let got: Vec<(EntryInfo, f64, bool)> =
+                got.hits.iter().map(|h| (h.info, h.score.unwrap(), h.cold)).collect();
+            assert_eq!(got, want, "{}: {:?}", what, q);
+        }
+        in_place
+    }
+
+    /// A line of the log, as written (for a torn copy of it).
+    fn last_put_line(d: &Path) -> Vec<u8> {
+        let log = std::fs::read(d.join(super::super::LOG_NAME)).unwrap();
+        let body = &log[..log.len() - 1];
+        let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        log[start..].to_vec()
+    }
+
+    /// `memory search` beside a running agent (the log has records after the checkpoint):
+    /// the tail's puts, replaced values, deletions, archived entries, access counts and a key
+    /// saved again whose cold copy must be turned away, laid over the checkpoint in place,
+    /// answer as the store opened whole does (issue 39); with `store.fts` taken of the
+    /// checkpoint (the tail's entries then stale documents) or of the whole log; a torn last
+    /// record is ignored as replay ignores it; a damaged record before good ones, and a tail
+    /// over `STORE_VIEW_TAIL_MAX_BYTES`, open the store whole.
+    #[test]
+    fn a_search_with_a_tail_after_the_checkpoint_in_place_equals_the_opened_stores() {
+        use crate::memory::store::view::tail::{TailView, STORE_VIEW_TAIL_MAX_BYTES};
+        use crate::memory::store::view::StoreView;
+        let d = temp_dir("answer-tail-in-place");
+        let mut rng = Rng::new(0x39_0031);
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.set_policy(Some(Policy::default()));
+        for i in 0..300 {
+            let key = k(&format!("fact,n{}", i));
+            let t = format!("{} u{}", text(&mut rng), i);
+            s.put(&key, &t, 1000 + i as u64).unwrap();
+            s.note_use(&key, Use::Saved);
+            s.flush_access().unwrap();
+        }
+        s.close_with_indexes().unwrap();
+        // Ids free for the tail's new entries (no compaction in it: a new log).
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.compact().unwrap();
+        s.close_with_indexes().unwrap();
+        let fts_at_checkpoint = std::fs::read(d.join(super::super::recall::file::RECALL_FILE_NAME)).unwrap();
+        let mut qs: Vec<String> = (0..30)
+            .map(|_| (0..2 + rng.below(2)).map(|_| format!("w{}", rng.skewed(40))).collect::<Vec<_>>().join(" "))
+            .collect();
+        let mut cold_keys = Vec::new();
+        cold::scan_current(&d, &|_| false, &mut |e| {
+            cold_keys.push(e.key);
+            Ok(cold_keys.len() < 2)
+        })
+        .unwrap();
+
+        // The agent's changes since its last checkpoint, its writer dropped (not closed).
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        let live: Vec<Key> = s.ids().map(|id| s.key(id).unwrap()).collect();
+        for key in &live[..10] {
+            s.delete(key).unwrap();
+        }
+        for (i, key) in live[10..16].iter().enumerate() {
+            s.put(key, &format!("w1 w3 replaced{} {}", i, text(&mut rng)), 6000 + i as u64).unwrap();
+            qs.push(format!("replaced{} w1", i));
+        }
+        for key in &live[16..19] {
+            s.set_archived(key, true, 6100).unwrap();
+        }
+        for (i, key) in live[19..23].iter().enumerate() {
+            let id = s.find(key).unwrap();
+            for n in 0..=i {
+                s.touch(id, 6200 + n as u64);
+            }
+        }
+        s.flush_access().unwrap();
+        for i in 0..6 {
+            s.put(&k(&format!("fact,new{}", i)), &format!("w2 w5 fresh{} {}", i, text(&mut rng)), 6300).unwrap();
+            qs.push(format!("fresh{} w2", i));
+        }
+        for (i, key) in cold_keys.iter().enumerate() {
+            s.put(key, &format!("w1 again{}", i), 6400).unwrap();
+            let n = key.as_str().rsplit('n').next().unwrap().to_string();
+            qs.push(format!("u{} w1", n));
+        }
+        // The same key replaced twice, and one deleted after being replaced.
+        s.put(&live[24], "w4 twice1", 6500).unwrap();
+        s.put(&live[24], "w4 twice2", 6501).unwrap();
+        s.put(&live[25], "w4 gone", 6502).unwrap();
+        s.delete(&live[25]).unwrap();
+        qs.push("twice1 twice2 w4".into());
+        qs.push("gone w4".into());
+        drop(s);
+        assert!(StoreView::open(&d, 64).unwrap().is_none(), "the checkpoint covers the log: no tail tested");
+        assert!(TailView::open(&d, 64).unwrap().is_some());
+        let n = qs.len();
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Exclude, "tail"), n);
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Include, "tail, archived let in"), n);
+
+        // store.fts written of the whole log since (as the agent's merge in steps writes it),
+        // the checkpoint still behind: its documents are all current.
+        let fts = d.join(super::super::recall::file::RECALL_FILE_NAME);
+        assert!(std::fs::read(&fts).unwrap() == fts_at_checkpoint, "the tail's entries were not stale documents");
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.recall_ready().unwrap();
+        s.recall_flush().unwrap();
+        drop(s);
+        assert!(std::fs::read(&fts).unwrap() != fts_at_checkpoint, "store.fts of the whole log is not tested");
+        assert!(StoreView::open(&d, 64).unwrap().is_none());
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Exclude, "store.fts of the whole log"), n);
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Only, "store.fts of the whole log, archived"), n);
+
+        // A torn last record: half a put (a crash mid-write), then a whole damaged one.
+        let log_path = d.join(super::super::LOG_NAME);
+        let good = std::fs::read(&log_path).unwrap();
+        let line = last_put_line(&d);
+        let mut torn = good.clone();
+        torn.extend_from_slice(&line[..line.len() / 2]);
+        std::fs::write(&log_path, &torn).unwrap();
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Exclude, "torn"), n);
+        let mut damaged = good.clone();
+        let mut bad = line.clone();
+        bad[12] ^= 0x01;
+        damaged.extend_from_slice(&bad);
+        std::fs::write(&log_path, &damaged).unwrap();
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Exclude, "damaged last"), n);
+        // A damaged record with a good one after it: replay skips it; opened whole.
+        damaged.extend_from_slice(&line);
+        std::fs::write(&log_path, &damaged).unwrap();
+        assert!(TailView::open(&d, 64).unwrap().is_none());
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Exclude, "damaged inside"), 0);
+        std::fs::write(&log_path, &good).unwrap();
+
+        // Entries moved to the cold store by the agent's clean-up in the tail: answered as
+        // the store opened whole answers, in place or not.
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        s.set_policy(Some(Policy::default()));
+        for i in 0..40 {
+            let key = k(&format!("fact,late{}", i));
+            s.put(&key, &format!("w3 late{} {}", i, text(&mut rng)), 8000 + i as u64).unwrap();
+            s.note_use(&key, Use::Saved);
+            s.flush_access().unwrap();
+        }
+        drop(s);
+        let good = std::fs::read(&log_path).unwrap();
+        qs.push("late3 w3".into());
+        tail_same_as_opened(&d, &qs, Archived::Exclude, "moved to the cold store");
+
+        // A tail over the bound: opened whole.
+        let mut s = Store::open_with_capacity(&d, 64).unwrap();
+        let mut i = 0;
+        while std::fs::metadata(&log_path).unwrap().len() < good.len() as u64 + STORE_VIEW_TAIL_MAX_BYTES {
+            s.put(&k("fact,busy"), &format!("w1 busy{} {}", i, "w7 ".repeat(60)), 7000 + i).unwrap();
+            i += 1;
+        }
+        drop(s);
+        if StoreView::open(&d, 64).unwrap().is_none() {
+            assert!(TailView::open(&d, 64).unwrap().is_none());
+        }
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -19,9 +19,11 @@
 //! over the tables in RAM (`query::Tables`, `recall::rank_two`), so the answers are the same.
 //!
 //! Whenever the checkpoint does not cover the log exactly (an agent appending now, a crash
-//! before the next checkpoint, another format) [`StoreView::open`] says `None` and the caller
-//! opens the store whole ([`super::Store::open_read_only_with_capacity`]), which replays what the
-//! checkpoint lacks. A damaged section or block found while answering is an error; the caller
+//! before the next checkpoint, another format) [`StoreView::open`] says `None`. A ranked search
+//! then lays the log's records after the checkpoint over it (`tail`: at most
+//! `STORE_VIEW_TAIL_MAX_BYTES` of them, read as replay reads them); anything else, and a
+//! ranked search where that does not answer, opens the store whole
+//! ([`super::Store::open_read_only_with_capacity`]), which replays what the checkpoint lacks. A damaged section or block found while answering is an error; the caller
 //! then warns and opens the store whole too, which finds the damage and replays the log.
 //! Nothing is ever written.
 
@@ -50,6 +52,8 @@ use core::cell::RefCell;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+pub mod tail;
 
 /// Most bytes of the log's header line.
 const LOG_HEADER_MAX: usize = 256;
@@ -82,6 +86,9 @@ pub struct StoreView {
     /// The first failure met while answering through [`Tables`] (whose reads cannot fail).
     fault: RefCell<Option<Error>>,
     scratch: Vec<u8>,
+    /// The tag ids in the order of their names, for the tail's many lookups (`tail`); empty
+    /// otherwise (a question's few lookups scan the names).
+    by_name: Vec<u16>,
 }
 
 fn read_at(file: &File, buf: &mut [u8], at: u64, what: &str) -> Result<()> {
@@ -115,6 +122,13 @@ impl StoreView {
     /// as it is now: no checkpoint or no log, another format, or not exactly this log at this
     /// length (the caller opens the store whole instead). Writes nothing.
     pub fn open(dir: &Path, capacity: usize) -> Result<Option<StoreView>> {
+        Ok(StoreView::open_covering(dir, capacity, 0)?.map(|(view, _, _)| view))
+    }
+
+    /// [`StoreView::open`] of a checkpoint that covers the log's first bytes, with at most
+    /// `tail_max` bytes of log after it (0: exactly the log): the view, the log's handle and
+    /// its length now (the tail is the caller's, `tail::TailView`).
+    fn open_covering(dir: &Path, capacity: usize, tail_max: u64) -> Result<Option<(StoreView, File, u64)>> {
         let cap = capacity.clamp(STORE_MIN_ENTRIES, STORE_MAX_ENTRIES);
         let Ok(logf) = File::open(dir.join(LOG_NAME)) else { return Ok(None) };
         let Ok(file) = File::open(dir.join(CHECKPOINT_NAME)) else { return Ok(None) };
@@ -130,7 +144,8 @@ impl StoreView {
         // The log as the checkpoint was taken of it, exactly; sizes this capacity holds (what
         // is read later is sized from these, so they bound it).
         if head.store != store
-            || head.covered != log_meta.len()
+            || head.covered > log_meta.len()
+            || log_meta.len() - head.covered > tail_max
             || head.header_bytes != header_bytes
             || meta.len() != l.file_len()
             || l.next_id > room
@@ -156,7 +171,8 @@ impl StoreView {
             at += l.blocks(col) as usize;
         }
         let cache = (0..COLUMN_WIDTHS.len()).map(|_| Cached { block: u64::MAX, len: 0, data: [0; COLUMN_BLOCK] });
-        Ok(Some(StoreView {
+        let len = log_meta.len();
+        let view = StoreView {
             dir: dir.to_path_buf(),
             file,
             head,
@@ -170,7 +186,9 @@ impl StoreView {
             cache: RefCell::new(cache.collect()),
             fault: RefCell::new(None),
             scratch: Vec::new(),
-        }))
+            by_name: Vec::new(),
+        };
+        Ok(Some((view, logf, len)))
     }
 
     /// Live entries (archived included).
@@ -340,26 +358,8 @@ impl StoreView {
     ) -> Result<bool> {
         out.clear();
         let limit = limit.min(RANK_MAX_RESULTS).min(out.capacity());
-        let Ok(file) = File::open(self.dir.join(RECALL_FILE_NAME)) else { return Ok(false) };
-        let mut raw = [0u8; FTS_HEADER_BYTES];
-        if file.read_exact_at(&mut raw, 0).is_err() {
-            return Ok(false);
-        }
-        let Ok(h) = FtsHeader::parse(&raw) else { return Ok(false) };
+        let Some((file, h)) = self.fts_file() else { return Ok(false) };
         let room = room_for(self.cap);
-        // The same log, exactly: the same identity, length and bytes before it (the same
-        // 4 KiB the checkpoint's CRC is of).
-        // And every live entry in it: a file written by an early merge (a delta full
-        // while the index was built, before a crash or an exit without closing) covers the
-        // log but lacks the entries of the delta it had then.
-        if h.store != self.head.store
-            || h.covered != self.head.covered
-            || h.tail != self.head.tail
-            || h.docs as usize > room
-            || h.docs != self.head.live
-        {
-            return Ok(false);
-        }
         // The file covers the log: every document in it is current, and read only as scored;
         // no delta.
         let mut disk = DiskIndex::empty();
@@ -370,6 +370,24 @@ impl StoreView {
         rank_two(&mut disk, &FullText::unreserved(), &mut live, true, cold, &ask, out)?;
         out.sort();
         self.take_fault().map(|_| true)
+    }
+
+    /// `store.fts` and its header, if it was taken of the log the checkpoint covers: the same
+    /// identity, length and bytes before it (the same 4 KiB the checkpoint's CRC is of), and
+    /// every live entry in it (a file written by an early merge, a delta full while the index
+    /// was built, before a crash or an exit without closing, covers the log but lacks the
+    /// entries of the delta it had then).
+    fn fts_file(&self) -> Option<(File, FtsHeader)> {
+        let file = File::open(self.dir.join(RECALL_FILE_NAME)).ok()?;
+        let mut raw = [0u8; FTS_HEADER_BYTES];
+        file.read_exact_at(&mut raw, 0).ok()?;
+        let h = FtsHeader::parse(&raw).ok()?;
+        let same = h.store == self.head.store
+            && h.covered == self.head.covered
+            && h.tail == self.head.tail
+            && h.docs as usize <= room_for(self.cap)
+            && h.docs == self.head.live;
+        same.then_some((file, h))
     }
 
     // ---------------------------------------------------------------------------------------
@@ -628,6 +646,10 @@ impl Live for ViewLive<'_> {
 
 impl Tables for StoreView {
     fn tag(&self, name: &str) -> Option<u16> {
+        if !self.by_name.is_empty() {
+            let at = self.by_name.binary_search_by(|&t| self.name(t).cmp(name)).ok()?;
+            return self.by_name.get(at).copied().filter(|_| !name.is_empty());
+        }
         // Tag ids in use are below 65,535; names of unused ids are empty.
         (1..self.head.layout.tags).find(|&i| !name.is_empty() && self.name(i as u16) == name).map(|i| i as u16)
     }

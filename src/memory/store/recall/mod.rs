@@ -110,7 +110,7 @@ pub mod fulltext;
 pub(in crate::memory::store) mod merge;
 pub mod rank;
 pub mod tokenize;
-mod upkeep;
+pub(in crate::memory::store) mod upkeep;
 
 use self::disk::{DiskIndex, DiskWalk};
 use self::fulltext::{FullText, NONE};

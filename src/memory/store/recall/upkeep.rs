@@ -313,20 +313,8 @@ impl Store {
                     );
                 }
             }
-            if in_delta.is_some() {
-                remove_entry(r, &self.log, id)?;
-            } else if let Some((d, doc)) = in_base {
-                r.index.start_base_kill();
-                let index = &mut r.index;
-                each_word(&self.log, &mut r.rec, &mut r.val, (id, doc.offset, doc.rec_len), |w| {
-                    index.kill_base_word(w)
-                })?;
-                r.base.kill(d);
-            }
-            if let Some((offset, len)) = want {
-                add_entry(r, &self.log, (id, offset, len))?;
-            }
-            return Ok(());
+            let in_base = in_base.map(|(d, doc)| (d, doc.offset, doc.rec_len));
+            return swap_doc(r, &self.log, id, in_delta.is_some(), in_base, want);
         }
     }
 
@@ -424,6 +412,93 @@ impl Store {
         self.recall.written = 0;
         self.recall.base.close();
     }
+}
+
+/// Entry `id`'s words moved: its document in the delta (`in_delta`), or else in the base
+/// (`in_base`: the document, its record's offset and length), counted out; its record `want`
+/// (offset, length), if it is live, indexed as a new document. The caller made sure the delta
+/// has room.
+fn swap_doc(
+    r: &mut Recall,
+    log: &LogFile,
+    id: EntryId,
+    in_delta: bool,
+    in_base: Option<(u32, u64, u32)>,
+    want: Option<(u64, u32)>,
+) -> Result<()> {
+    if in_delta {
+        remove_entry(r, log, id)?;
+    } else if let Some((d, offset, rec_len)) = in_base {
+        r.index.start_base_kill();
+        let index = &mut r.index;
+        each_word(log, &mut r.rec, &mut r.val, (id, offset, rec_len), |w| index.kill_base_word(w))?;
+        r.base.kill(d);
+    }
+    if let Some((offset, len)) = want {
+        add_entry(r, log, (id, offset, len))?;
+    }
+    Ok(())
+}
+
+/// [`Store::recall_reconcile`] for a reader that is not a store in RAM (the checkpoint read in
+/// place with the log's tail laid over it, `view::tail`), over `r` (its base loaded with the
+/// stale documents marked, an empty delta reserved): the base's stale documents in their
+/// order, then the ids of `new` (increasing) that neither the base nor the delta holds, each
+/// brought to `want(id)` (its record's offset and length; `None` when it is not live), as the
+/// store's catch-up brings them, in the same order, so that the delta is the same (reserved
+/// of `sizes` when first needed: a base that has everything needs none). `Ok(false)`
+/// when the delta has no room for a change (the store would merge early: the caller opens it
+/// instead).
+pub(in crate::memory::store) fn catch_up_over(
+    r: &mut Recall,
+    log: &LogFile,
+    sizes: Sizes,
+    new: &[EntryId],
+    mut want: impl FnMut(EntryId) -> Option<(u64, u32)>,
+) -> Result<bool> {
+    let mut from = 0;
+    while let Some(d) = r.base.next_stale(from) {
+        let Some((entry, _)) = r.base.doc(d) else { break };
+        if !apply_over(r, log, sizes, entry, want(entry))? {
+            return Ok(false);
+        }
+        from = d + 1;
+    }
+    for &id in new {
+        let live = want(id);
+        if live.is_some()
+            && r.base.doc_of(id).is_none()
+            && r.index.doc_of(id).is_none()
+            && !apply_over(r, log, sizes, id, live)?
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// [`Store::recall_apply`] without the early merge: `Ok(false)` when the delta has no room.
+/// The delta is reserved (of `sizes`) at its first change, as the store reserves it.
+fn apply_over(r: &mut Recall, log: &LogFile, sizes: Sizes, id: EntryId, want: Option<(u64, u32)>) -> Result<bool> {
+    let in_delta = r.index.doc_of(id).map(|(_, d)| (d.offset, d.rec_len));
+    let in_base = match (in_delta, r.base.doc_of(id)) {
+        (None, Some(d)) => Some((d, r.base.file_doc(d)?)),
+        _ => None,
+    };
+    let have = in_delta.or(in_base.map(|(_, x)| (x.offset, x.rec_len)));
+    if want.map(|w| w.0) == have.map(|h| h.0) {
+        return Ok(true);
+    }
+    if !r.index.is_reserved() {
+        r.index.reserve(sizes);
+    }
+    let bound = (have.map_or(0, |h| h.1) + want.map_or(0, |w| w.1)) as usize;
+    if !r.index.has_room(1, bound, 2 * bound) {
+        return Ok(false);
+    }
+    let in_base = in_base.map(|(d, doc)| (d, doc.offset, doc.rec_len));
+    swap_doc(r, log, id, in_delta.is_some(), in_base, want)?;
+    Ok(true)
 }
 
 /// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
