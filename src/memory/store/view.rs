@@ -345,8 +345,8 @@ impl StoreView {
 
     /// Ranks the entries by the words of `query` as [`super::Store::rank_where`] does (no tag
     /// filter) over `store.fts` read in place, and the cold entries with them over `cold` (a
-    /// segment read in place, [`ColdRecall::open_in_place`]; a closed one leaves them out),
-    /// with the same code ([`rank_two`]). `Ok(false)` when `store.fts` does not cover the log
+    /// segment read in place, `ColdRecall::open_in_place`; a closed one leaves them out),
+    /// with the same code (`rank_two`). `Ok(false)` when `store.fts` does not cover the log
     /// exactly (the caller opens the store whole, which brings the index up to date).
     pub fn rank(
         &mut self,

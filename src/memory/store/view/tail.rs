@@ -4,7 +4,7 @@
 //! [`STORE_VIEW_TAIL_MAX_BYTES`] of them.
 //!
 //! Opening reads the tail's records as replay reads them (`replay.rs`) and keeps, per entry
-//! they touch, what they leave of it ([`Change`]): its last `put` (its record's place and
+//! they touch, what they leave of it (`Change`): its last `put` (its record's place and
 //! fields, its key), gone (deleted, one by one or by a whole clean-up batch; or its key taken
 //! by a later `put` of another id), or, for an entry of the checkpoint, only its access
 //! statistics. A torn last record (a write cut short by a crash, or still being written) is
@@ -17,7 +17,7 @@
 //! documents of the entries the tail changed marked stale, and brings them into a delta as
 //! the store's own catch-up does (`recall::catch_up_over`, in the same order), so that the
 //! statistics, the documents and so the scores are the ones the store opened whole ranks
-//! with; the live entries it asks about ([`Live`]) are the tail's where it changed them, the
+//! with; the live entries it asks about (`Live`) are the tail's where it changed them, the
 //! checkpoint's elsewhere. Nothing is written.
 
 use super::StoreView;
