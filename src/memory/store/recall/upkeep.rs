@@ -263,12 +263,7 @@ impl Store {
         loop {
             let want = self.slots.get(id).map(|s| (s.offset, s.len));
             let r = &mut self.recall;
-            let in_delta = r.index.doc_of(id).map(|(_, d)| (d.offset, d.rec_len));
-            let in_base = match (in_delta, r.base.doc_of(id)) {
-                (None, Some(d)) => Some((d, r.base.file_doc(d)?)),
-                _ => None,
-            };
-            let have = in_delta.or(in_base.map(|(_, x)| (x.offset, x.rec_len)));
+            let (in_delta, in_base, have) = indexed(r, id)?;
             if want.map(|w| w.0) == have.map(|h| h.0) {
                 return Ok(());
             }
@@ -313,8 +308,7 @@ impl Store {
                     );
                 }
             }
-            let in_base = in_base.map(|(d, doc)| (d, doc.offset, doc.rec_len));
-            return swap_doc(r, &self.log, id, in_delta.is_some(), in_base, want);
+            return swap_doc(r, &self.log, id, in_delta, in_base, want);
         }
     }
 
@@ -480,12 +474,7 @@ pub(in crate::memory::store) fn catch_up_over(
 /// [`Store::recall_apply`] without the early merge: `Ok(false)` when the delta has no room.
 /// The delta is reserved (of `sizes`) at its first change, as the store reserves it.
 fn apply_over(r: &mut Recall, log: &LogFile, sizes: Sizes, id: EntryId, want: Option<(u64, u32)>) -> Result<bool> {
-    let in_delta = r.index.doc_of(id).map(|(_, d)| (d.offset, d.rec_len));
-    let in_base = match (in_delta, r.base.doc_of(id)) {
-        (None, Some(d)) => Some((d, r.base.file_doc(d)?)),
-        _ => None,
-    };
-    let have = in_delta.or(in_base.map(|(_, x)| (x.offset, x.rec_len)));
+    let (in_delta, in_base, have) = indexed(r, id)?;
     if want.map(|w| w.0) == have.map(|h| h.0) {
         return Ok(true);
     }
@@ -496,9 +485,28 @@ fn apply_over(r: &mut Recall, log: &LogFile, sizes: Sizes, id: EntryId, want: Op
     if !r.index.has_room(1, bound, 2 * bound) {
         return Ok(false);
     }
-    let in_base = in_base.map(|(d, doc)| (d, doc.offset, doc.rec_len));
-    swap_doc(r, log, id, in_delta.is_some(), in_base, want)?;
+    swap_doc(r, log, id, in_delta, in_base, want)?;
     Ok(true)
+}
+
+/// Where an entry's text stands in the index ([`indexed`]): whether the delta holds it; its
+/// document in `store.fts` and that document's record (offset, length); the record it was
+/// indexed from.
+type Indexed = (bool, Option<(u32, u64, u32)>, Option<(u64, u32)>);
+
+/// Where entry `id`'s text stands in the index now ([`Indexed`]; the record is `None` when it
+/// is not indexed). The store's upkeep and a reader's tail read it alike.
+fn indexed(r: &mut Recall, id: EntryId) -> Result<Indexed> {
+    let in_delta = r.index.doc_of(id).map(|(_, d)| (d.offset, d.rec_len));
+    let in_base = match (in_delta, r.base.doc_of(id)) {
+        (None, Some(d)) => {
+            let doc = r.base.file_doc(d)?;
+            Some((d, doc.offset, doc.rec_len))
+        }
+        _ => None,
+    };
+    let have = in_delta.or(in_base.map(|(_, offset, len)| (offset, len)));
+    Ok((in_delta.is_some(), in_base, have))
 }
 
 /// Reads the `put` record of entry `id` (`len` bytes at `offset`) and calls `f` with each
