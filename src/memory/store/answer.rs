@@ -290,6 +290,21 @@ mod tests {
         (cold_hits, ro.cold_recall_stats().retries)
     }
 
+    /// A store of capacity 64 given 300 entries of `rng`'s text (most moved to the cold store
+    /// by its policy), closed with its indexes.
+    fn store_of_300_closed(d: &std::path::Path, rng: &mut Rng) {
+        let mut s = Store::open_with_capacity(d, 64).unwrap();
+        s.set_policy(Some(Policy::default()));
+        for i in 0..300 {
+            let key = k(&format!("fact,n{}", i));
+            let t = format!("{} u{}", text(rng), i);
+            s.put(&key, &t, 1000 + i as u64).unwrap();
+            s.note_use(&key, Use::Saved);
+            s.flush_access().unwrap();
+        }
+        s.close_with_indexes().unwrap();
+    }
+
     /// `memory search` over a store with cold entries ranks in place, as it does without them
     /// (issue 39: the store's open was a fifth of such a search), and answers as the store
     /// opened does: after a clean close, with archived entries, and with a `store.cold.fts`
@@ -299,16 +314,7 @@ mod tests {
     fn a_search_over_live_and_cold_in_place_equals_the_opened_stores() {
         let d = temp_dir("answer-cold-in-place");
         let mut rng = Rng::new(0x39_0030);
-        let mut s = Store::open_with_capacity(&d, 64).unwrap();
-        s.set_policy(Some(Policy::default()));
-        for i in 0..300 {
-            let key = k(&format!("fact,n{}", i));
-            let t = format!("{} u{}", text(&mut rng), i);
-            s.put(&key, &t, 1000 + i as u64).unwrap();
-            s.note_use(&key, Use::Saved);
-            s.flush_access().unwrap();
-        }
-        s.close_with_indexes().unwrap();
+        store_of_300_closed(&d, &mut rng);
         let mut qs: Vec<String> = (0..30)
             .map(|_| (0..2 + rng.below(2)).map(|_| format!("w{}", rng.skewed(40))).collect::<Vec<_>>().join(" "))
             .collect();
@@ -392,16 +398,7 @@ mod tests {
         use crate::memory::store::view::StoreView;
         let d = temp_dir("answer-tail-in-place");
         let mut rng = Rng::new(0x39_0031);
-        let mut s = Store::open_with_capacity(&d, 64).unwrap();
-        s.set_policy(Some(Policy::default()));
-        for i in 0..300 {
-            let key = k(&format!("fact,n{}", i));
-            let t = format!("{} u{}", text(&mut rng), i);
-            s.put(&key, &t, 1000 + i as u64).unwrap();
-            s.note_use(&key, Use::Saved);
-            s.flush_access().unwrap();
-        }
-        s.close_with_indexes().unwrap();
+        store_of_300_closed(&d, &mut rng);
         // Ids free for the tail's new entries (no compaction in it: a new log).
         let mut s = Store::open_with_capacity(&d, 64).unwrap();
         s.compact().unwrap();
