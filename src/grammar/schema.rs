@@ -236,8 +236,8 @@ fn value_schema<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
                 pattern.push_str(if latin { " " } else { "" })?;
             }
             match latin {
-                true => pattern.format(format_args!("[A-Za-zÀ-ÖØ-öø-ÿ][^<&\n]{{8,{}}}[.!?]$", most))?,
-                false => pattern.format(format_args!("[^<&\n 0-9A-Za-z][^<&\n]{{3,{}}}$", most))?,
+                true => pattern.format(format_args!("[A-Za-zÀ-ÖØ-öø-ÿ][^{NOT_TEXT}]{{8,{}}}[.!?]$", most))?,
+                false => pattern.format(format_args!("[^{NOT_TEXT} 0-9A-Za-z][^{NOT_TEXT}]{{3,{}}}$", most))?,
             }
         }
         ProductAsk::Outline { prefix, first, words, latin, .. } => {
@@ -258,7 +258,7 @@ fn value_schema<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
                     more - 1
                 ))?,
                 false => item.format(format_args!(
-                    "[^<&\n:,0-9 ][^<&\n:,]{{1,{}}}",
+                    "[^{NOT_TEXT}:,0-9 ][^{NOT_TEXT}:,]{{1,{}}}",
                     GRAMMAR_OUTLINE_ITEM_MAX_CHARS.saturating_sub(1)
                 ))?,
             }
@@ -280,6 +280,13 @@ fn value_schema<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
     w.string(pattern.as_str())?;
     w.end_object()
 }
+
+/// What no free text of a pattern holds: `<` and `&` (the XML dialect's markup), line ends and
+/// tabs, and `"` and `\`. A server's schema converter may copy a pattern's characters into the
+/// JSON string's grammar as they are (llama.cpp's does), so a quote the pattern allowed would
+/// end the string early, and the server, unable to read its own reply, answers 500 ("does not
+/// match the expected ... format") to every seed that writes one.
+const NOT_TEXT: &str = "<&\n\r\t\"\\\\";
 
 /// Longest pattern of a product ask: its fixed start (a head or an outline's prefix, each
 /// character escaped at most into two) and the rest.
@@ -351,5 +358,57 @@ mod tests {
         let text = out.as_str().unwrap();
         assert!(text.contains(r#""enum":["notes"]"#), "{text}");
         assert_eq!(text.matches(r#""additionalProperties":false"#).count(), 4, "{text}");
+    }
+
+    /// A server's converter may copy a pattern's characters into the JSON string's grammar as
+    /// they are (llama.cpp's does): a `"` the pattern allows then ends the string early, and the
+    /// server cannot read its own reply (a 500). So no class of a product ask's pattern holds a
+    /// quote, a backslash or a control character: a negated class names them all, and no other
+    /// class holds one.
+    #[test]
+    fn no_pattern_lets_a_value_hold_a_quote_a_backslash_or_a_control_character() {
+        let asks = [
+            ProductAsk::Unit { head: "Day 3 – Kobe", opening: "Kobe", latin: true },
+            ProductAsk::Unit { head: "Mulch", opening: "", latin: true },
+            ProductAsk::Unit { head: "三日目 – 京都", opening: "京都", latin: false },
+            ProductAsk::Outline { key: "plan", prefix: "Tips:\n1. Mulch\n2. ", first: 2, words: 12, latin: true },
+            ProductAsk::Outline { key: "plan", prefix: "Terms:\n1. ", first: 1, words: 3, latin: true },
+            ProductAsk::Outline { key: "plan", prefix: "用語:\n1. ", first: 1, words: 3, latin: false },
+        ];
+        for ask in asks {
+            let p = ProductSave { tags: "tips,tomatoes", ask, taken: &[] };
+            let mut out = String::new();
+            value_schema(&mut Writer::compact(&mut out), &p).unwrap();
+            let mut doc = Document::with_capacity(16, 8192);
+            doc.parse(out.as_bytes()).unwrap();
+            let pattern = doc.root().get("pattern").and_then(|v| v.as_str()).unwrap().to_string();
+            let mut classes = 0;
+            let mut rest = pattern.as_str();
+            while let Some(open) = rest.find('[') {
+                if open > 0 && rest.as_bytes()[open - 1] == b'\\' {
+                    rest = &rest[open + 1..];
+                    continue;
+                }
+                let body = &rest[open + 1..];
+                let close = body.find(']').unwrap();
+                let (class, negated) = match body[..close].strip_prefix('^') {
+                    Some(c) => (c, true),
+                    None => (&body[..close], false),
+                };
+                classes += 1;
+                if negated {
+                    for must in ["\"", "\\\\", "\n", "\r", "\t"] {
+                        assert!(class.contains(must), "[^{class}] lets {must:?} in: {pattern}");
+                    }
+                } else {
+                    assert!(
+                        !class.contains('"') && !class.contains('\\') && !class.chars().any(|c| c.is_control()),
+                        "[{class}] holds a quote, a backslash or a control character: {pattern}"
+                    );
+                }
+                rest = &body[close + 1..];
+            }
+            assert!(classes > 0, "{pattern}");
+        }
     }
 }
