@@ -73,6 +73,7 @@ pub fn run() {
         content_type: Some("application/json"),
         accept: "application/json",
         body: BODY,
+        resend_500: true,
     };
     let stop = || false;
     let mut client =

@@ -26,11 +26,18 @@ fn settings() -> HttpSettings {
 }
 
 fn get(url: &Url) -> Request<'_> {
-    Request { method: Method::Get, url, content_type: None, accept: "application/json", body: b"" }
+    Request { method: Method::Get, url, content_type: None, accept: "application/json", body: b"", resend_500: true }
 }
 
 fn post<'a>(url: &'a Url, body: &'a [u8]) -> Request<'a> {
-    Request { method: Method::Post, url, content_type: Some("application/json"), accept: "application/json", body }
+    Request {
+        method: Method::Post,
+        url,
+        content_type: Some("application/json"),
+        accept: "application/json",
+        body,
+        resend_500: true,
+    }
 }
 
 const NO_STOP: &dyn Fn() -> bool = &|| false;

@@ -379,6 +379,77 @@ fn refusals_and_context_overflow_per_server() {
     assert!(msg.contains("invalid format"), "{msg}");
 }
 
+/// The seed a request went with, read from the body the server saw.
+fn seed_sent(seen: &Seen) -> Option<u64> {
+    let mut doc = lkjagent::json::Document::with_capacity(1 << 12, 1 << 20);
+    doc.parse(&seen.body).ok()?;
+    doc.root().get("seed").and_then(|v| v.as_u64())
+}
+
+/// llama-server answers 500 when it cannot read the output its model wrote (a constrained
+/// reply its own chat parser does not take). Sent again as it is, with the same seed, a
+/// deterministic server writes the same output and fails the same way; so a seeded request is
+/// sent again with the next seed of its own (DESIGN: the seed changes per retry), and the
+/// answer says which seed it was drawn with. A 503 (a server loading) is still sent again as
+/// it is: the request was not at fault.
+#[test]
+fn a_seeded_request_that_failed_with_500_goes_again_with_another_seed() {
+    let failed = r#"{"error":{"code":500,"message":"The model produced output that does not match the expected peg-native format","type":"server_error"}}"#;
+    let json = ["Content-Type: application/json"];
+    let bad_seed = std::sync::Arc::new(std::sync::Mutex::new(None::<u64>));
+    let first = bad_seed.clone();
+    let server = Server::start(move |_, seen| {
+        let seed = seed_sent(seen);
+        let mut first = first.lock().unwrap();
+        if first.is_none() {
+            *first = seed;
+        }
+        if seed == *first {
+            Action::Reply(response("500 Internal Server Error", &json, failed))
+        } else {
+            Action::Reply(json_ok(&text_body("Roux: flour cooked in fat.")))
+        }
+    });
+    let s = Settings {
+        retry: RetryPolicy { max_retries: 3, ..settings("").retry },
+        ..settings(&server.url("/v1/completions"))
+    };
+    let mut client = Client::new(&s).unwrap();
+    let p = Prompt { seed: Some(7), ..Prompt::new(None, USER) };
+    let c = client.complete(&p, &mut |_| {}, NO_STOP).unwrap();
+    assert_eq!(c.content, "Roux: flour cooked in fat.");
+    assert_eq!(c.attempts, 2);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "sent once more, not three times with the same seed");
+    assert_eq!(seed_sent(&seen[0]), Some(7));
+    let second = seed_sent(&seen[1]).unwrap();
+    assert_ne!(second, 7);
+    assert!(second < 1 << 53, "a seed every JSON reader reads exactly: {second}");
+    assert_eq!(client.last_seed(), Some(second), "the answer's seed is the one it was drawn with");
+    assert_eq!(client.last_request_body(), seen[1].body.as_slice());
+    // A server that fails every seed: each retry its own seed, then the server's message.
+    let always = Server::always(response("500 Internal Server Error", &json, failed));
+    let mut client = Client::new(&Settings { retry: s.retry, ..settings(&always.url("/v1/completions")) }).unwrap();
+    let e = client.complete(&p, &mut |_| {}, NO_STOP).unwrap_err();
+    assert_eq!(e.code(), Code::LlmError);
+    assert!(e.message().contains("peg-native"), "{}", e.message());
+    let seeds: Vec<Option<u64>> = always.seen().iter().map(seed_sent).collect();
+    assert_eq!(seeds.len(), 4, "{seeds:?}");
+    for (i, a) in seeds.iter().enumerate() {
+        assert!(a.is_some() && !seeds[..i].contains(a), "{seeds:?}");
+    }
+    // Unseeded, or a 503: the same request again, as before.
+    let busy = Server::always(response(
+        "503 Service Unavailable",
+        &json,
+        r#"{"error":{"code":503,"message":"Loading model"}}"#,
+    ));
+    let mut client = Client::new(&Settings { retry: s.retry, ..settings(&busy.url("/v1/completions")) }).unwrap();
+    let _ = client.complete(&p, &mut |_| {}, NO_STOP).unwrap_err();
+    let seeds: Vec<Option<u64>> = busy.seen().iter().map(seed_sent).collect();
+    assert_eq!(seeds, vec![Some(7); 4]);
+}
+
 #[test]
 fn the_health_probe_looks_beside_a_completion_endpoint() {
     let server = Server::start(|_, seen| match seen.path.as_str() {

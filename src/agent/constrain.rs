@@ -143,8 +143,6 @@ pub struct Constrainer {
     recent: ArrayVec<(ActionKind, ArrayString<KEY_MAX_BYTES>), RECENT_ACTIONS>,
     /// Mixed into every seed: differs from run to run.
     seed_base: u64,
-    /// The seed of the last request.
-    last_seed: Option<u64>,
     /// See [`UNAVAILABLE_STEP_DOWN`].
     unavailable_in_a_row: u32,
     /// Whether the schema goes in the older `json_object` form: the endpoint refused the
@@ -192,7 +190,6 @@ impl Constrainer {
             found: ArrayVec::new(),
             recent: ArrayVec::new(),
             seed_base,
-            last_seed: None,
             unavailable_in_a_row: 0,
             presence_penalty: None,
             outline: false,
@@ -217,11 +214,6 @@ impl Constrainer {
     /// leaves out the parts that teach the format.
     pub fn constrained(&self) -> bool {
         self.active != Mode::Off
-    }
-
-    /// The seed of the last request, if one was sent.
-    pub fn last_seed(&self) -> Option<u64> {
-        self.last_seed
     }
 
     /// The grammar or schema of this cycle (empty when off): all of the buffer, which
@@ -452,7 +444,6 @@ impl Constrainer {
         should_stop: &dyn Fn() -> bool,
     ) -> Result<Completion<'c>> {
         let seed = self.seed(cycle, 0);
-        self.last_seed = Some(seed);
         self.bare_reply = false;
         let text = crate::bytes::utf8_prefix(self.text.as_slice());
         let constraint = match self.active {
@@ -485,7 +476,6 @@ impl Constrainer {
         }
         let from = self.active;
         let seed = self.seed(cycle, 1);
-        self.last_seed = Some(seed);
         // A schema refused in the `json_schema` form is tried once in the `json_object` one
         // before none: a server that takes a schema so keeps its replies constrained.
         if from == Mode::JsonSchema && self.object_form && !self.schema_as_object {

@@ -101,10 +101,11 @@ impl Model {
         }
     }
 
-    /// The seed the last request carried, if any.
-    pub(crate) fn seed(&self, constrainer: &Constrainer) -> Option<u64> {
+    /// The seed the last request carried, if any (a retry's own, when the server failed the
+    /// first: [`llm::Client::last_seed`]).
+    pub(crate) fn seed(&self) -> Option<u64> {
         match self {
-            Model::Client(_) => constrainer.last_seed(),
+            Model::Client(c) => c.last_seed(),
             Model::Recorded(_) => None,
         }
     }

@@ -208,7 +208,11 @@ impl HttpClient {
             };
             let retries_used = attempt - 1;
             match result {
-                Ok(meta) if status_is_retryable(meta.status) && retries_used < policy.max_retries => {
+                Ok(meta)
+                    if status_is_retryable(meta.status)
+                        && (meta.status != 500 || req.resend_500)
+                        && retries_used < policy.max_retries =>
+                {
                     sleep_unless_stopped(policy.delay_after(retries_used, meta.retry_after), should_stop)?;
                 }
                 Ok(meta) => break meta,

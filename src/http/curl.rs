@@ -254,6 +254,7 @@ mod tests {
             content_type: Some("application/json"),
             accept: "application/json",
             body: b"{\"a\":\"x\\\"y\\\\z\"}",
+            resend_500: true,
         };
         let secret = Secret(ArrayString::try_from_str("sk-123").unwrap());
         let c = config_text(&HttpSettings::default(), Some(&secret), &req).unwrap();

@@ -86,6 +86,11 @@ pub struct Request<'a> {
     pub accept: &'a str,
     /// The body (empty for none; `Content-Length` is always sent for `POST`).
     pub body: &'a [u8],
+    /// Whether a `500` is retried with this very request. A caller whose request would fail
+    /// the same way again as it is (a seeded generation on a deterministic server) says no,
+    /// and sends it again changed itself; other retried statuses and failures are retried as
+    /// the policy says either way.
+    pub resend_500: bool,
 }
 
 /// Where a streamed `2xx` body goes, piece by piece, as it is decoded.

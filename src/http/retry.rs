@@ -3,7 +3,9 @@
 //!
 //! What is retried is decided here too, in one place: connection failures
 //! (`LLM_UNAVAILABLE`), timeouts (`LLM_TIMEOUT`), `429` and every `5xx` (a `503` is how
-//! llama.cpp says "Loading model" and how Ollama says its queue is full). Other `4xx` are the
+//! llama.cpp says "Loading model" and how Ollama says its queue is full), except a `500` its
+//! caller resends changed itself ([`super::Request::resend_500`]: a seeded generation goes again
+//! with another seed, `crate::llm::Client`). Other `4xx` are the
 //! request's fault and would fail again; protocol errors (`HTTP_PROTOCOL`,
 //! `RESPONSE_TOO_LARGE`) mean the server speaks something this client will not accept, and
 //! retrying only delays the message the user needs. The delay is deterministic (no jitter):

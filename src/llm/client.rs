@@ -9,7 +9,9 @@
 //!
 //! Errors the agent acts on: `CONTEXT_OVERFLOW` (page memory out and try again, never a plain
 //! retry), `LLM_UNAVAILABLE` / `LLM_TIMEOUT` (the server is down, loading or silent, after the
-//! HTTP layer's own retries), `LLM_ERROR` (the server refused, with its message),
+//! HTTP layer's own retries), `LLM_ERROR` (the server refused, with its message; a `500` to a
+//! seeded request is first sent again with seeds of its own, [`retry_seed`], since a server
+//! that failed to read what its model wrote fails the same way on the same seed),
 //! `INTERRUPTED` (the stop check said so), `NOT_FOUND` (the replay script is exhausted),
 //! and `HTTP_PROTOCOL` / `RESPONSE_TOO_LARGE` / `JSON_INVALID` / `CAPACITY_EXCEEDED` for
 //! answers that cannot be read.
@@ -19,10 +21,11 @@ use super::reply::{server_error, split_think, Accumulator, FinishReason, Outcome
 use super::settings::{Api, ProviderKind, Settings};
 use super::stream::StreamSink;
 use super::wire::{apply, Sampling, Wire};
-use crate::error::Result;
+use crate::clock::sleep_unless_stopped;
+use crate::error::{Error, Result};
 use crate::fixed::{ArrayString, FixedBuf};
 use crate::grammar::Constraint;
-use crate::http::{self, Method, Redactor, Request, Scheme, Transport, Url};
+use crate::http::{self, Method, Redactor, Request, RetryPolicy, Scheme, Transport, Url};
 use crate::json::{Document, Kind, Writer};
 use crate::limits::{
     HTTP_MAX_BODY_BYTES, HTTP_MAX_URL_BYTES, LLM_MAX_CONTENT_BYTES, LLM_MAX_EVENT_BYTES, LLM_MAX_JSON_NODES,
@@ -91,6 +94,35 @@ pub struct Completion<'a> {
     pub logprobs: &'a TokenLogprobs,
 }
 
+/// A send that failed: why, after how many HTTP attempts, and the status that failed it (0
+/// when no answer came).
+struct Failed {
+    error: Error,
+    attempts: u32,
+    status: u16,
+}
+
+impl Failed {
+    /// A failure before any answer: the request not built or not sent (the HTTP layer's own
+    /// retries spent).
+    fn unsent(error: Error) -> Failed {
+        Failed { error, attempts: 1, status: 0 }
+    }
+}
+
+/// The seed of retry `retry` (0: the first send) of a request seeded `seed`: `seed` itself,
+/// then splitmix64 of the two, below 2^53 as every seed the agent sends (so every JSON reader
+/// reads it exactly). A fixed function of the two, so a replay of the run sends the same.
+pub fn retry_seed(seed: u64, retry: u32) -> u64 {
+    if retry == 0 {
+        return seed;
+    }
+    let mut z = seed ^ u64::from(retry).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) & ((1 << 53) - 1)
+}
+
 /// Whether the server is there and has the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelState {
@@ -157,6 +189,10 @@ pub struct Client {
     data: FixedBuf,
     /// The last answer's HTTP status, attempts and latency (see [`Client::last_completion`]).
     last: (u16, u32, Duration),
+    /// Retries of a request the server failed, from `llm.retry`.
+    retry: RetryPolicy,
+    /// The seed the last request went with ([`Client::last_seed`]).
+    last_seed: Option<u64>,
 }
 
 impl fmt::Debug for Client {
@@ -224,6 +260,8 @@ impl Client {
             line: FixedBuf::with_capacity("streamed line (LLM_MAX_EVENT_BYTES)", LLM_MAX_EVENT_BYTES),
             data: FixedBuf::with_capacity("streamed event (LLM_MAX_EVENT_BYTES)", LLM_MAX_EVENT_BYTES),
             last: (0, 0, Duration::ZERO),
+            retry: settings.retry,
+            last_seed: None,
         };
         if settings.provider == ProviderKind::Replay {
             let Some(path) = &settings.replay_path else {
@@ -337,17 +375,56 @@ impl Client {
         }
     }
 
-    /// Sends the request and reads the answer into the accumulator; (status, attempts).
+    /// The sampling seed the last request went with: the prompt's, or a retry's own
+    /// ([`retry_seed`]); `None` for a prompt without one. A replay of the run sends this one.
+    pub fn last_seed(&self) -> Option<u64> {
+        self.last_seed
+    }
+
+    /// Sends the request and reads the answer into the accumulator; (status, attempts). A
+    /// seeded request the server failed with a `500` goes again with the next seed of its own,
+    /// as `llm.retry` says (see [`retry_seed`]); the HTTP layer retries everything else.
     fn exchange(
         &mut self,
         prompt: &Prompt<'_>,
         progress: &mut dyn FnMut(u64),
         should_stop: &dyn Fn() -> bool,
     ) -> Result<(u16, u32)> {
-        self.build_request(prompt)?;
+        let mut attempts = 0;
+        let mut retry = 0;
+        loop {
+            let seed = prompt.seed.map(|s| retry_seed(s, retry));
+            self.last_seed = seed;
+            match self.exchange_once(&Prompt { seed, ..*prompt }, progress, should_stop) {
+                Ok((status, n)) => return Ok((status, attempts + n)),
+                Err(Failed { error, attempts: n, status }) => {
+                    attempts += n;
+                    if status != 500 || seed.is_none() || retry >= self.retry.max_retries {
+                        return Err(if retry > 0 {
+                            error.context(format_args!("{} attempts, each with its own seed", retry + 1))
+                        } else {
+                            error
+                        });
+                    }
+                    sleep_unless_stopped(self.retry.delay(retry), should_stop)?;
+                    retry += 1;
+                }
+            }
+        }
+    }
+
+    /// One send of the request (with the HTTP layer's own retries, but a `500` not resent as
+    /// it is: [`Request::resend_500`]).
+    fn exchange_once(
+        &mut self,
+        prompt: &Prompt<'_>,
+        progress: &mut dyn FnMut(u64),
+        should_stop: &dyn Fn() -> bool,
+    ) -> core::result::Result<(u16, u32), Failed> {
+        self.build_request(prompt).map_err(Failed::unsent)?;
         let wire = self.wire;
         let (Some(http), Some(ep)) = (self.http.as_mut(), self.endpoints.as_ref()) else {
-            bail!(LlmUnavailable, "no HTTP client is set up");
+            return Err(Failed::unsent(crate::err!(LlmUnavailable, "no HTTP client is set up")));
         };
         let stream = self.stream && !prompt.logprobs;
         let accept = wire.accept(stream);
@@ -357,6 +434,7 @@ impl Client {
             content_type: Some("application/json"),
             accept,
             body: self.request.as_slice(),
+            resend_500: prompt.seed.is_none(),
         };
         if stream {
             let mut sink = StreamSink {
@@ -371,21 +449,30 @@ impl Client {
                 done: false,
                 after_cr: false,
             };
-            let resp = http.send(&req, Some(&mut sink), should_stop)?;
+            let resp = http.send(&req, Some(&mut sink), should_stop).map_err(Failed::unsent)?;
             let (status, attempts, streamed) = (resp.status, resp.attempts, resp.streamed);
             if !streamed {
-                return Err(server_error(status, resp.body, sink.doc, &self.redactor));
+                return Err(Failed {
+                    error: server_error(status, resp.body, sink.doc, &self.redactor),
+                    attempts,
+                    status,
+                });
             }
-            sink.finish()?;
+            sink.finish().map_err(|error| Failed { error, attempts, status })?;
             Ok((status, attempts))
         } else {
-            let resp = http.send(&req, None, should_stop)?;
+            let resp = http.send(&req, None, should_stop).map_err(Failed::unsent)?;
             let (status, attempts) = (resp.status, resp.attempts);
             if !(200..300).contains(&status) {
-                return Err(server_error(status, resp.body, &mut self.doc, &self.redactor));
+                return Err(Failed {
+                    error: server_error(status, resp.body, &mut self.doc, &self.redactor),
+                    attempts,
+                    status,
+                });
             }
-            self.doc.parse(resp.body).map_err(|e| e.context(format_args!("the reply of {}", ep.ask)))?;
-            apply(self.doc.root(), wire, status, &mut self.acc, &self.redactor)?;
+            let read = self.doc.parse(resp.body).map_err(|e| e.context(format_args!("the reply of {}", ep.ask)));
+            read.and_then(|()| apply(self.doc.root(), wire, status, &mut self.acc, &self.redactor))
+                .map_err(|error| Failed { error, attempts, status })?;
             Ok((status, attempts))
         }
     }
@@ -472,7 +559,14 @@ impl Client {
         for url in [&ep.models, &ep.health] {
             health.probe.clear();
             let _ = health.probe.push_str(url.path());
-            let req = Request { method: Method::Get, url, content_type: None, accept: "application/json", body: b"" };
+            let req = Request {
+                method: Method::Get,
+                url,
+                content_type: None,
+                accept: "application/json",
+                body: b"",
+                resend_500: true,
+            };
             let resp = http.send(&req, None, should_stop)?;
             health.http_status = resp.status;
             match resp.status {

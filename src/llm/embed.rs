@@ -223,6 +223,7 @@ impl Embedder {
             content_type: Some("application/json"),
             accept: "application/json",
             body: self.request.as_slice(),
+            resend_500: true,
         };
         let resp = self
             .http

@@ -511,7 +511,7 @@ impl Agent {
             valid: report.error.is_none() && !report.invalid_reply,
             finish: self.reply.finish.as_str(),
             constrain: report.constrain,
-            seed: self.model.seed(&self.constrainer),
+            seed: self.model.seed(),
             actions: records.as_slice(),
             problems: c.problems.as_slice(),
             error: report.error.as_ref().map(Error::code),
