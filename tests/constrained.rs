@@ -1593,6 +1593,52 @@ fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
     (Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
 }
 
+/// The pattern of a product ask's value alone in the JSON Schema, read by the independent GBNF
+/// reader (after a mechanical translation).
+fn product_pattern(ask: ProductAsk<'_>) -> (Grammar, String) {
+    let states = vec!["evaluating".to_string()];
+    let shape =
+        Shape { next_state: false, next_mask: 0, log: None, actions: ActionSet::NONE.with(ActionKind::StorageSave) };
+    let lang = grammar::Language {
+        product: Some(grammar::ProductSave { tags: "japan,plan", taken: &[], ask }),
+        ..plain_language(&states, shape)
+    };
+    let mut buf = FixedBuf::with_capacity("test schema", lkjagent::limits::GRAMMAR_MAX_BYTES);
+    grammar::schema::write(&lang, true, &mut buf).unwrap();
+    let mut doc = Document::with_capacity(64, 1 << 16);
+    doc.parse(buf.as_slice()).unwrap();
+    let pattern = doc.root().get("pattern").and_then(|p| p.as_str()).unwrap().to_string();
+    (pattern_grammar(&pattern), pattern)
+}
+
+/// A unit in the JSON Schema is what the grammar asks for: one to three sentences, each a
+/// bounded run that opens with a letter and ends with `.`, `!` or `?`, the first going on from
+/// the subject. Bounded by characters alone (360), SmolLM2-135M ran one thought into a
+/// repetition to the bound ("I'm going to Tokyo." fifteen times; "2023. 2023. ...").
+#[test]
+fn a_unit_in_the_schema_is_one_to_three_sentences() {
+    let (g, pattern) = product_pattern(ProductAsk::Unit { head: "Day 3 – Osaka", opening: "Osaka", latin: true });
+    let reply = |t: &str| format!("Day 3 – Osaka: {t}");
+    for ok in [
+        "Osaka is a city known for its food.",
+        "Osaka is big. Eat ramen at a market! Walk by the castle?",
+        "Osaka Castle stands in a park, with a moat.",
+    ] {
+        assert!(g.matches(&reply(ok)), "{ok}\n{pattern}");
+    }
+    let long = format!("Osaka is {}.", "Japan, ".repeat(40));
+    for no in [
+        "Osaka is big. Eat ramen. Walk by the castle. See the bay.",
+        "Osaka is big. 2023. 2023.",
+        "Osaka is big. It is.",
+        "Osaka is a city",
+        "Kyoto is a city.",
+        long.as_str(),
+    ] {
+        assert!(!g.matches(&reply(no)), "{no}\n{pattern}");
+    }
+}
+
 /// The product grammar's name rule, read by the independent GBNF reader: no taken name (of any
 /// length up to the longest a name may be, prefixes of each other, the longest possible, in any
 /// case, with a space or `-` for `_`) can be written, nor one that starts with a taken name and

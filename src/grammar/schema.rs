@@ -18,8 +18,8 @@ use crate::error::Result;
 use crate::fixed::FixedBuf;
 use crate::json::Writer;
 use crate::limits::{
-    GRAMMAR_OUTLINE_ITEM_MAX_CHARS, GRAMMAR_OUTLINE_ITEM_MAX_WORDS, GRAMMAR_PLAN_MAX_NAMES, GRAMMAR_UNIT_MAX_SENTENCES,
-    GRAMMAR_UNIT_SCRIPT_MAX_CHARS,
+    GRAMMAR_ENTRY_MAX_WORDS, GRAMMAR_OUTLINE_ITEM_MAX_CHARS, GRAMMAR_OUTLINE_ITEM_MAX_WORDS, GRAMMAR_PLAN_MAX_NAMES,
+    GRAMMAR_UNIT_MAX_SENTENCES, GRAMMAR_UNIT_SCRIPT_MAX_CHARS,
 };
 use crate::reply::ActionKind;
 
@@ -236,7 +236,21 @@ fn value_schema<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
                 pattern.push_str(if latin { " " } else { "" })?;
             }
             match latin {
-                true => pattern.format(format_args!("[A-Za-zÀ-ÖØ-öø-ÿ][^{NOT_TEXT}]{{8,{}}}[.!?]$", most))?,
+                // One to GRAMMAR_UNIT_MAX_SENTENCES sentences, as the grammar has them, each a
+                // letter, a bounded run and its end (a capital after the first).
+                true => {
+                    let run = SENTENCE_MAX_CHARS;
+                    // After the subject, the first sentence has said a word already.
+                    let least = if opening.is_empty() { 8 } else { 2 };
+                    pattern.format(format_args!("[A-Za-zÀ-ÖØ-öø-ÿ][^{NOT_TEXT}.!?]{{{least},{run}}}[.!?]"))?;
+                    for _ in 1..GRAMMAR_UNIT_MAX_SENTENCES {
+                        pattern.format(format_args!("( [A-ZÀ-ÖØ-Þ][^{NOT_TEXT}.!?]{{8,{run}}}[.!?]"))?;
+                    }
+                    for _ in 1..GRAMMAR_UNIT_MAX_SENTENCES {
+                        pattern.push_str(")?")?;
+                    }
+                    pattern.push_str("$")?;
+                }
                 false => pattern.format(format_args!("[^{NOT_TEXT} 0-9A-Za-z][^{NOT_TEXT}]{{3,{}}}$", most))?,
             }
         }
@@ -287,6 +301,12 @@ fn value_schema<W: core::fmt::Write + ?Sized>(w: &mut Writer<'_, W>, p: &Product
 /// end the string early, and the server, unable to read its own reply, answers 500 ("does not
 /// match the expected ... format") to every seed that writes one.
 const NOT_TEXT: &str = "<&\n\r\t\"\\\\";
+
+/// Longest sentence of a unit in Latin letters, in characters: as many as the grammar's
+/// longest sentence of [`GRAMMAR_ENTRY_MAX_WORDS`] words has, at six a word and its space.
+/// Bounded by characters over all its sentences alone (360), SmolLM2-135M ran one thought into
+/// a repetition to the bound ("I'm going to Tokyo." fifteen times).
+const SENTENCE_MAX_CHARS: u32 = GRAMMAR_ENTRY_MAX_WORDS * 6;
 
 /// Longest pattern of a product ask: its fixed start (a head or an outline's prefix, each
 /// character escaped at most into two) and the rest.
