@@ -180,6 +180,9 @@ pub struct Product {
     /// Outlines in a row that planned nothing new; for a running unit, asks in a row that
     /// saved none.
     barren: u32,
+    /// The last outline planned no subject, only units: whether it was barren is known once
+    /// they are saved or refused ([`Product::next_unit`]).
+    outline_units: bool,
     /// Asks in a row for a unit about a subject that saved none (not kept over a restart).
     unsaved: u32,
     /// The product's entries when the prompt was built: a running unit asked for and not
@@ -242,6 +245,7 @@ impl Product {
             label: ArrayString::new(),
             asked: ArrayVec::new(),
             barren: 0,
+            outline_units: false,
             written_asked: 0,
             unsaved: 0,
             units: ArrayVec::new(),
@@ -706,7 +710,17 @@ impl Product {
             kept += 1;
         }
         if outline {
-            self.barren = if kept + self.units.len() == 0 { self.barren.saturating_add(1) } else { 0 };
+            // Barren: nothing of it kept. With units but no subject, that is known once its
+            // units are saved or refused ([`Product::next_unit`]): an outline whose units all
+            // said stored ones again gave nothing, and counted as giving, the next outline was
+            // given the same first subjects and wrote the same (docs/measurements.md, "An
+            // outline of repeats is barren").
+            self.outline_units = kept == 0 && !self.units.is_empty();
+            if kept + self.units.len() == 0 {
+                self.barren = self.barren.saturating_add(1);
+            } else if kept > 0 {
+                self.barren = 0;
+            }
         }
         if kept == 0 {
             working.remove(&key);
@@ -732,7 +746,16 @@ impl Product {
         if self.done().is_some() {
             self.units.clear();
         }
-        let Some(item) = self.units.remove(0) else { return false };
+        let Some(item) = self.units.remove(0) else {
+            if self.outline_units {
+                self.outline_units = false;
+                self.barren = match self.written > self.written_asked {
+                    true => 0,
+                    false => self.barren.saturating_add(1),
+                };
+            }
+            return false;
+        };
         out.clear();
         if self.task.numbered {
             let mut label = ArrayString::<UNIT_MAX_BYTES>::new();

@@ -878,3 +878,55 @@ fn a_day_that_only_names_the_other_days_is_refused() {
     let tip = "Water deeply: Water the plants deeply at the base of the stake.";
     assert_eq!(judge(&t, tip), Verdict::New);
 }
+
+/// An outline whose every unit is refused as a repeat gave nothing, however many it wrote: the
+/// next goes on from other first subjects, and after [`BARREN_MAX`] such outlines from none.
+/// Counted as productive because it had units at all, a small model given the same two first
+/// subjects wrote variants of the second twenty outlines in a row ("Use a pot that is only 100
+/// x 100 cm or less", then 150, 200, ...: the held-out houseplants task, session 30).
+#[test]
+fn an_outline_whose_units_are_all_refused_is_barren() {
+    let task = "Give advice for keeping houseplants alive, one piece of advice per entry.";
+    let (_d, mut s) = store("product-barren-units");
+    let mut p = Product::new();
+    let mut w = working(task);
+    view(&mut p, &w, &mut s, task);
+    for v in [
+        "Keep a potted plant in a pot that is not too large, as it will not grow properly.",
+        "Use a pot that is only 100 x 100 cm or less.",
+        "Water your plants sparingly, and do not use too much water.",
+        "Wipe the dust off the leaves with a damp cloth every month.",
+    ] {
+        let key = save(&p, &mut s, v);
+        assert_eq!(p.judge(&key, v), Verdict::New, "{v}");
+        p.saved(v);
+    }
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    let prefix_of = |p: &Product| match p.ask() {
+        ProductAsk::Outline { prefix, .. } => prefix.to_string(),
+        _ => panic!("an outline"),
+    };
+    let mut prefixes = Vec::new();
+    for n in 0..3u64 {
+        view(&mut p, &w, &mut s, task);
+        let prefix = prefix_of(&p);
+        prefixes.push(prefix.clone());
+        // The outline: the given first subjects, then units that say a stored one again.
+        let plan = format!(
+            "{prefix}Use a pot that is only 150 x 150 cm or less.\nUse a pot that is only 200 x 200 cm or less."
+        );
+        w.add(&normalize(PLAN_KEY).unwrap(), &plan, 2 + n).unwrap();
+        p.settle(&mut w, &mut scratch, 2 + n, "").unwrap();
+        let mut unit = ArrayString::new();
+        let mut units = 0;
+        while p.next_unit(&mut unit) {
+            let key = p.file(p.key().unwrap(), unit.as_str()).unwrap().unwrap();
+            assert!(matches!(p.judge(&key, unit.as_str()), Verdict::Repeat(_)), "{}", unit.as_str());
+            units += 1;
+        }
+        assert_eq!(units, 2, "{plan}");
+    }
+    assert!(prefixes[0].ends_with(":\n1. Keep a potted plant in a pot that is not too large, as it will not grow properly.\n2. Use a pot that is only 100 x 100 cm or less.\n3. "), "{prefixes:?}");
+    assert!(prefixes[1].ends_with(":\n1. Water your plants sparingly, and do not use too much water.\n2. Wipe the dust off the leaves with a damp cloth every month.\n3. "), "{prefixes:?}");
+    assert!(prefixes[2].ends_with(":\n1. "), "{prefixes:?}");
+}
