@@ -82,14 +82,29 @@ pub(super) fn slug_words(name: &str, max: usize, out: &mut Word) -> bool {
 }
 
 /// The first [`super::NAME_START_LETTERS`] letters of `item`, lowercased (any script; what is
-/// not a letter skipped); `None` when it has fewer.
+/// not a letter skipped), `'\0'` after the last of a shorter name; `None` when it has fewer
+/// than [`NAME_START_MIN_LETTERS`].
 pub(super) fn name_start(item: &str) -> Option<[char; super::NAME_START_LETTERS]> {
     let mut out = ['\0'; super::NAME_START_LETTERS];
     let mut letters = item.chars().filter(|c| c.is_alphabetic()).flat_map(char::to_lowercase);
-    for slot in out.iter_mut() {
-        *slot = letters.next()?;
+    for (i, slot) in out.iter_mut().enumerate() {
+        match letters.next() {
+            Some(c) => *slot = c,
+            None if i >= NAME_START_MIN_LETTERS => break,
+            None => return None,
+        }
     }
     Some(out)
+}
+
+/// Fewest letters of a name that is a start ([`name_start`]) whole: "vim" is one ("vimi",
+/// "vimx" spell on from it), "rm" too short to tell ("rmdir"). Three letters split real names
+/// from spelled-on ones as four do (docs/measurements.md, "Names that spell on").
+const NAME_START_MIN_LETTERS: usize = 3;
+
+/// Whether two names' starts ([`name_start`]) are the same as far as the shorter goes.
+pub(super) fn same_start(a: &[char; super::NAME_START_LETTERS], b: &[char; super::NAME_START_LETTERS]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x == y || *x == '\0' || *y == '\0')
 }
 
 /// Whether `text` (an outline's item, or a unit without a head) has more words than a subject:

@@ -50,7 +50,7 @@ use crate::memory::query::{EntryId, Query, Results};
 use crate::memory::store::recall::Ranked;
 use crate::memory::store::Store;
 use crate::memory::working::WorkingSet;
-use entry::{is_sentence, name_start, own_tag, plan_items, slug};
+use entry::{is_sentence, name_start, own_tag, plan_items, same_start, slug};
 use judge::{lower_hash, Gist, Words};
 use task::{as_tag, Task, Word, UNIT_MAX_BYTES};
 
@@ -670,7 +670,7 @@ impl Product {
             let start = if names { name_start(s) } else { None };
             let again = opens_with(s, |o| earlier.as_slice().contains(&subject_hash(o)));
             let _ = earlier.push(subject_hash(s.trim().trim_end_matches('.').trim_end()));
-            let spelled_on = again || start.is_some_and(|k| starts.as_slice().contains(&k));
+            let spelled_on = again || start.is_some_and(|k| starts.iter().any(|e| same_start(e, &k)));
             if let Some(k) = start.filter(|_| !spelled_on) {
                 let _ = starts.push(k);
             }

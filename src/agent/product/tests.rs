@@ -439,6 +439,11 @@ fn a_name_that_starts_as_an_earlier_name_of_its_outline_is_not_planned() {
     let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
     let plan = "Astronomy terms:\n1. Nebula\n2. Astrobiology\n3. Astrology\n4. Black hole\n5. Astrumologia\n6. Nebulae cluster\n7. Galaxy";
     assert_eq!(planned("product-cascade", task, plan).as_deref(), Some("Nebula\nAstrobiology\nBlack hole\nGalaxy"));
+    // A name of three letters is a start whole ("vim", then "vimi, vimx, vimy": a list of
+    // shell commands, session 31); one of two is too short to tell ("rm", "rmdir").
+    let task = "List common Linux shell commands and what each does.";
+    let plan = "Linux shell commands:\n1. cat\n2. vim\n3. vimi\n4. rm\n5. vimx\n6. rmdir\n7. mkdir\n8. catz";
+    assert_eq!(planned("product-cascade-short", task, plan).as_deref(), Some("cat\nvim\nrm\nrmdir\nmkdir"));
     // Tips' subjects may open alike.
     let plan = "Tips for growing tomatoes at home:\n1. Water deeply\n2. Water at the base\n3. Use mulch";
     assert_eq!(
