@@ -1578,8 +1578,9 @@ fn a_product_ask_alone_is_asked_for_its_value_and_one_with_more_in_its_envelope(
     assert!(g.matches("<agent>\n<next_state>evaluating</next_state>\n<action><type>working_memory_add</type><tags>plan</tags><value>Tips:\n1. Water regularly\n2. Use mulch\n</value></action>\n</agent>"), "{text}");
 }
 
-/// The grammar of a product ask (`ask`) in a cooking glossary whose taken names are `taken`.
-fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
+/// The grammar (or with `schema`, the JSON Schema) of a product ask (`ask`) alone, in a
+/// cooking glossary whose taken names are `taken`.
+fn product_text(taken: &[&str], ask: ProductAsk<'_>, schema: bool) -> String {
     let states = vec!["evaluating".to_string()];
     let shape =
         Shape { next_state: false, next_mask: 0, log: None, actions: ActionSet::NONE.with(ActionKind::StorageSave) };
@@ -1588,25 +1589,25 @@ fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
         ..plain_language(&states, shape)
     };
     let mut buf = FixedBuf::with_capacity("test grammar", lkjagent::limits::GRAMMAR_MAX_BYTES);
-    grammar::gbnf::write(&lang, &mut buf).unwrap();
-    let text = buf.as_str().unwrap().to_string();
+    match schema {
+        true => grammar::schema::write(&lang, true, &mut buf).unwrap(),
+        false => grammar::gbnf::write(&lang, &mut buf).unwrap(),
+    }
+    buf.as_str().unwrap().to_string()
+}
+
+/// The grammar of a product ask (`ask`) in a cooking glossary whose taken names are `taken`.
+fn product_grammar(taken: &[&str], ask: ProductAsk<'_>) -> (Grammar, String) {
+    let text = product_text(taken, ask, false);
     (Grammar::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")), text)
 }
 
 /// The pattern of a product ask's value alone in the JSON Schema, read by the independent GBNF
 /// reader (after a mechanical translation).
 fn product_pattern(ask: ProductAsk<'_>) -> (Grammar, String) {
-    let states = vec!["evaluating".to_string()];
-    let shape =
-        Shape { next_state: false, next_mask: 0, log: None, actions: ActionSet::NONE.with(ActionKind::StorageSave) };
-    let lang = grammar::Language {
-        product: Some(grammar::ProductSave { tags: "japan,plan", taken: &[], ask }),
-        ..plain_language(&states, shape)
-    };
-    let mut buf = FixedBuf::with_capacity("test schema", lkjagent::limits::GRAMMAR_MAX_BYTES);
-    grammar::schema::write(&lang, true, &mut buf).unwrap();
+    let schema = product_text(&[], ask, true);
     let mut doc = Document::with_capacity(64, 1 << 16);
-    doc.parse(buf.as_slice()).unwrap();
+    doc.parse(schema.as_bytes()).unwrap();
     let pattern = doc.root().get("pattern").and_then(|p| p.as_str()).unwrap().to_string();
     (pattern_grammar(&pattern), pattern)
 }
