@@ -316,6 +316,7 @@ pub(in crate::memory::store) fn words_of<'t>(
 
 /// `words_of`, compiled once (it was inlined at its seven callers, about 440 B each; a call
 /// per word costs nothing beside the tokenizing and the index's insert it feeds).
+#[inline(never)]
 fn words_of_dyn<'t>(
     tags: &mut dyn Iterator<Item = &'t str>,
     value_escaped: &str,
