@@ -18,6 +18,7 @@
 use crate::escape::write_json_str;
 use crate::limits::{ERROR_MESSAGE_BYTES, ERROR_MESSAGE_SLOTS};
 use core::fmt;
+use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use std::io::Write as _;
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
@@ -167,7 +168,7 @@ impl fmt::Display for Code {
 /// where a 40-byte one was copied through memory: 27 KB of the binary, docs/measurements.md):
 /// the code, the raising [`Site`], and a handle to the message, which lives in one of
 /// [`ERROR_MESSAGE_SLOTS`] static slots while the error is alive (`Repr` below).
-pub struct Error(Repr);
+pub struct Error(ManuallyDrop<Repr>);
 
 impl Error {
     /// Builds an error; use the [`err!`](crate::err) macro, which fills in the location.
@@ -182,12 +183,12 @@ impl Error {
         if message.0.clipped {
             message.0.mark_cut("...");
         }
-        Error(Repr::keep(code, site, &message))
+        Error(ManuallyDrop::new(Repr::keep(code, site, &message)))
     }
 
     /// The stable code.
     pub fn code(&self) -> Code {
-        match &self.0 {
+        match &*self.0 {
             Repr::Slot { code, .. } => *code,
             Repr::Spilled(b) => b.code,
         }
@@ -195,7 +196,7 @@ impl Error {
 
     /// Where the error was raised.
     fn site(&self) -> &'static Site {
-        match &self.0 {
+        match &*self.0 {
             Repr::Slot { site, .. } => site,
             Repr::Spilled(b) => b.site,
         }
@@ -203,7 +204,7 @@ impl Error {
 
     /// A copy of the message, without code or location (it reads as a `&str`).
     pub fn message(&self) -> Message {
-        match &self.0 {
+        match &*self.0 {
             Repr::Slot { slot, .. } => {
                 SLOTS.get(usize::from(*slot)).map_or_else(Message::new, |s| lock(s).message.clone())
             }
@@ -230,7 +231,7 @@ impl Error {
     /// Returns the same error under another code (e.g. a JSON error in the config becomes
     /// `CONFIG_JSON_INVALID`), keeping location and message.
     pub fn with_code(mut self, code: Code) -> Error {
-        match &mut self.0 {
+        match &mut *self.0 {
             Repr::Slot { code: c, .. } => *c = code,
             Repr::Spilled(b) => b.code = code,
         }
@@ -293,7 +294,7 @@ impl std::error::Error for Error {}
 
 impl Clone for Error {
     fn clone(&self) -> Error {
-        Error(Repr::keep(self.code(), self.site(), &self.message()))
+        Error(ManuallyDrop::new(Repr::keep(self.code(), self.site(), &self.message())))
     }
 }
 
@@ -421,6 +422,18 @@ impl Drop for Repr {
         if let Repr::Slot { slot, .. } = self {
             give_back(*slot);
         }
+    }
+}
+
+impl Drop for Error {
+    /// Out of line, and the `Repr` in a `ManuallyDrop`: each of the ~400 places that drop an
+    /// error (or a `Result` that may hold one) is one call, where the check of its form and the
+    /// release of its slot or box were inlined (about 34 B each). The layout is `Repr`'s.
+    #[inline(never)]
+    fn drop(&mut self) {
+        // The placeholder left behind holds no slot and no box, and is never dropped.
+        let placeholder = Repr::Slot { site: crate::site!(), slot: u16::MAX, code: Code::Internal };
+        drop(core::mem::replace(&mut *self.0, placeholder));
     }
 }
 

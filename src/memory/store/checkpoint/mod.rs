@@ -369,9 +369,7 @@ impl Store {
             if out.len() < BLOCK && !force {
                 return Ok(());
             }
-            file.write_all(out).map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
-            out.clear();
-            Ok(())
+            write_block(file, out, path)
         };
         out.clear();
         let limit = self.tags.id_limit();
@@ -520,6 +518,15 @@ fn put_le<T: Copy, const W: usize>(
         }
         flush(out, false)?;
     }
+    Ok(())
+}
+
+/// Writes `out` to `file` (named `path` in an error) and empties it. Out of line: the body's
+/// `flush` is inlined at its twelve uses, and only its check of the block's fill need be.
+#[inline(never)]
+fn write_block(mut file: &File, out: &mut Vec<u8>, path: &Path) -> Result<()> {
+    file.write_all(out).map_err(|e| err!(PersistFailed, "writing {} failed: {}", path.display(), e))?;
+    out.clear();
     Ok(())
 }
 

@@ -376,6 +376,18 @@ impl DiskIndex {
         room: usize,
         mut current: impl FnMut(&FileDoc) -> bool,
     ) -> Result<()> {
+        self.load_dyn(file, h, room, &mut current)
+    }
+
+    /// `DiskIndex::load`, compiled once: a load runs once per open, and its callers' six
+    /// closures each had a copy of it (about 2 KB each).
+    fn load_dyn(
+        &mut self,
+        file: File,
+        h: Header,
+        room: usize,
+        current: &mut dyn FnMut(&FileDoc) -> bool,
+    ) -> Result<()> {
         self.close();
         self.resident = true;
         self.reserve_buffers();
