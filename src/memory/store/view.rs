@@ -260,20 +260,7 @@ impl StoreView {
     pub fn value_of(&mut self, key: &Key, out: &mut String) -> Result<bool> {
         let Some(id) = self.find(key)? else { return Ok(false) };
         let Some((offset, len, _)) = self.location(id) else { return Ok(false) };
-        let path = self.dir.join(LOG_NAME);
-        let logf = File::open(&path).map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
-        let mut rec = vec![0u8; len as usize];
-        logf.read_exact_at(&mut rec, offset)
-            .map_err(|e| err!(Io, "reading the record of entry {} in {} failed: {}", id, path.display(), e))?;
-        let line = rec.strip_suffix(b"\n").unwrap_or(&rec);
-        match log::decode(line) {
-            Ok(Record::Put { head, value_escaped, .. }) if head.id == id => {
-                out.clear();
-                log::decode_str(value_escaped, out)?;
-                Ok(true)
-            }
-            _ => bail!(Io, "{} at byte {}: not the record of entry {} (the log changed?)", path.display(), offset, id),
-        }
+        record_value(&self.dir, id, offset, len, out).map(|_| true)
     }
 
     /// The store's statistics as [`super::Store::stats`] gives them for the store opened from
@@ -322,13 +309,19 @@ impl StoreView {
                 h.live
             );
         }
-        st.ram_bytes = self.names.capacity()
+        st.ram_bytes = self.ram_bytes();
+        Ok(st)
+    }
+
+    /// The bytes this view holds (its tables and caches).
+    fn ram_bytes(&self) -> usize {
+        self.names.capacity()
             + self.name_ends.capacity() * 4
             + self.directory.capacity() * core::mem::size_of::<(u32, u32, u32, u64)>()
             + self.blocks.capacity() * 4
             + COLUMN_WIDTHS.len() * core::mem::size_of::<Cached>()
-            + self.scratch.capacity();
-        Ok(st)
+            + self.scratch.capacity()
+            + self.by_name.capacity() * 2
     }
 
     /// The metadata of entry `id`, as [`super::Store::info`] gives it.
@@ -625,6 +618,24 @@ impl StoreView {
             hits: u64::from(self.u32_of(3, id)),
             archived,
         })
+    }
+}
+
+/// Reads the value of entry `id` from its `put` record (`len` bytes at `offset` in the log
+/// of the store in `dir`) into `out`, checked by its CRC and that it is that entry's.
+fn record_value(dir: &Path, id: EntryId, offset: u64, len: u32, out: &mut String) -> Result<()> {
+    let path = dir.join(LOG_NAME);
+    let logf = File::open(&path).map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
+    let mut rec = vec![0u8; len as usize];
+    logf.read_exact_at(&mut rec, offset)
+        .map_err(|e| err!(Io, "reading the record of entry {} in {} failed: {}", id, path.display(), e))?;
+    let line = rec.strip_suffix(b"\n").unwrap_or(&rec);
+    match log::decode(line) {
+        Ok(Record::Put { head, value_escaped, .. }) if head.id == id => {
+            out.clear();
+            log::decode_str(value_escaped, out)
+        }
+        _ => bail!(Io, "{} at byte {}: not the record of entry {} (the log changed?)", path.display(), offset, id),
     }
 }
 

@@ -19,6 +19,10 @@
 //! statistics, the documents and so the scores are the ones the store opened whole ranks
 //! with; the live entries it asks about (`Live`) are the tail's where it changed them, the
 //! checkpoint's elsewhere. Nothing is written.
+//!
+//! The other read-only commands (`status`, `memory query`, `memory show`, `memory stats`)
+//! read the same view through `tables`: the tag tables after the tail (`query::Tables`), an
+//! entry's record, the statistics.
 
 use super::StoreView;
 use crate::error::{Error, Result};
@@ -27,7 +31,7 @@ use crate::limits::{TEXT_MIN_TERMS, TEXT_TERMS_PER_ENTRY};
 use crate::memory::hash::crc32;
 use crate::memory::key::Key;
 use crate::memory::log::{self, LineReader, Record};
-use crate::memory::query::Archived;
+use crate::memory::query::{Archived, Query, Results};
 use crate::memory::store::append::LogFile;
 use crate::memory::store::checkpoint::TAIL_BYTES;
 use crate::memory::store::cold::recall::ColdRecall;
@@ -38,7 +42,7 @@ use crate::memory::store::recall::fulltext::Sizes;
 use crate::memory::store::recall::upkeep::catch_up_over;
 use crate::memory::store::recall::{rank_two, Ask, Live, Recall};
 use crate::memory::store::slots::{clamp32, MAX_OFFSET};
-use crate::memory::store::{room_for, EntryId, EntryInfo, LOG_NAME};
+use crate::memory::store::{room_for, EntryId, EntryInfo, Stats, LOG_NAME};
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -46,6 +50,10 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 pub use crate::limits::STORE_VIEW_TAIL_MAX_BYTES;
+
+mod tables;
+#[cfg(test)]
+mod tests;
 
 /// The tail's maps: hashed by FNV-1a (the log's own keys and ids; SipHash took a tenth of
 /// an open's instructions).
@@ -106,6 +114,26 @@ pub struct TailView {
     warning: Option<Error>,
     /// The end of the tail's last whole record (the log's length for the store opened whole).
     good_end: u64,
+    /// The tags the tail's `put`s carry that the checkpoint does not name, in the order met
+    /// (their ids follow the checkpoint's).
+    new_tags: Vec<String>,
+    /// Whether the tail may have changed the links (a link or unlink record, or an entry
+    /// removed while the checkpoint has links): their count is then the store's to give.
+    links_unsure: bool,
+    /// Live entries after the tail, the archived ones among them, and one past the highest
+    /// id it or the checkpoint uses (set by `settle`).
+    live_now: u64,
+    archived_now: u64,
+    end_id: u64,
+    /// Per tag id, what the tail changed of its counts (live, archived); `None` until a
+    /// question needs them.
+    tag_delta: Option<Map<u16, (i64, i64)>>,
+    /// The posting lists after the tail read for the current question.
+    lists: Vec<(u16, Vec<u32>)>,
+    /// Bytes after the last whole record (ignored), and whether they hold a whole damaged
+    /// one, as the store's statistics say them.
+    unfinished: u64,
+    damaged: bool,
 }
 
 impl TailView {
@@ -128,6 +156,15 @@ impl TailView {
             unchanged_live: 0,
             warning: None,
             good_end: 0,
+            new_tags: Vec::new(),
+            links_unsure: false,
+            live_now: 0,
+            archived_now: 0,
+            end_id: 0,
+            tag_delta: None,
+            lists: Vec::new(),
+            unfinished: 0,
+            damaged: false,
         };
         t.view.prepare()?;
         t.index_names();
@@ -214,7 +251,7 @@ impl TailView {
                     self.put(head.id, put)?;
                 }
                 (Record::Touch { id, accessed, hits }, _) => self.touch(id, clamp32(accessed), clamp32(hits))?,
-                (Record::Link { .. } | Record::Unlink { .. }, _) => {}
+                (Record::Link { .. } | Record::Unlink { .. }, _) => self.links_unsure = true,
                 (Record::Del { id }, None) => self.remove(id)?,
                 (Record::Batch { .. }, _) if !batch => batch = true,
                 (Record::BatchEnd, None) => batch = false,
@@ -235,7 +272,9 @@ impl TailView {
             return Ok(false);
         }
         self.good_end = good_end;
+        self.new_tags = new_tags;
         if good_end < len {
+            (self.unfinished, self.damaged) = (len - good_end, whole_bad);
             self.warning = Some(torn_tail_warning(&self.view.dir.join(LOG_NAME), len - good_end, whole_bad, bad));
         }
         Ok(true)
@@ -252,7 +291,7 @@ impl TailView {
     }
 
     /// The live entry whose key is `key`, as the store finds it.
-    fn find(&mut self, key: &Key) -> Result<Option<EntryId>> {
+    pub fn find(&mut self, key: &Key) -> Result<Option<EntryId>> {
         if let Some(&id) = self.keys.get(key) {
             return Ok(Some(id));
         }
@@ -276,6 +315,8 @@ impl TailView {
 
     /// Replay's deletion of `id` (nothing when it is not live).
     fn remove(&mut self, id: EntryId) -> Result<()> {
+        // Replay drops the links of an entry it removes.
+        self.links_unsure |= self.view.head.layout.links > 0;
         match self.changed.get(&id) {
             Some(Change::Put(p)) => {
                 self.keys.remove(&p.key);
@@ -312,18 +353,27 @@ impl TailView {
     /// Counts the live entries after the tail; `Ok(false)` past the capacity (the store's
     /// open fails there).
     fn settle(&mut self) -> Result<bool> {
-        let mut was = 0u64;
-        let mut now = 0u64;
+        let (mut was, mut was_archived) = (0u64, 0u64);
+        let (mut now, mut now_archived) = (0u64, 0u64);
+        let mut end = self.view.head.layout.next_id;
         for (&id, c) in &self.changed {
             let replaced = !matches!(c, Change::Access { .. });
-            if replaced && self.view.location(id).is_some() {
+            if let (true, Some((_, _, archived))) = (replaced, self.view.location(id)) {
                 was += 1;
+                was_archived += u64::from(archived);
             }
-            now += u64::from(matches!(c, Change::Put(_)));
+            if let Change::Put(p) = c {
+                now += 1;
+                now_archived += u64::from(p.archived);
+            }
+            end = end.max(u64::from(id) + 1);
         }
         self.view.take_fault()?;
         self.unchanged_live = u64::from(self.view.head.live).saturating_sub(was);
-        Ok(self.unchanged_live + now <= self.view.cap as u64)
+        self.live_now = self.unchanged_live + now;
+        self.archived_now = u64::from(self.view.head.archived).saturating_sub(was_archived) + now_archived;
+        self.end_id = end;
+        Ok(self.live_now <= self.view.cap as u64)
     }
 
     /// The metadata of live entry `id`, as the store opened whole gives it.
@@ -479,6 +529,8 @@ fn torn_tail_warning(path: &Path, bytes: u64, whole_bad: bool, why: Option<Error
 
 /// The checkpoint read in place: covering the log exactly, or with the log's tail laid over
 /// it ([`TailView`]).
+// One per command, made once and never moved in a loop: a box would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum InPlace {
     /// `store.ckpt` covers all of `store.log`.
     Exact(StoreView),
@@ -527,6 +579,68 @@ impl InPlace {
     pub fn say_warning(&mut self) {
         if let InPlace::Tail(t) = self {
             t.say_warning();
+        }
+    }
+
+    /// Live entries (archived included), as the store opened whole counts them.
+    pub fn len(&self) -> usize {
+        match self {
+            InPlace::Exact(v) => v.len(),
+            InPlace::Tail(t) => t.len(),
+        }
+    }
+
+    /// Whether no entry is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The log's length as the store opened whole gives it.
+    pub fn log_bytes(&self) -> u64 {
+        match self {
+            InPlace::Exact(v) => v.log_bytes(),
+            InPlace::Tail(t) => t.log_bytes(),
+        }
+    }
+
+    /// [`StoreView::query`] or [`TailView::query`].
+    pub fn query(&mut self, q: &Query, out: &mut Results) -> Result<()> {
+        match self {
+            InPlace::Exact(v) => v.query(q, out),
+            InPlace::Tail(t) => t.query(q, out),
+        }
+    }
+
+    /// [`StoreView::find`] or [`TailView::find`].
+    pub fn find(&mut self, key: &Key) -> Result<Option<EntryId>> {
+        match self {
+            InPlace::Exact(v) => v.find(key),
+            InPlace::Tail(t) => t.find(key),
+        }
+    }
+
+    /// [`StoreView::value_of`] or [`TailView::value_of`].
+    pub fn value_of(&mut self, key: &Key, out: &mut String) -> Result<bool> {
+        match self {
+            InPlace::Exact(v) => v.value_of(key, out),
+            InPlace::Tail(t) => t.value_of(key, out),
+        }
+    }
+
+    /// [`StoreView::key`] or [`TailView::key`].
+    pub fn key(&self, id: EntryId) -> Result<Option<Key>> {
+        match self {
+            InPlace::Exact(v) => v.key(id),
+            InPlace::Tail(t) => t.key(id),
+        }
+    }
+
+    /// [`StoreView::stats`] or [`TailView::stats`]; `None` when the store is to be opened
+    /// whole for them.
+    pub fn stats(&mut self) -> Result<Option<Stats>> {
+        match self {
+            InPlace::Exact(v) => v.stats().map(Some),
+            InPlace::Tail(t) => t.stats(),
         }
     }
 }
