@@ -1,6 +1,7 @@
 //! The checkpoint read in place: what the read-only commands (`status`, `memory query`,
-//! `memory search`) open instead of the whole store when `store.ckpt` covers `store.log`
-//! exactly, so that one question costs what it reads, not the store's size.
+//! `memory search`, `memory show`, `memory stats`) open instead of the whole store when
+//! `store.ckpt` covers `store.log` exactly, so that one question costs what it reads, not the
+//! store's size.
 //!
 //! Opening reads the log's header line, the checkpoint's header (160 bytes) and the 4 KiB of
 //! log before the length it covers, and checks that the checkpoint names this log (its
@@ -19,12 +20,14 @@
 //! over the tables in RAM (`query::Tables`, `recall::rank_two`), so the answers are the same.
 //!
 //! Whenever the checkpoint does not cover the log exactly (an agent appending now, a crash
-//! before the next checkpoint, another format) [`StoreView::open`] says `None`. A ranked search
-//! then lays the log's records after the checkpoint over it (`tail`: at most
+//! before the next checkpoint, another format) [`StoreView::open`] says `None`. The read-only
+//! commands then lay the log's records after the checkpoint over it (`tail`: at most
 //! `STORE_VIEW_TAIL_MAX_BYTES` of them, read as replay reads them); anything else, and a
-//! ranked search where that does not answer, opens the store whole
-//! ([`super::Store::open_read_only_with_capacity`]), which replays what the checkpoint lacks. A damaged section or block found while answering is an error; the caller
-//! then warns and opens the store whole too, which finds the damage and replays the log.
+//! question that does not answer (a ranked search whose `store.fts` does not fit, statistics
+//! after links changed), opens the store whole
+//! ([`super::Store::open_read_only_with_capacity`]), which replays what the checkpoint lacks.
+//! A damaged section or block found while answering is an error; the caller then warns and
+//! opens the store whole too, which finds the damage and replays the log.
 //! Nothing is ever written.
 
 use super::checkpoint::{

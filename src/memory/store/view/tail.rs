@@ -1,17 +1,20 @@
-//! The log's tail laid over the checkpoint read in place: what a ranked `memory search` reads
+//! The log's tail laid over the checkpoint read in place: what the read-only commands read
 //! when `store.ckpt` covers the log's first bytes but not its last ones (an agent running
 //! between two checkpoints, or killed before the next), at most
-//! [`STORE_VIEW_TAIL_MAX_BYTES`] of them.
+//! [`STORE_VIEW_TAIL_MAX_BYTES`] of them (twice the agent's checkpoint interval) changing at
+//! most `STORE_VIEW_TAIL_MAX_ENTRIES` entries.
 //!
 //! Opening reads the tail's records as replay reads them (`replay.rs`) and keeps, per entry
 //! they touch, what they leave of it (`Change`): its last `put` (its record's place and
-//! fields, its key), gone (deleted, one by one or by a whole clean-up batch; or its key taken
-//! by a later `put` of another id), or, for an entry of the checkpoint, only its access
+//! fields, its key as its tags' ids: the checkpoint's, and ids after them for the tags the
+//! tail adds), gone (deleted, one by one or by a whole clean-up batch; or its key taken by a
+//! later `put` of another id), or, for an entry of the checkpoint, only its access
 //! statistics. A torn last record (a write cut short by a crash, or still being written) is
 //! ignored as replay ignores it, with the same warning. Whatever replay would do more than
 //! that (a damaged record with good ones after it, an import's batch or a clean-up cut short,
 //! a second header, more live entries than the capacity, tags the store could not intern)
-//! makes [`TailView::open`] say `None`: the caller opens the store whole, as before.
+//! makes [`TailView::open`] say `None`: the caller opens the store whole, as before; so does
+//! a tail over either bound.
 //!
 //! A ranked search then loads `store.fts` (taken of the checkpoint's log) resident, its
 //! documents of the entries the tail changed marked stale, and brings them into a delta as
@@ -26,7 +29,8 @@
 
 use super::StoreView;
 use crate::error::{Error, Result};
-use crate::limits::{store_max_tags, RANK_MAX_RESULTS, STORE_CLEANUP_BATCH_MAX};
+use crate::limits::{store_max_tags, KEY_MAX_TAGS, RANK_MAX_RESULTS, STORE_CLEANUP_BATCH_MAX};
+use crate::limits::{STORE_TAG_ARENA_BYTES_PER_TAG, STORE_VIEW_TAIL_MAX_ENTRIES};
 use crate::limits::{TEXT_MIN_TERMS, TEXT_TERMS_PER_ENTRY};
 use crate::memory::hash::crc32;
 use crate::memory::key::Key;
@@ -41,7 +45,7 @@ use crate::memory::store::recall::file::{Header as FtsHeader, HEADER_BYTES as FT
 use crate::memory::store::recall::fulltext::Sizes;
 use crate::memory::store::recall::upkeep::catch_up_over;
 use crate::memory::store::recall::{rank_two, Ask, Live, Recall};
-use crate::memory::store::slots::{clamp32, MAX_OFFSET};
+use crate::memory::store::slots::{clamp32, unpadded, TagSet, MAX_OFFSET};
 use crate::memory::store::{room_for, EntryId, EntryInfo, Stats, LOG_NAME};
 use std::collections::HashMap;
 use std::fs::File;
@@ -80,7 +84,7 @@ impl Hasher for Fnv {
 /// What the tail left of an entry.
 enum Change {
     /// Its last `put`.
-    Put(Box<Put>),
+    Put(Put),
     /// Not live.
     Gone,
     /// An entry of the checkpoint, its access statistics changed.
@@ -93,7 +97,9 @@ struct Put {
     offset: u64,
     /// With its newline.
     len: u32,
-    key: Key,
+    /// Its key's tag ids (the checkpoint's, or the tail's new ones), in the key's order:
+    /// 16 bytes that name the key exactly, where the key itself takes 260.
+    set: TagSet,
     archived: bool,
     created: u32,
     accessed: u32,
@@ -106,8 +112,8 @@ struct Put {
 pub struct TailView {
     view: StoreView,
     changed: Map<EntryId, Change>,
-    /// The keys of the tail's live `put`s, and their entries.
-    keys: Map<Key, EntryId>,
+    /// The keys of the tail's live `put`s (as their tag ids), and their entries.
+    keys: Map<TagSet, EntryId>,
     /// Live entries of the checkpoint the tail did not replace or remove.
     unchanged_live: u64,
     /// The warning replay gives for the torn tail it ignores, said once answered.
@@ -115,8 +121,10 @@ pub struct TailView {
     /// The end of the tail's last whole record (the log's length for the store opened whole).
     good_end: u64,
     /// The tags the tail's `put`s carry that the checkpoint does not name, in the order met
-    /// (their ids follow the checkpoint's).
+    /// (their ids follow the checkpoint's), and their ids by name; their text's bytes.
     new_tags: Vec<String>,
+    new_ids: Map<String, u16>,
+    new_text: usize,
     /// Whether the tail may have changed the links (a link or unlink record, or an entry
     /// removed while the checkpoint has links): their count is then the store's to give.
     links_unsure: bool,
@@ -144,11 +152,25 @@ impl TailView {
         let Some((view, logf, len)) = StoreView::open_covering(dir, capacity, STORE_VIEW_TAIL_MAX_BYTES)? else {
             return Ok(None);
         };
-        TailView::over(view, &logf, len)
+        TailView::over(view, &logf, len, STORE_VIEW_TAIL_MAX_ENTRIES)
     }
 
-    /// The tail of `logf` (`len` bytes now) after `view`'s checkpoint laid over it.
-    fn over(view: StoreView, logf: &File, len: u64) -> Result<Option<TailView>> {
+    /// [`TailView::open`] with other bounds: at most `max_bytes` of tail, changing at most
+    /// `max_entries` entries.
+    #[cfg(test)]
+    pub(crate) fn open_bounded(
+        dir: &Path,
+        capacity: usize,
+        max_bytes: u64,
+        max_entries: usize,
+    ) -> Result<Option<TailView>> {
+        let Some((view, logf, len)) = StoreView::open_covering(dir, capacity, max_bytes)? else { return Ok(None) };
+        TailView::over(view, &logf, len, max_entries)
+    }
+
+    /// The tail of `logf` (`len` bytes now) after `view`'s checkpoint laid over it, if it
+    /// changes at most `max_entries` entries.
+    fn over(view: StoreView, logf: &File, len: u64, max_entries: usize) -> Result<Option<TailView>> {
         let mut t = TailView {
             view,
             changed: Map::default(),
@@ -157,6 +179,8 @@ impl TailView {
             warning: None,
             good_end: 0,
             new_tags: Vec::new(),
+            new_ids: Map::default(),
+            new_text: 0,
             links_unsure: false,
             live_now: 0,
             archived_now: 0,
@@ -168,7 +192,7 @@ impl TailView {
         };
         t.view.prepare()?;
         t.index_names();
-        if !t.read(logf, len)? {
+        if !t.read(logf, len, max_entries)? {
             return Ok(None);
         }
         t.view.take_fault()?;
@@ -189,7 +213,7 @@ impl TailView {
 
     /// Reads the records from the checkpoint's end to `len`, as replay does; `Ok(false)` for
     /// anything this view does not lay over the checkpoint.
-    fn read(&mut self, logf: &File, len: u64) -> Result<bool> {
+    fn read(&mut self, logf: &File, len: u64, max_entries: usize) -> Result<bool> {
         let from = self.view.head.covered;
         let mut reader = LineReader::starting_at(logf, from, len);
         let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
@@ -198,7 +222,6 @@ impl TailView {
         let mut whole_bad = false;
         let mut batch = false;
         let mut cleanup: Option<Vec<EntryId>> = None;
-        let mut new_tags: Vec<String> = Vec::new();
         while let Some(line) = reader.next(&mut scratch)? {
             let text = reader.text(&scratch, line.len)?;
             let decoded = match line.complete {
@@ -233,22 +256,18 @@ impl TailView {
                         return Ok(false);
                     }
                     let Ok(key) = Key::from_tags(tags.iter().map(|t| t.as_str())) else { return Ok(false) };
-                    for tag in key.tags() {
-                        if Tables::tag(&self.view, tag).is_none() && !new_tags.iter().any(|t| t == tag) {
-                            new_tags.push(tag.to_string());
-                        }
-                    }
+                    let Some(set) = self.intern(&key) else { return Ok(false) };
                     let put = Put {
                         offset: line.offset,
                         len: rec_len as u32,
-                        key,
+                        set,
                         archived: head.archived,
                         created: clamp32(head.created),
                         accessed: clamp32(head.accessed),
                         hits: clamp32(head.hits),
                         ver: head.ver,
                     };
-                    self.put(head.id, put)?;
+                    self.put(head.id, put, &key)?;
                 }
                 (Record::Touch { id, accessed, hits }, _) => self.touch(id, clamp32(accessed), clamp32(hits))?,
                 (Record::Link { .. } | Record::Unlink { .. }, _) => self.links_unsure = true,
@@ -257,22 +276,16 @@ impl TailView {
                 (Record::BatchEnd, None) => batch = false,
                 _ => return Ok(false),
             }
+            // What this view holds stays within its bound (`STORE_VIEW_TAIL_MAX_ENTRIES`).
+            if self.changed.len() > max_entries {
+                return Ok(false);
+            }
             good_end = line.offset + rec_len;
         }
         if batch || cleanup.is_some() {
             return Ok(false);
         }
-        // Tags the store would intern: ids and text within what it holds, so that it could.
-        let l = self.view.head.layout;
-        let max = store_max_tags(self.view.cap);
-        let text: usize = new_tags.iter().map(String::len).sum();
-        if l.tags + new_tags.len() > max
-            || l.tag_text as usize + text > max * crate::limits::STORE_TAG_ARENA_BYTES_PER_TAG
-        {
-            return Ok(false);
-        }
         self.good_end = good_end;
-        self.new_tags = new_tags;
         if good_end < len {
             (self.unfinished, self.damaged) = (len - good_end, whole_bad);
             self.warning = Some(torn_tail_warning(&self.view.dir.join(LOG_NAME), len - good_end, whole_bad, bad));
@@ -290,26 +303,73 @@ impl TailView {
         }
     }
 
+    /// The tag ids of `key` (the checkpoint's, or the tail's new ones, interned here), in its
+    /// order; `None` past the tags the store holds (ids, or text: the store's open fails there).
+    fn intern(&mut self, key: &Key) -> Option<TagSet> {
+        let mut set = [0u16; KEY_MAX_TAGS];
+        let l = self.view.head.layout;
+        let max = store_max_tags(self.view.cap);
+        for (s, tag) in set.iter_mut().zip(key.tags()) {
+            *s = match (Tables::tag(&self.view, tag), self.new_ids.get(tag)) {
+                (Some(t), _) | (None, Some(&t)) => t,
+                (None, None) => {
+                    let t = u16::try_from(l.tags + self.new_tags.len()).ok()?;
+                    self.new_text += tag.len();
+                    if usize::from(t) + 1 > max
+                        || l.tag_text as usize + self.new_text > max * STORE_TAG_ARENA_BYTES_PER_TAG
+                    {
+                        return None;
+                    }
+                    self.new_tags.push(tag.to_string());
+                    self.new_ids.insert(tag.to_string(), t);
+                    t
+                }
+            };
+        }
+        Some(set)
+    }
+
+    /// The tag ids of `key`, if every tag is known (no entry holds a key with a tag that is
+    /// not).
+    fn tag_set(&self, key: &Key) -> Option<TagSet> {
+        let mut set = [0u16; KEY_MAX_TAGS];
+        for (s, tag) in set.iter_mut().zip(key.tags()) {
+            *s = Tables::tag(&self.view, tag).or_else(|| self.new_ids.get(tag).copied())?;
+        }
+        Some(set)
+    }
+
+    /// The key whose tag ids are `set`.
+    fn key_of(&self, set: &TagSet) -> Option<Key> {
+        let l = self.view.head.layout;
+        let name = |t: u16| match usize::from(t).checked_sub(l.tags) {
+            None => self.view.name(t),
+            Some(i) => self.new_tags.get(i).map_or("", String::as_str),
+        };
+        Key::from_tags(unpadded(set).iter().map(|&t| name(t))).ok()
+    }
+
     /// The live entry whose key is `key`, as the store finds it.
     pub fn find(&mut self, key: &Key) -> Result<Option<EntryId>> {
-        if let Some(&id) = self.keys.get(key) {
-            return Ok(Some(id));
+        if let Some(id) = self.tag_set(key).and_then(|set| self.keys.get(&set)) {
+            return Ok(Some(*id));
         }
         Ok(self.view.find(key)?.filter(|id| matches!(self.changed.get(id), Some(Change::Access { .. }) | None)))
     }
 
-    /// Replay's `put`: `id`'s old key let go, another entry holding the key removed, `id` put.
-    fn put(&mut self, id: EntryId, put: Put) -> Result<()> {
+    /// Replay's `put` of `key`: `id`'s old key let go, another entry holding the key removed,
+    /// `id` put.
+    fn put(&mut self, id: EntryId, put: Put, key: &Key) -> Result<()> {
         if let Some(Change::Put(old)) = self.changed.get(&id) {
-            self.keys.remove(&old.key);
+            self.keys.remove(&old.set);
         }
         // The checkpoint's key of `id` no longer names it: `find` skips changed entries.
         self.changed.insert(id, Change::Gone);
-        if let Some(other) = self.find(&put.key)? {
+        if let Some(other) = self.find(key)? {
             self.remove(other)?;
         }
-        self.keys.insert(put.key, id);
-        self.changed.insert(id, Change::Put(Box::new(put)));
+        self.keys.insert(put.set, id);
+        self.changed.insert(id, Change::Put(put));
         Ok(())
     }
 
@@ -319,7 +379,7 @@ impl TailView {
         self.links_unsure |= self.view.head.layout.links > 0;
         match self.changed.get(&id) {
             Some(Change::Put(p)) => {
-                self.keys.remove(&p.key);
+                self.keys.remove(&p.set);
             }
             Some(Change::Gone) => return Ok(()),
             Some(Change::Access { .. }) => {}
@@ -386,9 +446,10 @@ impl TailView {
             }
             None => return self.view.info(id),
         };
+        let Some(key) = self.key_of(&p.set) else { return Ok(None) };
         Ok(Some(EntryInfo {
             id,
-            key: p.key,
+            key,
             version: p.ver,
             created: p.created.into(),
             accessed: p.accessed.into(),
@@ -549,7 +610,7 @@ impl InPlace {
         if len == view.head.covered {
             return Ok(Some(InPlace::Exact(view)));
         }
-        Ok(TailView::over(view, &logf, len)?.map(InPlace::Tail))
+        Ok(TailView::over(view, &logf, len, STORE_VIEW_TAIL_MAX_ENTRIES)?.map(InPlace::Tail))
     }
 
     /// [`StoreView::rank`] or [`TailView::rank`].

@@ -12,7 +12,7 @@ use crate::limits::KEY_MAX_TAGS;
 use crate::memory::key::Key;
 use crate::memory::query::{EntryId, Query, Results};
 use crate::memory::store::query::{driver, resolve, run, Tables};
-use crate::memory::store::slots::TagSet;
+use crate::memory::store::slots::{unpadded, TagSet};
 use crate::memory::store::view::record_value;
 use crate::memory::store::Stats;
 
@@ -70,7 +70,7 @@ impl TailView {
     /// The key of live entry `id`.
     pub fn key(&self, id: EntryId) -> Result<Option<Key>> {
         match self.changed.get(&id) {
-            Some(Change::Put(p)) => Ok(Some(p.key)),
+            Some(Change::Put(p)) => Ok(self.key_of(&p.set)),
             Some(Change::Gone) => Ok(None),
             Some(Change::Access { .. }) | None => self.view.key(id),
         }
@@ -137,33 +137,14 @@ impl TailView {
         }
         st.ram_bytes = self.view.ram_bytes()
             + self.changed.capacity() * (core::mem::size_of::<(EntryId, Change)>() + 1)
-            + self.keys.capacity() * (core::mem::size_of::<(Key, EntryId)>() + 1)
-            + self.changed.values().filter(|c| matches!(c, Change::Put(_))).count()
-                * core::mem::size_of::<super::Put>();
+            + self.keys.capacity() * (core::mem::size_of::<(TagSet, EntryId)>() + 1)
+            + self.new_tags.iter().map(|t| 2 * t.capacity() + 2 * core::mem::size_of::<String>() + 3).sum::<usize>();
         Ok(Some(st))
     }
 
     /// One past the highest tag id: the checkpoint's, then the tail's new ones.
     fn tag_end(&self) -> u16 {
         u16::try_from(self.view.head.layout.tags + self.new_tags.len()).unwrap_or(u16::MAX)
-    }
-
-    /// The id of tag `name`: the checkpoint's, or one of the tail's new ones.
-    fn tag_id(&self, name: &str) -> Option<u16> {
-        if let Some(t) = Tables::tag(&self.view, name) {
-            return Some(t);
-        }
-        let at = self.new_tags.iter().position(|t| t == name)?;
-        u16::try_from(self.view.head.layout.tags + at).ok()
-    }
-
-    /// The tag ids of a key, padded with zeros.
-    fn key_tagset(&self, key: &Key) -> TagSet {
-        let mut set = [0u16; KEY_MAX_TAGS];
-        for (s, tag) in set.iter_mut().zip(key.tags()) {
-            *s = self.tag_id(tag).unwrap_or(0);
-        }
-        set
     }
 
     /// What the tail changed of each tag's counts (once).
@@ -181,7 +162,7 @@ impl TailView {
                 }
             }
             if let Change::Put(p) = c {
-                for t in self.key_tagset(&p.key).into_iter().filter(|&t| t != 0) {
+                for &t in unpadded(&p.set) {
                     let d = delta.entry(t).or_default();
                     d.0 += 1;
                     d.1 += i64::from(p.archived);
@@ -207,7 +188,7 @@ impl TailView {
         }
         for (&id, c) in &self.changed {
             if let Change::Put(p) = c {
-                if self.key_tagset(&p.key).contains(&t) {
+                if p.set.contains(&t) {
                     list.push(id);
                 }
             }
@@ -220,7 +201,7 @@ impl TailView {
 
 impl Tables for TailView {
     fn tag(&self, name: &str) -> Option<u16> {
-        self.tag_id(name)
+        Tables::tag(&self.view, name).or_else(|| self.new_ids.get(name).copied())
     }
 
     fn tag_counts(&self, t: u16) -> (u32, u32) {
@@ -250,7 +231,7 @@ impl Tables for TailView {
 
     fn tagset(&self, id: EntryId) -> TagSet {
         match self.changed.get(&id) {
-            Some(Change::Put(p)) => self.key_tagset(&p.key),
+            Some(Change::Put(p)) => p.set,
             Some(Change::Gone) => [0; KEY_MAX_TAGS],
             Some(Change::Access { .. }) | None => self.view.tagset(id),
         }

@@ -2,7 +2,7 @@
 //! show`, `memory stats`) over the checkpoint with the log's tail laid over it, against the
 //! store opened whole.
 
-use super::InPlace;
+use super::{InPlace, TailView};
 use crate::memory::key::{normalize, Key};
 use crate::memory::query::{Archived, Query, Results, Sort};
 use crate::memory::store::view::StoreView;
@@ -177,6 +177,29 @@ fn the_read_only_commands_with_a_tail_after_the_checkpoint_in_place_equal_the_op
     torn.extend_from_slice(br#"{"op":"put","id":3,"ver":9,"tags":["fa"#);
     std::fs::write(&log_path, &torn).unwrap();
     same_as_opened(&d, &keys, true, "torn");
+    std::fs::write(&log_path, &good).unwrap();
+
+    // A tail longer than the old bound (256 KiB): its last put written again and again
+    // (replay puts the same entry each time), as a long interval between checkpoints leaves it.
+    let body = &good[..good.len() - 1];
+    let line = good[body.iter().rposition(|&b| b == b'\n').unwrap() + 1..].to_vec();
+    let mut long = good.clone();
+    while long.len() < good.len() + (1 << 20) {
+        long.extend_from_slice(&line);
+    }
+    std::fs::write(&log_path, &long).unwrap();
+    same_as_opened(&d, &keys, true, "a tail of 1 MiB");
+
+    // The bounds: the tail's bytes and the entries it changes, each exactly (read in place)
+    // and one less (the store is to be opened whole).
+    let ckpt = StoreView::open_covering(&d, CAP, u64::MAX).unwrap().unwrap().0.head.covered;
+    let bytes = long.len() as u64 - ckpt;
+    let t = TailView::open_bounded(&d, CAP, bytes, usize::MAX).unwrap().expect("a tail of exactly the bound");
+    let entries = t.changed.len();
+    assert!(entries > 20, "{} entries changed", entries);
+    assert!(TailView::open_bounded(&d, CAP, bytes - 1, usize::MAX).unwrap().is_none());
+    assert!(TailView::open_bounded(&d, CAP, bytes, entries).unwrap().is_some());
+    assert!(TailView::open_bounded(&d, CAP, bytes, entries - 1).unwrap().is_none());
     std::fs::write(&log_path, &good).unwrap();
 
     // Links changed in the tail: the statistics (their count) are the store's to give.
