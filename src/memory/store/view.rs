@@ -89,9 +89,9 @@ pub struct StoreView {
     /// The first failure met while answering through [`Tables`] (whose reads cannot fail).
     fault: RefCell<Option<Error>>,
     scratch: Vec<u8>,
-    /// The tag ids in the order of their names, for the tail's many lookups (`tail`); empty
-    /// otherwise (a question's few lookups scan the names).
-    by_name: Vec<u16>,
+    /// The tag ids by the hash of their names (`name_hash`), then by id, for the tail's many
+    /// lookups (`tail`); empty otherwise (a question's few lookups scan the names).
+    by_name: Vec<(u64, u16)>,
 }
 
 fn read_at(file: &File, buf: &mut [u8], at: u64, what: &str) -> Result<()> {
@@ -324,7 +324,7 @@ impl StoreView {
             + self.blocks.capacity() * 4
             + COLUMN_WIDTHS.len() * core::mem::size_of::<Cached>()
             + self.scratch.capacity()
-            + self.by_name.capacity() * 2
+            + self.by_name.capacity() * core::mem::size_of::<(u64, u16)>()
     }
 
     /// The metadata of entry `id`, as [`super::Store::info`] gives it.
@@ -624,6 +624,11 @@ impl StoreView {
     }
 }
 
+/// FNV-1a of a tag's name, by which the tail's lookups find its id.
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
 /// Reads the value of entry `id` from its `put` record (`len` bytes at `offset` in the log
 /// of the store in `dir`) into `out`, checked by its CRC and that it is that entry's.
 fn record_value(dir: &Path, id: EntryId, offset: u64, len: u32, out: &mut String) -> Result<()> {
@@ -661,8 +666,11 @@ impl Live for ViewLive<'_> {
 impl Tables for StoreView {
     fn tag(&self, name: &str) -> Option<u16> {
         if !self.by_name.is_empty() {
-            let at = self.by_name.binary_search_by(|&t| self.name(t).cmp(name)).ok()?;
-            return self.by_name.get(at).copied().filter(|_| !name.is_empty());
+            // The first id of that name, as the scan below finds it.
+            let h = name_hash(name);
+            let from = self.by_name.partition_point(|&(x, _)| x < h);
+            let same = self.by_name.get(from..).unwrap_or(&[]).iter().take_while(|&&(x, _)| x == h);
+            return same.map(|&(_, t)| t).find(|&t| !name.is_empty() && self.name(t) == name);
         }
         // Tag ids in use are below 65,535; names of unused ids are empty.
         (1..self.head.layout.tags).find(|&i| !name.is_empty() && self.name(i as u16) == name).map(|i| i as u16)

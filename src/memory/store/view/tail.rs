@@ -202,13 +202,14 @@ impl TailView {
     /// The tag ids by name, so that the tail's lookups of its keys' tags are not a scan each.
     fn index_names(&mut self) {
         let v = &self.view;
-        let mut named: Vec<(&str, u16)> =
-            (1..v.head.layout.tags).map(|i| (v.name(i as u16), i as u16)).filter(|n| !n.0.is_empty()).collect();
-        // By name, then id: the first of a name is the one the scan finds.
+        let mut named: Vec<(u64, u16)> = (1..v.head.layout.tags)
+            .map(|i| (v.name(i as u16), i as u16))
+            .filter(|n| !n.0.is_empty())
+            .map(|(name, t)| (super::name_hash(name), t))
+            .collect();
+        // By hash, then id: the first of a name is the one the scan finds.
         named.sort_unstable();
-        named.dedup_by(|a, b| a.0 == b.0);
-        let ids = named.iter().map(|n| n.1).collect();
-        self.view.by_name = ids;
+        self.view.by_name = named;
     }
 
     /// Reads the records from the checkpoint's end to `len`, as replay does; `Ok(false)` for
@@ -222,6 +223,8 @@ impl TailView {
         let mut whole_bad = false;
         let mut batch = false;
         let mut cleanup: Option<Vec<EntryId>> = None;
+        // The tail's puts whose key the checkpoint may hold under another id (`settle_keys`).
+        let mut pending: Vec<(EntryId, TagSet)> = Vec::new();
         while let Some(line) = reader.next(&mut scratch)? {
             let text = reader.text(&scratch, line.len)?;
             let decoded = match line.complete {
@@ -248,7 +251,7 @@ impl TailView {
                 (Record::Del { id }, Some(c)) if c.len() < STORE_CLEANUP_BATCH_MAX => c.push(id),
                 (Record::BatchEnd, Some(_)) => {
                     for id in cleanup.take().unwrap_or_default() {
-                        self.remove(id)?;
+                        self.remove(id);
                     }
                 }
                 (Record::Put { head, tags, .. }, _) => {
@@ -267,22 +270,22 @@ impl TailView {
                         hits: clamp32(head.hits),
                         ver: head.ver,
                     };
-                    self.put(head.id, put, &key)?;
+                    self.put(head.id, put, &mut pending);
                 }
-                (Record::Touch { id, accessed, hits }, _) => self.touch(id, clamp32(accessed), clamp32(hits))?,
+                (Record::Touch { id, accessed, hits }, _) => self.touch(id, clamp32(accessed), clamp32(hits)),
                 (Record::Link { .. } | Record::Unlink { .. }, _) => self.links_unsure = true,
-                (Record::Del { id }, None) => self.remove(id)?,
+                (Record::Del { id }, None) => self.remove(id),
                 (Record::Batch { .. }, _) if !batch => batch = true,
                 (Record::BatchEnd, None) => batch = false,
                 _ => return Ok(false),
             }
             // What this view holds stays within its bound (`STORE_VIEW_TAIL_MAX_ENTRIES`).
-            if self.changed.len() > max_entries {
+            if self.changed.len() > max_entries || pending.len() > max_entries {
                 return Ok(false);
             }
             good_end = line.offset + rec_len;
         }
-        if batch || cleanup.is_some() {
+        if batch || cleanup.is_some() || !self.settle_keys(pending)? {
             return Ok(false);
         }
         self.good_end = good_end;
@@ -357,41 +360,64 @@ impl TailView {
         Ok(self.view.find(key)?.filter(|id| matches!(self.changed.get(id), Some(Change::Access { .. }) | None)))
     }
 
-    /// Replay's `put` of `key`: `id`'s old key let go, another entry holding the key removed,
-    /// `id` put.
-    fn put(&mut self, id: EntryId, put: Put, key: &Key) -> Result<()> {
+    /// Replay's `put`: `id`'s old key let go, another entry of the tail holding the key
+    /// removed, `id` put. Whether an entry of the checkpoint holds the key under another id is
+    /// settled once the whole tail is read (`settle_keys`), in the order of the ids, so that
+    /// the checkpoint's blocks are read once each, not once per record.
+    fn put(&mut self, id: EntryId, put: Put, pending: &mut Vec<(EntryId, TagSet)>) {
         if let Some(Change::Put(old)) = self.changed.get(&id) {
             self.keys.remove(&old.set);
         }
         // The checkpoint's key of `id` no longer names it: `find` skips changed entries.
         self.changed.insert(id, Change::Gone);
-        if let Some(other) = self.find(key)? {
-            self.remove(other)?;
+        match self.keys.get(&put.set) {
+            Some(&other) => self.remove(other),
+            None => pending.push((id, put.set)),
         }
         self.keys.insert(put.set, id);
         self.changed.insert(id, Change::Put(put));
-        Ok(())
     }
 
-    /// Replay's deletion of `id` (nothing when it is not live).
-    fn remove(&mut self, id: EntryId) -> Result<()> {
+    /// For each put of `pending` (its id, its key), the entry of the checkpoint holding the
+    /// key under another id, which replay removes: gone, when the tail changes it nowhere
+    /// else; `Ok(false)` when it does (the order of the two would matter: the store is opened
+    /// whole). Such a put is rare (a writer replaces a key's value under its id); the common
+    /// case, a value replaced, is one check of the id's own tags.
+    fn settle_keys(&mut self, mut pending: Vec<(EntryId, TagSet)>) -> Result<bool> {
+        pending.sort_unstable_by_key(|p| p.0);
+        for (id, set) in pending {
+            if self.view.location(id).is_some() && self.view.tagset(id) == set {
+                continue;
+            }
+            let Some(key) = self.key_of(&set) else { continue };
+            let Some(other) = self.view.find(&key)?.filter(|&other| other != id) else { continue };
+            if self.changed.contains_key(&other) {
+                return Ok(false);
+            }
+            self.links_unsure |= self.view.head.layout.links > 0;
+            self.changed.insert(other, Change::Gone);
+        }
+        self.view.take_fault()?;
+        Ok(true)
+    }
+
+    /// Replay's deletion of `id` (an id the checkpoint does not hold live is marked gone
+    /// too: it reads as not live either way).
+    fn remove(&mut self, id: EntryId) {
         // Replay drops the links of an entry it removes.
         self.links_unsure |= self.view.head.layout.links > 0;
         match self.changed.get(&id) {
             Some(Change::Put(p)) => {
                 self.keys.remove(&p.set);
             }
-            Some(Change::Gone) => return Ok(()),
-            Some(Change::Access { .. }) => {}
-            None if self.view.location(id).is_none() => return self.view.take_fault(),
-            None => {}
+            Some(Change::Gone) => return,
+            Some(Change::Access { .. }) | None => {}
         }
         self.changed.insert(id, Change::Gone);
-        Ok(())
     }
 
     /// Replay's `touch` of `id` (nothing when it is not live).
-    fn touch(&mut self, id: EntryId, accessed: u32, hits: u32) -> Result<()> {
+    fn touch(&mut self, id: EntryId, accessed: u32, hits: u32) {
         match self.changed.get_mut(&id) {
             Some(Change::Put(p)) => {
                 p.accessed = accessed;
@@ -402,12 +428,18 @@ impl TailView {
                 *a = accessed;
                 *h = hits;
             }
-            None if self.view.location(id).is_some() => {
+            // An id the checkpoint does not hold live reads as not live either way.
+            None => {
                 self.changed.insert(id, Change::Access { accessed, hits });
             }
-            None => return self.view.take_fault(),
         }
-        Ok(())
+    }
+
+    /// The changed entries in the order of their ids (the checkpoint's blocks read once each).
+    fn changed_in_order(&self) -> impl Iterator<Item = (EntryId, &Change)> + '_ {
+        let mut ids: Vec<EntryId> = self.changed.keys().copied().collect();
+        ids.sort_unstable();
+        ids.into_iter().filter_map(|id| self.changed.get(&id).map(|c| (id, c)))
     }
 
     /// Counts the live entries after the tail; `Ok(false)` past the capacity (the store's
@@ -416,7 +448,7 @@ impl TailView {
         let (mut was, mut was_archived) = (0u64, 0u64);
         let (mut now, mut now_archived) = (0u64, 0u64);
         let mut end = self.view.head.layout.next_id;
-        for (&id, c) in &self.changed {
+        for (id, c) in self.changed_in_order() {
             let replaced = !matches!(c, Change::Access { .. });
             if let (true, Some((_, _, archived))) = (replaced, self.view.location(id)) {
                 was += 1;

@@ -85,7 +85,7 @@ impl TailView {
         self.count_tags()?;
         let h = self.view.head;
         let mut live_bytes = h.live_bytes;
-        for (&id, c) in &self.changed {
+        for (id, c) in self.changed_in_order() {
             if let (false, Some((_, len, _))) = (matches!(c, Change::Access { .. }), self.view.location(id)) {
                 live_bytes = live_bytes.saturating_sub(u64::from(len));
             }
@@ -153,7 +153,7 @@ impl TailView {
             return Ok(());
         }
         let mut delta: Map<u16, (i64, i64)> = Map::default();
-        for (&id, c) in &self.changed {
+        for (id, c) in self.changed_in_order() {
             if let (false, Some((_, _, archived))) = (matches!(c, Change::Access { .. }), self.view.location(id)) {
                 for t in self.view.tagset(id).into_iter().filter(|&t| t != 0) {
                     let d = delta.entry(t).or_default();
