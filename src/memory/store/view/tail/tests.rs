@@ -263,3 +263,56 @@ fn stats_in_place_equal_the_opened_stores_at_a_larger_capacity_than_written() {
     assert_eq!(plain(view.stats().unwrap().unwrap()), want, "tail");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Random tails (puts of new and existing keys, deletions, archiving and back, touches,
+/// retags), each laid over its checkpoint in place, answer `status`, `memory query`, `memory
+/// show` and `memory stats` as the store opened whole does.
+#[test]
+fn random_tails_in_place_equal_the_opened_stores() {
+    let mut rng = Rng::new(0x39_0033);
+    let mut tested = 0;
+    for round in 0..12 {
+        let d = temp_dir("tail-random");
+        let key_of = |rng: &mut Rng| match rng.below(3) {
+            0 => k(&format!("new,t{},fresh{}", 1 + rng.below(5), rng.below(12))),
+            _ => k(&format!("fact,n{},t{},t{}", rng.below(40), 1 + rng.below(5), 1 + rng.below(5))),
+        };
+        let mut s = Store::open_with_capacity(&d, CAP).unwrap();
+        let mut keys: Vec<Key> = Vec::new();
+        for i in 0..10 + rng.below(30) {
+            let key = key_of(&mut rng);
+            s.put(&key, &format!("first {} of round {}", i, round), 1000 + i as u64).unwrap();
+            keys.push(key);
+        }
+        s.close_with_indexes().unwrap();
+        let mut s = Store::open_with_capacity(&d, CAP).unwrap();
+        for i in 0..5 + rng.below(40) {
+            let now = 5000 + i as u64;
+            let key = match rng.chance(3) {
+                true => key_of(&mut rng),
+                false => *rng.pick(&keys),
+            };
+            let _ = match rng.below(6) {
+                0 | 1 => s.put(&key, &format!("tail {} of round {}", i, round), now).map(|_| ()),
+                2 => s.delete(&key).map(|_| ()),
+                3 => s.set_archived(&key, rng.chance(2), now).map(|_| ()),
+                4 => match s.find(&key) {
+                    Some(id) => {
+                        s.touch(id, now);
+                        s.flush_access().map(|_| ())
+                    }
+                    None => Ok(()),
+                },
+                _ => s.add_tags(&key, &k(&format!("t{}", 1 + rng.below(5))), now).map(|new| keys.push(new)),
+            };
+            keys.push(key);
+        }
+        drop(s);
+        if StoreView::open(&d, CAP).unwrap().is_none() && InPlace::open(&d, CAP).unwrap().is_some() {
+            same_as_opened(&d, &keys, true, &format!("round {}", round));
+            tested += 1;
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+    assert!(tested >= 8, "only {} rounds had a tail read in place", tested);
+}
