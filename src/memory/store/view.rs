@@ -13,7 +13,8 @@
 //! [`super::recall_disk`]: its page tables, the dictionary pages, skip groups and blocks of
 //! its words, the pages of lengths of the documents it scores and of records of those it
 //! keeps) and the location blocks of the entries it keeps; with the cold entries, the same
-//! of `store.cold.fts` when it covers `store.cold` (`ColdRecall::open_in_place`), and, for
+//! of `store.cold.fts` when `store.cold` starts with what it covers, the groups appended after
+//! it read into a delta (`ColdRecall::open_in_place`), and, for
 //! each cold hit it keeps, its record in `store.cold` and the posting list of its key's
 //! rarest tag (a cold copy of a key the live store holds is not current). Every section and
 //! block is checked against its CRC-32 when read. The query is answered by the same code as
