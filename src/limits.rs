@@ -422,14 +422,23 @@ pub const STORE_CHECKPOINT_BLOCK_BYTES: usize = 1024;
 /// list holds at most `memory.store_capacity` ids, 4 MiB at [`STORE_MAX_ENTRIES`]).
 pub const STORE_VIEW_READ_BYTES: usize = 64 * 1024;
 
-/// Most bytes of log after the checkpoint that a read-only ranked search lays over the
-/// checkpoint read in place (`store::view::tail`: an agent running between two checkpoints,
-/// or killed before the next); with more, it opens the store whole, as it did before. Cost:
-/// the tail is read once, in pieces of the log's read chunk; what its records change is kept
-/// per entry they touch: about 1.1 KiB for an entry put (its key held twice, inline), a few
-/// dozen bytes for one only touched. A `put` record takes at least about 120 bytes, any
-/// record about 50: at most about 4 MiB (the tables grown by doubling included).
-pub const STORE_VIEW_TAIL_MAX_BYTES: u64 = 256 * 1024;
+/// Most bytes of log after the checkpoint that a read-only command (`status`, `memory
+/// search`, `query`, `show`, `stats`) lays over the checkpoint read in place
+/// (`store::view::tail`: an agent running between two checkpoints, or killed before the
+/// next); with more, it opens the store whole, as it did before. Twice the checkpoint's
+/// interval ([`STORE_CHECKPOINT_EVERY_BYTES`]), so that a command beside a running agent reads
+/// in place all the time: the agent checkpoints at the first flush past the interval. Cost:
+/// the tail is read once, in pieces of the log's read chunk; what its records change is
+/// kept per entry they touch, at most [`STORE_VIEW_TAIL_MAX_ENTRIES`] of them.
+pub const STORE_VIEW_TAIL_MAX_BYTES: u64 = 2 * STORE_CHECKPOINT_EVERY_BYTES;
+
+/// Most entries the log's tail after the checkpoint may change (put, remove, touch) for a
+/// read-only command to lay it over the checkpoint in place (`store::view::tail`); with more,
+/// it opens the store whole. Cost: its change with its id (at most 64 bytes) and, for an
+/// entry put, its key as 16 bytes of tag ids with its id, each in a hash table of a control
+/// byte a slot, grown by doubling: at most 65,536 slots of each, about 5 MiB; plus the text
+/// of the tags the tail adds (within the store's tag arena).
+pub const STORE_VIEW_TAIL_MAX_ENTRIES: usize = 32_768;
 
 /// Compaction runs when garbage (superseded records) passes this percentage of the log ...
 pub const STORE_COMPACT_GARBAGE_PERCENT: u64 = 50;

@@ -218,6 +218,44 @@ fn stats_in_place_equal_the_whole_store() {
     assert!(in_place.contains("\"links\": 1") && in_place.contains("\"garbage_bytes\": "), "{in_place}");
 }
 
+/// Beside a running agent (records after the checkpoint), `show`, `query` and `stats` read the
+/// checkpoint in place with the log's tail laid over it, and print what the whole store
+/// prints (issue 39).
+#[test]
+fn reading_subcommands_with_a_tail_read_in_place_as_the_whole_store() {
+    let d = populated();
+    Store::open(&d.0).unwrap().close().unwrap();
+    let mut s = Store::open(&d.0).unwrap();
+    s.put(&normalize("fruit,kiwi").unwrap(), "A kiwi is a fuzzy fruit.", 7_000).unwrap();
+    s.put(&normalize("fruit,apple").unwrap(), "An apple, replaced.", 7_001).unwrap();
+    s.delete(&normalize("vegetable,carrot").unwrap()).unwrap();
+    drop(s);
+    let text = ok(&d.0, &["stats"]);
+    assert!(text.contains("the checkpoint read in place, ") && !text.contains(", 0 bytes of log read"), "{text}");
+    let asks: [&[&str]; 6] = [
+        &["show", "fruit,kiwi"],
+        &["show", "fruit,apple"],
+        &["query", "--tags", "fruit"],
+        &["query", "--any", "vegetable,fruit", "--sort", "hits", "--archived", "include"],
+        &["stats", "--json"],
+        &["search", "fruit"],
+    ];
+    let in_place: Vec<String> = asks.iter().map(|a| ok(&d.0, a)).collect();
+    assert!(in_place[0].contains("fuzzy") && !in_place[2].contains("carrot"), "{in_place:?}");
+    std::fs::rename(d.0.join("store.ckpt"), d.0.join("store.ckpt.aside")).unwrap();
+    let fields = |out: &str| -> Vec<String> {
+        out.lines().filter(|l| !l.contains("ram_bytes") && !l.contains("replayed_bytes")).map(String::from).collect()
+    };
+    for (a, got) in asks.iter().zip(&in_place) {
+        assert_eq!(fields(got), fields(&ok(&d.0, a)), "{a:?}");
+    }
+    let (res, _) = memory(&d.0, &["show", "vegetable,carrot"], "");
+    assert_eq!(res, Err(Code::NotFound));
+    std::fs::rename(d.0.join("store.ckpt.aside"), d.0.join("store.ckpt")).unwrap();
+    let (res, _) = memory(&d.0, &["show", "vegetable,carrot"], "");
+    assert_eq!(res, Err(Code::NotFound));
+}
+
 #[test]
 fn reading_subcommands_change_no_file() {
     let d = populated();

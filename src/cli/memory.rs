@@ -217,12 +217,16 @@ fn show(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
             }
         }
     }
-    // The checkpoint read in place when it covers the log: the entry's record alone is read.
+    // The checkpoint read in place (the log's tail laid over it, if any): the entry's record
+    // alone is read.
     let mut in_place = None;
     if let Some(mut view) = super::util::open_store_view(data) {
         let mut text = String::new();
         match view.value_of(&key, &mut text) {
-            Ok(found) => in_place = Some((found, text)),
+            Ok(found) => {
+                view.say_warning();
+                in_place = Some((found, text))
+            }
             Err(e) => e.context(format_args!("{}: opening the store whole instead", data.display())).print_warning(),
         }
     }
@@ -313,14 +317,15 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     args.finish("memory query")?;
     let mut results = Results::with_capacity(q.max_results);
-    // The checkpoint read in place when it covers the log; else (or when it turns out
-    // damaged) the store opened whole. The same answer either way.
+    // The checkpoint read in place (the log's tail laid over it, if any); else (or when it
+    // turns out damaged) the store opened whole. The same answer either way.
     if let Some(mut view) = open_store_view(data) {
         let infos = view.query(&q, &mut results).and_then(|_| {
             results.ids().map(|id| view.info(id)).filter_map(Result::transpose).collect::<Result<Vec<_>>>()
         });
         match infos {
             Ok(infos) => {
+                view.say_warning();
                 print_hits(&infos, &results, out)?;
                 return Ok(super::EXIT_OK);
             }
@@ -336,11 +341,12 @@ fn query(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
 fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     let json = args.flag("--json");
     args.finish("memory stats")?;
-    // The checkpoint read in place when it covers the log: its header, tag directory and
-    // three columns, not the whole store.
+    // The checkpoint read in place (the log's tail laid over it, if any): its header, tag
+    // directory and three columns, not the whole store.
     if let Some(view) = super::util::open_store_view(data) {
         match stats_in_place(data, view) {
-            Ok((st, most, cold)) => return print_stats(&st, most.as_ref(), &cold, (json, true), out),
+            Ok(Some((st, most, cold))) => return print_stats(&st, most.as_ref(), &cold, (json, true), out),
+            Ok(None) => {}
             Err(e) => e.context(format_args!("{}: opening the store whole instead", data.display())).print_warning(),
         }
     }
@@ -362,13 +368,15 @@ fn stats(mut args: Args, data: &Path, out: &mut dyn Write) -> Result<i32> {
     print_stats(&st, most.as_ref(), &cold, (json, false), out)
 }
 
+/// What `memory stats` prints: the statistics, the most accessed entry's key, the cold
+/// store's current entries.
+type StatsParts = (crate::memory::store::Stats, Option<crate::memory::key::Key>, crate::memory::store::cold::ColdStats);
+
 /// `memory stats` from the checkpoint read in place: the statistics, the most accessed
-/// entry's key, the cold store's current entries (keys the live store holds left out).
-fn stats_in_place(
-    data: &Path,
-    mut view: crate::memory::store::view::StoreView,
-) -> Result<(crate::memory::store::Stats, Option<crate::memory::key::Key>, crate::memory::store::cold::ColdStats)> {
-    let st = view.stats()?;
+/// entry's key, the cold store's current entries (keys the live store holds left out);
+/// `None` when the view leaves them to the store opened whole.
+fn stats_in_place(data: &Path, mut view: crate::memory::store::view::tail::InPlace) -> Result<Option<StatsParts>> {
+    let Some(st) = view.stats()? else { return Ok(None) };
     let most = match st.most_accessed {
         Some(id) => view.key(id)?,
         None => None,
@@ -386,7 +394,8 @@ fn stats_in_place(
     if let Some(e) = fault.into_inner() {
         return Err(e);
     }
-    Ok((st, most, cold))
+    view.into_inner().say_warning();
+    Ok(Some((st, most, cold)))
 }
 
 /// Prints `memory stats` (`json`; `in_place`: read from the checkpoint in place).

@@ -105,9 +105,13 @@ impl Status {
             MemoryRead::Missing => None,
             MemoryRead::Found(v) => Some(v),
         };
-        // The checkpoint's header says it when it covers the log; else the store, opened whole.
+        // The checkpoint's header says it when it covers the log, with the log's tail laid
+        // over it when it has one; else the store, opened whole.
         let store = match open_store_view(data) {
-            Some(v) => StorePart::Open { entries: v.len(), log_bytes: v.log_bytes() },
+            Some(mut v) => {
+                v.say_warning();
+                StorePart::Open { entries: v.len(), log_bytes: v.log_bytes() }
+            }
             None => match open_store_read_only(data)? {
                 StoreRead::Absent => StorePart::Absent,
                 StoreRead::NotOpened { why, .. } => StorePart::NotRead(why),

@@ -5,7 +5,7 @@
 
 use crate::error::Result;
 use crate::memory::log::{self as storelog, Record};
-use crate::memory::store::view::StoreView;
+use crate::memory::store::view::tail::InPlace;
 use crate::memory::store::{Store, LOG_NAME};
 use core::fmt;
 use std::fs::{self, File};
@@ -89,15 +89,16 @@ pub fn open_store_read_only_with(data: &Path, whole_log: bool) -> Result<StoreRe
     Ok(StoreRead::Open(Box::new(store)))
 }
 
-/// The store's checkpoint opened for reading in place ([`StoreView`]: `status`, `memory
-/// query` and `memory search` read only what they ask about), when it covers `store.log`
-/// exactly; `None` otherwise, and the caller opens the store whole with
-/// [`open_store_read_only`] (which also says what is wrong with a log it cannot read).
-pub fn open_store_view(data: &Path) -> Option<StoreView> {
+/// The store's checkpoint opened for reading in place ([`InPlace`]: `status`, `memory
+/// query`, `memory show` and `memory stats` read only what they ask about), when it covers
+/// `store.log`, or its first bytes with the records after it laid over it (an agent running
+/// between two checkpoints, or killed); `None` otherwise, and the caller opens the store whole
+/// with [`open_store_read_only`] (which also says what is wrong with a log it cannot read).
+pub fn open_store_view(data: &Path) -> Option<InPlace> {
     if crate::memory::nofollow::is_link(&data.join(LOG_NAME)) {
         return None;
     }
-    StoreView::open(data, store_capacity(data)).ok().flatten()
+    InPlace::open(data, store_capacity(data)).ok().flatten()
 }
 
 /// `memory.store_capacity` from the data directory's `config.json`, or the default when the

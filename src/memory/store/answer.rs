@@ -3,8 +3,9 @@
 //!
 //! - Ranked by words alone: the checkpoint and `store.fts` read in place ([`super::view`]),
 //!   when both cover the log, and `store.cold.fts` in place when the cold store has entries
-//!   and it covers all of `store.cold`; the store is not opened (the checkpoint is not read
-//!   whole, nor the log's tail replayed). When the log has records after the checkpoint (at
+//!   and `store.cold` starts with what it covers (the groups a clean-up appended since read
+//!   into a delta, as a read-only store reads them); the store is not opened (the checkpoint
+//!   is not read whole, nor the log's tail replayed). When the log has records after the checkpoint (at
 //!   most `STORE_VIEW_TAIL_MAX_BYTES`: an agent running, or killed), they are read and laid
 //!   over it (`view::tail`), `store.fts` then read resident as the store reads it.
 //! - Ranked otherwise (live and cold together, by words and, where embeddings are on, by
@@ -154,8 +155,9 @@ fn cold_has_entries(dir: &Path) -> bool {
 }
 
 /// The ranked search over the checkpoint and `store.fts` read in place, and `store.cold.fts`
-/// too when the cold store has entries; `None` when they do not cover the log and
-/// `store.cold` (or a read failed: said, and the store is opened whole instead).
+/// too when the cold store has entries (with the groups appended to `store.cold` after it);
+/// `None` when they do not cover the log and `store.cold` (or a read failed: said, and the
+/// store is opened whole instead).
 fn ranked_in_place(dir: &Path, capacity: usize, ask: &SearchAsk<'_>) -> Result<Option<Answer>> {
     if crate::memory::nofollow::is_link(&dir.join(super::LOG_NAME))
         || crate::memory::nofollow::is_link(&dir.join(cold::COLD_NAME))
@@ -166,7 +168,7 @@ fn ranked_in_place(dir: &Path, capacity: usize, ask: &SearchAsk<'_>) -> Result<O
     // killed).
     let Ok(Some(mut view)) = InPlace::open(dir, capacity) else { return Ok(None) };
     let mut segment = if cold_has_entries(dir) {
-        match ColdRecall::open_in_place(dir) {
+        match ColdRecall::open_in_place(dir, &mut |k| view.find(k).map(|id| id.is_some())) {
             Ok(Some(c)) => c,
             Ok(None) | Err(_) => return Ok(None),
         }
@@ -491,8 +493,10 @@ mod tests {
         assert_eq!(tail_same_as_opened(&d, &qs, Archived::Exclude, "damaged inside"), 0);
         std::fs::write(&log_path, &good).unwrap();
 
-        // Entries moved to the cold store by the agent's clean-up in the tail: answered as
-        // the store opened whole answers, in place or not.
+        // Entries moved to the cold store by the agent's clean-up in the tail, `store.fts`
+        // written of the whole log since (as the agent's merge in steps writes it), not
+        // `store.cold.fts`: the groups appended to `store.cold` after it are read in place as
+        // a read-only store reads them.
         let mut s = Store::open_with_capacity(&d, 64).unwrap();
         s.set_policy(Some(Policy::default()));
         for i in 0..40 {
@@ -500,23 +504,38 @@ mod tests {
             s.put(&key, &format!("w3 late{} {}", i, text(&mut rng)), 8000 + i as u64).unwrap();
             s.note_use(&key, Use::Saved);
             s.flush_access().unwrap();
+            qs.push(format!("late{} w3", i));
         }
+        s.recall_ready().unwrap();
+        s.recall_flush().unwrap();
         drop(s);
         let good = std::fs::read(&log_path).unwrap();
-        qs.push("late3 w3".into());
-        tail_same_as_opened(&d, &qs, Archived::Exclude, "moved to the cold store");
+        let cold_header = std::fs::read(d.join(super::cold::recall::COLD_RECALL_NAME)).unwrap();
+        let cold_header = super::super::recall::file::Header::parse(
+            cold_header[..super::super::recall::file::HEADER_BYTES].try_into().unwrap(),
+        )
+        .unwrap();
+        let cold_len = std::fs::metadata(d.join(cold::COLD_NAME)).unwrap().len();
+        assert!(cold_header.covered < cold_len, "no group appended after store.cold.fts: not tested");
+        assert!(StoreView::open(&d, 64).unwrap().is_none(), "no tail: not tested");
+        let mut view = InPlace::open(&d, 64).unwrap().unwrap();
+        let segment = ColdRecall::open_in_place(&d, &mut |k| view.find(k).map(|id| id.is_some())).unwrap().unwrap();
+        assert!(segment.index.live_docs() > 0, "no cold document read after store.cold.fts: not tested");
+        let n = qs.len();
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Exclude, "moved to the cold store"), n);
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Include, "moved to the cold store, archived"), n);
 
-        // A tail over the bound: opened whole.
-        let mut s = Store::open_with_capacity(&d, 64).unwrap();
-        let mut i = 0;
-        while std::fs::metadata(&log_path).unwrap().len() < good.len() as u64 + STORE_VIEW_TAIL_MAX_BYTES {
-            s.put(&k("fact,busy"), &format!("w1 busy{} {}", i, "w7 ".repeat(60)), 7000 + i).unwrap();
-            i += 1;
+        // A tail over the bound: the last put written again and again (replay puts the same
+        // entry each time); opened whole.
+        let line = last_put_line(&d);
+        let mut long = std::fs::read(&log_path).unwrap();
+        while (long.len() as u64) < good.len() as u64 + STORE_VIEW_TAIL_MAX_BYTES {
+            long.extend_from_slice(&line);
         }
-        drop(s);
-        if StoreView::open(&d, 64).unwrap().is_none() {
-            assert!(TailView::open(&d, 64).unwrap().is_none());
-        }
+        std::fs::write(&log_path, &long).unwrap();
+        assert!(StoreView::open(&d, 64).unwrap().is_none());
+        assert!(TailView::open(&d, 64).unwrap().is_none());
+        assert_eq!(tail_same_as_opened(&d, &qs, Archived::Exclude, "over the bound"), 0);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -618,7 +618,9 @@ impl Store {
         let mut st = Stats {
             capacity: self.cap,
             tags: self.tags.in_use(),
-            max_tags: self.tags.max(),
+            // The capacity's, not the tables' (a read-only store sizes them for the capacity
+            // its checkpoint was written at, when smaller).
+            max_tags: crate::limits::store_max_tags(self.cap),
             links: self.links.len(),
             log_bytes: self.log.len,
             live_bytes: self.live_bytes.min(self.log.len),

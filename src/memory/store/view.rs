@@ -1,6 +1,7 @@
 //! The checkpoint read in place: what the read-only commands (`status`, `memory query`,
-//! `memory search`) open instead of the whole store when `store.ckpt` covers `store.log`
-//! exactly, so that one question costs what it reads, not the store's size.
+//! `memory search`, `memory show`, `memory stats`) open instead of the whole store when
+//! `store.ckpt` covers `store.log` exactly, so that one question costs what it reads, not the
+//! store's size.
 //!
 //! Opening reads the log's header line, the checkpoint's header (160 bytes) and the 4 KiB of
 //! log before the length it covers, and checks that the checkpoint names this log (its
@@ -12,19 +13,22 @@
 //! [`super::recall_disk`]: its page tables, the dictionary pages, skip groups and blocks of
 //! its words, the pages of lengths of the documents it scores and of records of those it
 //! keeps) and the location blocks of the entries it keeps; with the cold entries, the same
-//! of `store.cold.fts` when it covers `store.cold` (`ColdRecall::open_in_place`), and, for
+//! of `store.cold.fts` when `store.cold` starts with what it covers, the groups appended after
+//! it read into a delta (`ColdRecall::open_in_place`), and, for
 //! each cold hit it keeps, its record in `store.cold` and the posting list of its key's
 //! rarest tag (a cold copy of a key the live store holds is not current). Every section and
 //! block is checked against its CRC-32 when read. The query is answered by the same code as
 //! over the tables in RAM (`query::Tables`, `recall::rank_two`), so the answers are the same.
 //!
 //! Whenever the checkpoint does not cover the log exactly (an agent appending now, a crash
-//! before the next checkpoint, another format) [`StoreView::open`] says `None`. A ranked search
-//! then lays the log's records after the checkpoint over it (`tail`: at most
+//! before the next checkpoint, another format) [`StoreView::open`] says `None`. The read-only
+//! commands then lay the log's records after the checkpoint over it (`tail`: at most
 //! `STORE_VIEW_TAIL_MAX_BYTES` of them, read as replay reads them); anything else, and a
-//! ranked search where that does not answer, opens the store whole
-//! ([`super::Store::open_read_only_with_capacity`]), which replays what the checkpoint lacks. A damaged section or block found while answering is an error; the caller
-//! then warns and opens the store whole too, which finds the damage and replays the log.
+//! question that does not answer (a ranked search whose `store.fts` does not fit, statistics
+//! after links changed), opens the store whole
+//! ([`super::Store::open_read_only_with_capacity`]), which replays what the checkpoint lacks.
+//! A damaged section or block found while answering is an error; the caller then warns and
+//! opens the store whole too, which finds the damage and replays the log.
 //! Nothing is ever written.
 
 use super::checkpoint::{
@@ -86,9 +90,9 @@ pub struct StoreView {
     /// The first failure met while answering through [`Tables`] (whose reads cannot fail).
     fault: RefCell<Option<Error>>,
     scratch: Vec<u8>,
-    /// The tag ids in the order of their names, for the tail's many lookups (`tail`); empty
-    /// otherwise (a question's few lookups scan the names).
-    by_name: Vec<u16>,
+    /// The tag ids by the hash of their names (`name_hash`), then by id, for the tail's many
+    /// lookups (`tail`); empty otherwise (a question's few lookups scan the names).
+    by_name: Vec<(u64, u16)>,
 }
 
 fn read_at(file: &File, buf: &mut [u8], at: u64, what: &str) -> Result<()> {
@@ -260,20 +264,7 @@ impl StoreView {
     pub fn value_of(&mut self, key: &Key, out: &mut String) -> Result<bool> {
         let Some(id) = self.find(key)? else { return Ok(false) };
         let Some((offset, len, _)) = self.location(id) else { return Ok(false) };
-        let path = self.dir.join(LOG_NAME);
-        let logf = File::open(&path).map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
-        let mut rec = vec![0u8; len as usize];
-        logf.read_exact_at(&mut rec, offset)
-            .map_err(|e| err!(Io, "reading the record of entry {} in {} failed: {}", id, path.display(), e))?;
-        let line = rec.strip_suffix(b"\n").unwrap_or(&rec);
-        match log::decode(line) {
-            Ok(Record::Put { head, value_escaped, .. }) if head.id == id => {
-                out.clear();
-                log::decode_str(value_escaped, out)?;
-                Ok(true)
-            }
-            _ => bail!(Io, "{} at byte {}: not the record of entry {} (the log changed?)", path.display(), offset, id),
-        }
+        record_value(&self.dir, id, offset, len, out).map(|_| true)
     }
 
     /// The store's statistics as [`super::Store::stats`] gives them for the store opened from
@@ -322,13 +313,19 @@ impl StoreView {
                 h.live
             );
         }
-        st.ram_bytes = self.names.capacity()
+        st.ram_bytes = self.ram_bytes();
+        Ok(st)
+    }
+
+    /// The bytes this view holds (its tables and caches).
+    fn ram_bytes(&self) -> usize {
+        self.names.capacity()
             + self.name_ends.capacity() * 4
             + self.directory.capacity() * core::mem::size_of::<(u32, u32, u32, u64)>()
             + self.blocks.capacity() * 4
             + COLUMN_WIDTHS.len() * core::mem::size_of::<Cached>()
-            + self.scratch.capacity();
-        Ok(st)
+            + self.scratch.capacity()
+            + self.by_name.capacity() * core::mem::size_of::<(u64, u16)>()
     }
 
     /// The metadata of entry `id`, as [`super::Store::info`] gives it.
@@ -628,6 +625,29 @@ impl StoreView {
     }
 }
 
+/// FNV-1a of a tag's name, by which the tail's lookups find its id.
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// Reads the value of entry `id` from its `put` record (`len` bytes at `offset` in the log
+/// of the store in `dir`) into `out`, checked by its CRC and that it is that entry's.
+fn record_value(dir: &Path, id: EntryId, offset: u64, len: u32, out: &mut String) -> Result<()> {
+    let path = dir.join(LOG_NAME);
+    let logf = File::open(&path).map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
+    let mut rec = vec![0u8; len as usize];
+    logf.read_exact_at(&mut rec, offset)
+        .map_err(|e| err!(Io, "reading the record of entry {} in {} failed: {}", id, path.display(), e))?;
+    let line = rec.strip_suffix(b"\n").unwrap_or(&rec);
+    match log::decode(line) {
+        Ok(Record::Put { head, value_escaped, .. }) if head.id == id => {
+            out.clear();
+            log::decode_str(value_escaped, out)
+        }
+        _ => bail!(Io, "{} at byte {}: not the record of entry {} (the log changed?)", path.display(), offset, id),
+    }
+}
+
 /// [`Live`] for the checkpoint read in place, with a query's filter.
 struct ViewLive<'a> {
     view: &'a mut StoreView,
@@ -647,8 +667,11 @@ impl Live for ViewLive<'_> {
 impl Tables for StoreView {
     fn tag(&self, name: &str) -> Option<u16> {
         if !self.by_name.is_empty() {
-            let at = self.by_name.binary_search_by(|&t| self.name(t).cmp(name)).ok()?;
-            return self.by_name.get(at).copied().filter(|_| !name.is_empty());
+            // The first id of that name, as the scan below finds it.
+            let h = name_hash(name);
+            let from = self.by_name.partition_point(|&(x, _)| x < h);
+            let same = self.by_name.get(from..).unwrap_or(&[]).iter().take_while(|&&(x, _)| x == h);
+            return same.map(|&(_, t)| t).find(|&t| !name.is_empty() && self.name(t) == name);
         }
         // Tag ids in use are below 65,535; names of unused ids are empty.
         (1..self.head.layout.tags).find(|&i| !name.is_empty() && self.name(i as u16) == name).map(|i| i as u16)

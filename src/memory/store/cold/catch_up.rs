@@ -3,7 +3,7 @@
 //! copy the only current one, and a copy no longer current taken out with its words counted
 //! out (the writer notes, at open, which key each indexed copy has).
 
-use super::recall::{decode_put, key_hash, State};
+use super::recall::{decode_put, key_hash, ColdRecall, State};
 use super::COLD_NAME;
 use crate::error::Result;
 use crate::limits::STORE_COLD_SCAN_MAX_KEYS;
@@ -165,8 +165,40 @@ impl Store {
     /// places into `group`; returns where it ends, `None` when it is not whole yet.
     fn cold_group_at(&mut self, at: u64, len: u64, group: &mut Vec<(u64, u32)>) -> Result<Option<u64>> {
         let Some(file) = self.cold_recall.file.as_ref() else { return Ok(None) };
+        group_at(file, at, len, &mut self.rbuf, group)
+    }
+
+    /// Indexes the cold `put` at `offset` as document `id`, unless the live store holds its
+    /// key; an older copy of its key the writer indexed is taken out.
+    fn cold_recall_add(&mut self, id: u32, offset: u64, len: u32) -> Result<()> {
+        self.cold_recall.read(offset, len)?;
+        let (_, key, _) = decode_put(&self.cold_recall.rec)?;
+        if self.find(&key).is_some() {
+            return Ok(());
+        }
+        self.cold_recall.admit(id, &key, offset, len)?;
+        if !self.cold_recall.index_doc(id, offset, len)? {
+            self.cold_recall_merge()?;
+            self.cold_recall.read(offset, len)?;
+            if !self.cold_recall.index_doc(id, offset, len)? {
+                bail!(Internal, "the cold text index's delta is full right after a merge");
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes cold id `id`'s document out (counting its words out), wherever it is.
+    pub(super) fn cold_recall_kill(&mut self, id: u32) -> Result<()> {
+        self.cold_recall.kill(id)
+    }
+}
+
+/// Reads the group (or the header) at `at` of `file` (`store.cold`, `len` bytes) through
+/// `scratch`: its puts' places into `group`; returns where it ends, `None` when it is not
+/// whole yet.
+fn group_at(file: &File, at: u64, len: u64, scratch: &mut Vec<u8>, group: &mut Vec<(u64, u32)>) -> Result<Option<u64>> {
+    {
         let mut reader = LineReader::starting_at(file, at, len);
-        let scratch = &mut self.rbuf;
         while let Some(line) = reader.next(scratch)? {
             if !line.complete {
                 break;
@@ -181,46 +213,71 @@ impl Store {
                 _ => {}
             }
         }
-        Ok(None)
+    }
+    Ok(None)
+}
+
+impl Store {
+    /// After an append to `store.cold`: its new groups into the segment, when it is built. A
+    /// failure leaves it stale (rebuilt at its next use), with a warning.
+    pub(in crate::memory::store) fn cold_recall_sync(&mut self) {
+        if let Err(e) = self.cold_recall_catch_up() {
+            e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();
+        }
     }
 
-    /// Indexes the cold `put` at `offset` as document `id`, unless the live store holds its
-    /// key; an older copy of its key the writer indexed is taken out.
-    fn cold_recall_add(&mut self, id: u32, offset: u64, len: u32) -> Result<()> {
-        self.cold_recall.read(offset, len)?;
-        let (_, key, _) = decode_put(&self.cold_recall.rec)?;
-        if self.find(&key).is_some() {
-            return Ok(());
+    /// The live store created `key`: a cold copy of it the writer indexed is no longer
+    /// current.
+    pub(in crate::memory::store) fn cold_recall_forget(&mut self, key: &Key) {
+        if self.cold_recall.state != State::Ready || self.log.read_only() {
+            return;
         }
+        let Some(id) = self.cold_recall.newest.remove(key_hash(key)) else { return };
+        if let Err(e) = self.cold_recall_kill(id) {
+            self.cold_recall.state = State::Stale;
+            e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();
+        }
+    }
+}
+
+impl ColdRecall {
+    /// Document `id` (the cold `put` of `key` at `offset`, `len` bytes; the live store does
+    /// not hold the key) is the newest copy of its key read after the file: an older copy read
+    /// after it is taken out (the record read again into `rec`).
+    fn admit(&mut self, id: u32, key: &Key, offset: u64, len: u32) -> Result<()> {
         // (A reader's table holds the keys of what it read after the file only.)
-        if let Some(old) = self.cold_recall.newest.insert(key_hash(&key), id) {
-            self.cold_recall_kill(old)?;
-            self.cold_recall.read(offset, len)?;
+        if let Some(old) = self.newest.insert(key_hash(key), id) {
+            self.kill(old)?;
+            self.read(offset, len)?;
         }
-        self.cold_recall.reserve();
+        Ok(())
+    }
+
+    /// Indexes the record in `rec` (at `offset`, `len` bytes) as document `id` into the
+    /// delta; `Ok(false)` when the delta has no room left for it (merged first by the writer).
+    fn index_doc(&mut self, id: u32, offset: u64, len: u32) -> Result<bool> {
+        self.reserve();
         // Room: a word and its text take at most a byte each of the record.
-        if !self.cold_recall.index.has_room(1, len as usize, 2 * len as usize) {
-            if self.cold_recall.index.is_empty() {
+        if !self.index.has_room(1, len as usize, 2 * len as usize) {
+            if self.index.is_empty() {
                 bail!(
                     CapacityExceeded,
                     "a cold entry's words are more than the text index's delta holds (TEXT_DELTA_*)"
                 );
             }
-            self.cold_recall_merge()?;
-            self.cold_recall.read(offset, len)?;
+            return Ok(false);
         }
-        let c = &mut self.cold_recall;
-        let d = c.index.start_doc(id, offset, len)?;
-        let index = &mut c.index;
-        let (_, key, value) = decode_put(&c.rec)?;
-        words_of(key.tags(), value, &mut c.val, |w| index.add_word(d, w))?;
-        c.index.finish_doc(d);
-        Ok(())
+        let d = self.index.start_doc(id, offset, len)?;
+        let index = &mut self.index;
+        let (_, key, value) = decode_put(&self.rec)?;
+        words_of(key.tags(), value, &mut self.val, |w| index.add_word(d, w))?;
+        self.index.finish_doc(d);
+        Ok(true)
     }
 
     /// Takes cold id `id`'s document out (counting its words out), wherever it is.
-    pub(super) fn cold_recall_kill(&mut self, id: u32) -> Result<()> {
-        let c = &mut self.cold_recall;
+    pub(super) fn kill(&mut self, id: u32) -> Result<()> {
+        let c = self;
         c.reserve();
         c.note_kill(id);
         if let Some((_, doc)) = c.index.doc_of(id) {
@@ -245,24 +302,41 @@ impl Store {
         Ok(())
     }
 
-    /// After an append to `store.cold`: its new groups into the segment, when it is built. A
-    /// failure leaves it stale (rebuilt at its next use), with a warning.
-    pub(in crate::memory::store) fn cold_recall_sync(&mut self) {
-        if let Err(e) = self.cold_recall_catch_up() {
-            e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();
+    /// A reader's catch-up without the store (the checkpoint read in place, `view::tail`):
+    /// the whole groups of `store.cold` after what the base covers read into the delta as a
+    /// read-only store reads them (the same cold ids, the same documents; `live` says whether
+    /// the live store holds a key), through `scratch`. `Ok(false)` where the store would merge
+    /// (its delta full) or refuse (more ids than the room): the caller opens the store whole.
+    pub(in crate::memory::store) fn catch_up_reading(
+        &mut self,
+        live: &mut dyn FnMut(&Key) -> Result<bool>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let Some(file) = self.file.as_ref() else { return Ok(true) };
+        let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", COLD_NAME, e))?.len();
+        let mut group = Vec::new();
+        while self.indexed < len {
+            group.clear();
+            let Some(file) = self.file.as_ref() else { return Ok(true) };
+            let Some(end) = group_at(file, self.indexed, len, scratch, &mut group)? else { break };
+            for &(offset, rec_len) in &group {
+                let id = self.next;
+                if id as usize >= self.room {
+                    return Ok(false);
+                }
+                self.next += 1;
+                self.read(offset, rec_len)?;
+                let (_, key, _) = decode_put(&self.rec)?;
+                if live(&key)? {
+                    continue;
+                }
+                self.admit(id, &key, offset, rec_len)?;
+                if !self.index_doc(id, offset, rec_len)? {
+                    return Ok(false);
+                }
+            }
+            self.indexed = end;
         }
-    }
-
-    /// The live store created `key`: a cold copy of it the writer indexed is no longer
-    /// current.
-    pub(in crate::memory::store) fn cold_recall_forget(&mut self, key: &Key) {
-        if self.cold_recall.state != State::Ready || self.log.read_only() {
-            return;
-        }
-        let Some(id) = self.cold_recall.newest.remove(key_hash(key)) else { return };
-        if let Err(e) = self.cold_recall_kill(id) {
-            self.cold_recall.state = State::Stale;
-            e.context(format_args!("the cold store's text index will be rebuilt")).print_warning();
-        }
+        Ok(true)
     }
 }

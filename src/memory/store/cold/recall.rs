@@ -288,11 +288,16 @@ impl ColdRecall {
 impl ColdRecall {
     /// The segment of the cold store in `dir` for a reader that does not open the store
     /// (`memory search` over the checkpoint read in place, `StoreView`): `store.cold.fts`
-    /// read in place, when it covers all of `store.cold` as it is now (its length, and the CRC
-    /// of the [`TAIL_BYTES`] before it), as a read-only store opens it then; `None` otherwise
-    /// (the caller opens the store, which reads the groups appended since, or rebuilds).
-    /// A segment with no delta: nothing is reserved for one, and nothing is written.
-    pub(in crate::memory::store) fn open_in_place(dir: &Path) -> Result<Option<ColdRecall>> {
+    /// read in place, when `store.cold` starts with what it was taken of (the CRC of the
+    /// [`TAIL_BYTES`] before the length it covers), as a read-only store opens it, and the
+    /// groups appended since (a clean-up of a running agent, before its next merge) read into
+    /// a delta as a read-only store reads them ([`ColdRecall::catch_up_reading`]; `live`
+    /// says whether the live store holds a key). `None` otherwise (the caller opens the
+    /// store, which rebuilds, or merges a full delta). Nothing is written.
+    pub(in crate::memory::store) fn open_in_place(
+        dir: &Path,
+        live: &mut dyn FnMut(&Key) -> Result<bool>,
+    ) -> Result<Option<ColdRecall>> {
         let (Ok(file), Ok(ix)) = (File::open(dir.join(COLD_NAME)), File::open(dir.join(COLD_RECALL_NAME))) else {
             return Ok(None);
         };
@@ -304,7 +309,7 @@ impl ColdRecall {
         let Ok(h) = Header::parse(&raw) else { return Ok(None) };
         let mut c = ColdRecall::new();
         c.room = room_for_bytes(len);
-        if h.covered != len || h.docs as usize > c.room || h.store > c.room as u64 {
+        if h.covered > len || h.docs as usize > c.room || h.store > c.room as u64 {
             return Ok(None);
         }
         c.file = Some(file);
@@ -317,6 +322,13 @@ impl ColdRecall {
         c.next = h.store as u32;
         c.from_file = true;
         c.state = State::Ready;
+        if h.covered < len {
+            c.val = String::with_capacity(STORE_VALUE_MAX_BYTES);
+            let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
+            if !c.catch_up_reading(live, &mut scratch)? {
+                return Ok(None);
+            }
+        }
         Ok(Some(c))
     }
 }

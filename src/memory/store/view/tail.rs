@@ -1,17 +1,20 @@
-//! The log's tail laid over the checkpoint read in place: what a ranked `memory search` reads
+//! The log's tail laid over the checkpoint read in place: what the read-only commands read
 //! when `store.ckpt` covers the log's first bytes but not its last ones (an agent running
 //! between two checkpoints, or killed before the next), at most
-//! [`STORE_VIEW_TAIL_MAX_BYTES`] of them.
+//! [`STORE_VIEW_TAIL_MAX_BYTES`] of them (twice the agent's checkpoint interval) changing at
+//! most `STORE_VIEW_TAIL_MAX_ENTRIES` entries.
 //!
 //! Opening reads the tail's records as replay reads them (`replay.rs`) and keeps, per entry
 //! they touch, what they leave of it (`Change`): its last `put` (its record's place and
-//! fields, its key), gone (deleted, one by one or by a whole clean-up batch; or its key taken
-//! by a later `put` of another id), or, for an entry of the checkpoint, only its access
+//! fields, its key as its tags' ids: the checkpoint's, and ids after them for the tags the
+//! tail adds), gone (deleted, one by one or by a whole clean-up batch; or its key taken by a
+//! later `put` of another id), or, for an entry of the checkpoint, only its access
 //! statistics. A torn last record (a write cut short by a crash, or still being written) is
 //! ignored as replay ignores it, with the same warning. Whatever replay would do more than
 //! that (a damaged record with good ones after it, an import's batch or a clean-up cut short,
 //! a second header, more live entries than the capacity, tags the store could not intern)
-//! makes [`TailView::open`] say `None`: the caller opens the store whole, as before.
+//! makes [`TailView::open`] say `None`: the caller opens the store whole, as before; so does
+//! a tail over either bound.
 //!
 //! A ranked search then loads `store.fts` (taken of the checkpoint's log) resident, its
 //! documents of the entries the tail changed marked stale, and brings them into a delta as
@@ -19,15 +22,20 @@
 //! statistics, the documents and so the scores are the ones the store opened whole ranks
 //! with; the live entries it asks about (`Live`) are the tail's where it changed them, the
 //! checkpoint's elsewhere. Nothing is written.
+//!
+//! The other read-only commands (`status`, `memory query`, `memory show`, `memory stats`)
+//! read the same view through `tables`: the tag tables after the tail (`query::Tables`), an
+//! entry's record, the statistics.
 
 use super::StoreView;
 use crate::error::{Error, Result};
-use crate::limits::{store_max_tags, RANK_MAX_RESULTS, STORE_CLEANUP_BATCH_MAX};
+use crate::limits::{store_max_tags, KEY_MAX_TAGS, RANK_MAX_RESULTS, STORE_CLEANUP_BATCH_MAX};
+use crate::limits::{STORE_TAG_ARENA_BYTES_PER_TAG, STORE_VIEW_TAIL_MAX_ENTRIES};
 use crate::limits::{TEXT_MIN_TERMS, TEXT_TERMS_PER_ENTRY};
 use crate::memory::hash::crc32;
 use crate::memory::key::Key;
 use crate::memory::log::{self, LineReader, Record};
-use crate::memory::query::Archived;
+use crate::memory::query::{Archived, Query, Results};
 use crate::memory::store::append::LogFile;
 use crate::memory::store::checkpoint::TAIL_BYTES;
 use crate::memory::store::cold::recall::ColdRecall;
@@ -37,8 +45,8 @@ use crate::memory::store::recall::file::{Header as FtsHeader, HEADER_BYTES as FT
 use crate::memory::store::recall::fulltext::Sizes;
 use crate::memory::store::recall::upkeep::catch_up_over;
 use crate::memory::store::recall::{rank_two, Ask, Live, Recall};
-use crate::memory::store::slots::{clamp32, MAX_OFFSET};
-use crate::memory::store::{room_for, EntryId, EntryInfo, LOG_NAME};
+use crate::memory::store::slots::{clamp32, unpadded, TagSet, MAX_OFFSET};
+use crate::memory::store::{room_for, EntryId, EntryInfo, Stats, LOG_NAME};
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -46,6 +54,10 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 pub use crate::limits::STORE_VIEW_TAIL_MAX_BYTES;
+
+mod tables;
+#[cfg(test)]
+mod tests;
 
 /// The tail's maps: hashed by FNV-1a (the log's own keys and ids; SipHash took a tenth of
 /// an open's instructions).
@@ -72,7 +84,7 @@ impl Hasher for Fnv {
 /// What the tail left of an entry.
 enum Change {
     /// Its last `put`.
-    Put(Box<Put>),
+    Put(Put),
     /// Not live.
     Gone,
     /// An entry of the checkpoint, its access statistics changed.
@@ -85,7 +97,9 @@ struct Put {
     offset: u64,
     /// With its newline.
     len: u32,
-    key: Key,
+    /// Its key's tag ids (the checkpoint's, or the tail's new ones), in the key's order:
+    /// 16 bytes that name the key exactly, where the key itself takes 260.
+    set: TagSet,
     archived: bool,
     created: u32,
     accessed: u32,
@@ -98,14 +112,36 @@ struct Put {
 pub struct TailView {
     view: StoreView,
     changed: Map<EntryId, Change>,
-    /// The keys of the tail's live `put`s, and their entries.
-    keys: Map<Key, EntryId>,
+    /// The keys of the tail's live `put`s (as their tag ids), and their entries.
+    keys: Map<TagSet, EntryId>,
     /// Live entries of the checkpoint the tail did not replace or remove.
     unchanged_live: u64,
     /// The warning replay gives for the torn tail it ignores, said once answered.
     warning: Option<Error>,
     /// The end of the tail's last whole record (the log's length for the store opened whole).
     good_end: u64,
+    /// The tags the tail's `put`s carry that the checkpoint does not name, in the order met
+    /// (their ids follow the checkpoint's), and their ids by name; their text's bytes.
+    new_tags: Vec<String>,
+    new_ids: Map<String, u16>,
+    new_text: usize,
+    /// Whether the tail may have changed the links (a link or unlink record, or an entry
+    /// removed while the checkpoint has links): their count is then the store's to give.
+    links_unsure: bool,
+    /// Live entries after the tail, the archived ones among them, and one past the highest
+    /// id it or the checkpoint uses (set by `settle`).
+    live_now: u64,
+    archived_now: u64,
+    end_id: u64,
+    /// Per tag id, what the tail changed of its counts (live, archived); `None` until a
+    /// question needs them.
+    tag_delta: Option<Map<u16, (i64, i64)>>,
+    /// The posting lists after the tail read for the current question.
+    lists: Vec<(u16, Vec<u32>)>,
+    /// Bytes after the last whole record (ignored), and whether they hold a whole damaged
+    /// one, as the store's statistics say them.
+    unfinished: u64,
+    damaged: bool,
 }
 
 impl TailView {
@@ -116,11 +152,25 @@ impl TailView {
         let Some((view, logf, len)) = StoreView::open_covering(dir, capacity, STORE_VIEW_TAIL_MAX_BYTES)? else {
             return Ok(None);
         };
-        TailView::over(view, &logf, len)
+        TailView::over(view, &logf, len, STORE_VIEW_TAIL_MAX_ENTRIES)
     }
 
-    /// The tail of `logf` (`len` bytes now) after `view`'s checkpoint laid over it.
-    fn over(view: StoreView, logf: &File, len: u64) -> Result<Option<TailView>> {
+    /// [`TailView::open`] with other bounds: at most `max_bytes` of tail, changing at most
+    /// `max_entries` entries.
+    #[cfg(test)]
+    pub(crate) fn open_bounded(
+        dir: &Path,
+        capacity: usize,
+        max_bytes: u64,
+        max_entries: usize,
+    ) -> Result<Option<TailView>> {
+        let Some((view, logf, len)) = StoreView::open_covering(dir, capacity, max_bytes)? else { return Ok(None) };
+        TailView::over(view, &logf, len, max_entries)
+    }
+
+    /// The tail of `logf` (`len` bytes now) after `view`'s checkpoint laid over it, if it
+    /// changes at most `max_entries` entries.
+    fn over(view: StoreView, logf: &File, len: u64, max_entries: usize) -> Result<Option<TailView>> {
         let mut t = TailView {
             view,
             changed: Map::default(),
@@ -128,10 +178,21 @@ impl TailView {
             unchanged_live: 0,
             warning: None,
             good_end: 0,
+            new_tags: Vec::new(),
+            new_ids: Map::default(),
+            new_text: 0,
+            links_unsure: false,
+            live_now: 0,
+            archived_now: 0,
+            end_id: 0,
+            tag_delta: None,
+            lists: Vec::new(),
+            unfinished: 0,
+            damaged: false,
         };
         t.view.prepare()?;
         t.index_names();
-        if !t.read(logf, len)? {
+        if !t.read(logf, len, max_entries)? {
             return Ok(None);
         }
         t.view.take_fault()?;
@@ -141,18 +202,19 @@ impl TailView {
     /// The tag ids by name, so that the tail's lookups of its keys' tags are not a scan each.
     fn index_names(&mut self) {
         let v = &self.view;
-        let mut named: Vec<(&str, u16)> =
-            (1..v.head.layout.tags).map(|i| (v.name(i as u16), i as u16)).filter(|n| !n.0.is_empty()).collect();
-        // By name, then id: the first of a name is the one the scan finds.
+        let mut named: Vec<(u64, u16)> = (1..v.head.layout.tags)
+            .map(|i| (v.name(i as u16), i as u16))
+            .filter(|n| !n.0.is_empty())
+            .map(|(name, t)| (super::name_hash(name), t))
+            .collect();
+        // By hash, then id: the first of a name is the one the scan finds.
         named.sort_unstable();
-        named.dedup_by(|a, b| a.0 == b.0);
-        let ids = named.iter().map(|n| n.1).collect();
-        self.view.by_name = ids;
+        self.view.by_name = named;
     }
 
     /// Reads the records from the checkpoint's end to `len`, as replay does; `Ok(false)` for
     /// anything this view does not lay over the checkpoint.
-    fn read(&mut self, logf: &File, len: u64) -> Result<bool> {
+    fn read(&mut self, logf: &File, len: u64, max_entries: usize) -> Result<bool> {
         let from = self.view.head.covered;
         let mut reader = LineReader::starting_at(logf, from, len);
         let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
@@ -161,7 +223,8 @@ impl TailView {
         let mut whole_bad = false;
         let mut batch = false;
         let mut cleanup: Option<Vec<EntryId>> = None;
-        let mut new_tags: Vec<String> = Vec::new();
+        // The tail's puts whose key the checkpoint may hold under another id (`settle_keys`).
+        let mut pending: Vec<(EntryId, TagSet)> = Vec::new();
         while let Some(line) = reader.next(&mut scratch)? {
             let text = reader.text(&scratch, line.len)?;
             let decoded = match line.complete {
@@ -188,7 +251,7 @@ impl TailView {
                 (Record::Del { id }, Some(c)) if c.len() < STORE_CLEANUP_BATCH_MAX => c.push(id),
                 (Record::BatchEnd, Some(_)) => {
                     for id in cleanup.take().unwrap_or_default() {
-                        self.remove(id)?;
+                        self.remove(id);
                     }
                 }
                 (Record::Put { head, tags, .. }, _) => {
@@ -196,46 +259,38 @@ impl TailView {
                         return Ok(false);
                     }
                     let Ok(key) = Key::from_tags(tags.iter().map(|t| t.as_str())) else { return Ok(false) };
-                    for tag in key.tags() {
-                        if Tables::tag(&self.view, tag).is_none() && !new_tags.iter().any(|t| t == tag) {
-                            new_tags.push(tag.to_string());
-                        }
-                    }
+                    let Some(set) = self.intern(&key) else { return Ok(false) };
                     let put = Put {
                         offset: line.offset,
                         len: rec_len as u32,
-                        key,
+                        set,
                         archived: head.archived,
                         created: clamp32(head.created),
                         accessed: clamp32(head.accessed),
                         hits: clamp32(head.hits),
                         ver: head.ver,
                     };
-                    self.put(head.id, put)?;
+                    self.put(head.id, put, &mut pending);
                 }
-                (Record::Touch { id, accessed, hits }, _) => self.touch(id, clamp32(accessed), clamp32(hits))?,
-                (Record::Link { .. } | Record::Unlink { .. }, _) => {}
-                (Record::Del { id }, None) => self.remove(id)?,
+                (Record::Touch { id, accessed, hits }, _) => self.touch(id, clamp32(accessed), clamp32(hits)),
+                (Record::Link { .. } | Record::Unlink { .. }, _) => self.links_unsure = true,
+                (Record::Del { id }, None) => self.remove(id),
                 (Record::Batch { .. }, _) if !batch => batch = true,
                 (Record::BatchEnd, None) => batch = false,
                 _ => return Ok(false),
             }
+            // What this view holds stays within its bound (`STORE_VIEW_TAIL_MAX_ENTRIES`).
+            if self.changed.len() > max_entries || pending.len() > max_entries {
+                return Ok(false);
+            }
             good_end = line.offset + rec_len;
         }
-        if batch || cleanup.is_some() {
-            return Ok(false);
-        }
-        // Tags the store would intern: ids and text within what it holds, so that it could.
-        let l = self.view.head.layout;
-        let max = store_max_tags(self.view.cap);
-        let text: usize = new_tags.iter().map(String::len).sum();
-        if l.tags + new_tags.len() > max
-            || l.tag_text as usize + text > max * crate::limits::STORE_TAG_ARENA_BYTES_PER_TAG
-        {
+        if batch || cleanup.is_some() || !self.settle_keys(pending)? {
             return Ok(false);
         }
         self.good_end = good_end;
         if good_end < len {
+            (self.unfinished, self.damaged) = (len - good_end, whole_bad);
             self.warning = Some(torn_tail_warning(&self.view.dir.join(LOG_NAME), len - good_end, whole_bad, bad));
         }
         Ok(true)
@@ -251,46 +306,118 @@ impl TailView {
         }
     }
 
+    /// The tag ids of `key` (the checkpoint's, or the tail's new ones, interned here), in its
+    /// order; `None` past the tags the store holds (ids, or text: the store's open fails there).
+    fn intern(&mut self, key: &Key) -> Option<TagSet> {
+        let mut set = [0u16; KEY_MAX_TAGS];
+        let l = self.view.head.layout;
+        let max = store_max_tags(self.view.cap);
+        for (s, tag) in set.iter_mut().zip(key.tags()) {
+            *s = match (Tables::tag(&self.view, tag), self.new_ids.get(tag)) {
+                (Some(t), _) | (None, Some(&t)) => t,
+                (None, None) => {
+                    let t = u16::try_from(l.tags + self.new_tags.len()).ok()?;
+                    self.new_text += tag.len();
+                    if usize::from(t) + 1 > max
+                        || l.tag_text as usize + self.new_text > max * STORE_TAG_ARENA_BYTES_PER_TAG
+                    {
+                        return None;
+                    }
+                    self.new_tags.push(tag.to_string());
+                    self.new_ids.insert(tag.to_string(), t);
+                    t
+                }
+            };
+        }
+        Some(set)
+    }
+
+    /// The tag ids of `key`, if every tag is known (no entry holds a key with a tag that is
+    /// not).
+    fn tag_set(&self, key: &Key) -> Option<TagSet> {
+        let mut set = [0u16; KEY_MAX_TAGS];
+        for (s, tag) in set.iter_mut().zip(key.tags()) {
+            *s = Tables::tag(&self.view, tag).or_else(|| self.new_ids.get(tag).copied())?;
+        }
+        Some(set)
+    }
+
+    /// The key whose tag ids are `set`.
+    fn key_of(&self, set: &TagSet) -> Option<Key> {
+        let l = self.view.head.layout;
+        let name = |t: u16| match usize::from(t).checked_sub(l.tags) {
+            None => self.view.name(t),
+            Some(i) => self.new_tags.get(i).map_or("", String::as_str),
+        };
+        Key::from_tags(unpadded(set).iter().map(|&t| name(t))).ok()
+    }
+
     /// The live entry whose key is `key`, as the store finds it.
-    fn find(&mut self, key: &Key) -> Result<Option<EntryId>> {
-        if let Some(&id) = self.keys.get(key) {
-            return Ok(Some(id));
+    pub fn find(&mut self, key: &Key) -> Result<Option<EntryId>> {
+        if let Some(id) = self.tag_set(key).and_then(|set| self.keys.get(&set)) {
+            return Ok(Some(*id));
         }
         Ok(self.view.find(key)?.filter(|id| matches!(self.changed.get(id), Some(Change::Access { .. }) | None)))
     }
 
-    /// Replay's `put`: `id`'s old key let go, another entry holding the key removed, `id` put.
-    fn put(&mut self, id: EntryId, put: Put) -> Result<()> {
+    /// Replay's `put`: `id`'s old key let go, another entry of the tail holding the key
+    /// removed, `id` put. Whether an entry of the checkpoint holds the key under another id is
+    /// settled once the whole tail is read (`settle_keys`), in the order of the ids, so that
+    /// the checkpoint's blocks are read once each, not once per record.
+    fn put(&mut self, id: EntryId, put: Put, pending: &mut Vec<(EntryId, TagSet)>) {
         if let Some(Change::Put(old)) = self.changed.get(&id) {
-            self.keys.remove(&old.key);
+            self.keys.remove(&old.set);
         }
         // The checkpoint's key of `id` no longer names it: `find` skips changed entries.
         self.changed.insert(id, Change::Gone);
-        if let Some(other) = self.find(&put.key)? {
-            self.remove(other)?;
+        match self.keys.get(&put.set) {
+            Some(&other) => self.remove(other),
+            None => pending.push((id, put.set)),
         }
-        self.keys.insert(put.key, id);
-        self.changed.insert(id, Change::Put(Box::new(put)));
-        Ok(())
+        self.keys.insert(put.set, id);
+        self.changed.insert(id, Change::Put(put));
     }
 
-    /// Replay's deletion of `id` (nothing when it is not live).
-    fn remove(&mut self, id: EntryId) -> Result<()> {
+    /// For each put of `pending` (its id, its key), the entry of the checkpoint holding the
+    /// key under another id, which replay removes: gone, when the tail changes it nowhere
+    /// else; `Ok(false)` when it does (the order of the two would matter: the store is opened
+    /// whole). Such a put is rare (a writer replaces a key's value under its id); the common
+    /// case, a value replaced, is one check of the id's own tags.
+    fn settle_keys(&mut self, mut pending: Vec<(EntryId, TagSet)>) -> Result<bool> {
+        pending.sort_unstable_by_key(|p| p.0);
+        for (id, set) in pending {
+            if self.view.location(id).is_some() && self.view.tagset(id) == set {
+                continue;
+            }
+            let Some(key) = self.key_of(&set) else { continue };
+            let Some(other) = self.view.find(&key)?.filter(|&other| other != id) else { continue };
+            if self.changed.contains_key(&other) {
+                return Ok(false);
+            }
+            self.links_unsure |= self.view.head.layout.links > 0;
+            self.changed.insert(other, Change::Gone);
+        }
+        self.view.take_fault()?;
+        Ok(true)
+    }
+
+    /// Replay's deletion of `id` (an id the checkpoint does not hold live is marked gone
+    /// too: it reads as not live either way).
+    fn remove(&mut self, id: EntryId) {
+        // Replay drops the links of an entry it removes.
+        self.links_unsure |= self.view.head.layout.links > 0;
         match self.changed.get(&id) {
             Some(Change::Put(p)) => {
-                self.keys.remove(&p.key);
+                self.keys.remove(&p.set);
             }
-            Some(Change::Gone) => return Ok(()),
-            Some(Change::Access { .. }) => {}
-            None if self.view.location(id).is_none() => return self.view.take_fault(),
-            None => {}
+            Some(Change::Gone) => return,
+            Some(Change::Access { .. }) | None => {}
         }
         self.changed.insert(id, Change::Gone);
-        Ok(())
     }
 
     /// Replay's `touch` of `id` (nothing when it is not live).
-    fn touch(&mut self, id: EntryId, accessed: u32, hits: u32) -> Result<()> {
+    fn touch(&mut self, id: EntryId, accessed: u32, hits: u32) {
         match self.changed.get_mut(&id) {
             Some(Change::Put(p)) => {
                 p.accessed = accessed;
@@ -301,29 +428,44 @@ impl TailView {
                 *a = accessed;
                 *h = hits;
             }
-            None if self.view.location(id).is_some() => {
+            // An id the checkpoint does not hold live reads as not live either way.
+            None => {
                 self.changed.insert(id, Change::Access { accessed, hits });
             }
-            None => return self.view.take_fault(),
         }
-        Ok(())
+    }
+
+    /// The changed entries in the order of their ids (the checkpoint's blocks read once each).
+    fn changed_in_order(&self) -> impl Iterator<Item = (EntryId, &Change)> + '_ {
+        let mut ids: Vec<EntryId> = self.changed.keys().copied().collect();
+        ids.sort_unstable();
+        ids.into_iter().filter_map(|id| self.changed.get(&id).map(|c| (id, c)))
     }
 
     /// Counts the live entries after the tail; `Ok(false)` past the capacity (the store's
     /// open fails there).
     fn settle(&mut self) -> Result<bool> {
-        let mut was = 0u64;
-        let mut now = 0u64;
-        for (&id, c) in &self.changed {
+        let (mut was, mut was_archived) = (0u64, 0u64);
+        let (mut now, mut now_archived) = (0u64, 0u64);
+        let mut end = self.view.head.layout.next_id;
+        for (id, c) in self.changed_in_order() {
             let replaced = !matches!(c, Change::Access { .. });
-            if replaced && self.view.location(id).is_some() {
+            if let (true, Some((_, _, archived))) = (replaced, self.view.location(id)) {
                 was += 1;
+                was_archived += u64::from(archived);
             }
-            now += u64::from(matches!(c, Change::Put(_)));
+            if let Change::Put(p) = c {
+                now += 1;
+                now_archived += u64::from(p.archived);
+            }
+            end = end.max(u64::from(id) + 1);
         }
         self.view.take_fault()?;
         self.unchanged_live = u64::from(self.view.head.live).saturating_sub(was);
-        Ok(self.unchanged_live + now <= self.view.cap as u64)
+        self.live_now = self.unchanged_live + now;
+        self.archived_now = u64::from(self.view.head.archived).saturating_sub(was_archived) + now_archived;
+        self.end_id = end;
+        Ok(self.live_now <= self.view.cap as u64)
     }
 
     /// The metadata of live entry `id`, as the store opened whole gives it.
@@ -336,9 +478,10 @@ impl TailView {
             }
             None => return self.view.info(id),
         };
+        let Some(key) = self.key_of(&p.set) else { return Ok(None) };
         Ok(Some(EntryInfo {
             id,
-            key: p.key,
+            key,
             version: p.ver,
             created: p.created.into(),
             accessed: p.accessed.into(),
@@ -479,6 +622,8 @@ fn torn_tail_warning(path: &Path, bytes: u64, whole_bad: bool, why: Option<Error
 
 /// The checkpoint read in place: covering the log exactly, or with the log's tail laid over
 /// it ([`TailView`]).
+// One per command, made once and never moved in a loop: a box would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum InPlace {
     /// `store.ckpt` covers all of `store.log`.
     Exact(StoreView),
@@ -497,7 +642,7 @@ impl InPlace {
         if len == view.head.covered {
             return Ok(Some(InPlace::Exact(view)));
         }
-        Ok(TailView::over(view, &logf, len)?.map(InPlace::Tail))
+        Ok(TailView::over(view, &logf, len, STORE_VIEW_TAIL_MAX_ENTRIES)?.map(InPlace::Tail))
     }
 
     /// [`StoreView::rank`] or [`TailView::rank`].
@@ -527,6 +672,68 @@ impl InPlace {
     pub fn say_warning(&mut self) {
         if let InPlace::Tail(t) = self {
             t.say_warning();
+        }
+    }
+
+    /// Live entries (archived included), as the store opened whole counts them.
+    pub fn len(&self) -> usize {
+        match self {
+            InPlace::Exact(v) => v.len(),
+            InPlace::Tail(t) => t.len(),
+        }
+    }
+
+    /// Whether no entry is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The log's length as the store opened whole gives it.
+    pub fn log_bytes(&self) -> u64 {
+        match self {
+            InPlace::Exact(v) => v.log_bytes(),
+            InPlace::Tail(t) => t.log_bytes(),
+        }
+    }
+
+    /// [`StoreView::query`] or [`TailView::query`].
+    pub fn query(&mut self, q: &Query, out: &mut Results) -> Result<()> {
+        match self {
+            InPlace::Exact(v) => v.query(q, out),
+            InPlace::Tail(t) => t.query(q, out),
+        }
+    }
+
+    /// [`StoreView::find`] or [`TailView::find`].
+    pub fn find(&mut self, key: &Key) -> Result<Option<EntryId>> {
+        match self {
+            InPlace::Exact(v) => v.find(key),
+            InPlace::Tail(t) => t.find(key),
+        }
+    }
+
+    /// [`StoreView::value_of`] or [`TailView::value_of`].
+    pub fn value_of(&mut self, key: &Key, out: &mut String) -> Result<bool> {
+        match self {
+            InPlace::Exact(v) => v.value_of(key, out),
+            InPlace::Tail(t) => t.value_of(key, out),
+        }
+    }
+
+    /// [`StoreView::key`] or [`TailView::key`].
+    pub fn key(&self, id: EntryId) -> Result<Option<Key>> {
+        match self {
+            InPlace::Exact(v) => v.key(id),
+            InPlace::Tail(t) => t.key(id),
+        }
+    }
+
+    /// [`StoreView::stats`] or [`TailView::stats`]; `None` when the store is to be opened
+    /// whole for them.
+    pub fn stats(&mut self) -> Result<Option<Stats>> {
+        match self {
+            InPlace::Exact(v) => v.stats().map(Some),
+            InPlace::Tail(t) => t.stats(),
         }
     }
 }
