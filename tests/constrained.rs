@@ -890,21 +890,34 @@ fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
 
 /// `llm.logprobs`: every outline asks for log-probabilities by default; `first_outline` asks
 /// them of the first outline's three samples only; `off` of none, and the first outline is
-/// asked once. Each outline here is units in one sentence, so every cycle asks for one.
+/// asked once. Each outline here is units in one sentence, new ones each time (an outline
+/// whose units are all repeats is barren, and the one after it starts over from nothing), so
+/// every cycle asks for one.
 #[test]
 fn llm_logprobs_says_which_outlines_ask_for_log_probabilities() {
+    const UNITS: [&str; 8] = [
+        "Spread a thick layer of straw around the stems to keep the soil moist.\n3. Water the plants deeply at the base early in the morning.",
+        "Tie each stem loosely to a tall stake as soon as the first flowers open.\n3. Pinch out the side shoots that grow between the stem and a leaf.",
+        "Feed the plants with a liquid tomato fertilizer once the first fruits set.\n3. Pick the lowest leaves off when they turn yellow or touch the ground.",
+        "Grow basil beside the tomatoes to keep whiteflies away from the leaves.\n3. Give every plant a deep pot with holes for the water to drain.",
+        "Turn the pots on the windowsill every week so the stems grow straight.\n3. Harvest the fruits when they are red and still a little firm.",
+        "Plant the seedlings deeper than they grew so they root along the stem.\n3. Keep a gap of two feet between plants so the air moves freely.",
+        "Cover young plants with a fleece on cold nights in early spring.\n3. Rotate the bed each year so soil diseases do not build up.",
+        "Shake the flowering trusses gently on still days to help them set fruit.\n3. Remove any leaf with brown spots and throw it away, not on the compost.",
+    ];
     let runs = [
         (None, [true, true, true, true, true]),
         (Some("first_outline"), [true, true, true, false, false]),
         (Some("off"), [false, false, false, false, false]),
     ];
-    for (n, (setting, requests)) in runs.into_iter().enumerate() {
+    for (setting, requests) in runs {
+        let calls = std::sync::Arc::new(AtomicUsize::new(0));
         let server = outline_server(move |g, _| {
             let prefix = literal_after(g, "value ::=");
+            let units = UNITS[calls.fetch_add(1, Ordering::Relaxed) % UNITS.len()];
             let content = format!(
                 "<agent>\n<action><type>working_memory_add</type><tags>plan</tags><value>{prefix}\
-                 Spread a thick layer of straw around the stems to keep the soil moist number {n}.\n\
-                 3. Water the plants deeply at the base early in the morning, round {n}.\n</value></action>\n</agent>"
+                 {units}\n</value></action>\n</agent>"
             );
             scored_reply(&content, |_| -0.5)
         });
