@@ -86,6 +86,11 @@ pub struct Lang {
     /// conjunctions, pronouns, auxiliaries. A text in the language holds some; a text made
     /// of none is no sentence of it.
     pub sentence_words: Words,
+    /// Articles a name is cited with in the language ("der Mond", "la comète"): an outline's
+    /// item that opens with one names what follows it ([`Lang::name_of`]). Empty where names
+    /// are cited bare: an English item that opened with "the" was a definition crammed into the
+    /// item (docs/measurements.md, "Names that hold sentence words").
+    pub name_articles: Words,
     /// Words a task is phrased with that say nothing of its subject ("write", "list",
     /// "entry", "useful"): never product tags.
     pub task_words: Words,
@@ -180,6 +185,7 @@ pub const EN: Lang = Lang {
         "these", "they", "this", "those", "through", "to", "under", "until", "up", "upon", "was", "we", "were", "when",
         "where", "whether", "which", "while", "who", "will", "with", "within", "without", "would", "you", "your",
     ],
+    name_articles: words![],
     task_words: words![
         "add",
         "basic",
@@ -286,6 +292,7 @@ pub const DE: Lang = Lang {
         "seiner", "sich", "sie", "sind", "sollte", "um", "und", "unter", "vom", "von", "vor", "weil", "wenn", "werden",
         "wie", "wir", "wird", "wurde", "während", "zu", "zum", "zur", "zwischen", "über",
     ],
+    name_articles: words!["das", "der", "die"],
     task_words: words![
         "definition",
         "eintrag",
@@ -355,6 +362,7 @@ pub const FR: Lang = Lang {
         "sous", "sur", "tous", "toute", "toutes", "très", "tu", "un", "une", "vers", "vos", "votre", "vous", "à",
         "être",
     ],
+    name_articles: words!["l", "la", "le", "les"],
     task_words: words![
         "chaque",
         "courte",
@@ -418,6 +426,7 @@ pub const ES: Lang = Lang {
         "ni", "no", "nos", "nuestro", "o", "para", "pero", "por", "porque", "puede", "que", "se", "si", "sin", "sobre",
         "son", "su", "sus", "también", "te", "tiene", "todos", "tu", "tus", "un", "una", "usted", "y", "yo", "él",
     ],
+    name_articles: words!["el", "la", "las", "los"],
     task_words: words![
         "cada",
         "crea",
@@ -473,6 +482,7 @@ pub const ES: Lang = Lang {
 pub const NEUTRAL: Lang = Lang {
     code: "",
     sentence_words: words![],
+    name_articles: words![],
     task_words: words![],
     unit_markers: words![],
     entry_words: words![],
@@ -535,6 +545,23 @@ impl Lang {
     /// Whether `word` (any case) is one of the sentence words.
     pub fn is_sentence_word(&self, word: &str) -> bool {
         self.sentence_words.contains(word)
+    }
+
+    /// The name an outline's item cites: the item, or what follows its article
+    /// ([`Lang::name_articles`]: "Der Mond" names "Mond", "L'étoile" "étoile"); the item whole
+    /// when nothing follows the article.
+    pub fn name_of<'t>(&self, item: &'t str) -> &'t str {
+        let item = item.trim();
+        let Some(first) = words(item).next() else { return item };
+        if !self.name_articles.contains(first) || !item.starts_with(first) {
+            return item;
+        }
+        let rest = item[first.len()..].trim_start_matches(|c: char| !c.is_alphanumeric());
+        if rest.is_empty() {
+            item
+        } else {
+            rest
+        }
     }
 
     /// Whether `word` (any case) is a word tasks are phrased with, or a sentence word.

@@ -452,7 +452,7 @@ impl Product {
                 let _ = gists.push(gist);
                 self.opening(item)
             } else if self.task.named {
-                name_start(item)
+                name_start(self.task.lang.name_of(item))
                     .map_or(0, |k| k.iter().fold(0u64, |h, &c| h.wrapping_mul(0x110000).wrapping_add(u64::from(c))) | 1)
             } else {
                 subject_hash(item.trim_end_matches('.').trim_end()) | 1
@@ -667,6 +667,7 @@ impl Product {
         let lang = self.task.lang;
         let joining = |w: &str| lang.is_join(w) || lang.is_measure_of(w);
         for (i, s) in plan_items(plan).enumerate() {
+            let s = if names { lang.name_of(s) } else { s };
             let start = if names { name_start(s) } else { None };
             let again = opens_with(s, |o| earlier.as_slice().contains(&subject_hash(o)));
             let _ = earlier.push(subject_hash(s.trim().trim_end_matches('.').trim_end()));

@@ -935,3 +935,21 @@ fn an_outline_whose_units_are_all_refused_is_barren() {
     assert!(prefixes[1].ends_with(":\n1. Water your plants sparingly, and do not use too much water.\n2. Wipe the dust off the leaves with a damp cloth every month.\n3. "), "{prefixes:?}");
     assert!(prefixes[2].ends_with(":\n1. "), "{prefixes:?}");
 }
+
+/// A name cited with its article ("Der Sternhaufen", as German glossaries list their terms) is
+/// the name after it: with the article, the item held a sentence word and was not planned, and
+/// every German outline of a base model planned nothing (one entry in 20 cycles, session 31).
+/// English names are cited bare, so an English item that opens with "The" is still a phrase.
+#[test]
+fn a_name_cited_with_its_article_is_planned_without_it() {
+    let task =
+        "Erstelle ein Glossar der Astronomie-Begriffe: ein Eintrag pro Begriff, mit einer Definition in einem Satz.";
+    let plan = "Astronomie-Begriffe:\n1. Der Sternhaufen.\n2. Die Sonne.\n3. Die Sterne im Auge.\n4. Der Mond\n5. Das\n6. Die Galaxie";
+    assert_eq!(planned("product-article-de", task, plan).as_deref(), Some("Sternhaufen\nSonne\nMond\nGalaxie"));
+    let task = "Crée un glossaire des termes d'astronomie : une entrée par terme, avec une définition en une phrase.";
+    let plan = "Termes d'astronomie :\n1. L'étoile\n2. La comète\n3. Le trou noir";
+    assert_eq!(planned("product-article-fr", task, plan).as_deref(), Some("étoile\ncomète\ntrou noir"));
+    let task = "Build a glossary of astronomy terms: one entry per term, with a one-sentence definition.";
+    let plan = "Astronomy terms:\n1. The universe\n2. Nebula";
+    assert_eq!(planned("product-article-en", task, plan).as_deref(), Some("Nebula"));
+}
