@@ -399,12 +399,10 @@ impl Client {
                 Ok((status, n)) => return Ok((status, attempts + n)),
                 Err(Failed { error, attempts: n, status }) => {
                     attempts += n;
+                    // The server's own message, whole: a note of the seeds tried before it
+                    // would push its end past the message's bound.
                     if status != 500 || seed.is_none() || retry >= self.retry.max_retries {
-                        return Err(if retry > 0 {
-                            error.context(format_args!("{} attempts, each with its own seed", retry + 1))
-                        } else {
-                            error
-                        });
+                        return Err(error);
                     }
                     sleep_unless_stopped(self.retry.delay(retry), should_stop)?;
                     retry += 1;
