@@ -110,6 +110,29 @@ pub(super) fn driver(t: &impl Tables, req: &[u16]) -> Option<u16> {
     req.iter().copied().min_by_key(|&id| t.tag_counts(id).0)
 }
 
+/// The tags whose id lists [`run`] reads for `q` over `t`, into `want`; how many. A reader that
+/// loads the lists of a query's tags on demand (a store read in place) loads these first: the
+/// driver of the required tags when every one is known, else the optional ones.
+pub(super) fn lists_read(t: &impl Tables, q: &Query, want: &mut [u16; KEY_MAX_TAGS]) -> usize {
+    let mut req_ids = [0u16; KEY_MAX_TAGS];
+    let (req, all_known) = resolve(t, q.required.as_ref(), &mut req_ids);
+    if !all_known {
+        return 0;
+    }
+    if let Some(d) = driver(t, req) {
+        want[0] = d;
+        return 1;
+    }
+    let mut opt_ids = [0u16; KEY_MAX_TAGS];
+    let (opt, _) = resolve(t, q.optional.as_ref(), &mut opt_ids);
+    let mut n = 0;
+    for (w, &id) in want.iter_mut().zip(opt) {
+        *w = id;
+        n += 1;
+    }
+    n
+}
+
 /// Runs `q` over `t`, leaving the best results in `out` (cleared first). Allocates nothing.
 pub(super) fn run(this: &impl Tables, q: &Query, out: &mut Results) {
     out.clear();

@@ -35,7 +35,7 @@ use super::checkpoint::{
     le32, le64, Head, CHECKPOINT_NAME, COLUMN_BLOCK, COLUMN_WIDTHS, DIRECTORY_ENTRY, FORMAT, TAIL_BYTES,
 };
 use super::cold::recall::ColdRecall;
-use super::query::{driver, resolve, run, Tables};
+use super::query::{driver, lists_read, resolve, run, Tables};
 use super::rank::Ranked;
 use super::recall::fulltext::FullText;
 use super::recall::{rank_two, Ask, Live};
@@ -216,21 +216,8 @@ impl StoreView {
         out.clear();
         self.prepare()?;
         self.lists.clear();
-        let mut req_ids = [0u16; KEY_MAX_TAGS];
-        let (req, all_known) = resolve(&*self, q.required.as_ref(), &mut req_ids);
         let mut want = [0u16; KEY_MAX_TAGS];
-        let mut n = 0;
-        if let (true, Some(d)) = (all_known, driver(&*self, req)) {
-            want[0] = d;
-            n = 1;
-        } else if all_known {
-            let mut opt_ids = [0u16; KEY_MAX_TAGS];
-            let (opt, _) = resolve(&*self, q.optional.as_ref(), &mut opt_ids);
-            for (w, &t) in want.iter_mut().zip(opt) {
-                *w = t;
-                n += 1;
-            }
-        }
+        let n = lists_read(&*self, q, &mut want);
         for &t in crate::bytes::take(&want, n) {
             self.load_list(t)?;
         }

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::limits::KEY_MAX_TAGS;
 use crate::memory::key::Key;
 use crate::memory::query::{EntryId, Query, Results};
-use crate::memory::store::query::{driver, resolve, run, Tables};
+use crate::memory::store::query::{lists_read, run, Tables};
 use crate::memory::store::slots::{unpadded, TagSet};
 use crate::memory::store::view::record_value;
 use crate::memory::store::Stats;
@@ -37,21 +37,8 @@ impl TailView {
         out.clear();
         self.count_tags()?;
         self.lists.clear();
-        let mut req_ids = [0u16; KEY_MAX_TAGS];
-        let (req, all_known) = resolve(&*self, q.required.as_ref(), &mut req_ids);
         let mut want = [0u16; KEY_MAX_TAGS];
-        let mut n = 0;
-        if let (true, Some(d)) = (all_known, driver(&*self, req)) {
-            want[0] = d;
-            n = 1;
-        } else if all_known {
-            let mut opt_ids = [0u16; KEY_MAX_TAGS];
-            let (opt, _) = resolve(&*self, q.optional.as_ref(), &mut opt_ids);
-            for (w, &t) in want.iter_mut().zip(opt) {
-                *w = t;
-                n += 1;
-            }
-        }
+        let n = lists_read(&*self, q, &mut want);
         for &t in crate::bytes::take(&want, n) {
             self.load_list(t)?;
         }
