@@ -274,22 +274,7 @@ impl StoreView {
             from_checkpoint: true,
             ..super::Stats::default()
         };
-        let mut best_hits = 0u32;
-        for id in 0..h.layout.next_id as EntryId {
-            let Some((archived, created, hits)) = self.fields(id) else { continue };
-            let created = u64::from(created);
-            if st.entries == 0 || created < st.oldest_created {
-                st.oldest_created = created;
-            }
-            st.newest_created = st.newest_created.max(created);
-            st.entries += 1;
-            st.archived += usize::from(archived);
-            st.total_hits += u64::from(hits);
-            if st.most_accessed.is_none() || hits > best_hits {
-                st.most_accessed = Some(id);
-                best_hits = hits;
-            }
-        }
+        tally_entries(&*self, h.layout.next_id as EntryId, &mut st);
         self.take_fault()?;
         if (st.entries, st.archived) != (h.live as usize, h.archived as usize) {
             bail!(
@@ -699,5 +684,27 @@ impl Tables for StoreView {
     fn fields(&self, id: EntryId) -> Option<(bool, u32, u32)> {
         let (_, _, archived) = self.location(id)?;
         Some((archived, self.u32_of(1, id), self.u32_of(3, id)))
+    }
+}
+
+/// Counts into `st` the entries of ids below `end` that `t` holds: how many, archived, their
+/// hits, the oldest and newest, the most accessed (the first of the most, by id), as
+/// [`super::Store::stats`] counts them.
+fn tally_entries(t: &impl Tables, end: EntryId, st: &mut super::Stats) {
+    let mut best_hits = 0u32;
+    for id in 0..end {
+        let Some((archived, created, hits)) = t.fields(id) else { continue };
+        let created = u64::from(created);
+        if st.entries == 0 || created < st.oldest_created {
+            st.oldest_created = created;
+        }
+        st.newest_created = st.newest_created.max(created);
+        st.entries += 1;
+        st.archived += usize::from(archived);
+        st.total_hits += u64::from(hits);
+        if st.most_accessed.is_none() || hits > best_hits {
+            st.most_accessed = Some(id);
+            best_hits = hits;
+        }
     }
 }

@@ -97,22 +97,7 @@ impl TailView {
             replayed_bytes: log_bytes.saturating_sub(h.covered),
             ..Stats::default()
         };
-        let mut best_hits = 0u32;
-        for id in 0..self.end_id as EntryId {
-            let Some((archived, created, hits)) = self.fields(id) else { continue };
-            let created = u64::from(created);
-            if st.entries == 0 || created < st.oldest_created {
-                st.oldest_created = created;
-            }
-            st.newest_created = st.newest_created.max(created);
-            st.entries += 1;
-            st.archived += usize::from(archived);
-            st.total_hits += u64::from(hits);
-            if st.most_accessed.is_none() || hits > best_hits {
-                st.most_accessed = Some(id);
-                best_hits = hits;
-            }
-        }
+        crate::memory::store::view::tally_entries(&*self, self.end_id as EntryId, &mut st);
         self.view.take_fault()?;
         if (st.entries as u64, st.archived as u64) != (self.live_now, self.archived_now) {
             bail!(
