@@ -4,8 +4,6 @@
 //! `archive`/`unarchive`, `restore`, `link`/`related`, `show`/`search --cold`/`export` over the
 //! cold store, and the lock against a running agent.
 
-#[path = "support/cli.rs"]
-mod cli;
 #[path = "support/temp.rs"]
 mod temp;
 
@@ -23,6 +21,19 @@ fn memory(dir: &Path, args: &[&str]) -> (Result<i32, Code>, String) {
     let mut out = Vec::new();
     let res = exec(args, dir, &mut "".as_bytes(), &mut out);
     (res.map_err(|e| e.code()), String::from_utf8(out).unwrap())
+}
+
+/// `lkjagent check --no-network` on `dir`, in this process: its report.
+///
+/// Not the binary: this file's tests run commands in process, in parallel threads, and a child
+/// forked while another test's thread holds its directory's `lkjagent.lock` shares that open file
+/// (and its lock) until it execs, which closes it (`O_CLOEXEC`) only then; under load the thread's
+/// next command found its own directory locked ("another lkjagent ... is using"). So no test
+/// here starts a process.
+fn check(dir: &Path) -> String {
+    let mut out = Vec::new();
+    lkjagent::cli::check::exec(Args::new(vec!["--no-network".to_string()]), dir, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
 }
 
 fn ok(dir: &Path, args: &[&str]) -> String {
@@ -186,8 +197,7 @@ fn check_reports_an_interrupted_cleanup() {
     std::fs::write(d.0.join("store.log"), &log_after[..log_after.len() - 5]).unwrap();
     std::fs::write(d.0.join("store.cold"), &cold[..cold.len() - 5]).unwrap();
     let before = snapshot(&d.0);
-    let out = cli::lkjagent(["check", "--no-network"]).data(&d.0).output();
-    let text = cli::text(&out);
+    let text = check(&d.0);
     assert!(text.contains("clean-up that was cut short"), "{text}");
     assert!(text.contains("store.cold") && text.contains("a clean-up not finished"), "{text}");
     assert_eq!(snapshot(&d.0), before, "check changes nothing");
@@ -196,7 +206,6 @@ fn check_reports_an_interrupted_cleanup() {
     assert_eq!(s.len(), 5);
     drop(s);
     assert_eq!(std::fs::read(d.0.join("store.log")).unwrap(), log_before);
-    let out = cli::lkjagent(["check", "--no-network"]).data(&d.0).output();
-    let text = cli::text(&out);
+    let text = check(&d.0);
     assert!(!text.contains("cut short") && text.contains("ok   store.cold"), "{text}");
 }
