@@ -1,6 +1,9 @@
 //! The read-only commands other than `memory search` (`status`, `memory query`, `memory
 //! show`, `memory stats`) over the checkpoint with the log's tail laid over it, against the
-//! store opened whole.
+//! store opened whole. The whole file is compiled for tests only (`#[cfg(test)] mod tests;` in
+//! `tail.rs`), and says so itself too.
+#![cfg(test)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
 use super::{InPlace, TailView};
 use crate::memory::key::{normalize, Key};
