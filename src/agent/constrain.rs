@@ -361,11 +361,9 @@ impl Constrainer {
     /// The seed for `cycle`'s `attempt`-th request (splitmix64 of the run's base, the cycle and
     /// the attempt), kept below 2^53 so every JSON reader reads it exactly.
     fn seed(&self, cycle: u64, attempt: u64) -> u64 {
-        let mut z =
-            self.seed_base ^ cycle.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ attempt.wrapping_mul(0xD1B5_4A32_D192_ED03);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) & ((1 << 53) - 1)
+        llm::client::mix_seed(
+            self.seed_base ^ cycle.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ attempt.wrapping_mul(0xD1B5_4A32_D192_ED03),
+        )
     }
 
     /// Learns what the endpoint honours, if `auto` has not yet: see the module documentation.

@@ -111,13 +111,18 @@ impl Failed {
 }
 
 /// The seed of retry `retry` (0: the first send) of a request seeded `seed`: `seed` itself,
-/// then splitmix64 of the two, below 2^53 as every seed the agent sends (so every JSON reader
-/// reads it exactly). A fixed function of the two, so a replay of the run sends the same.
+/// then [`mix_seed`] of the two. A fixed function of the two, so a replay of the run sends the
+/// same.
 pub fn retry_seed(seed: u64, retry: u32) -> u64 {
     if retry == 0 {
         return seed;
     }
-    let mut z = seed ^ u64::from(retry).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    mix_seed(seed ^ u64::from(retry).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// A sampling seed from `z` (its parts already combined): splitmix64's finalizer, kept below
+/// 2^53 so every JSON reader reads the seed exactly.
+pub fn mix_seed(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     (z ^ (z >> 31)) & ((1 << 53) - 1)
