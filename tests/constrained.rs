@@ -842,22 +842,31 @@ fn an_outline_sample_that_says_one_thing_again_is_not_taken_however_sure() {
 }
 
 /// An outline's item with a token the model gave less than one chance in 8,000 (a word it ran
-/// into, under the grammar) is neither saved nor planned. The exchange log records which items
-/// were unsure, so a replay of the run, which has no log-probabilities, stores the same.
+/// into, under the grammar), or a number it guessed (a digit under one chance in three), is neither saved
+/// nor planned; one whose number the model was sure of is. The exchange log records which
+/// items were unsure, so a replay of the run, which has no log-probabilities, stores the same.
 #[test]
 fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
     const JUNK: &str = "Saturn has urns around the plants so that the tomatoes grow.";
+    const GUESSED: &str = "Give each plant 27 litres of water a day in the summer.";
     let server = outline_server(move |g, _| {
         let prefix = literal_after(g, "value ::=");
         let items = format!(
             "Spread a thick layer of straw around the stems to keep the soil moist.\n2. {JUNK}\n\
-             3. Water the plants deeply at the base early in the morning.\n"
+             3. Water the plants deeply at the base early in the morning.\n4. {GUESSED}\n\
+             5. Pinch out the side shoots that grow 2 cm below the first flowers.\n"
         );
         // The value alone, as the grammar asks: the agent reads its tokens' offsets in it.
         let content = format!("{prefix}{items}");
-        // All likely but one token inside the second item ("urns").
+        // All likely but one token inside the second item ("urns") and a digit of the
+        // fourth's number ("7", one chance in four).
         let unlikely = content.find("urns").unwrap() + 1;
-        scored_reply(&content, |i| if i == unlikely { -12.0 } else { -0.5 })
+        let guessed = content.find("27").unwrap() + 1;
+        scored_reply(&content, |i| match i {
+            _ if i == unlikely => -12.0,
+            _ if i == guessed => -1.4,
+            _ => -0.5,
+        })
     });
     let d = shipped_dir("unsure", &server.url("/v1/chat/completions"), "auto");
     d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
@@ -868,13 +877,14 @@ fn an_outline_item_the_model_wrote_unsurely_is_left_out_and_a_replay_agrees() {
     assert!(r.error.is_none() && !r.invalid_reply, "{r:?}");
     let ids: Vec<_> = a.store.ids().collect();
     let saved: Vec<String> = ids.iter().filter_map(|&id| a.store.value(id).ok().map(str::to_string)).collect();
-    assert_eq!(saved.len(), 2, "{saved:?}");
-    assert!(saved.iter().all(|v| v != JUNK), "{saved:?}");
+    assert_eq!(saved.len(), 3, "{saved:?}");
+    assert!(saved.iter().all(|v| v != JUNK && v != GUESSED), "{saved:?}");
+    assert!(saved.iter().any(|v| v.contains("2 cm below")), "{saved:?}");
     drop(a);
     let logs: Vec<_> = std::fs::read_dir(d.0.join("logs")).unwrap().map(|e| e.unwrap().path()).collect();
     let exchange = logs.iter().find(|p| p.file_name().unwrap().to_string_lossy().starts_with("exchange-")).unwrap();
     let lines = std::fs::read_to_string(exchange.join("exchange.jsonl")).unwrap();
-    assert!(lines.contains(&format!(r#""unsure":"{JUNK}\n""#)), "{lines}");
+    assert!(lines.contains(&format!(r#""unsure":"{JUNK}\n{GUESSED}\n""#)), "{lines}");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lkjagent"))
         .arg("--data")
         .arg(&d.0)

@@ -17,6 +17,12 @@ use crate::llm::{self, Completion, Outcome, TokenLogprobs};
 /// usable but for a word run together (docs/measurements.md, "Outline cost and precision").
 pub const UNSURE_TOKEN_LOGPROB: f64 = -9.0;
 
+/// The log-probability under which a digit of an outline's item makes the item unsure (less
+/// than one chance in three, e^-1): the model guessed its number among others ("Saturn has 19
+/// known moons", "bees fly at up to 55 miles per hour"), and a fact is only as true as its
+/// numbers (docs/measurements.md, "Numbers the model guessed").
+pub const UNSURE_NUMBER_LOGPROB: f64 = -1.0;
+
 /// Where replies come from.
 pub enum Model {
     /// A live server, or the `replay` provider's script.
@@ -285,7 +291,8 @@ impl LastReply {
 
 /// Writes into `out`, one a line, the items of an outline in `content` (the lines `N. item` of
 /// its value) that the model wrote unsurely: a token after an item's first under
-/// [`UNSURE_TOKEN_LOGPROB`]. Nothing without log-probabilities.
+/// [`UNSURE_TOKEN_LOGPROB`], or a digit under [`UNSURE_NUMBER_LOGPROB`]. Nothing without
+/// log-probabilities.
 fn unsure_items(content: &str, logprobs: &TokenLogprobs, bare: bool, out: &mut FixedBuf) -> Result<()> {
     if !logprobs.sent || logprobs.cut {
         return Ok(());
@@ -301,7 +308,10 @@ fn unsure_items(content: &str, logprobs: &TokenLogprobs, bare: bool, out: &mut F
             continue;
         }
         let item_at = start + number.len() + 2;
-        if logprobs.min_after_first(item_at, start + line.len()).is_some_and(|m| m < UNSURE_TOKEN_LOGPROB) {
+        let end = start + line.len();
+        let unsure_word = logprobs.min_after_first(item_at, end).is_some_and(|m| m < UNSURE_TOKEN_LOGPROB);
+        let guessed_number = logprobs.min_of_digits(content, item_at, end).is_some_and(|m| m < UNSURE_NUMBER_LOGPROB);
+        if unsure_word || guessed_number {
             out.push_str(item.trim())?;
             out.push_str("\n")?;
         }

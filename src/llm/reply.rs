@@ -154,6 +154,26 @@ impl TokenLogprobs {
         (seen > 1 && min.is_finite()).then_some(min)
     }
 
+    /// The lowest log-probability of the tokens that start within bytes `from..to` of
+    /// `content` (the reply they were read from) and hold a digit: how surely the model wrote
+    /// the numbers there. `None` when the server sent none, they were cut, or no such token
+    /// starts there.
+    pub fn min_of_digits(&self, content: &str, from: usize, to: usize) -> Option<f64> {
+        if !self.sent || self.cut {
+            return None;
+        }
+        let (mut at, mut min) = (0usize, f64::INFINITY);
+        for t in self.tokens.iter() {
+            let end = at.saturating_add(t.bytes as usize);
+            let digit = content.as_bytes().get(at..end).is_some_and(|b| b.iter().any(u8::is_ascii_digit));
+            if at >= from && at < to && digit {
+                min = min.min(t.logprob);
+            }
+            at = end;
+        }
+        min.is_finite().then_some(min)
+    }
+
     pub(crate) fn clear(&mut self) {
         self.tokens.clear();
         self.sent = false;
@@ -559,7 +579,17 @@ mod tests {
             assert_eq!(a.logprobs.min_after_first(2, 5), None, "{body}");
             assert_eq!(a.logprobs.mean_within(2, 5), Some(-3.0), "{body}");
             assert_eq!(a.logprobs.mean_within(5, 9), None, "{body}");
+            // No digit in "ab cd".
+            assert_eq!(a.logprobs.min_of_digits("ab cd", 0, 5), None, "{body}");
         }
+        // The digits' tokens, read in the reply they came from: "7" and "2" of "Day 7 of 2".
+        let digits = r#"{"choices":[{"message":{"content":"Day 7 of 2"},"logprobs":{"content":[
+            {"token":"Day","logprob":-4.0},{"token":" 7","logprob":-0.5},{"token":" of","logprob":-6.0},
+            {"token":" 2","logprob":-2.5}]}}]}"#;
+        let a = read(digits, Wire::OpenAi);
+        assert_eq!(a.logprobs.min_of_digits("Day 7 of 2", 0, 10), Some(-2.5));
+        assert_eq!(a.logprobs.min_of_digits("Day 7 of 2", 0, 6), Some(-0.5));
+        assert_eq!(a.logprobs.min_of_digits("Day 7 of 2", 5, 8), None);
         // None sent, or one unreadable: no figure.
         let plain = read(r#"{"choices":[{"message":{"content":"ab"}}]}"#, Wire::OpenAi);
         assert!(!plain.logprobs.sent && plain.logprobs.mean_within(0, 2).is_none());
