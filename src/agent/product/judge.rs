@@ -550,8 +550,12 @@ impl Product {
         // A running unit that opens with the sentence the view ends with says it again; one
         // that goes on from it may share some of its words ("A ship sailed into the horizon."
         // then "The ship sailed into the horizon, and the keeper could not believe it.").
-        if Words::of(first_sentence(body)).alike(&self.ending) {
+        let opens = Words::of(first_sentence(body));
+        if opens.alike(&self.ending) {
             return Verdict::Repeat("it opens with the sentence <product> ends with; write what happens next");
+        }
+        if opens.alike(&self.beginning) {
+            return Verdict::Repeat("it opens with the sentence <product> begins with; write what happens next");
         }
         let hh = lower_hash(head(value));
         let all = Words::of(value);

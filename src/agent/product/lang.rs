@@ -147,6 +147,9 @@ pub struct Lang {
     /// What follows a running unit's label in the view, before the last sentence it ended
     /// with ("Paragraph 3" " ends: " "The storm broke at dawn.").
     pub ends: &'static str,
+    /// What follows a running unit's label in the view, before the first sentence the
+    /// product's oldest began with ("Paragraph 1" " begins: " "Eira came to the island.").
+    pub begins: &'static str,
     /// The question for one unit that is a name with a text of its own (a term, a command),
     /// around its name: `unit_named.0`, the name, `unit_named.1` ("Say what " Nebula " is, in
     /// one sentence."). Asked to "Write the term about" a name, SmolLM2-135M defined fewer
@@ -262,6 +265,7 @@ pub const EN: Lang = Lang {
     unit_named: ("Say what ", " is, in one sentence."),
     unit_next: ("What happens next? Write ", "."),
     ends: " ends: ",
+    begins: " begins: ",
     plural: Plural::English,
     numbers: numbers![
         ("one", 1),
@@ -331,6 +335,7 @@ pub const DE: Lang = Lang {
     unit_named: ("Sag, was ", " ist, in einem Satz."),
     unit_next: ("Wie geht es weiter? Schreibe ", "."),
     ends: " endet: ",
+    begins: " beginnt: ",
     plural: Plural::Same,
     numbers: numbers![
         ("ein", 1),
@@ -397,6 +402,7 @@ pub const FR: Lang = Lang {
     unit_named: ("Dis ce qu'est ", ", en une phrase."),
     unit_next: ("Que se passe-t-il ensuite ? Écris ", "."),
     ends: " se termine : ",
+    begins: " commence : ",
     plural: Plural::S,
     numbers: numbers![
         ("un", 1),
@@ -459,6 +465,7 @@ pub const ES: Lang = Lang {
     unit_named: ("Di qué es ", ", en una frase."),
     unit_next: ("¿Qué pasa después? Escribe ", "."),
     ends: " termina: ",
+    begins: " empieza: ",
     plural: Plural::S,
     numbers: numbers![
         ("uno", 1),
@@ -502,6 +509,7 @@ pub const NEUTRAL: Lang = Lang {
     unit_named: ("", ""),
     unit_next: ("", ""),
     ends: "",
+    begins: "",
     plural: Plural::Same,
     numbers: numbers![],
     spans: &[],

@@ -155,6 +155,8 @@ pub struct Product {
     shown: usize,
     /// The words of the sentence a running unit's view ends with ([`Product::render`]).
     ending: Words,
+    /// The words of the sentence a running unit's view shows the product beginning with.
+    beginning: Words,
     heading_bytes: usize,
     /// The view's first (oldest) entry: it grows at its end until full, then starts again.
     view_from: EntryId,
@@ -233,6 +235,7 @@ impl Product {
             seen: ArrayVec::new(),
             shown: 0,
             ending: Words::default(),
+            beginning: Words::default(),
             heading_bytes: 0,
             view_from: 0,
             firsts: Results::with_capacity(OUTLINE_FIRST_SCAN),

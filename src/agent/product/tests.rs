@@ -798,14 +798,26 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     let on = "Paragraph 2: The storm tore at the tower all night, and Tom climbed the stairs to keep the lamp lit.";
     assert_eq!(judge(&p, on), Verdict::New);
     // An ask that saved none: the plan is not read, nothing is remembered as asked, and the
-    // next ask starts from the task alone (the model wrote the sentence shown again); one
+    // next ask goes on from the story's beginning alone (the model wrote the sentence shown
+    // again), a unit that opens with it said again; after a second, from the task alone. One
     // that saved a unit goes on from its last sentence again, after a restart too.
     let mut scratch = FixedBuf::with_capacity("plan", 4096);
     p.settle(&mut w, &mut scratch, 2, "").unwrap();
     let (v, q) = view(&mut p, &w, &mut s, task);
     assert_eq!(q, "What happens next? Write Paragraph 2.\n");
-    assert_eq!(v, format!("<product>\n{task}\n</product>\n"));
+    assert_eq!(
+        v,
+        format!(
+            "<product>\n{task}\nParagraph 1 begins: Tom kept the light on the cliff for thirty years.\n</product>\n"
+        )
+    );
+    let opening = "Paragraph 2: Tom kept the light on the cliff for many years. The sea was calm that night.";
+    assert!(matches!(judge(&p, opening), Verdict::Repeat(_)), "{opening}");
+    assert_eq!(judge(&p, on), Verdict::New);
     assert_eq!(w.get(&normalize(PLAN_KEY).unwrap()), Some("Paragraphs:\n1. The storm\n2. The rescue"));
+    p.settle(&mut w, &mut scratch, 2, "").unwrap();
+    let (v, _) = view(&mut p, &w, &mut s, task);
+    assert_eq!(v, format!("<product>\n{task}\n</product>\n"));
     save(&p, &mut s, next);
     p.saved(next);
     p.settle(&mut w, &mut scratch, 3, "").unwrap();
@@ -815,7 +827,12 @@ fn a_running_unit_goes_on_from_the_last_sentence_with_no_outline() {
     again.restore(state.as_str());
     let (v, q) = view(&mut again, &w, &mut s, task);
     assert_eq!(q, "What happens next? Write Paragraph 3.\n");
-    assert_eq!(v, format!("<product>\n{task}\nParagraph 2 ends: The waves broke over the rocks, and a small boat lost its way in the dark.\n</product>\n"));
+    assert_eq!(
+        v,
+        format!(
+            "<product>\n{task}\nParagraph 2 ends: The waves broke over the rocks, and a small boat lost its way in the dark.\n</product>\n"
+        )
+    );
     // A German story: the question in German.
     let mut g = Product::new();
     let task = "Schreibe eine Geschichte über einen Leuchtturmwärter, ein Eintrag pro Absatz.";

@@ -1,13 +1,13 @@
 //! The product's view in the prompt: the task as written, then the heads of its entries (or,
-//! for a running unit, the sentence the newest ended with), and the first subjects an outline
+//! for a running unit, the sentence the newest ended with, or the oldest began with), and the first subjects an outline
 //! goes on from. Rendering allocates nothing.
 
-use super::entry::{head, is_sentence, last_sentence, shown_line, split_entry, subject_of};
+use super::entry::{first_sentence, head, is_sentence, last_sentence, shown_line, split_entry, subject_of};
 use super::judge::Words;
 use super::{Product, BARREN_MAX, DOUBT_TAG, OUTLINE_FIRST, OUTLINE_FIRST_SCAN};
 use crate::error::Result;
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
-use crate::limits::{PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES};
+use crate::limits::{PRODUCT_ENTRY_MAX_BYTES, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES};
 use crate::memory::key::normalize;
 use crate::memory::query::{EntryId, Query, Sort};
 use crate::memory::store::Store;
@@ -22,6 +22,7 @@ impl Product {
         self.seen.clear();
         self.shown = 0;
         self.ending = Words::default();
+        self.beginning = Words::default();
         self.heading_bytes = 0;
         self.first.clear();
         if !self.active() {
@@ -56,19 +57,8 @@ impl Product {
             let _ = self.seen.push(self.seen_of(v));
             self.shown += 1;
         }
-        // A running unit goes on from the last sentence of the newest: a small model shown a
-        // whole paragraph wrote it again, and one shown the whole story wrote its first again.
-        // After an ask that saved none (the model wrote that sentence again), the next starts
-        // from the task alone (docs/measurements.md, "Units read straight through").
-        let ending = self.task.running && self.barren == 0;
-        if let Some(v) = ids.as_slice().first().and_then(|&id| store.value(id).ok()).filter(|_| ending) {
-            let (h, _, text) = split_entry(v);
-            out.push_str(h.trim())?;
-            out.push_str(self.task.lang.ends)?;
-            let last = last_sentence(text);
-            out.push_str(last)?;
-            self.ending = Words::of(last);
-            out.push_str("\n")?;
+        if self.task.running {
+            self.render_running(store, ids.as_slice().first().copied(), out)?;
         }
         // Only an outline goes on from first subjects; no outline plans a running unit.
         if self.subject.is_empty() && !self.task.running {
@@ -76,6 +66,54 @@ impl Product {
         }
         self.write_prefix();
         out.push_str("</product>\n")
+    }
+
+    /// A running unit's view: the sentence its newest ended with, which the model goes on
+    /// from. A model shown a whole unit wrote it again, and one shown the whole story wrote its
+    /// first again. After an ask that saved none (the model wrote that sentence again), the
+    /// sentence the product's oldest unit began with, alone: it holds the text's people and
+    /// place, which the task alone lost (a new keeper of the lighthouse every few paragraphs),
+    /// and shown beside the ending it was copied (docs/measurements.md, "Units read straight
+    /// through", "The story's beginning after a unit refused"). After [`BARREN_MAX`] such asks,
+    /// the task alone.
+    fn render_running(&mut self, store: &mut Store, newest: Option<EntryId>, out: &mut FixedBuf) -> Result<()> {
+        let Some(newest) = newest else { return Ok(()) };
+        if self.barren >= BARREN_MAX {
+            return Ok(());
+        }
+        let lang = self.task.lang;
+        if self.barren > 0 {
+            let Some(v) = self.oldest_unit(store).and_then(|id| store.value(id).ok()) else { return Ok(()) };
+            let (h, _, text) = split_entry(v);
+            let first = crate::bytes::str_prefix(first_sentence(text), PRODUCT_ENTRY_MAX_BYTES);
+            out.push_str(h.trim())?;
+            out.push_str(lang.begins)?;
+            out.push_str(first)?;
+            self.beginning = Words::of(first);
+        } else {
+            let Ok(v) = store.value(newest) else { return Ok(()) };
+            let (h, _, text) = split_entry(v);
+            let last = last_sentence(text);
+            out.push_str(h.trim())?;
+            out.push_str(lang.ends)?;
+            out.push_str(last)?;
+            self.ending = Words::of(last);
+        }
+        out.push_str("\n")
+    }
+
+    /// The product's oldest unit, not a doubted one.
+    fn oldest_unit(&mut self, store: &mut Store) -> Option<EntryId> {
+        let key = self.task.key?;
+        let q = Query {
+            required: Some(key),
+            excluded: normalize(DOUBT_TAG).ok(),
+            max_results: 1,
+            sort: Sort::Oldest,
+            ..Query::default()
+        };
+        store.query(&q, &mut self.firsts);
+        self.firsts.ids().next()
     }
 
     /// The subjects the next outline goes on from: those of the product's oldest entries, or
