@@ -102,7 +102,7 @@ pub const OUTLINE_FIRST: usize = 2;
 /// How many of the product's oldest (or newest) entries are read for them.
 const OUTLINE_FIRST_SCAN: usize = 8;
 
-/// After this many outlines in a row that planned nothing new, the next starts from nothing.
+/// Every this many outlines in a row that planned nothing new, the next starts from nothing.
 pub const BARREN_MAX: u32 = 2;
 
 /// The presence penalty every outline is sent with: what the list holds already gets less
@@ -182,6 +182,12 @@ pub struct Product {
     /// Outlines in a row that planned nothing new; for a running unit, asks in a row that
     /// saved none.
     barren: u32,
+    /// How many of the entries read for the next outline's first subjects it passes over:
+    /// [`OUTLINE_FIRST`] more after each barren outline. An outline that planned something
+    /// keeps it for units read in any order, whose oldest entries stay the same: gone back to
+    /// the oldest two, every outline wrote what it had written before (docs/measurements.md,
+    /// "First subjects that gave nothing").
+    first_skip: u32,
     /// The last outline planned no subject, only units: whether it was barren is known once
     /// they are saved or refused ([`Product::next_unit`]).
     outline_units: bool,
@@ -248,6 +254,7 @@ impl Product {
             label: ArrayString::new(),
             asked: ArrayVec::new(),
             barren: 0,
+            first_skip: 0,
             outline_units: false,
             written_asked: 0,
             unsaved: 0,
@@ -330,6 +337,7 @@ impl Product {
         if self.state_task != self.task.hash {
             self.asked.clear();
             self.barren = 0;
+            self.first_skip = 0;
             self.state_task = self.task.hash;
         }
         self.newest.clear();
@@ -648,7 +656,7 @@ impl Product {
         }
         let Some(plan) = working.get(&key) else {
             if outline {
-                self.barren = self.barren.saturating_add(1);
+                self.outline_barren();
             }
             return Ok(());
         };
@@ -721,9 +729,9 @@ impl Product {
             // outline of repeats is barren").
             self.outline_units = kept == 0 && !self.units.is_empty();
             if kept + self.units.len() == 0 {
-                self.barren = self.barren.saturating_add(1);
+                self.outline_barren();
             } else if kept > 0 {
-                self.barren = 0;
+                self.outline_gave();
             }
         }
         if kept == 0 {
@@ -735,6 +743,21 @@ impl Product {
             working.add(&key, text, now)?;
         }
         Ok(())
+    }
+
+    /// An outline planned nothing new: the next goes on from the next first subjects, or from
+    /// nothing (see [`Product::read_first`]).
+    fn outline_barren(&mut self) {
+        self.barren = self.barren.saturating_add(1);
+        self.first_skip = self.first_skip.saturating_add(OUTLINE_FIRST as u32);
+    }
+
+    /// An outline planned something: units a reader numbers go on from the newest again.
+    fn outline_gave(&mut self) {
+        self.barren = 0;
+        if self.task.numbered {
+            self.first_skip = 0;
+        }
     }
 
     /// The number of the next unit: one more than the product holds.
@@ -753,10 +776,10 @@ impl Product {
         let Some(item) = self.units.remove(0) else {
             if self.outline_units {
                 self.outline_units = false;
-                self.barren = match self.written > self.written_asked {
-                    true => 0,
-                    false => self.barren.saturating_add(1),
-                };
+                match self.written > self.written_asked {
+                    true => self.outline_gave(),
+                    false => self.outline_barren(),
+                }
             }
             return false;
         };

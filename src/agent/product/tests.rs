@@ -953,6 +953,89 @@ fn an_outline_whose_units_are_all_refused_is_barren() {
     assert!(prefixes[2].ends_with(":\n1. "), "{prefixes:?}");
 }
 
+/// An outline that planned something leaves the next one its first subjects; a barren one
+/// moves them on to the next of the product's entries, round to the first past the last, and
+/// every [`BARREN_MAX`] barren outlines in a row one goes on from nothing. Sent back to the
+/// oldest two after each outline that gave, a small model wrote the facts it had written from
+/// them before, every other cycle (the planets, session 32). Where they stand survives a
+/// restart; a state written before this has them at the first.
+#[test]
+fn first_subjects_that_gave_nothing_are_not_given_again() {
+    let task = "Give advice for keeping houseplants alive, one piece of advice per entry.";
+    let (_d, mut s) = store("product-first-skip");
+    let mut p = Product::new();
+    let mut w = working(task);
+    view(&mut p, &w, &mut s, task);
+    let stored = [
+        "Keep a potted plant in a pot that is not too large, as it will not grow properly.",
+        "Use a pot with a hole in the bottom so that water drains away.",
+        "Water your plants sparingly, and do not use too much water.",
+        "Wipe the dust off the leaves with a damp cloth every month.",
+    ];
+    for v in stored {
+        let key = save(&p, &mut s, v);
+        p.saved(v);
+        assert!(!key.as_str().is_empty());
+    }
+    let mut scratch = FixedBuf::with_capacity("plan", 4096);
+    // One outline: its prefix, then `items`; the units it plans saved where new.
+    let mut outline = |p: &mut Product, s: &mut Store, w: &mut WorkingSet, items: &str, now: u64| -> String {
+        view(p, w, s, task);
+        let ProductAsk::Outline { prefix, .. } = p.ask() else { panic!("an outline") };
+        let prefix = prefix.to_string();
+        w.add(&normalize(PLAN_KEY).unwrap(), &format!("{prefix}{items}"), now).unwrap();
+        p.settle(w, &mut scratch, now, "").unwrap();
+        let mut unit = ArrayString::new();
+        while p.next_unit(&mut unit) {
+            let key = p.file(p.key().unwrap(), unit.as_str()).unwrap().unwrap();
+            if p.judge(&key, unit.as_str()) == Verdict::New {
+                save(p, s, unit.as_str());
+                p.saved(unit.as_str());
+            }
+        }
+        prefix
+    };
+    let given = |a: usize, b: usize| format!(":\n1. {}\n2. {}\n3. ", stored[a], stored[b]);
+    let repeat = "Use a pot that is only 150 x 150 cm or less.";
+    let first = outline(&mut p, &mut s, &mut w, repeat, 2);
+    assert!(first.ends_with(&given(0, 1)), "{first}");
+    let second =
+        outline(&mut p, &mut s, &mut w, "Mist the leaves of tropical plants with rain water every morning.", 3);
+    assert!(second.ends_with(&given(2, 3)), "{second}");
+    assert_eq!(p.written, 5, "the new unit is saved");
+    // It gave: the next goes on from the same two, not the oldest two again.
+    let third = outline(&mut p, &mut s, &mut w, repeat, 4);
+    assert!(third.ends_with(&given(2, 3)), "{third}");
+    // A restart: the state says where the first subjects stand.
+    let mut state = ArrayString::new();
+    p.state(&mut state);
+    let mut again = Product::new();
+    again.restore(state.as_str());
+    view(&mut again, &w, &mut s, task);
+    view(&mut p, &w, &mut s, task);
+    let (ProductAsk::Outline { prefix: a, .. }, ProductAsk::Outline { prefix: b, .. }) = (again.ask(), p.ask()) else {
+        panic!("outlines")
+    };
+    assert_eq!(a, b, "{state}");
+    assert!(a.ends_with(":\n1. Mist the leaves of tropical plants with rain water every morning.\n2. "), "{a}");
+    // Barren: the next from the entry after them (the product's fifth, the newest), then,
+    // barren twice in a row, from nothing, then round from the fourth.
+    let mist = "Mist the leaves of tropical plants with rain water every morning.";
+    let fourth = outline(&mut p, &mut s, &mut w, repeat, 5);
+    assert!(fourth.ends_with(&format!(":\n1. {mist}\n2. ")), "{fourth}");
+    let fifth = outline(&mut p, &mut s, &mut w, repeat, 6);
+    assert!(fifth.ends_with(":\n1. "), "{fifth}");
+    let sixth = outline(&mut p, &mut s, &mut w, repeat, 7);
+    assert!(sixth.ends_with(&format!(":\n1. {}\n2. {mist}\n3. ", stored[3])), "{sixth}");
+    // A state of before: the first subjects from the first entries.
+    let old = state.as_str().split(' ').next().unwrap().to_string() + " 0";
+    let mut before = Product::new();
+    before.restore(&old);
+    view(&mut before, &w, &mut s, task);
+    let ProductAsk::Outline { prefix, .. } = before.ask() else { panic!("an outline") };
+    assert!(prefix.ends_with(&given(0, 1)), "{prefix}");
+}
+
 /// A name cited with its article ("Der Sternhaufen", as German glossaries list their terms) is
 /// the name after it: with the article, the item held a sentence word and was not planned, and
 /// every German outline of a base model planned nothing (one entry in 20 cycles, session 31).

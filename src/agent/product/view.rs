@@ -4,7 +4,7 @@
 
 use super::entry::{first_sentence, head, is_sentence, last_sentence, shown_line, split_entry, subject_of};
 use super::judge::Words;
-use super::{Product, BARREN_MAX, DOUBT_TAG, OUTLINE_FIRST, OUTLINE_FIRST_SCAN};
+use super::{Product, BARREN_MAX, DOUBT_TAG, OUTLINE_FIRST_SCAN};
 use crate::error::Result;
 use crate::fixed::{ArrayString, ArrayVec, FixedBuf};
 use crate::limits::{PRODUCT_ENTRY_MAX_BYTES, PRODUCT_VIEW_MAX_BYTES, PRODUCT_VIEW_MAX_ENTRIES};
@@ -118,15 +118,15 @@ impl Product {
 
     /// The subjects the next outline goes on from: those of the product's oldest entries, or
     /// for units a reader numbers (a story's paragraphs, a trip's days) its newest, in order,
-    /// passed over by [`OUTLINE_FIRST`] for each barren outline before (so a model that
-    /// answers one prompt the same way is given another), none after [`BARREN_MAX`]. An
-    /// outline that went on from a story's first two paragraphs wrote another third paragraph
-    /// each time, and the story never moved on (docs/measurements.md, "An outline of units
-    /// read in order").
+    /// past the first `first_skip` of them (so a model that answers one prompt the
+    /// same way is given another), none after every [`BARREN_MAX`] barren outlines in a row.
+    /// An outline that went on from a story's first two paragraphs wrote another third
+    /// paragraph each time, and the story never moved on (docs/measurements.md, "An outline of
+    /// units read in order").
     fn read_first(&mut self, store: &mut Store) {
         self.newest_number = 0;
         let Some(key) = self.task.key else { return };
-        if self.barren >= BARREN_MAX {
+        if self.barren > 0 && self.barren.is_multiple_of(BARREN_MAX) {
             return;
         }
         let doubt = normalize(DOUBT_TAG).ok();
@@ -139,7 +139,9 @@ impl Product {
             ..Query::default()
         };
         store.query(&q, &mut self.firsts);
-        let skip = self.barren as usize * OUTLINE_FIRST;
+        // Past the last of them, round again from the first.
+        let read = self.firsts.ids().count();
+        let skip = if read == 0 { 0 } else { self.first_skip as usize % read };
         for id in self.firsts.ids().skip(skip) {
             if self.first.is_full() {
                 break;
