@@ -197,8 +197,12 @@ impl Tables for TailView {
         (self.live_now as usize, self.archived_now as usize)
     }
 
-    fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
-        (0..self.end_id as EntryId).filter(|&id| self.place(id).is_some())
+    fn id_end(&self) -> EntryId {
+        self.end_id as EntryId
+    }
+
+    fn is_live(&self, id: EntryId) -> bool {
+        self.place(id).is_some()
     }
 
     fn tagset(&self, id: EntryId) -> TagSet {
