@@ -126,7 +126,7 @@ impl ExchangeLog {
 }
 
 fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
-    let mut w = Writer::compact(out);
+    let mut w = Writer::compact(out as &mut dyn core::fmt::Write);
     w.begin_object()?;
     w.key("time")?;
     w.u64(r.time)?;
