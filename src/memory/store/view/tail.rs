@@ -133,9 +133,10 @@ pub struct TailView {
     live_now: u64,
     archived_now: u64,
     end_id: u64,
-    /// Per tag id, what the tail changed of its counts (live, archived); `None` until a
-    /// question needs them.
-    tag_delta: Option<Map<u16, (i64, i64)>>,
+    /// Per tag id (the index), what the tail changed of its counts (live, archived); `None`
+    /// until a question needs them. 16 bytes a tag id, at most 1 MiB: a vector, not a map,
+    /// so the binary has one hash table fewer.
+    tag_delta: Option<Vec<(i64, i64)>>,
     /// The posting lists after the tail read for the current question.
     lists: Vec<(u16, Vec<u32>)>,
     /// Bytes after the last whole record (ignored), and whether they hold a whole damaged
