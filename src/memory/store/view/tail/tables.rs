@@ -167,7 +167,7 @@ impl TailView {
                 }
             }
         }
-        list.sort_unstable();
+        crate::sort::sort(&mut list);
         self.lists.push((t, list));
         Ok(())
     }
