@@ -168,7 +168,19 @@ impl Fill<'_> {
     }
 }
 
+/// `fmt::Write::write_char` of every writer of this crate, compiled once: the default method
+/// is compiled for each writer (a `dyn fmt::Write`'s table names it whether called or not),
+/// each with its own copy of the UTF-8 encoding.
+#[inline(never)]
+pub fn write_char(w: &mut dyn fmt::Write, c: char) -> fmt::Result {
+    w.write_str(c.encode_utf8(&mut [0; 4]))
+}
+
 impl fmt::Write for Fill<'_> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::fixed::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.push_str(s).map_err(|_| fmt::Error)
     }
@@ -578,6 +590,10 @@ impl FixedBuf {
 }
 
 impl fmt::Write for FixedBuf {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::fixed::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.append_inline(s.as_bytes()).map_err(|_| fmt::Error)
     }
@@ -638,6 +654,10 @@ impl<'a> SliceWriter<'a> {
 }
 
 impl fmt::Write for SliceWriter<'_> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::fixed::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let end = self.len + s.len();
         match self.buf.get_mut(self.len..end) {

@@ -204,6 +204,10 @@ impl<W: std::io::Write> IoText<W> {
 }
 
 impl<W: std::io::Write> fmt::Write for IoText<W> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::fixed::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         if self.error.is_some() {
             return Err(fmt::Error);
