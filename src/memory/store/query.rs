@@ -183,8 +183,9 @@ pub(super) fn run(this: &dyn Tables, q: &Query, out: &mut Results) {
                 Archived::Only => archived,
             }
         });
-        let ids: &mut dyn Iterator<Item = &u32> = if newest_first { &mut list.iter().rev() } else { &mut list.iter() };
-        let stopped = walk(this, &mut ids.copied(), &f, out, limit, ordered);
+        let (mut up, mut down) = (list.iter().copied(), list.iter().rev().copied());
+        let ids: &mut dyn Iterator<Item = EntryId> = if newest_first { &mut down } else { &mut up };
+        let stopped = walk(this, ids, &f, out, limit, ordered);
         match known {
             Some(n) => out.set_matched(n),
             None if stopped => out.set_truncated(),
