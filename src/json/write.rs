@@ -27,7 +27,7 @@ use super::escape::write_json_str_body;
 use super::event::{Event, Handler};
 use super::number::{self, NumState};
 use super::value::{Kind, Value};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fixed::ArrayVec;
 use crate::limits::JSON_MAX_DEPTH;
 use core::fmt;
@@ -62,14 +62,6 @@ pub struct Writer<'a, W: fmt::Write + ?Sized> {
     /// Event text in progress (see the `Handler` impl), and the number automaton for it.
     text: Text,
     num: NumState,
-}
-
-/// The error of a write the output refused, out of line: [`Writer::put`] is inlined at every
-/// write, its error built once here.
-#[cold]
-#[inline(never)]
-fn refused(bytes: usize) -> Error {
-    err!(CapacityExceeded, "JSON writer: the output buffer refused {} more bytes (it is full)", bytes)
 }
 
 impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
@@ -112,10 +104,9 @@ impl<'a, W: fmt::Write + ?Sized> Writer<'a, W> {
 
     #[inline]
     fn put(&mut self, s: &str) -> Result<()> {
-        match self.out.write_str(s) {
-            Ok(()) => Ok(()),
-            Err(_) => Err(refused(s.len())),
-        }
+        self.out.write_str(s).map_err(|_| {
+            err!(CapacityExceeded, "JSON writer: the output buffer refused {} more bytes (it is full)", s.len())
+        })
     }
 
     #[inline]
