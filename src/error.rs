@@ -480,7 +480,7 @@ impl<const N: usize> Text<N> {
 
 impl<const N: usize> fmt::Write for Text<N> {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> fmt::Result {

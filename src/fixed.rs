@@ -168,17 +168,9 @@ impl Fill<'_> {
     }
 }
 
-/// `fmt::Write::write_char` of every writer of this crate, compiled once: the default method
-/// is compiled for each writer (a `dyn fmt::Write`'s table names it whether called or not),
-/// each with its own copy of the UTF-8 encoding.
-#[inline(never)]
-pub fn write_char(w: &mut dyn fmt::Write, c: char) -> fmt::Result {
-    w.write_str(c.encode_utf8(&mut [0; 4]))
-}
-
 impl fmt::Write for Fill<'_> {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> fmt::Result {
@@ -591,7 +583,7 @@ impl FixedBuf {
 
 impl fmt::Write for FixedBuf {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> fmt::Result {
@@ -655,7 +647,7 @@ impl<'a> SliceWriter<'a> {
 
 impl fmt::Write for SliceWriter<'_> {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> fmt::Result {

@@ -239,7 +239,7 @@ struct Escaping<'a>(&'a mut String);
 
 impl fmt::Write for Escaping<'_> {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> fmt::Result {

@@ -120,7 +120,7 @@ struct Sink<'a> {
 
 impl fmt::Write for Sink<'_> {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> fmt::Result {

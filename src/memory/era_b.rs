@@ -205,7 +205,7 @@ impl<W: std::io::Write> IoText<W> {
 
 impl<W: std::io::Write> fmt::Write for IoText<W> {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> fmt::Result {

@@ -142,7 +142,7 @@ struct Clip<'a> {
 
 impl core::fmt::Write for Clip<'_> {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> core::fmt::Result {

@@ -403,7 +403,7 @@ struct FeedbackSink<'a>(&'a mut FixedBuf);
 
 impl core::fmt::Write for FeedbackSink<'_> {
     fn write_char(&mut self, c: char) -> core::fmt::Result {
-        crate::fixed::write_char(self, c)
+        crate::bytes::write_char(self, c)
     }
 
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
