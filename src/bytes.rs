@@ -540,6 +540,14 @@ pub fn eq_fold(a: &[u8], b: &[u8]) -> bool {
     a.eq_ignore_ascii_case(b)
 }
 
+/// `fmt::Write::write_char` of every writer of this crate, compiled once: the default method
+/// is compiled for each writer (a `dyn fmt::Write`'s table names it whether called or not),
+/// each with its own copy of the UTF-8 encoding.
+#[inline(never)]
+pub fn write_char(w: &mut dyn core::fmt::Write, c: char) -> core::fmt::Result {
+    w.write_str(c.encode_utf8(&mut [0; 4]))
+}
+
 /// The longest prefix of `b` that is UTF-8: all of `b` when it is text, as it is for every
 /// buffer that only whole `&str`s are written to. No allocation; valid text is checked once.
 #[inline]

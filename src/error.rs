@@ -479,6 +479,10 @@ impl<const N: usize> Text<N> {
 }
 
 impl<const N: usize> fmt::Write for Text<N> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         if self.clipped {
             return Ok(());

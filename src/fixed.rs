@@ -169,6 +169,10 @@ impl Fill<'_> {
 }
 
 impl fmt::Write for Fill<'_> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.push_str(s).map_err(|_| fmt::Error)
     }
@@ -578,6 +582,10 @@ impl FixedBuf {
 }
 
 impl fmt::Write for FixedBuf {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.append_inline(s.as_bytes()).map_err(|_| fmt::Error)
     }
@@ -638,6 +646,10 @@ impl<'a> SliceWriter<'a> {
 }
 
 impl fmt::Write for SliceWriter<'_> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let end = self.len + s.len();
         match self.buf.get_mut(self.len..end) {

@@ -238,6 +238,10 @@ impl Page {
 struct Escaping<'a>(&'a mut String);
 
 impl fmt::Write for Escaping<'_> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         escape_into(self.0, s);
         Ok(())

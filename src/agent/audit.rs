@@ -181,7 +181,7 @@ impl AuditLog {
 
 fn write_record(out: &mut FixedBuf, r: &CycleRecord<'_>) -> Result<()> {
     let mut hex = [0u8; 64];
-    let mut w = Writer::compact(out);
+    let mut w = Writer::compact(out as &mut dyn core::fmt::Write);
     w.begin_object()?;
     w.key("time")?;
     w.u64(r.time)?;
@@ -264,7 +264,7 @@ fn write_record(out: &mut FixedBuf, r: &CycleRecord<'_>) -> Result<()> {
 
 /// Writes the token usage a server reported as `{"prompt_tokens": p, "completion_tokens": c}`
 /// (the field names of the OpenAI API and of the replay script), for the audit and exchange logs.
-pub fn write_usage(w: &mut Writer<'_, FixedBuf>, (prompt, completion): (u64, u64)) -> Result<()> {
+pub fn write_usage(w: &mut Writer<'_, dyn core::fmt::Write>, (prompt, completion): (u64, u64)) -> Result<()> {
     w.begin_object()?;
     w.key("prompt_tokens")?;
     w.u64(prompt)?;

@@ -126,7 +126,7 @@ impl ExchangeLog {
 }
 
 fn write_record(out: &mut FixedBuf, r: &ExchangeRecord<'_>) -> Result<()> {
-    let mut w = Writer::compact(out);
+    let mut w = Writer::compact(out as &mut dyn core::fmt::Write);
     w.begin_object()?;
     w.key("time")?;
     w.u64(r.time)?;
@@ -256,9 +256,7 @@ impl Recorded {
         }
         let root = self.doc.root();
         let (path, line_no) = (&self.path, self.line_no);
-        let text = |key: &str| {
-            text_member(root, key).map_err(|e| e.context(format_args!("{} line {}", path.display(), line_no)))
-        };
+        let text = |key: &str| text_member_at(root, key, path, line_no);
         let time = root.get("time").and_then(|v| v.as_u64()).unwrap_or(0);
         let inbox = text("inbox")?;
         let prompt = text("prompt")?;
@@ -289,6 +287,13 @@ impl Recorded {
         let cycle = root.get("cycle").and_then(|v| v.as_u64()).unwrap_or(0);
         Ok(Some(Replayed { time, cycle, overflow_retried, inbox, prompt, reply }))
     }
+}
+
+/// [`text_member`], its error naming the file and the line (one function: a replayed line
+/// reads six members).
+#[inline(never)]
+fn text_member_at<'d>(root: Value<'d>, key: &str, path: &Path, line_no: u64) -> Result<Option<&'d str>> {
+    text_member(root, key).map_err(|e| e.context(format_args!("{} line {}", path.display(), line_no)))
 }
 
 /// The text member `key` of a recorded line: `None` when it is absent or null, an error when it

@@ -66,6 +66,7 @@ impl Args {
 
     /// Consumes and returns the next positional argument (one not starting with `--`, or `-`
     /// alone, which means stdin).
+    #[inline(never)]
     pub fn positional(&mut self) -> Option<String> {
         for slot in self.items.iter_mut() {
             let is_pos = matches!(slot.as_deref(), Some(s) if s == "-" || !s.starts_with('-'));

@@ -119,6 +119,10 @@ struct Sink<'a> {
 }
 
 impl fmt::Write for Sink<'_> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.out.append_inline(s.as_bytes()).map_err(|_| {
             self.full = true;

@@ -33,7 +33,7 @@ pub const NAME: &str = "lkjagent_reply";
 pub fn write(lang: &Language<'_>, bare: bool, out: &mut FixedBuf) -> Result<()> {
     out.clear();
     if let Some(p) = lang.bare_ask().filter(|_| bare) {
-        let mut w = Writer::compact(out);
+        let mut w = Writer::compact(out as &mut dyn core::fmt::Write);
         value_schema(&mut w, &p)?;
         return w.finish();
     }
@@ -45,7 +45,7 @@ pub fn write(lang: &Language<'_>, bare: bool, out: &mut FixedBuf) -> Result<()> 
         t = b.tag_chars.saturating_sub(1),
         n = b.tags_per_key.saturating_sub(1)
     ))?;
-    let mut w = Writer::compact(out);
+    let mut w = Writer::compact(out as &mut dyn core::fmt::Write);
     w.begin_object()?;
     w.key("type")?;
     w.string("object")?;

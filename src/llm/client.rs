@@ -485,7 +485,7 @@ impl Client {
         self.request.clear();
         let extra = self.extra.as_ref().map(|d| d.root());
         let has = |k: &str| extra.is_some_and(|e| e.get(k).is_some());
-        let mut w = Writer::compact(&mut self.request);
+        let mut w = Writer::compact(&mut self.request as &mut dyn fmt::Write);
         w.begin_object()?;
         if !has("model") {
             w.key("model")?;

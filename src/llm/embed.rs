@@ -248,7 +248,7 @@ impl Embedder {
             TextKind::Document => self.settings.document_prefix.as_str(),
         };
         self.request.clear();
-        let mut w = Writer::compact(&mut self.request);
+        let mut w = Writer::compact(&mut self.request as &mut dyn core::fmt::Write);
         w.begin_object()?;
         w.key("model")?;
         w.string(&self.settings.model)?;

@@ -204,6 +204,10 @@ impl<W: std::io::Write> IoText<W> {
 }
 
 impl<W: std::io::Write> fmt::Write for IoText<W> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> fmt::Result {
         if self.error.is_some() {
             return Err(fmt::Error);
@@ -251,15 +255,20 @@ struct Sections<'a> {
     cold: Option<Value<'a>>,
 }
 
+/// The whole number `name` of `v`, `default` when it is absent (one function for the entry's
+/// four numbers).
+#[inline(never)]
+fn whole_field(v: Option<Value<'_>>, name: &str, default: u64) -> Result<u64> {
+    match v.and_then(|v| v.get(name)) {
+        None => Ok(default),
+        Some(n) => n.as_u64().ok_or_else(|| err!(JsonInvalid, "\"{}\" is not a whole number >= 0", name)),
+    }
+}
+
 /// The fields of an exported entry (`store_meta`'s, or a `cold` item's), those missing from
 /// `now`; `JSON_INVALID` when one is not a number of its range.
 fn head_of(v: Option<Value<'_>>, now: u64, archived: bool) -> Result<PutHead> {
-    let field = |name: &str, default: u64| -> Result<u64> {
-        match v.and_then(|v| v.get(name)) {
-            None => Ok(default),
-            Some(n) => n.as_u64().ok_or_else(|| err!(JsonInvalid, "\"{}\" is not a whole number >= 0", name)),
-        }
-    };
+    let field = |name: &str, default: u64| whole_field(v, name, default);
     let version = u32::try_from(field("version", 1)?.max(1))
         .map_err(|_| err!(JsonInvalid, "\"version\" is larger than {}", u32::MAX))?;
     let archived = match v.and_then(|v| v.get("archived")) {

@@ -18,6 +18,7 @@ use core::fmt;
 /// nothing when the reply has no error (see [`Interpretation::has_errors`]) and at least one
 /// instruction: there is nothing to correct. A reply that was partly used gets its errors
 /// only; one that was not used at all also gets the canonical example for `state`.
+#[inline(never)]
 pub fn write_feedback(out: &mut dyn fmt::Write, it: &Interpretation<'_>, state: &str) -> fmt::Result {
     if !it.is_empty() && !it.has_errors() {
         return Ok(());

@@ -141,6 +141,10 @@ struct Clip<'a> {
 }
 
 impl core::fmt::Write for Clip<'_> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         if self.clipped {
             return Ok(());

@@ -402,6 +402,10 @@ impl Doing<'_> {
 struct FeedbackSink<'a>(&'a mut FixedBuf);
 
 impl core::fmt::Write for FeedbackSink<'_> {
+    fn write_char(&mut self, c: char) -> core::fmt::Result {
+        crate::bytes::write_char(self, c)
+    }
+
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         self.0.push_str(s).map_err(|_| core::fmt::Error)
     }

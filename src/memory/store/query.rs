@@ -12,7 +12,7 @@
 //!
 //! The same code answers over the tables in RAM and over the checkpoint read in place by a
 //! read-only command ([`super::view`]): it reads them through [`Tables`], so both answer
-//! alike by construction.
+//! alike by construction. It is compiled once, for every kind of tables, behind `dyn`.
 
 use super::slots::{Slots, TagSet};
 use super::tags::Tags;
@@ -31,8 +31,10 @@ pub(super) trait Tables {
     fn list(&self, t: u16) -> &[u32];
     /// Live entries, and the archived ones among them.
     fn counts(&self) -> (usize, usize);
-    /// Live ids in increasing order.
-    fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_;
+    /// One past the highest id that may be live.
+    fn id_end(&self) -> EntryId;
+    /// Whether `id` is live.
+    fn is_live(&self, id: EntryId) -> bool;
     /// The tag ids of `id`, padded with zeros.
     fn tagset(&self, id: EntryId) -> TagSet;
     /// Archived flag, creation time and access count of live entry `id`.
@@ -58,8 +60,11 @@ impl Tables for Ram<'_> {
     fn counts(&self) -> (usize, usize) {
         (self.slots.live(), self.slots.archived_count())
     }
-    fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
-        self.slots.ids()
+    fn id_end(&self) -> EntryId {
+        self.slots.next_id() as EntryId
+    }
+    fn is_live(&self, id: EntryId) -> bool {
+        self.slots.is_live(id)
     }
     fn tagset(&self, id: EntryId) -> TagSet {
         self.slots.tagset(id)
@@ -70,7 +75,7 @@ impl Tables for Ram<'_> {
 }
 
 /// Known tag ids of a key's tags (unknown ones left out), and whether every tag was known.
-pub(super) fn resolve<'o>(t: &impl Tables, key: Option<&Key>, out: &'o mut [u16; KEY_MAX_TAGS]) -> (&'o [u16], bool) {
+pub(super) fn resolve<'o>(t: &dyn Tables, key: Option<&Key>, out: &'o mut [u16; KEY_MAX_TAGS]) -> (&'o [u16], bool) {
     let mut n = 0;
     let mut all = true;
     for t in key.into_iter().flat_map(|k| k.tags()).map(|name| t.tag(name)) {
@@ -106,14 +111,14 @@ impl Store {
 
 /// The tag that drives a query with required tags `req`: the rarest (the first of them when
 /// several are as rare).
-pub(super) fn driver(t: &impl Tables, req: &[u16]) -> Option<u16> {
+pub(super) fn driver(t: &dyn Tables, req: &[u16]) -> Option<u16> {
     req.iter().copied().min_by_key(|&id| t.tag_counts(id).0)
 }
 
 /// The tags whose id lists [`run`] reads for `q` over `t`, into `want`; how many. A reader that
 /// loads the lists of a query's tags on demand (a store read in place) loads these first: the
 /// driver of the required tags when every one is known, else the optional ones.
-pub(super) fn lists_read(t: &impl Tables, q: &Query, want: &mut [u16; KEY_MAX_TAGS]) -> usize {
+pub(super) fn lists_read(t: &dyn Tables, q: &Query, want: &mut [u16; KEY_MAX_TAGS]) -> usize {
     let mut req_ids = [0u16; KEY_MAX_TAGS];
     let (req, all_known) = resolve(t, q.required.as_ref(), &mut req_ids);
     if !all_known {
@@ -134,7 +139,7 @@ pub(super) fn lists_read(t: &impl Tables, q: &Query, want: &mut [u16; KEY_MAX_TA
 }
 
 /// Runs `q` over `t`, leaving the best results in `out` (cleared first). Allocates nothing.
-pub(super) fn run(this: &impl Tables, q: &Query, out: &mut Results) {
+pub(super) fn run(this: &dyn Tables, q: &Query, out: &mut Results) {
     out.clear();
     let limit = out.limit(q.max_results);
     let mut req_ids = [0u16; KEY_MAX_TAGS];
@@ -178,8 +183,9 @@ pub(super) fn run(this: &impl Tables, q: &Query, out: &mut Results) {
                 Archived::Only => archived,
             }
         });
-        let ids: &mut dyn Iterator<Item = &u32> = if newest_first { &mut list.iter().rev() } else { &mut list.iter() };
-        let stopped = walk(this, ids.copied(), &f, out, limit, ordered);
+        let (mut up, mut down) = (list.iter().copied(), list.iter().rev().copied());
+        let ids: &mut dyn Iterator<Item = EntryId> = if newest_first { &mut down } else { &mut up };
+        let stopped = walk(this, ids, &f, out, limit, ordered);
         match known {
             Some(n) => out.set_matched(n),
             None if stopped => out.set_truncated(),
@@ -198,7 +204,10 @@ pub(super) fn run(this: &impl Tables, q: &Query, out: &mut Results) {
                 Archived::Only => archived,
             }
         });
-        let ids: &mut dyn Iterator<Item = EntryId> = if newest_first { &mut this.ids().rev() } else { &mut this.ids() };
+        let live = |id: &EntryId| this.is_live(*id);
+        let end = this.id_end();
+        let (mut up, mut down) = ((0..end).filter(live), (0..end).rev().filter(live));
+        let ids: &mut dyn Iterator<Item = EntryId> = if newest_first { &mut down } else { &mut up };
         let stopped = walk(this, ids, &f, out, limit, ordered);
         match known {
             Some(n) => out.set_matched(n),
@@ -211,8 +220,8 @@ pub(super) fn run(this: &impl Tables, q: &Query, out: &mut Results) {
 /// Offers every candidate that passes; with `stop_when_full` (the walk is in result order),
 /// stops once `limit` are kept. Returns whether it stopped with candidates left unread.
 fn walk(
-    this: &impl Tables,
-    mut ids: impl Iterator<Item = EntryId>,
+    this: &dyn Tables,
+    ids: &mut dyn Iterator<Item = EntryId>,
     f: &Filter<'_>,
     out: &mut Results,
     limit: usize,
@@ -232,7 +241,7 @@ fn walk(
 /// Merges the optional tags' lists (each in id order) into one walk without repeats; with
 /// `stop_when_full`, stops once `limit` are kept. Returns whether it stopped early.
 fn merge(
-    this: &impl Tables,
+    this: &dyn Tables,
     opt: &[u16],
     newest_first: bool,
     f: &Filter<'_>,
@@ -274,7 +283,7 @@ fn merge(
 }
 
 /// The hit for `id` if it passes every filter.
-fn check(this: &impl Tables, id: EntryId, f: &Filter<'_>) -> Option<Hit> {
+fn check(this: &dyn Tables, id: EntryId, f: &Filter<'_>) -> Option<Hit> {
     let set = this.tagset(id);
     if !f.req.iter().all(|t| set.contains(t))
         || f.exc.iter().any(|t| set.contains(t))

@@ -667,8 +667,12 @@ impl Tables for StoreView {
         (self.head.live as usize, self.head.archived as usize)
     }
 
-    fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
-        (0..self.head.layout.next_id as EntryId).filter(|&id| self.location(id).is_some())
+    fn id_end(&self) -> EntryId {
+        self.head.layout.next_id as EntryId
+    }
+
+    fn is_live(&self, id: EntryId) -> bool {
+        self.location(id).is_some()
     }
 
     fn tagset(&self, id: EntryId) -> TagSet {
@@ -690,7 +694,7 @@ impl Tables for StoreView {
 /// Counts into `st` the entries of ids below `end` that `t` holds: how many, archived, their
 /// hits, the oldest and newest, the most accessed (the first of the most, by id), as
 /// [`super::Store::stats`] counts them.
-fn tally_entries(t: &impl Tables, end: EntryId, st: &mut super::Stats) {
+fn tally_entries(t: &dyn Tables, end: EntryId, st: &mut super::Stats) {
     let mut best_hits = 0u32;
     for id in 0..end {
         let Some((archived, created, hits)) = t.fields(id) else { continue };

@@ -405,12 +405,30 @@ pub struct Collection {
 /// words scored, and its non-essential ones probed from the largest bound down while the
 /// score plus the bounds left can still reach the threshold. Only a document that would be
 /// kept has its entry looked up (and `admit`ted).
+///
+/// The body is compiled once, for both the live store's documents and the cold tier's,
+/// behind `dyn`: a candidate costs an indirect call for its length and one for its entry.
+#[inline]
 pub fn max_score<C: Walk, D: Docs>(
     q: &QueryWords,
     cur: &mut [C],
     coll: &Collection,
     docs: &mut D,
     admit: impl Fn(EntryId) -> bool,
+    limit: usize,
+    out: &mut Ranked,
+) -> Result<()> {
+    max_score_dyn(q, cur, coll, docs, &admit, limit, out)
+}
+
+/// [`max_score`]'s body.
+#[inline(never)]
+fn max_score_dyn<C: Walk>(
+    q: &QueryWords,
+    cur: &mut [C],
+    coll: &Collection,
+    docs: &mut dyn Docs,
+    admit: &dyn Fn(EntryId) -> bool,
     limit: usize,
     out: &mut Ranked,
 ) -> Result<()> {

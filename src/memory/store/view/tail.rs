@@ -133,9 +133,10 @@ pub struct TailView {
     live_now: u64,
     archived_now: u64,
     end_id: u64,
-    /// Per tag id, what the tail changed of its counts (live, archived); `None` until a
-    /// question needs them.
-    tag_delta: Option<Map<u16, (i64, i64)>>,
+    /// Per tag id (the index), what the tail changed of its counts (live, archived); `None`
+    /// until a question needs them. 16 bytes a tag id, at most 1 MiB: a vector, not a map,
+    /// so the binary has one hash table fewer.
+    tag_delta: Option<Vec<(i64, i64)>>,
     /// The posting lists after the tail read for the current question.
     lists: Vec<(u16, Vec<u32>)>,
     /// Bytes after the last whole record (ignored), and whether they hold a whole damaged
@@ -208,7 +209,7 @@ impl TailView {
             .map(|(name, t)| (super::name_hash(name), t))
             .collect();
         // By hash, then id: the first of a name is the one the scan finds.
-        named.sort_unstable();
+        crate::sort::sort(&mut named);
         self.view.by_name = named;
     }
 
@@ -384,7 +385,7 @@ impl TailView {
     /// whole). Such a put is rare (a writer replaces a key's value under its id); the common
     /// case, a value replaced, is one check of the id's own tags.
     fn settle_keys(&mut self, mut pending: Vec<(EntryId, TagSet)>) -> Result<bool> {
-        pending.sort_unstable_by_key(|p| p.0);
+        crate::sort::sort_by_key(&mut pending, |p| p.0);
         for (id, set) in pending {
             if self.view.location(id).is_some() && self.view.tagset(id) == set {
                 continue;
@@ -438,7 +439,7 @@ impl TailView {
     /// The changed entries in the order of their ids (the checkpoint's blocks read once each).
     fn changed_in_order(&self) -> impl Iterator<Item = (EntryId, &Change)> + '_ {
         let mut ids: Vec<EntryId> = self.changed.keys().copied().collect();
-        ids.sort_unstable();
+        crate::sort::sort(&mut ids);
         ids.into_iter().filter_map(|id| self.changed.get(&id).map(|c| (id, c)))
     }
 
@@ -526,7 +527,7 @@ impl TailView {
                 (0..end.max(self.view.head.layout.next_id) as EntryId).collect()
             }
         };
-        new.sort_unstable();
+        crate::sort::sort(&mut new);
         let log = LogFile::open_read_only(&self.view.dir.join(LOG_NAME))?;
         let caught = catch_up_over(&mut r, &log, Sizes::delta(room), &new, |id| self.place(id).map(|p| (p.0, p.1)))?;
         self.view.take_fault()?;

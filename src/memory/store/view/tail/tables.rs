@@ -6,7 +6,7 @@
 //! entries the tail replaced or removed, with the tail's `put`s carrying the tag; a tag's
 //! counts are the checkpoint's directory's with the tail's changes added.
 
-use super::{Change, Map, TailView};
+use super::{Change, TailView};
 use crate::error::Result;
 use crate::limits::KEY_MAX_TAGS;
 use crate::memory::key::Key;
@@ -124,20 +124,22 @@ impl TailView {
         if self.tag_delta.is_some() {
             return Ok(());
         }
-        let mut delta: Map<u16, (i64, i64)> = Map::default();
+        let mut delta = vec![(0i64, 0i64); usize::from(self.tag_end())];
         for (id, c) in self.changed_in_order() {
             if let (false, Some((_, _, archived))) = (matches!(c, Change::Access { .. }), self.view.location(id)) {
                 for t in self.view.tagset(id).into_iter().filter(|&t| t != 0) {
-                    let d = delta.entry(t).or_default();
-                    d.0 -= 1;
-                    d.1 -= i64::from(archived);
+                    if let Some(d) = delta.get_mut(usize::from(t)) {
+                        d.0 -= 1;
+                        d.1 -= i64::from(archived);
+                    }
                 }
             }
             if let Change::Put(p) = c {
                 for &t in unpadded(&p.set) {
-                    let d = delta.entry(t).or_default();
-                    d.0 += 1;
-                    d.1 += i64::from(p.archived);
+                    if let Some(d) = delta.get_mut(usize::from(t)) {
+                        d.0 += 1;
+                        d.1 += i64::from(p.archived);
+                    }
                 }
             }
         }
@@ -165,7 +167,7 @@ impl TailView {
                 }
             }
         }
-        list.sort_unstable();
+        crate::sort::sort(&mut list);
         self.lists.push((t, list));
         Ok(())
     }
@@ -178,7 +180,7 @@ impl Tables for TailView {
 
     fn tag_counts(&self, t: u16) -> (u32, u32) {
         let (n, a) = self.view.tag_counts(t);
-        let (dn, da) = self.tag_delta.as_ref().and_then(|d| d.get(&t)).copied().unwrap_or((0, 0));
+        let (dn, da) = self.tag_delta.as_ref().and_then(|d| d.get(usize::from(t))).copied().unwrap_or((0, 0));
         let at_least_0 = |v: i64| u32::try_from(v.max(0)).unwrap_or(u32::MAX);
         (at_least_0(i64::from(n) + dn), at_least_0(i64::from(a) + da))
     }
@@ -197,8 +199,12 @@ impl Tables for TailView {
         (self.live_now as usize, self.archived_now as usize)
     }
 
-    fn ids(&self) -> impl DoubleEndedIterator<Item = EntryId> + '_ {
-        (0..self.end_id as EntryId).filter(|&id| self.place(id).is_some())
+    fn id_end(&self) -> EntryId {
+        self.end_id as EntryId
+    }
+
+    fn is_live(&self, id: EntryId) -> bool {
+        self.place(id).is_some()
     }
 
     fn tagset(&self, id: EntryId) -> TagSet {
