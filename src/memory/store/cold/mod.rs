@@ -60,6 +60,7 @@ pub mod catch_up;
 pub mod check;
 pub mod cleanup;
 pub mod hits;
+pub mod keys;
 pub(super) use by_hash::IdsByHash;
 pub mod recall;
 pub mod rewrite;
@@ -137,7 +138,7 @@ impl ColdFile {
             .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
         let file_len =
             file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
-        let st = walk(&file, &path, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()), keys)?;
+        let st = walk(&file, &path, 0, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()), keys)?;
         let good = file_len - st.unfinished_tail;
         if st.unfinished_tail > 0 {
             err!(
@@ -241,7 +242,7 @@ fn scan_with_links(
     };
     let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
     let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
-    walk(&file, &path, len, &mut scratch, f, links, None)
+    walk(&file, &path, 0, len, &mut scratch, f, links, None)
 }
 
 /// Reads the current entries of the cold store in `dir` (see the module documentation): for
@@ -311,10 +312,13 @@ fn key_hash(key: &Key) -> u64 {
 }
 
 /// Walks the file: checks the header, calls `f` on each `put`, counts damage, and measures
-/// the tail after the last whole group.
+/// the tail after the last whole group. From `start` when it is not 0: the end of a whole
+/// group (no header there; `bytes` is still the file's size).
+#[allow(clippy::too_many_arguments)]
 fn walk(
     file: &File,
     path: &Path,
+    start: u64,
     file_len: u64,
     scratch: &mut Vec<u8>,
     f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
@@ -324,10 +328,10 @@ fn walk(
     let mut st = ColdStats { bytes: file_len, ..ColdStats::default() };
     // The keys noted up to the last whole group.
     let mut noted = 0usize;
-    let mut reader = LineReader::new(file, file_len);
-    let mut first = true;
+    let mut reader = LineReader::starting_at(file, start, file_len);
+    let mut first = start == 0;
     // End of the last whole group (or of the header).
-    let mut good_end = 0u64;
+    let mut good_end = start;
     let mut in_group = false;
     let mut group_puts = 0u64;
     let mut pending_bad: Option<u64> = None;
@@ -409,7 +413,7 @@ fn walk(
             _ => {}
         }
     }
-    if first && file_len > 0 {
+    if first && file_len > 0 && start == 0 {
         bail!(Io, "{} does not start with a whole cold store header", path.display());
     }
     if let Some(k) = keys {
@@ -506,6 +510,8 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
         out.write_all_at(buf.as_slice(), at)
             .map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))?;
         out.sync_all().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", tmp.display(), e))?;
+        // Its keys' file is of the old file: gone before the new one is in place.
+        keys::remove(dir);
         std::fs::rename(&tmp, &path)
             .map_err(|e| err!(PersistFailed, "renaming {} over {} failed: {}", tmp.display(), path.display(), e))?;
         crate::memory::atomic::sync_dir(dir)
