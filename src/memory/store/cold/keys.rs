@@ -20,7 +20,7 @@
 //! since the writer last wrote it) are read from `store.cold`, up to
 //! [`STORE_COLD_KEYS_TAIL_MAX_BYTES`]. Anything else (missing, damaged, stale, a longer tail)
 //! is `None`, and the caller scans `store.cold` as before. Written by the writer only
-//! ([`Store::cold_keys_write`]): at a clean stop (from all of `store.cold` when there is no
+//! (`Store::cold_keys_write`): at a clean stop (from all of `store.cold` when there is no
 //! usable file), and at checkpoints when a usable one lacks at most
 //! [`STORE_COLD_KEYS_STEP_BYTES`]: the file as it was, merged with the hashes of the groups
 //! after it, into a temp file created exclusively, synced, renamed over the old one, the
