@@ -378,9 +378,10 @@ pub const STORE_COLD_SCAN_MAX_KEYS: usize = 4 * 1_048_576;
 /// the most) beside the log reader's buffer.
 pub const STORE_COLD_KEYS_TAIL_MAX_BYTES: u64 = 8 << 20;
 
-/// Most bytes of `store.cold` after what `store.cold.keys` covers that a checkpoint of the
-/// writer reads to bring that file up to date (about 6 ms a MiB; the file itself is copied
-/// too, 8 bytes per cold key); past it only a clean stop does.
+/// Most bytes of `store.cold` after what `store.cold.keys` covers that the writer's
+/// checkpoint after a compaction of the log reads to bring that file up to date (about 6 ms
+/// a MiB; the file itself is copied too, 8 bytes per cold key); past it only a clean stop
+/// does.
 pub const STORE_COLD_KEYS_STEP_BYTES: u64 = 1 << 20;
 
 /// Most cold entries whose key hashes the writer notes as it opens the cold store (its walk

@@ -21,10 +21,12 @@
 //! [`STORE_COLD_KEYS_TAIL_MAX_BYTES`]. Anything else (missing, damaged, stale, a longer tail)
 //! is `None`, and the caller scans `store.cold` as before. Written by the writer only
 //! (`Store::cold_keys_write`): at a clean stop (from all of `store.cold` when there is no
-//! usable file), and at checkpoints when a usable one lacks at most
-//! [`STORE_COLD_KEYS_STEP_BYTES`]: the file as it was, merged with the hashes of the groups
-//! after it, into a temp file created exclusively, synced, renamed over the old one, the
-//! directory synced. A rewrite of `store.cold` removes it first. A kill at any point leaves
+//! usable file), and at the checkpoints taken after a compaction of the log or by a command
+//! when a usable one lacks at most [`STORE_COLD_KEYS_STEP_BYTES`] (a running agent's
+//! clean-ups fill the cold store as they make garbage in the log, so its compactions follow
+//! them; the cycle's own due checkpoint allocates nothing and leaves it): the file as it
+//! was, merged with the hashes of the groups after it, into a temp file created
+//! exclusively, synced, renamed over the old one, the directory synced. A rewrite of `store.cold` removes it first. A kill at any point leaves
 //! the old file, the new one or none, each either usable or refused.
 //!
 //! # Layout (format 1; little-endian)

@@ -8,7 +8,8 @@
 //! built and merged as the live one, and [`catch_up`], what keeps that current; [`hits`], that
 //! index's part of a ranked query and the hits it gives; [`check`], what `lkjagent check` says
 //! of that index's file; `by_hash`, the map of each key's newest copy (by the key's hash) that
-//! the index and [`scan_current`] keep.
+//! the index and [`scan_current`] keep; [`keys`], the sorted hashes of its keys
+//! (`store.cold.keys`), from which `status` and `memory stats` count it without a scan.
 //!
 //! # Format
 //!
