@@ -201,6 +201,7 @@ fn hashes_from(cold: &File, start: u64, len: u64, out: &mut Vec<u64>) -> Result<
         },
         &mut |_, _| Ok(()),
         None,
+        &mut 0,
     )?;
     if over {
         bail!(

@@ -113,6 +113,8 @@ pub struct ColdFile {
     len: u64,
     entries: u64,
     poisoned: bool,
+    /// Its format (its header's), in which its groups are appended.
+    version: u64,
 }
 
 impl ColdFile {
@@ -139,7 +141,8 @@ impl ColdFile {
             .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
         let file_len =
             file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
-        let st = walk(&file, &path, 0, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()), keys)?;
+        let mut version = log::COLD_FORMAT_VERSION;
+        let st = walk(&file, &path, 0, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()), keys, &mut version)?;
         let good = file_len - st.unfinished_tail;
         if st.unfinished_tail > 0 {
             err!(
@@ -153,7 +156,12 @@ impl ColdFile {
                 .and_then(|_| file.sync_all())
                 .map_err(|e| err!(PersistFailed, "truncating the torn tail of {} failed: {}", path.display(), e))?;
         }
-        Ok(ColdFile { path, file, len: good, entries: st.entries, poisoned: false })
+        Ok(ColdFile { path, file, len: good, entries: st.entries, poisoned: false, version })
+    }
+
+    /// Its format, in which its groups are appended ([`log::encode_cold_put`]).
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// Entries written (see [`ColdStats::entries`]).
@@ -243,7 +251,7 @@ fn scan_with_links(
     };
     let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
     let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
-    walk(&file, &path, 0, len, &mut scratch, f, links, None)
+    walk(&file, &path, 0, len, &mut scratch, f, links, None, &mut 0)
 }
 
 /// Reads the current entries of the cold store in `dir` (see the module documentation): for
@@ -293,6 +301,24 @@ pub fn scan_current(
     Ok(st)
 }
 
+/// The format of the cold store in `dir` (its header's; `None`: no file, or no whole header).
+pub fn format_of(dir: &Path) -> Result<Option<u64>> {
+    let path = dir.join(COLD_NAME);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
+    };
+    let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
+    let mut scratch = Vec::with_capacity(4096);
+    let mut reader = LineReader::new(&file, len.min(4096));
+    let Some(line) = reader.next(&mut scratch)? else { return Ok(None) };
+    match log::decode_cold(reader.text(&scratch, line.len)?) {
+        Ok(Record::ColdHeader { version }) if line.complete => Ok(Some(version)),
+        _ => Ok(None),
+    }
+}
+
 /// The newest copy of `key` in the cold store of `dir`, its value decoded, even where the live
 /// store holds the key too.
 pub fn newest(dir: &Path, key: &Key) -> Result<Option<(PutHead, String)>> {
@@ -314,7 +340,8 @@ fn key_hash(key: &Key) -> u64 {
 
 /// Walks the file: checks the header, calls `f` on each `put`, counts damage, and measures
 /// the tail after the last whole group. From `start` when it is not 0: the end of a whole
-/// group (no header there; `bytes` is still the file's size).
+/// group (no header there; `bytes` is still the file's size). `version` is set to the
+/// header's format.
 #[allow(clippy::too_many_arguments)]
 fn walk(
     file: &File,
@@ -325,6 +352,7 @@ fn walk(
     f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
     links: &mut dyn FnMut(&Key, &Key) -> Result<()>,
     mut keys: Option<&mut Vec<u64>>,
+    version: &mut u64,
 ) -> Result<ColdStats> {
     let mut st = ColdStats { bytes: file_len, ..ColdStats::default() };
     // The keys noted up to the last whole group.
@@ -340,17 +368,22 @@ fn walk(
     while let Some(line) = reader.next(scratch)? {
         let log::Line { offset, len, complete } = line;
         let text = reader.text(scratch, len)?;
-        let rec = if complete { log::decode(text) } else { Err(err!(JsonInvalid, "no newline")) };
+        let rec = if complete { log::decode_cold(text) } else { Err(err!(JsonInvalid, "no newline")) };
         if first {
             first = false;
             match rec {
-                Ok(Record::ColdHeader { version: 1 }) => {
+                Ok(Record::ColdHeader { version: v @ 1..=log::COLD_FORMAT_VERSION }) => {
+                    *version = v;
                     good_end = offset + len as u64 + 1;
                     continue;
                 }
-                Ok(Record::ColdHeader { version }) => {
-                    bail!(Io, "{} has format version {}; this program reads version 1", path.display(), version)
-                }
+                Ok(Record::ColdHeader { version }) => bail!(
+                    Io,
+                    "{} has format version {}; this program reads versions 1 to {}",
+                    path.display(),
+                    version,
+                    log::COLD_FORMAT_VERSION
+                ),
                 _ => bail!(
                     Io,
                     "{} does not start with a cold store header; move it aside (the agent starts a new one)",
@@ -488,7 +521,13 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
                 buf.clear();
             }
             // The id a copy had in the live store means nothing here: 0, a byte.
-            log::encode_put(&mut buf, &log::PutHead { id: 0, ..e.head }, e.key.tags(), &value)?;
+            log::encode_cold_put(
+                &mut buf,
+                log::COLD_FORMAT_VERSION,
+                &log::PutHead { id: 0, ..e.head },
+                e.key.tags(),
+                &value,
+            )?;
             Ok(true)
         })?;
         // The links of the entries kept (once each).
