@@ -15,9 +15,12 @@
 //!
 //! The store log's format ([`crate::memory::log`]): one checksummed JSON line per record. The
 //! first line is a `cold` header (never a log's, so neither file can pass for the other). Then
-//! groups, one per clean-up: a `cleanup` record, the `put` records of the entries it moved
-//! (each the whole entry, as the log last held it: tags, value, version, created, last access,
-//! hits, archived), a `cold_link` record for each link they had (the two entries by their
+//! groups, one per clean-up: a `cleanup` record, the records of the entries it moved (each
+//! the whole entry, as the log last held it: tags, value, version, created, last access,
+//! hits, archived; in format 2, the header's `version`, the short record of
+//! [`log::encode_cold_put`], about 61 bytes besides the key and value where the log's `put`
+//! of format 1 takes 131; a file is one format, a format 1 file appended to in format 1 until
+//! a rewrite writes it in format 2), a `cold_link` record for each link they had (the two entries by their
 //! keys, which outlive the live store's ids: `restore` links an entry again to the linked
 //! ones that are live, and the others keep the record until they come back too), and a
 //! `batch_end`. A group is written and then synced once.
