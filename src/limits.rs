@@ -371,6 +371,19 @@ pub const CLEANUP_MARGIN_PERCENT: u64 = 10;
 /// scans the cold store. About 20 years of one new entry a minute.
 pub const STORE_COLD_SCAN_MAX_KEYS: usize = 4 * 1_048_576;
 
+/// Most bytes of `store.cold` after what `store.cold.keys` covers that `status` and `memory
+/// stats` read to count the cold store from that file (`cold::keys`: the groups a running
+/// agent's clean-ups appended since it last wrote it); past it they scan all of `store.cold`
+/// as before. Cost: 8 bytes per copy read (a copy's record is 80 bytes at least: 800 KiB at
+/// the most) beside the log reader's buffer.
+pub const STORE_COLD_KEYS_TAIL_MAX_BYTES: u64 = 8 << 20;
+
+/// Most bytes of `store.cold` after what `store.cold.keys` covers that the writer's
+/// checkpoint after a compaction of the log reads to bring that file up to date (about 6 ms
+/// a MiB; the file itself is copied too, 8 bytes per cold key); past it only a clean stop
+/// does.
+pub const STORE_COLD_KEYS_STEP_BYTES: u64 = 1 << 20;
+
 /// Most cold entries whose key hashes the writer notes as it opens the cold store (its walk
 /// of `store.cold` for a torn tail), kept until the cold text index is first opened, so that
 /// opening it reads no record of `store.cold` again (`cold::recall`). Cost: 8 bytes per cold

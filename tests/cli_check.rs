@@ -335,6 +335,18 @@ fn the_cold_stores_text_index_file_is_checked_current_behind_and_damaged() {
     let (res, out) = check(&d.0, &["--no-network"]);
     assert_eq!(res, Ok(0), "{out}");
     assert!(line(&out, "store.cold.fts").starts_with("ok   store.cold.fts: behind store.cold: "), "{out}");
+    // The keys' file counts as store.cold does, with the group after it read too.
+    assert!(line(&out, "store.cold.keys").starts_with("ok   store.cold.keys: 15 keys, the same count"), "{out}");
+    // The keys' file: a hash changed is not used; a count of its own, a failure.
+    let keys = d.0.join("store.cold.keys");
+    let good = std::fs::read(&keys).unwrap();
+    let mut bytes = good.clone();
+    bytes[70] ^= 0x01;
+    std::fs::write(&keys, &bytes).unwrap();
+    let (res, out) = check(&d.0, &["--no-network"]);
+    assert_eq!(res, Ok(0), "{out}");
+    assert!(line(&out, "store.cold.keys").starts_with("ok   store.cold.keys: not used: "), "{out}");
+    std::fs::write(&keys, &good).unwrap();
     // A flipped byte: a failure, reported, and left in place.
     let path = d.0.join("store.cold.fts");
     let mut bytes = std::fs::read(&path).unwrap();

@@ -209,3 +209,82 @@ fn check_reports_an_interrupted_cleanup() {
     let text = check(&d.0);
     assert!(!text.contains("cut short") && text.contains("ok   store.cold"), "{text}");
 }
+
+/// `store.cold` written back in format 1 (each entry the log's `put` record), as an older
+/// program left it.
+fn cold_to_format_1(dir: &Path) {
+    use lkjagent::memory::log;
+    let path = dir.join("store.cold");
+    let bytes = std::fs::read(&path).unwrap();
+    let mut out = Vec::new();
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let mut buf = lkjagent::fixed::FixedBuf::with_capacity("test", 1 << 20);
+        match log::decode_cold(line.strip_suffix(b"\n").unwrap()).unwrap() {
+            log::Record::ColdHeader { .. } => log::encode_cold_header_of(&mut buf, 1).unwrap(),
+            log::Record::Put { head, tags, value_escaped } => {
+                let mut value = String::new();
+                log::decode_str(value_escaped, &mut value).unwrap();
+                log::encode_cold_put(&mut buf, 1, &head, tags.iter().map(|t| t.as_str()), &value).unwrap();
+            }
+            _ => buf.extend_from_slice(line).unwrap(),
+        }
+        out.extend_from_slice(buf.as_slice());
+    }
+    std::fs::write(&path, out).unwrap();
+}
+
+/// Lines of `store.cold` that are entries' records in format 1 and in format 2.
+fn cold_records(dir: &Path) -> (usize, usize) {
+    let text = std::fs::read_to_string(dir.join("store.cold")).unwrap();
+    (
+        text.lines().filter(|l| l[9..].starts_with(r#"{"op":"put""#)).count(),
+        text.lines().filter(|l| l[9..].starts_with(r#"{"p":["#)).count(),
+    )
+}
+
+#[test]
+fn a_cold_store_of_format_1_is_read_appended_to_and_compacted_into_format_2() {
+    let d = populated();
+    assert_eq!(ok(&d.0, &["cleanup", "--older-than", "30d"]), "2 entries moved to the cold store\n");
+    // New files are of format 2.
+    assert_eq!(cold_records(&d.0), (0, 2));
+    assert!(std::fs::read_to_string(d.0.join("store.cold")).unwrap().contains(r#"{"p":[1,"#));
+    let answers = |d: &Path| {
+        (
+            ok(d, &["show", "old,unused"]),
+            ok(d, &["show", "old,read"]),
+            ok(d, &["search", "--cold", "old note"]),
+            ok(d, &["search", "note", "--json"]),
+            ok(d, &["stats"])
+                .lines()
+                .find(|l| l.starts_with("cold store"))
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .to_string(),
+            ok(d, &["export"]),
+        )
+    };
+    let want = answers(&d.0);
+    assert!(want.2.contains("old,unused  cold") && want.3.contains("old,unused"), "{want:?}");
+    // An older program's file: the same answers, check content.
+    cold_to_format_1(&d.0);
+    assert_eq!(cold_records(&d.0), (2, 0));
+    assert_eq!(answers(&d.0), want);
+    assert!(check(&d.0).contains("ok   store.cold: 2 entries"), "{}", check(&d.0));
+    // Appended to in its own format: a file is one format.
+    assert_eq!(ok(&d.0, &["cleanup", "--older-than", "12h"]), "1 entries moved to the cold store\n");
+    assert_eq!(cold_records(&d.0), (3, 0));
+    assert!(ok(&d.0, &["show", "a,new"]).contains("zebra"));
+    let mid = answers(&d.0);
+    assert!(mid.2.contains("old,unused  cold") && mid.5.contains(r#""tags": "a,new""#), "{mid:?}");
+    assert!(mid.3.contains(r#""key": "a,new","#) && mid.4.starts_with("cold store       3 entries"), "{mid:?}");
+    // Compacted: rewritten in format 2 although every copy is current, the same answers.
+    let before = std::fs::metadata(d.0.join("store.cold")).unwrap().len();
+    ok(&d.0, &["compact"]);
+    assert_eq!(cold_records(&d.0), (0, 3));
+    assert!(std::fs::metadata(d.0.join("store.cold")).unwrap().len() < before);
+    assert_eq!(answers(&d.0), mid);
+    assert!(check(&d.0).contains("ok   store.cold: 3 entries"), "{}", check(&d.0));
+}

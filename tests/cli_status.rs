@@ -143,6 +143,69 @@ fn status_after_some_cycles() {
     assert_eq!(snapshot(&d.0), before, "status must change no file");
 }
 
+/// The cold store's lines of `status` and `memory stats` (`memory stats` opens the store in
+/// place, from the checkpoint).
+fn cold_lines(dir: &Path) -> (String, String) {
+    let (res, st) = status(dir, &[]);
+    assert_eq!(res, Ok(0), "{st}");
+    let mut out = Vec::new();
+    let res = lkjagent::cli::memory::exec(args(&["stats"]), dir, &mut "".as_bytes(), &mut out);
+    let stats = String::from_utf8(out).unwrap();
+    assert_eq!(res.map_err(|e| e.code()), Ok(0), "{stats}");
+    let pick = |text: &str| text.lines().filter(|l| l.starts_with("cold store")).collect::<Vec<_>>().join("\n");
+    (pick(&st), pick(&stats))
+}
+
+#[test]
+fn the_cold_count_from_the_cold_keys_file_is_the_scans() {
+    let d = TempDir::new("cli-status-cold");
+    let k = |s: &str| normalize(s).unwrap();
+    let mut s = Store::open(&d.0).unwrap();
+    for i in 0..40u64 {
+        s.put(&k(&format!("n{i},old")), &format!("old note {i}"), 1_000 + i).unwrap();
+    }
+    s.put(&k("n1,new"), "a fresh note", 5_000).unwrap();
+    assert_eq!(s.cleanup(2_000, lkjagent::memory::store::Cleanup::Cold, 5_000).unwrap(), 40);
+    // Five keys saved again after they went cold: live and cold.
+    for i in 0..5u64 {
+        s.put(&k(&format!("n{i},old")), "saved again", 5_001).unwrap();
+    }
+    s.close().unwrap();
+    let keys_file = d.0.join("store.cold.keys");
+    assert!(keys_file.exists(), "a clean stop writes it");
+    let with = cold_lines(&d.0);
+    assert!(with.0.starts_with("cold store  40 keys, "), "{with:?}");
+    assert!(with.1.starts_with("cold store       35 entries, "), "{with:?}");
+    assert!(lkjagent::memory::store::cold::keys::current(&d.0, None).unwrap().is_some());
+    let kept = std::fs::read(&keys_file).unwrap();
+    std::fs::remove_file(&keys_file).unwrap();
+    assert_eq!(cold_lines(&d.0), with, "scanned");
+
+    // Groups appended after it (a clean-up of a writer not stopped yet): read after it.
+    std::fs::write(&keys_file, &kept).unwrap();
+    let mut s = Store::open(&d.0).unwrap();
+    for i in 40..60u64 {
+        s.put(&k(&format!("n{i},old")), &format!("old note {i}"), 1_000 + i).unwrap();
+    }
+    s.put(&k("n2,old"), "saved once more", 5_002).unwrap();
+    assert_eq!(s.cleanup(2_000, lkjagent::memory::store::Cleanup::Cold, 5_002).unwrap(), 20);
+    s.put(&k("n45,old"), "saved again", 5_003).unwrap();
+    s.flush_access().unwrap();
+    s.checkpoint().unwrap();
+    drop(s);
+    // (The checkpoint brought it up to date: as it was, as if it had not.)
+    assert_ne!(std::fs::read(&keys_file).unwrap(), kept);
+    std::fs::write(&keys_file, &kept).unwrap();
+    assert!(lkjagent::memory::store::cold::keys::current(&d.0, None).unwrap().is_some());
+    let tail = cold_lines(&d.0);
+    assert!(
+        tail.0.starts_with("cold store  60 keys, ") && tail.1.starts_with("cold store       54 entries, "),
+        "{tail:?}"
+    );
+    std::fs::remove_file(&keys_file).unwrap();
+    assert_eq!(cold_lines(&d.0), tail, "scanned");
+}
+
 #[test]
 fn an_unusable_memory_file_is_reported_not_moved() {
     let d = TempDir::new("cli-status");

@@ -12,6 +12,11 @@
 //! as the kill left them, brought up to date) gives exactly what a rebuild from the log and
 //! `store.cold` alone gives.
 //!
+//! `kill_during_compaction_of_a_format_1_cold_store`: the same, `store.cold` written back in
+//! format 1 (each entry the log's `put` record) before each round, so that the child appends
+//! to a format 1 file and its first compaction rewrites it in format 2: kills land in that
+//! rewrite too.
+//!
 //! `kill_during_cold_index_merge_in_steps`: the same checks, the child taking its checkpoints
 //! as the agent's cycle does (`checkpoint_in_steps`: the merges only started) and running them
 //! a step at a time after each save, so that most kills land while a new `store.cold.fts` is
@@ -22,11 +27,15 @@ mod store_support;
 #[path = "support/temp.rs"]
 mod temp;
 
+use lkjagent::fixed::FixedBuf;
 use lkjagent::memory::key::normalize;
+use lkjagent::memory::log;
+use lkjagent::memory::store::cold;
 use lkjagent::memory::store::recall::Ranked;
 use lkjagent::memory::store::Store;
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 use store_support::{
     acks, child_ready, current, kill_after_ready, open_saving_child, save_acknowledged, say, Rng, TempDir,
@@ -73,12 +82,39 @@ fn cold_child() {
             store.recall_flush().unwrap();
             say(&mut out, "M-");
         }
-        if i % 23 == 0 {
-            say(&mut out, "K+");
+        // A format 1 file (`to_format_1`) is compacted soon, so that kills land in it.
+        let old_format = cold::format_of(store.dir()).unwrap() == Some(1);
+        if i % 23 == 0 || (old_format && i % 4 == 0) {
+            say(&mut out, if old_format { "K1+" } else { "K+" });
             store.compact_cold().unwrap();
             say(&mut out, "K-");
         }
     }
+}
+
+/// Writes `store.cold` in `dir` back in format 1, the same lines (each entry the log's `put`
+/// record), as an older program left it; its index files are left as they are (of another
+/// file now: not used).
+fn to_format_1(dir: &Path) {
+    let path = dir.join("store.cold");
+    let Ok(bytes) = std::fs::read(&path) else { return };
+    let mut out = Vec::new();
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let text = line.strip_suffix(b"\n").unwrap();
+        let mut buf = FixedBuf::with_capacity("test", 1 << 20);
+        match log::decode_cold(text).unwrap() {
+            log::Record::ColdHeader { .. } => log::encode_cold_header_of(&mut buf, 1).unwrap(),
+            log::Record::Put { head, tags, value_escaped } => {
+                let mut value = String::new();
+                log::decode_str(value_escaped, &mut value).unwrap();
+                log::encode_cold_put(&mut buf, 1, &head, tags.iter().map(|t| t.as_str()), &value).unwrap();
+            }
+            _ => buf.extend_from_slice(line).unwrap(),
+        }
+        out.extend_from_slice(buf.as_slice());
+    }
+    std::fs::write(&path, out).unwrap();
+    assert_eq!(cold::format_of(dir).unwrap(), Some(1));
 }
 
 /// The child of the merges in steps: saves from `start` on until killed, each save's cycle
@@ -142,7 +178,7 @@ fn same_answer(got: &[(String, u64, bool)], want: &[(String, u64, bool)], what: 
 
 #[test]
 fn kill_during_cold_compaction_and_index_merges() {
-    let (acked, marks) = kill_rounds("cold_child", "kill-cold", 0xC01D_0000_0000_0039);
+    let (acked, marks) = kill_rounds("cold_child", "kill-cold", 0xC01D_0000_0000_0039, false);
     let (in_merge, in_compaction) = (marks[0], marks[1]);
     assert!(acked > 200, "the children saved too little to test anything ({})", acked);
     assert!(
@@ -162,7 +198,7 @@ fn kill_during_cold_compaction_and_index_merges() {
 /// search, from whichever `store.cold.fts` the kill left, equals a rebuild.
 #[test]
 fn kill_during_cold_index_merge_in_steps() {
-    let (acked, marks) = kill_rounds("cold_steps_child", "kill-cold-steps", 0xC01D_5735_0000_0039);
+    let (acked, marks) = kill_rounds("cold_steps_child", "kill-cold-steps", 0xC01D_5735_0000_0039, false);
     assert!(acked > 200, "the children saved too little to test anything ({})", acked);
     assert!(marks[2] > 0, "no kill landed while the cold store's merge was under way");
     eprintln!(
@@ -171,15 +207,29 @@ fn kill_during_cold_index_merge_in_steps() {
     );
 }
 
+/// A store of format 1 (`to_format_1` before each round): kills inside the compaction that
+/// rewrites it in format 2 lose nothing acknowledged, and search equals a rebuild.
+#[test]
+fn kill_during_compaction_of_a_format_1_cold_store() {
+    let (acked, marks) = kill_rounds("cold_child", "kill-cold-format-1", 0xC01D_0001_0000_0039, true);
+    assert!(acked > 200, "the children saved too little to test anything ({})", acked);
+    assert!(marks[3] >= 3, "{} kills landed in the compaction of a format 1 file", marks[3]);
+    eprintln!("{} saves acknowledged; {} kills inside the compaction of a format 1 file", acked, marks[3]);
+}
+
 /// `KILLS` rounds of a child killed at a random moment and the store checked after: returns
-/// the saves acknowledged and how many kills landed after each mark (`M+`, `K+`, `C+`).
-fn kill_rounds(child_name: &str, temp: &str, seed: u64) -> (u64, [usize; 3]) {
+/// the saves acknowledged and how many kills landed after each mark (`M+`, `K+`, `C+`,
+/// `K1+`). `format_1`: `store.cold` written back in format 1 before each round.
+fn kill_rounds(child_name: &str, temp: &str, seed: u64, format_1: bool) -> (u64, [usize; 4]) {
     let t = TempDir::new(temp);
     let dir = t.0.clone();
     let mut rng = Rng::new(seed);
     let mut acked: u64 = 0;
-    let mut marks = [0usize; 3];
+    let mut marks = [0usize; 4];
     for round in 0..KILLS {
+        if format_1 {
+            to_format_1(&dir);
+        }
         let rest = kill_after_ready(
             child_name,
             &[("LKJ_COLD_DIR", dir.display().to_string()), ("LKJ_COLD_START", acked.to_string())],
@@ -187,8 +237,8 @@ fn kill_rounds(child_name: &str, temp: &str, seed: u64) -> (u64, [usize; 3]) {
         );
         let pending = acks(&rest, &mut acked);
         let last_mark =
-            rest.lines().rev().find(|l| matches!(*l, "M+" | "M-" | "K+" | "K-" | "C+" | "C-")).unwrap_or("");
-        for (n, mark) in marks.iter_mut().zip(["M+", "K+", "C+"]) {
+            rest.lines().rev().find(|l| matches!(*l, "M+" | "M-" | "K+" | "K-" | "C+" | "C-" | "K1+")).unwrap_or("");
+        for (n, mark) in marks.iter_mut().zip(["M+", "K+", "C+", "K1+"]) {
             *n += usize::from(last_mark == mark);
         }
 

@@ -52,6 +52,9 @@ checks:
                      (a damaged one is a failure; the agent rebuilds it from the log)
   store.cold.fts     the cold store's text index file: matches store.cold, behind it, out of
                      date, or damaged (a failure; the agent rebuilds it from store.cold)
+  store.cold.keys    the cold store's keys, which status and memory stats count from: the
+                     same count as store.cold's, not used, or another count (a failure; the
+                     agent writes it again)
   store.vec          the vectors of recall by meaning: header, every record's checksum, the
                      vectors current for the store's entries, and whether they are of the
                      configured model (a damaged or foreign file is a failure; the agent
@@ -338,7 +341,8 @@ fn check_cold(data: &Path, r: &mut Report<'_>) -> Result<()> {
     }
     // Each key once: copies of one key (saved again after it went cold, or moved twice after a
     // crash) are one entry.
-    match crate::memory::store::cold::scan_current(data, &|_| false, &mut |_| Ok(true)) {
+    let scanned = crate::memory::store::cold::scan_current(data, &|_| false, &mut |_| Ok(true));
+    match &scanned {
         Err(e) => r.fail(NAME, Worst::Failure, format_args!("{}: {}", e.code(), e.message())),
         Ok(st) if st.damaged > 0 => r.fail(
             NAME,
@@ -354,6 +358,46 @@ fn check_cold(data: &Path, r: &mut Report<'_>) -> Result<()> {
             ),
         ),
         Ok(st) => r.ok(NAME, format_args!("{} entries, {} bytes, no damaged records", st.current, st.bytes)),
+    }?;
+    match scanned {
+        Ok(st) => check_cold_keys(data, &st, r),
+        Err(_) => Ok(()),
+    }
+}
+
+/// `store.cold.keys`: a cache of the cold store's keys (`cold::keys`), so missing or out of
+/// date is fine; counts other than the scan's (`st`) are a failure that costs nothing stored.
+fn check_cold_keys(data: &Path, st: &crate::memory::store::cold::ColdStats, r: &mut Report<'_>) -> Result<()> {
+    use crate::memory::store::cold::keys;
+    const NAME: &str = "store.cold.keys";
+    if !data.join(keys::COLD_KEYS_NAME).exists() {
+        return r.ok(
+            NAME,
+            format_args!("none yet (the agent writes it at a clean stop; status and memory stats read all of store.cold until then)"),
+        );
+    }
+    match keys::current(data, None) {
+        Err(e) => r.fail(NAME, Worst::Failure, format_args!("{}: {}", e.code(), e.message())),
+        Ok(None) => r.ok(
+            NAME,
+            format_args!(
+                "not used: damaged, of another state of store.cold, or too far behind it (status and memory stats read \
+                 all of store.cold; the agent writes it again at a clean stop)"
+            ),
+        ),
+        Ok(Some(k)) if k == *st => r.ok(
+            NAME,
+            format_args!("{} keys, the same count as store.cold's (status and memory stats read it)", k.current),
+        ),
+        Ok(Some(k)) => r.fail(
+            NAME,
+            Worst::Failure,
+            format_args!(
+                "counts {} keys ({} entries) where store.cold holds {} ({}); nothing stored is lost: remove it, and \
+                 the agent writes it again at a clean stop",
+                k.current, k.entries, st.current, st.entries
+            ),
+        ),
     }
 }
 

@@ -381,6 +381,22 @@ fn stats_in_place(data: &Path, mut view: crate::memory::store::view::tail::InPla
         Some(id) => view.key(id)?,
         None => None,
     };
+    // From store.cold.keys when it is usable and the live store has no more keys than it.
+    let from_keys = crate::memory::store::cold::keys::current(
+        data,
+        Some(&mut |cold_keys| {
+            if view.len() as u64 > cold_keys.max(STATS_LIVE_KEYS_ANYWAY) {
+                return Ok(None);
+            }
+            let mut hashes = Vec::new();
+            view.live_key_hashes(&mut hashes)?;
+            Ok(Some(hashes))
+        }),
+    )?;
+    if let Some(cold) = from_keys {
+        view.say_warning();
+        return Ok(Some((st, most, cold)));
+    }
     let view = core::cell::RefCell::new(view);
     let fault = core::cell::RefCell::new(None);
     let live = |k: &crate::memory::key::Key| match view.borrow_mut().find(k) {
@@ -482,7 +498,24 @@ fn print_stats(
     Ok(super::EXIT_OK)
 }
 
-/// The cold store's current entries counted (each key once; none the live store holds).
+/// Live keys `memory stats` reads from the checkpoint in place to count the cold store from
+/// `store.cold.keys` whatever the number of cold keys (beyond it, only when they are no more
+/// than the cold keys; else it scans `store.cold`, a lookup per cold key).
+const STATS_LIVE_KEYS_ANYWAY: u64 = 65_536;
+
+/// The cold store's current entries counted (each key once; none the live store holds):
+/// from `store.cold.keys` when it is usable, else by a scan of `store.cold`.
 fn cold_current(data: &Path, store: &Store) -> Result<crate::memory::store::cold::ColdStats> {
-    crate::memory::store::cold::scan_current(data, &|k| store.find(k).is_some(), &mut |_| Ok(true))
+    let from_keys = crate::memory::store::cold::keys::current(
+        data,
+        Some(&mut |_| {
+            let hashes =
+                store.ids().filter_map(|id| store.key(id)).map(|k| crate::memory::hash::fnv1a64(k.as_str().as_bytes()));
+            Ok(Some(hashes.collect()))
+        }),
+    )?;
+    match from_keys {
+        Some(st) => Ok(st),
+        None => crate::memory::store::cold::scan_current(data, &|k| store.find(k).is_some(), &mut |_| Ok(true)),
+    }
 }

@@ -128,12 +128,16 @@ impl Status {
             None => last_audit_line(&logs.join("audit.jsonl.1"))?,
         };
         let inbox = count_messages(&data.join("inbox"))? + count_messages(&data.join("inbox.taken"))?;
-        // Each key once (its copies are one entry); read in one pass, nothing kept but a hash
-        // per key. A key both live and cold (saved again after it went cold) counts here too.
+        // Each key once (its copies are one entry): from store.cold.keys and the groups after
+        // it when it is usable, else read in two passes, nothing kept but a hash per key. A
+        // key both live and cold (saved again after it went cold) counts here too.
         let cold = match data.join(crate::memory::store::cold::COLD_NAME).exists() {
             false => None,
             true => {
-                let st = crate::memory::store::cold::scan_current(data, &|_| false, &mut |_| Ok(true))?;
+                let st = match crate::memory::store::cold::keys::current(data, None)? {
+                    Some(st) => st,
+                    None => crate::memory::store::cold::scan_current(data, &|_| false, &mut |_| Ok(true))?,
+                };
                 Some((st.current, st.bytes))
             }
         };

@@ -215,10 +215,49 @@ pub fn encode_cleanup(out: &mut FixedBuf, entries: u64) -> Result<()> {
     encode(out, &mut |o| write!(o, "{{\"op\":\"cleanup\",\"entries\":{}}}", entries))
 }
 
-/// Appends the header record of a cold store.
+/// The cold store's format this code writes into a new or rewritten `store.cold`: 2, its
+/// entries in the short record ([`encode_cold_put`]). A file of format 1 (each entry the log's
+/// `put` record) is read as it is and appended to in format 1, until a rewrite (`memory
+/// compact`, `restore`, a `delete` of a cold key) writes it whole in format 2: a file is one
+/// format.
+pub const COLD_FORMAT_VERSION: u64 = 2;
+
+/// Appends the header record of a cold store of format [`COLD_FORMAT_VERSION`].
 #[inline(never)]
 pub fn encode_cold_header(out: &mut FixedBuf) -> Result<()> {
-    encode(out, &mut |o| write!(o, "{{\"op\":\"cold\",\"format\":\"{}\",\"version\":1}}", COLD_FORMAT_NAME))
+    encode_cold_header_of(out, COLD_FORMAT_VERSION)
+}
+
+/// Appends the header record of a cold store of format `version` (1 or 2).
+#[inline(never)]
+pub fn encode_cold_header_of(out: &mut FixedBuf, version: u64) -> Result<()> {
+    encode(out, &mut |o| write!(o, "{{\"op\":\"cold\",\"format\":\"{}\",\"version\":{}}}", COLD_FORMAT_NAME, version))
+}
+
+/// Appends an entry's record of a cold store of format `version`: 1, the log's `put` record
+/// ([`encode_put`]); 2, the short one, without the fields that are always the same there (the
+/// op, the live store's id, which means nothing in the cold store) and with one-letter names:
+/// `{"p":[ver,created,accessed,hits],"t":[tags],"x":"value"}`, `,1` after the hits for an
+/// archived entry. Read by [`decode_cold`] as a `put` of id 0.
+#[inline(never)]
+pub fn encode_cold_put<'t>(
+    out: &mut FixedBuf,
+    version: u64,
+    head: &PutHead,
+    mut tags: impl Iterator<Item = &'t str>,
+    value: &str,
+) -> Result<()> {
+    if version < 2 {
+        return encode_put(out, head, tags, value);
+    }
+    encode(out, &mut |o| {
+        write!(o, "{{\"p\":[{},{},{},{}", head.ver, head.created, head.accessed, head.hits)?;
+        o.write_str(if head.archived { ",1],\"t\":" } else { "],\"t\":" })?;
+        write_tags(o, &mut tags)?;
+        o.write_str(",\"x\":")?;
+        write_json_str(o, value)?;
+        o.write_str("}")
+    })
 }
 
 /// Appends a `batch_end` record.
@@ -299,6 +338,36 @@ pub fn encode_del(out: &mut FixedBuf, id: u32) -> Result<()> {
 /// Checks the frame of one line (without its newline) and decodes it. Errors say what was
 /// wrong; the caller adds the file offset.
 pub fn decode(line: &[u8]) -> Result<Record<'_>> {
+    decode_json(frame(line)?)
+}
+
+/// [`decode`] for a line of the cold store: also its format 2 entry record
+/// ([`encode_cold_put`]), read as a `put` of id 0.
+pub fn decode_cold(line: &[u8]) -> Result<Record<'_>> {
+    let json = frame(line)?;
+    if !json.starts_with("{\"p\":[") {
+        return decode_json(json);
+    }
+    let mut c = Cursor { s: json, pos: 0 };
+    c.lit("{\"p\":[")?;
+    let ver = u32::try_from(c.number()?).map_err(|_| err!(JsonInvalid, "a version out of range"))?;
+    let created = c.field(",")?;
+    let accessed = c.field(",")?;
+    let hits = c.field(",")?;
+    let archived = c.eat(",1");
+    c.lit("],\"t\":")?;
+    let tags = c.tags()?;
+    c.lit(",\"x\":\"")?;
+    let value_escaped = c.string_body()?;
+    c.lit("}")?;
+    if c.pos != json.len() {
+        bail!(JsonInvalid, "unexpected text after the record at byte {}", c.pos + PREFIX_BYTES);
+    }
+    Ok(Record::Put { head: PutHead { id: 0, ver, created, accessed, hits, archived }, tags, value_escaped })
+}
+
+/// The JSON of one line (without its newline) once its checksum prefix is checked.
+fn frame(line: &[u8]) -> Result<&str> {
     let (Some(hex), Some(b' '), Some(json)) = (line.get(..8), line.get(8), line.get(PREFIX_BYTES..)) else {
         bail!(JsonInvalid, "record shorter than its checksum prefix");
     };
@@ -318,6 +387,11 @@ pub fn decode(line: &[u8]) -> Result<Record<'_>> {
     let Ok(json) = core::str::from_utf8(json) else {
         bail!(JsonInvalid, "record is not UTF-8");
     };
+    Ok(json)
+}
+
+/// Decodes the JSON of one record (its frame checked).
+fn decode_json(json: &str) -> Result<Record<'_>> {
     let mut c = Cursor { s: json, pos: 0 };
     c.lit("{\"op\":\"")?;
     let op = c.until_quote()?;
@@ -751,6 +825,51 @@ mod tests {
             }
             r => panic!("{:?}", r),
         }
+    }
+
+    #[test]
+    fn a_cold_put_round_trips_in_both_formats() {
+        let value = "quote \" backslash \\ newline \n é→😀 end";
+        for version in [1, 2] {
+            for archived in [false, true] {
+                let mut buf = FixedBuf::with_capacity("test", 4096);
+                let head =
+                    PutHead { id: 0, ver: 3, created: 1_700_000_000, accessed: 1_700_000_009, hits: 9, archived };
+                encode_cold_put(&mut buf, version, &head, ["a\"b", "日本"].into_iter(), value).unwrap();
+                match decode_cold(line(&buf)).unwrap() {
+                    Record::Put { head: h, tags, value_escaped } => {
+                        assert_eq!(h, head);
+                        assert_eq!(tags.iter().map(|t| t.as_str()).collect::<Vec<_>>(), ["a\"b", "日本"]);
+                        let mut out = String::new();
+                        decode_str(value_escaped, &mut out).unwrap();
+                        assert_eq!(out, value);
+                    }
+                    r => panic!("{:?}", r),
+                }
+                // The log's reader takes only the log's records.
+                assert_eq!(decode(line(&buf)).is_ok(), version == 1);
+            }
+        }
+        let mut buf = FixedBuf::with_capacity("test", 4096);
+        let head = PutHead { id: 0, ver: 1, created: 1_700_000_000, accessed: 1_700_000_000, hits: 0, archived: false };
+        encode_cold_put(&mut buf, 2, &head, ["fact", "n0"].into_iter(), "v").unwrap();
+        let text = std::str::from_utf8(buf.as_slice()).unwrap();
+        assert_eq!(&text[9..], "{\"p\":[1,1700000000,1700000000,0],\"t\":[\"fact\",\"n0\"],\"x\":\"v\"}\n");
+        // Damage is damage in either.
+        let mut bad = buf.as_slice().to_vec();
+        bad[12] ^= 1;
+        assert!(decode_cold(&bad[..bad.len() - 1]).is_err());
+        for broken in [
+            "{\"p\":[1,2,3],\"t\":[],\"x\":\"v\"}",
+            "{\"p\":[1,2,3,4,2],\"t\":[],\"x\":\"v\"}",
+            "{\"p\":[1,2,3,4],\"t\":[],\"x\":\"v\"} ",
+        ] {
+            let rec = format!("{:08x} {}", crc32(broken.as_bytes()), broken);
+            assert!(decode_cold(rec.as_bytes()).is_err(), "{broken}");
+        }
+        let mut h = FixedBuf::with_capacity("test", 4096);
+        encode_cold_header_of(&mut h, 1).unwrap();
+        assert!(matches!(decode_cold(line(&h)).unwrap(), Record::ColdHeader { version: 1 }));
     }
 
     #[test]

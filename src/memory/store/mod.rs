@@ -312,6 +312,7 @@ impl Store {
         recall_file::remove_temp(dir);
         cold::remove_temp(dir);
         cold::recall::remove_temp(dir);
+        cold::keys::remove_temp(dir);
         s.open_index()?;
         // A cold group a crash cut short is dropped now, before anything reads the cold store
         // to decide what to write (an import's cold tier, a delete's rewrite).

@@ -160,7 +160,16 @@ impl Store {
             e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
+        self.cold_keys_quietly(false);
         Ok(())
+    }
+
+    /// [`Store::cold_keys_write`], a failure a warning (a cache: readers scan `store.cold`).
+    fn cold_keys_quietly(&mut self, whole: bool) {
+        if let Err(e) = self.cold_keys_write(whole) {
+            e.context(format_args!("the cold store's keys file was not written (readers scan the cold store)"))
+                .print_warning();
+        }
     }
 
     /// Writes `store.ckpt` (see [`Store::checkpoint`]); `beside`: its temp file's body written
@@ -240,6 +249,8 @@ impl Store {
             e.context(format_args!("the cold store's text index file was not written (the next open rebuilds it)"))
                 .print_warning();
         }
+        // (Not store.cold.keys: this is the cycle's, which allocates nothing; a compaction's
+        // checkpoint and a clean stop bring it up to date.)
         true
     }
 
@@ -294,6 +305,8 @@ impl Store {
         if let Err(e) = cold {
             e.context(format_args!("the cold store's text index file was not written")).print_warning();
         }
+        // So is the cold store's keys file, from all of store.cold when it has none usable.
+        self.cold_keys_quietly(true);
         Ok(())
     }
 

@@ -37,7 +37,7 @@ impl Store {
                 if core::mem::take(&mut first) {
                     continue;
                 }
-                match log::decode(text) {
+                match log::decode_cold(text) {
                     Ok(Record::Cleanup { .. }) => keys.truncate(group),
                     Ok(Record::Put { tags, .. }) => {
                         let Ok(key) = Key::from_tags(tags.iter().map(Tag::as_str)) else { continue };
@@ -204,7 +204,7 @@ fn group_at(file: &File, at: u64, len: u64, scratch: &mut Vec<u8>, group: &mut V
                 break;
             }
             let text = reader.text(scratch, line.len)?;
-            match log::decode(text) {
+            match log::decode_cold(text) {
                 Ok(Record::ColdHeader { .. }) if line.offset == 0 => return Ok(Some(line.len as u64 + 1)),
                 Ok(Record::Cleanup { .. }) => group.clear(),
                 Ok(Record::Put { .. }) => group.push((line.offset, line.len as u32 + 1)),

@@ -440,7 +440,7 @@ impl Store {
                 };
                 self.wbuf.clear();
                 let names = self.slots.tag_ids(id).iter().map(|&t| self.tags.name(t));
-                log::encode_put(&mut self.wbuf, &head, names, &self.vbuf)?;
+                log::encode_cold_put(&mut self.wbuf, cold.version(), &head, names, &self.vbuf)?;
                 cold.write(self.wbuf.as_slice(), start)?;
             }
             // Their links, by the keys that outlive the ids, so that a restore links them again.
@@ -487,7 +487,7 @@ impl Store {
         let head = PutHead { id: 0, ver: 1, created: now, accessed: now, hits: 0, archived: false };
         self.wbuf.clear();
         log::encode_cleanup(&mut self.wbuf, 1)?;
-        log::encode_put(&mut self.wbuf, &head, key.tags(), value)?;
+        log::encode_cold_put(&mut self.wbuf, cold.version(), &head, key.tags(), value)?;
         log::encode_batch_end(&mut self.wbuf)?;
         cold.write(self.wbuf.as_slice(), start)?;
         cold.commit(start, 1)?;
@@ -518,7 +518,7 @@ impl Store {
             cold.write(wbuf.as_slice(), start)?;
             for (key, head, value) in entries {
                 wbuf.clear();
-                log::encode_put(wbuf, &PutHead { id: 0, ..*head }, key.tags(), value)?;
+                log::encode_cold_put(wbuf, cold.version(), &PutHead { id: 0, ..*head }, key.tags(), value)?;
                 cold.write(wbuf.as_slice(), start)?;
             }
             wbuf.clear();

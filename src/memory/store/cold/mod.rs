@@ -8,15 +8,19 @@
 //! built and merged as the live one, and [`catch_up`], what keeps that current; [`hits`], that
 //! index's part of a ranked query and the hits it gives; [`check`], what `lkjagent check` says
 //! of that index's file; `by_hash`, the map of each key's newest copy (by the key's hash) that
-//! the index and [`scan_current`] keep.
+//! the index and [`scan_current`] keep; [`keys`], the sorted hashes of its keys
+//! (`store.cold.keys`), from which `status` and `memory stats` count it without a scan.
 //!
 //! # Format
 //!
 //! The store log's format ([`crate::memory::log`]): one checksummed JSON line per record. The
 //! first line is a `cold` header (never a log's, so neither file can pass for the other). Then
-//! groups, one per clean-up: a `cleanup` record, the `put` records of the entries it moved
-//! (each the whole entry, as the log last held it: tags, value, version, created, last access,
-//! hits, archived), a `cold_link` record for each link they had (the two entries by their
+//! groups, one per clean-up: a `cleanup` record, the records of the entries it moved (each
+//! the whole entry, as the log last held it: tags, value, version, created, last access,
+//! hits, archived; in format 2, the header's `version`, the short record of
+//! [`log::encode_cold_put`], about 61 bytes besides the key and value where the log's `put`
+//! of format 1 takes 131; a file is one format, a format 1 file appended to in format 1 until
+//! a rewrite writes it in format 2), a `cold_link` record for each link they had (the two entries by their
 //! keys, which outlive the live store's ids: `restore` links an entry again to the linked
 //! ones that are live, and the others keep the record until they come back too), and a
 //! `batch_end`. A group is written and then synced once.
@@ -60,6 +64,7 @@ pub mod catch_up;
 pub mod check;
 pub mod cleanup;
 pub mod hits;
+pub mod keys;
 pub(super) use by_hash::IdsByHash;
 pub mod recall;
 pub mod rewrite;
@@ -111,6 +116,8 @@ pub struct ColdFile {
     len: u64,
     entries: u64,
     poisoned: bool,
+    /// Its format (its header's), in which its groups are appended.
+    version: u64,
 }
 
 impl ColdFile {
@@ -137,7 +144,8 @@ impl ColdFile {
             .map_err(|e| err!(Io, "opening {} failed: {}", path.display(), e))?;
         let file_len =
             file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
-        let st = walk(&file, &path, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()), keys)?;
+        let mut version = log::COLD_FORMAT_VERSION;
+        let st = walk(&file, &path, 0, file_len, scratch, &mut |_| Ok(true), &mut |_, _| Ok(()), keys, &mut version)?;
         let good = file_len - st.unfinished_tail;
         if st.unfinished_tail > 0 {
             err!(
@@ -151,7 +159,12 @@ impl ColdFile {
                 .and_then(|_| file.sync_all())
                 .map_err(|e| err!(PersistFailed, "truncating the torn tail of {} failed: {}", path.display(), e))?;
         }
-        Ok(ColdFile { path, file, len: good, entries: st.entries, poisoned: false })
+        Ok(ColdFile { path, file, len: good, entries: st.entries, poisoned: false, version })
+    }
+
+    /// Its format, in which its groups are appended ([`log::encode_cold_put`]).
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// Entries written (see [`ColdStats::entries`]).
@@ -241,7 +254,7 @@ fn scan_with_links(
     };
     let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
     let mut scratch = Vec::with_capacity(log::READ_SCRATCH_BYTES);
-    walk(&file, &path, len, &mut scratch, f, links, None)
+    walk(&file, &path, 0, len, &mut scratch, f, links, None, &mut 0)
 }
 
 /// Reads the current entries of the cold store in `dir` (see the module documentation): for
@@ -291,6 +304,24 @@ pub fn scan_current(
     Ok(st)
 }
 
+/// The format of the cold store in `dir` (its header's; `None`: no file, or no whole header).
+pub fn format_of(dir: &Path) -> Result<Option<u64>> {
+    let path = dir.join(COLD_NAME);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!(Io, "opening {} failed: {}", path.display(), e),
+    };
+    let len = file.metadata().map_err(|e| err!(Io, "reading the size of {} failed: {}", path.display(), e))?.len();
+    let mut scratch = Vec::with_capacity(4096);
+    let mut reader = LineReader::new(&file, len.min(4096));
+    let Some(line) = reader.next(&mut scratch)? else { return Ok(None) };
+    match log::decode_cold(reader.text(&scratch, line.len)?) {
+        Ok(Record::ColdHeader { version }) if line.complete => Ok(Some(version)),
+        _ => Ok(None),
+    }
+}
+
 /// The newest copy of `key` in the cold store of `dir`, its value decoded, even where the live
 /// store holds the key too.
 pub fn newest(dir: &Path, key: &Key) -> Result<Option<(PutHead, String)>> {
@@ -311,23 +342,28 @@ fn key_hash(key: &Key) -> u64 {
 }
 
 /// Walks the file: checks the header, calls `f` on each `put`, counts damage, and measures
-/// the tail after the last whole group.
+/// the tail after the last whole group. From `start` when it is not 0: the end of a whole
+/// group (no header there; `bytes` is still the file's size). `version` is set to the
+/// header's format.
+#[allow(clippy::too_many_arguments)]
 fn walk(
     file: &File,
     path: &Path,
+    start: u64,
     file_len: u64,
     scratch: &mut Vec<u8>,
     f: &mut dyn FnMut(&ColdEntry<'_>) -> Result<bool>,
     links: &mut dyn FnMut(&Key, &Key) -> Result<()>,
     mut keys: Option<&mut Vec<u64>>,
+    version: &mut u64,
 ) -> Result<ColdStats> {
     let mut st = ColdStats { bytes: file_len, ..ColdStats::default() };
     // The keys noted up to the last whole group.
     let mut noted = 0usize;
-    let mut reader = LineReader::new(file, file_len);
-    let mut first = true;
+    let mut reader = LineReader::starting_at(file, start, file_len);
+    let mut first = start == 0;
     // End of the last whole group (or of the header).
-    let mut good_end = 0u64;
+    let mut good_end = start;
     let mut in_group = false;
     let mut group_puts = 0u64;
     let mut pending_bad: Option<u64> = None;
@@ -335,17 +371,22 @@ fn walk(
     while let Some(line) = reader.next(scratch)? {
         let log::Line { offset, len, complete } = line;
         let text = reader.text(scratch, len)?;
-        let rec = if complete { log::decode(text) } else { Err(err!(JsonInvalid, "no newline")) };
+        let rec = if complete { log::decode_cold(text) } else { Err(err!(JsonInvalid, "no newline")) };
         if first {
             first = false;
             match rec {
-                Ok(Record::ColdHeader { version: 1 }) => {
+                Ok(Record::ColdHeader { version: v @ 1..=log::COLD_FORMAT_VERSION }) => {
+                    *version = v;
                     good_end = offset + len as u64 + 1;
                     continue;
                 }
-                Ok(Record::ColdHeader { version }) => {
-                    bail!(Io, "{} has format version {}; this program reads version 1", path.display(), version)
-                }
+                Ok(Record::ColdHeader { version }) => bail!(
+                    Io,
+                    "{} has format version {}; this program reads versions 1 to {}",
+                    path.display(),
+                    version,
+                    log::COLD_FORMAT_VERSION
+                ),
                 _ => bail!(
                     Io,
                     "{} does not start with a cold store header; move it aside (the agent starts a new one)",
@@ -409,7 +450,7 @@ fn walk(
             _ => {}
         }
     }
-    if first && file_len > 0 {
+    if first && file_len > 0 && start == 0 {
         bail!(Io, "{} does not start with a whole cold store header", path.display());
     }
     if let Some(k) = keys {
@@ -483,7 +524,13 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
                 buf.clear();
             }
             // The id a copy had in the live store means nothing here: 0, a byte.
-            log::encode_put(&mut buf, &log::PutHead { id: 0, ..e.head }, e.key.tags(), &value)?;
+            log::encode_cold_put(
+                &mut buf,
+                log::COLD_FORMAT_VERSION,
+                &log::PutHead { id: 0, ..e.head },
+                e.key.tags(),
+                &value,
+            )?;
             Ok(true)
         })?;
         // The links of the entries kept (once each).
@@ -506,6 +553,8 @@ pub fn rewrite_without(dir: &Path, drop: &mut dyn FnMut(&ColdEntry<'_>) -> bool)
         out.write_all_at(buf.as_slice(), at)
             .map_err(|e| err!(PersistFailed, "writing {} failed: {}", tmp.display(), e))?;
         out.sync_all().map_err(|e| err!(PersistFailed, "syncing {} failed: {}", tmp.display(), e))?;
+        // Its keys' file is of the old file: gone before the new one is in place.
+        keys::remove(dir);
         std::fs::rename(&tmp, &path)
             .map_err(|e| err!(PersistFailed, "renaming {} over {} failed: {}", tmp.display(), path.display(), e))?;
         crate::memory::atomic::sync_dir(dir)

@@ -355,7 +355,7 @@ pub(super) fn key_hash(key: &Key) -> u64 {
 /// A decoded cold `put` record's head, key and escaped value.
 pub(super) fn decode_put(line: &[u8]) -> Result<(PutHead, Key, &str)> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let Record::Put { head, tags, value_escaped } = log::decode(line)? else {
+    let Record::Put { head, tags, value_escaped } = log::decode_cold(line)? else {
         bail!(Io, "{}: expected a put record", COLD_NAME)
     };
     let key = Key::from_tags(tags.iter().map(Tag::as_str))?;

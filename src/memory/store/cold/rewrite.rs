@@ -115,7 +115,9 @@ impl Store {
             ids |= e.head.id != 0;
             Ok(true)
         })?;
-        if st.entries == current.len() as u64 && st.damaged == 0 && !ids {
+        // A file of an older format is rewritten whole in the current one (shorter records).
+        let old_format = cold::format_of(&self.dir)? != Some(crate::memory::log::COLD_FORMAT_VERSION);
+        if st.entries == current.len() as u64 && st.damaged == 0 && !ids && !old_format {
             return Ok((before, before));
         }
         self.upkeep.cold = None;

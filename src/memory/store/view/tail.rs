@@ -676,6 +676,23 @@ impl InPlace {
         }
     }
 
+    /// The hashes (FNV-1a, 64 bits) of every live entry's key, pushed onto `out`: what
+    /// `memory stats` leaves out of its count of the cold store (`cold::keys::current`).
+    pub fn live_key_hashes(&self, out: &mut Vec<u64>) -> Result<()> {
+        let end = match self {
+            InPlace::Exact(v) => v.head.layout.next_id,
+            InPlace::Tail(t) => t.end_id,
+        };
+        out.reserve(self.len());
+        for id in 0..end {
+            let Ok(id) = EntryId::try_from(id) else { break };
+            if let Some(k) = self.key(id)? {
+                out.push(crate::memory::hash::fnv1a64(k.as_str().as_bytes()));
+            }
+        }
+        Ok(())
+    }
+
     /// Live entries (archived included), as the store opened whole counts them.
     pub fn len(&self) -> usize {
         match self {
