@@ -99,8 +99,10 @@ pub const HEAD_MAX_BYTES: usize = UNIT_MAX_BYTES + 8 + SUBJECT_MAX_BYTES;
 /// How many of the product's first subjects an outline goes on from.
 pub const OUTLINE_FIRST: usize = 2;
 
-/// How many of the product's oldest (or newest) entries are read for them.
-const OUTLINE_FIRST_SCAN: usize = 8;
+/// How many of the product's oldest (or newest) entries are read for them: the first subjects
+/// move on through these, two after each barren outline, before they start again from the
+/// first (eight sent a product of 19 facts back to its oldest two every fourth barren outline).
+const OUTLINE_FIRST_SCAN: usize = 32;
 
 /// Every this many outlines in a row that planned nothing new, the next starts from nothing.
 pub const BARREN_MAX: u32 = 2;
