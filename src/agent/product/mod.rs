@@ -774,16 +774,13 @@ impl Product {
     }
 
     /// The temperature of an outline asked now, when `llm.temperature` is `base`: `None` (the
-    /// base) unless it goes on from nothing, the prompt an outline before it was asked too,
-    /// after outlines that planned nothing new, each of which raises it by
-    /// [`OUTLINE_TEMPERATURE_STEP`], up to [`OUTLINE_TEMPERATURE_MAX`]. One that goes on from
-    /// first subjects is a new prompt: warmer, a glossary's outlines named more made-up terms
-    /// ("Gravimana", "Galácteria"; docs/measurements.md, "An outline asked again, warmer").
+    /// base) unless outlines before it planned nothing new, each of which raises it by
+    /// [`OUTLINE_TEMPERATURE_STEP`], up to [`OUTLINE_TEMPERATURE_MAX`].
     pub fn outline_temperature(&self, base: f64) -> Option<f64> {
         let warmer = base + OUTLINE_TEMPERATURE_STEP * f64::from(self.barren.min(BARREN_MAX * 4));
         // In hundredths, as a person writes one (0.9, not 0.8999999999999999).
         let warmer = (warmer.min(OUTLINE_TEMPERATURE_MAX) * 100.0).round() / 100.0;
-        (self.barren > 0 && self.first.is_empty() && base < OUTLINE_TEMPERATURE_MAX).then_some(warmer)
+        (self.barren > 0 && base < OUTLINE_TEMPERATURE_MAX).then_some(warmer)
     }
 
     /// The number of the next unit: one more than the product holds.

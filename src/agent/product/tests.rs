@@ -1027,16 +1027,6 @@ fn first_subjects_that_gave_nothing_are_not_given_again() {
     assert!(fifth.ends_with(":\n1. "), "{fifth}");
     let sixth = outline(&mut p, &mut s, &mut w, repeat, 7);
     assert!(sixth.ends_with(&format!(":\n1. {}\n2. {mist}\n3. ", stored[3])), "{sixth}");
-    // Warmer only from nothing, the prompt asked before: the fifth outline (after two barren
-    // ones) went on from nothing, the sixth (after three) from first subjects.
-    let mut warm = Product::new();
-    warm.restore(&(state.as_str().split(' ').next().unwrap().to_string() + " 2/6"));
-    view(&mut warm, &w, &mut s, task);
-    assert_eq!(warm.outline_temperature(0.3), Some(0.9));
-    assert_eq!(warm.outline_temperature(1.2), None, "a warmer configured one is kept");
-    warm.restore(&(state.as_str().split(' ').next().unwrap().to_string() + " 1/4"));
-    view(&mut warm, &w, &mut s, task);
-    assert_eq!(warm.outline_temperature(0.3), None, "first subjects: a new prompt");
     // A state of before: the first subjects from the first entries.
     let old = state.as_str().split(' ').next().unwrap().to_string() + " 0";
     let mut before = Product::new();
