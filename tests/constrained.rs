@@ -1101,36 +1101,6 @@ fn an_outline_is_asked_with_a_presence_penalty_and_a_unit_is_not() {
     assert_eq!(penalized(TIP_TASK, &server, 4), [true, false, false, true]);
 }
 
-/// An outline after outlines that planned nothing new is asked warmer: a small model asked the
-/// same at `llm.temperature` (0.3 here) listed the same names thirty outlines in a row. Each
-/// barren outline before it adds `OUTLINE_TEMPERATURE_STEP`, up to `OUTLINE_TEMPERATURE_MAX`;
-/// the first outline and every unit go at the configured temperature.
-#[test]
-fn an_outline_after_barren_ones_is_asked_warmer() {
-    let server = outline_server(move |g, _| {
-        // Each outline lists the product's unit, which is not planned: every one is barren.
-        let prefix = literal_after(g, "value ::=");
-        let content = format!("{prefix}More tips for tomatoes.\n2. Other tips about tomatoes.\n");
-        scored_reply(&content, |_| -0.5)
-    });
-    let d = shipped_dir("warmer", &server.url("/v1/chat/completions"), "auto");
-    d.write("memory.json", format!(r#"{{"state":"thinking","iteration":0,"working_memory":{{"task":"{TIP_TASK}"}}}}"#));
-    let mut a = agent(&d);
-    for r in cycles(&mut a, 5) {
-        assert!(r.error.is_none() && !r.invalid_reply, "cycle {}: {:?}", r.cycle, r);
-    }
-    let temperature = |body: &str| {
-        let at = body.find(r#""temperature":"#).map(|i| i + r#""temperature":"#.len()).unwrap_or(body.len());
-        body[at..].split([',', '}']).next().unwrap_or("").to_string()
-    };
-    // After the probe: the first outline's samples, then one outline a cycle.
-    let chats = server.chats();
-    let seen: Vec<String> = chats[1..].iter().map(|c| temperature(c.body_str())).collect();
-    let mut distinct = seen.clone();
-    distinct.dedup();
-    assert_eq!(distinct, ["0.3", "0.6", "0.9", "1"], "{seen:?}");
-}
-
 /// A model that returns the same reply forever: the loop goes on, cycle after cycle, and
 /// nothing it says twice is stored twice.
 #[test]

@@ -153,11 +153,6 @@ pub struct Constrainer {
     /// The presence penalty of this cycle's constrained request: the product's
     /// [`LIST_PRESENCE_PENALTY`] for an outline and a running unit.
     presence_penalty: Option<f64>,
-    /// The temperature of this cycle's request when it is not `llm.temperature`: an outline
-    /// after barren ones ([`Product::outline_temperature`]).
-    temperature: Option<f64>,
-    /// `llm.temperature`.
-    base_temperature: Option<f64>,
     /// This cycle asks for an outline of the product.
     outline: bool,
     /// This cycle asks for the product's first outline, which goes on from no stored units:
@@ -197,8 +192,6 @@ impl Constrainer {
             seed_base,
             unavailable_in_a_row: 0,
             presence_penalty: None,
-            temperature: None,
-            base_temperature: settings.temperature,
             outline: false,
             first_outline: false,
             schema_as_object: false,
@@ -272,7 +265,6 @@ impl Constrainer {
         self.text.clear();
         self.envelope.clear();
         self.presence_penalty = None;
-        self.temperature = None;
         self.outline = false;
         self.first_outline = false;
         let mode = mode.unwrap_or(self.active);
@@ -330,7 +322,6 @@ impl Constrainer {
         if let Some((p, _)) = product {
             if let ProductAsk::Outline { first, .. } = p.ask() {
                 self.presence_penalty = Some(LIST_PRESENCE_PENALTY);
-                self.temperature = self.base_temperature.and_then(|t| p.outline_temperature(t));
                 self.outline = true;
                 self.first_outline = first == 1;
             } else if p.running() {
@@ -465,7 +456,6 @@ impl Constrainer {
             seed: Some(seed),
             presence_penalty,
             logprobs: self.asks_logprobs(),
-            temperature: self.temperature.filter(|_| constraint.is_some()),
             ..llm::Prompt::new(system, user)
         };
         if constraint.is_none() {
@@ -601,7 +591,6 @@ impl Constrainer {
             seed: Some(self.seed(cycle, OUTLINE_SECOND_ATTEMPT + sample - 1)),
             presence_penalty: self.presence_penalty,
             logprobs: true,
-            temperature: self.temperature,
             ..llm::Prompt::new(system, user)
         };
         client.complete(&prompt, progress, should_stop)

@@ -59,23 +59,12 @@ pub struct Prompt<'a> {
     /// Ask for each generated token's log-probability ([`Completion::logprobs`]). Such a
     /// request is sent whole, never streamed.
     pub logprobs: bool,
-    /// Overrides `llm.temperature` for this request; `llm.extra` wins over it.
-    pub temperature: Option<f64>,
 }
 
 impl<'a> Prompt<'a> {
     /// A plain request: these messages, no constraint, no seed, the configured token cap.
     pub const fn new(system: Option<&'a str>, user: &'a str) -> Prompt<'a> {
-        Prompt {
-            system,
-            user,
-            constraint: None,
-            seed: None,
-            max_tokens: None,
-            presence_penalty: None,
-            logprobs: false,
-            temperature: None,
-        }
+        Prompt { system, user, constraint: None, seed: None, max_tokens: None, presence_penalty: None, logprobs: false }
     }
 }
 
@@ -536,7 +525,7 @@ impl Client {
             w.bool(self.stream && !prompt.logprobs)?;
         }
         let sampling = Sampling {
-            temperature: prompt.temperature.or(self.temperature),
+            temperature: self.temperature,
             max_tokens: prompt.max_tokens.or(self.max_tokens),
             seed: prompt.seed,
             presence_penalty: prompt.presence_penalty,

@@ -107,17 +107,6 @@ const OUTLINE_FIRST_SCAN: usize = 32;
 /// Every this many outlines in a row that planned nothing new, the next starts from nothing.
 pub const BARREN_MAX: u32 = 2;
 
-/// How much an outline's temperature rises above `llm.temperature` for each outline before it
-/// in a row that planned nothing new ([`Product::outline_temperature`]): a model asked one
-/// prompt at a low temperature answers it the same way, and SmolLM2-135M listed "Music theory,
-/// Musicology" for a music theory glossary thirty outlines in a row (docs/measurements.md,
-/// "An outline asked again, warmer").
-pub const OUTLINE_TEMPERATURE_STEP: f64 = 0.3;
-
-/// The highest temperature [`OUTLINE_TEMPERATURE_STEP`] raises an outline's to (a higher
-/// `llm.temperature` is kept).
-pub const OUTLINE_TEMPERATURE_MAX: f64 = 1.0;
-
 /// The presence penalty every outline is sent with: what the list holds already gets less
 /// likely, so the model names something else instead of the same again (docs/measurements.md).
 pub const LIST_PRESENCE_PENALTY: f64 = 1.0;
@@ -771,16 +760,6 @@ impl Product {
         if self.task.numbered {
             self.first_skip = 0;
         }
-    }
-
-    /// The temperature of an outline asked now, when `llm.temperature` is `base`: `None` (the
-    /// base) unless outlines before it planned nothing new, each of which raises it by
-    /// [`OUTLINE_TEMPERATURE_STEP`], up to [`OUTLINE_TEMPERATURE_MAX`].
-    pub fn outline_temperature(&self, base: f64) -> Option<f64> {
-        let warmer = base + OUTLINE_TEMPERATURE_STEP * f64::from(self.barren.min(BARREN_MAX * 4));
-        // In hundredths, as a person writes one (0.9, not 0.8999999999999999).
-        let warmer = (warmer.min(OUTLINE_TEMPERATURE_MAX) * 100.0).round() / 100.0;
-        (self.barren > 0 && base < OUTLINE_TEMPERATURE_MAX).then_some(warmer)
     }
 
     /// The number of the next unit: one more than the product holds.
