@@ -4,6 +4,8 @@
 //! `archive`/`unarchive`, `restore`, `link`/`related`, `show`/`search --cold`/`export` over the
 //! cold store, and the lock against a running agent.
 
+#[path = "support/cold_format.rs"]
+mod cold_format;
 #[path = "support/temp.rs"]
 mod temp;
 
@@ -210,29 +212,6 @@ fn check_reports_an_interrupted_cleanup() {
     assert!(!text.contains("cut short") && text.contains("ok   store.cold"), "{text}");
 }
 
-/// `store.cold` written back in format 1 (each entry the log's `put` record), as an older
-/// program left it.
-fn cold_to_format_1(dir: &Path) {
-    use lkjagent::memory::log;
-    let path = dir.join("store.cold");
-    let bytes = std::fs::read(&path).unwrap();
-    let mut out = Vec::new();
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        let mut buf = lkjagent::fixed::FixedBuf::with_capacity("test", 1 << 20);
-        match log::decode_cold(line.strip_suffix(b"\n").unwrap()).unwrap() {
-            log::Record::ColdHeader { .. } => log::encode_cold_header_of(&mut buf, 1).unwrap(),
-            log::Record::Put { head, tags, value_escaped } => {
-                let mut value = String::new();
-                log::decode_str(value_escaped, &mut value).unwrap();
-                log::encode_cold_put(&mut buf, 1, &head, tags.iter().map(|t| t.as_str()), &value).unwrap();
-            }
-            _ => buf.extend_from_slice(line).unwrap(),
-        }
-        out.extend_from_slice(buf.as_slice());
-    }
-    std::fs::write(&path, out).unwrap();
-}
-
 /// Lines of `store.cold` that are entries' records in format 1 and in format 2.
 fn cold_records(dir: &Path) -> (usize, usize) {
     let text = std::fs::read_to_string(dir.join("store.cold")).unwrap();
@@ -269,7 +248,7 @@ fn a_cold_store_of_format_1_is_read_appended_to_and_compacted_into_format_2() {
     let want = answers(&d.0);
     assert!(want.2.contains("old,unused  cold") && want.3.contains("old,unused"), "{want:?}");
     // An older program's file: the same answers, check content.
-    cold_to_format_1(&d.0);
+    cold_format::to_format_1(&d.0);
     assert_eq!(cold_records(&d.0), (2, 0));
     assert_eq!(answers(&d.0), want);
     assert!(check(&d.0).contains("ok   store.cold: 2 entries"), "{}", check(&d.0));

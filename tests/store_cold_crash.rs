@@ -22,14 +22,14 @@
 //! a step at a time after each save, so that most kills land while a new `store.cold.fts` is
 //! half written, or written and not yet opened.
 
+#[path = "support/cold_format.rs"]
+mod cold_format;
 #[path = "support/store.rs"]
 mod store_support;
 #[path = "support/temp.rs"]
 mod temp;
 
-use lkjagent::fixed::FixedBuf;
 use lkjagent::memory::key::normalize;
-use lkjagent::memory::log;
 use lkjagent::memory::store::cold;
 use lkjagent::memory::store::recall::Ranked;
 use lkjagent::memory::store::Store;
@@ -92,28 +92,12 @@ fn cold_child() {
     }
 }
 
-/// Writes `store.cold` in `dir` back in format 1, the same lines (each entry the log's `put`
-/// record), as an older program left it; its index files are left as they are (of another
-/// file now: not used).
+/// Writes `store.cold` in `dir` back in format 1 ([`cold_format::to_format_1`]).
 fn to_format_1(dir: &Path) {
-    let path = dir.join("store.cold");
-    let Ok(bytes) = std::fs::read(&path) else { return };
-    let mut out = Vec::new();
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        let text = line.strip_suffix(b"\n").unwrap();
-        let mut buf = FixedBuf::with_capacity("test", 1 << 20);
-        match log::decode_cold(text).unwrap() {
-            log::Record::ColdHeader { .. } => log::encode_cold_header_of(&mut buf, 1).unwrap(),
-            log::Record::Put { head, tags, value_escaped } => {
-                let mut value = String::new();
-                log::decode_str(value_escaped, &mut value).unwrap();
-                log::encode_cold_put(&mut buf, 1, &head, tags.iter().map(|t| t.as_str()), &value).unwrap();
-            }
-            _ => buf.extend_from_slice(line).unwrap(),
-        }
-        out.extend_from_slice(buf.as_slice());
+    if !dir.join("store.cold").exists() {
+        return;
     }
-    std::fs::write(&path, out).unwrap();
+    cold_format::to_format_1(dir);
     assert_eq!(cold::format_of(dir).unwrap(), Some(1));
 }
 
