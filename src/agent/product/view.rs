@@ -102,18 +102,24 @@ impl Product {
         out.push_str("\n")
     }
 
-    /// The product's oldest unit, not a doubted one.
-    fn oldest_unit(&mut self, store: &mut Store) -> Option<EntryId> {
-        let key = self.task.key?;
+    /// Reads into `firsts` the product's first `max` units, not doubted ones, in `sort`'s
+    /// order; `false` without a product.
+    fn read_units(&mut self, store: &mut Store, max: usize, sort: Sort) -> bool {
+        let Some(key) = self.task.key else { return false };
         let q = Query {
             required: Some(key),
             excluded: normalize(DOUBT_TAG).ok(),
-            max_results: 1,
-            sort: Sort::Oldest,
+            max_results: max,
+            sort,
             ..Query::default()
         };
         store.query(&q, &mut self.firsts);
-        self.firsts.ids().next()
+        true
+    }
+
+    /// The product's oldest unit, not a doubted one.
+    fn oldest_unit(&mut self, store: &mut Store) -> Option<EntryId> {
+        self.read_units(store, 1, Sort::Oldest).then(|| self.firsts.ids().next()).flatten()
     }
 
     /// The subjects the next outline goes on from: those of the product's oldest entries, or
@@ -125,20 +131,13 @@ impl Product {
     /// units read in order").
     fn read_first(&mut self, store: &mut Store) {
         self.newest_number = 0;
-        let Some(key) = self.task.key else { return };
         if self.barren > 0 && self.barren.is_multiple_of(BARREN_MAX) {
             return;
         }
-        let doubt = normalize(DOUBT_TAG).ok();
         let numbered = self.task.numbered;
-        let q = Query {
-            required: Some(key),
-            excluded: doubt,
-            max_results: OUTLINE_FIRST_SCAN,
-            sort: if numbered { Sort::Newest } else { Sort::Oldest },
-            ..Query::default()
-        };
-        store.query(&q, &mut self.firsts);
+        if !self.read_units(store, OUTLINE_FIRST_SCAN, if numbered { Sort::Newest } else { Sort::Oldest }) {
+            return;
+        }
         // Past the last of them, round again from the first.
         let read = self.firsts.ids().count();
         let skip = if read == 0 { 0 } else { self.first_skip as usize % read };
